@@ -1,0 +1,5 @@
+import sys
+
+from ragjudge.cli import main
+
+sys.exit(main())

@@ -1,0 +1,91 @@
+"""The ``ragjudge`` command. Each module registers its commands on :data:`ragjudge.cli.app.app`.
+
+Exit codes: 0 success, 1 a check failed (``gate``, ``verify``), 2 a usage or input error with
+the message on stderr, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from ragjudge.cli.app import app
+
+COMMAND_MODULES = (
+    "ragjudge.cli.project",
+    "ragjudge.cli.transfer",
+    "ragjudge.cli.evaluate",
+    "ragjudge.cli.agreement",
+    "ragjudge.cli.judging",
+    "ragjudge.cli.maintenance",
+)
+
+
+def _register() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a module that exists but fails to import is a bug: show it
+                raise
+
+
+def hoist_db(argv: list[str]) -> list[str]:
+    """Move ``--db X`` / ``--db=X`` to the front so that it works before or after the command."""
+    out: list[str] = []
+    front: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--db" and i + 1 < len(argv):
+            front = ["--db", argv[i + 1]]
+            i += 2
+            continue
+        if arg.startswith("--db="):
+            front = ["--db", arg.split("=", 1)[1]]
+            i += 1
+            continue
+        out.append(arg)
+        i += 1
+    return front + out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
+    from ragjudge.errors import CheckFailed, RagjudgeError
+
+    _register()
+    args = hoist_db(list(sys.argv[1:] if argv is None else argv))
+    try:
+        code = app(args=args, prog_name="ragjudge", standalone_mode=False)
+    except CheckFailed as exc:
+        if str(exc):
+            print(str(exc), file=sys.stderr)
+        return 1
+    except RagjudgeError as exc:
+        print(f"ragjudge: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ragjudge: interrupted.", file=sys.stderr)
+        return 130
+    except SystemExit as exc:  # typer.Exit inside commands
+        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 2
+    except Exception as exc:  # click's own usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Exit):
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Abort):
+            print("ragjudge: aborted.", file=sys.stderr)
+            return 1
+        raise
+    return code if isinstance(code, int) else 0
+
+
+__all__ = ["app", "main"]

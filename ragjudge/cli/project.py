@@ -1,0 +1,162 @@
+"""Project commands: init, status, demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from ragjudge.cli.app import app
+from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, safe
+from ragjudge.errors import UsageError
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  ragjudge init --db qrels.db                      # graded 0-3 (TREC DL names)\n\n"
+        "  ragjudge init --db yesno.db --scale binary\n\n"
+        "  ragjudge init --db stars.db --scale 1-5 --threshold 4 --name 'support bot'\n\n"
+        "  ragjudge init --guidelines guidelines.md"
+    )
+)
+def init(
+    scale: Annotated[str, typer.Option(help="'binary', or graded MIN-MAX such as 0-3 or 1-5.")] = "0-3",
+    name: Annotated[Optional[str], typer.Option(help="The project's name (default: the file name).")] = None,
+    description: Annotated[Optional[str], typer.Option(help="One line on what is being judged.")] = None,
+    threshold: Annotated[
+        Optional[int], typer.Option(help="Lowest grade that counts as relevant for binary measures.")
+    ] = None,
+    guidelines: Annotated[
+        Optional[Path], typer.Option(help="A Markdown file of judging guidelines, shown on 'h'.")
+    ] = None,
+) -> None:
+    """Create a new project with its relevance scale."""
+    from ragjudge.models import Scale
+    from ragjudge.services.project import Project
+
+    try:
+        parsed = Scale.parse(scale, threshold)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[-1] if "validation error" in str(exc) else str(exc)
+        raise UsageError(f"--scale {scale}: {msg}") from None
+    text = None
+    if guidelines is not None:
+        text = _read_text(guidelines)
+    project = Project.init(project_db(), scale=parsed, name=name, description=description, guidelines=text)
+    with project:
+        console.print(
+            f"Created project [bold]{safe(project.name)}[/] at {safe(project_db())} "
+            f"(scale {parsed.describe()}, relevant from grade {parsed.threshold})."
+        )
+        console.print("Next: ragjudge import queries FILE, ragjudge import chunks FILE, "
+                      "ragjudge import run FILE, then ragjudge annotate.")
+
+
+def _read_text(path: Path) -> str:
+    from ragjudge.errors import InputError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file.", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}).", file=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror}.", file=str(path)) from None
+
+
+@app.command(
+    epilog="Examples:\n\n  ragjudge status\n\n  ragjudge status --db team.db --format json"
+)
+def status(
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Counts of queries, chunks, runs, annotators and labels, and how much of the pool is judged."""
+    if format not in ("table", "json"):
+        raise UsageError(f"--format {format}: use table or json.")
+    with open_project() as project:
+        data = project.status()
+        progress = _assignment_progress(project)
+    if progress is not None:
+        data["assignments"] = progress
+    if format == "json":
+        print_json(data)
+        return
+    _print_status(data)
+
+
+def _assignment_progress(project) -> dict | None:  # noqa: ANN001
+    try:
+        from ragjudge.services.assignment import assignment_progress
+    except ImportError:
+        return None
+    return assignment_progress(project) or None
+
+
+def _print_status(data: dict) -> None:
+    pool = data["pool"]
+    share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "-"
+    console.print(f"[bold]{safe(data['project'])}[/]  ({safe(data['db'])})")
+    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {data['rule']}")
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column(justify="right")
+    for key in ("queries", "chunks", "runs", "annotators", "labels"):
+        summary.add_row(key, f"{data[key]:,}")
+    summary.add_row(f"pool (top {pool['depth']})", f"{pool['pairs']:,} pairs, {pool['judged']:,} judged ({share})")
+    console.print(summary)
+    if data["run_summary"]:
+        runs = Table(title="runs", title_justify="left")
+        for col in ("run", "queries", "entries", "depth"):
+            runs.add_column(col, justify="left" if col == "run" else "right")
+        for row in data["run_summary"]:
+            runs.add_row(safe(row["name"]), str(row["queries"]), f"{row['entries']:,}", str(row["depth"]))
+        console.print(runs)
+    if data["labels_per_annotator"]:
+        table = Table(title="label events per annotator", title_justify="left")
+        table.add_column("annotator")
+        table.add_column("events", justify="right")
+        assigned = data.get("assignments", {})
+        if assigned:
+            table.add_column("assignment done", justify="right")
+        for name, count in sorted(data["labels_per_annotator"].items()):
+            row = [safe(name), f"{count:,}"]
+            if assigned:
+                a = assigned.get(name)
+                row.append(f"{a['done']}/{a['assigned']}" if a else "-")
+            table.add_row(*row)
+        console.print(table)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  ragjudge demo                     # build ./ragjudge-demo.db and open the app\n\n"
+        "  ragjudge demo --no-tui --db /tmp/demo.db && ragjudge status --db /tmp/demo.db"
+    )
+)
+def demo(
+    no_tui: Annotated[bool, typer.Option("--no-tui", help="Build the project only; do not open the app.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the demo project even if it exists.")] = False,
+) -> None:
+    """Build the bundled demo project (a parcel-delivery support knowledge base) and open the app."""
+    from ragjudge.cli.common import db_given, set_db
+    from ragjudge.services.demo import build_demo
+
+    if not db_given():
+        set_db("ragjudge-demo.db")
+    db = project_db()
+    built = build_demo(db, fresh=fresh, progress=err_console if err_console.is_terminal else None)
+    if built:
+        err_console.print(f"Built the demo project at {safe(db)}.")
+    else:
+        err_console.print(f"Using the demo project already at {safe(db)} (--fresh rebuilds it).")
+    if no_tui:
+        return
+    from ragjudge.tui import run_app
+
+    with open_project() as project:
+        run_app(project)

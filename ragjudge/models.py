@@ -1,0 +1,191 @@
+"""Pydantic types shared by every layer (except the numpy-only ``ragjudge.metrics``).
+
+These are the records of the file formats' JSONL contract and of the store; field names are a
+contract that users script against (see the README's "Formats" section).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+AGGREGATION_RULES = ("median", "majority", "mean", "min", "max")
+"""Rules that turn several annotators' grades into one gold grade (plus ``annotator:NAME``)."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, frozen=True)
+
+
+class Query(_Record):
+    id: str = Field(min_length=1)
+    text: str
+    description: str | None = None
+    category: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class Chunk(_Record):
+    id: str = Field(min_length=1)
+    text: str
+    doc_id: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+class RunEntry(_Record):
+    """One retrieved chunk of one query in one run. ``rank`` is 1-based."""
+
+    query_id: str = Field(min_length=1)
+    chunk_id: str = Field(min_length=1)
+    score: float | None = None
+    rank: int | None = Field(default=None, ge=1)
+
+
+class Judgment(_Record):
+    """A qrels line or a label: the grade an annotator gave a (query, chunk) pair."""
+
+    query_id: str = Field(min_length=1)
+    chunk_id: str = Field(min_length=1)
+    grade: int
+    annotator: str | None = None
+    note: str | None = None
+
+
+class ScaleLevel(_Record):
+    grade: int
+    name: str
+    description: str = ""
+
+
+class Scale(_Record):
+    """The relevance scale of a project: binary (0/1) or graded MIN..MAX, each level named."""
+
+    levels: tuple[ScaleLevel, ...]
+    threshold: int = 1
+    """Grades at or above this are "relevant" for binary measures."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "Scale":
+        grades = [level.grade for level in self.levels]
+        if not grades:
+            raise ValueError("a scale needs at least two levels")
+        if grades != list(range(grades[0], grades[0] + len(grades))):
+            raise ValueError("scale levels must be consecutive integers")
+        if not (grades[0] <= self.threshold <= grades[-1]):
+            raise ValueError(f"threshold {self.threshold} is outside the scale {grades[0]}-{grades[-1]}")
+        return self
+
+    @property
+    def min(self) -> int:
+        return self.levels[0].grade
+
+    @property
+    def max(self) -> int:
+        return self.levels[-1].grade
+
+    @property
+    def is_binary(self) -> bool:
+        return self.min == 0 and self.max == 1
+
+    def contains(self, grade: int) -> bool:
+        return self.min <= grade <= self.max
+
+    def level(self, grade: int) -> ScaleLevel:
+        return self.levels[grade - self.min]
+
+    def describe(self) -> str:
+        return "binary" if self.is_binary else f"{self.min}-{self.max}"
+
+    @classmethod
+    def parse(cls, spec: str, threshold: int | None = None) -> "Scale":
+        """``binary``, or ``MIN-MAX`` such as ``0-3`` (TREC DL names) or ``1-5``."""
+        spec = spec.strip().lower()
+        if spec == "binary":
+            levels = (
+                ScaleLevel(grade=0, name="Not relevant", description="Does not help answer the query."),
+                ScaleLevel(grade=1, name="Relevant", description="Helps answer the query."),
+            )
+            return cls(levels=levels, threshold=1 if threshold is None else threshold)
+        match = re.fullmatch(r"(\d+)\s*-\s*(\d+)", spec)
+        if not match:
+            raise ValueError(f"scale '{spec}' is neither 'binary' nor MIN-MAX such as 0-3")
+        lo, hi = int(match.group(1)), int(match.group(2))
+        if hi <= lo or hi - lo > 9:
+            raise ValueError(f"scale '{spec}' needs MIN < MAX and at most 10 levels (one digit key each)")
+        names = _LEVEL_NAMES.get((lo, hi))
+        levels = tuple(
+            ScaleLevel(grade=g, name=names[i][0], description=names[i][1])
+            if names
+            else ScaleLevel(grade=g, name=f"Grade {g}", description="")
+            for i, g in enumerate(range(lo, hi + 1))
+        )
+        if threshold is None:
+            threshold = lo + 1 if lo == 0 else (lo + hi + 1) // 2
+        return cls(levels=levels, threshold=threshold)
+
+
+_LEVEL_NAMES: dict[tuple[int, int], list[tuple[str, str]]] = {
+    (0, 3): [
+        ("Irrelevant", "Has nothing to do with the query."),
+        ("Related", "On the topic, but does not answer the query."),
+        ("Highly relevant", "Answers part of the query, or answers it unclearly."),
+        ("Perfectly relevant", "Dedicated to the query; answers it fully."),
+    ],
+    (0, 2): [
+        ("Not relevant", "Does not help answer the query."),
+        ("Partially relevant", "Contains part of the answer."),
+        ("Highly relevant", "Contains the answer."),
+    ],
+    (1, 5): [
+        ("Useless", "Nothing of use for the query."),
+        ("Poor", "Touches the topic, no usable answer."),
+        ("Fair", "Part of the answer, with gaps."),
+        ("Good", "Most of the answer."),
+        ("Excellent", "The whole answer, clearly."),
+    ],
+}
+
+
+class Facet(_Record):
+    query_id: str
+    name: str
+
+
+class Nugget(_Record):
+    query_id: str
+    text: str
+    importance: Literal["vital", "okay"] = "okay"
+    kind: Literal["nugget", "claim"] = "nugget"
+    weight: float = Field(default=1.0, gt=0)
+
+
+class Answer(_Record):
+    query_id: str
+    run: str
+    text: str
+    cited: list[str] = Field(default_factory=list)
+
+
+class LabelEvent(_Record):
+    """One append-only label event as stored (and exported with ``export labels``)."""
+
+    id: int | None = None
+    query_id: str
+    chunk_id: str
+    annotator: str
+    grade: int | None
+    skipped: bool = False
+    flagged: bool = False
+    note: str | None = None
+    created_at: datetime | None = None
+    duration_ms: int | None = None
+
+    @field_validator("annotator")
+    @classmethod
+    def _annotator(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("annotator name is empty")
+        return value

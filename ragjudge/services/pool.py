@@ -1,0 +1,43 @@
+"""The judging pool: per query, the union of the top-K chunks of the chosen runs (TREC pooling)."""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, exists, func, select
+
+from ragjudge.services.qrels import newest_label_ids
+from ragjudge.store.schema import Label, RunEntry
+
+DEFAULT_DEPTH = 10
+
+
+def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None):
+    """A select of distinct (query_id, chunk_id) pairs in the pool."""
+    stmt = select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.rank <= depth).distinct()
+    if runs:
+        stmt = stmt.where(RunEntry.run.in_(runs))
+    return stmt
+
+
+def pool_size_and_judged(project, depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> dict:  # noqa: ANN001
+    """How many pairs the pool holds and how many have a current grade from any annotator."""
+    pool = pool_select(depth, runs).subquery()
+    newest = newest_label_ids()
+    graded = (
+        select(Label.query_id, Label.chunk_id)
+        .join(newest, Label.id == newest.c.id)
+        .where(Label.grade.is_not(None))
+        .distinct()
+        .subquery()
+    )
+    with project.connect() as connection:
+        pairs = connection.scalar(select(func.count()).select_from(pool))
+        judged = connection.scalar(
+            select(func.count()).select_from(pool).where(
+                exists().where(and_(graded.c.query_id == pool.c.query_id,
+                                    graded.c.chunk_id == pool.c.chunk_id))
+            )
+        )
+    return {"depth": depth, "pairs": int(pairs or 0), "judged": int(judged or 0)}
+
+
+__all__ = ["DEFAULT_DEPTH", "pool_select", "pool_size_and_judged"]

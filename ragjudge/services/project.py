@@ -1,0 +1,309 @@
+"""Opening, creating and describing a project (one database).
+
+Every layer above talks to the database through a :class:`Project`: ``project.read()`` for a
+read-only ORM session, ``project.write(fn)`` for one short committed transaction (retried while
+another annotator holds the write lock), ``project.connect()`` for bulk Core selects.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import func, inspect, select
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ragjudge.errors import ProjectError
+from ragjudge.models import Scale, ScaleLevel
+from ragjudge.store import migrate
+from ragjudge.store.engine import env_db, is_url, make_engine, sqlite_path, with_retry
+from ragjudge.store.schema import Annotator, Base, Chunk, Label, Query, Run, RunEntry, Setting
+
+T = TypeVar("T")
+
+DEFAULT_RULE = "median"
+
+
+class Project:
+    """An open ragjudge project."""
+
+    def __init__(self, db: str, engine: Engine) -> None:
+        self.db = db
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._scale: Scale | None = None
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, db: str | None = None, *, create: bool = False) -> "Project":
+        """Open the project at ``db`` (a path or URL; default ``RAGJUDGE_DB`` or ./ragjudge.db).
+
+        An older schema is migrated after a backup copy is written next to the file; a newer
+        schema, a file that is not a ragjudge project, or a missing file (unless ``create``) is a
+        :class:`ProjectError` and nothing is written.
+        """
+        db = db or env_db()
+        path = sqlite_path(db)
+        if path is not None:
+            _check_sqlite_file(path, db, create=create)
+        engine = make_engine(db)
+        project = cls(db, engine)
+        try:
+            project._prepare(create=create, path=path)
+        except (OperationalError, DatabaseError) as exc:
+            engine.dispose()
+            raise ProjectError(_describe_db_error(db, exc)) from None
+        except BaseException:
+            engine.dispose()
+            raise
+        return project
+
+    def _prepare(self, *, create: bool, path: Path | None) -> None:
+        with self.engine.connect() as connection:
+            revision = migrate.current_revision(connection)
+            has_tables = bool(inspect(connection).get_table_names())
+        if revision is None:
+            if has_tables:
+                raise ProjectError(
+                    f"{self.db} is a database but not a ragjudge project (it has tables of its "
+                    "own and no ragjudge schema). Name another file with --db. Nothing was changed."
+                )
+            if not create:
+                raise ProjectError(
+                    f"{self.db} holds no ragjudge project yet. Create one with "
+                    f"'ragjudge init --db {self.db}' or try 'ragjudge demo'."
+                )
+            self._create_schema()
+            return
+        migrate.check_revision(revision, self.db)
+        if revision != migrate.HEAD:
+            if path is not None:
+                migrate.backup_before_migration(path, revision)
+            migrate.upgrade(self.engine)
+
+    def _create_schema(self) -> None:
+        # The newest schema straight from the models, stamped as the newest revision; a test
+        # proves that migrating from the first revision gives the same schema.
+        def create(session: Session) -> None:
+            connection = session.connection()
+            Base.metadata.create_all(connection)
+            from sqlalchemy import text
+
+            connection.execute(text("CREATE TABLE IF NOT EXISTS alembic_version "
+                                    "(version_num VARCHAR(32) NOT NULL PRIMARY KEY)"))
+            connection.execute(text("DELETE FROM alembic_version"))
+            connection.execute(text("INSERT INTO alembic_version VALUES (:v)"), {"v": migrate.HEAD})
+
+        self.write(create)
+
+    @classmethod
+    def init(
+        cls,
+        db: str | None = None,
+        *,
+        scale: Scale | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        guidelines: str | None = None,
+        exist_ok: bool = False,
+    ) -> "Project":
+        """Create a new project with its relevance scale. Refuses an existing project unless
+        ``exist_ok``."""
+        db = db or env_db()
+        path = sqlite_path(db)
+        if not exist_ok and path is not None and path.exists() and path.stat().st_size > 0:
+            raise ProjectError(
+                f"{db} already exists. Open it with 'ragjudge --db {db} status', or choose another "
+                "file with --db. Nothing was changed."
+            )
+        project = cls.open(db, create=True)
+        if not exist_ok and project.get_setting("scale") is not None:
+            project.close()
+            raise ProjectError(f"{db} is already a ragjudge project. Nothing was changed.")
+        scale = scale or Scale.parse("0-3")
+        values: dict[str, Any] = {
+            "scale": scale.model_dump(mode="json"),
+            "name": name or (path.stem if path else "ragjudge project"),
+            "rule": DEFAULT_RULE,
+        }
+        if description:
+            values["description"] = description
+        if guidelines is not None:
+            values["guidelines"] = guidelines
+        project.set_settings(values)
+        return project
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "Project":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for reading (never commits)."""
+        with self._sessions() as session:
+            yield session
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A Core connection for bulk selects straight into arrays."""
+        with self.engine.connect() as connection:
+            yield connection
+
+    def write(self, work: Callable[[Session], T]) -> T:
+        """Run ``work(session)`` as one committed transaction; retried while the database is busy.
+
+        ``work`` must be safe to run again (it is, when it only adds rows from its arguments).
+        When this returns, the transaction is on disk.
+        """
+
+        def attempt() -> T:
+            connection = self.engine.connect().execution_options(ragjudge_write=True)
+            try:
+                with Session(bind=connection, expire_on_commit=False) as session:
+                    with session.begin():
+                        result = work(session)
+                    return result
+            finally:
+                connection.close()
+
+        try:
+            return with_retry(attempt)
+        except OperationalError as exc:
+            raise ProjectError(_describe_db_error(self.db, exc)) from None
+
+    # -- settings ------------------------------------------------------------------------
+
+    def get_setting(self, key: str, default: Any = None) -> Any:
+        with self.read() as session:
+            row = session.get(Setting, key)
+            return default if row is None else row.value
+
+    def set_settings(self, values: dict[str, Any]) -> None:
+        def store(session: Session) -> None:
+            for key, value in values.items():
+                session.merge(Setting(key=key, value=value))
+
+        self.write(store)
+        self._scale = None
+
+    @property
+    def scale(self) -> Scale:
+        """The project's relevance scale (0-3 TREC DL levels when none was set)."""
+        if self._scale is None:
+            raw = self.get_setting("scale")
+            if raw is None:
+                self._scale = Scale.parse("0-3")
+            else:
+                levels = tuple(ScaleLevel(**level) for level in raw["levels"])
+                self._scale = Scale(levels=levels, threshold=raw.get("threshold", 1))
+        return self._scale
+
+    @property
+    def rule(self) -> str:
+        return self.get_setting("rule", DEFAULT_RULE)
+
+    @property
+    def name(self) -> str:
+        return self.get_setting("name", "ragjudge project")
+
+    # -- summary -------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Counts for ``ragjudge status`` and the home screen."""
+        from ragjudge.services.pool import pool_size_and_judged
+
+        with self.read() as session:
+            count = lambda model: session.scalar(select(func.count()).select_from(model))  # noqa: E731
+            queries, chunks, runs = count(Query), count(Chunk), count(Run)
+            annotators = count(Annotator)
+            labels = count(Label)
+            per_annotator = dict(
+                session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
+            )
+            run_rows = session.execute(
+                select(RunEntry.run, func.count(), func.count(func.distinct(RunEntry.query_id)),
+                       func.max(RunEntry.rank)).group_by(RunEntry.run).order_by(RunEntry.run)
+            ).all()
+        pool = pool_size_and_judged(self)
+        return {
+            "project": self.name,
+            "db": self.db,
+            "scale": self.scale.describe(),
+            "threshold": self.scale.threshold,
+            "rule": self.rule,
+            "queries": queries,
+            "chunks": chunks,
+            "runs": runs,
+            "annotators": annotators,
+            "labels": labels,
+            "labels_per_annotator": per_annotator,
+            "run_summary": [
+                {"name": name, "entries": n, "queries": q, "depth": d} for name, n, q, d in run_rows
+            ],
+            "pool": pool,
+        }
+
+
+def _check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
+    if not path.parent.exists():
+        raise ProjectError(
+            f"--db {db}: the folder {path.parent} does not exist. Create it first or choose "
+            "another path. Nothing was written."
+        )
+    if not path.exists():
+        if not create:
+            raise ProjectError(
+                f"There is no project at {db}. Create one with 'ragjudge init --db {db}', or "
+                "build the demo project with 'ragjudge demo'."
+            )
+        return
+    if path.is_dir():
+        raise ProjectError(f"--db {db} is a folder, not a project file.")
+    if path.stat().st_size == 0:
+        return
+    with open(path, "rb") as handle:
+        header = handle.read(16)
+    if header != b"SQLite format 3\x00":
+        raise ProjectError(
+            f"{db} is not a ragjudge project: it is not a SQLite database (corrupt, or another "
+            "kind of file). Nothing was changed."
+        )
+
+
+def _describe_db_error(db: str, exc: BaseException) -> str:
+    orig = getattr(exc, "orig", exc)
+    text = str(orig).strip()
+    lowered = text.lower()
+    if "readonly" in lowered or "read-only" in lowered or "attempt to write" in lowered:
+        return (f"{db} is read-only for this user, so nothing can be recorded. Check the file's "
+                "and its folder's permissions. Nothing was changed.")
+    if "locked" in lowered or "busy" in lowered:
+        return (f"{db} stayed locked by another process for too long. Is an import or a backup "
+                "running? Try again in a moment. Nothing was changed.")
+    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
+        return (f"{db} is damaged ({text}). Restore it from a backup ('ragjudge backup' makes "
+                "them). Nothing was changed.")
+    if isinstance(orig, sqlite3.Error):
+        return f"{db}: the database answered '{text}'. Nothing was changed."
+    return f"{db}: could not use the database: {text}"
+
+
+def open_project(db: str | None = None, *, create: bool = False) -> Project:
+    return Project.open(db, create=create)
+
+
+def is_server(db: str) -> bool:
+    return is_url(db) and not db.startswith("sqlite")

@@ -1,0 +1,142 @@
+"""Gold qrels: one grade per (query, chunk) pair from the annotators' current labels.
+
+A pair's gold grade is its newest adjudication if any, else the aggregate of every annotator's
+current grade under a rule (DESIGN.md):
+
+- ``median`` (default) — the lower median: with grades [1, 2] it is 1;
+- ``majority`` — the most frequent grade, ties going to the lower grade (a conservative choice);
+- ``mean`` — the arithmetic mean rounded half up to a whole grade;
+- ``min`` / ``max``;
+- ``annotator:NAME`` — that annotator's grades only (adjudications still come first);
+- ``adjudicated`` — adjudicated pairs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection
+
+from ragjudge.errors import UsageError
+from ragjudge.models import AGGREGATION_RULES
+from ragjudge.store.schema import Adjudication, Label
+
+RULES = (*AGGREGATION_RULES, "annotator:NAME", "adjudicated")
+
+
+@dataclass(frozen=True)
+class LabelArrays:
+    """Current labels as parallel arrays (one row per annotator and pair with a grade)."""
+
+    query_ids: np.ndarray  # object array of str
+    chunk_ids: np.ndarray
+    annotators: np.ndarray
+    grades: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+
+def check_rule(rule: str) -> str:
+    if rule in AGGREGATION_RULES or rule == "adjudicated":
+        return rule
+    if rule.startswith("annotator:") and len(rule) > len("annotator:"):
+        return rule
+    raise UsageError(
+        f"--rule '{rule}' is not an aggregation rule. Use one of: median, majority, mean, min, "
+        "max, adjudicated, or annotator:NAME."
+    )
+
+
+def newest_label_ids():
+    """A subquery of the newest label event id per (annotator, query, chunk)."""
+    return (
+        select(func.max(Label.id).label("id"))
+        .group_by(Label.annotator, Label.query_id, Label.chunk_id)
+        .subquery()
+    )
+
+
+def current_labels(connection: Connection, *, annotator: str | None = None) -> LabelArrays:
+    """Every annotator's current grade per pair (pairs whose newest event has no grade are left
+    out), straight from SQL into arrays."""
+    newest = newest_label_ids()
+    stmt = (
+        select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
+        .join(newest, Label.id == newest.c.id)
+        .where(Label.grade.is_not(None))
+        .order_by(Label.query_id, Label.chunk_id, Label.annotator)
+    )
+    if annotator is not None:
+        stmt = stmt.where(Label.annotator == annotator)
+    rows = connection.execute(stmt).all()
+    return _to_arrays(rows)
+
+
+def _to_arrays(rows) -> LabelArrays:  # noqa: ANN001
+    if not rows:
+        empty = np.array([], dtype=object)
+        return LabelArrays(empty, empty.copy(), empty.copy(), np.array([], dtype=np.int64))
+    q, c, a, g = zip(*rows)
+    return LabelArrays(
+        np.array(q, dtype=object), np.array(c, dtype=object), np.array(a, dtype=object),
+        np.array(g, dtype=np.int64),
+    )
+
+
+def aggregate(labels: LabelArrays, rule: str) -> list[tuple[str, str, int]]:
+    """Aggregate several annotators' grades per pair under ``rule`` (adjudication not included)."""
+    rule = check_rule(rule)
+    if rule.startswith("annotator:"):
+        keep = labels.annotators == rule.split(":", 1)[1]
+        return [(q, c, int(g)) for q, c, g in zip(labels.query_ids[keep], labels.chunk_ids[keep],
+                                                  labels.grades[keep])]
+    if rule == "adjudicated" or len(labels) == 0:
+        return []
+    # Rows are sorted by pair; find each pair's run of rows.
+    keys = np.char.add(np.char.add(labels.query_ids.astype(str), "\x00"), labels.chunk_ids.astype(str))
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    out = []
+    for start, end in zip(starts, ends):
+        grades = np.sort(labels.grades[start:end])
+        out.append((labels.query_ids[start], labels.chunk_ids[start], _combine(grades, rule)))
+    return out
+
+
+def _combine(grades: np.ndarray, rule: str) -> int:
+    if rule == "median":
+        return int(grades[(len(grades) - 1) // 2])
+    if rule == "min":
+        return int(grades[0])
+    if rule == "max":
+        return int(grades[-1])
+    if rule == "mean":
+        return int(np.floor(grades.mean() + 0.5))
+    values, counts = np.unique(grades, return_counts=True)
+    return int(values[np.argmax(counts)])  # argmax takes the first, i.e. lowest, tied grade
+
+
+def adjudications(connection: Connection) -> dict[tuple[str, str], int]:
+    """The newest adjudicated grade per pair."""
+    newest = select(func.max(Adjudication.id).label("id")).group_by(
+        Adjudication.query_id, Adjudication.chunk_id).subquery()
+    rows = connection.execute(
+        select(Adjudication.query_id, Adjudication.chunk_id, Adjudication.grade)
+        .join(newest, Adjudication.id == newest.c.id)
+    ).all()
+    return {(q, c): int(g) for q, c, g in rows}
+
+
+def gold_qrels(project, rule: str | None = None) -> list[tuple[str, str, int]]:  # noqa: ANN001
+    """The gold qrels of a project: adjudication first, else ``rule`` (default: the project's)."""
+    rule = check_rule(rule or project.rule)
+    with project.connect() as connection:
+        annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
+        labels = current_labels(connection, annotator=annotator)
+        decided = adjudications(connection)
+    merged = {(q, c): g for q, c, g in aggregate(labels, rule)}
+    merged.update(decided)
+    return sorted((q, c, g) for (q, c), g in merged.items())

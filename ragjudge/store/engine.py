@@ -1,0 +1,127 @@
+"""Opening a project database: SQLite (a file path) or any SQLAlchemy URL (PostgreSQL for teams).
+
+SQLite runs in WAL mode with foreign keys on, a busy timeout and ``synchronous=FULL``: a commit
+returns only once the label is in the write-ahead log on disk, so a label the screen acknowledged
+survives the process being killed (and the machine losing power).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from ragjudge.errors import ProjectError
+
+DEFAULT_DB = "ragjudge.db"
+BUSY_TIMEOUT_MS = 15_000
+
+T = TypeVar("T")
+
+
+def is_url(db: str) -> bool:
+    """True when ``db`` is a SQLAlchemy URL rather than a file path."""
+    return "://" in db
+
+
+def database_url(db: str) -> str:
+    """The SQLAlchemy URL for ``--db``: a file path means SQLite, a URL is taken as it is."""
+    if is_url(db):
+        try:
+            make_url(db)
+        except ArgumentError as exc:
+            raise ProjectError(f"--db '{db}' is not a valid database URL: {exc}.") from None
+        return db
+    return "sqlite:///" + str(Path(db).expanduser())
+
+
+def sqlite_path(db: str) -> Path | None:
+    """The file of a SQLite project, or None for a server URL."""
+    if not is_url(db):
+        return Path(db).expanduser()
+    url = make_url(db)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        return Path(url.database)
+    return None
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI connection
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    mode = cursor.execute("PRAGMA journal_mode = WAL").fetchone()
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA synchronous = FULL")
+    cursor.close()
+    if mode and str(mode[0]).lower() != "wal":
+        # A read-only file cannot switch journal mode; writes will fail with a clear message later.
+        pass
+
+
+def make_engine(db: str, *, readonly: bool = False) -> Engine:
+    """A SQLAlchemy engine for ``db`` with ragjudge's connection settings."""
+    url = database_url(db)
+    if url.startswith("sqlite"):
+        # Autocommit at the driver level; SQLAlchemy issues BEGIN itself so that each
+        # transaction is explicit and a write takes the lock at its start (BEGIN IMMEDIATE).
+        engine = create_engine(
+            url,
+            connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False,
+                          "isolation_level": None},
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn) -> None:  # noqa: ANN001
+            # Writers take the write lock at BEGIN (IMMEDIATE), so two writers queue on the busy
+            # timeout instead of failing at their first write; readers never block anyone in WAL.
+            write = conn.get_execution_options().get("ragjudge_write", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write and not readonly else "BEGIN")
+
+        return engine
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except ModuleNotFoundError as exc:
+        raise ProjectError(
+            f"--db '{db}' needs the database driver '{exc.name}', which is not installed. "
+            "For PostgreSQL install ragjudge with the postgres extra: pip install 'ragjudge[postgres]'."
+        ) from None
+
+
+def is_locked_error(exc: BaseException) -> bool:
+    """True for SQLite's "database is locked/busy" and PostgreSQL serialization/deadlock errors."""
+    orig = getattr(exc, "orig", exc)
+    text = str(orig).lower()
+    if isinstance(orig, sqlite3.OperationalError):
+        return "locked" in text or "busy" in text
+    return "deadlock" in text or "could not serialize" in text
+
+
+def with_retry(work: Callable[[], T], *, attempts: int = 12, first_delay: float = 0.02) -> T:
+    """Run ``work`` again with jittered exponential backoff while the database is busy.
+
+    Several annotators may write to one SQLite file; the busy timeout covers most waits, and this
+    covers the rest so that "database is locked" never reaches a user.
+    """
+    delay = first_delay
+    for attempt in range(attempts):
+        try:
+            return work()
+        except OperationalError as exc:
+            if not is_locked_error(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 1.0)
+    raise AssertionError("unreachable")
+
+
+def env_db() -> str:
+    """The project named by ``RAGJUDGE_DB``, else ``./ragjudge.db``."""
+    return os.environ.get("RAGJUDGE_DB") or DEFAULT_DB

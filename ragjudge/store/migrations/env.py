@@ -1,0 +1,21 @@
+"""Alembic environment: ragjudge runs migrations itself on an open connection (see
+``ragjudge.store.migrate``); the ``alembic`` command line is not needed by users."""
+
+from alembic import context
+
+from ragjudge.store.schema import Base
+
+connection = context.config.attributes.get("connection")
+if connection is None:  # pragma: no cover - only for developers generating revisions by hand
+    from sqlalchemy import create_engine
+
+    connection = create_engine(context.config.get_main_option("sqlalchemy.url")).connect()
+
+context.configure(
+    connection=connection,
+    target_metadata=Base.metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+    compare_type=True,
+)
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,233 @@
+"""The project database: SQLAlchemy 2.0 typed models of DESIGN.md's data model.
+
+Labels, facet links, nugget support and adjudications are append-only event tables: rows are
+inserted, never updated or deleted. The current state of a pair for an annotator is its newest
+event (highest ``id``). Definitions (queries, chunks, runs, facets, nuggets) are ordinary tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    """Now, in UTC, without tzinfo (SQLite stores naive datetimes; every time here is UTC)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Setting(Base):
+    """Project settings: ``scale``, ``threshold``, ``rule``, ``name``, ``guidelines``, ..."""
+
+    __tablename__ = "settings"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+
+
+class Query(Base):
+    __tablename__ = "queries"
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    category: Mapped[str | None] = mapped_column(String(255), index=True)
+    meta: Mapped[dict | None] = mapped_column(JSON)
+
+
+class Chunk(Base):
+    __tablename__ = "chunks"
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    doc_id: Mapped[str | None] = mapped_column(String(255))
+    meta: Mapped[dict | None] = mapped_column(JSON)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    meta: Mapped[dict | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class RunEntry(Base):
+    """One retrieved chunk. ``rank`` is the 1-based position after trec_eval's ordering."""
+
+    __tablename__ = "run_entries"
+    run: Mapped[str] = mapped_column(ForeignKey("runs.name", ondelete="CASCADE"), primary_key=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer)
+    score: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_run_entries_query_rank", "query_id", "rank"),)
+
+
+class Annotator(Base):
+    __tablename__ = "annotators"
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    seen_guidelines: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Label(Base):
+    """An append-only label event. ``grade`` NULL means "no grade" (skipped, or undone).
+
+    ``undoes`` names the event an undo reverted; the undo event carries the state from before it.
+    A flag or comment event carries the pair's current grade forward, so the newest event is
+    always the whole current state.
+    """
+
+    __tablename__ = "labels"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    grade: Mapped[int | None] = mapped_column(Integer)
+    skipped: Mapped[bool] = mapped_column(Boolean, default=False)
+    flagged: Mapped[bool] = mapped_column(Boolean, default=False)
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    undoes: Mapped[int | None] = mapped_column(Integer)
+    source: Mapped[str | None] = mapped_column(String(32))
+    """``tui``, ``import``, ``cli``, ``recheck`` ... where the event came from."""
+
+    __table_args__ = (
+        Index("ix_labels_annotator_pair", "annotator", "query_id", "chunk_id", "id"),
+        Index("ix_labels_pair", "query_id", "chunk_id"),
+    )
+
+
+class Facet(Base):
+    __tablename__ = "facets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"), index=True)
+    name: Mapped[str] = mapped_column(Text)
+    removed: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class FacetLink(Base):
+    """Append-only: annotator says chunk covers (or no longer covers) facet."""
+
+    __tablename__ = "facet_links"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    facet_id: Mapped[int] = mapped_column(ForeignKey("facets.id"), index=True)
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    covered: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Nugget(Base):
+    """An atomic fact a good answer needs (``kind='nugget'``) or a claim of the reference answer
+    (``kind='claim'``, for Context Recall)."""
+
+    __tablename__ = "nuggets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    importance: Mapped[str] = mapped_column(String(8), default="okay")
+    kind: Mapped[str] = mapped_column(String(8), default="nugget")
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    removed: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class NuggetSupport(Base):
+    """Append-only: how fully a chunk supports a nugget, per annotator (full/partial/none)."""
+
+    __tablename__ = "nugget_support"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    nugget_id: Mapped[int] = mapped_column(ForeignKey("nuggets.id"), index=True)
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    support: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Answer(Base):
+    """A generated answer of one run for one query, for chunk attribution."""
+
+    __tablename__ = "answers"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
+    run: Mapped[str] = mapped_column(String(255))
+    text: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (UniqueConstraint("query_id", "run", name="uq_answers_query_run"),)
+
+
+class Citation(Base):
+    __tablename__ = "citations"
+    answer_id: Mapped[int] = mapped_column(ForeignKey("answers.id", ondelete="CASCADE"), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Adjudication(Base):
+    """Append-only: the lead's final grade for a pair; the newest wins and gold qrels use it first."""
+
+    __tablename__ = "adjudications"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    grade: Mapped[int] = mapped_column(Integer)
+    by: Mapped[str] = mapped_column(String(255))
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_adjudications_pair", "query_id", "chunk_id"),)
+
+
+class Entity(Base):
+    """An entity of a query's reference answer, for Context Entities Recall (seed 001)."""
+
+    __tablename__ = "entities"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Assignment(Base):
+    """Which annotator is to judge which pair (``ragjudge assign``)."""
+
+    __tablename__ = "assignments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    overlap: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("annotator", "query_id", "chunk_id", name="uq_assignments_pair"),
+        Index("ix_assignments_pair", "query_id", "chunk_id"),
+    )
