@@ -60,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     _register()
     args = hoist_db(list(sys.argv[1:] if argv is None else argv))
     try:
-        code = app(args=args, prog_name="ragjudge", standalone_mode=False)
+        app(args=args, prog_name="ragjudge", standalone_mode=True)
+    except SystemExit as exc:  # click's usage errors (2), --help (0), typer.Exit(n)
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
     except CheckFailed as exc:
         if str(exc):
             print(str(exc), file=sys.stderr)
@@ -71,21 +74,4 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ragjudge: interrupted.", file=sys.stderr)
         return 130
-    except SystemExit as exc:  # typer.Exit inside commands
-        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 2
-    except Exception as exc:  # click's own usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Exit):
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            print("ragjudge: aborted.", file=sys.stderr)
-            return 1
-        raise
-    return code if isinstance(code, int) else 0
-
-
-__all__ = ["app", "main"]
+    return 0
