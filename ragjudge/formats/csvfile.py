@@ -1,0 +1,171 @@
+"""CSV with a header row of the JSONL field names (:mod:`ragjudge.formats.records`).
+
+An empty cell is a missing value. ``meta`` holds a JSON object; ``cited`` a JSON list or ids
+separated by spaces; ``covered`` is ``true``/``false`` (or ``1``/``0``, ``yes``/``no``). Quoted
+cells may span lines; errors name the line where the record starts. Columns a kind does not
+have are refused, as unknown JSONL fields are.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragjudge.errors import InputError
+from ragjudge.formats.jsonl import record_dict
+from ragjudge.formats.records import FIELDS, KINDS, Duplicates, build, short
+from ragjudge.formats.source import Destination, Lines, Source, open_output
+
+_INT = {"grade", "rank"}
+_FLOAT = {"score", "weight"}
+_BOOL = {"covered"}
+_OBJECT = {"meta"}
+_LIST = {"cited"}
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f"}
+
+csv.field_size_limit(2**31 - 1)
+
+
+def read_csv(kind: str, source: Source, *, name: str | None = None,
+             check_duplicates: bool = True, numbered: bool = False) -> Iterator[Any]:
+    """Yield the records of ``kind`` from a CSV source with a header row."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    lines = Lines(source, name=name, keep_newlines=True)
+    file = lines.name
+    physical = iter(lines)
+    state = {"line": 0}
+
+    def feed() -> Iterator[str]:
+        for number, text in physical:
+            state["line"] = number
+            yield text
+
+    reader = csv.reader(feed(), strict=True)
+    duplicates = Duplicates(kind, file) if check_duplicates else None
+    header: list[str] | None = None
+    scored: bool | None = None
+    while True:
+        start = state["line"] + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(f"the line is not valid CSV ({exc}).", file=file, line=start) from None
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = _header(kind, row, file=file, line=start)
+            continue
+        if len(row) != len(header):
+            raise InputError(f"the row has {len(row)} cells and the header {len(header)}.",
+                             file=file, line=start)
+        data = {}
+        for column, cell in zip(header, row):
+            if cell != "":
+                data[column] = _convert(column, cell, file=file, line=start)
+        record = build(kind, data, file=file, line=start)
+        if kind == "run":
+            has_score = getattr(record, "score") is not None
+            if scored is None:
+                scored = has_score
+            elif scored != has_score:
+                raise InputError("some rows of this run have a score and others do not.",
+                                 file=file, line=start, field="score")
+        if duplicates is not None and duplicates.seen(record, start):
+            continue
+        yield (start, record) if numbered else record
+
+
+def _header(kind: str, row: list[str], *, file: str, line: int) -> list[str]:
+    header = [cell.strip() for cell in row]
+    known = FIELDS[kind]
+    for column in header:
+        if column not in known:
+            raise InputError(
+                f"unknown column (a {kind} CSV has the columns {', '.join(known)}; the first row "
+                "must be the header).", file=file, line=line, field=column or "(empty)")
+    if len(set(header)) != len(header):
+        raise InputError("a column name appears twice in the header.", file=file, line=line)
+    return header
+
+
+def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
+    if column in _INT or column in _FLOAT:
+        try:
+            number = int(cell.strip()) if column in _INT else float(cell.strip())
+        except ValueError:
+            what = "an integer" if column in _INT else "a number"
+            raise InputError(f"{short(cell)} is not {what}.", file=file, line=line,
+                             field=column) from None
+        if isinstance(number, float) and not math.isfinite(number):
+            raise InputError(f"the {column} is {cell.strip()}; it must be a finite number.",
+                             file=file, line=line, field=column)
+        return number
+    if column in _BOOL:
+        lowered = cell.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise InputError(f"{short(cell)} is not true or false.", file=file, line=line, field=column)
+    if column in _OBJECT:
+        try:
+            value = json.loads(cell, parse_constant=_refuse)
+        except (ValueError, RecursionError):
+            raise InputError(f"{short(cell)} is not a JSON object.", file=file, line=line,
+                             field=column) from None
+        if not isinstance(value, dict):
+            raise InputError(f"{short(cell)} is not a JSON object.", file=file, line=line, field=column)
+        return value
+    if column in _LIST:
+        if cell.lstrip().startswith("["):
+            try:
+                value = json.loads(cell, parse_constant=_refuse)
+            except (ValueError, RecursionError):
+                raise InputError(f"{short(cell)} is not a JSON list.", file=file, line=line,
+                                 field=column) from None
+            return value
+        return cell.split()
+    return cell
+
+
+def _refuse(token: str) -> Any:
+    raise ValueError(token)
+
+
+def write_csv(records: Iterable[BaseModel | dict[str, Any]], dest: Destination, *, kind: str,
+              fields: tuple[str, ...] | None = None) -> int:
+    """Write a header of ``kind``'s fields, then a row per record; returns the rows written."""
+    fields = fields or FIELDS[kind]
+    count = 0
+    with open_output(dest) as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(fields)
+        for record in records:
+            data = record_dict(record) if isinstance(record, BaseModel) else record
+            writer.writerow([_cell(data.get(field)) for field in fields])
+            count += 1
+    return count
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)

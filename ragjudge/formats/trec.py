@@ -1,0 +1,145 @@
+"""TREC qrels (``qid 0 docid grade``) and runs (``qid Q0 docid rank score tag``).
+
+Fields are separated by any whitespace; blank lines are skipped. As in trec_eval, a run's order
+is its scores' order, not its rank column: score descending, ties broken by docid descending
+compared as byte strings (:func:`trec_order`). The rank column must be an integer; it is kept in
+:class:`~ragjudge.models.RunEntry` when it is 1 or more (many runs count from 0), and is otherwise
+ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ragjudge.errors import InputError
+from ragjudge.formats.records import Duplicates, short
+from ragjudge.formats.source import Destination, Lines, Source, open_output
+from ragjudge.models import Judgment, RunEntry
+
+
+def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates: bool = True,
+                    numbered: bool = False) -> Iterator[Any]:
+    """Yield a :class:`Judgment` per line of a TREC qrels file (``numbered``: ``(line, judgment)``).
+
+    The second column (the TREC "iteration") is ignored, as trec_eval does. The same pair twice
+    with the same grade is read once; with another grade it is an error.
+    """
+    lines = Lines(source, name=name)
+    duplicates = Duplicates("qrels", lines.name) if check_duplicates else None
+    for number, text in lines:
+        parts = text.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            raise InputError(
+                f"a qrels line has 4 fields 'query_id 0 chunk_id grade', this one has {len(parts)}: "
+                f"{short(text)}.", file=lines.name, line=number)
+        qid, _, docid, grade_text = parts
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise InputError(f"{short(grade_text)} is not an integer grade.", file=lines.name,
+                             line=number, field="grade") from None
+        judgment = Judgment(query_id=qid, chunk_id=docid, grade=grade)
+        if duplicates is not None and duplicates.seen(judgment, number):
+            continue
+        yield (number, judgment) if numbered else judgment
+
+
+def read_trec_run(source: Source, *, name: str | None = None, check_duplicates: bool = True,
+                  numbered: bool = False) -> Iterator[Any]:
+    """Yield a :class:`RunEntry` per line of a TREC run, in file order (``numbered``: with line).
+
+    Every line needs six fields; the score must be a finite number and the rank an integer. A
+    chunk listed twice for one query is an error (``check_duplicates``; this keeps every pair
+    in memory, so huge runs are better checked by the database, as ``ragjudge import`` does).
+    """
+    lines = Lines(source, name=name)
+    duplicates = Duplicates("run", lines.name) if check_duplicates else None
+    for number, text in lines:
+        parts = text.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise InputError(
+                f"a run line has 6 fields 'query_id Q0 chunk_id rank score tag', this one has "
+                f"{len(parts)}: {short(text)}.", file=lines.name, line=number)
+        qid, _, docid, rank_text, score_text, _tag = parts
+        try:
+            rank = int(rank_text)
+        except ValueError:
+            raise InputError(f"{short(rank_text)} is not an integer rank.", file=lines.name,
+                             line=number, field="rank") from None
+        try:
+            score = float(score_text)
+        except ValueError:
+            raise InputError(f"{short(score_text)} is not a number.", file=lines.name,
+                             line=number, field="score") from None
+        if not math.isfinite(score):
+            raise InputError(f"the score is {score_text}; scores must be finite numbers.",
+                             file=lines.name, line=number, field="score")
+        entry = RunEntry(query_id=qid, chunk_id=docid, score=score, rank=rank if rank >= 1 else None)
+        if duplicates is not None:
+            duplicates.seen(entry, number)
+        yield (number, entry) if numbered else entry
+
+
+def trec_order(entries: Iterable[RunEntry]) -> list[RunEntry]:
+    """Entries sorted as trec_eval ranks them: by query id, then score descending, ties broken
+    by chunk id descending as byte strings. Entries without a score keep their order after the
+    scored ones of their query (a ranked list keeps its order)."""
+    ordered = sorted(entries, key=lambda e: e.chunk_id.encode("utf-8", "surrogatepass"), reverse=True)
+    ordered.sort(key=lambda e: (e.score is None, -(e.score or 0.0)))
+    ordered.sort(key=lambda e: e.query_id)
+    return ordered
+
+
+def write_trec_qrels(judgments: Iterable[Judgment | tuple[str, str, int]], dest: Destination) -> int:
+    """Write ``qid 0 docid grade`` lines; returns the number written."""
+    count = 0
+    with open_output(dest) as out:
+        for item in judgments:
+            qid, docid, grade = _triple(item)
+            _check_token(qid, "query_id")
+            _check_token(docid, "chunk_id")
+            out.write(f"{qid} 0 {docid} {int(grade)}\n")
+            count += 1
+    return count
+
+
+def write_trec_run(entries: Iterable[RunEntry], dest: Destination, *, tag: str = "ragjudge") -> int:
+    """Write ``qid Q0 docid rank score tag`` lines in the order given.
+
+    A missing rank is the entry's position in its query; a missing score is written as
+    ``-rank`` so that trec_eval's score order is the given order.
+    """
+    tag = "_".join(tag.split()) or "ragjudge"
+    count = 0
+    position = 0
+    previous = None
+    with open_output(dest) as out:
+        for entry in entries:
+            _check_token(entry.query_id, "query_id")
+            _check_token(entry.chunk_id, "chunk_id")
+            position = position + 1 if entry.query_id == previous else 1
+            previous = entry.query_id
+            rank = entry.rank if entry.rank is not None else position
+            score = entry.score if entry.score is not None else -float(rank)
+            out.write(f"{entry.query_id} Q0 {entry.chunk_id} {rank} {score!r} {tag}\n")
+            count += 1
+    return count
+
+
+def _triple(item: Judgment | tuple[str, str, int]) -> tuple[str, str, int]:
+    if isinstance(item, tuple):
+        return item
+    return item.query_id, item.chunk_id, item.grade
+
+
+def _check_token(value: str, field: str) -> None:
+    if not value or value.split(None, 1) != [value]:
+        raise InputError(
+            f"{short(value)} cannot be written in TREC format, whose fields are separated by "
+            "whitespace. Export as JSONL or CSV instead.", field=field)
