@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 server for ragjudge's `postgres` test tier.
 #
-#   eval "$(.ci/postgres.sh start)"   # starts it; exports RAGJUDGE_TEST_PG and RAGJUDGE_TEST_PG_DIR
+#   export RAGJUDGE_TEST_PG="$(.ci/postgres.sh start)"   # prints the URL only
 #   pytest -m postgres ...
-#   .ci/postgres.sh stop              # stops it and deletes its folder (uses RAGJUDGE_TEST_PG_DIR)
+#   .ci/postgres.sh stop              # stops the server of $RAGJUDGE_TEST_PG, deletes its folder
+#
+#   eval "$(.ci/postgres.sh start --export)"   # alternatively: prints export lines
 #
 # `start` runs initdb into a new temporary folder (as the `postgres` user when run as root, since
 # PostgreSQL refuses to run as root), listens on 127.0.0.1 only, on a free port, with a private
-# socket folder, creates the database `ragjudge_test` and prints `export` lines (the URL is a
-# SQLAlchemy URL: postgresql+psycopg://postgres@127.0.0.1:PORT/ragjudge_test). Progress and
-# errors go to stderr, so `eval "$(...)"` sees only the exports.
+# socket folder, creates the database `ragjudge_test` and prints its SQLAlchemy URL
+# (postgresql+psycopg://postgres@127.0.0.1:PORT/ragjudge_test). Progress and errors go to stderr.
+# `stop [FOLDER|URL]` finds the server by the folder, else by the port of the URL (default
+# $RAGJUDGE_TEST_PG_DIR, else $RAGJUDGE_TEST_PG).
 #
 # Settings: PG_BINDIR (default: the newest of /usr/lib/postgresql/15/bin, pg_config --bindir,
 # the PATH), PG_FAST=1 turns fsync off (faster for tests; never for figures that claim
@@ -56,7 +59,7 @@ start() {
     local bindir port dir data
     bindir="$(find_bindir)"
     port="$(free_port)"
-    dir="$(mktemp -d "${TMPDIR:-/tmp}/ragjudge-pg.XXXXXX")"
+    dir="$(mktemp -d "${TMPDIR:-/tmp}/ragjudge-pg-$port.XXXXXX")"
     data="$dir/data"
     if [[ "$(id -u)" == 0 ]]; then
         if ! id postgres >/dev/null 2>&1; then
@@ -84,12 +87,25 @@ start() {
         -c "CREATE DATABASE ragjudge_test" >/dev/null
     echo "$bindir" >"$dir/bindir"
     log "PostgreSQL listening on 127.0.0.1:$port (folder $dir)"
-    echo "export RAGJUDGE_TEST_PG=postgresql+psycopg://postgres@127.0.0.1:$port/ragjudge_test"
-    echo "export RAGJUDGE_TEST_PG_DIR=$dir"
+    local url="postgresql+psycopg://postgres@127.0.0.1:$port/ragjudge_test"
+    if [[ "${1:-}" == --export ]]; then
+        echo "export RAGJUDGE_TEST_PG=$url"
+        echo "export RAGJUDGE_TEST_PG_DIR=$dir"
+    else
+        echo "$url"
+    fi
 }
 
 stop() {
     local dir="${1:-${RAGJUDGE_TEST_PG_DIR:-}}"
+    if [[ -z "$dir" || "$dir" == *://* ]]; then
+        local url="${dir:-${RAGJUDGE_TEST_PG:-}}" port
+        port="$(sed -nE 's#^.*@[^:/]+:([0-9]+)/.*$#\1#p' <<<"$url")"
+        dir=""
+        if [[ -n "$port" ]]; then
+            dir="$(ls -d "${TMPDIR:-/tmp}"/ragjudge-pg-"$port".* 2>/dev/null | head -n 1 || true)"
+        fi
+    fi
     if [[ -z "$dir" || ! -d "$dir/data" ]]; then
         log "nothing to stop: give the folder that 'start' printed, or set RAGJUDGE_TEST_PG_DIR."
         exit 2
@@ -102,7 +118,7 @@ stop() {
 }
 
 case "${1:-}" in
-    start) start ;;
+    start) shift; start "${1:-}" ;;
     stop) shift; stop "${1:-}" ;;
-    *) echo "usage: $0 start | stop [FOLDER]" >&2; exit 2 ;;
+    *) echo "usage: $0 start [--export] | stop [FOLDER|URL]" >&2; exit 2 ;;
 esac
