@@ -1,0 +1,90 @@
+"""Fixtures shared by every test folder.
+
+- ``project_db``: the path (str) of a small SQLite project in ``tmp_path`` (scale 0-3, 5 queries
+  q1..q5, 20 chunks c01..c20, one run ``bm25`` of depth 10 per query); ``project`` opens it.
+- ``pg_url``: a fresh, empty PostgreSQL database on the server named by ``RAGJUDGE_TEST_PG``
+  (skipped with a reason when the variable is unset; ``.ci/run`` sets it), dropped afterwards.
+- ``any_db``: parametrized over ``sqlite`` and ``postgres`` (the latter marked ``postgres``): the
+  ``--db`` string of an empty database; pass it to ``make_small_project``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+PG_ENV = "RAGJUDGE_TEST_PG"
+
+
+def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: int = 10,
+                       scale: str = "0-3"):  # noqa: ANN201 - Project
+    """Create a project at ``db`` with queries q1.., chunks c01.. and a run ``bm25``."""
+    from ragjudge.models import Scale
+    from ragjudge.services.project import Project
+    from ragjudge.store.schema import Chunk, Query, Run, RunEntry
+
+    project = Project.init(db, scale=Scale.parse(scale), name="test project")
+
+    def fill(session) -> None:  # noqa: ANN001
+        session.add_all(Query(id=f"q{i}", text=f"query {i}", category="factoid" if i % 2 else "policy")
+                        for i in range(1, queries + 1))
+        session.add_all(Chunk(id=f"c{j:02d}", text=f"chunk {j}", doc_id=f"d{j % 7}")
+                        for j in range(1, chunks + 1))
+        session.add(Run(name="bm25"))
+        session.flush()
+        for i in range(1, queries + 1):
+            for rank in range(1, min(depth, chunks) + 1):
+                j = (i * 3 + rank) % chunks + 1
+                session.add(RunEntry(run="bm25", query_id=f"q{i}", chunk_id=f"c{j:02d}", rank=rank,
+                                     score=1.0 / rank))
+
+    project.write(fill)
+    return project
+
+
+@pytest.fixture
+def project_db(tmp_path) -> str:
+    db = str(tmp_path / "project.db")
+    make_small_project(db).close()
+    return db
+
+
+@pytest.fixture
+def project(project_db):  # noqa: ANN201
+    from ragjudge.services.project import Project
+
+    with Project.open(project_db) as opened:
+        yield opened
+
+
+@pytest.fixture
+def pg_url() -> str:
+    """A fresh empty database on the test PostgreSQL server; dropped after the test."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server to test against "
+                    "(.ci/run starts one with .ci/postgres.sh)")
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"rj_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(base).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_db(request, tmp_path) -> str:
+    """The ``--db`` of an empty database: a SQLite file path, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "any.db")
+    return request.getfixturevalue("pg_url")
