@@ -1,0 +1,375 @@
+"""RAG measures computed from what people labelled: facets, nuggets, claims, entities, citations.
+
+The seeds compute these with an LLM judge (RAGAS, AutoNuggetizer); ragjudge computes them from
+annotators' labels, so every number can be audited. All of them look at the top k chunks of a
+ranked run (k = the whole run when no cutoff is given):
+
+========================================  =================================================
+name                                      value for one query
+========================================  =================================================
+``Coverage@k``                            facets covered by >= 1 top-k chunk / facets
+``NuggetRecall(all)@k``                   sum of nugget scores (full 1, partial 0.5) / nuggets
+``NuggetRecall(vital)@k``                 the same over vital nuggets only
+``NuggetRecall(strict,all)@k``            nuggets fully supported by >= 1 top-k chunk / nuggets
+``NuggetRecall(strict,vital)@k``          the same over vital nuggets only
+``NuggetRecall(weighted)@k``              sum of weight * score / sum of weights (pyramid)
+``ContextRecall@k``                       reference claims fully supported in the top k / claims
+``EntityRecall@k``                        reference entities found in the top-k texts / entities
+``Attribution@k``                         top-k chunks cited by the run's answer / top-k chunks
+========================================  =================================================
+
+A query for which a measure has nothing to count — no facets, no nuggets (no vital nuggets for
+the vital variants), no claims, no entities, no generated answer, or (Attribution) no retrieved
+chunk — gets NaN: undefined, left out of the mean and counted, never a silent 0.
+
+The data (``extras`` of an evaluation)
+--------------------------------------
+Every measure reads one :class:`ItemSupport` or :class:`Citations` object, aligned row for row
+with the queries of the run matrix (row ``q`` of the extras is row ``q`` of the run) and with
+the 1-based ranks of that run:
+
+- ``extras["facets"]``   :class:`ItemSupport` — items = facets; level 2 = "covers the facet";
+- ``extras["nuggets"]``  :class:`ItemSupport` — items = nuggets of kind ``nugget``; level 2 =
+  full support, 1 = partial support; ``vital`` and ``weight`` per nugget;
+- ``extras["claims"]``   :class:`ItemSupport` — items = claims of the reference answer (nuggets
+  of kind ``claim``); level 2 = full support, 1 = partial;
+- ``extras["entities"]`` :class:`ItemSupport` — items = entities of the reference answer;
+  level 2 = "the chunk's text contains the entity" (see :func:`entity_hits`);
+- ``extras["citations"]`` :class:`Citations` — which ranked chunks the run's answer cites.
+
+:class:`ItemSupport` keeps, per query row, a padded column per item (``valid`` marks the real
+ones) and the support events in coordinate form (row, rank, item, level): a chunk that
+supports no item costs nothing, and the rank of the first chunk reaching each support level per
+item — all any @k measure needs, for every k at once — is one ``np.minimum.at``.
+
+This module imports numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+NONE, PARTIAL, FULL = 0, 1, 2
+"""Support levels: none, partial, full (a covered facet or a found entity is ``FULL``)."""
+
+SUPPORT_LEVELS = {"none": NONE, "partial": PARTIAL, "full": FULL}
+
+NEVER = np.iinfo(np.int64).max
+"""First-rank value of an item no ranked chunk reaches."""
+
+EXTRAS_KEYS = ("facets", "nuggets", "claims", "entities", "citations")
+
+
+# -- the data ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ItemSupport:
+    """Labelled items per query and which ranked chunks support them.
+
+    - ``valid``  bool (Q, M): column ``m`` of row ``q`` is an item of query ``q``;
+    - ``rows``, ``ranks``, ``items``, ``levels``: int arrays of equal length, one entry per
+      (ranked chunk, item) pair with some support: the chunk at 1-based ``ranks[i]`` of query row
+      ``rows[i]`` supports item ``items[i]`` at ``levels[i]`` (1 partial, 2 full);
+    - ``vital``  bool (Q, M) or None (every item vital);
+    - ``weight`` float (Q, M) or None (every weight 1);
+    - ``names``  per row, the items' display names (for explanations), or None.
+    """
+
+    valid: np.ndarray
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    items: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    levels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    vital: np.ndarray | None = None
+    weight: np.ndarray | None = None
+    names: Sequence[Sequence[str]] | None = None
+
+    def __post_init__(self) -> None:
+        valid = np.asarray(self.valid, dtype=bool)
+        if valid.ndim != 2:
+            raise ValueError("ItemSupport.valid must be a (queries, items) matrix")
+        object.__setattr__(self, "valid", valid)
+        for name in ("rows", "ranks", "items"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64).ravel())
+        object.__setattr__(self, "levels", np.asarray(self.levels, dtype=np.int8).ravel())
+        n = len(self.rows)
+        if not (len(self.ranks) == len(self.items) == len(self.levels) == n):
+            raise ValueError("ItemSupport: rows, ranks, items and levels differ in length")
+        if n and (self.ranks.min() < 1 or self.rows.min() < 0 or self.rows.max() >= valid.shape[0]
+                  or self.items.min() < 0 or self.items.max() >= valid.shape[1]):
+            raise ValueError("ItemSupport: an event points outside the (queries, items) matrix")
+        if n and not np.all(valid[self.rows, self.items]):
+            raise ValueError("ItemSupport: an event names an item that is not valid")
+        if self.vital is not None:
+            object.__setattr__(self, "vital", np.asarray(self.vital, dtype=bool) & valid)
+        if self.weight is not None:
+            weight = np.where(valid, np.asarray(self.weight, dtype=np.float64), 0.0)
+            if np.any(weight < 0) or not np.all(np.isfinite(weight)):
+                raise ValueError("ItemSupport: weights must be finite and >= 0")
+            object.__setattr__(self, "weight", weight)
+
+    @classmethod
+    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs) -> "ItemSupport":
+        """From a dense int (Q, D, M) tensor: ``levels[q, r, m]`` = support of item ``m`` by the
+        chunk at rank ``r + 1`` of query ``q`` (0 none, 1 partial, 2 full)."""
+        levels = np.asarray(levels)
+        q, r, m = np.nonzero(levels)
+        return cls(valid, q, r + 1, m, levels[q, r, m], **kwargs)
+
+    @classmethod
+    def empty(cls, queries: int) -> "ItemSupport":
+        """No items for any of ``queries`` rows (every measure NaN)."""
+        return cls(np.zeros((queries, 0), dtype=bool))
+
+    @property
+    def n_queries(self) -> int:
+        return self.valid.shape[0]
+
+    @cached_property
+    def first_partial(self) -> np.ndarray:
+        """int64 (Q, M): the first rank whose chunk supports the item at least partially."""
+        return self._first(PARTIAL)
+
+    @cached_property
+    def first_full(self) -> np.ndarray:
+        """int64 (Q, M): the first rank whose chunk supports the item fully."""
+        return self._first(FULL)
+
+    def _first(self, level: int) -> np.ndarray:
+        first = np.full(self.valid.shape, NEVER, dtype=np.int64)
+        keep = self.levels >= level
+        np.minimum.at(first, (self.rows[keep], self.items[keep]), self.ranks[keep])
+        return first
+
+    def take(self, rows: np.ndarray) -> "ItemSupport":
+        """The same data for a subset (or reordering) of query rows."""
+        rows = np.asarray(rows, dtype=np.int64)
+        position = np.full(self.n_queries, -1, dtype=np.int64)
+        position[rows] = np.arange(len(rows))
+        keep = position[self.rows] >= 0
+        pick = lambda a: None if a is None else a[rows]  # noqa: E731
+        return ItemSupport(
+            self.valid[rows], position[self.rows[keep]], self.ranks[keep], self.items[keep],
+            self.levels[keep], pick(self.vital), pick(self.weight),
+            None if self.names is None else [self.names[i] for i in rows],
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Citations:
+    """Which ranked chunks the run's generated answer cites, per query row.
+
+    - ``answered``  bool (Q,): the run has a generated answer for the query;
+    - ``retrieved`` int (Q,): how many chunks the run retrieved for the query;
+    - ``rows``, ``ranks``: the cited chunks that the run retrieved, as (query row, 1-based rank);
+    - ``cited_elsewhere`` int (Q,) or None: chunks the answer cites that the run did not retrieve
+      (shown by explanations; they do not count).
+    """
+
+    answered: np.ndarray
+    retrieved: np.ndarray
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cited_elsewhere: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "answered", np.asarray(self.answered, dtype=bool).ravel())
+        object.__setattr__(self, "retrieved", np.asarray(self.retrieved, dtype=np.int64).ravel())
+        object.__setattr__(self, "rows", np.asarray(self.rows, dtype=np.int64).ravel())
+        object.__setattr__(self, "ranks", np.asarray(self.ranks, dtype=np.int64).ravel())
+        if len(self.answered) != len(self.retrieved) or len(self.rows) != len(self.ranks):
+            raise ValueError("Citations: arrays differ in length")
+        if len(self.rows) and (self.ranks.min() < 1 or np.any(self.ranks > self.retrieved[self.rows])):
+            raise ValueError("Citations: a cited rank lies outside the run")
+
+    @classmethod
+    def from_flags(cls, cited: np.ndarray, answered: np.ndarray, retrieved: np.ndarray,
+                   **kwargs) -> "Citations":
+        """From a dense bool (Q, D) matrix: ``cited[q, r]`` = the chunk at rank ``r + 1`` is
+        cited by the run's answer to query ``q``."""
+        q, r = np.nonzero(np.asarray(cited, dtype=bool))
+        return cls(answered, retrieved, q, r + 1, **kwargs)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.answered)
+
+    def take(self, rows: np.ndarray) -> "Citations":
+        rows = np.asarray(rows, dtype=np.int64)
+        position = np.full(self.n_queries, -1, dtype=np.int64)
+        position[rows] = np.arange(len(rows))
+        keep = position[self.rows] >= 0
+        return Citations(
+            self.answered[rows], self.retrieved[rows], position[self.rows[keep]], self.ranks[keep],
+            None if self.cited_elsewhere is None else np.asarray(self.cited_elsewhere)[rows],
+        )
+
+
+# -- kernels -------------------------------------------------------------------------------
+
+
+def _cutoff(k: int | None) -> int:
+    return NEVER - 1 if k is None else int(k)
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1),
+                        np.nan)
+
+
+def item_scores(support: ItemSupport, k: int | None, *, strict: bool = True) -> np.ndarray:
+    """float (Q, M): each item's score at cutoff k — 1 if some top-k chunk supports it fully,
+    else (``strict=False``) 0.5 if some top-k chunk supports it partially, else 0."""
+    k = _cutoff(k)
+    full = support.first_full <= k
+    if strict:
+        return full.astype(np.float64)
+    partial = support.first_partial <= k
+    return np.where(full, 1.0, np.where(partial, 0.5, 0.0))
+
+
+def item_recall(support: ItemSupport, k: int | None, *, strict: bool = True,
+                vital_only: bool = False, weighted: bool = False) -> np.ndarray:
+    """float (Q,): (sum over counted items of weight x score) / (sum of their weights).
+
+    Counted items: the valid ones (the vital ones with ``vital_only``); weight 1 unless
+    ``weighted``. NaN where a query has no counted item (or zero total weight)."""
+    counted = support.valid
+    if vital_only:
+        counted = counted & (support.vital if support.vital is not None else counted)
+    weight = counted.astype(np.float64)
+    if weighted and support.weight is not None:
+        weight = weight * support.weight
+    scores = item_scores(support, k, strict=strict)
+    return _ratio((weight * scores).sum(axis=1), weight.sum(axis=1))
+
+
+def coverage(facets: ItemSupport, k: int | None) -> np.ndarray:
+    """Coverage Recall@k (seed 000 §2.2), per query.
+
+    Coverage@k = |{facets f : some chunk in the top k covers f}| / |facets of the query|
+
+    NaN for a query without facets."""
+    return item_recall(facets, k, strict=True)
+
+
+def nugget_recall(nuggets: ItemSupport, k: int | None, *, strict: bool, vital_only: bool,
+                  weighted: bool = False) -> np.ndarray:
+    """Nugget Recall@k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024), per query.
+
+    A nugget's score s_n at cutoff k is 1 when some top-k chunk supports it fully, 0.5 when the
+    best support in the top k is partial (0 in the strict variants), else 0:
+
+        NuggetRecall@k = sum_n w_n s_n / sum_n w_n
+
+    over all nuggets (``all``) or the vital ones (``vital``), with w_n = 1, or the nugget's own
+    weight for the pyramid-style ``weighted`` variant. NaN when there is no nugget to count."""
+    return item_recall(nuggets, k, strict=strict, vital_only=vital_only, weighted=weighted)
+
+
+def context_recall(claims: ItemSupport, k: int | None, *, strict: bool = True) -> np.ndarray:
+    """Context Recall@k (seed 000 §4.2, seed 001 — RAGAS's definition with people as the judge).
+
+    ContextRecall@k = |{claims of the reference answer fully supported by a top-k chunk}|
+                      / |claims of the reference answer|
+
+    (``strict=False``: partial support counts 0.5). NaN for a query without claims."""
+    return item_recall(claims, k, strict=strict)
+
+
+def entity_recall(entities: ItemSupport, k: int | None) -> np.ndarray:
+    """Context Entities Recall@k (seed 001), per query.
+
+    EntityRecall@k = |RE ∩ RCE_k| / |RE|, RE = entities of the reference answer, RCE_k = those
+    found in the text of a top-k chunk (:func:`entity_hits` says what "found" means).
+    NaN for a query without entities."""
+    return item_recall(entities, k, strict=True)
+
+
+def attribution(citations: Citations, k: int | None) -> np.ndarray:
+    """Chunk Attribution Rate@k (seed 000 §4.4), per query.
+
+    Attribution@k = |{top-k chunks cited by the run's answer}| / |top-k chunks|
+
+    where |top-k chunks| = min(k, chunks the run retrieved), as in the seed's example (3 cited of
+    10 retrieved = 0.300). Citations of chunks the run did not retrieve do not count. NaN when
+    the run has no answer for the query or retrieved nothing."""
+    k = _cutoff(k)
+    cited = np.bincount(citations.rows[citations.ranks <= k], minlength=citations.n_queries)
+    shown = np.minimum(citations.retrieved, k)
+    value = _ratio(cited.astype(np.float64), shown.astype(np.float64))
+    return np.where(citations.answered, value, np.nan)
+
+
+# -- entity matching -----------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    """Text for entity matching: Unicode NFKD, combining marks removed, case-folded, runs of
+    white space as one space. "Brasília" and "BRASILIA" both become "brasilia"; "ﬁ" becomes
+    "fi"; "Straße" becomes "strasse"."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _SPACE.sub(" ", stripped.casefold()).strip()
+
+
+def entity_pattern(entity: str) -> re.Pattern[str] | None:
+    """The regular expression finding ``entity`` in normalized text on word boundaries: the
+    normalized entity, not preceded and not followed by a word character (``(?<!\\w)`` and
+    ``(?!\\w)`` — regex ``\\b`` for entities that begin and end with a letter or digit, and
+    still right for ones like "C++" or "U.S."). None for an entity that normalizes to ''."""
+    norm = normalize_text(entity)
+    if not norm:
+        return None
+    body = r"\s+".join(re.escape(part) for part in norm.split(" "))
+    return re.compile(rf"(?<!\w){body}(?!\w)")
+
+
+def entity_hits(entities: Sequence[str], texts: Iterable[str]) -> np.ndarray:
+    """bool (len(texts), len(entities)): which entity occurs in which text.
+
+    Matching is case- and accent-insensitive on word boundaries (:func:`normalize_text`,
+    :func:`entity_pattern`): "Brazil" is found in "in brazil.", not in "Brazilian"; "Brasília"
+    is found in "BRASILIA"; "April 21, 1960" needs that exact date."""
+    patterns = [entity_pattern(e) for e in entities]
+    texts = [normalize_text(t) for t in texts]
+    hits = np.zeros((len(texts), len(patterns)), dtype=bool)
+    for j, pattern in enumerate(patterns):
+        if pattern is None:
+            continue
+        for i, text in enumerate(texts):
+            hits[i, j] = pattern.search(text) is not None
+    return hits
+
+
+def entity_support(entities: Sequence[Sequence[str]], ranked_texts: Sequence[Sequence[str]]
+                   ) -> ItemSupport:
+    """ItemSupport for EntityRecall from raw data: per query row, its reference entities and the
+    texts of its ranked chunks (rank 1 first)."""
+    if len(entities) != len(ranked_texts):
+        raise ValueError("entity_support: one list of entities and one of texts per query")
+    width = max((len(e) for e in entities), default=0)
+    valid = np.zeros((len(entities), width), dtype=bool)
+    rows, ranks, items = [], [], []
+    for q, (names, texts) in enumerate(zip(entities, ranked_texts)):
+        valid[q, : len(names)] = True
+        if not names or not texts:
+            continue
+        r, m = np.nonzero(entity_hits(names, texts))
+        rows.append(np.full(len(r), q))
+        ranks.append(r + 1)
+        items.append(m)
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)  # noqa: E731
+    rows_a, ranks_a, items_a = cat(rows), cat(ranks), cat(items)
+    return ItemSupport(valid, rows_a, ranks_a, items_a, np.full(len(rows_a), FULL, np.int8),
+                       names=[list(e) for e in entities])
