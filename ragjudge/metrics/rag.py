@@ -373,3 +373,37 @@ def entity_support(entities: Sequence[Sequence[str]], ranked_texts: Sequence[Seq
     rows_a, ranks_a, items_a = cat(rows), cat(ranks), cat(items)
     return ItemSupport(valid, rows_a, ranks_a, items_a, np.full(len(rows_a), FULL, np.int8),
                        names=[list(e) for e in entities])
+
+
+# -- which extras a measure needs ------------------------------------------------------------
+
+_PREFIX_EXTRAS = {
+    "Coverage": "facets",
+    "NuggetRecall": "nuggets",
+    "ContextRecall": "claims",
+    "EntityRecall": "entities",
+    "Attribution": "citations",
+}
+
+
+def required_extras(measures: Iterable | None) -> set[str]:
+    """The extras keys that ``measures`` (names or measure objects) read; all of them for None.
+
+    A measure object says so through its ``requires`` attribute; a name through its family
+    (``Coverage@5`` needs ``facets``)."""
+    if measures is None:
+        return set(EXTRAS_KEYS)
+    if isinstance(measures, str):
+        measures = [measures]
+    needed: set[str] = set()
+    for measure in measures:
+        requires = getattr(measure, "requires", None)
+        if requires is not None and not isinstance(measure, str):
+            needed.update(k for k in ([requires] if isinstance(requires, str) else requires)
+                          if k in EXTRAS_KEYS)
+            continue
+        name = str(measure)
+        family = re.split(r"[(@]", name, maxsplit=1)[0].strip()
+        if family in _PREFIX_EXTRAS:
+            needed.add(_PREFIX_EXTRAS[family])
+    return needed
