@@ -1,0 +1,198 @@
+"""From a small project database (facets, nuggets, claims, entities, answers inserted with the
+ORM) to RAG measure values, through ``services.rag.rag_extras``.
+
+The run ``bm25`` of the shared small project ranks, for q1, c05 c06 … c14 (rank r holds
+c(r+4)); for q3, c11 … c20 (c15 at rank 5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from ragjudge.metrics.rag import (
+    attribution,
+    context_recall,
+    coverage,
+    entity_recall,
+    nugget_recall,
+)
+from ragjudge.services.rag import rag_extras
+from ragjudge.store.schema import (
+    Annotator,
+    Answer,
+    Chunk,
+    Citation,
+    Entity,
+    Facet,
+    FacetLink,
+    Nugget,
+    NuggetSupport,
+    RunEntry,
+)
+
+
+def fill(session) -> None:  # noqa: ANN001
+    session.add_all(Annotator(name=n) for n in ("alice", "bob", "carol"))
+    session.get(Chunk, "c05").text = "Brasília is a city in Brazil, designed as the capital."
+    session.get(Chunk, "c15").text = "Inaugurated on April 21, 1960."
+    f1, f2, f3 = (Facet(query_id="q1", name=n) for n in ("construction", "design", "renovation"))
+    f4 = Facet(query_id="q1", name="old", removed=True)
+    session.add_all([f1, f2, f3, f4])
+    session.flush()
+
+    def link(facet, chunk, who, covered=True):  # noqa: ANN001
+        session.add(FacetLink(facet_id=facet.id, chunk_id=chunk, annotator=who, covered=covered))
+        session.flush()  # ids follow the order of events
+
+    link(f1, "c05", "alice"); link(f1, "c05", "bob")
+    link(f2, "c07", "alice"); link(f2, "c07", "alice", False); link(f2, "c09", "alice")
+    link(f3, "c12", "alice"); link(f3, "c12", "bob", False)
+    link(f4, "c05", "alice")
+
+    n1 = Nugget(query_id="q1", text="height", importance="vital")
+    n2 = Nugget(query_id="q1", text="year", importance="vital")
+    n3 = Nugget(query_id="q1", text="visitors", importance="okay", weight=2.0)
+    n4 = Nugget(query_id="q1", text="gone", importance="vital", removed=True)
+    cl1 = Nugget(query_id="q1", text="claim one", kind="claim")
+    cl2 = Nugget(query_id="q1", text="claim two", kind="claim")
+    session.add_all([n1, n2, n3, n4, cl1, cl2])
+    session.flush()
+
+    def support(nugget, chunk, who, level):  # noqa: ANN001
+        session.add(NuggetSupport(nugget_id=nugget.id, chunk_id=chunk, annotator=who, support=level))
+        session.flush()
+
+    support(n1, "c06", "alice", "full"); support(n1, "c06", "bob", "full")
+    support(n2, "c05", "alice", "partial"); support(n2, "c05", "bob", "partial")
+    support(n2, "c13", "alice", "full")
+    support(n3, "c20", "alice", "full")  # c20 is not in q1's run
+    support(n3, "c08", "alice", "partial")
+    support(n4, "c05", "alice", "full")
+    support(cl1, "c07", "carol", "full")
+    support(cl2, "c07", "carol", "full"); support(cl2, "c07", "carol", "none")
+
+    session.add_all(Entity(query_id="q1", text=t) for t in ("Brazil", "Brasília", "April 21, 1960"))
+    session.add(Entity(query_id="q3", text="april 21, 1960"))
+
+    a1 = Answer(query_id="q1", run="bm25", text="…")
+    a2 = Answer(query_id="q2", run="other", text="…")
+    a3 = Answer(query_id="q3", run="bm25", text="…")
+    session.add_all([a1, a2, a3])
+    session.flush()
+    session.add_all(Citation(answer_id=a1.id, chunk_id=c, position=i)
+                    for i, c in enumerate(["c05", "c07", "c20"]))
+
+
+@pytest.fixture
+def rag_project(project):  # noqa: ANN001, ANN201
+    project.write(fill)
+    return project
+
+
+def run_matrix(project, run: str = "bm25"):  # noqa: ANN001, ANN201
+    with project.connect() as connection:
+        rows = connection.execute(select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.run == run)
+                                  .order_by(RunEntry.query_id, RunEntry.rank)).all()
+    query_ids = sorted({q for q, _ in rows})
+    depth = max(sum(1 for q2, _ in rows if q2 == q) for q in query_ids)
+    matrix = np.full((len(query_ids), depth), b"", dtype="S8")
+    fill_at = {q: 0 for q in query_ids}
+    for q, c in rows:
+        matrix[query_ids.index(q), fill_at[q]] = c.encode()
+        fill_at[q] += 1
+    return query_ids, matrix
+
+
+def test_coverage_from_project(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    facets = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"])["facets"]
+    q1 = query_ids.index("q1")
+    # median rule: construction covered at rank 1 (alice and bob); design at rank 5 (alice's
+    # newest events: c07 withdrawn, c09 covered); renovation: alice yes, bob no -> lower median no
+    assert coverage(facets, 10)[q1] == pytest.approx(2 / 3)
+    assert coverage(facets, 4)[q1] == pytest.approx(1 / 3)
+    assert coverage(facets, 5)[q1] == pytest.approx(2 / 3)
+    assert list(facets.names[q1]) == ["construction", "design", "renovation"]
+    others = [i for i, q in enumerate(query_ids) if q != "q1"]
+    assert np.all(np.isnan(coverage(facets, 10)[others]))
+
+
+def test_coverage_under_other_rules(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    q1 = query_ids.index("q1")
+    anyone = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"], rule="max")["facets"]
+    assert coverage(anyone, 10)[q1] == pytest.approx(1.0)
+    assert coverage(anyone, 7)[q1] == pytest.approx(2 / 3)
+    bob = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"],
+                     rule="annotator:bob")["facets"]
+    assert coverage(bob, 10)[q1] == pytest.approx(1 / 3)
+    adjudicated = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"],
+                             rule="adjudicated")["facets"]  # falls back to median
+    assert coverage(adjudicated, 10)[q1] == pytest.approx(2 / 3)
+
+
+def test_nugget_recall_from_project(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    nuggets = rag_extras(rag_project, "bm25", query_ids, matrix, ["NuggetRecall(all)@5"])["nuggets"]
+    q1 = query_ids.index("q1")
+    # @5: height full at rank 2; year partial at rank 1 (full only at rank 9); visitors partial
+    # at rank 4 (its full support is from c20, which the run did not retrieve)
+    nr = lambda k, **kw: nugget_recall(nuggets, k, **kw)[q1]  # noqa: E731
+    assert nr(5, strict=True, vital_only=True) == pytest.approx(0.5)
+    assert nr(5, strict=True, vital_only=False) == pytest.approx(1 / 3)
+    assert nr(5, strict=False, vital_only=True) == pytest.approx(0.75)
+    assert nr(5, strict=False, vital_only=False) == pytest.approx(2 / 3)
+    assert nr(5, strict=False, vital_only=False, weighted=True) == pytest.approx(2.5 / 4)
+    assert nr(10, strict=True, vital_only=True) == pytest.approx(1.0)
+    assert math.isnan(nugget_recall(nuggets, 10, strict=False, vital_only=False)[query_ids.index("q2")])
+
+
+def test_context_recall_from_project(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    claims = rag_extras(rag_project, "bm25", query_ids, matrix, ["ContextRecall@5"])["claims"]
+    q1 = query_ids.index("q1")
+    # claim one fully supported by c07 (rank 3); claim two's newest event is "none"
+    assert context_recall(claims, 10)[q1] == pytest.approx(0.5)
+    assert context_recall(claims, 2)[q1] == 0.0
+    assert list(claims.names[q1]) == ["claim one", "claim two"]
+
+
+def test_entity_recall_from_project(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    entities = rag_extras(rag_project, "bm25", query_ids, matrix, ["EntityRecall@5"])["entities"]
+    q1, q3 = query_ids.index("q1"), query_ids.index("q3")
+    assert entity_recall(entities, 10)[q1] == pytest.approx(2 / 3)  # seed 001's Brasília example
+    assert entity_recall(entities, 4)[q3] == 0.0
+    assert entity_recall(entities, 5)[q3] == 1.0  # c15 at rank 5 holds the date
+    assert math.isnan(entity_recall(entities, 10)[query_ids.index("q2")])
+
+
+def test_attribution_from_project(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    citations = rag_extras(rag_project, "bm25", query_ids, matrix, ["Attribution@10"])["citations"]
+    q1, q2, q3 = (query_ids.index(q) for q in ("q1", "q2", "q3"))
+    values = attribution(citations, 10)
+    assert values[q1] == pytest.approx(2 / 10)  # c05 and c07 cited and retrieved; c20 not retrieved
+    assert attribution(citations, 3)[q1] == pytest.approx(2 / 3)
+    assert math.isnan(values[q2])  # q2's answer belongs to another run
+    assert values[q3] == 0.0  # an answer citing nothing
+    assert citations.cited_elsewhere[q1] == 1
+
+
+def test_only_needed_extras_are_built(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    assert rag_extras(rag_project, "bm25", query_ids, matrix, ["P@5", "nDCG@10"]) == {}
+    extras = rag_extras(rag_project, "bm25", query_ids, matrix, None)
+    assert set(extras) == {"facets", "nuggets", "claims", "entities", "citations"}
+
+
+def test_rows_follow_the_given_order_and_str_matrices(rag_project):
+    query_ids, matrix = run_matrix(rag_project)
+    order = query_ids[::-1]
+    str_matrix = np.array([[c.decode() for c in row] for row in matrix[::-1]], dtype=object)
+    facets = rag_extras(rag_project, "bm25", order, str_matrix, ["Coverage@10"])["facets"]
+    assert coverage(facets, 10)[order.index("q1")] == pytest.approx(2 / 3)
