@@ -1,0 +1,837 @@
+"""Importing files into a project: each import is ONE transaction, all or nothing.
+
+Every kind of file (queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
+guidelines, a BEIR folder) is read with :mod:`ragjudge.formats` and written in one transaction:
+the first bad line (an :class:`~ragjudge.errors.InputError` naming file, line and field) rolls
+everything back, so the project is exactly as before.
+
+What importing means, per kind:
+
+- **queries / chunks**: new ids are added; an id already in the project with the same fields is
+  left alone; with other fields it is refused (``replace`` updates it) unless the project's row
+  is an empty placeholder left by ``create_missing``, which the file fills in.
+- **run**: the entries of run ``name`` (default: the file's stem), ranked by score descending,
+  ties by chunk id descending as byte strings (trec_eval's order), or by the given rank then line
+  for a run without scores. Importing the identical run again changes nothing; different entries
+  under an existing name are refused unless ``replace``. Bulk path: the lines go in batches into
+  a temporary table, and SQL checks ids, finds duplicates, ranks and copies them over, so a
+  10-million-line run never becomes 10 million Python objects.
+- **qrels / labels**: label events of the line's annotator (default ``annotator``), source
+  ``import``. A line identical to the annotator's current label of the pair adds nothing (its
+  grade equal, and its note equal when the line has one), so importing twice changes nothing.
+- **facets / nuggets / entities / answers**: definitions are added when new; facet coverage and
+  nugget support become append-only events unless identical to the annotator's current one.
+- **guidelines**: Markdown text stored in the setting ``guidelines``.
+
+Ids the project lacks are refused with their count and the first few ids (and where they are),
+unless ``create_missing``: then placeholder queries and chunks with empty text are added.
+A grade off the project's scale is an :class:`InputError` at its line.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import (
+    Column, Float, Integer, MetaData, String, Table, Text, DateTime, and_, delete, exists, false,
+    func, insert, literal, or_, select, update,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ragjudge.errors import InputError, UsageError
+from ragjudge.formats import detect_format, read_records, read_text, source_name
+from ragjudge.formats.beir import beir_file, beir_qrels_files, read_beir_qrels
+from ragjudge.formats.source import Source, is_inline
+from ragjudge.store.schema import (
+    Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
+    Query, Run, RunEntry, Setting, utcnow,
+)
+
+BATCH = 5000
+"""Rows per executemany batch (and ids per ``IN (...)`` lookup: SQLite allows 32,766 variables)."""
+
+FIRST_FEW = 5
+DEFAULT_ANNOTATOR = "imported"
+IMPORT_KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities",
+                "answers", "guidelines")
+
+Progress = Callable[[int, "int | None", str], None]
+"""``progress(done_bytes, total_bytes_or_None, description)``, called now and then."""
+
+_queries = Query.__table__
+_chunks = Chunk.__table__
+_labels = Label.__table__
+_annotators = Annotator.__table__
+
+
+@dataclass
+class ImportResult:
+    """What an import did (all counts are lines or rows of the one file)."""
+
+    kind: str
+    file: str
+    read: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    created_queries: int = 0
+    created_chunks: int = 0
+    run: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        what = f"run '{self.run}'" if self.run else self.kind
+        parts = [f"{self.added:,} added"]
+        if self.updated:
+            parts.append(f"{self.updated:,} updated")
+        if self.unchanged:
+            parts.append(f"{self.unchanged:,} already in the project")
+        text = f"{self.file}: {what}: {self.read:,} read, " + ", ".join(parts) + "."
+        if self.created_queries or self.created_chunks:
+            text += (f" Created {self.created_queries:,} placeholder queries and "
+                     f"{self.created_chunks:,} placeholder chunks (empty text).")
+        for note in self.notes:
+            text += " " + note
+        return text
+
+
+# -- the entry points ----------------------------------------------------------------------
+
+
+def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: str | None = None,  # noqa: ANN001
+                annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
+                replace: bool = False, progress: Progress | None = None) -> ImportResult:
+    """Import ``source`` as ``kind`` (one of :data:`IMPORT_KINDS`) in one transaction."""
+    if kind not in IMPORT_KINDS:
+        raise UsageError(f"cannot import '{kind}'; one of: {', '.join(IMPORT_KINDS)}, beir.")
+    annotator = _check_annotator(annotator)
+    file = source_name(source)
+    if kind == "guidelines":
+        return import_guidelines(project, source)
+    if fmt == "auto":
+        fmt = detect_format(source, kind)
+    if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers"):
+        raise UsageError(f"a BEIR folder holds no {kind}; give a TREC, JSONL or CSV file.")
+    if kind == "run" and name is None:
+        name = run_name_for(source)
+
+    def work(session: Session) -> ImportResult:
+        connection = session.connection()
+        result = ImportResult(kind=kind, file=file, run=name if kind == "run" else None)
+        refs = _References(connection, create_missing, result)
+        with _numbered(kind, source, fmt, file, progress) as records:
+            if kind in ("queries", "chunks"):
+                _import_definitions(connection, kind, records, file, replace, result)
+            elif kind == "run":
+                _import_run(connection, records, file, name or "run", refs, replace, result)
+            elif kind in ("qrels", "labels"):
+                _import_labels(connection, records, file, annotator, project.scale, refs, result)
+            elif kind == "facets":
+                _import_facets(connection, records, file, annotator, refs, result)
+            elif kind == "nuggets":
+                _import_nuggets(connection, records, file, annotator, refs, result)
+            elif kind == "entities":
+                _import_entities(connection, records, file, refs, result)
+            elif kind == "answers":
+                _import_answers(connection, records, file, refs, replace, result)
+        return result
+
+    return project.write(work)
+
+
+def import_queries(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "queries", source, **options)
+
+
+def import_chunks(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "chunks", source, **options)
+
+
+def import_run(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "run", source, **options)
+
+
+def import_qrels(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "qrels", source, **options)
+
+
+def import_labels(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "labels", source, **options)
+
+
+def import_facets(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "facets", source, **options)
+
+
+def import_nuggets(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "nuggets", source, **options)
+
+
+def import_entities(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "entities", source, **options)
+
+
+def import_answers(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
+    return import_file(project, "answers", source, **options)
+
+
+def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
+    """Store a Markdown file as the project's judging guidelines (setting ``guidelines``)."""
+    file = source_name(source)
+    text = read_text(source)
+    result = ImportResult(kind="guidelines", file=file, read=1)
+
+    def work(session: Session) -> ImportResult:
+        row = session.get(Setting, "guidelines")
+        if row is not None and row.value == text:
+            result.unchanged = 1
+        elif row is None:
+            session.add(Setting(key="guidelines", value=text))
+            result.added = 1
+        else:
+            row.value = text
+            result.updated = 1
+        return result
+
+    return project.write(work)
+
+
+def import_beir(project, folder: str | Path, *, split: str | None = None,  # noqa: ANN001
+                annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
+                replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
+    """Import a BEIR folder's corpus (as chunks), queries and qrels (as labels of
+    ``annotator``) in one transaction."""
+    annotator = _check_annotator(annotator)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("is not a folder; a BEIR dataset is a folder holding corpus.jsonl, "
+                         "queries.jsonl and qrels/.", file=str(folder))
+    corpus = beir_file(folder, "corpus.jsonl")
+    queries = beir_file(folder, "queries.jsonl")
+    qrels_files = beir_qrels_files(folder, split)
+
+    def work(session: Session) -> list[ImportResult]:
+        connection = session.connection()
+        results = []
+        for kind, path in (("chunks", corpus), ("queries", queries)):
+            result = ImportResult(kind=kind, file=str(path))
+            with _numbered(kind, path, "jsonl", str(path), progress, beir=True) as records:
+                _import_definitions(connection, kind, records, str(path), replace, result)
+            results.append(result)
+        for path in qrels_files:
+            result = ImportResult(kind="qrels", file=str(path))
+            refs = _References(connection, create_missing, result)
+            records = ((line, judgment) for _, line, judgment in read_beir_qrels(folder, path=path, numbered=True))
+            _import_labels(connection, records, str(path), annotator, project.scale, refs, result)
+            results.append(result)
+        return results
+
+    return project.write(work)
+
+
+def run_name_for(source: Source) -> str:
+    """The default name of a run: its file's name without extensions (``bm25.trec.gz`` → bm25)."""
+    if is_inline(source) or not isinstance(source, (str, os.PathLike)) or str(source) == "-":
+        name = getattr(source, "name", None)
+        if not isinstance(name, str) or name.startswith("<"):
+            raise UsageError("Name the run with --name (it does not come from a file name).")
+        source = name
+    stem = Path(source).name
+    if stem.endswith(".gz"):
+        stem = stem[:-3]
+    return Path(stem).stem or stem
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+class _Counting(io.RawIOBase):
+    """A raw file that reports how many bytes were read (for a progress bar)."""
+
+    def __init__(self, raw: IO[bytes], total: int | None, description: str, progress: Progress) -> None:
+        self._raw = raw
+        self._total = total
+        self._description = description
+        self._progress = progress
+        self._done = 0
+        self._reported = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._raw.readinto(buffer)  # type: ignore[attr-defined]
+        self._done += count or 0
+        if self._done - self._reported >= 1 << 20 or not count:
+            self._reported = self._done
+            self._progress(self._done, self._total, self._description)
+        return count or 0
+
+
+@contextmanager
+def _numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress | None,
+              beir: bool = False) -> Iterator[Iterator[tuple[int, Any]]]:
+    """``(line, record)`` pairs of the file; runs leave duplicate checks to the database."""
+    check = kind != "run"
+    if beir:
+        from ragjudge.formats.beir import _documents  # the BEIR document reader
+
+        what = "corpus" if kind == "chunks" else "queries"
+        yield _documents(Path(source), what, numbered=True, check_duplicates=True)  # type: ignore[arg-type]
+        return
+    if progress is not None and isinstance(source, (str, os.PathLike)) and not is_inline(source) \
+            and str(source) != "-" and fmt != "beir" and Path(source).is_file():
+        path = Path(source)
+        with open(path, "rb") as raw:
+            total = os.fstat(raw.fileno()).st_size
+            counting = _Counting(raw, total, f"{kind} {path.name}", progress)
+            yield read_records(kind, counting, fmt, name=file, check_duplicates=check, numbered=True)
+            progress(total, total, f"{kind} {path.name}")
+        return
+    yield read_records(kind, source, fmt, name=file, check_duplicates=check, numbered=True)
+
+
+def _batches(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _check_annotator(name: str, *, file: str | None = None, line: int | None = None) -> str:
+    cleaned = (name or "").strip()
+    problem = None
+    if not cleaned:
+        problem = "the annotator name is empty."
+    elif len(cleaned) > 255 or any(not ch.isprintable() for ch in cleaned):
+        problem = "an annotator name must be printable and under 256 characters."
+    if problem:
+        if file is None:
+            raise UsageError(f"--annotator: {problem}")
+        raise InputError(problem, file=file, line=line, field="annotator")
+    return cleaned
+
+
+# -- ids the project lacks -----------------------------------------------------------------
+
+
+class _References:
+    """Checks that the query and chunk ids a file names exist; collects the missing ones (or
+    creates empty placeholders for them with ``create_missing``)."""
+
+    def __init__(self, connection: Connection, create_missing: bool, result: ImportResult) -> None:
+        self.connection = connection
+        self.create_missing = create_missing
+        self.result = result
+        self.missing: dict[str, dict[str, int]] = {"query": {}, "chunk": {}}
+        self.count = {"query": 0, "chunk": 0}
+        self._known_queries: set[str] = set()
+
+    def check(self, queries: dict[str, int], chunks: dict[str, int]) -> None:
+        """``queries``/``chunks`` map the ids of a batch to the first line naming them."""
+        unknown = {q: line for q, line in queries.items() if q not in self._known_queries}
+        self._check("query", _queries, unknown)
+        self._known_queries.update(q for q in unknown if q not in self.missing["query"])
+        self._check("chunk", _chunks, chunks)
+
+    def _check(self, what: str, table: Table, ids: dict[str, int]) -> None:
+        if not ids:
+            return
+        wanted = [i for i in ids if i not in self.missing[what]]
+        found: set[str] = set()
+        for part in _batches(wanted):
+            found.update(self.connection.scalars(select(table.c.id).where(table.c.id.in_(part))))
+        lacking = [i for i in wanted if i not in found]
+        if not lacking:
+            return
+        if self.create_missing:
+            self.connection.execute(insert(table), [{"id": i, "text": ""} for i in lacking])
+            if what == "query":
+                self.result.created_queries += len(lacking)
+            else:
+                self.result.created_chunks += len(lacking)
+            return
+        for i in lacking:
+            self.missing[what][i] = ids[i]
+        self.count[what] += len(lacking)
+
+    def check_staged(self, stage: Table) -> None:
+        """The same check, in SQL, over a staging table with ``line, query_id, chunk_id``."""
+        for what, table, column in (("query", _queries, stage.c.query_id), ("chunk", _chunks, stage.c.chunk_id)):
+            absent = ~exists().where(table.c.id == column)
+            if self.create_missing:
+                missing = select(column).where(absent).distinct()
+                count = self.connection.scalar(select(func.count()).select_from(missing.subquery()))
+                if count:
+                    self.connection.execute(
+                        insert(table).from_select(["id", "text"], select(column, literal("")).where(absent).distinct()))
+                    if what == "query":
+                        self.result.created_queries += count
+                    else:
+                        self.result.created_chunks += count
+                continue
+            grouped = select(column.label("id"), func.min(stage.c.line).label("line")).where(absent).group_by(column)
+            count = self.connection.scalar(select(func.count()).select_from(grouped.subquery()))
+            if count:
+                self.count[what] = count
+                first = grouped.subquery()
+                for row in self.connection.execute(select(first.c.id, first.c.line).order_by(first.c.line).limit(FIRST_FEW)):
+                    self.missing[what][row.id] = row.line
+
+    def raise_if_missing(self, file: str) -> None:
+        parts = []
+        first_line: int | None = None
+        field_name = None
+        for what, plural in (("query", "queries"), ("chunk", "chunks")):
+            count = self.count[what]
+            if not count:
+                continue
+            first = sorted(self.missing[what].items(), key=lambda item: item[1])[:FIRST_FEW]
+            if first_line is None or first[0][1] < first_line:
+                first_line, field_name = first[0][1], f"{what}_id"
+            listed = ", ".join(f"'{i}' (line {line})" for i, line in first)
+            noun = f"{what} id" if count == 1 else f"{what} ids"
+            parts.append((f"{count:,} {noun}", f"{plural}: {listed}", plural))
+        if not parts:
+            return
+        counts = " and ".join(p[0] for p in parts)
+        verb = "is" if counts.startswith("1 ") and len(parts) == 1 else "are"
+        raise InputError(
+            f"{counts} {verb} not in the project (first {'; '.join(p[1] for p in parts)}). "
+            f"Import the {' and '.join(p[2] for p in parts)} first, or pass --create-missing to "
+            "add them as placeholders with empty text. Nothing was imported.",
+            file=file, line=first_line, field=field_name)
+
+
+def _ensure_annotators(connection: Connection, names: Iterable[str]) -> None:
+    names = set(names)
+    if not names:
+        return
+    have = set(connection.scalars(select(_annotators.c.name).where(_annotators.c.name.in_(names))))
+    new = [{"name": n, "created_at": utcnow(), "seen_guidelines": False} for n in sorted(names - have)]
+    if new:
+        connection.execute(insert(_annotators), new)
+
+
+def _temp_table(connection: Connection, *columns: Column) -> Table:
+    table = Table(f"rj_import_{uuid.uuid4().hex[:12]}", MetaData(), *columns, prefixes=["TEMPORARY"])
+    table.create(connection)
+    return table
+
+
+def _bytewise(column: Any, connection: Connection) -> Any:
+    """``column`` compared as byte strings (SQLite's default BINARY; "C" on PostgreSQL)."""
+    return column.collate("C") if connection.dialect.name == "postgresql" else column
+
+
+# -- queries and chunks --------------------------------------------------------------------
+
+_DEFINITION_COLUMNS = {"queries": ("text", "description", "category", "meta"),
+                       "chunks": ("text", "doc_id", "meta")}
+
+
+def _import_definitions(connection: Connection, kind: str, records: Iterable[tuple[int, Any]],
+                        file: str, replace: bool, result: ImportResult) -> None:
+    table = _queries if kind == "queries" else _chunks
+    columns = _DEFINITION_COLUMNS[kind]
+    conflicts: list[tuple[int, str, str]] = []
+    conflict_count = 0
+    for batch in _batches(records):
+        result.read += len(batch)
+        ids = [record.id for _, record in batch]
+        existing = {row.id: row for row in connection.execute(
+            select(table.c.id, *(table.c[c] for c in columns)).where(table.c.id.in_(ids)))}
+        new: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
+        for line, record in batch:
+            values = {c: getattr(record, c) for c in columns}
+            row = existing.get(record.id)
+            if row is None:
+                new.append({"id": record.id, **values})
+                continue
+            differing = [c for c in columns if getattr(row, c) != values[c]]
+            if not differing:
+                result.unchanged += 1
+            elif replace or _is_placeholder(row, columns):
+                updates.append({"_id": record.id, **values})
+            else:
+                conflict_count += 1
+                if len(conflicts) < FIRST_FEW:
+                    conflicts.append((line, record.id, differing[0]))
+        if new:
+            connection.execute(insert(table), new)
+            result.added += len(new)
+        if updates:
+            from sqlalchemy import bindparam
+
+            connection.execute(
+                update(table).where(table.c.id == bindparam("_id")).values(
+                    {c: bindparam(c) for c in columns}), updates)
+            result.updated += len(updates)
+    if conflict_count:
+        line, first_id, column = conflicts[0]
+        listed = ", ".join(f"'{i}' (line {n}, {c})" for n, i, c in conflicts)
+        raise InputError(
+            f"{conflict_count:,} {kind} of the file differ from the project's under the same id "
+            f"(first: {listed}). Pass --replace to update them. Nothing was imported.",
+            file=file, line=line, field=column)
+    if result.read == 0:
+        result.notes.append("The file holds no records.")
+
+
+def _is_placeholder(row: Any, columns: tuple[str, ...]) -> bool:
+    return row.text == "" and all(getattr(row, c) is None for c in columns if c != "text")
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+def _import_run(connection: Connection, records: Iterable[tuple[int, Any]], file: str, name: str,
+                refs: _References, replace: bool, result: ImportResult) -> None:
+    name = name.strip()
+    if not name or len(name) > 255:
+        raise UsageError("--name: a run name must be 1 to 255 characters.")
+    stage = _temp_table(
+        connection, Column("line", Integer), Column("query_id", String(255)),
+        Column("chunk_id", String(255)), Column("score", Float), Column("given_rank", Integer))
+    scored = None
+    for batch in _batches(records):
+        rows = []
+        for line, entry in batch:
+            rows.append({"line": line, "query_id": entry.query_id, "chunk_id": entry.chunk_id,
+                         "score": entry.score, "given_rank": entry.rank})
+            if scored is None:
+                scored = entry.score is not None
+        connection.execute(insert(stage), rows)
+        result.read += len(rows)
+    if result.read == 0:
+        raise InputError("the file holds no run lines.", file=file)
+    refs.check_staged(stage)
+    refs.raise_if_missing(file)
+
+    if scored:
+        order = [stage.c.score.desc(), _bytewise(stage.c.chunk_id, connection).desc()]
+    else:
+        order = [stage.c.given_rank.is_(None), stage.c.given_rank, stage.c.line]
+    rank = func.row_number().over(partition_by=stage.c.query_id, order_by=order)
+    ranked = select(stage.c.query_id, stage.c.chunk_id, rank.label("rank"), stage.c.score)
+
+    runs = Run.__table__
+    entries = RunEntry.__table__
+    if connection.scalar(select(func.count()).select_from(runs).where(runs.c.name == name)):
+        if not replace:
+            _duplicate_check(connection, stage, file)
+            old = select(entries.c.query_id, entries.c.chunk_id, entries.c.rank, entries.c.score
+                         ).where(entries.c.run == name)
+            new_only = connection.scalar(select(func.count()).select_from(ranked.except_(old).subquery()))
+            old_only = connection.scalar(select(func.count()).select_from(old.except_(ranked).subquery()))
+            stage.drop(connection)
+            if new_only == 0 and old_only == 0:
+                result.unchanged = result.read
+                result.notes.append("The project already holds this run; nothing changed.")
+                return
+            raise InputError(
+                f"the project already has a run named '{name}' with other entries ({new_only:,} "
+                f"of the file's entries are not in it, {old_only:,} of its entries are not in the "
+                "file). Pass --replace to replace it, or --name to import under another name. "
+                "Nothing was imported.", file=file)
+        connection.execute(delete(entries).where(entries.c.run == name))
+        connection.execute(update(runs).where(runs.c.name == name).values(
+            meta={"source": file}, created_at=utcnow()))
+        result.updated = 1
+        result.notes.append(f"Replaced the earlier run '{name}'.")
+    else:
+        connection.execute(insert(runs).values(name=name, meta={"source": file}, created_at=utcnow()))
+    savepoint = connection.begin_nested()
+    try:
+        connection.execute(insert(entries).from_select(
+            ["run", "query_id", "chunk_id", "rank", "score"],
+            select(literal(name, String), stage.c.query_id, stage.c.chunk_id, rank, stage.c.score)))
+    except IntegrityError:
+        savepoint.rollback()
+        _duplicate_check(connection, stage, file)
+        raise
+    savepoint.commit()
+    result.added = result.read
+    stage.drop(connection)
+
+
+def _duplicate_check(connection: Connection, stage: Table, file: str) -> None:
+    """An :class:`InputError` for the first chunk listed twice for one query of a staged run."""
+    groups = (select(stage.c.query_id, stage.c.chunk_id, func.min(stage.c.line).label("first"))
+              .group_by(stage.c.query_id, stage.c.chunk_id).having(func.count() > 1)
+              .order_by(func.min(stage.c.line)).limit(1))
+    row = connection.execute(groups).first()
+    if row is None:
+        return
+    lines = list(connection.scalars(
+        select(stage.c.line).where(stage.c.query_id == row.query_id, stage.c.chunk_id == row.chunk_id)
+        .order_by(stage.c.line).limit(2)))
+    raise InputError(
+        f"chunk '{row.chunk_id}' appears twice for query '{row.query_id}' (first on line "
+        f"{lines[0]}); a run lists each chunk of a query once. Nothing was imported.",
+        file=file, line=lines[1], field="chunk_id")
+
+
+# -- qrels and labels ----------------------------------------------------------------------
+
+
+def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                   annotator: str, scale: Any, refs: _References, result: ImportResult) -> None:
+    stage = _temp_table(
+        connection, Column("line", Integer), Column("query_id", String(255)),
+        Column("chunk_id", String(255)), Column("annotator", String(255)), Column("grade", Integer),
+        Column("note", Text), Column("created_at", DateTime))
+    annotators: set[str] = set()
+    for batch in _batches(records):
+        rows = []
+        for line, record in batch:
+            if not scale.contains(record.grade):
+                raise InputError(
+                    f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
+                    "Nothing was imported.", file=file, line=line, field="grade")
+            who = annotator if record.annotator is None else _check_annotator(
+                record.annotator, file=file, line=line)
+            annotators.add(who)
+            created = getattr(record, "created_at", None)
+            if created is not None and created.tzinfo is not None:
+                from datetime import timezone
+
+                created = created.astimezone(timezone.utc).replace(tzinfo=None)
+            rows.append({"line": line, "query_id": record.query_id, "chunk_id": record.chunk_id,
+                         "annotator": who, "grade": record.grade, "note": record.note,
+                         "created_at": created})
+        connection.execute(insert(stage), rows)
+        result.read += len(rows)
+    if result.read == 0:
+        result.notes.append("The file holds no labels.")
+        stage.drop(connection)
+        return
+    refs.check_staged(stage)
+    refs.raise_if_missing(file)
+    _ensure_annotators(connection, annotators)
+
+    newest = (select(func.max(_labels.c.id)).where(
+        _labels.c.annotator == stage.c.annotator, _labels.c.query_id == stage.c.query_id,
+        _labels.c.chunk_id == stage.c.chunk_id).scalar_subquery())
+    current = _labels.alias("current")
+    changed = or_(
+        current.c.id.is_(None), current.c.grade.is_(None), current.c.grade != stage.c.grade,
+        current.c.skipped.is_(True),
+        and_(stage.c.note.is_not(None), or_(current.c.note.is_(None), current.c.note != stage.c.note)),
+    )
+    now = utcnow()
+    wanted = (select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
+                     stage.c.note, func.coalesce(stage.c.created_at, literal(now, DateTime)),
+                     literal("import", String), false(), false())
+              .select_from(stage.outerjoin(current, current.c.id == newest))
+              .where(changed).order_by(stage.c.line))
+    added = connection.scalar(select(func.count()).select_from(wanted.subquery()))
+    if added:
+        connection.execute(insert(_labels).from_select(
+            ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
+             "skipped", "flagged"], wanted))
+    result.added = added or 0
+    result.unchanged = result.read - result.added
+    stage.drop(connection)
+
+
+# -- facets, nuggets, entities, answers ----------------------------------------------------
+
+
+def _refs_of(refs: _References, records: list[tuple[int, Any]], chunk_fields: Callable[[Any], Iterable[str]]) -> None:
+    queries: dict[str, int] = {}
+    chunks: dict[str, int] = {}
+    for line, record in records:
+        queries.setdefault(record.query_id, line)
+        for chunk_id in chunk_fields(record):
+            chunks.setdefault(chunk_id, line)
+    refs.check(queries, chunks)
+
+
+def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                   annotator: str, refs: _References, result: ImportResult) -> None:
+    facets_t, links_t = Facet.__table__, FacetLink.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
+    refs.raise_if_missing(file)
+    who_of = {line: _check_annotator(r.annotator, file=file, line=line) if r.annotator else annotator
+              for line, r in items}
+    _ensure_annotators(connection, {who_of[line] for line, r in items if r.chunk_id})
+    query_ids = sorted({r.query_id for _, r in items})
+    facet_ids: dict[tuple[str, str], int] = {}
+    for part in _batches(query_ids):
+        for row in connection.execute(select(facets_t.c.id, facets_t.c.query_id, facets_t.c.name)
+                                      .where(facets_t.c.query_id.in_(part), facets_t.c.removed.is_(False))
+                                      .order_by(facets_t.c.id)):
+            facet_ids.setdefault((row.query_id, row.name), row.id)
+    for line, record in items:
+        key = (record.query_id, record.facet)
+        created = False
+        if key not in facet_ids:
+            facet_ids[key] = connection.execute(insert(facets_t).values(
+                query_id=record.query_id, name=record.facet, removed=False, created_at=utcnow())
+            ).inserted_primary_key[0]
+            created = True
+        if record.chunk_id is None:
+            if created:
+                result.added += 1
+            else:
+                result.unchanged += 1
+            continue
+        who = who_of[line]
+        current = connection.scalar(
+            select(links_t.c.covered).where(links_t.c.facet_id == facet_ids[key],
+                                            links_t.c.chunk_id == record.chunk_id,
+                                            links_t.c.annotator == who)
+            .order_by(links_t.c.id.desc()).limit(1))
+        if current is not None and bool(current) == record.covered:
+            result.unchanged += 1
+            continue
+        connection.execute(insert(links_t).values(facet_id=facet_ids[key], chunk_id=record.chunk_id,
+                                                  annotator=who, covered=record.covered,
+                                                  created_at=utcnow()))
+        result.added += 1
+
+
+def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                    annotator: str, refs: _References, result: ImportResult) -> None:
+    nuggets_t, support_t = Nugget.__table__, NuggetSupport.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
+    refs.raise_if_missing(file)
+    who_of = {line: _check_annotator(r.annotator, file=file, line=line) if r.annotator else annotator
+              for line, r in items}
+    _ensure_annotators(connection, {who_of[line] for line, r in items if r.chunk_id})
+    known: dict[tuple[str, str], Any] = {}
+    for part in _batches(sorted({r.query_id for _, r in items})):
+        for row in connection.execute(select(nuggets_t).where(nuggets_t.c.query_id.in_(part),
+                                                              nuggets_t.c.removed.is_(False))
+                                      .order_by(nuggets_t.c.id)):
+            known.setdefault((row.query_id, row.text), row)
+    attributes = ("importance", "kind", "weight")
+    updated: set[int] = set()
+    for line, record in items:
+        key = (record.query_id, record.nugget)
+        given = {a: getattr(record, a) for a in attributes if a in record.model_fields_set}
+        row = known.get(key)
+        changed = False
+        if row is None:
+            values = {a: getattr(record, a) for a in attributes}
+            nugget_id = connection.execute(insert(nuggets_t).values(
+                query_id=record.query_id, text=record.nugget, removed=False, created_at=utcnow(),
+                **values)).inserted_primary_key[0]
+            known[key] = row = _Row(id=nugget_id, **values)
+            changed = True
+        else:
+            different = {a: v for a, v in given.items() if getattr(row, a) != v}
+            if different:
+                connection.execute(update(nuggets_t).where(nuggets_t.c.id == row.id).values(**different))
+                known[key] = row = _Row(id=row.id, **{a: different.get(a, getattr(row, a)) for a in attributes})
+                if row.id not in updated:
+                    updated.add(row.id)
+                    result.updated += 1
+        if record.chunk_id is not None:
+            who = who_of[line]
+            current = connection.scalar(
+                select(support_t.c.support).where(support_t.c.nugget_id == row.id,
+                                                  support_t.c.chunk_id == record.chunk_id,
+                                                  support_t.c.annotator == who)
+                .order_by(support_t.c.id.desc()).limit(1))
+            if current != record.support:
+                connection.execute(insert(support_t).values(
+                    nugget_id=row.id, chunk_id=record.chunk_id, annotator=who,
+                    support=record.support, created_at=utcnow()))
+                changed = True
+        if changed:
+            result.added += 1
+        else:
+            result.unchanged += 1
+
+
+class _Row:
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+
+def _import_entities(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                     refs: _References, result: ImportResult) -> None:
+    entities_t = Entity.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, lambda r: [])
+    refs.raise_if_missing(file)
+    have: set[tuple[str, str]] = set()
+    for part in _batches(sorted({r.query_id for _, r in items})):
+        have.update((q, t) for q, t in connection.execute(
+            select(entities_t.c.query_id, entities_t.c.text).where(entities_t.c.query_id.in_(part))))
+    new = []
+    for _, record in items:
+        key = (record.query_id, record.entity)
+        if key in have:
+            result.unchanged += 1
+            continue
+        have.add(key)
+        new.append({"query_id": record.query_id, "text": record.entity, "created_at": utcnow()})
+    if new:
+        connection.execute(insert(entities_t), new)
+    result.added = len(new)
+
+
+def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                    refs: _References, replace: bool, result: ImportResult) -> None:
+    answers_t, citations_t = Answer.__table__, Citation.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, lambda r: r.cited)
+    refs.raise_if_missing(file)
+    conflicts: list[tuple[int, Any]] = []
+    for line, record in items:
+        cited = list(dict.fromkeys(record.cited))  # a chunk cited twice is one citation
+        row = connection.execute(select(answers_t.c.id, answers_t.c.text).where(
+            answers_t.c.query_id == record.query_id, answers_t.c.run == record.run)).first()
+        if row is not None:
+            old_cited = list(connection.scalars(select(citations_t.c.chunk_id).where(
+                citations_t.c.answer_id == row.id).order_by(citations_t.c.position)))
+            if row.text == record.text and old_cited == cited:
+                result.unchanged += 1
+                continue
+            if not replace:
+                conflicts.append((line, record))
+                continue
+            connection.execute(update(answers_t).where(answers_t.c.id == row.id).values(text=record.text))
+            connection.execute(delete(citations_t).where(citations_t.c.answer_id == row.id))
+            answer_id = row.id
+            result.updated += 1
+        else:
+            answer_id = connection.execute(insert(answers_t).values(
+                query_id=record.query_id, run=record.run, text=record.text)).inserted_primary_key[0]
+            result.added += 1
+        if cited:
+            connection.execute(insert(citations_t), [
+                {"answer_id": answer_id, "chunk_id": c, "position": i} for i, c in enumerate(cited)])
+    if conflicts:
+        line, record = conflicts[0]
+        raise InputError(
+            f"{len(conflicts):,} answers differ from the project's answer of the same run and query "
+            f"(first: run '{record.run}', query '{record.query_id}'). Pass --replace to update "
+            "them. Nothing was imported.", file=file, line=line, field="text")
+
+
+__all__ = [
+    "BATCH", "DEFAULT_ANNOTATOR", "IMPORT_KINDS", "ImportResult", "Progress", "import_answers",
+    "import_beir", "import_chunks", "import_entities", "import_facets", "import_file",
+    "import_guidelines", "import_labels", "import_nuggets", "import_qrels", "import_queries",
+    "import_run", "run_name_for",
+]
