@@ -606,7 +606,8 @@ def disputed_units(ratings: Ratings) -> list[DisputedUnit]:
     n = (~np.isnan(m)).sum(axis=1)
     rated = n > 0
     spread = np.zeros(len(m))
-    spread[rated] = np.nanmax(m[rated], axis=1) - np.nanmin(m[rated], axis=1)
+    if rated.any():
+        spread[rated] = np.nanmax(m[rated], axis=1) - np.nanmin(m[rated], axis=1)
     rows = np.flatnonzero(spread > 0)
     rows = rows[np.lexsort((rows, -n[rows], -spread[rows]))]
     return [

@@ -211,3 +211,9 @@ def test_metrics_module_imports_numpy_only():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_annotators_at_all():
+    d = agreement_report(np.empty((0, 0)), scale=(0, 3)).to_dict()
+    assert d["units"] == 0 and d["pairwise"] == [] and d["disputed"] == []
+    assert d["gwet_ac1"] is None and d["undefined"]["gwet_ac1"]

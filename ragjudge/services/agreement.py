@@ -1,0 +1,534 @@
+"""Agreement between a project's annotators, disputed pairs, adjudication and label-quality signals.
+
+Current labels are read with one SQLAlchemy Core select straight into numpy arrays (the newest
+non-recheck event per annotator and pair with a grade) and handed to
+:mod:`ragjudge.metrics.agreement`. Units are (query, chunk) pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, or_, select
+
+from ragjudge.errors import InputError, UsageError
+from ragjudge.metrics.agreement import (
+    AgreementReport,
+    DisputedUnit,
+    Ratings,
+    agreement_report,
+    cohen_kappa,
+    gwet_ac1,
+    krippendorff_alpha,
+    percent_agreement,
+)
+from ragjudge.services.judging import RECHECK
+from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
+
+__all__ = [
+    "AgreementView",
+    "PairDetail",
+    "adjudicate",
+    "annotator_breakdown",
+    "disputed_pairs",
+    "fast_labels",
+    "grade_drift",
+    "label_quality",
+    "load_ratings",
+    "pair_detail",
+    "project_agreement",
+    "query_breakdown",
+    "ratings_from_records",
+    "scale_bounds",
+    "self_agreement",
+]
+
+
+# --------------------------------------------------------------------------- reading labels
+
+
+def _not_recheck():
+    return or_(Label.source.is_(None), Label.source != RECHECK)
+
+
+def _newest_ids():
+    """Newest non-recheck label event per (annotator, query, chunk)."""
+    return (
+        select(func.max(Label.id).label("id"))
+        .where(_not_recheck())
+        .group_by(Label.annotator, Label.query_id, Label.chunk_id)
+        .subquery()
+    )
+
+
+def scale_bounds(project) -> tuple[int, int]:  # noqa: ANN001 - Project
+    scale = project.scale
+    return scale.min, scale.max
+
+
+def load_ratings(
+    project,  # noqa: ANN001 - Project
+    *,
+    annotators: Iterable[str] | None = None,
+    query_ids: Iterable[str] | None = None,
+) -> Ratings:
+    """The project's current grades as a units × annotators :class:`Ratings` on its scale."""
+    newest = _newest_ids()
+    stmt = (
+        select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
+        .join(newest, Label.id == newest.c.id)
+        .where(Label.grade.is_not(None))
+    )
+    if annotators is not None:
+        stmt = stmt.where(Label.annotator.in_(list(annotators)))
+    if query_ids is not None:
+        stmt = stmt.where(Label.query_id.in_(list(query_ids)))
+    with project.connect() as connection:
+        rows = connection.execute(stmt).all()
+    return _ratings(rows, scale_bounds(project), source=None)
+
+
+def _ratings(rows: list[tuple], scale: tuple[int, int], *, source: str | None) -> Ratings:
+    if not rows:
+        return Ratings.from_matrix(np.empty((0, 0)), scale)
+    q, c, a, g = (np.array(col, dtype=object) for col in zip(*rows))
+    return Ratings.from_long((q, c), a, g.astype(np.float64), scale, duplicates="last", source=source)
+
+
+def ratings_from_records(
+    records: Iterable[Any], scale: tuple[int, int] | None = None, *, source: str | None = None
+) -> tuple[Ratings, bool]:
+    """Ratings from label records (``query_id``, ``chunk_id``, ``annotator``, ``grade``), e.g.
+    a labels JSONL/CSV file. Without ``scale`` it is the observed lowest to highest grade;
+    the second value says whether the scale was inferred so."""
+    rows = []
+    for record in records:
+        if record.annotator is None:
+            raise InputError(
+                f"the label of {record.query_id} / {record.chunk_id} names no annotator; "
+                "agreement needs an 'annotator' field on every label.",
+                file=source,
+                field="annotator",
+            )
+        rows.append((record.query_id, record.chunk_id, record.annotator, record.grade))
+    inferred = scale is None
+    if scale is None:
+        grades = [r[3] for r in rows]
+        lo, hi = (min(grades), max(grades)) if grades else (0, 1)
+        scale = (lo, hi if hi > lo else lo + 1)
+    else:
+        lo, hi = scale
+        for query_id, chunk_id, _, grade in rows:
+            if not lo <= grade <= hi:
+                raise InputError(
+                    f"grade {grade} of {query_id} / {chunk_id} is off the scale {lo}-{hi}.",
+                    file=source,
+                    field="grade",
+                    hint="Give the scale the labels use with --scale.",
+                )
+    return _ratings(rows, scale, source=source), inferred
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class AgreementView:
+    """The report and its breakdowns, as the CLI and the agreement screen show them."""
+
+    report: AgreementReport
+    ratings: Ratings
+    by_query: list[dict]
+    by_annotator: list[dict]
+
+    def to_dict(self, *, disputed_limit: int | None = None) -> dict:
+        out = self.report.to_dict(disputed_limit=disputed_limit)
+        out["disputed"] = [_disputed_json(d) for d in self.report.disputed[:disputed_limit]]
+        out["by_query"] = self.by_query
+        out["by_annotator"] = self.by_annotator
+        return out
+
+
+def _disputed_json(d: DisputedUnit) -> dict:
+    query_id, chunk_id = d.unit
+    return {
+        "query_id": query_id,
+        "chunk_id": chunk_id,
+        "spread": d.spread,
+        "n_ratings": d.n_ratings,
+        "grades": dict(d.grades),
+    }
+
+
+def project_agreement(project, *, annotators: Iterable[str] | None = None) -> AgreementView:  # noqa: ANN001
+    """Every agreement statistic of the project's current labels, with breakdowns."""
+    return agreement_view(load_ratings(project, annotators=annotators))
+
+
+def agreement_view(ratings: Ratings) -> AgreementView:
+    return AgreementView(
+        report=agreement_report(ratings),
+        ratings=ratings,
+        by_query=query_breakdown(ratings),
+        by_annotator=annotator_breakdown(ratings),
+    )
+
+
+def _subset(ratings: Ratings, rows: np.ndarray | None = None, cols: np.ndarray | None = None) -> Ratings:
+    m = ratings.matrix
+    units, annotators = ratings.units, ratings.annotators
+    if rows is not None:
+        m = m[rows]
+        units = tuple(units[i] for i in rows)
+    if cols is not None:
+        m = m[:, cols]
+        annotators = tuple(annotators[j] for j in cols)
+    return Ratings(m, ratings.scale, annotators, units)
+
+
+def _summary(ratings: Ratings) -> dict:
+    n = (~np.isnan(ratings.matrix)).sum(axis=1) if ratings.matrix.size else np.zeros(0)
+    return {
+        "units": int((n > 0).sum()),
+        "pairable_units": int((n >= 2).sum()),
+        "disputed": int(
+            sum(
+                1
+                for row in ratings.matrix
+                if (~np.isnan(row)).sum() >= 2 and np.nanmax(row) > np.nanmin(row)
+            )
+        ),
+        "percent_agreement": percent_agreement(ratings).value,
+        "krippendorff_alpha_ordinal": krippendorff_alpha(ratings, "ordinal").value,
+        "krippendorff_alpha_nominal": krippendorff_alpha(ratings, "nominal").value,
+        "gwet_ac1": gwet_ac1(ratings).value,
+    }
+
+
+def query_breakdown(ratings: Ratings) -> list[dict]:
+    """Per query: units, disputed units, percent agreement, α (nominal, ordinal) and AC1."""
+    if not ratings.units:
+        return []
+    queries = np.array([u[0] for u in ratings.units], dtype=object)
+    out = []
+    for query_id in sorted(set(queries.tolist())):
+        rows = np.flatnonzero(queries == query_id)
+        out.append({"query_id": query_id, **_summary(_subset(ratings, rows=rows))})
+    return out
+
+
+def annotator_breakdown(ratings: Ratings) -> list[dict]:
+    """Per annotator: labels, grade distribution and mean grade, agreement with the others over
+    the pairs they share (percent agreement and Cohen's κ averaged over the other annotators),
+    and ordinal α of everyone else without them (a rise means they pull agreement down)."""
+    out = []
+    m = ratings.matrix
+    for j, name in enumerate(ratings.annotators):
+        col = m[:, j]
+        mine = ~np.isnan(col)
+        grades = col[mine].astype(int)
+        dist = np.bincount(grades - ratings.scale[0], minlength=ratings.n_categories)
+        shared, agree, kappas = 0, 0, []
+        for k in range(len(ratings.annotators)):
+            if k == j:
+                continue
+            both = mine & ~np.isnan(m[:, k])
+            shared += int(both.sum())
+            agree += int((col[both] == m[both, k]).sum())
+            kappa = cohen_kappa(col, m[:, k], ratings.scale).value
+            if kappa is not None:
+                kappas.append(kappa)
+        others = np.array([k for k in range(len(ratings.annotators)) if k != j], dtype=int)
+        alpha_without = (
+            krippendorff_alpha(_subset(ratings, cols=others), "ordinal").value
+            if len(others) >= 2
+            else None
+        )
+        out.append(
+            {
+                "annotator": name,
+                "labels": int(mine.sum()),
+                "grade_distribution": {
+                    str(g): int(n) for g, n in zip(ratings.levels, dist)
+                },
+                "mean_grade": float(grades.mean()) if len(grades) else None,
+                "shared_ratings": shared,
+                "percent_agreement_with_others": agree / shared if shared else None,
+                "mean_cohen_kappa": float(np.mean(kappas)) if kappas else None,
+                "krippendorff_alpha_ordinal_without": alpha_without,
+            }
+        )
+    return out
+
+
+def disputed_pairs(project, *, limit: int | None = None) -> list[dict]:  # noqa: ANN001
+    """Pairs whose annotators' grades differ, largest spread first, then most ratings, with the
+    newest adjudication of each (``adjudicated``: grade or None)."""
+    report = agreement_report(load_ratings(project))
+    decided = _adjudications(project)
+    out = []
+    for d in report.disputed[:limit]:
+        row = _disputed_json(d)
+        row["adjudicated"] = decided.get(d.unit)
+        out.append(row)
+    return out
+
+
+def _adjudications(project) -> dict[tuple[str, str], int]:  # noqa: ANN001
+    newest = (
+        select(func.max(Adjudication.id).label("id"))
+        .group_by(Adjudication.query_id, Adjudication.chunk_id)
+        .subquery()
+    )
+    with project.connect() as connection:
+        rows = connection.execute(
+            select(Adjudication.query_id, Adjudication.chunk_id, Adjudication.grade).join(
+                newest, Adjudication.id == newest.c.id
+            )
+        ).all()
+    return {(q, c): int(g) for q, c, g in rows}
+
+
+# --------------------------------------------------------------------------- adjudication
+
+
+@dataclass(frozen=True)
+class AnnotatorLabel:
+    annotator: str
+    grade: int | None
+    skipped: bool
+    flagged: bool
+    note: str | None
+    duration_ms: int | None
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class PairDetail:
+    """Everything the adjudication view shows for one pair."""
+
+    query_id: str
+    query_text: str
+    chunk_id: str
+    chunk_text: str
+    labels: tuple[AnnotatorLabel, ...]
+    adjudications: tuple[dict, ...]
+    """Every adjudication of the pair, oldest first: grade, by, reason, created_at."""
+
+    @property
+    def adjudicated(self) -> int | None:
+        return self.adjudications[-1]["grade"] if self.adjudications else None
+
+
+def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: ANN001
+    """The query, the chunk, each annotator's current label with note and time spent, and the
+    pair's adjudications."""
+    newest = _newest_ids()
+    with project.read() as session:
+        query = session.get(Query, query_id)
+        chunk = session.get(Chunk, chunk_id)
+        if query is None:
+            raise UsageError(f"there is no query '{query_id}' in this project.")
+        if chunk is None:
+            raise UsageError(f"there is no chunk '{chunk_id}' in this project.")
+        rows = session.execute(
+            select(Label)
+            .join(newest, Label.id == newest.c.id)
+            .where(Label.query_id == query_id, Label.chunk_id == chunk_id)
+            .order_by(Label.annotator)
+        ).scalars().all()
+        # time spent: every non-recheck event of the annotator on this pair
+        spent = dict(
+            session.execute(
+                select(Label.annotator, func.sum(Label.duration_ms))
+                .where(Label.query_id == query_id, Label.chunk_id == chunk_id, _not_recheck())
+                .group_by(Label.annotator)
+            ).all()
+        )
+        decisions = session.execute(
+            select(Adjudication)
+            .where(Adjudication.query_id == query_id, Adjudication.chunk_id == chunk_id)
+            .order_by(Adjudication.id)
+        ).scalars().all()
+        return PairDetail(
+            query_id=query_id,
+            query_text=query.text,
+            chunk_id=chunk_id,
+            chunk_text=chunk.text,
+            labels=tuple(
+                AnnotatorLabel(
+                    annotator=row.annotator,
+                    grade=row.grade,
+                    skipped=bool(row.skipped),
+                    flagged=bool(row.flagged),
+                    note=row.note,
+                    duration_ms=None if spent.get(row.annotator) is None else int(spent[row.annotator]),
+                    created_at=row.created_at,
+                )
+                for row in rows
+            ),
+            adjudications=tuple(
+                {"grade": a.grade, "by": a.by, "reason": a.reason, "created_at": a.created_at}
+                for a in decisions
+            ),
+        )
+
+
+def adjudicate(
+    project,  # noqa: ANN001 - Project
+    *,
+    query_id: str,
+    chunk_id: str,
+    grade: int,
+    reason: str,
+    by: str,
+) -> int:
+    """Record the lead's final grade for a pair (an append-only event; gold qrels use the newest
+    one first). Returns the adjudication's id."""
+    scale = project.scale
+    if not scale.contains(grade):
+        raise UsageError(f"grade {grade} is off the project's scale {scale.describe()}.")
+    if not reason or not reason.strip():
+        raise UsageError("an adjudication needs a reason (--reason): it is what later readers see.")
+    if not by or not by.strip():
+        raise UsageError("an adjudication needs the name of who decided (--by).")
+    with project.read() as session:
+        if session.get(Query, query_id) is None:
+            raise UsageError(f"there is no query '{query_id}' in this project.")
+        if session.get(Chunk, chunk_id) is None:
+            raise UsageError(f"there is no chunk '{chunk_id}' in this project.")
+
+    def add(session) -> int:  # noqa: ANN001
+        row = Adjudication(
+            query_id=query_id, chunk_id=chunk_id, grade=int(grade), by=by.strip(),
+            reason=reason.strip(), created_at=utcnow(),
+        )
+        session.add(row)
+        session.flush()
+        return row.id
+
+    return project.write(add)
+
+
+# --------------------------------------------------------------------------- label quality
+
+#: Reading faster than this many characters per second is not reading (about 3× a fast
+#: skim of ~250 words a minute at ~6 characters a word).
+MAX_CHARS_PER_SECOND = 75.0
+#: Below this a label is too fast whatever the chunk's length.
+MIN_DURATION_MS = 700
+
+
+def fast_labels(
+    project,  # noqa: ANN001 - Project
+    *,
+    max_chars_per_second: float = MAX_CHARS_PER_SECOND,
+    min_duration_ms: int = MIN_DURATION_MS,
+) -> list[dict]:
+    """Graded label events made implausibly fast for the chunk's length: duration below
+    ``max(min_duration_ms, 1000 · len(chunk) / max_chars_per_second)``."""
+    with project.connect() as connection:
+        rows = connection.execute(
+            select(
+                Label.id, Label.annotator, Label.query_id, Label.chunk_id, Label.grade,
+                Label.duration_ms, func.length(Chunk.text),
+            )
+            .join(Chunk, Chunk.id == Label.chunk_id)
+            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None), _not_recheck())
+            .order_by(Label.id)
+        ).all()
+    if not rows:
+        return []
+    ids, ann, q, c, g, dur, length = (np.array(col, dtype=object) for col in zip(*rows))
+    dur = dur.astype(np.float64)
+    needed = np.maximum(min_duration_ms, 1000.0 * length.astype(np.float64) / max_chars_per_second)
+    fast = np.flatnonzero(dur < needed)
+    return [
+        {
+            "label_id": int(ids[i]), "annotator": ann[i], "query_id": q[i], "chunk_id": c[i],
+            "grade": int(g[i]), "duration_ms": int(dur[i]), "chunk_chars": int(length[i]),
+            "expected_ms": int(needed[i]),
+        }
+        for i in fast
+    ]
+
+
+def grade_drift(project, *, min_labels: int = 20, threshold: float = 0.5) -> list[dict]:  # noqa: ANN001
+    """Per annotator, the grade distribution of the first half of their graded events against
+    the second half (in the order made): mean grade change and total variation distance
+    ``½ Σ_g |p₁(g) − p₂(g)|``; ``drifting`` when the mean moved by ``threshold`` grades or more,
+    or the distance is 0.25 or more, with at least ``min_labels`` labels."""
+    lo, hi = scale_bounds(project)
+    with project.connect() as connection:
+        rows = connection.execute(
+            select(Label.annotator, Label.grade)
+            .where(Label.grade.is_not(None), _not_recheck())
+            .order_by(Label.annotator, Label.id)
+        ).all()
+    by_annotator: dict[str, list[int]] = {}
+    for name, grade in rows:
+        by_annotator.setdefault(name, []).append(int(grade))
+    out = []
+    q = hi - lo + 1
+    for name, grades in sorted(by_annotator.items()):
+        g = np.clip(np.array(grades), lo, hi) - lo
+        half = len(g) // 2
+        first, second = g[:half], g[half:]
+        if half == 0:
+            out.append({"annotator": name, "labels": len(g), "mean_first": None,
+                        "mean_second": None, "distance": None, "drifting": False})
+            continue
+        p1 = np.bincount(first, minlength=q) / len(first)
+        p2 = np.bincount(second, minlength=q) / len(second)
+        distance = float(0.5 * np.abs(p1 - p2).sum())
+        mean1, mean2 = float(first.mean() + lo), float(second.mean() + lo)
+        drifting = len(g) >= min_labels and (abs(mean2 - mean1) >= threshold or distance >= 0.25)
+        out.append({"annotator": name, "labels": len(g), "mean_first": mean1,
+                    "mean_second": mean2, "distance": distance, "drifting": bool(drifting)})
+    return out
+
+
+def self_agreement(project) -> list[dict]:  # noqa: ANN001
+    """Blind re-checks: per annotator, how often a recheck grade equals their own current grade
+    for the pair (each recheck event against the label it re-asked)."""
+    newest = _newest_ids()
+    current = (
+        select(Label.annotator, Label.query_id, Label.chunk_id, Label.grade)
+        .join(newest, Label.id == newest.c.id)
+        .where(Label.grade.is_not(None))
+        .subquery()
+    )
+    with project.connect() as connection:
+        rows = connection.execute(
+            select(Label.annotator, Label.grade, current.c.grade)
+            .join(
+                current,
+                (current.c.annotator == Label.annotator)
+                & (current.c.query_id == Label.query_id)
+                & (current.c.chunk_id == Label.chunk_id),
+            )
+            .where(Label.source == RECHECK, Label.grade.is_not(None))
+        ).all()
+    stats: dict[str, list[int]] = {}
+    for name, again, before in rows:
+        entry = stats.setdefault(name, [0, 0, 0])
+        entry[0] += 1
+        entry[1] += int(again == before)
+        entry[2] += int(abs(again - before) <= 1)
+    return [
+        {"annotator": name, "rechecks": n, "self_agreement": same / n, "within_1": near / n}
+        for name, (n, same, near) in sorted(stats.items())
+    ]
+
+
+def label_quality(project) -> dict:  # noqa: ANN001
+    """Every label-quality signal at once."""
+    return {
+        "fast_labels": fast_labels(project),
+        "grade_drift": grade_drift(project),
+        "self_agreement": self_agreement(project),
+    }
