@@ -47,6 +47,7 @@ This module imports numpy and the standard library only.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -407,3 +408,152 @@ def required_extras(measures: Iterable | None) -> set[str]:
         if family in _PREFIX_EXTRAS:
             needed.add(_PREFIX_EXTRAS[family])
     return needed
+
+
+# -- explanations --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A step-by-step computation for one query, as the seeds show them: a table (``columns``,
+    ``rows``), the lines of arithmetic (``steps``) and the final ``value`` (NaN = undefined)."""
+
+    measure: str
+    value: float
+    columns: tuple[str, ...]
+    rows: list[tuple]
+    steps: list[str]
+
+    def lines(self) -> list[str]:
+        """Plain-text rendering (a table, then the steps)."""
+        cells = [tuple(_cell(v) for v in row) for row in self.rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
+        fmt = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
+        out = [fmt(self.columns)] + [fmt(r) for r in cells] if self.columns else []
+        return out + self.steps
+
+
+def _cell(value) -> str:  # noqa: ANN001
+    if isinstance(value, bool):
+        return "yes" if value else "-"
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.4f}"
+    return "-" if value is None else str(value)
+
+
+def _k_text(k: int | None) -> str:
+    return "the whole run" if k is None else f"the top {k}"
+
+
+def _rank_text(rank: int, chunk_ids: Sequence[str] | None) -> str | None:
+    if rank == NEVER:
+        return None
+    if chunk_ids is not None and rank <= len(chunk_ids):
+        return f"{rank} ({chunk_ids[rank - 1]})"
+    return str(rank)
+
+
+def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *,
+                  strict: bool = True, vital_only: bool = False, weighted: bool = False,
+                  chunk_ids: Sequence[str] | None = None, item: str = "item") -> Explanation:
+    """Why Coverage / NuggetRecall / ContextRecall / EntityRecall has its value for one query:
+    each item with the first rank fully (and partially) supporting it and its score at k."""
+    names = support.names[row] if support.names is not None else None
+    kk = _cutoff(k)
+    columns = [item, "first full", "first partial", "score"]
+    if support.vital is not None:
+        columns.insert(1, "vital")
+    if weighted:
+        columns.insert(-1, "weight")
+    rows, num, den = [], 0.0, 0.0
+    for m in np.flatnonzero(support.valid[row]):
+        full, partial = int(support.first_full[row, m]), int(support.first_partial[row, m])
+        score = 1.0 if full <= kk else (0.5 if partial <= kk and not strict else 0.0)
+        counted = not vital_only or support.vital is None or bool(support.vital[row, m])
+        w = float(support.weight[row, m]) if weighted and support.weight is not None else 1.0
+        cells = [names[m] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids),
+                 _rank_text(partial, chunk_ids) if partial < full else None,
+                 score if counted else "not counted"]
+        if support.vital is not None:
+            cells.insert(1, bool(support.vital[row, m]))
+        if weighted:
+            cells.insert(-1, w)
+        rows.append(tuple(cells))
+        if counted:
+            num += w * score
+            den += w
+    value = num / den if den > 0 else math.nan
+    rule = ("full support counts 1, anything less 0" if strict
+            else "full support counts 1, partial 0.5, none 0")
+    steps = [f"{measure}: a {item} scores by its best support in {_k_text(k)}: {rule}."]
+    if vital_only:
+        steps.append("Only vital items count.")
+    if den > 0:
+        what = "sum of weight x score / sum of weights" if weighted else "sum of scores / items"
+        steps.append(f"{what} = {num:g} / {den:g} = {value:.4f}")
+    else:
+        steps.append(f"No {item} to count for this query: undefined (left out of the mean).")
+    return Explanation(measure, value, tuple(columns), rows, steps)
+
+
+def explain_attribution(measure: str, citations: Citations, row: int, k: int | None, *,
+                        chunk_ids: Sequence[str] | None = None) -> Explanation:
+    """Why Attribution@k has its value for one query: the cited ranks within the top k."""
+    kk = _cutoff(k)
+    ranks = sorted(int(r) for r in citations.ranks[citations.rows == row])
+    shown = int(min(citations.retrieved[row], kk))
+    rows = [(r, chunk_ids[r - 1] if chunk_ids is not None and r <= len(chunk_ids) else None,
+             r <= kk) for r in ranks]
+    steps = []
+    elsewhere = 0 if citations.cited_elsewhere is None else int(citations.cited_elsewhere[row])
+    if elsewhere:
+        steps.append(f"The answer also cites {elsewhere} chunk(s) the run did not retrieve; "
+                     "they do not count.")
+    if not citations.answered[row]:
+        steps.append("The run has no generated answer for this query: undefined.")
+        value = math.nan
+    elif shown == 0:
+        steps.append("The run retrieved nothing for this query: undefined.")
+        value = math.nan
+    else:
+        cited = sum(1 for r in ranks if r <= kk)
+        value = cited / shown
+        steps.append(f"cited chunks in {_k_text(k)} / chunks retrieved in {_k_text(k)} = "
+                     f"{cited} / {shown} = {value:.4f}")
+    return Explanation(measure, value, ("rank", "cited chunk", f"in {_k_text(k)}"), rows, steps)
+
+
+def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int | None = None,
+                              chunk_ids: Sequence[str] | None = None) -> Explanation:
+    """AP (seed 000 §4.1's "Context Precision") and RAGAS Context Precision@k (seed 001) side by
+    side on one ranked list: the same sum of precision at each relevant rank, divided by all
+    relevant chunks of the query (AP, n_relevant) or by the relevant chunks found in the top k
+    (RAGAS). They differ exactly when some relevant chunk is missing from the top k."""
+    kk = len(relevant) if k is None else min(int(k), len(relevant))
+    rows, hits, total = [], 0, 0.0
+    for rank in range(1, kk + 1):
+        rel = bool(relevant[rank - 1])
+        p = None
+        if rel:
+            hits += 1
+            p = hits / rank
+            total += p
+        rows.append((rank, chunk_ids[rank - 1] if chunk_ids is not None else None, rel, p, total))
+    # trec_eval and seed 001 give 0 (not undefined) when there is nothing relevant to find
+    ap = total / n_relevant if n_relevant > 0 else 0.0
+    cp = total / hits if hits > 0 else 0.0
+    steps = [
+        f"sum of P@rank at the relevant ranks of {_k_text(k)} = {total:.4f}",
+        f"AP (seed 000 §4.1) = sum / relevant chunks of the query = {total:.4f} / {n_relevant}"
+        f" = {_cell(ap)}",
+        f"ContextPrecision (RAGAS, seed 001) = sum / relevant chunks found in {_k_text(k)}"
+        f" = {total:.4f} / {hits} = {_cell(cp)}",
+    ]
+    missed = n_relevant - hits
+    if missed > 0:
+        steps.append(f"They differ because {missed} relevant chunk(s) are not in {_k_text(k)}: "
+                     "AP counts them as found at no rank (precision 0); RAGAS ignores them.")
+    else:
+        steps.append("Every relevant chunk is in the list, so both divide by the same number.")
+    return Explanation("AP vs ContextPrecision", ap, ("rank", "chunk", "relevant", "P@rank",
+                                                      "running sum"), rows, steps)
