@@ -1,0 +1,133 @@
+"""``ragjudge import`` and ``ragjudge export``: files in and out of a project."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from ragjudge.cli.app import app
+from ragjudge.cli.common import err_console, open_project, safe
+from ragjudge.errors import UsageError
+
+IMPORT_EPILOG = (
+    "KIND is one of: queries, chunks, run, qrels, labels, facets, nuggets, entities, answers, "
+    "guidelines, beir. FILE may be gzipped (.gz); '-' reads standard input. Each import is one "
+    "transaction: a bad line changes nothing, and importing the same file twice changes nothing "
+    "the second time.\n\n"
+    "Examples:\n\n"
+    "  ragjudge import queries queries.jsonl\n\n"
+    "  ragjudge import chunks chunks.csv\n\n"
+    "  ragjudge import run bm25.trec.gz                  # run named 'bm25'\n\n"
+    "  ragjudge import run dense.jsonl --name dense-v2 --replace\n\n"
+    "  ragjudge import qrels trec-dl.qrels --annotator nist\n\n"
+    "  ragjudge import labels labels.jsonl               # annotator from each line, else 'imported'\n\n"
+    "  ragjudge import run other.trec --create-missing   # add unknown ids as empty placeholders\n\n"
+    "  ragjudge import nuggets nuggets.jsonl --annotator alice\n\n"
+    "  ragjudge import guidelines guidelines.md\n\n"
+    "  ragjudge import beir datasets/scifact --split test"
+)
+
+EXPORT_EPILOG = (
+    "KIND is one of: qrels (the gold qrels), labels (every annotator's current labels with "
+    "annotator, time and note), run NAME, facets, nuggets. Output goes to standard output unless "
+    "-o names a file (a .gz name is compressed).\n\n"
+    "Examples:\n\n"
+    "  ragjudge export qrels -o gold.qrels               # TREC, project's rule (median)\n\n"
+    "  ragjudge export qrels --rule majority --format jsonl\n\n"
+    "  ragjudge export qrels --rule annotator:alice -o alice.qrels\n\n"
+    "  ragjudge export labels --format csv -o labels.csv\n\n"
+    "  ragjudge export run bm25 -o bm25.trec\n\n"
+    "  ragjudge export nuggets -o nuggets.jsonl"
+)
+
+
+@app.command("import", epilog=IMPORT_EPILOG)
+def import_command(
+    kind: Annotated[str, typer.Argument(help="What the file holds (see below).", show_default=False)],
+    file: Annotated[str, typer.Argument(help="The file (a folder for beir; '-' for stdin).", show_default=False)],
+    name: Annotated[Optional[str], typer.Option("--name", help="The run's name (default: the file's stem).")] = None,
+    format: Annotated[str, typer.Option("--format", help="auto, trec, jsonl, csv or beir.")] = "auto",
+    annotator: Annotated[str, typer.Option("--annotator", help="Annotator of qrels/labels/facet and nugget lines that name none.")] = "imported",
+    create_missing: Annotated[bool, typer.Option("--create-missing", help="Add unknown query and chunk ids as placeholders with empty text instead of refusing the file.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace a run of the same name, and queries, chunks or answers whose fields differ.")] = False,
+    split: Annotated[Optional[str], typer.Option("--split", help="beir only: the qrels split (qrels/SPLIT.tsv; default: every split).")] = None,
+) -> None:
+    """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
+    guidelines or a BEIR folder into the project."""
+    from ragjudge.services import importing
+
+    kind = kind.strip().lower()
+    kinds = (*importing.IMPORT_KINDS, "beir")
+    if kind not in kinds:
+        raise UsageError(f"'ragjudge import {kind}': KIND is one of {', '.join(kinds)}.")
+    if format not in ("auto", "trec", "jsonl", "csv", "beir"):
+        raise UsageError(f"--format {format}: use auto, trec, jsonl, csv or beir.")
+    if name is not None and kind != "run":
+        raise UsageError("--name names a run; it applies to 'ragjudge import run' only.")
+    if split is not None and kind != "beir" and format != "beir":
+        raise UsageError("--split applies to BEIR folders only.")
+    with open_project() as project, _progress() as progress:
+        if kind == "beir":
+            results = importing.import_beir(project, file, split=split, annotator=annotator,
+                                            create_missing=create_missing, replace=replace,
+                                            progress=progress)
+        else:
+            source = file if file != "-" else "-"
+            if kind == "guidelines":
+                results = [importing.import_guidelines(project, source)]
+            else:
+                results = [importing.import_file(
+                    project, kind, source, fmt=format, name=name, annotator=annotator,
+                    create_missing=create_missing, replace=replace, progress=progress)]
+    for result in results:
+        err_console.print(safe(result.summary()))
+
+
+@app.command("export", epilog=EXPORT_EPILOG)
+def export_command(
+    kind: Annotated[str, typer.Argument(help="qrels, labels, run, facets or nuggets.", show_default=False)],
+    name: Annotated[Optional[str], typer.Argument(help="The run to export (export run NAME).", show_default=False)] = None,
+    rule: Annotated[Optional[str], typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
+) -> None:
+    """Export the gold qrels, the labels, a run, facets or nuggets."""
+    from ragjudge.services import exporting
+
+    kind = kind.strip().lower()
+    if kind not in exporting.EXPORT_KINDS:
+        raise UsageError(f"'ragjudge export {kind}': KIND is one of {', '.join(exporting.EXPORT_KINDS)}.")
+    if rule is not None:
+        from ragjudge.services.qrels import check_rule
+
+        check_rule(rule)
+    dest = str(output) if output is not None else "-"
+    with open_project() as project:
+        count = exporting.export(project, kind, dest, name=name, rule=rule, fmt=format)
+    if output is not None:
+        err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
+
+
+@contextmanager
+def _progress() -> Iterator[Optional[object]]:
+    """A progress callback drawing a Rich bar on stderr, or None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                   TimeRemainingColumn(), console=err_console, transient=True)
+    tasks: dict[str, object] = {}
+
+    def update(done: int, total: int | None, description: str) -> None:
+        if description not in tasks:
+            tasks[description] = bar.add_task(safe(description), total=total)
+        bar.update(tasks[description], completed=done)  # type: ignore[arg-type]
+
+    with bar:
+        yield update

@@ -1,0 +1,185 @@
+"""Exporting a project's qrels, labels, runs, facets and nuggets in ragjudge's file formats.
+
+- ``qrels``: the gold qrels (:func:`ragjudge.services.qrels.gold_qrels`: adjudication first,
+  else the aggregation rule, the project's own by default), one line per pair;
+- ``labels``: every annotator's current label per pair (its newest event, when it has a grade),
+  with the annotator, the time and the note;
+- ``run NAME``: the run's entries in rank order;
+- ``facets`` / ``nuggets``: every definition, then every annotator's current coverage or support,
+  in the lines ``ragjudge import facets|nuggets`` reads back.
+
+Rows stream from SQL to the file; nothing is held whole except the gold qrels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import func, select
+
+from ragjudge.errors import UsageError
+from ragjudge.formats import write_records
+from ragjudge.formats.source import Destination
+from ragjudge.models import Judgment, RunEntry
+from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, Run
+from ragjudge.store.schema import RunEntry as RunEntryRow
+
+EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets")
+DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl"}
+
+
+def export(project, kind: str, dest: Destination, *, name: str | None = None,  # noqa: ANN001
+           rule: str | None = None, fmt: str | None = None) -> int:
+    """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file); returns the
+    number of lines written (not counting a CSV header)."""
+    if kind not in EXPORT_KINDS:
+        raise UsageError(f"cannot export '{kind}'; one of: {', '.join(EXPORT_KINDS)}.")
+    fmt = fmt or DEFAULT_FORMAT[kind]
+    if fmt not in ("trec", "jsonl", "csv"):
+        raise UsageError(f"--format {fmt}: exports are written as trec, jsonl or csv.")
+    if rule is not None and kind != "qrels":
+        raise UsageError("--rule applies to 'export qrels' only.")
+    if name is not None and kind != "run":
+        raise UsageError(f"'export {kind}' takes no NAME (only 'export run NAME' does).")
+    if kind == "qrels":
+        return export_qrels(project, dest, rule=rule, fmt=fmt)
+    if kind == "labels":
+        return export_labels(project, dest, fmt=fmt)
+    if kind == "run":
+        if not name:
+            raise UsageError(f"Name the run: ragjudge export run NAME. Runs: {_run_list(project)}.")
+        return export_run(project, name, dest, fmt=fmt)
+    if kind == "facets":
+        return export_facets(project, dest, fmt=fmt)
+    return export_nuggets(project, dest, fmt=fmt)
+
+
+def export_qrels(project, dest: Destination, *, rule: str | None = None, fmt: str = "trec") -> int:  # noqa: ANN001
+    """The gold qrels under ``rule`` (default: the project's rule)."""
+    from ragjudge.services.qrels import gold_qrels
+
+    qrels = gold_qrels(project, rule)
+    if fmt == "trec":
+        return write_records("qrels", qrels, dest, "trec")
+    return write_records("qrels", (Judgment(query_id=q, chunk_id=c, grade=g) for q, c, g in qrels),
+                         dest, fmt)
+
+
+def label_lines(project) -> Iterator[dict[str, Any]]:  # noqa: ANN001
+    """Every annotator's current label per pair with a grade, as label-line dicts, sorted by
+    query, chunk and annotator."""
+    labels = Label.__table__
+    newest = select(func.max(labels.c.id).label("id")).group_by(
+        labels.c.annotator, labels.c.query_id, labels.c.chunk_id).subquery()
+    stmt = (select(labels.c.query_id, labels.c.chunk_id, labels.c.grade, labels.c.annotator,
+                   labels.c.note, labels.c.created_at)
+            .join(newest, labels.c.id == newest.c.id).where(labels.c.grade.is_not(None))
+            .order_by(labels.c.query_id, labels.c.chunk_id, labels.c.annotator))
+    with project.connect() as connection:
+        for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
+            yield {"query_id": row.query_id, "chunk_id": row.chunk_id, "grade": row.grade,
+                   "annotator": row.annotator, "note": row.note,
+                   "created_at": row.created_at.isoformat() if row.created_at else None}
+
+
+BATCH_ROWS = 10_000
+
+
+def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+    """Every annotator's current labels with annotator, time (``created_at``, UTC) and note."""
+    if fmt == "trec":
+        raise UsageError("labels carry an annotator, a time and a note, which TREC qrels cannot "
+                         "hold; use --format jsonl or csv (or 'export qrels' for TREC).")
+    return write_records("labels", label_lines(project), dest, fmt)
+
+
+def run_entries(project, name: str) -> Iterator[RunEntry]:  # noqa: ANN001
+    """The entries of run ``name`` in rank order per query (queries sorted by id)."""
+    entries = RunEntryRow.__table__
+    with project.connect() as connection:
+        if connection.scalar(select(func.count()).select_from(Run.__table__).where(Run.__table__.c.name == name)) == 0:
+            raise UsageError(f"There is no run named '{name}'. Runs: {_run_list(project)}.")
+        stmt = (select(entries.c.query_id, entries.c.chunk_id, entries.c.score, entries.c.rank)
+                .where(entries.c.run == name).order_by(entries.c.query_id, entries.c.rank))
+        for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
+            yield RunEntry(query_id=row.query_id, chunk_id=row.chunk_id, score=row.score, rank=row.rank)
+
+
+def export_run(project, name: str, dest: Destination, *, fmt: str = "trec") -> int:  # noqa: ANN001
+    """Run ``name`` with its ranks and scores (TREC tag: the run's name)."""
+    entries = run_entries(project, name)
+    first = next(entries, None)  # raises the unknown-run error before the file is opened
+    if first is None:
+        return write_records("run", [], dest, fmt, tag=name)
+
+    def chained() -> Iterator[RunEntry]:
+        yield first
+        yield from entries
+
+    return write_records("run", chained(), dest, fmt, tag=name)
+
+
+def facet_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
+    """Facet definitions, then each annotator's current coverage (its newest link event)."""
+    facets, links = Facet.__table__, FacetLink.__table__
+    newest = select(func.max(links.c.id).label("id")).group_by(
+        links.c.facet_id, links.c.chunk_id, links.c.annotator).subquery()
+    with project.connect() as connection:
+        defined = connection.execute(select(facets.c.query_id, facets.c.name).where(
+            facets.c.removed.is_(False)).order_by(facets.c.query_id, facets.c.id)).all()
+        linked = connection.execute(
+            select(facets.c.query_id, facets.c.name, links.c.chunk_id, links.c.annotator, links.c.covered)
+            .join(newest, links.c.id == newest.c.id).join(facets, facets.c.id == links.c.facet_id)
+            .where(facets.c.removed.is_(False))
+            .order_by(facets.c.query_id, facets.c.id, links.c.chunk_id, links.c.annotator)).all()
+    lines = [{"query_id": q, "facet": n} for q, n in defined]
+    lines += [{"query_id": q, "facet": n, "chunk_id": c, "annotator": a, "covered": bool(v)}
+              for q, n, c, a, v in linked]
+    return lines
+
+
+def export_facets(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+    if fmt == "trec":
+        raise UsageError("facets have no TREC format; use --format jsonl or csv.")
+    return write_records("facets", facet_lines(project), dest, fmt)
+
+
+def nugget_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
+    """Nugget definitions, then each annotator's current support (its newest event)."""
+    nuggets, support = Nugget.__table__, NuggetSupport.__table__
+    newest = select(func.max(support.c.id).label("id")).group_by(
+        support.c.nugget_id, support.c.chunk_id, support.c.annotator).subquery()
+    with project.connect() as connection:
+        defined = connection.execute(
+            select(nuggets.c.query_id, nuggets.c.text, nuggets.c.importance, nuggets.c.kind, nuggets.c.weight)
+            .where(nuggets.c.removed.is_(False)).order_by(nuggets.c.query_id, nuggets.c.id)).all()
+        supported = connection.execute(
+            select(nuggets.c.query_id, nuggets.c.text, support.c.chunk_id, support.c.annotator, support.c.support)
+            .join(newest, support.c.id == newest.c.id).join(nuggets, nuggets.c.id == support.c.nugget_id)
+            .where(nuggets.c.removed.is_(False))
+            .order_by(nuggets.c.query_id, nuggets.c.id, support.c.chunk_id, support.c.annotator)).all()
+    lines = [{"query_id": q, "nugget": t, "importance": i, "kind": k, "weight": w}
+             for q, t, i, k, w in defined]
+    lines += [{"query_id": q, "nugget": t, "chunk_id": c, "annotator": a, "support": s}
+              for q, t, c, a, s in supported]
+    return lines
+
+
+def export_nuggets(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+    if fmt == "trec":
+        raise UsageError("nuggets have no TREC format; use --format jsonl or csv.")
+    return write_records("nuggets", nugget_lines(project), dest, fmt)
+
+
+def _run_list(project) -> str:  # noqa: ANN001
+    with project.connect() as connection:
+        names = list(connection.scalars(select(Run.__table__.c.name).order_by(Run.__table__.c.name)))
+    return ", ".join(names) if names else "none yet (ragjudge import run FILE)"
+
+
+__all__ = [
+    "DEFAULT_FORMAT", "EXPORT_KINDS", "export", "export_facets", "export_labels",
+    "export_nuggets", "export_qrels", "export_run", "facet_lines", "label_lines", "nugget_lines",
+    "run_entries",
+]
