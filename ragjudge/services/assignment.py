@@ -186,8 +186,9 @@ def assigned_pairs(project, annotator: str) -> set[tuple[str, str]] | None:  # n
     return {tuple(r) for r in rows} or None
 
 
-def assignment_progress(project) -> list[dict]:  # noqa: ANN001
-    """Per annotator: pairs assigned, of them overlap, and done (current label graded or skipped)."""
+def assignment_progress(project) -> dict[str, dict]:  # noqa: ANN001
+    """``{annotator: {"assigned", "overlap", "done"}}``: pairs assigned, of them in the overlap,
+    and done (current label graded or skipped); empty without assignments."""
     newest = (
         select(func.max(Label.id).label("id"))
         .where(or_(Label.source.is_(None), Label.source != RECHECK))
@@ -215,7 +216,7 @@ def assignment_progress(project) -> list[dict]:  # noqa: ANN001
     )
     with project.connect() as connection:
         rows = connection.execute(stmt).all()
-    return [
-        {"annotator": name, "assigned": int(n), "overlap": int(o or 0), "done": int(d or 0)}
+    return {
+        name: {"assigned": int(n), "overlap": int(o or 0), "done": int(d or 0)}
         for name, n, o, d in rows
-    ]
+    }

@@ -67,7 +67,7 @@ def test_assign_stores_the_pool_and_reruns_only_add_new_pairs(project):
         deeper = {tuple(r) for r in connection.execute(pool_select(8))}
     new = {(q, c) for items in more.pairs.values() for q, c, _ in items}
     assert new == deeper - pool
-    progress = {p["annotator"]: p for p in svc.assignment_progress(project)}
+    progress = svc.assignment_progress(project)
     total = sum(p["assigned"] for p in progress.values())
     assert total == len(deeper) + len(svc_overlaps(project))
     assert max(p["assigned"] for p in progress.values()) - min(
@@ -104,7 +104,7 @@ def test_queue_restriction_and_progress(project):
     skip_pair(project, annotator="ann", query_id=second[0], chunk_id=second[1])
     record_label(project, annotator="ann", query_id=first[0], chunk_id=first[1], grade=0,
                  source="recheck")
-    progress = {p["annotator"]: p for p in svc.assignment_progress(project)}
+    progress = svc.assignment_progress(project)
     assert progress["ann"]["done"] == 2 and progress["bob"]["done"] == 0
     assert progress["ann"]["assigned"] == len(mine)
 
@@ -114,5 +114,5 @@ def test_assign_unknown_run_and_replace(project):
         svc.assign(project, ["ann", "bob"], runs=["dense"])
     svc.assign(project, ["ann", "bob"], depth=2)
     svc.assign(project, ["cy", "dee"], depth=2, replace=True)
-    names = {p["annotator"] for p in svc.assignment_progress(project)}
+    names = set(svc.assignment_progress(project))
     assert names == {"cy", "dee"}
