@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from ragjudge.errors import InputError
 from ragjudge.formats.jsonl import record_dict
-from ragjudge.formats.records import FIELDS, KINDS, Duplicates, build, short
+from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
 
 _INT = {"grade", "rank"}
@@ -52,6 +52,7 @@ def read_csv(kind: str, source: Source, *, name: str | None = None,
     duplicates = Duplicates(kind, file) if check_duplicates else None
     header: list[str] | None = None
     scored: bool | None = None
+    required_text = set(REQUIRED[kind]) - _INT - _FLOAT - _BOOL - _OBJECT - _LIST
     while True:
         start = state["line"] + 1
         try:
@@ -72,6 +73,8 @@ def read_csv(kind: str, source: Source, *, name: str | None = None,
         for column, cell in zip(header, row):
             if cell != "":
                 data[column] = _convert(column, cell, file=file, line=start)
+            elif column in required_text:
+                data[column] = ""  # an empty required text is empty; ids then say "empty" 
         record = build(kind, data, file=file, line=start)
         if kind == "run":
             has_score = getattr(record, "score") is not None
