@@ -1,0 +1,427 @@
+"""``ragjudge agree``, ``assign``, ``disputes``, ``adjudicate`` and ``quality``: checking labels
+made by several annotators."""
+
+from __future__ import annotations
+
+import getpass
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from ragjudge.cli.app import app
+from ragjudge.cli.common import console, err_console, open_project, print_json, safe
+from ragjudge.errors import UsageError
+
+AGREE_EPILOG = (
+    "Units are (query, chunk) pairs; each annotator's current grade counts. Statistics that "
+    "cannot be computed (e.g. every grade the same: 0/0) are shown as undefined with the reason, "
+    "and are null in JSON with the reason under \"undefined\".\n\n"
+    "Examples:\n\n"
+    "  ragjudge agree                                   # the project's annotators\n\n"
+    "  ragjudge agree --by annotator\n\n"
+    "  ragjudge agree --labels labels.jsonl --scale 0-3 --format json\n\n"
+    "  ragjudge agree --verdict                         # does disagreement change which run wins?"
+)
+
+
+def _scale_option(scale: str | None) -> tuple[int, int] | None:
+    if scale is None:
+        return None
+    from ragjudge.models import Scale
+
+    try:
+        parsed = Scale.parse(scale)
+    except ValueError as exc:
+        raise UsageError(f"--scale {scale}: {str(exc).splitlines()[-1]}") from None
+    return parsed.min, parsed.max
+
+
+def _check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> None:
+    if value is not None and value not in choices:
+        raise UsageError(f"{option} {value}: use {' or '.join(choices)}.")
+
+
+@app.command(epilog=AGREE_EPILOG)
+def agree(
+    labels: Annotated[Optional[str], typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
+    scale: Annotated[Optional[str], typer.Option("--scale", help="The declared scale: binary or MIN-MAX (default: the project's; for --labels the lowest to highest grade seen).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Also break down by query or annotator.")] = None,
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    verdict: Annotated[bool, typer.Option("--verdict", help="Score every run with each annotator's labels as qrels and compare the rankings (project only).")] = False,
+    measures: Annotated[Optional[str], typer.Option("--measures", help="With --verdict: comma-separated measures (default: AP,nDCG@10,P@5,RR).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Disputed pairs to list in the table.")] = 10,
+) -> None:
+    """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
+    Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
+    from ragjudge.services import agreement as svc
+
+    _check_choice("--format", format, ("table", "json"))
+    _check_choice("--by", by, ("query", "annotator"))
+    declared = _scale_option(scale)
+    notes: list[str] = []
+    verdict_data = None
+    if labels is not None:
+        if verdict:
+            raise UsageError("--verdict needs a project (runs to score); it does not apply to --labels.")
+        from ragjudge.formats import read_records, source_name
+
+        name = source_name(labels) if labels != "-" else "standard input"
+        records = read_records("labels", labels)
+        ratings, inferred = svc.ratings_from_records(records, declared, source=name)
+        if inferred:
+            notes.append(
+                f"Scale {ratings.scale[0]}-{ratings.scale[1]} taken from the grades seen; give "
+                "--scale to declare the full scale (weights depend on it)."
+            )
+        view = svc.agreement_view(ratings)
+    else:
+        with open_project() as project:
+            ratings = svc.load_ratings(project)
+            if declared is not None and declared != ratings.scale:
+                from ragjudge.metrics.agreement import Ratings
+
+                ratings = Ratings.from_matrix(ratings.matrix, declared, annotators=ratings.annotators,
+                                              units=ratings.units)
+            view = svc.agreement_view(ratings)
+            if verdict:
+                from ragjudge.services.agreement import verdict_stability
+
+                verdict_data = verdict_stability(
+                    project, measures=None if measures is None else
+                    [m.strip() for m in measures.split(",") if m.strip()])
+    if format == "json":
+        data = view.to_dict()
+        if by != "query":
+            data.pop("by_query")
+        if by != "annotator":
+            data.pop("by_annotator")
+        if verdict_data is not None:
+            data["verdict"] = verdict_data
+        if notes:
+            data["notes"] = notes
+        print_json(data)
+        return
+    for note in notes:
+        err_console.print(note)
+    _print_report(view, by=by, limit=limit)
+    if verdict_data is not None:
+        _print_verdict(verdict_data)
+
+
+# --------------------------------------------------------------------------- table output
+
+
+def _fmt(value: float | None, reason: str | None = None) -> str:
+    if value is None:
+        return f"[dim]undefined: {safe(reason)}[/]" if reason else "[dim]-[/]"
+    return f"{value:.3f}"
+
+
+def _print_report(view, *, by: str | None, limit: int) -> None:  # noqa: ANN001
+    r = view.report
+    console.print(
+        f"[bold]{r.units}[/] pairs judged, {r.pairable_units} by two or more annotators; "
+        f"annotators: {safe(', '.join(map(str, r.annotators))) or '-'}; scale {r.scale[0]}-{r.scale[1]}"
+    )
+    summary = Table(title="agreement", title_justify="left", show_header=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    rows = [
+        ("percent agreement", r.percent_agreement),
+        ("within ±1 grade", r.percent_agreement_within_1),
+        ("Krippendorff's α nominal", r.krippendorff_alpha["nominal"]),
+        ("Krippendorff's α ordinal", r.krippendorff_alpha["ordinal"]),
+        ("Krippendorff's α interval", r.krippendorff_alpha["interval"]),
+        ("Fleiss' κ", r.fleiss_kappa),
+        ("Gwet's AC1", r.gwet_ac1),
+    ]
+    for label, stat in rows:
+        summary.add_row(label, _fmt(stat.value, stat.reason))
+    console.print(summary)
+    if r.pairwise:
+        pairs = Table(title="pairs of annotators (Cohen's κ over the pairs both judged)", title_justify="left")
+        for col in ("a", "b", "n", "agree", "±1", "κ", "κ linear", "κ quadratic"):
+            pairs.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for p in r.pairwise:
+            pairs.add_row(
+                safe(p.a), safe(p.b), str(p.n), _fmt(p.percent_agreement.value),
+                _fmt(p.percent_agreement_within_1.value), _fmt(p.cohen_kappa.value),
+                _fmt(p.cohen_kappa_linear.value), _fmt(p.cohen_kappa_quadratic.value),
+            )
+        console.print(pairs)
+        # a few pairs get their confusion matrices here; many only with --by annotator
+        if len(r.pairwise) <= 3 or by == "annotator":
+            for p in r.pairwise:
+                if p.n:
+                    console.print(_confusion_table(p, r.scale))
+    if r.binarised:
+        binary = Table(title="binarised (relevant = grade ≥ t)", title_justify="left")
+        for col in ("t", "agree", "α", "Fleiss' κ", "AC1", "mean overlap |A∩B|/|A∪B|"):
+            binary.add_column(col, justify="right")
+        for t in r.binarised:
+            overlaps = [p["overlap"].value for p in t.pairwise if p["overlap"].value is not None]
+            binary.add_row(
+                str(t.threshold), _fmt(t.percent_agreement.value), _fmt(t.krippendorff_alpha.value),
+                _fmt(t.fleiss_kappa.value), _fmt(t.gwet_ac1.value),
+                _fmt(sum(overlaps) / len(overlaps)) if overlaps else _fmt(None),
+            )
+        console.print(binary)
+    if by == "query":
+        _print_rows("by query", view.by_query, "query_id")
+    if by == "annotator":
+        _print_annotators(view.by_annotator)
+    disputed = r.disputed[:limit]
+    if disputed:
+        table = Table(title=f"disputed pairs ({len(r.disputed)}; largest spread first)", title_justify="left")
+        for col in ("query", "chunk", "spread", "grades"):
+            table.add_column(col)
+        for d in disputed:
+            grades = ", ".join(f"{safe(a)}={g}" for a, g in d.grades.items())
+            table.add_row(safe(d.unit[0]), safe(d.unit[1]), str(d.spread), grades)
+        console.print(table)
+
+
+def _confusion_table(p, scale: tuple[int, int]) -> Table:  # noqa: ANN001
+    grades = list(range(scale[0], scale[1] + 1))
+    table = Table(title=f"{safe(p.a)} (rows) × {safe(p.b)} (columns)", title_justify="left")
+    table.add_column("")
+    for g in grades:
+        table.add_column(str(g), justify="right")
+    for g, row in zip(grades, p.confusion):
+        table.add_row(str(g), *(str(int(v)) for v in row))
+    return table
+
+
+def _print_rows(title: str, rows: list[dict], key: str) -> None:
+    table = Table(title=title, title_justify="left")
+    cols = ("units", "pairable_units", "disputed", "percent_agreement",
+            "krippendorff_alpha_ordinal", "gwet_ac1")
+    table.add_column(key.replace("_id", ""))
+    for col in ("units", "pairable", "disputed", "agree", "α ordinal", "AC1"):
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(safe(row[key]), *(
+            str(row[c]) if isinstance(row[c], int) else _fmt(row[c]) for c in cols))
+    console.print(table)
+
+
+def _print_annotators(rows: list[dict]) -> None:
+    table = Table(title="by annotator", title_justify="left")
+    for col in ("annotator", "labels", "grades", "mean", "agree w/ others", "mean κ", "α without"):
+        table.add_column(col, justify="left" if col in ("annotator", "grades") else "right")
+    for row in rows:
+        dist = " ".join(f"{g}:{n}" for g, n in row["grade_distribution"].items())
+        table.add_row(
+            safe(row["annotator"]), str(row["labels"]), dist, _fmt(row["mean_grade"]),
+            _fmt(row["percent_agreement_with_others"]), _fmt(row["mean_cohen_kappa"]),
+            _fmt(row["krippendorff_alpha_ordinal_without"]),
+        )
+    console.print(table)
+
+
+def _print_verdict(data: dict) -> None:
+    console.print(f"[bold]Does disagreement change the verdict?[/] ({len(data['runs'])} runs)")
+    table = Table(title="per measure: rankings of runs under each annotator's qrels", title_justify="left")
+    for col in ("measure", "min Kendall τ", "mean τ", "largest change", "run", "qrels"):
+        table.add_column(col, justify="left" if col in ("measure", "run", "qrels") else "right")
+    for m in data["measures"]:
+        change = m["largest_change"]
+        table.add_row(
+            safe(m["measure"]), _fmt(m["min_tau"], m.get("tau_reason")), _fmt(m["mean_tau"]),
+            _fmt(change["delta"]) if change else "-", safe(change["run"]) if change else "-",
+            safe(change["qrels"]) if change else "-",
+        )
+    console.print(table)
+
+
+# --------------------------------------------------------------------------- assign
+
+
+@app.command(
+    epilog=(
+        "The overlap share is judged blind by --judges-per-overlap annotators each (agreement is "
+        "measured there); every other pair by one. Workloads differ by at most one pair. Running "
+        "it again assigns only pairs not yet assigned (e.g. after importing a new run), unless "
+        "--replace.\n\n"
+        "Examples:\n\n"
+        "  ragjudge assign --annotators ann,bob,cy\n\n"
+        "  ragjudge assign --annotators ann,bob,cy --overlap 0.3 --judges-per-overlap 3 --depth 5\n\n"
+        "  ragjudge assign --annotators ann,bob --runs bm25,dense --replace"
+    )
+)
+def assign(
+    annotators: Annotated[str, typer.Option("--annotators", help="Comma-separated annotator names.", show_default=False)],
+    overlap: Annotated[float, typer.Option("--overlap", help="Share of the pool judged by several annotators.")] = 0.2,
+    judges_per_overlap: Annotated[int, typer.Option("--judges-per-overlap", help="Annotators per overlap pair.")] = 2,
+    depth: Annotated[int, typer.Option("--depth", help="Pool depth: the top K chunks of each run.")] = 10,
+    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random choice of overlap pairs.")] = 0,
+    replace: Annotated[bool, typer.Option("--replace", help="Drop the existing assignment first.")] = False,
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Split the judging pool among annotators, with a blind overlap for agreement."""
+    from ragjudge.services.assignment import assign as assign_pool
+    from ragjudge.services.assignment import assignment_progress
+
+    _check_choice("--format", format, ("table", "json"))
+    names = [n for n in annotators.split(",") if n.strip()]
+    run_names = None if runs is None else [r.strip() for r in runs.split(",") if r.strip()]
+    with open_project() as project:
+        plan = assign_pool(project, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
+                           depth=depth, runs=run_names, seed=seed, replace=replace)
+        progress = assignment_progress(project)
+    new = plan.workloads()
+    if format == "json":
+        print_json({
+            "new_pairs": len({(q, c) for items in plan.pairs.values() for q, c, _ in items}),
+            "new_overlap_pairs": len(plan.overlap_pairs()),
+            "annotators": {name: {"new": new.get(name, 0), **counts} for name, counts in progress.items()},
+        })
+        return
+    table = Table(title="assignment", title_justify="left")
+    for col in ("annotator", "new", "assigned", "overlap", "done"):
+        table.add_column(col, justify="left" if col == "annotator" else "right")
+    for name, counts in progress.items():
+        table.add_row(safe(name), str(new.get(name, 0)), str(counts["assigned"]),
+                      str(counts["overlap"]), str(counts["done"]))
+    console.print(table)
+    console.print(f"{len(plan.overlap_pairs())} new pairs go to {judges_per_overlap} annotators each, blind.")
+
+
+# --------------------------------------------------------------------------- disputes, adjudicate
+
+
+@app.command(epilog="Examples:\n\n  ragjudge disputes\n\n  ragjudge disputes --limit 50 --format json")
+def disputes(
+    limit: Annotated[int, typer.Option("--limit", help="How many pairs to list (0: all).")] = 20,
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Pairs whose annotators disagree, largest spread of grades first, with any adjudication."""
+    from ragjudge.services.agreement import disputed_pairs
+
+    _check_choice("--format", format, ("table", "json"))
+    with open_project() as project:
+        rows = disputed_pairs(project, limit=limit or None)
+    if format == "json":
+        print_json(rows)
+        return
+    if not rows:
+        console.print("No disputed pairs: every pair judged twice or more has one grade.")
+        return
+    table = Table(title="disputed pairs (largest spread first)", title_justify="left")
+    for col in ("query", "chunk", "spread", "ratings", "grades", "adjudicated"):
+        table.add_column(col, justify="right" if col in ("spread", "ratings", "adjudicated") else "left")
+    for row in rows:
+        grades = ", ".join(f"{safe(a)}={g}" for a, g in row["grades"].items())
+        adjudicated = "-" if row["adjudicated"] is None else str(row["adjudicated"])
+        table.add_row(safe(row["query_id"]), safe(row["chunk_id"]), str(row["spread"]),
+                      str(row["n_ratings"]), grades, adjudicated)
+    console.print(table)
+
+
+@app.command(
+    epilog=(
+        "The decision is stored with who made it and why; gold qrels (ragjudge export qrels) use "
+        "the newest adjudication of a pair before any aggregation rule.\n\n"
+        "Examples:\n\n"
+        "  ragjudge adjudicate --query q7 --chunk c123 --grade 2 --reason 'answers the refund part'\n\n"
+        "  ragjudge adjudicate --query q7 --chunk c123 --show"
+    )
+)
+def adjudicate(
+    query: Annotated[str, typer.Option("--query", help="The query id.", show_default=False)],
+    chunk: Annotated[str, typer.Option("--chunk", help="The chunk id.", show_default=False)],
+    grade: Annotated[Optional[int], typer.Option("--grade", help="The final grade.")] = None,
+    reason: Annotated[Optional[str], typer.Option("--reason", help="Why (shown with the decision).")] = None,
+    by: Annotated[Optional[str], typer.Option("--by", help="Who decides (default: your login name).")] = None,
+    show: Annotated[bool, typer.Option("--show", help="Only show the pair's labels and adjudications.")] = False,
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Set the final grade of a disputed pair, or show every annotator's label for it."""
+    from ragjudge.services.agreement import adjudicate as decide
+    from ragjudge.services.agreement import pair_detail
+
+    _check_choice("--format", format, ("table", "json"))
+    if not show and (grade is None or reason is None):
+        raise UsageError("give --grade and --reason to adjudicate, or --show to see the pair.")
+    with open_project() as project:
+        if not show:
+            decide(project, query_id=query, chunk_id=chunk, grade=grade, reason=reason,
+                   by=by or _login_name())
+        detail = pair_detail(project, query, chunk)
+    if format == "json":
+        print_json(_detail_json(detail))
+        return
+    console.print(f"[bold]{safe(detail.query_id)}[/] {safe(detail.query_text)}")
+    console.print(f"[bold]{safe(detail.chunk_id)}[/] {safe(_clip(detail.chunk_text))}")
+    table = Table(title="labels", title_justify="left")
+    for col in ("annotator", "grade", "seconds", "note"):
+        table.add_column(col, justify="right" if col in ("grade", "seconds") else "left")
+    for lab in detail.labels:
+        grade_text = "skipped" if lab.grade is None and lab.skipped else ("-" if lab.grade is None else str(lab.grade))
+        seconds = "-" if lab.duration_ms is None else f"{lab.duration_ms / 1000:.1f}"
+        table.add_row(safe(lab.annotator), grade_text, seconds, safe(lab.note or ""))
+    console.print(table)
+    for a in detail.adjudications:
+        console.print(f"adjudicated {a['grade']} by {safe(a['by'])}: {safe(a['reason'] or '')}")
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name in some containers
+        return "lead"
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _detail_json(detail: Any) -> dict:
+    return {
+        "query_id": detail.query_id,
+        "query_text": detail.query_text,
+        "chunk_id": detail.chunk_id,
+        "chunk_text": detail.chunk_text,
+        "labels": [lab.__dict__ for lab in detail.labels],
+        "adjudications": list(detail.adjudications),
+        "adjudicated": detail.adjudicated,
+    }
+
+
+# --------------------------------------------------------------------------- label quality
+
+
+@app.command(epilog="Examples:\n\n  ragjudge quality\n\n  ragjudge quality --format json")
+def quality(
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Label-quality signals: labels made too fast for the chunk's length, grades drifting over
+    a session, and self-agreement on blind re-checks."""
+    from ragjudge.services.agreement import label_quality
+
+    _check_choice("--format", format, ("table", "json"))
+    with open_project() as project:
+        data = label_quality(project)
+    if format == "json":
+        print_json(data)
+        return
+    fast = data["fast_labels"]
+    per: dict[str, int] = {}
+    for row in fast:
+        per[row["annotator"]] = per.get(row["annotator"], 0) + 1
+    table = Table(title="label quality per annotator", title_justify="left")
+    for col in ("annotator", "too fast", "mean grade 1st half", "2nd half", "drifting",
+                "rechecks", "self-agreement"):
+        table.add_column(col, justify="left" if col == "annotator" else "right")
+    drift = {d["annotator"]: d for d in data["grade_drift"]}
+    selfs = {s["annotator"]: s for s in data["self_agreement"]}
+    for name in sorted(set(drift) | set(per) | set(selfs)):
+        d, s = drift.get(name, {}), selfs.get(name)
+        table.add_row(
+            safe(name), str(per.get(name, 0)), _fmt(d.get("mean_first")), _fmt(d.get("mean_second")),
+            "yes" if d.get("drifting") else "no", str(s["rechecks"]) if s else "0",
+            _fmt(s["self_agreement"]) if s else "-",
+        )
+    console.print(table)
