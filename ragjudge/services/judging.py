@@ -941,3 +941,69 @@ def func_count():  # noqa: ANN201
     from sqlalchemy import func
 
     return func.count()
+
+
+# -- what the screen shows of a pair ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryText:
+    id: str
+    text: str
+    description: str | None
+    category: str | None
+    narrative: str | None
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    id: str
+    text: str
+    doc_id: str | None
+
+
+def query_text(project, query_id: str) -> QueryText:  # noqa: ANN001
+    from ragjudge.store.schema import Query
+
+    with project.read() as session:
+        row = session.get(Query, query_id)
+        if row is None:
+            return QueryText(query_id, "", None, None, None)
+        meta = row.meta if isinstance(row.meta, dict) else {}
+        narrative = meta.get("narrative")
+        return QueryText(row.id, row.text, row.description, row.category,
+                         str(narrative) if narrative else None)
+
+
+def chunk_text(project, chunk_id: str) -> ChunkText:  # noqa: ANN001
+    from ragjudge.store.schema import Chunk
+
+    with project.read() as session:
+        row = session.get(Chunk, chunk_id)
+        if row is None:
+            return ChunkText(chunk_id, "", None)
+        return ChunkText(row.id, row.text, row.doc_id)
+
+
+def annotator_progress(project) -> list[dict]:  # noqa: ANN001
+    """Per annotator: current grades, skipped pairs, flagged pairs, events (for the home screen)."""
+    from sqlalchemy import func, text
+
+    with project.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT a.name, "
+            " (SELECT COUNT(*) FROM labels l WHERE l.annotator = a.name) AS events "
+            "FROM annotators a ORDER BY a.name")).all()
+        current = connection.execute(text(
+            "SELECT l.annotator, SUM(l.grade IS NOT NULL), SUM(l.grade IS NULL AND l.skipped = 1), "
+            " SUM(l.flagged = 1) FROM labels l JOIN (SELECT MAX(id) AS id FROM labels "
+            " WHERE source IS NOT 'recheck' GROUP BY annotator, query_id, chunk_id) n ON n.id = l.id "
+            "GROUP BY l.annotator")).all()
+    del func
+    by_name = {name: (int(g or 0), int(s or 0), int(f or 0)) for name, g, s, f in current}
+    out = []
+    for name, events in rows:
+        graded, skipped, flagged = by_name.get(name, (0, 0, 0))
+        out.append({"annotator": name, "graded": graded, "skipped": skipped, "flagged": flagged,
+                    "events": int(events or 0)})
+    return out

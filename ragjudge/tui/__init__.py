@@ -1,0 +1,27 @@
+"""The Textual app. ``run_app(project)`` opens the home screen; with ``start='judge'`` it goes
+straight to judging (``ragjudge annotate``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["make_app", "run_app"]
+
+
+def make_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any):  # noqa: ANN001, ANN201
+    """The app object (what the CLI runs and what tests and screenshots drive)."""
+    from ragjudge.tui.app import RagjudgeApp
+
+    return RagjudgeApp(project, annotator=annotator, start=start, **queue_options)
+
+
+def run_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any) -> None:  # noqa: ANN001
+    """Run the app in the terminal until the user quits.
+
+    ``queue_options`` go to :class:`ragjudge.services.judging.JudgingQueue`: ``runs``, ``depth``,
+    ``order``, ``queries``, ``category``, ``show_source``, ``recheck``.
+    """
+    app = make_app(project, annotator=annotator, start=start, **queue_options)
+    app.run()
+    if app.return_code not in (None, 0):
+        raise SystemExit(app.return_code)

@@ -1,0 +1,72 @@
+"""The ``annotate`` command: straight into judging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragjudge.cli.app import app
+from ragjudge.cli.common import open_project
+from ragjudge.errors import InputError, UsageError
+
+
+def parse_queries(value: str | None) -> list[str] | None:
+    """``--queries``: a file of query ids (one a line, ``#`` comments) or ``ID,ID,...``."""
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_file():
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start}).", file=value) from None
+        ids = [line.split("#", 1)[0].strip() for line in lines]
+        ids = [i for i in ids if i]
+        if not ids:
+            raise InputError("holds no query ids (one a line).", file=value)
+        return ids
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if not ids:
+        raise UsageError(f"--queries {value!r}: give a file of query ids or ID,ID,...")
+    return ids
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  ragjudge annotate --annotator alice\n\n"
+        "  ragjudge annotate --runs bm25,dense --depth 20 --order query\n\n"
+        "  ragjudge annotate --queries q1,q7 --show-source\n\n"
+        "  ragjudge annotate --category billing --recheck 0.05\n\n"
+        "Keys: 0-9 grade (y/n on a binary scale), s skip, f flag, u undo, ←/→ previous/next, "
+        "[ ] previous/next query, c comment, / find, g facets & nuggets, h guidelines, "
+        "e evaluation, a agreement, ? help, q quit."
+    )
+)
+def annotate(
+    annotator: Annotated[Optional[str], typer.Option(help="Your name; asked for when not given.")] = None,
+    runs: Annotated[Optional[str], typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
+    depth: Annotated[int, typer.Option(help="Pool depth K: the top K of each run per query.")] = 10,
+    order: Annotated[str, typer.Option(help="depth (rounds of growing depth) or query (a query's whole pool at a time).")] = "depth",
+    show_source: Annotated[bool, typer.Option("--show-source", help="Show which runs retrieved the chunk and at which rank (judging is blind otherwise).")] = False,
+    queries: Annotated[Optional[str], typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
+    category: Annotated[Optional[str], typer.Option(help="Judge only queries of this category.")] = None,
+    recheck: Annotated[float, typer.Option(help="Share of your own earlier pairs shown again unannounced, to measure consistency (e.g. 0.05).")] = 0.0,
+) -> None:
+    """Judge query-chunk pairs in the terminal, starting at your first unjudged pair."""
+    from ragjudge.services.judging import ORDERS, JudgingQueue, check_annotator
+    from ragjudge.tui import run_app
+
+    if order not in ORDERS:
+        raise UsageError(f"--order {order}: use depth or query.")
+    run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
+    options = dict(runs=run_list, depth=depth, order=order, show_source=show_source,
+                   queries=parse_queries(queries), category=category, recheck=recheck)
+    with open_project() as project:
+        if annotator is not None:
+            annotator = check_annotator(annotator)
+            # check the options before the screen opens, so mistakes are one line on stderr
+            JudgingQueue(project, annotator, **{k: v for k, v in options.items() if v is not None})
+        run_app(project, annotator=annotator, start="judge", **options)

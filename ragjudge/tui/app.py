@@ -1,0 +1,122 @@
+"""The ragjudge Textual app: home, judging, and the evaluation and agreement screens."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from ragjudge.errors import RagjudgeError
+
+
+class RagjudgeApp(App):
+    """One project open in the terminal.
+
+    ``start='judge'`` goes straight to judging (``ragjudge annotate``), asking the annotator's
+    name first when none was given; ``start='home'`` opens the home screen.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "ragjudge"
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(self, project, *, annotator: str | None = None, start: str = "home",  # noqa: ANN001
+                 **queue_options: Any) -> None:
+        super().__init__()
+        self.project = project
+        self.annotator = annotator
+        self.start = start
+        self.queue_options = queue_options
+        self.judge_screen = None
+
+    def on_mount(self) -> None:
+        from ragjudge.tui.screens.home import HomeScreen
+
+        if self.start == "judge":
+            self.start_judging(from_home=False)
+        else:
+            self.push_screen(HomeScreen(self.project))
+
+    # -- judging ---------------------------------------------------------------------------
+
+    def start_judging(self, *, from_home: bool) -> None:
+        if self.annotator:
+            self._open_judging(self.annotator, from_home=from_home)
+            return
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def named(name: str | None) -> None:
+            if not name:
+                if not from_home:
+                    self.exit(message="No annotator name given; nothing was recorded.")
+                return
+            self._open_judging(name, from_home=from_home)
+
+        self.push_screen(TextPrompt("Your name (every label you give is recorded under it):",
+                                    placeholder="e.g. alice"), named)
+
+    def _open_judging(self, name: str, *, from_home: bool) -> None:
+        from ragjudge.services import judging
+        from ragjudge.tui.screens.guidelines import GuidelinesScreen
+        from ragjudge.tui.screens.judge import JudgeScreen
+
+        try:
+            name = judging.check_annotator(name)
+            opts = {k: v for k, v in self.queue_options.items() if v is not None}
+            queue = judging.JudgingQueue(self.project, name, **opts)
+            judging.ensure_annotator(self.project, name)
+        except RagjudgeError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+            if not from_home:
+                self.start_judging(from_home=from_home) if not self.annotator else self.exit(message=str(exc))
+            return
+        self.annotator = name
+        self.push_screen(JudgeScreen(self.project, queue, from_home=from_home))
+        if not judging.annotator_seen_guidelines(self.project, name):
+            markdown = self.project.get_setting("guidelines")
+            if markdown:
+                self.push_screen(GuidelinesScreen(markdown, first_time=True),
+                                 lambda _: judging.mark_guidelines_seen(self.project, name))
+
+    # -- the other engineers' screens ------------------------------------------------------
+
+    def _open_optional(self, module: str, name: str, what: str) -> None:
+        try:
+            screen_cls = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            self.notify(f"The {what} screen is not available yet.", severity="warning")
+            return
+        self.push_screen(screen_cls(self.project))
+
+    def open_evaluation(self) -> None:
+        self._open_optional("ragjudge.tui.screens.evaluation", "EvaluationScreen", "evaluation")
+
+    def open_agreement(self) -> None:
+        self._open_optional("ragjudge.tui.screens.agreement", "AgreementScreen", "agreement")
+
+    # -- the command palette lists every action of the screen ------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        seen: set[str] = set()
+        for binding in getattr(screen, "BINDINGS", []):
+            action = getattr(binding, "action", None)
+            if action is None or action in seen:
+                continue
+            seen.add(action)
+            keys = binding.key_display or binding.key.split(",")[0]
+            title = (binding.description or action).capitalize()
+            yield SystemCommand(f"{title}  ({keys})", binding.tooltip or title,
+                                _runner(screen, action))
+        yield from super().get_system_commands(screen)
+
+
+def _runner(screen: Screen, action: str):  # noqa: ANN202
+    async def run() -> None:
+        await screen.run_action(action)
+
+    return run

@@ -1,0 +1,236 @@
+"""Facets and nuggets of a query (``g`` while judging).
+
+Facets are aspects of the information need; nuggets are atomic facts a good answer needs, each
+vital or okay (TREC RAG 2024). While a chunk is on screen, ``space`` toggles whether it covers
+the highlighted facet, and ``space`` / ``f`` / ``p`` / ``x`` set how fully it supports the
+highlighted nugget. Every mark is an append-only event of this annotator.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from ragjudge.errors import RagjudgeError
+from ragjudge.services import judging
+from ragjudge.tui.widgets.literal import literal
+
+FACET_KEYS = (
+    ("space", "toggle", "toggle / cycle", "Facet: this chunk covers it or not. Nugget: none → partial → full."),
+    ("f", "support('full')", "full", "The chunk fully supports the highlighted nugget."),
+    ("p", "support('partial')", "partial", "The chunk partly supports the highlighted nugget."),
+    ("x", "support('none')", "none", "The chunk does not support the highlighted nugget."),
+    ("a", "add_facet", "add facet", "Add a facet (an aspect of the information need)."),
+    ("b", "add_nugget", "add nugget", "Add a nugget (an atomic fact a good answer needs)."),
+    ("r", "rename", "rename", "Rename the highlighted facet or edit the nugget's text."),
+    ("v", "vital", "vital/okay", "Switch the highlighted nugget between vital and okay."),
+    ("d,delete", "remove", "remove", "Remove the highlighted facet or nugget (its marks are kept)."),
+    ("escape,g", "close", "back", "Back to judging."),
+)
+
+SUPPORT_CYCLE = {"none": "partial", "partial": "full", "full": "none"}
+MARKS = {"full": ("● full   ", "green"), "partial": ("◐ partial", "yellow"), "none": ("○ none   ", "dim")}
+
+
+class FacetsScreen(ModalScreen[None]):
+    """Edit the query's facets and nuggets and mark what the chunk in view covers."""
+
+    BINDINGS = [Binding(keys, action, name, tooltip=text, priority=keys != "space")
+                for keys, action, name, text in FACET_KEYS]
+
+    def __init__(self, project, annotator: str, query_id: str, chunk_id: str) -> None:  # noqa: ANN001
+        super().__init__()
+        self.project = project
+        self.annotator = annotator
+        self.query_id = query_id
+        self.chunk_id = chunk_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="facets-box"):
+            title = Text("Facets & nuggets of query ")
+            title.append_text(literal(self.query_id, "bold"))
+            title.append(" — marks for chunk ")
+            title.append_text(literal(self.chunk_id, "bold"))
+            yield Label(title, classes="prompt-title")
+            yield OptionList(id="facet-list")
+            yield Static(id="facet-hint", classes="prompt-hint")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.refresh_list()
+        self.query_one("#facet-hint", Static).update(Text(
+            "space toggles the highlighted facet or cycles the nugget's support; "
+            "a/b add a facet/nugget; r rename; v vital/okay; d remove; Esc back"))
+        self.query_one("#facet-list").focus()
+
+    def refresh_list(self, keep: str | None = None) -> None:
+        options = self.query_one("#facet-list", OptionList)
+        highlighted = options.highlighted
+        options.clear_options()
+        facets = judging.facets_for(self.project, self.query_id, annotator=self.annotator,
+                                    chunk_id=self.chunk_id)
+        nuggets = judging.nuggets_for(self.project, self.query_id, annotator=self.annotator,
+                                      chunk_id=self.chunk_id)
+        options.add_option(Option(Text("FACETS — does this chunk cover it?", style="bold"), disabled=True))
+        if not facets:
+            options.add_option(Option(Text("  none yet: a adds one", style="dim"), disabled=True))
+        for f in facets:
+            line = Text("  ")
+            line.append("[x] " if f.covered else "[ ] ", style="green bold" if f.covered else "dim")
+            line.append_text(literal(f.name))
+            options.add_option(Option(line, id=f"f:{f.id}"))
+        options.add_option(Option(Text("NUGGETS — how fully does this chunk support it?", style="bold"),
+                                  disabled=True))
+        if not nuggets:
+            options.add_option(Option(Text("  none yet: b adds one", style="dim"), disabled=True))
+        for n in nuggets:
+            mark, style = MARKS.get(n.support, MARKS["none"])
+            line = Text("  ")
+            line.append(mark + " ", style=style)
+            line.append("vital " if n.importance == "vital" else "okay  ",
+                        style="bold" if n.importance == "vital" else "dim")
+            line.append_text(literal(n.text))
+            options.add_option(Option(line, id=f"n:{n.id}"))
+        if keep is not None:
+            try:
+                options.highlighted = options.get_option_index(keep)
+                return
+            except Exception:  # noqa: BLE001 - the option is gone (removed)
+                pass
+        if highlighted is not None and options.option_count:
+            options.highlighted = min(highlighted, options.option_count - 1)
+        else:
+            for i in range(options.option_count):
+                if not options.get_option_at_index(i).disabled:
+                    options.highlighted = i
+                    break
+
+    def _selected(self) -> tuple[str, int] | None:
+        options = self.query_one("#facet-list", OptionList)
+        if options.highlighted is None:
+            return None
+        option = options.get_option_at_index(options.highlighted)
+        if option.disabled or not option.id:
+            return None
+        kind, _, ident = option.id.partition(":")
+        return kind, int(ident)
+
+    def _do(self, fn, *args, **kwargs) -> bool:  # noqa: ANN001
+        try:
+            fn(*args, **kwargs)
+            return True
+        except RagjudgeError as exc:
+            self.notify(str(exc), severity="error")
+            return False
+
+    def action_toggle(self) -> None:
+        selected = self._selected()
+        if selected is None:
+            return
+        kind, ident = selected
+        if kind == "f":
+            facet = next((f for f in judging.facets_for(self.project, self.query_id, annotator=self.annotator,
+                                                         chunk_id=self.chunk_id) if f.id == ident), None)
+            if facet is not None:
+                self._do(judging.set_facet_link, self.project, annotator=self.annotator,
+                         facet_id=ident, chunk_id=self.chunk_id, covered=not facet.covered)
+        else:
+            nugget = self._nugget(ident)
+            if nugget is not None:
+                self._do(judging.set_nugget_support, self.project, annotator=self.annotator,
+                         nugget_id=ident, chunk_id=self.chunk_id,
+                         support=SUPPORT_CYCLE.get(nugget.support, "full"))
+        self.refresh_list(keep=f"{kind}:{ident}")
+
+    def on_option_list_option_selected(self, _event: OptionList.OptionSelected) -> None:
+        self.action_toggle()
+
+    def _nugget(self, ident: int) -> judging.NuggetView | None:
+        return next((n for n in judging.nuggets_for(self.project, self.query_id, annotator=self.annotator,
+                                                    chunk_id=self.chunk_id) if n.id == ident), None)
+
+    def action_support(self, support: str) -> None:
+        selected = self._selected()
+        if selected is None or selected[0] != "n":
+            self.notify("Highlight a nugget first (f/p/x set a nugget's support).", severity="warning")
+            return
+        self._do(judging.set_nugget_support, self.project, annotator=self.annotator,
+                 nugget_id=selected[1], chunk_id=self.chunk_id, support=support)
+        self.refresh_list(keep=f"n:{selected[1]}")
+
+    def action_add_facet(self) -> None:
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def done(name: str | None) -> None:
+            if name and self._do(judging.add_facet, self.project, self.query_id, name):
+                self.refresh_list()
+
+        self.app.push_screen(TextPrompt("New facet (an aspect of the information need):"), done)
+
+    def action_add_nugget(self) -> None:
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def done(text: str | None) -> None:
+            if not text:
+                return
+            importance = "okay"
+            if text.lower().startswith("vital:"):
+                importance, text = "vital", text[6:].strip()
+            if self._do(judging.add_nugget, self.project, self.query_id, text, importance):
+                self.refresh_list()
+
+        self.app.push_screen(TextPrompt("New nugget (an atomic fact; start with 'vital:' for a vital one):"),
+                             done)
+
+    def action_rename(self) -> None:
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        selected = self._selected()
+        if selected is None:
+            return
+        kind, ident = selected
+        if kind == "f":
+            current = next((f.name for f in judging.facets_for(self.project, self.query_id) if f.id == ident), "")
+
+            def done(name: str | None) -> None:
+                if name and self._do(judging.rename_facet, self.project, ident, name):
+                    self.refresh_list(keep=f"f:{ident}")
+
+            self.app.push_screen(TextPrompt("Rename the facet:", value=current), done)
+        else:
+            nugget = self._nugget(ident)
+
+            def done_n(text: str | None) -> None:
+                if text and self._do(judging.edit_nugget, self.project, ident, text=text):
+                    self.refresh_list(keep=f"n:{ident}")
+
+            self.app.push_screen(TextPrompt("Edit the nugget:", value=nugget.text if nugget else ""), done_n)
+
+    def action_vital(self) -> None:
+        selected = self._selected()
+        if selected is None or selected[0] != "n":
+            return
+        nugget = self._nugget(selected[1])
+        if nugget is not None:
+            self._do(judging.edit_nugget, self.project, selected[1],
+                     importance="okay" if nugget.importance == "vital" else "vital")
+            self.refresh_list(keep=f"n:{selected[1]}")
+
+    def action_remove(self) -> None:
+        selected = self._selected()
+        if selected is None:
+            return
+        kind, ident = selected
+        if kind == "f":
+            self._do(judging.remove_facet, self.project, ident)
+        else:
+            self._do(judging.remove_nugget, self.project, ident)
+        self.refresh_list()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

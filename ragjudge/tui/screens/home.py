@@ -1,0 +1,167 @@
+"""The home screen: what the project holds, who has judged how much, and where to go next."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ragjudge.services import judging
+from ragjudge.tui.widgets.literal import literal
+
+HOME_KEYS = (
+    ("enter,j", "judge", "start judging", "Judge the next pairs of your queue."),
+    ("e", "evaluation", "evaluation", "Scores of every run, from the labels so far."),
+    ("a", "agreement", "agreement", "Where annotators disagree."),
+    ("h", "guidelines", "guidelines", "The project's judging guidelines."),
+    ("r", "refresh", "refresh", "Count again."),
+    ("question_mark", "help", "help", "This list of keys."),
+    ("q", "quit", "quit", "Quit."),
+)
+
+
+class HomeScreen(Screen):
+    """Project summary, annotators and runs; keys to judge, evaluate and check agreement."""
+
+    BINDINGS = [Binding(k, a, n, tooltip=t, key_display="?" if k == "question_mark" else None)
+                for k, a, n, t in HOME_KEYS]
+
+    class Counted(Message):
+        def __init__(self, status: dict, progress: list[dict]) -> None:
+            super().__init__()
+            self.status = status
+            self.progress = progress
+
+    def __init__(self, project) -> None:  # noqa: ANN001
+        super().__init__()
+        self.project = project
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="home-title")
+        with Horizontal(id="home-main"):
+            with Vertical(id="home-left"):
+                yield Static(id="home-summary", classes="panel")
+                yield Static(id="home-start", classes="panel")
+            with Vertical(id="home-right"):
+                yield Static(id="home-annotators", classes="panel")
+                yield Static(id="home-runs", classes="panel")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#home-summary").border_title = "project"
+        self.query_one("#home-annotators").border_title = "annotators"
+        self.query_one("#home-runs").border_title = "runs"
+        self.query_one("#home-start").border_title = "next"
+        title = Text("ragjudge  ", style="bold")
+        title.append_text(literal(self.project.name, "bold cyan"))
+        self.query_one("#home-title", Static).update(title)
+        self.query_one("#home-summary", Static).update(Text("counting…", style="dim"))
+        self._show_start()
+        self.count()
+
+    def _show_start(self) -> None:
+        opts = self.app.queue_options
+        order = opts.get("order", "depth")
+        text = Text()
+        text.append(" enter ", style="bold reverse")
+        text.append("  start judging")
+        annotator = self.app.annotator
+        if annotator:
+            text.append(" as ")
+            text.append_text(literal(annotator, "bold"))
+        text.append("\n")
+        text.append(" e ", style="bold reverse")
+        text.append("  evaluation   ")
+        text.append(" a ", style="bold reverse")
+        text.append("  agreement   ")
+        text.append(" h ", style="bold reverse")
+        text.append("  guidelines\n\n")
+        if order == "depth":
+            text.append("order: depth", style="bold")
+            text.append(" — rounds of growing depth (1, 2, 3, 5, 10, …): every query's top pairs "
+                        "first, so the run comparison settles early.", style="dim")
+        else:
+            text.append("order: query", style="bold")
+            text.append(" — a query's whole pool before the next.", style="dim")
+        text.append(f"\npool: top {opts.get('depth', 10)} of "
+                    f"{', '.join(opts['runs']) if opts.get('runs') else 'every run'}, blind "
+                    f"{'off' if opts.get('show_source') else 'on'}")
+        self.query_one("#home-start", Static).update(text)
+
+    @work(thread=True, exclusive=True, group="home-count")
+    def count(self) -> None:
+        status = self.project.status()
+        progress = judging.annotator_progress(self.project)
+        self.post_message(self.Counted(status, progress))
+
+    def on_home_screen_counted(self, message: Counted) -> None:
+        s = message.status
+        pool = s["pool"]
+        summary = Table.grid(padding=(0, 2))
+        summary.add_column(style="bold")
+        summary.add_column(justify="right")
+        summary.add_row("database", literal(s["db"]))
+        summary.add_row("scale", f"{s['scale']} (relevant from {s['threshold']})")
+        summary.add_row("gold rule", s["rule"])
+        for key in ("queries", "chunks", "runs", "annotators", "labels"):
+            summary.add_row(key, f"{s[key]:,}")
+        share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "–"
+        summary.add_row(f"pool (top {pool['depth']})", f"{pool['pairs']:,} pairs")
+        summary.add_row("judged by anyone", f"{pool['judged']:,} ({share})")
+        self.query_one("#home-summary", Static).update(summary)
+
+        people = Table(box=None, expand=True, header_style="bold")
+        for col in ("annotator", "graded", "skipped", "flagged", "of pool"):
+            people.add_column(col, justify="left" if col == "annotator" else "right")
+        for row in message.progress:
+            of_pool = f"{row['graded'] / pool['pairs']:.0%}" if pool["pairs"] else "–"
+            people.add_row(literal(row["annotator"]), f"{row['graded']:,}", f"{row['skipped']:,}",
+                           f"{row['flagged']:,}", of_pool)
+        if not message.progress:
+            people.add_row(Text("nobody yet", style="dim"), "", "", "", "")
+        self.query_one("#home-annotators", Static).update(people)
+
+        runs = Table(box=None, expand=True, header_style="bold")
+        for col in ("run", "queries", "entries", "depth"):
+            runs.add_column(col, justify="left" if col == "run" else "right")
+        for row in s["run_summary"]:
+            runs.add_row(literal(row["name"]), f"{row['queries']:,}", f"{row['entries']:,}",
+                         str(row["depth"]))
+        if not s["run_summary"]:
+            runs.add_row(Text("no runs yet: ragjudge import run FILE", style="dim"), "", "", "")
+        self.query_one("#home-runs", Static).update(runs)
+
+    def action_judge(self) -> None:
+        self.app.start_judging(from_home=True)
+
+    def action_evaluation(self) -> None:
+        self.app.open_evaluation()
+
+    def action_agreement(self) -> None:
+        self.app.open_agreement()
+
+    def action_guidelines(self) -> None:
+        from ragjudge.tui.screens.guidelines import GuidelinesScreen
+
+        self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
+
+    def action_refresh(self) -> None:
+        self.count()
+
+    def action_help(self) -> None:
+        from ragjudge.tui.screens.help import HelpScreen
+
+        rows = [(k.split(",")[0] if k != "question_mark" else "?", n, t) for k, _, n, t in HOME_KEYS]
+        self.app.push_screen(HelpScreen("Home keys", rows))
+
+    def on_screen_resume(self) -> None:
+        self.count()
+
+    async def action_quit(self) -> None:
+        self.app.exit()

@@ -1,0 +1,502 @@
+"""The judging screen: one query–chunk pair at a time, a grade per keypress.
+
+Durability: every key that records something calls the judging service synchronously, and that
+call returns only after the transaction is committed; only then is the next pair shown. A
+SQLite commit takes about a millisecond, so the UI thread can afford it. The pool totals (a
+scan of the whole pool on big projects) are counted in a worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ragjudge.errors import RagjudgeError
+from ragjudge.services import judging
+from ragjudge.services.judging import JudgingQueue, LabelState, PairView
+from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of the judging contract: what the footer, the help screen and the palette show."""
+
+    keys: str
+    action: str
+    name: str
+    help: str
+    show: bool = True
+    key_display: str | None = None
+
+
+JUDGE_KEYS: tuple[Key, ...] = (
+    *(Key(str(g), f"grade({g})", "grade" if g == 0 else f"grade {g}", f"Give grade {g} and move on.",
+          show=g == 0,
+          key_display="0-9" if g == 0 else None) for g in range(10)),
+    Key("y", "binary(1)", "relevant (binary)", "Binary scale: grade 1 and move on.", show=False),
+    Key("n", "binary(0)", "not relevant (binary)", "Binary scale: grade 0 and move on.", show=False),
+    Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
+    Key("f", "flag", "flag", "Flag the pair for review, with an optional note."),
+    Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
+    Key("left,k", "previous", "previous", "Previous pair, without labelling.", key_display="←/k"),
+    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→/j"),
+    Key("left_square_bracket", "previous_query", "prev query", "Previous query.", key_display="["),
+    Key("right_square_bracket", "next_query", "next query", "Next query.", key_display="]"),
+    Key("c", "comment", "comment", "Comment on the pair."),
+    Key("slash", "find", "find query", "Find a query by id or text.", key_display="/"),
+    Key("g", "facets", "facets & nuggets", "Facets and nuggets of the query: mark what this chunk covers."),
+    Key("h", "guidelines", "guidelines", "The project's judging guidelines."),
+    Key("e", "evaluation", "evaluation", "The evaluation screen (scores of every run, live)."),
+    Key("a", "agreement", "agreement", "The agreement screen (where annotators disagree)."),
+    Key("question_mark", "help", "help", "This list of keys.", key_display="?"),
+    Key("q", "quit", "quit", "Quit (every label is already saved)."),
+)
+
+
+def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS) -> list[tuple[str, str, str]]:
+    rows = []
+    grades = [k for k in keys if k.action.startswith("grade(")]
+    if grades:
+        rows.append(("0-9", "grade", "Give that grade and move on (the scale's digits)."))
+    for k in keys:
+        if k.action.startswith("grade("):
+            continue
+        label = k.key_display or " / ".join(part.replace("ctrl+", "ctrl+") for part in k.keys.split(","))
+        rows.append((label, k.name, k.help))
+    return rows
+
+
+class JudgeScreen(Screen):
+    """Judge the pairs of a :class:`JudgingQueue`."""
+
+    BINDINGS = [
+        Binding(k.keys, k.action, k.name, show=k.show, key_display=k.key_display, priority=True,
+                tooltip=k.help)
+        for k in JUDGE_KEYS
+    ] + [Binding("escape", "home", "home", show=False)]
+
+    pair: reactive[PairView | None] = reactive(None, always_update=True, init=False)
+    """The pair on screen (None when the queue is done)."""
+
+    class TotalsCounted(Message):
+        """The worker counted the queue's pool."""
+
+    def __init__(self, project, queue: JudgingQueue, *, from_home: bool = False) -> None:  # noqa: ANN001
+        super().__init__()
+        self.project = project
+        self.queue = queue
+        self.from_home = from_home
+        self.scale = project.scale
+        self.shown_at = time.monotonic()
+        self.session_labels = 0
+        self.session_start: float | None = None
+        self._query_cache: dict[str, judging.QueryText] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="topbar")
+        with Horizontal(id="judge-main"):
+            with Vertical(id="side"):
+                yield Static(id="query-panel", classes="panel")
+                yield Static(id="scale-panel", classes="panel")
+                yield Static(id="earlier-panel", classes="panel")
+                yield Static(id="facets-panel", classes="panel")
+            with VerticalScroll(id="chunk-scroll", classes="panel"):
+                yield Static(id="chunk-text")
+        yield Static(id="progress")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#query-panel").border_title = "query"
+        self.query_one("#scale-panel").border_title = f"scale {self.scale.describe()}"
+        self.query_one("#earlier-panel").border_title = "your label"
+        self.query_one("#facets-panel").border_title = "facets & nuggets (g)"
+        self.query_one("#scale-panel", Static).update(self._scale_text())
+        self.query_one("#chunk-scroll").focus()
+        self.pair = self.queue.first()
+        self.count_totals()
+
+    # -- showing ---------------------------------------------------------------------------
+
+    def watch_pair(self, pair: PairView | None) -> None:
+        self.shown_at = time.monotonic()
+        if pair is None:
+            self._show_done()
+        else:
+            self._show_pair(pair)
+        self._show_progress()
+
+    def _query(self, query_id: str) -> judging.QueryText:
+        q = self._query_cache.get(query_id)
+        if q is None:
+            if len(self._query_cache) > 256:
+                self._query_cache.clear()
+            q = self._query_cache[query_id] = judging.query_text(self.project, query_id)
+        return q
+
+    def _show_pair(self, pair: PairView) -> None:
+        q = self._query(pair.query_id)
+        c = judging.chunk_text(self.project, pair.chunk_id)
+        self.query_one("#query-panel", Static).update(self._query_text(q))
+        scroll = self.query_one("#chunk-scroll", VerticalScroll)
+        title = Text("chunk ")
+        title.append_text(literal(c.id, "bold"))
+        if c.doc_id:
+            title.append("  doc ")
+            title.append_text(literal(c.doc_id))
+        if pair.sources:
+            title.append("  ")
+            title.append(", ".join(f"{run} #{rank}" for run, rank in pair.sources[:4]),
+                         style="italic")
+        scroll.border_title = title
+        self.query_one("#chunk-text", Static).update(highlighted(c.text, query_terms(q.text)))
+        scroll.scroll_home(animate=False)
+        self.query_one("#earlier-panel", Static).update(self._earlier_text(pair))
+        self.query_one("#facets-panel", Static).update(self._facets_text(pair))
+
+    def _show_done(self) -> None:
+        self.query_one("#query-panel", Static).update(Text("—"))
+        self.query_one("#chunk-scroll").border_title = "done"
+        self.query_one("#chunk-text", Static).update(Text(
+            "Every pair of your queue is judged. Thank you!\n\n"
+            "u undoes your last label · [ and ] revisit queries · e opens the evaluation · q quits."))
+        self.query_one("#earlier-panel", Static).update(Text(""))
+        self.query_one("#facets-panel", Static).update(Text(""))
+
+    def _query_text(self, q: judging.QueryText) -> Text:
+        out = literal(q.id, "bold cyan")
+        if q.category:
+            out.append("  ")
+            out.append_text(literal(q.category, "italic magenta"))
+        out.append("\n")
+        out.append_text(literal(q.text, "bold"))
+        if q.description:
+            out.append("\n\n")
+            out.append_text(literal(q.description))
+        if q.narrative:
+            out.append("\n\n")
+            out.append_text(literal(q.narrative, "dim"))
+        return out
+
+    def _scale_text(self) -> Text:
+        out = Text()
+        for i, level in enumerate(self.scale.levels):
+            if i:
+                out.append("\n")
+            keys = str(level.grade)
+            if self.scale.is_binary:
+                keys += "/" + ("y" if level.grade == 1 else "n")
+            out.append(f" {keys} ", style="bold reverse")
+            out.append(" ")
+            out.append_text(literal(level.name, "bold"))
+            if level.description:
+                out.append("  ")
+                out.append_text(literal(level.description, "dim"))
+        return out
+
+    def _earlier_text(self, pair: PairView) -> Text:
+        state = pair.state
+        if pair.recheck or state is None:
+            return Text("not labelled yet", style="dim")
+        out = Text()
+        if state.grade is not None:
+            out.append(f"{state.grade} ", style="bold")
+            out.append_text(literal(self.scale.level(state.grade).name
+                                    if self.scale.contains(state.grade) else "off the scale"))
+        elif state.skipped:
+            out.append("skipped", style="yellow")
+        else:
+            out.append("no grade (undone)", style="dim")
+        if state.flagged:
+            out.append("  ⚑ flagged", style="bold red")
+        if state.note:
+            out.append("\n")
+            out.append_text(literal(state.note, "italic"))
+        return out
+
+    def _facets_text(self, pair: PairView) -> Text:
+        facets = judging.facets_for(self.project, pair.query_id, annotator=self.queue.annotator,
+                                    chunk_id=pair.chunk_id)
+        nuggets = judging.nuggets_for(self.project, pair.query_id, annotator=self.queue.annotator,
+                                      chunk_id=pair.chunk_id)
+        if not facets and not nuggets:
+            return Text("none yet — g to add", style="dim")
+        out = Text()
+        for f in facets:
+            out.append("■ " if f.covered else "□ ", style="green" if f.covered else "dim")
+            out.append_text(literal(f.name))
+            out.append("\n")
+        marks = {"full": ("●", "green"), "partial": ("◐", "yellow"), "none": ("○", "dim")}
+        for n in nuggets:
+            mark, style = marks.get(n.support, ("○", "dim"))
+            out.append(mark + " ", style=style)
+            if n.importance == "vital":
+                out.append("vital ", style="bold")
+            out.append_text(literal(n.text))
+            out.append("\n")
+        out.rstrip()
+        return out
+
+    def _show_progress(self) -> None:
+        pair = self.pair
+        parts: list[str] = []
+        if pair is not None:
+            if pair.recheck:
+                handled = pair.query_handled
+            else:
+                handled = pair.query_handled
+            parts.append(f"pair {min(handled + 1, pair.query_pairs)} of {pair.query_pairs} in this query")
+            parts.append(f"query {pair.position.query + 1:,} of {len(self.queue.query_ids):,}")
+        totals = self.queue.totals
+        if totals is not None and totals["pairs"]:
+            parts.append(f"{totals['handled'] / totals['pairs']:.0%} of your queue "
+                         f"({totals['handled']:,}/{totals['pairs']:,})")
+        else:
+            parts.append("queue: counting…")
+        if self.session_start is not None and self.session_labels:
+            hours = max(time.monotonic() - self.session_start, 60.0) / 3600
+            parts.append(f"{self.session_labels / hours:,.0f} labels/h")
+        self.query_one("#progress", Static).update(Text("  ·  ".join(parts)))
+        order = self.queue.order
+        if order == "depth" and pair is not None:
+            order = f"depth (round {pair.position.round + 1} of {len(self.queue.rounds)}: top {self.queue.rounds[pair.position.round]})"
+        top = Text()
+        top.append_text(literal(self.project.name, "bold"))
+        top.append("  ·  annotator ")
+        top.append_text(literal(self.queue.annotator, "bold"))
+        top.append(f"  ·  order {order}")
+        top.append(f"  ·  pool top {self.queue.depth}")
+        if self.queue.assigned:
+            top.append("  ·  your assignment")
+        if not self.queue.show_source:
+            top.append("  ·  blind")
+        self.query_one("#topbar", Static).update(top)
+
+    @work(thread=True, exclusive=True, group="totals")
+    def count_totals(self) -> None:
+        self.queue.count_totals()
+        self.post_message(self.TotalsCounted())
+
+    def on_judge_screen_totals_counted(self, _message: TotalsCounted) -> None:
+        self._show_progress()
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.shown_at) * 1000)
+
+    def _recorded(self, state: LabelState | None, *, move_on: bool) -> None:
+        pair = self.pair
+        assert pair is not None
+        if not pair.recheck:
+            self.queue.note_event(pair.query_id, pair.chunk_id, state)
+        if move_on:
+            nxt = None if pair.recheck else self.queue.maybe_recheck(pair)
+            self.pair = nxt or self.queue.after(pair.position)
+        else:
+            self.pair = self.queue.refresh(pair) if not pair.recheck else pair
+
+    def _run(self, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+        try:
+            return fn(*args, **kwargs)
+        except RagjudgeError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return None
+
+    def action_grade(self, grade: int) -> None:
+        pair = self.pair
+        if pair is None:
+            return
+        if not self.scale.contains(grade):
+            self.notify(f"{grade} is not on this project's scale ({self.scale.describe()}).",
+                        severity="warning")
+            return
+        duration = self._elapsed_ms()
+        event_id = self._run(judging.record_label, self.project, annotator=self.queue.annotator,
+                             query_id=pair.query_id, chunk_id=pair.chunk_id, grade=grade,
+                             duration_ms=duration, source="recheck" if pair.recheck else "tui")
+        if event_id is None:
+            return
+        self._count_label()
+        prev = pair.state
+        state = LabelState(event_id, grade, False, False, None, None, None, "tui")
+        if prev is not None and not pair.recheck:
+            # a grade keeps nothing of the earlier event (it is a new, complete state)
+            pass
+        self._recorded(state, move_on=True)
+
+    def action_binary(self, grade: int) -> None:
+        if not self.scale.is_binary:
+            self.notify("y/n work on a binary scale; use the digit keys of this scale.",
+                        severity="warning")
+            return
+        self.action_grade(grade)
+
+    def _count_label(self) -> None:
+        now = time.monotonic()
+        if self.session_start is None:
+            self.session_start = now
+        self.session_labels += 1
+
+    def action_skip(self) -> None:
+        pair = self.pair
+        if pair is None:
+            return
+        event_id = self._run(judging.skip_pair, self.project, annotator=self.queue.annotator,
+                             query_id=pair.query_id, chunk_id=pair.chunk_id,
+                             duration_ms=self._elapsed_ms(),
+                             source="recheck" if pair.recheck else "tui")
+        if event_id is None:
+            return
+        self._recorded(LabelState(event_id, None, True, False, None, None, None, "tui"), move_on=True)
+
+    def action_flag(self) -> None:
+        pair = self.pair
+        if pair is None or pair.recheck:
+            return
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def done(note: str | None) -> None:
+            if note is None or self.pair != pair:
+                return
+            event_id = self._run(judging.flag_pair, self.project, annotator=self.queue.annotator,
+                                 query_id=pair.query_id, chunk_id=pair.chunk_id, note=note or None)
+            if event_id is not None:
+                self.notify("Flagged for review.")
+                self._recorded(self.queue.reload_state(pair.query_id, pair.chunk_id), move_on=False)
+
+        self.app.push_screen(TextPrompt("Flag this pair for review — note (optional):",
+                                        placeholder="why it needs a second look", allow_empty=True), done)
+
+    def action_comment(self) -> None:
+        pair = self.pair
+        if pair is None or pair.recheck:
+            return
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def done(note: str | None) -> None:
+            if not note or self.pair != pair:
+                return
+            event_id = self._run(judging.comment_pair, self.project, annotator=self.queue.annotator,
+                                 query_id=pair.query_id, chunk_id=pair.chunk_id, note=note)
+            if event_id is not None:
+                self.notify("Comment saved.")
+                self._recorded(self.queue.reload_state(pair.query_id, pair.chunk_id), move_on=False)
+
+        current = pair.state.note if pair.state else ""
+        self.app.push_screen(TextPrompt("Comment on this pair:", value=current or ""), done)
+
+    def action_undo(self) -> None:
+        result = self._run(judging.undo_last, self.project, self.queue.annotator)
+        if result is None:
+            self.notify("Nothing to undo.")
+            return
+        if result.source == judging.RECHECK:
+            self.notify("Undid your last recheck.")
+            return
+        state = self.queue.reload_state(result.query_id, result.chunk_id)
+        if self.session_labels:
+            self.session_labels -= 1
+        view = self.queue.goto_pair(result.query_id, result.chunk_id)
+        self.notify("Undone: the pair is back." if state is None or state.grade is None
+                    else f"Undone: back to grade {state.grade}.")
+        if view is not None:
+            self.pair = view
+
+    # -- moving ----------------------------------------------------------------------------
+
+    def action_next(self) -> None:
+        if self.pair is None:
+            self.pair = self.queue.first()
+            return
+        nxt = self.queue.step(self.pair.position, +1)
+        if nxt is not None:
+            self.pair = nxt
+
+    def action_previous(self) -> None:
+        if self.pair is None:
+            if self.queue.query_ids:
+                self.pair = self.queue.goto_query(len(self.queue.query_ids) - 1)
+            return
+        prev = self.queue.step(self.pair.position, -1)
+        if prev is not None:
+            self.pair = prev
+
+    def _goto_query(self, delta: int) -> None:
+        if not self.queue.query_ids:
+            return
+        current = self.pair.position.query if self.pair is not None else 0
+        target = current + delta
+        if not 0 <= target < len(self.queue.query_ids):
+            self.notify("No more queries that way.")
+            return
+        view = self.queue.goto_query(target)
+        if view is not None:
+            self.pair = view
+
+    def action_next_query(self) -> None:
+        self._goto_query(+1)
+
+    def action_previous_query(self) -> None:
+        self._goto_query(-1)
+
+    def action_find(self) -> None:
+        from ragjudge.tui.screens.prompts import FindQuery
+
+        def done(query_id: str | None) -> None:
+            if query_id is None:
+                return
+            pos = self.queue.query_position(query_id)
+            if pos is not None:
+                view = self.queue.goto_query(pos)
+                if view is not None:
+                    self.pair = view
+
+        self.app.push_screen(FindQuery(self.queue.find_queries), done)
+
+    # -- other screens ---------------------------------------------------------------------
+
+    def action_facets(self) -> None:
+        pair = self.pair
+        if pair is None:
+            return
+        from ragjudge.tui.screens.facets import FacetsScreen
+
+        def done(_: object) -> None:
+            if self.pair is not None:
+                self.query_one("#facets-panel", Static).update(self._facets_text(self.pair))
+
+        self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, pair.query_id,
+                                          pair.chunk_id), done)
+
+    def action_guidelines(self) -> None:
+        from ragjudge.tui.screens.guidelines import GuidelinesScreen
+
+        self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
+
+    def action_evaluation(self) -> None:
+        self.app.open_evaluation()
+
+    def action_agreement(self) -> None:
+        self.app.open_agreement()
+
+    def action_help(self) -> None:
+        from ragjudge.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen("Judging keys", key_rows()))
+
+    def action_home(self) -> None:
+        if self.from_home:
+            self.app.pop_screen()
+
+    async def action_quit(self) -> None:
+        self.app.exit()

@@ -1,0 +1,47 @@
+"""User text on screen, shown literally: no Rich markup, no terminal escape sequences."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can do does for from how i if in is it my of on or the this to "
+    "what when where which who why will with you your".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def clean(value: object) -> str:
+    """The text with control characters (escape sequences' ESC among them) replaced by U+FFFD."""
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else "\ufffd" for ch in str(value))
+
+
+def literal(value: object, style: str = "") -> Text:
+    """A :class:`rich.text.Text` of the user's text, never parsed as markup.
+
+    The style is a span (not the Text's base style), so it stays with these characters when
+    the Text is appended to another."""
+    text = Text(clean(value))
+    if style:
+        text.stylize(style)
+    return text
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a query worth highlighting in a chunk (no stopwords, two letters or more)."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        if len(word) >= 2 and word not in _STOPWORDS:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def highlighted(value: object, terms: list[str], style: str = "bold reverse") -> Text:
+    """The text with whole-word, case-insensitive matches of ``terms`` styled."""
+    text = literal(value)
+    if terms:
+        pattern = r"(?i)\b(" + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)) + r")\w*"
+        text.highlight_regex(pattern, style)
+    return text
