@@ -79,6 +79,13 @@ def parse_object(text: str, *, file: str, line: int) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"each line must be a JSON object {{...}}, this one is {json_type(data)}.",
                          file=file, line=line)
+    if "\\ud" in text or "\\uD" in text:
+        # A \ud800-\udfff escape outside a surrogate pair decodes to text no database can store.
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError("the line holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), "
+                             "which is not text.", file=file, line=line) from None
     return data
 
 

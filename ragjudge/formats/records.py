@@ -147,6 +147,13 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         record = model.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise _input_error(exc, kind, file=file, line=line) from None
+    meta = getattr(record, "meta", None)
+    if meta:
+        try:
+            json.dumps(meta, allow_nan=False)
+        except ValueError:
+            raise InputError("meta holds NaN or an infinity, which JSON cannot store.",
+                             file=file, line=line, field="meta") from None
     score = getattr(record, "score", None)
     if score is not None and not math.isfinite(score):
         raise InputError(f"the score is {score}; scores must be finite numbers.",

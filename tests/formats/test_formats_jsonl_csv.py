@@ -96,6 +96,10 @@ def test_run_lines_entry_form_and_ranked_list_form():
         ("facets", jl({"query_id": "q", "facet": "f", "chunk_id": "c", "covered": "yes"}), 1, "covered", "true or false"),
         ("labels", jl({"query_id": "q", "chunk_id": "c", "grade": 1, "created_at": "yesterday"}), 1, "created_at", "ISO"),
         ("answers", jl({"query_id": "q", "run": "r", "text": "t", "cited": "c1"}), 1, "cited", "list"),
+        ("queries", '{"id": "q", "text": "\\ud800"}\n', 1, None, "surrogate"),
+        ("chunks", '{"id": "c", "text": "t", "meta": {"x": NaN}}\n', 1, "meta", "NaN"),
+        ("qrels", '{"query_id": "q", "chunk_id": "c", "grade": NaN}\n', 1, "grade", "not an integer"),
+        ("run", '[' * 100_000 + '\n', 1, None, "nested too deeply"),
     ],
 )
 def test_bad_jsonl_lines(kind, text, line, field, words):
