@@ -48,16 +48,17 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
     Key("f", "flag", "flag", "Flag the pair for review, with an optional note."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
-    Key("left,k", "previous", "previous", "Previous pair, without labelling.", key_display="←/k"),
-    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→/j"),
-    Key("left_square_bracket", "previous_query", "prev query", "Previous query.", key_display="["),
-    Key("right_square_bracket", "next_query", "next query", "Next query.", key_display="]"),
-    Key("c", "comment", "comment", "Comment on the pair."),
-    Key("slash", "find", "find query", "Find a query by id or text.", key_display="/"),
-    Key("g", "facets", "facets & nuggets", "Facets and nuggets of the query: mark what this chunk covers."),
-    Key("h", "guidelines", "guidelines", "The project's judging guidelines."),
-    Key("e", "evaluation", "evaluation", "The evaluation screen (scores of every run, live)."),
-    Key("a", "agreement", "agreement", "The agreement screen (where annotators disagree)."),
+    Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k"),
+    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→j"),
+    Key("left_square_bracket", "previous_query", "query", "Previous query.", key_display="[ ]"),
+    Key("right_square_bracket", "next_query", "next query", "Next query.", show=False,
+        key_display="]"),
+    Key("c", "comment", "note", "Comment on the pair."),
+    Key("slash", "find", "find", "Find a query by id or text.", key_display="/"),
+    Key("g", "facets", "facets", "Facets and nuggets of the query: mark what this chunk covers."),
+    Key("h", "guidelines", "guide", "The project's judging guidelines."),
+    Key("e", "evaluation", "eval", "The evaluation screen (scores of every run, live)."),
+    Key("a", "agreement", "agree", "The agreement screen (where annotators disagree)."),
     Key("question_mark", "help", "help", "This list of keys.", key_display="?"),
     Key("q", "quit", "quit", "Quit (every label is already saved)."),
 )
@@ -113,7 +114,7 @@ class JudgeScreen(Screen):
             with VerticalScroll(id="chunk-scroll", classes="panel"):
                 yield Static(id="chunk-text")
         yield Static(id="progress")
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#query-panel").border_title = "query"

@@ -1,0 +1,278 @@
+"""The agreement screen: κ, α and AC1 of the project's annotators, live as labels arrive;
+breakdowns per query and per annotator; confusion matrices; the disputed pairs, largest spread
+first. Enter on a disputed pair opens adjudication.
+
+The statistics are computed in a thread worker (:func:`ragjudge.services.agreement.agreement_view`)
+and delivered as a message; a timer polls a two-number stamp of the labels and recomputes only
+when something changed.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from ragjudge.services import agreement as svc
+from ragjudge.tui.widgets.literal import literal
+
+POLL_SECONDS = 3.0
+
+AGREEMENT_KEYS = (
+    ("enter", "adjudicate", "adjudicate", "Adjudicate the disputed pair under the cursor."),
+    ("o", "tab('overview')", "overview", "Statistics of all annotators."),
+    ("p", "tab('pairs')", "pairs", "Cohen's κ and confusion matrix per pair of annotators."),
+    ("b", "tab('by-query')", "by query", "Agreement per query."),
+    ("n", "tab('by-annotator')", "by annotator", "Each annotator against the others."),
+    ("d", "tab('disputed')", "disputed", "Pairs the annotators disagree on, largest spread first."),
+    ("r", "refresh", "refresh", "Compute again now."),
+    ("escape,q", "back", "back", "Back to the previous screen."),
+)
+
+
+def _num(value: float | None, reason: str | None = None) -> Text:
+    if value is None:
+        return Text("undefined" + (f" — {reason}" if reason else ""), style="dim")
+    return Text(f"{value:.3f}")
+
+
+class AgreementScreen(Screen):
+    """Agreement statistics of a project, with disputed pairs to adjudicate."""
+
+    DEFAULT_CSS = """
+    AgreementScreen #agreement-title { height: 1; padding: 0 1; background: $panel; }
+    AgreementScreen TabbedContent { height: 1fr; }
+    AgreementScreen #disputed-table { height: 1fr; }
+    AgreementScreen #disputed-hint { height: 1; color: $text-muted; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding(k, a, n, tooltip=t, show=k != "enter", priority=k == "enter")
+        for k, a, n, t in AGREEMENT_KEYS
+    ]
+
+    class Computed(Message):
+        """A fresh agreement view, computed in a worker."""
+
+        def __init__(self, view: svc.AgreementView, decided: dict, stamp: tuple[int, int]) -> None:
+            super().__init__()
+            self.view = view
+            self.decided = decided
+            self.stamp = stamp
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, AgreementScreen.Computed)
+
+    def __init__(self, project) -> None:  # noqa: ANN001 - Project
+        super().__init__()
+        self.project = project
+        self.view: svc.AgreementView | None = None
+        self.decided: dict[tuple[str, str], int] = {}
+        self.stamp: tuple[int, int] | None = None
+        self._disputed: list[tuple[str, str]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="agreement-title")
+        with TabbedContent(initial="overview"):
+            with TabPane("overview", id="overview"):
+                with VerticalScroll():
+                    yield Static(Text("computing…", style="dim"), id="overview-body")
+            with TabPane("pairs", id="pairs"):
+                with VerticalScroll():
+                    yield Static(id="pairs-body")
+            with TabPane("by query", id="by-query"):
+                with VerticalScroll():
+                    yield Static(id="by-query-body")
+            with TabPane("by annotator", id="by-annotator"):
+                with VerticalScroll():
+                    yield Static(id="by-annotator-body")
+            with TabPane("disputed", id="disputed"):
+                yield Static(id="disputed-hint")
+                yield DataTable(id="disputed-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        title = Text("agreement  ", style="bold")
+        title.append_text(literal(self.project.name, "bold cyan"))
+        self.query_one("#agreement-title", Static).update(title)
+        table = self.query_one("#disputed-table", DataTable)
+        table.add_columns("query", "chunk", "spread", "ratings", "grades", "adjudicated")
+        self.compute(force=True)
+        self.set_interval(POLL_SECONDS, self.compute)
+
+    # -- computing ---------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="agreement")
+    def compute(self, force: bool = False) -> None:
+        stamp = svc.labels_stamp(self.project)
+        if not force and stamp == self.stamp:
+            return
+        view = svc.project_agreement(self.project)
+        self.post_message(self.Computed(view, svc.adjudicated_grades(self.project), stamp))
+
+    def on_agreement_screen_computed(self, message: Computed) -> None:
+        self.view = message.view
+        self.decided = message.decided
+        self.stamp = message.stamp
+        self._show_overview()
+        self._show_pairs()
+        self._show_by_query()
+        self._show_by_annotator()
+        self._show_disputed()
+
+    # -- panes -------------------------------------------------------------------------
+
+    def _show_overview(self) -> None:
+        r = self.view.report
+        head = Text()
+        head.append(f"{r.units:,}", style="bold")
+        head.append(f" pairs judged, {r.pairable_units:,} by two or more annotators · scale "
+                    f"{r.scale[0]}-{r.scale[1]} · annotators: ")
+        head.append_text(literal(", ".join(map(str, r.annotators)) or "none yet"))
+        stats = Table(box=None, show_header=False, padding=(0, 2))
+        stats.add_column(style="bold")
+        stats.add_column()
+        rows = [
+            ("percent agreement", r.percent_agreement),
+            ("within ±1 grade", r.percent_agreement_within_1),
+            ("Krippendorff's α nominal", r.krippendorff_alpha["nominal"]),
+            ("Krippendorff's α ordinal", r.krippendorff_alpha["ordinal"]),
+            ("Krippendorff's α interval", r.krippendorff_alpha["interval"]),
+            ("Fleiss' κ", r.fleiss_kappa),
+            ("Gwet's AC1", r.gwet_ac1),
+        ]
+        for label, stat in rows:
+            stats.add_row(label, _num(stat.value, stat.reason))
+        binary = Table(title="binarised: relevant = grade ≥ t", title_justify="left",
+                       header_style="bold", box=None)
+        for col in ("t", "agree", "α", "AC1", "mean |A∩B|/|A∪B|"):
+            binary.add_column(col, justify="right")
+        for t in r.binarised:
+            overlaps = [p["overlap"].value for p in t.pairwise if p["overlap"].value is not None]
+            binary.add_row(str(t.threshold), _num(t.percent_agreement.value),
+                           _num(t.krippendorff_alpha.value), _num(t.gwet_ac1.value),
+                           _num(sum(overlaps) / len(overlaps) if overlaps else None))
+        self.query_one("#overview-body", Static).update(Group(head, Text(""), stats, Text(""), binary))
+
+    def _show_pairs(self) -> None:
+        r = self.view.report
+        if not r.pairwise:
+            self.query_one("#pairs-body", Static).update(Text("Fewer than two annotators.", style="dim"))
+            return
+        parts = []
+        table = Table(header_style="bold", box=None)
+        for col in ("a", "b", "n", "agree", "κ", "κ linear", "κ quadratic"):
+            table.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for p in r.pairwise:
+            table.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
+                          _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value),
+                          _num(p.cohen_kappa_quadratic.value))
+        parts.append(table)
+        grades = list(range(r.scale[0], r.scale[1] + 1))
+        for p in r.pairwise:
+            if not p.n:
+                continue
+            title = literal(p.a, "bold")
+            title.append(" (rows) × ")
+            title.append_text(literal(p.b, "bold"))
+            title.append(" (columns)")
+            matrix = Table(title=title, title_justify="left", box=None, header_style="bold")
+            matrix.add_column("")
+            for g in grades:
+                matrix.add_column(str(g), justify="right")
+            for g, row in zip(grades, p.confusion):
+                matrix.add_row(str(g), *(Text(str(int(v)), style="bold green" if i == g - grades[0]
+                                              else ("" if v else "dim")) for i, v in enumerate(row)))
+            parts.extend([Text(""), matrix])
+        self.query_one("#pairs-body", Static).update(Group(*parts))
+
+    def _show_by_query(self) -> None:
+        rows = self.view.by_query
+        table = Table(header_style="bold", box=None)
+        for col in ("query", "pairs", "by ≥2", "disputed", "agree", "α ordinal", "AC1"):
+            table.add_column(col, justify="left" if col == "query" else "right")
+        for row in rows:
+            table.add_row(literal(row["query_id"]), str(row["units"]), str(row["pairable_units"]),
+                          str(row["disputed"]), _num(row["percent_agreement"]),
+                          _num(row["krippendorff_alpha_ordinal"]), _num(row["gwet_ac1"]))
+        body = table if rows else Text("No labels yet.", style="dim")
+        self.query_one("#by-query-body", Static).update(body)
+
+    def _show_by_annotator(self) -> None:
+        rows = self.view.by_annotator
+        table = Table(header_style="bold", box=None)
+        for col in ("annotator", "labels", "grades", "mean", "agree w/ others", "mean κ", "α without"):
+            table.add_column(col, justify="left" if col in ("annotator", "grades") else "right")
+        for row in rows:
+            dist = " ".join(f"{g}:{n}" for g, n in row["grade_distribution"].items())
+            table.add_row(literal(row["annotator"]), str(row["labels"]), dist, _num(row["mean_grade"]),
+                          _num(row["percent_agreement_with_others"]), _num(row["mean_cohen_kappa"]),
+                          _num(row["krippendorff_alpha_ordinal_without"]))
+        body = table if rows else Text("No labels yet.", style="dim")
+        self.query_one("#by-annotator-body", Static).update(body)
+
+    def _show_disputed(self) -> None:
+        table = self.query_one("#disputed-table", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        decided = self.decided
+        self._disputed = []
+        for d in self.view.report.disputed:
+            query_id, chunk_id = d.unit
+            grades = ", ".join(f"{a}={g}" for a, g in d.grades.items())
+            adjudicated = decided.get((query_id, chunk_id))
+            table.add_row(literal(query_id), literal(chunk_id), str(d.spread), str(d.n_ratings),
+                          literal(grades), "–" if adjudicated is None else str(adjudicated))
+            self._disputed.append((query_id, chunk_id))
+        if self._disputed:
+            table.move_cursor(row=min(keep, len(self._disputed) - 1))
+        hint = (f"{len(self._disputed)} disputed pairs · Enter to adjudicate"
+                if self._disputed else "No disputed pairs: every pair judged twice has one grade.")
+        self.query_one("#disputed-hint", Static).update(Text(hint))
+
+    # -- actions -----------------------------------------------------------------------
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        if tab == "disputed":
+            self.query_one("#disputed-table", DataTable).focus()
+
+    def action_refresh(self) -> None:
+        self.compute(force=True)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_adjudicate(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != "disputed":
+            tabs.active = "disputed"
+            self.query_one("#disputed-table", DataTable).focus()
+            return
+        table = self.query_one("#disputed-table", DataTable)
+        if not self._disputed:
+            self.notify("No disputed pair to adjudicate.", severity="warning")
+            return
+        self._open(*self._disputed[table.cursor_row])
+
+    @on(DataTable.RowSelected, "#disputed-table")
+    def row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if 0 <= event.cursor_row < len(self._disputed):
+            self._open(*self._disputed[event.cursor_row])
+
+    def _open(self, query_id: str, chunk_id: str) -> None:
+        from ragjudge.tui.screens.adjudicate import AdjudicateScreen
+
+        def done(changed: bool | None) -> None:
+            if changed:
+                self.compute(force=True)
+
+        self.app.push_screen(AdjudicateScreen(self.project, query_id, chunk_id), done)
