@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import (
-    Column, Float, Integer, MetaData, String, Table, Text, DateTime, and_, delete, exists, false,
-    func, insert, literal, or_, select, update,
+    Column, DateTime, Float, Integer, MetaData, String, Table, Text, and_, bindparam, delete,
+    exists, false, func, insert, literal, null, or_, select, update,
 )
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -467,16 +467,18 @@ def _import_definitions(connection: Connection, kind: str, records: Iterable[tup
                 conflict_count += 1
                 if len(conflicts) < FIRST_FEW:
                     conflicts.append((line, record.id, differing[0]))
-        if new:
-            connection.execute(insert(table), new)
-            result.added += len(new)
-        if updates:
-            from sqlalchemy import bindparam
-
-            connection.execute(
-                update(table).where(table.c.id == bindparam("_id")).values(
-                    {c: bindparam(c) for c in columns}), updates)
-            result.updated += len(updates)
+        # The JSON column stores None as JSON 'null' unless the column is left out (SQL NULL),
+        # so rows without meta go in a statement of their own.
+        for has_meta, rows in _split_meta(new):
+            stmt = insert(table) if has_meta else insert(table).values(meta=null())
+            connection.execute(stmt, rows)
+        result.added += len(new)
+        for has_meta, rows in _split_meta(updates):
+            values = {c: bindparam(c) for c in columns if has_meta or c != "meta"}
+            if not has_meta:
+                values["meta"] = null()
+            connection.execute(update(table).where(table.c.id == bindparam("_id")).values(values), rows)
+        result.updated += len(updates)
     if conflict_count:
         line, first_id, column = conflicts[0]
         listed = ", ".join(f"'{i}' (line {n}, {c})" for n, i, c in conflicts)
@@ -486,6 +488,12 @@ def _import_definitions(connection: Connection, kind: str, records: Iterable[tup
             file=file, line=line, field=column)
     if result.read == 0:
         result.notes.append("The file holds no records.")
+
+
+def _split_meta(rows: list[dict[str, Any]]) -> list[tuple[bool, list[dict[str, Any]]]]:
+    with_meta = [r for r in rows if r.get("meta") is not None]
+    without = [{k: v for k, v in r.items() if k != "meta"} for r in rows if r.get("meta") is None]
+    return [(flag, group) for flag, group in ((True, with_meta), (False, without)) if group]
 
 
 def _is_placeholder(row: Any, columns: tuple[str, ...]) -> bool:
