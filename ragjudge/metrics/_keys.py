@@ -1,0 +1,198 @@
+"""Identifiers as fixed-width byte strings, and exact integer keys over them.
+
+Query and chunk ids are kept as numpy ``S`` arrays whose width is a multiple of 8, NUL padded.
+Viewed as big-endian ``uint64`` words, the numeric order of the words is the byte order of the
+ids (``strcmp`` order, which is how trec_eval breaks score ties), and word equality is id
+equality. Nothing here builds a Python object per id: that is what makes 10-million-line runs
+cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+#: MASKS[n] keeps the first n bytes of a little-endian uint64 word (n = 0..8).
+MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def padded_width(width: int) -> int:
+    """The smallest multiple of 8 that holds ``width`` bytes (at least 8)."""
+    return max(8, -(-int(width) // 8) * 8)
+
+
+def as_ids(values: Iterable[str] | np.ndarray) -> np.ndarray:
+    """Ids (str, bytes or an ``S``/``U`` array) as a NUL-padded ``S`` array of width 8k."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "S":
+        array = values
+    else:
+        if isinstance(values, np.ndarray) and values.dtype.kind == "U":
+            items = values.tolist()
+        else:
+            items = list(values)
+        encoded = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in items]
+        array = np.array(encoded, dtype=bytes) if encoded else np.zeros(0, dtype="S8")
+    array = np.ascontiguousarray(array.ravel())
+    width = padded_width(array.dtype.itemsize)
+    if array.dtype.itemsize != width:
+        array = array.astype(f"S{width}")
+    return array
+
+
+def widen(array: np.ndarray, width: int) -> np.ndarray:
+    """The same ids in a wider ``S`` array (NUL padding keeps their order and equality)."""
+    return array if array.dtype.itemsize == width else array.astype(f"S{width}")
+
+
+def words(ids: np.ndarray) -> np.ndarray:
+    """(n, width/8) big-endian uint64 view of an ``as_ids`` array: compare as integers."""
+    return ids.view(">u8").reshape(len(ids), ids.dtype.itemsize // 8)
+
+
+def decode(ids: np.ndarray) -> list[str]:
+    """Ids back to Python strings (only for output: one object per id)."""
+    return [b.decode("utf-8", "replace") for b in ids.tolist()]
+
+
+def mix(h: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Combine a uint64 hash with a uint64 column (splitmix64 finaliser); exact ids are
+    re-checked after any lookup, so a collision can cost time but never a wrong answer."""
+    x = (h ^ w.astype(np.uint64, copy=False)) * _GOLDEN
+    x ^= x >> np.uint64(30)
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def pair_hash(query_index: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A uint64 hash of (query index, id) per row."""
+    h = np.full(len(ids), np.uint64(seed) * _GOLDEN, dtype=np.uint64)
+    h = mix(h, query_index.astype(np.uint64))
+    w = words(ids)
+    for j in range(w.shape[1]):
+        h = mix(h, w[:, j].astype(np.uint64))
+    return h
+
+
+def factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique ids and the index of each row's id among them.
+
+    Rows of a TREC file come grouped by query, so the unique ids are found among the heads of
+    the runs of equal ids, which are few; ungrouped input is still correct, only slower.
+    """
+    n = len(ids)
+    if n == 0:
+        return ids[:0], np.zeros(0, dtype=np.int64)
+    w = words(ids)
+    change = np.any(w[1:] != w[:-1], axis=1)
+    starts = np.flatnonzero(np.concatenate(([True], change)))
+    unique, head_index = np.unique(ids[starts], return_inverse=True)
+    lengths = np.diff(np.append(starts, n))
+    return unique, np.repeat(head_index.ravel(), lengths)
+
+
+def lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Index of each id in ``sorted_ids`` (sorted, unique), or -1 when absent."""
+    if len(sorted_ids) == 0:
+        return np.full(len(ids), -1, dtype=np.int64)
+    width = max(sorted_ids.dtype.itemsize, ids.dtype.itemsize)
+    a, b = widen(sorted_ids, width), widen(ids, width)
+    pos = np.searchsorted(a, b)
+    pos = np.minimum(pos, len(a) - 1)
+    found = a[pos] == b
+    return np.where(found, pos, -1)
+
+
+def first_duplicate(query_index: np.ndarray, ids: np.ndarray) -> tuple[int, int] | None:
+    """Rows (i, j), i < j, of the first repeated (query index, id) pair, or None.
+
+    Sorting the uint64 hashes is the only full pass; rows are located only when a hash repeats.
+    """
+    n = len(ids)
+    if n < 2:
+        return None
+    h = pair_hash(query_index, ids)
+    hs = np.sort(h)
+    if not np.any(hs[1:] == hs[:-1]):
+        return None
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    same = np.flatnonzero(hs[1:] == hs[:-1])
+    a, b = order[same], order[same + 1]
+    exact = (query_index[a] == query_index[b]) & (ids[a] == ids[b])
+    if not np.any(exact):
+        return None
+    pairs = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)[exact]
+    first = pairs[np.argmin(pairs[:, 1])]
+    return int(first[0]), int(first[1])
+
+
+class PairIndex:
+    """An open-addressing hash table from (query index, id) to a row, built in numpy.
+
+    Built once per qrels (whose pairs must be unique); a run's (query, chunk) pairs are looked
+    up in a few vectorised probe rounds, and each hit is verified on the exact id bytes.
+    """
+
+    def __init__(self, query_index: np.ndarray, ids: np.ndarray) -> None:
+        self.query_index = np.asarray(query_index, dtype=np.int64)
+        self.ids = ids
+        n = len(ids)
+        size = 1 << max(4, int(np.ceil(np.log2(max(n, 1) * 2.5))))
+        self.mask = np.uint64(size - 1)
+        self.slots = np.full(size, -1, dtype=np.int64)
+        self.seed = 0
+        while True:
+            self.hashes = pair_hash(self.query_index, ids, self.seed)
+            hs = np.sort(self.hashes)
+            if not np.any(hs[1:] == hs[:-1]):
+                break
+            self.seed += 1  # a 64-bit collision between distinct pairs: rehash
+        self._insert()
+
+    def _insert(self) -> None:
+        pending = np.arange(len(self.hashes), dtype=np.int64)
+        slot = (self.hashes & self.mask).astype(np.int64)
+        mask = int(self.mask)
+        while len(pending):
+            s = slot[pending]
+            free = self.slots[s] < 0
+            cand, cand_slot = pending[free], s[free]
+            self.slots[cand_slot] = cand  # rows racing for one slot: one wins, others probe on
+            placed = np.zeros(len(pending), dtype=bool)
+            placed[np.flatnonzero(free)] = self.slots[cand_slot] == cand
+            pending = pending[~placed]
+            slot[pending] = (slot[pending] + 1) & mask
+
+    def get(self, query_index: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Row of each (query index, id) pair, -1 when absent."""
+        query_index = np.asarray(query_index, dtype=np.int64)
+        h = pair_hash(query_index, ids, self.seed)
+        result = np.full(len(ids), -1, dtype=np.int64)
+        pending = np.arange(len(ids), dtype=np.int64)
+        slot = (h & self.mask).astype(np.int64)
+        mask = int(self.mask)
+        while len(pending):
+            row = self.slots[slot[pending]]
+            occupied = row >= 0
+            pending, row = pending[occupied], row[occupied]
+            hit = self.hashes[row] == h[pending]
+            result[pending[hit]] = row[hit]
+            pending = pending[~hit]
+            slot[pending] = (slot[pending] + 1) & mask
+        found = np.flatnonzero(result >= 0)
+        if len(found):
+            width = max(self.ids.dtype.itemsize, ids.dtype.itemsize)
+            rows = result[found]
+            exact = (self.query_index[rows] == query_index[found]) & (
+                widen(self.ids[rows], width) == widen(ids[found], width)
+            )
+            result[found[~exact]] = -1
+        return result

@@ -1,0 +1,347 @@
+"""Qrels and runs, each built once from arrays into the layout every measure reads.
+
+``Qrels`` holds graded judgments of (query, chunk) pairs; a negative grade means "unjudged"
+(it is kept, but no measure sees it as judged). ``Run`` holds a retriever's ranked chunks per
+query, in trec_eval's order: score descending, ties broken by chunk id descending as byte strings
+(``strcmp``). Scores are compared as float64; trec_eval 9 and pytrec_eval store them as float32,
+so two scores that differ only beyond float32 precision tie there and not here.
+
+Ids are kept as fixed-width byte strings (see ``_keys``), never as a Python object per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ragjudge.errors import InputError
+from ragjudge.metrics import _keys
+from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, words
+
+
+def _where(file: str | None, lines: np.ndarray | None, row: int) -> dict[str, Any]:
+    if file is None and lines is None:
+        return {}
+    return {"file": file, "line": int(lines[row]) if lines is not None else row + 1}
+
+
+def _integer_grades(grades: Any) -> np.ndarray:
+    array = np.asarray(grades)
+    if array.dtype.kind in "iu":
+        return array.astype(np.int64, copy=False)
+    if array.dtype.kind == "b":
+        return array.astype(np.int64)
+    try:
+        as_float = array.astype(np.float64)
+    except (TypeError, ValueError):
+        raise InputError("grades must be integers.", field="grade") from None
+    whole = np.isfinite(as_float) & (as_float == np.round(as_float))
+    if not whole.all():
+        bad = int(np.flatnonzero(~whole)[0])
+        raise InputError(f"grade {array[bad]!r} (row {bad + 1}) is not an integer.", field="grade")
+    return as_float.astype(np.int64)
+
+
+class Qrels:
+    """Graded relevance judgments: for each query, a grade per judged chunk.
+
+    Build with ``Qrels(query_ids, chunk_ids, grades)`` (parallel arrays or sequences),
+    ``Qrels.from_dict({qid: {chunk_id: grade}})`` or ``Qrels.from_trec(path_or_text)``.
+    A (query, chunk) pair judged twice is an ``InputError``.
+
+    Everything the measures need from the qrels (the pair index used to look up a run's
+    chunks, judged grades per query sorted for the ideal ranking, relevant counts per
+    threshold) is computed once and shared by every run evaluated against these qrels.
+    """
+
+    def __init__(
+        self,
+        query_ids: Iterable[str] | np.ndarray,
+        chunk_ids: Iterable[str] | np.ndarray,
+        grades: Iterable[int] | np.ndarray,
+        *,
+        file: str | None = None,
+        lines: np.ndarray | None = None,
+    ) -> None:
+        qids, cids = as_ids(query_ids), as_ids(chunk_ids)
+        grade_array = _integer_grades(grades).ravel()
+        if not (len(qids) == len(cids) == len(grade_array)):
+            raise InputError(
+                f"query_ids, chunk_ids and grades differ in length "
+                f"({len(qids)}, {len(cids)}, {len(grade_array)})."
+            )
+        self.file = file
+        unique, qidx = factorize(qids)
+        dup = first_duplicate(qidx, cids)
+        if dup is not None:
+            i, j = dup
+            where = _where(file, lines, j)
+            first = f" (first at line {_where(file, lines, i)['line']})" if where else ""
+            raise InputError(
+                f"query {decode(qids[j:j + 1])[0]!r} judges chunk {decode(cids[j:j + 1])[0]!r} "
+                f"twice{first}.",
+                **where,
+            )
+        # rows grouped by query, grades descending within a query: the ideal ranking
+        order = np.lexsort((-grade_array, qidx))
+        self._qids = unique
+        self.qidx = qidx[order]
+        self.chunk_ids = cids[order]
+        self.grades = grade_array[order]
+        counts = np.bincount(self.qidx, minlength=len(unique))
+        self.offsets = np.concatenate(([0], np.cumsum(counts)))
+        #: 1-based position of each row in its query's ideal ranking (judged rows first)
+        self.ideal_rank = np.arange(len(self.qidx)) - self.offsets[self.qidx] + 1
+
+    @classmethod
+    def from_arrays(cls, query_ids, chunk_ids, grades) -> Qrels:
+        """Same as the constructor (query ids, chunk ids, integer grades)."""
+        return cls(query_ids, chunk_ids, grades)
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
+        """From ``{query_id: {chunk_id: grade}}`` (pytrec_eval's layout)."""
+        q, c, g = [], [], []
+        for qid, chunks in judgments.items():
+            for cid, grade in chunks.items():
+                q.append(qid)
+                c.append(cid)
+                g.append(grade)
+        return cls(q, c, np.array(g, dtype=np.int64))
+
+    @classmethod
+    def from_trec(cls, source: Any) -> Qrels:
+        """From a TREC qrels file, file object or inline text (gzip read transparently)."""
+        from ragjudge.metrics.trec import read_qrels_arrays
+
+        arrays = read_qrels_arrays(source)
+        return cls(arrays.query_ids, arrays.chunk_ids, arrays.grades, file=arrays.file,
+                   lines=arrays.lines)
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    def __repr__(self) -> str:
+        return f"Qrels({self.n_queries} queries, {len(self)} judgments)"
+
+    @property
+    def n_queries(self) -> int:
+        return len(self._qids)
+
+    @cached_property
+    def query_ids(self) -> list[str]:
+        """The judged queries, in byte order of their ids (trec_eval's output order)."""
+        return decode(self._qids)
+
+    @property
+    def query_id_bytes(self) -> np.ndarray:
+        return self._qids
+
+    @cached_property
+    def index(self) -> _keys.PairIndex:
+        """Hash index from (query row, chunk id) to the judgment row."""
+        return _keys.PairIndex(self.qidx, self.chunk_ids)
+
+    @cached_property
+    def max_grade(self) -> int:
+        """The highest judged grade (the top of the scale as far as these qrels show)."""
+        return int(self.grades.max()) if len(self.grades) else 0
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {qid: {} for qid in self.query_ids}
+        qids = self.query_ids
+        for q, c, g in zip(self.qidx.tolist(), decode(self.chunk_ids), self.grades.tolist()):
+            out[qids[q]][c] = g
+        return out
+
+    def for_query(self, query_id: str) -> dict[str, int]:
+        """``{chunk_id: grade}`` of one query (empty when the query has no judgments)."""
+        row = _keys.lookup(self._qids, as_ids([query_id]))[0]
+        if row < 0:
+            return {}
+        lo, hi = self.offsets[row], self.offsets[row + 1]
+        return dict(zip(decode(self.chunk_ids[lo:hi]), self.grades[lo:hi].tolist()))
+
+
+class Run:
+    """A retriever's ranked chunks per query, sorted once into trec_eval's order.
+
+    Build with ``Run(query_ids, chunk_ids, scores)`` (parallel arrays),
+    ``Run.from_ranked({qid: [chunk_id, ...]})`` (lists keep their order; scores are not
+    needed), ``Run.from_dict({qid: {chunk_id: score}})`` or ``Run.from_trec(path_or_text)``.
+    A chunk listed twice for one query is an ``InputError``.
+
+    After construction the rows are grouped by query and in rank order: query ``i`` (of
+    ``query_ids``) owns rows ``offsets[i]:offsets[i + 1]``.
+    """
+
+    def __init__(
+        self,
+        query_ids: Iterable[str] | np.ndarray,
+        chunk_ids: Iterable[str] | np.ndarray,
+        scores: Iterable[float] | np.ndarray | None = None,
+        *,
+        name: str | None = None,
+        ordered: bool = False,
+        file: str | None = None,
+        lines: np.ndarray | None = None,
+    ) -> None:
+        qids, cids = as_ids(query_ids), as_ids(chunk_ids)
+        n = len(qids)
+        if scores is None:
+            if not ordered:
+                raise InputError("a run without scores must be given in rank order (ordered=True).")
+            score_array = -np.arange(n, dtype=np.float64)
+        else:
+            score_array = np.asarray(scores, dtype=np.float64).ravel()
+        if not (len(cids) == n == len(score_array)):
+            raise InputError(
+                f"query_ids, chunk_ids and scores differ in length "
+                f"({n}, {len(cids)}, {len(score_array)})."
+            )
+        if not np.all(np.isfinite(score_array)):
+            bad = int(np.flatnonzero(~np.isfinite(score_array))[0])
+            raise InputError(f"score {score_array[bad]!r} is not a finite number.",
+                             field="score", **_where(file, lines, bad))
+        self.name = name
+        self.file = file
+        unique, qidx = factorize(qids)
+        dup = first_duplicate(qidx, cids)
+        if dup is not None:
+            i, j = dup
+            where = _where(file, lines, j)
+            first = f" (first at line {_where(file, lines, i)['line']})" if where else ""
+            raise InputError(
+                f"query {decode(qids[j:j + 1])[0]!r} lists chunk {decode(cids[j:j + 1])[0]!r} "
+                f"twice{first}; a run ranks each chunk once per query.",
+                field="chunk_id",
+                **where,
+            )
+        order = self._order(qidx, cids, score_array, ordered)
+        if order is not None:
+            qidx, cids, score_array = qidx[order], cids[order], score_array[order]
+            lines = lines[order] if lines is not None else order + 1 if file is not None else None
+        self._qids = unique
+        self.qidx = qidx
+        self.chunk_ids = cids
+        self.scores = score_array
+        self.lines = lines
+        counts = np.bincount(qidx, minlength=len(unique))
+        self.offsets = np.concatenate(([0], np.cumsum(counts)))
+
+    @staticmethod
+    def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool):
+        """The permutation into (query, rank) order, or None when the rows already are.
+
+        Rank order is score descending, then chunk id descending (byte order), as trec_eval.
+        """
+        n = len(qidx)
+        if n < 2:
+            return None
+        same_q = qidx[1:] == qidx[:-1]
+        n_groups = n - int(np.count_nonzero(same_q))
+        grouped = n_groups == int(qidx.max()) + 1
+        in_rank_order = ordered or Run._ranks_in_order(same_q, cids, scores)
+        if grouped and in_rank_order:
+            if np.all(qidx[1:] >= qidx[:-1]):
+                return None
+            return np.argsort(qidx, kind="stable")
+        if ordered:
+            return np.argsort(qidx, kind="stable")
+        w = words(cids)
+        keys = [~w[:, j] for j in range(w.shape[1] - 1, -1, -1)]
+        return np.lexsort(keys + [-scores, qidx])
+
+    @staticmethod
+    def _ranks_in_order(same_q: np.ndarray, cids: np.ndarray, scores: np.ndarray) -> bool:
+        """Whether adjacent rows of one query are already score desc, chunk id desc."""
+        s0, s1 = scores[:-1], scores[1:]
+        ok = (s0 > s1) | ~same_q
+        if ok.all():
+            return True
+        ties = np.flatnonzero(~ok)
+        if not np.all(s0[ties] == s1[ties]):
+            return False
+        w = words(cids)
+        a, b = w[ties], w[ties + 1]
+        diff = a != b
+        first = np.argmax(diff, axis=1)
+        rows = np.arange(len(ties))
+        return bool(np.all(diff.any(axis=1)) and np.all(a[rows, first] > b[rows, first]))
+
+    @classmethod
+    def from_arrays(cls, query_ids, chunk_ids, scores, *, name: str | None = None) -> Run:
+        """Same as the constructor (query ids, chunk ids, scores)."""
+        return cls(query_ids, chunk_ids, scores, name=name)
+
+    @classmethod
+    def from_ranked(cls, ranked: Mapping[str, Sequence[str]], *, name: str | None = None) -> Run:
+        """From ``{query_id: [chunk_id, ...]}``, best first; the lists keep their order."""
+        q, c = [], []
+        for qid, chunks in ranked.items():
+            q.extend([qid] * len(chunks))
+            c.extend(chunks)
+        return cls(q, c, None, name=name, ordered=True)
+
+    @classmethod
+    def from_dict(cls, scored: Mapping[str, Mapping[str, float]], *, name: str | None = None) -> Run:
+        """From ``{query_id: {chunk_id: score}}`` (pytrec_eval's layout)."""
+        q, c, s = [], [], []
+        for qid, chunks in scored.items():
+            for cid, score in chunks.items():
+                q.append(qid)
+                c.append(cid)
+                s.append(score)
+        return cls(q, c, np.array(s, dtype=np.float64), name=name)
+
+    @classmethod
+    def from_trec(cls, source: Any, *, name: str | None = None) -> Run:
+        """From a TREC run file, file object or inline text (gzip read transparently)."""
+        from ragjudge.metrics.trec import read_run_arrays
+
+        arrays = read_run_arrays(source)
+        if name is None and arrays.file is not None:
+            from pathlib import Path
+
+            name = Path(arrays.file).name.split(".")[0] or Path(arrays.file).name
+        return cls(arrays.query_ids, arrays.chunk_ids, arrays.scores, name=name,
+                   file=arrays.file, lines=arrays.lines)
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}, " if self.name else ""
+        return f"Run({label}{self.n_queries} queries, {len(self)} entries)"
+
+    @property
+    def n_queries(self) -> int:
+        return len(self._qids)
+
+    @cached_property
+    def query_ids(self) -> list[str]:
+        return decode(self._qids)
+
+    @property
+    def query_id_bytes(self) -> np.ndarray:
+        return self._qids
+
+    @property
+    def depth(self) -> int:
+        """The longest ranking of any query."""
+        return int(np.max(np.diff(self.offsets))) if self.n_queries else 0
+
+    def ranking(self, query_id: str) -> list[tuple[str, float]]:
+        """``[(chunk_id, score), ...]`` of one query in rank order (empty if absent)."""
+        row = _keys.lookup(self._qids, as_ids([query_id]))[0]
+        if row < 0:
+            return []
+        lo, hi = self.offsets[row], self.offsets[row + 1]
+        return list(zip(decode(self.chunk_ids[lo:hi]), self.scores[lo:hi].tolist()))
+
+    def to_ranked(self) -> dict[str, list[str]]:
+        ids = decode(self.chunk_ids)
+        return {qid: ids[self.offsets[i]:self.offsets[i + 1]] for i, qid in enumerate(self.query_ids)}

@@ -1,0 +1,349 @@
+"""The ranking and set measures of the seed documents, declared and registered.
+
+Notation for one query: the run ranks chunks 1..n; ``rel_i`` is 1 when the chunk at rank i is
+judged with grade >= the threshold (``rel=``, default the evaluation's threshold, 1); ``g_i`` its
+grade (0 when unjudged); ``R`` the number of relevant chunks of the query in the qrels; ``N`` the
+number of judged non-relevant ones; ``hits@k = sum_{i<=k} rel_i``. Unjudged chunks count as not
+relevant (except in bpref and Judged@k). A measure whose denominator is 0 gives 0, as trec_eval.
+
+Every kernel is a vectorised expression over the (queries x depth) matrices of the
+:class:`~ragjudge.metrics.context.EvalContext`; none loops over queries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ragjudge.errors import UsageError
+from ragjudge.metrics.registry import Param, measure
+
+REL = {"rel": Param(int, None, doc="relevance threshold of this measure (grade >= rel)")}
+
+#: trec_eval's recall levels for the interpolated precision-recall curve (exact decimals)
+RECALL_LEVELS = np.array([float(f"0.{j}") if j < 10 else 1.0 for j in range(11)])
+
+
+def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, 0 where den == 0."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast(num, den).shape)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _relevant_positions(ctx: Any, k: int | None, rel: int | None):
+    """Rows, 0-based ranks and hits-so-far of every relevant chunk in the top k."""
+    cols = ctx.columns(k)
+    rows, ranks = np.nonzero(ctx.relevant(rel)[:, :cols])
+    hits = ctx.cum_relevant(rel)[rows, ranks].astype(np.float64)
+    return rows, ranks, hits
+
+
+def _row_sum(ctx: Any, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return np.bincount(rows, weights=values, minlength=ctx.n_queries).astype(np.float64)
+
+
+def _discount(ctx: Any, cols: int) -> np.ndarray:
+    """1 / log2(rank + 1) for ranks 1..cols."""
+    return 1.0 / np.log2(ctx.ranks[:cols] + 1.0)
+
+
+# --------------------------------------------------------------------------- set measures
+@measure("P", cutoff="required", params=REL, aliases=("Precision",))
+def precision(ctx, m):
+    """Precision at k: ``P@k = hits@k / k``.
+
+    Divides by k even when fewer than k chunks are ranked (trec_eval ``P_k``). Seed 000 §1.1,
+    seed 004 ("precision@5 = 2/5").
+    """
+    return ctx.hits_at(m.cutoff, m.rel) / float(m.cutoff)
+
+
+@measure("R", cutoff="optional", params=REL, aliases=("Recall", "MR"))
+def recall(ctx, m):
+    """Recall at k: ``R@k = hits@k / R`` (0 when R = 0); without a cutoff, the whole ranking.
+
+    trec_eval ``recall_k``; seed 000 §2.1 (MR@K is its mean over queries), seeds 002, 004.
+    """
+    return _div(ctx.hits_at(m.cutoff, m.rel), ctx.n_relevant(m.rel))
+
+
+def _f_beta(ctx, m, beta: float) -> np.ndarray:
+    p = _div(ctx.hits_at(m.cutoff, m.rel), ctx.retrieved_at(m.cutoff)) if m.cutoff is None \
+        else ctx.hits_at(m.cutoff, m.rel) / float(m.cutoff)
+    r = _div(ctx.hits_at(m.cutoff, m.rel), ctx.n_relevant(m.rel))
+    b2 = beta * beta
+    return _div((1.0 + b2) * p * r, b2 * p + r)
+
+
+@measure("F1", cutoff="optional", params=REL)
+def f1(ctx, m):
+    """F1 at k: ``2 P R / (P + R)`` with P = P@k and R = R@k (0 when both are 0).
+
+    Without a cutoff P is hits / chunks ranked. The harmonic mean of seed 004
+    (P = 0.40, R = 0.33 -> F1 = 0.36).
+    """
+    return _f_beta(ctx, m, 1.0)
+
+
+@measure("F", cutoff="optional",
+         params={**REL, "beta": Param(float, 1.0, doc="weight of recall")})
+def f_beta(ctx, m):
+    """F-beta at k: ``(1 + b^2) P R / (b^2 P + R)``, textbook (van Rijsbergen) form.
+
+    b > 1 favours recall (seed 003's F2 for medical retrieval). Note: trec_eval's ``set_F``
+    reads its parameter as b^2; ragjudge's ``beta`` is b.
+    """
+    return _f_beta(ctx, m, float(m.get("beta", 1.0)))
+
+
+@measure("Accuracy", cutoff="required", params=REL, needs=("corpus_size",))
+def accuracy(ctx, m):
+    """Accuracy at k: ``(TP + TN) / corpus size``, taking the top k as "retrieved".
+
+    TP = hits@k, FP = chunks in the top k - TP, FN = R - TP, TN = corpus - TP - FP - FN.
+    Needs ``extras={"corpus_size": n}`` (an int, or ``{query_id: n}``). Seed 004's
+    "accuracy trap": 2 of 6 relevant in the top 5 of 10,000 chunks gives 99.93 %, which is why
+    it is a poor retrieval measure; it is here to show that.
+    """
+    size = ctx.extras["corpus_size"]
+    if isinstance(size, dict):
+        n = np.array([float(size.get(q, np.nan)) for q in ctx.query_ids])
+    else:
+        n = np.full(ctx.n_queries, float(size))
+    tp = ctx.hits_at(m.cutoff, m.rel)
+    fp = ctx.retrieved_at(m.cutoff) - tp
+    fn = ctx.n_relevant(m.rel) - tp
+    tn = n - tp - fp - fn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (tp + tn) / n
+    out[~(n > 0)] = np.nan
+    return out
+
+
+@measure("Success", cutoff="optional", params=REL,
+         aliases=("hit_rate", "HitRate", "Hit", "Hit_Rate"))
+def success(ctx, m):
+    """Success (hit rate) at k: 1 when at least one relevant chunk is in the top k, else 0.
+
+    trec_eval ``success_k``; seed 000 §4.3 and seeds 002/003 (hit rate, Hit@k).
+    """
+    return (ctx.hits_at(m.cutoff, m.rel) > 0).astype(np.float64)
+
+
+@measure("Judged", cutoff="required")
+def judged(ctx, m):
+    """Judged at k: ``|judged chunks in the top k| / k`` (grade >= 0, any grade).
+
+    How much of the top k the qrels cover: unjudged chunks silently count as not relevant in
+    every other measure, so a low value warns that the scores are lower bounds.
+    """
+    cols = ctx.columns(m.cutoff)
+    return np.count_nonzero(ctx.judged[:, :cols], axis=1) / float(m.cutoff)
+
+
+# --------------------------------------------------------------------------- rank measures
+@measure("AP", cutoff="optional", params=REL, aliases=("MAP", "AveP", "AvgPrec"))
+def average_precision(ctx, m):
+    """Average precision: ``AP@k = (1/R) sum_{i<=k} P@i rel_i`` (0 when R = 0).
+
+    R counts every relevant chunk of the query in the qrels, retrieved or not (trec_eval
+    ``map``; ``map_cut_k`` with a cutoff). Seed 000 §1.2-1.3, seed 004 (MAP = mean AP).
+    """
+    rows, ranks, hits = _relevant_positions(ctx, m.cutoff, m.rel)
+    return _div(_row_sum(ctx, rows, hits / (ranks + 1.0)), ctx.n_relevant(m.rel))
+
+
+@measure("ContextPrecisionAP", cutoff="optional", params=REL,
+         aliases=("ContextPrecision_AP", "CP_AP"))
+def context_precision_ap(ctx, m):
+    """Context precision as seed 000 §4.1 defines it: average precision (divides by R).
+
+    ``(1/R) sum_{i<=k} P@i rel_i`` -- the same value as ``AP@k``; offered under this name so
+    that reports following seed 000 say what they mean. Compare ``ContextPrecision@k``.
+    """
+    return average_precision(ctx, m)
+
+
+@measure("ContextPrecision", cutoff="optional", params=REL, aliases=("CP",))
+def context_precision(ctx, m):
+    """RAGAS context precision at k: ``sum_{i<=k} P@i rel_i / hits@k`` (0 when hits@k = 0).
+
+    Divides by the relevant chunks found in the top k, not by all relevant chunks: ranking
+    the found ones first scores 1.0 however many were missed. Seed 001.
+    """
+    rows, ranks, hits = _relevant_positions(ctx, m.cutoff, m.rel)
+    return _div(_row_sum(ctx, rows, hits / (ranks + 1.0)), ctx.hits_at(m.cutoff, m.rel))
+
+
+@measure("Rprec", full_depth=True, params=REL, aliases=("R-Precision", "RPrec", "R_Precision"))
+def r_precision(ctx, m):
+    """R-precision: ``P@R = hits@R / R`` with R the relevant chunks of the query (0 if R = 0).
+
+    trec_eval ``Rprec``; seed 000 §1.4.
+    """
+    n_rel = ctx.n_relevant(m.rel)
+    if ctx.depth == 0:
+        return np.zeros(ctx.n_queries)
+    cum = ctx.cum_relevant(m.rel)
+    col = np.clip(n_rel.astype(np.int64), 1, ctx.depth) - 1
+    hits = cum[np.arange(ctx.n_queries), col].astype(np.float64)
+    return _div(hits, n_rel)
+
+
+@measure("RR", cutoff="optional", params=REL, aliases=("MRR", "RecipRank", "MeanRR"))
+def reciprocal_rank(ctx, m):
+    """Reciprocal rank: ``1 / rank of the first relevant chunk`` (within the top k), else 0.
+
+    trec_eval ``recip_rank``; MRR is its mean over queries. Seed 000 §3.3, seeds 002, 004.
+    """
+    cols = ctx.columns(m.cutoff)
+    rel = ctx.relevant(m.rel)[:, :cols]
+    if cols == 0:
+        return np.zeros(ctx.n_queries)
+    first = np.argmax(rel, axis=1)
+    return np.where(rel[np.arange(ctx.n_queries), first], 1.0 / (first + 1.0), 0.0)
+
+
+@measure("bpref", full_depth=True, params=REL, aliases=("BPref",))
+def bpref(ctx, m):
+    """Binary preference (Buckley & Voorhees 2004), as trec_eval computes it:
+
+    ``bpref = (1/R) sum_{relevant retrieved r} (1 - min(n_r, R) / min(R, N))`` where n_r is the
+    number of judged non-relevant chunks ranked above r; unjudged chunks are skipped. When no
+    judged non-relevant chunk is ranked above r (in particular when the query has none,
+    N = 0) the term is 1.0, so bpref = relevant retrieved / R. 0 when R = 0.
+    """
+    rel = ctx.relevant(m.rel)
+    nonrel = ctx.judged & ~rel
+    cum_nonrel = np.cumsum(nonrel, axis=1, dtype=np.int32)
+    rows, ranks = np.nonzero(rel)
+    before = cum_nonrel[rows, ranks].astype(np.float64)
+    n_rel = ctx.n_relevant(m.rel)
+    n_non = ctx.n_nonrelevant(m.rel)
+    r_row, n_row = n_rel[rows], n_non[rows]
+    term = np.where(before > 0,
+                    1.0 - _div(np.minimum(before, r_row), np.minimum(r_row, n_row)), 1.0)
+    return _div(_row_sum(ctx, rows, term), n_rel)
+
+
+# --------------------------------------------------------------------------- graded measures
+@measure("DCG", cutoff="optional", graded=True)
+def dcg(ctx, m):
+    """Discounted cumulative gain: ``DCG@k = sum_{i<=k} g_i / log2(i + 1)``, gain = grade.
+
+    Seed 000 §3.1 (DCG@5 = 3.274), seed 004.
+    """
+    cols = ctx.columns(m.cutoff)
+    return ctx.gains[:, :cols] @ _discount(ctx, cols)
+
+
+@measure("nDCG", cutoff="optional", graded=True, aliases=("NDCG", "ndcg"))
+def ndcg(ctx, m):
+    """Normalised DCG: ``nDCG@k = DCG@k / IDCG@k`` with gain = grade (0 when IDCG = 0).
+
+    The ideal ranking sorts every judged grade of the query, retrieved or not. Matches
+    trec_eval ``ndcg`` / ``ndcg_cut_k``, which also ignore the relevance threshold: every
+    positive grade is gain. Seeds 000 §3.2, 002, 004.
+    """
+    return _div(dcg(ctx, m), ctx.ideal_dcg(m.cutoff, "grade"))
+
+
+@measure("nDCG_exp", cutoff="optional", graded=True, aliases=("NDCG_exp", "nDCG_burges"))
+def ndcg_exp(ctx, m):
+    """nDCG with exponential gain ``2^g - 1`` (Burges et al. 2005; seed 003):
+
+    ``sum_{i<=k} (2^g_i - 1) / log2(i + 1)`` over the same sum for the ideal ranking.
+    """
+    cols = ctx.columns(m.cutoff)
+    gains = np.exp2(ctx.gains[:, :cols]) - 1.0
+    return _div(gains @ _discount(ctx, cols), ctx.ideal_dcg(m.cutoff, "exp"))
+
+
+def _err(ctx, m, stop: np.ndarray) -> np.ndarray:
+    """sum_r (1/r) p_r prod_{i<r} (1 - p_i) for a (Q, cols) matrix of stop probabilities."""
+    cols = stop.shape[1]
+    if cols == 0:
+        return np.zeros(ctx.n_queries)
+    reach = np.ones_like(stop)
+    np.cumprod(1.0 - stop[:, :-1], axis=1, out=reach[:, 1:])
+    return (reach * stop) @ (1.0 / ctx.ranks[:cols])
+
+
+MAX_GRADE = {"max_grade": Param(int, None, doc="top of the grade scale (default: highest grade in the qrels)")}
+
+
+@measure("ERR", cutoff="optional", graded=True, params=MAX_GRADE)
+def err(ctx, m):
+    """Expected reciprocal rank (Chapelle, Metzler, Zhang & Grinspan 2009):
+
+    ``ERR@k = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``, ``R_i = (2^g_i - 1) / 2^g_max``.
+    g_max is the top of the scale: ``max_grade=`` or else the highest grade in the qrels
+    (gdeval, used by ir_measures, fixes it at 4: ``ERR(max_grade=4)@k`` reproduces it).
+    """
+    top = m.get("max_grade", ctx.max_grade)
+    cols = ctx.columns(m.cutoff)
+    stop = (np.exp2(ctx.gains[:, :cols]) - 1.0) / np.exp2(float(top))
+    return _err(ctx, m, stop)
+
+
+@measure("ERR_seed", cutoff="optional", graded=True, params=MAX_GRADE, aliases=("ERR_linear",))
+def err_seed(ctx, m):
+    """ERR with seed 000's linear satisfaction probability ``R_i = g_i / g_max`` (§3.4):
+
+    ``sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``; g_max as in ``ERR``. 0 when g_max = 0.
+    """
+    top = m.get("max_grade", ctx.max_grade)
+    cols = ctx.columns(m.cutoff)
+    if top <= 0:
+        return np.zeros(ctx.n_queries)
+    stop = np.minimum(ctx.gains[:, :cols] / float(top), 1.0)
+    return _err(ctx, m, stop)
+
+
+# --------------------------------------------------------------------------- curves
+def interpolated_precision(ctx, levels: np.ndarray, rel: int | None = None) -> np.ndarray:
+    """(Q, len(levels)): ``max {P@i : rel_i = 1, hits@i / R >= level}`` (0 when none).
+
+    trec_eval ``iprec_at_recall``: precision is interpolated from the relevant ranks, and a
+    query with R = 0 or no relevant chunk retrieved gives 0 at every level.
+    """
+    rows, ranks, hits = _relevant_positions(ctx, None, rel)
+    out = np.zeros((ctx.n_queries, len(levels)))
+    if len(rows) == 0:
+        return out
+    prec = hits / (ranks + 1.0)
+    rec = hits / ctx.n_relevant(rel)[rows]
+    for j, level in enumerate(levels):
+        ok = rec >= level
+        np.maximum.at(out[:, j], rows[ok], prec[ok])
+    return out
+
+
+@measure("iprec", cutoff="required", cutoff_kind=float, params=REL,
+         aliases=("IPrec", "iprec_at_recall"), full_depth=True)
+def iprec(ctx, m):
+    """Interpolated precision at recall level r: ``max {P@i : recall@i >= r, rel_i = 1}``.
+
+    trec_eval ``iprec_at_recall_r``; written ``iprec@0.5``. Seed 000 §1.5.
+    """
+    return interpolated_precision(ctx, np.array([float(m.cutoff)]), m.rel)[:, 0]
+
+
+@measure("AUC_PR", params=REL, aliases=("AUCPR", "AUC-PR"), full_depth=True)
+def auc_pr(ctx, m):
+    """Area under the 11-point interpolated precision-recall curve, trapezoidal rule:
+
+    ``sum_{j=0}^{9} 0.1 (p(r_j) + p(r_{j+1})) / 2`` at r = 0.0, 0.1, ..., 1.0, p = iprec.
+    Seed 000 §1.5.
+    """
+    p = interpolated_precision(ctx, RECALL_LEVELS, m.rel)
+    return np.sum((p[:, :-1] + p[:, 1:]) * 0.5 * np.diff(RECALL_LEVELS), axis=1)
+
+
+def _check_corpus(size: Any) -> None:  # pragma: no cover - guard for callers
+    if not isinstance(size, (int, dict)):
+        raise UsageError("corpus_size must be an int or a {query_id: int} mapping.")

@@ -1,0 +1,307 @@
+"""Read TREC qrels and run files into numpy arrays in bulk, without a Python object per line.
+
+Formats (whitespace separated, one record a line):
+
+- qrels: ``query_id iteration chunk_id grade`` (4 fields; the iteration is ignored, the grade
+  is an integer, a negative grade means "unjudged");
+- run: ``query_id Q0 chunk_id rank score tag`` (6 fields; the rank column is ignored, as
+  trec_eval ignores it: order comes from the score).
+
+A source is a path, a file object, bytes, or inline text (a ``str`` containing a newline).
+gzip-compressed input is recognised by its magic bytes and decompressed transparently.
+
+How: the file is read into one uint8 array; whitespace masks locate the token boundaries of a
+block of lines at a time; ids are gathered 8 bytes at a time through an unaligned uint64 view
+(see ``_keys``); numbers are converted by numpy from fixed-width byte strings. A malformed line
+is reported with its file, line and field (``ragjudge.errors.InputError``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragjudge.errors import InputError
+from ragjudge.metrics._keys import MASKS, padded_width, widen
+
+QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
+RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
+
+#: bytes of input tokenised at once: bounds the temporary masks, not the result
+BLOCK_BYTES = 1 << 25
+
+
+@dataclass(frozen=True)
+class QrelsArrays:
+    """Columns of a qrels file; ``lines[i]`` is the 1-based line of row i."""
+
+    query_ids: np.ndarray
+    chunk_ids: np.ndarray
+    grades: np.ndarray
+    lines: np.ndarray | None
+    file: str | None
+
+    def line(self, row: int) -> int:
+        return int(self.lines[row]) if self.lines is not None else row + 1
+
+
+@dataclass(frozen=True)
+class RunArrays:
+    """Columns of a run file; ``lines[i]`` is the 1-based line of row i."""
+
+    query_ids: np.ndarray
+    chunk_ids: np.ndarray
+    scores: np.ndarray
+    lines: np.ndarray | None
+    file: str | None
+
+    def line(self, row: int) -> int:
+        return int(self.lines[row]) if self.lines is not None else row + 1
+
+
+def _source_name(source: Any) -> str | None:
+    if isinstance(source, (str, os.PathLike)) and not (isinstance(source, str) and "\n" in source):
+        return str(source)
+    name = getattr(source, "name", None)
+    return str(name) if isinstance(name, (str, os.PathLike)) else None
+
+
+def read_bytes(source: Any) -> tuple[np.ndarray, int, str | None]:
+    """The whole input as a uint8 array with 8 zero bytes of padding, its size, its name.
+
+    The data always ends with a newline (one is added when the file lacks it).
+    """
+    name = _source_name(source)
+    data: bytes | None = None
+    if isinstance(source, str) and "\n" in source:
+        data = source.encode("utf-8")
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    elif hasattr(source, "read"):
+        raw = source.read()
+        data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    else:
+        path = Path(source)
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(2)
+                if magic == b"\x1f\x8b":
+                    handle.seek(0)
+                    data = _gunzip(handle, name)
+                else:
+                    size = path.stat().st_size
+                    buf = np.zeros(size + 9, dtype=np.uint8)
+                    handle.seek(0)
+                    got = handle.readinto(memoryview(buf)[:size])
+                    return _finish(buf, got, name)
+        except FileNotFoundError:
+            raise InputError("no such file.", file=name) from None
+        except IsADirectoryError:
+            raise InputError("is a directory, not a TREC file.", file=name) from None
+        except PermissionError:
+            raise InputError("cannot be read (permission denied).", file=name) from None
+    if data[:2] == b"\x1f\x8b":
+        data = _gunzip(io.BytesIO(data), name)
+    buf = np.zeros(len(data) + 9, dtype=np.uint8)
+    buf[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return _finish(buf, len(data), name)
+
+
+def _gunzip(handle: Any, name: str | None) -> bytes:
+    try:
+        with gzip.GzipFile(fileobj=handle) as gz:
+            return gz.read()
+    except (OSError, EOFError) as error:
+        raise InputError(f"is not a valid gzip file ({error}).", file=name) from None
+
+
+def _finish(buf: np.ndarray, size: int, name: str | None) -> tuple[np.ndarray, int, str | None]:
+    if size and buf[size - 1] != 10:
+        buf[size] = 10
+        size += 1
+    return buf, size, name
+
+
+def _unaligned_words(buf: np.ndarray) -> np.ndarray:
+    """A uint64 view starting at every byte offset (numpy handles the unaligned loads)."""
+    return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+
+
+def _blocks(buf: np.ndarray, size: int):
+    """(start, end) of blocks of whole lines of about BLOCK_BYTES each."""
+    pos = 0
+    while pos < size:
+        end = min(pos + BLOCK_BYTES, size)
+        if end < size:
+            back = max(pos, end - (1 << 16))
+            while True:
+                nl = np.flatnonzero(buf[back:end] == 10)
+                if len(nl):
+                    end = back + int(nl[-1]) + 1
+                    break
+                if back == pos:  # a line longer than the block: take the line whole
+                    nxt = np.flatnonzero(buf[end:size] == 10)
+                    end = end + int(nxt[0]) + 1
+                    break
+                back = max(pos, back - (1 << 16))
+        yield pos, end
+        pos = end
+
+
+def _split(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...], name):
+    """Token starts and ends (n_records, nfields) of one block, and the lines that hold them
+    (None when line i of the block holds record i)."""
+    ws = block <= 32  # space, tab, CR, LF and other control bytes separate tokens
+    # a token starts where whitespace is followed by a non-whitespace byte
+    starts = np.flatnonzero(ws[:-1] > ws[1:]) + 1
+    if len(block) and not ws[0]:
+        starts = np.concatenate(([0], starts))
+    del ws
+    n = int(np.count_nonzero(block == 10))
+    if len(starts) == n * nfields and n:
+        # fast path: one separator byte between fields, "\n" right after the last one; then
+        # every line holds exactly one record and each token ends one byte before the next
+        s = starts.reshape(n, nfields)
+        nxt = np.empty_like(s)
+        nxt[:, :-1] = s[:, 1:]
+        nxt[:-1, -1] = s[1:, 0]
+        nxt[-1, -1] = len(block)
+        before = block[nxt - 1]
+        ok = np.all(before[:, :-1] <= 32) and np.all(before[:, :-1] != 10)
+        ok = ok and np.all(before[:, -1] == 10) and np.all(block[nxt - 2] > 32)
+        if ok:
+            return s, nxt - 1, None
+    return _split_slow(block, nfields, first_line, fields, name)
+
+
+def _split_slow(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...], name):
+    ws = block <= 32
+    tok = ~ws
+    start_mask = tok.copy()
+    start_mask[1:] &= ws[:-1]
+    end_mask = tok
+    end_mask[:-1] &= ws[1:]
+    starts = np.flatnonzero(start_mask)
+    ends = np.flatnonzero(end_mask) + 1
+    newlines = np.flatnonzero(block == 10)
+    n = len(newlines)
+    line_of = np.searchsorted(newlines, starts)
+    counts = np.bincount(line_of, minlength=n)
+    bad = np.flatnonzero((counts != 0) & (counts != nfields))
+    if len(bad):
+        i = int(bad[0])
+        found = int(counts[i])
+        what = ", ".join(fields)
+        raise InputError(
+            f"expected {nfields} fields ({what}), found {found}.",
+            file=name,
+            line=first_line + i + 1,
+            hint="Fields are separated by spaces or tabs.",
+        )
+    keep = np.flatnonzero(counts == nfields)
+    return starts.reshape(-1, nfields), ends.reshape(-1, nfields), first_line + keep + 1
+
+
+def _gather(view: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Tokens as a NUL-padded ``S`` array of width 8k, 8 bytes per gather."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype="S8")
+    k = padded_width(int(lengths.max())) // 8
+    out = np.empty((n, k), dtype="<u8")
+    last = len(view) - 1
+    for j in range(k):
+        at = starts + 8 * j
+        if j:
+            np.minimum(at, last, out=at)
+        rest = np.clip(lengths - 8 * j, 0, 8)
+        np.bitwise_and(view[at], MASKS[rest], out=out[:, j])
+    return out.view(f"S{8 * k}").ravel()
+
+
+def _concat(parts: list[np.ndarray], default: str) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=default)
+    if parts[0].dtype.kind == "S":
+        width = max(p.dtype.itemsize for p in parts)
+        parts = [widen(p, width) for p in parts]
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _numbers(tokens: np.ndarray, dtype, lines_of, name, field: str, what: str) -> np.ndarray:
+    try:
+        values = tokens.astype(dtype)
+    except (ValueError, OverflowError):
+        values = None
+    if values is not None and dtype is np.float64:
+        finite = np.isfinite(values)
+        if finite.all():
+            return values
+        bad = int(np.flatnonzero(~finite)[0])
+        raise InputError(f"{tokens[bad].decode('utf-8', 'replace')!r} is not a finite number.",
+                         file=name, line=lines_of(bad), field=field)
+    if values is not None:
+        return values
+    convert = float if dtype is np.float64 else int
+    for i, token in enumerate(tokens.tolist()):
+        try:
+            convert(token)
+        except ValueError:
+            raise InputError(f"{token.decode('utf-8', 'replace')!r} is not {what}.",
+                             file=name, line=lines_of(i), field=field) from None
+    raise InputError(f"a {field} value is out of range.", file=name, field=field)
+
+
+def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_col: int, dtype,
+          what: str):
+    buf, size, name = read_bytes(source)
+    view = _unaligned_words(buf)
+    qparts, cparts, nparts, lparts = [], [], [], []
+    any_lines = False
+    line0 = 0
+    nfields = len(fields)
+    for lo, hi in _blocks(buf, size):
+        block = buf[lo:hi]
+        s, e, lines = _split(block, nfields, line0, fields, name)
+        n_block = len(s)
+        if lines is not None:
+            any_lines = True
+        lparts.append((line0, n_block, lines))
+        first = line0
+        line0 += n_block if lines is None else int(np.count_nonzero(block == 10))
+        s = s + lo
+        e = e + lo
+        qparts.append(_gather(view, s[:, id_cols[0]], e[:, id_cols[0]] - s[:, id_cols[0]]))
+        cparts.append(_gather(view, s[:, id_cols[1]], e[:, id_cols[1]] - s[:, id_cols[1]]))
+        tokens = _gather(view, s[:, num_col], e[:, num_col] - s[:, num_col])
+        nparts.append(_numbers(tokens, dtype, lambda i, L=lines, z=first: _line_of(L, z, i),
+                               name, fields[num_col], what))
+    del view, buf
+    lines_all = None
+    if any_lines:
+        lines_all = np.concatenate([
+            L if L is not None else np.arange(z + 1, z + m + 1) for z, m, L in lparts
+        ]) if lparts else np.zeros(0, dtype=np.int64)
+    return _concat(qparts, "S8"), _concat(cparts, "S8"), _concat(nparts, dtype), lines_all, name
+
+
+def _line_of(lines: np.ndarray | None, first_line: int, i: int) -> int:
+    return int(lines[i]) if lines is not None else first_line + i + 1
+
+
+def read_qrels_arrays(source: Any) -> QrelsArrays:
+    """Parse a TREC qrels file (``query_id iteration chunk_id grade``) into arrays."""
+    q, c, g, lines, name = _read(source, QRELS_FIELDS, (0, 2), 3, np.int64, "an integer grade")
+    return QrelsArrays(q, c, g, lines, name)
+
+
+def read_run_arrays(source: Any) -> RunArrays:
+    """Parse a TREC run file (``query_id Q0 chunk_id rank score tag``) into arrays."""
+    q, c, s, lines, name = _read(source, RUN_FIELDS, (0, 2), 4, np.float64, "a number")
+    return RunArrays(q, c, s, lines, name)

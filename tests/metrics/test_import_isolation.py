@@ -1,0 +1,28 @@
+"""`import ragjudge.metrics` stays a numpy-only library (DESIGN.md layers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CODE = """
+import sys
+import ragjudge.metrics as m
+from ragjudge.metrics import Qrels, Run, evaluate, parse_measure, known_measures
+known_measures()
+evaluate(Qrels.from_dict({'q': {'a': 1}}), Run.from_ranked({'q': ['a']}), ['P@1', 'nDCG@5'])
+bad = [name for name in ('textual', 'sqlalchemy', 'pydantic', 'pandas', 'rich')
+       if name in sys.modules]
+print(','.join(bad))
+"""
+
+
+def test_metrics_imports_no_heavy_layer():
+    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_bare_import_loads_no_submodule():
+    code = "import sys, ragjudge.metrics; print(sorted(k for k in sys.modules if k.startswith('ragjudge.metrics.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
