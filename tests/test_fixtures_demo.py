@@ -290,3 +290,16 @@ def test_make_large_writes_a_consistent_project(tmp_path):
                     "--runs", "2", "--out", str(again), "--chunks", "500"],
                    check=True, capture_output=True, timeout=120)
     assert _files(again) == _files(out)
+
+
+def test_generators_use_only_the_standard_library_and_numpy():
+    import ast
+
+    allowed = set(sys.stdlib_module_names) | {"numpy", "demo_kb"}
+    for script in ("make_demo.py", "demo_kb.py", "make_large.py"):
+        tree = ast.parse((FIXTURES / script).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                assert name.split(".")[0] in allowed, (script, name)
