@@ -33,11 +33,13 @@ __all__ = [
     "AgreementView",
     "PairDetail",
     "adjudicate",
+    "adjudicated_grades",
     "annotator_breakdown",
     "disputed_pairs",
     "fast_labels",
     "grade_drift",
     "label_quality",
+    "labels_stamp",
     "load_ratings",
     "pair_detail",
     "project_agreement",
@@ -90,6 +92,15 @@ def load_ratings(
     with project.connect() as connection:
         rows = connection.execute(stmt).all()
     return _ratings(rows, scale_bounds(project), source=None)
+
+
+def labels_stamp(project) -> tuple[int, int]:  # noqa: ANN001 - Project
+    """(newest label id, newest adjudication id): changes exactly when there is something new
+    to show, and costs two index lookups, so a live screen can poll it."""
+    with project.connect() as connection:
+        label = connection.scalar(select(func.max(Label.id)))
+        decided = connection.scalar(select(func.max(Adjudication.id)))
+    return int(label or 0), int(decided or 0)
 
 
 def _ratings(rows: list[tuple], scale: tuple[int, int], *, source: str | None) -> Ratings:
@@ -269,7 +280,7 @@ def disputed_pairs(project, *, limit: int | None = None) -> list[dict]:  # noqa:
     """Pairs whose annotators' grades differ, largest spread first, then most ratings, with the
     newest adjudication of each (``adjudicated``: grade or None)."""
     report = agreement_report(load_ratings(project))
-    decided = _adjudications(project)
+    decided = adjudicated_grades(project)
     out = []
     for d in report.disputed[:limit]:
         row = _disputed_json(d)
@@ -278,7 +289,7 @@ def disputed_pairs(project, *, limit: int | None = None) -> list[dict]:  # noqa:
     return out
 
 
-def _adjudications(project) -> dict[tuple[str, str], int]:  # noqa: ANN001
+def adjudicated_grades(project) -> dict[tuple[str, str], int]:  # noqa: ANN001
     newest = (
         select(func.max(Adjudication.id).label("id"))
         .group_by(Adjudication.query_id, Adjudication.chunk_id)
