@@ -116,7 +116,7 @@ def _print_status(data: dict) -> None:
             runs.add_row(safe(row["name"]), str(row["queries"]), f"{row['entries']:,}", str(row["depth"]))
         console.print(runs)
     if data["labels_per_annotator"]:
-        table = Table(title="label events per annotator", title_justify="left")
+        table = Table(title="labels", title_justify="left")
         table.add_column("annotator")
         table.add_column("events", justify="right")
         assigned = data.get("assignments", {})
