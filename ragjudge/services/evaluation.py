@@ -1,0 +1,487 @@
+"""Evaluation use cases: qrels and runs from a project or from files, into ``ragjudge.metrics``.
+
+- Qrels: a project's gold qrels (:func:`ragjudge.services.qrels.gold_qrels`, the rule named) or a
+  file (TREC ``qid 0 chunk grade`` through the metrics library's bulk parser, or JSONL qrels).
+- Runs: a run stored in the project (``run_entries``, read with one Core select per run straight
+  into arrays, in the stored rank order) or a file (TREC through the bulk parser; JSONL through
+  :func:`ragjudge.formats.jsonl.read_jsonl`).
+- Strata (``--by FIELD``): a query's ``category`` or any key of its ``meta``; every stratum gets
+  its own block of results, the overall block stays (seed 000 §5.3).
+- Comparisons: per-query values of several runs on the same queries into
+  :func:`ragjudge.metrics.significance.compare_runs`.
+
+Nothing here prints: the CLI and the TUI render what these functions return.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragjudge.errors import InputError, UsageError
+from ragjudge.metrics.data import Qrels, Run
+from ragjudge.metrics.evaluate import EvalResult, evaluate
+from ragjudge.metrics.registry import parse_measure
+from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
+
+__all__ = [
+    "DEFAULT_MEASURES",
+    "NO_STRATUM",
+    "Evaluation",
+    "RunSpec",
+    "compare",
+    "evaluate_all",
+    "load_qrels_file",
+    "load_run_file",
+    "parse_measure_list",
+    "project_qrels",
+    "project_run",
+    "project_run_names",
+    "project_strata",
+    "file_strata",
+    "resolve_runs",
+    "run_name_of",
+]
+
+DEFAULT_MEASURES = (
+    "P@1", "P@3", "P@5", "P@10", "R@5", "R@10", "R@20", "Success@5", "RR", "AP",
+    "nDCG@5", "nDCG@10", "Rprec", "ContextPrecision@5",
+)
+"""The scorecard after the seeds: precision, recall, hit rate, rank and graded measures."""
+
+NO_STRATUM = "(none)"
+"""The stratum of a query that has no value for the ``--by`` field."""
+
+_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+# -- names and measures ----------------------------------------------------------------------
+
+
+def run_name_of(path: str | os.PathLike) -> str:
+    """A run's default name: its file name without extensions (``bm25.trec.gz`` -> ``bm25``)."""
+    name = Path(path).name
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return Path(name).stem or name
+
+
+def parse_measure_list(names: Iterable[str] | None) -> list[str]:
+    """Measure names as asked for (default: :data:`DEFAULT_MEASURES`), checked, duplicates
+    dropped. Commas separate names too (``-m P@5,R@5``), except inside parentheses."""
+    if not names:
+        return list(DEFAULT_MEASURES)
+    out: list[str] = []
+    for text in names:
+        for name in _split_commas(text):
+            parse_measure(name)  # UsageError naming the measure when unknown
+            if name not in out:
+                out.append(name)
+    if not out:
+        raise UsageError("no measure given: name one with -m, e.g. -m nDCG@10.")
+    return out
+
+
+def _split_commas(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return [p for p in parts if p]
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def _is_jsonl(path: str | os.PathLike) -> bool:
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return name.endswith(_JSONL_SUFFIXES)
+
+
+def _check_file(path: str | os.PathLike, what: str) -> None:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"no such {what} file.", file=str(path))
+    if p.is_dir():
+        raise InputError(f"is a folder, not a {what} file.", file=str(path))
+
+
+def load_qrels_file(path: str | os.PathLike) -> Qrels:
+    """Qrels from a TREC qrels file (bulk parser) or a JSONL qrels file (one grade a pair)."""
+    _check_file(path, "qrels")
+    if not _is_jsonl(path):
+        return Qrels.from_trec(str(path))
+    from ragjudge.formats.jsonl import read_jsonl
+
+    q, c, g = [], [], []
+    for judgment in read_jsonl("qrels", str(path)):
+        q.append(judgment.query_id)
+        c.append(judgment.chunk_id)
+        g.append(judgment.grade)
+    return Qrels(q, c, np.array(g, dtype=np.int64), file=str(path))
+
+
+def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
+    """A run from a TREC run file (bulk parser; order by score as trec_eval) or a JSONL run.
+
+    A JSONL run with scores is ordered by score like a TREC run; one without scores keeps its
+    ranks (or line order), as a ranked list does.
+    """
+    _check_file(path, "run")
+    name = name or run_name_of(path)
+    if not _is_jsonl(path):
+        return Run.from_trec(str(path), name=name)
+    from ragjudge.formats.jsonl import read_jsonl
+
+    q, c, scores, ranks = [], [], [], []
+    for entry in read_jsonl("run", str(path)):
+        q.append(entry.query_id)
+        c.append(entry.chunk_id)
+        scores.append(entry.score)
+        ranks.append(entry.rank)
+    if q and scores[0] is not None:
+        return Run(q, c, np.array(scores, dtype=np.float64), name=name, file=str(path))
+    # a ranked list: by rank (entries without a rank after the ranked ones), then line order
+    rank_array = np.array([r if r is not None else np.iinfo(np.int64).max for r in ranks],
+                          dtype=np.int64)
+    order = np.lexsort((np.arange(len(q)), rank_array))
+    q_sorted = [q[i] for i in order]
+    c_sorted = [c[i] for i in order]
+    return Run(q_sorted, c_sorted, None, name=name, ordered=True, file=str(path))
+
+
+# -- a project ---------------------------------------------------------------------------------
+
+
+def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noqa: ANN001
+    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule."""
+    from ragjudge.services.qrels import check_rule, gold_qrels
+
+    rule = check_rule(rule or project.rule)
+    triples = gold_qrels(project, rule)
+    if not triples:
+        return Qrels([], [], np.zeros(0, dtype=np.int64)), rule
+    q, c, g = zip(*triples)
+    return Qrels(list(q), list(c), np.array(g, dtype=np.int64)), rule
+
+
+def project_run_names(project) -> list[str]:  # noqa: ANN001
+    """The names of the runs stored in the project, sorted."""
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Run as RunRow
+
+    with project.connect() as connection:
+        return list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
+
+
+def project_run(project, name: str, *, batch: int = 200_000) -> Run:  # noqa: ANN001
+    """The run stored under ``name``, in its stored rank order (trec_eval's, set at import).
+
+    One Core select, fetched in partitions into plain lists of ids (no ORM object per row).
+    """
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Run as RunRow
+    from ragjudge.store.schema import RunEntry
+
+    qids: list[str] = []
+    cids: list[str] = []
+    with project.connect() as connection:
+        exists = connection.execute(select(RunRow.name).where(RunRow.name == name)).first()
+        if exists is None:
+            known = list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
+            listed = ", ".join(known) if known else "none yet ('ragjudge import run FILE' adds one)"
+            raise UsageError(f"the project has no run named {name!r}. Its runs: {listed}.")
+        result = connection.execute(
+            select(RunEntry.query_id, RunEntry.chunk_id)
+            .where(RunEntry.run == name)
+            .order_by(RunEntry.query_id, RunEntry.rank)
+        )
+        for part in result.partitions(batch):
+            q, c = zip(*part)
+            qids.extend(q)
+            cids.extend(c)
+    return Run(qids, cids, None, name=name, ordered=True)
+
+
+def _stratum(value: Any) -> str:
+    if value is None or value == "" or value == [] or value == {}:
+        return NO_STRATUM
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def project_strata(project, by: str) -> dict[str, str]:  # noqa: ANN001
+    """``{query id: stratum}`` from the queries' ``category`` (``by="category"``) or
+    ``meta[by]``. Raises a UsageError when no query has the field."""
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Query
+
+    with project.connect() as connection:
+        rows = connection.execute(select(Query.id, Query.category, Query.meta)).all()
+    return _strata_of(((qid, cat, meta) for qid, cat, meta in rows), by, "the project's queries")
+
+
+def file_strata(path: str | os.PathLike, by: str) -> dict[str, str]:
+    """``{query id: stratum}`` from a queries file (JSONL or CSV, ragjudge's query fields)."""
+    _check_file(path, "queries")
+    name = Path(path).name.lower()
+    if name.endswith(".csv") or name.endswith(".csv.gz"):
+        from ragjudge.formats.csvfile import read_csv
+
+        records = read_csv("queries", str(path))
+    else:
+        from ragjudge.formats.jsonl import read_jsonl
+
+        records = read_jsonl("queries", str(path))
+    return _strata_of(((r.id, r.category, r.meta) for r in records), by, str(path))
+
+
+def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    seen_field = False
+    for qid, category, meta in rows:
+        if by == "category":
+            value = category
+        else:
+            value = meta.get(by) if isinstance(meta, dict) else None
+        if value is not None:
+            seen_field = True
+        out[str(qid)] = _stratum(value)
+    if not seen_field:
+        raise UsageError(
+            f"--by {by}: no query in {where} has a {by!r} "
+            f"{'value' if by == 'category' else 'key in its meta'}. Use --by category or a key "
+            "of the queries' meta."
+        )
+    return out
+
+
+# -- evaluation ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run as named on the command line: a file, or a run stored in the project."""
+
+    text: str
+    name: str
+    path: str | None = None
+
+    @property
+    def from_project(self) -> bool:
+        return self.path is None
+
+
+def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
+                 project_runs: Sequence[str] | None = None) -> list[RunSpec]:
+    """Decide for each ``--run`` whether it is a file or a project run.
+
+    An existing file wins; otherwise, with a project, a stored run of that name; otherwise the
+    file is missing (InputError). ``names`` (``--name``) rename the runs in order. Two runs may
+    not end up with one name.
+    """
+    names = list(names or [])
+    if len(names) > len(texts):
+        raise UsageError(f"{len(names)} --name for {len(texts)} --run: give one name per run.")
+    specs: list[RunSpec] = []
+    for i, text in enumerate(texts):
+        given = names[i] if i < len(names) else None
+        if Path(text).is_file():
+            specs.append(RunSpec(text, given or run_name_of(text), str(text)))
+        elif project_runs is not None and text in project_runs:
+            specs.append(RunSpec(text, given or text, None))
+        elif project_runs is not None and not _looks_like_path(text):
+            listed = ", ".join(project_runs) if project_runs else "none yet"
+            raise UsageError(
+                f"--run {text}: no such file, and the project has no run of that name. "
+                f"Its runs: {listed}."
+            )
+        else:
+            raise InputError("no such run file.", file=text)
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.name in seen:
+            raise UsageError(
+                f"two runs are both named {spec.name!r} ({seen[spec.name]} and {spec.text}); "
+                "name them apart with --name."
+            )
+        seen[spec.name] = spec.text
+    return specs
+
+
+def _looks_like_path(text: str) -> bool:
+    return os.sep in text or "/" in text or Path(text).suffix.lower() in (
+        ".trec", ".txt", ".run", ".gz", ".jsonl", ".json", ".tsv", ".csv")
+
+
+@dataclass
+class Evaluation:
+    """Every run evaluated on the same queries, and (with ``--by``) the strata of the queries."""
+
+    measures: list[str]
+    results: dict[str, EvalResult]
+    query_ids: list[str]
+    averaging: str
+    queries_mode: str
+    threshold: int
+    rule: str | None = None
+    qrels_source: str = ""
+    by: str | None = None
+    strata: dict[str, list[str]] = field(default_factory=dict)
+    """stratum -> its query ids (in evaluation order); empty without ``by``"""
+
+    @property
+    def run_names(self) -> list[str]:
+        return list(self.results)
+
+    def aggregate(self, run: str, stratum: str | None = None) -> dict[str, float]:
+        result = self.results[run]
+        if stratum is not None:
+            result = result.subset(self.strata[stratum])
+        return result.aggregate()
+
+    def per_query(self, run: str, stratum: str | None = None) -> dict[str, dict[str, float]]:
+        result = self.results[run]
+        if stratum is not None:
+            result = result.subset(self.strata[stratum])
+        return result.per_query()
+
+    def n_queries(self, stratum: str | None = None) -> int:
+        return len(self.query_ids) if stratum is None else len(self.strata[stratum])
+
+    def intervals(self, run: str, *, resamples: int = 2_000, seed: int = 0,
+                  stratum: str | None = None) -> dict[str, tuple[float, float, float]]:
+        """``{measure: (mean, low, high)}``: the 95 % bootstrap interval of each mean over the
+        queries where the measure is defined."""
+        result = self.results[run]
+        if stratum is not None:
+            result = result.subset(self.strata[stratum])
+        out = {}
+        for j, label in enumerate(result.labels):
+            column = result.values[:, j]
+            column = column[~np.isnan(column)]
+            out[label] = bootstrap_ci(column, resamples=resamples, seed=seed)
+        return out
+
+
+def evaluate_all(
+    qrels: Qrels,
+    runs: Mapping[str, Run],
+    measures: Sequence[str],
+    *,
+    threshold: int = 1,
+    queries: Any = "judged",
+    project=None,  # noqa: ANN001
+    rule: str | None = None,
+    qrels_source: str = "",
+    strata: Mapping[str, str] | None = None,
+    by: str | None = None,
+) -> Evaluation:
+    """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
+    labelled facets, nuggets, claims, entities or citations get them from it."""
+    if qrels.n_queries == 0:
+        raise UsageError(
+            "there are no judged queries to evaluate against"
+            + (" (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
+               if project is not None else ".")
+        )
+    parsed = [parse_measure(m) for m in measures]
+    results: dict[str, EvalResult] = {}
+    for name, run in runs.items():
+        extras = _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
+        result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        result.run_name = name
+        results[name] = result
+    first = next(iter(results.values()))
+    evaluation = Evaluation(
+        measures=list(measures), results=results, query_ids=list(first.query_ids),
+        averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
+        qrels_source=qrels_source, by=by,
+    )
+    if strata is not None:
+        groups: dict[str, list[str]] = {}
+        for qid in evaluation.query_ids:
+            groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
+        evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
+    return evaluation
+
+
+def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule):  # noqa: ANN001, ANN202
+    """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked."""
+    needs = {key for m in parsed for key in m.needs}
+    if not needs:
+        return None
+    if project is None:
+        raise UsageError(
+            f"{', '.join(str(m) for m in parsed if m.needs)} need labelled facets, nuggets or "
+            "citations, which only a project has: evaluate with --db instead of --qrels."
+        )
+    from ragjudge.metrics.evaluate import context
+    from ragjudge.services.rag import rag_extras
+
+    ctx = context(qrels, run, threshold=threshold, queries=queries)
+    return rag_extras(project, name, ctx.query_ids, ctx.chunk_ids, parsed, rule=rule)
+
+
+# -- comparison --------------------------------------------------------------------------------
+
+
+def compare(
+    evaluation: Evaluation,
+    *,
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    permutations: int = 10_000,
+    seed: int = 0,
+) -> list[PairedComparison]:
+    """Paired comparison of the baseline (default: the first run) with each other run.
+
+    The runs are paired on the evaluated queries. A measure undefined (NaN) on some queries is
+    compared on the queries where every run has it.
+    """
+    names = evaluation.run_names
+    if len(names) < 2:
+        raise UsageError("compare needs at least two runs.")
+    labels = evaluation.measures
+    values = {name: evaluation.results[name].values.T for name in names}  # (measures, queries)
+    defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
+    complete = defined.all(axis=1)
+    options = dict(baseline=baseline, alpha=alpha, resamples=resamples,
+                   permutations=permutations, seed=seed)
+    by_label: dict[str, list[PairedComparison]] = {}
+    whole = [j for j in range(len(labels)) if complete[j]]
+    if whole:
+        rows = compare_runs({n: v[whole] for n, v in values.items()},
+                            [labels[j] for j in whole], **options)
+        for row in rows:
+            by_label.setdefault(row.measure, []).append(row)
+    for j in range(len(labels)):
+        if complete[j]:
+            continue
+        keep = defined[j]
+        rows = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()}, [labels[j]],
+                            **options)
+        by_label[labels[j]] = rows
+    return [row for label in labels for row in by_label.get(label, [])]
