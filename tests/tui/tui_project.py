@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ragjudge.models import Scale
 from ragjudge.services.project import Project
 from ragjudge.store.schema import Chunk, Query, Run, RunEntry
@@ -65,8 +63,13 @@ def build_project(path, *, scale: str = "0-3", guidelines: str | None = GUIDELIN
     return project
 
 
-@pytest.fixture
-def project(tmp_path):  # noqa: ANN001, ANN201
-    p = build_project(tmp_path / "t.db")
-    yield p
-    p.close()
+def sync(test):  # noqa: ANN001, ANN201
+    """Run an ``async def`` test with asyncio.run (the suite has no async plugin)."""
+    import asyncio
+    import functools
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        return asyncio.run(test(*args, **kwargs))
+
+    return run

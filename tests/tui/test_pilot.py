@@ -1,0 +1,287 @@
+"""The judging app driven with Pilot: keys pressed, then the database checked."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from sqlalchemy import select
+
+from ragjudge.services import judging as J
+from ragjudge.services.project import Project
+from ragjudge.store.schema import Annotator, FacetLink, Label, NuggetSupport
+from ragjudge.tui import make_app
+from ragjudge.tui.screens.judge import JUDGE_KEYS, JudgeScreen
+from tui_project import build_project, sync
+
+SIZE = (120, 40)
+
+
+def labels(project, annotator: str = "alice") -> list[Label]:  # noqa: ANN001
+    with project.read() as s:
+        return list(s.scalars(select(Label).where(Label.annotator == annotator).order_by(Label.id)))
+
+
+async def open_judging(app, pilot) -> JudgeScreen:  # noqa: ANN001
+    await pilot.pause()
+    if not isinstance(app.screen, JudgeScreen):  # the guidelines, shown once
+        await pilot.press("enter")
+        await pilot.pause()
+    assert isinstance(app.screen, JudgeScreen)
+    return app.screen
+
+
+def screen_text(app) -> str:  # noqa: ANN001
+    """The characters on screen, line by line (from the SVG screenshot)."""
+    svg = app.export_screenshot()
+    lines: dict[str, list[str]] = {}
+    for line, body in re.findall(r'<text [^>]*clip-path="url\(#[^)]*-line-(\d+)\)"[^>]*>(.*?)</text>', svg):
+        lines.setdefault(line, []).append(html.unescape(body).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(lines.items(), key=lambda kv: int(kv[0])))
+
+
+@sync
+async def test_digit_grades_pair_and_moves_on(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        first = screen.pair
+        await pilot.press("2")
+        # committed before the next pair is on screen
+        rows = labels(project)
+        assert [(r.query_id, r.chunk_id, r.grade, r.source) for r in rows] == [
+            (first.query_id, first.chunk_id, 2, "tui")]
+        assert rows[0].duration_ms is not None and rows[0].duration_ms >= 0
+        assert (screen.pair.query_id, screen.pair.chunk_id) != (first.query_id, first.chunk_id)
+        await pilot.press("9")  # off the 0-3 scale: nothing recorded
+        assert len(labels(project)) == 1
+
+
+@sync
+async def test_undo_brings_the_pair_back(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        await pilot.press("1")
+        second = screen.pair
+        await pilot.press("3", "u")
+        rows = labels(project)
+        assert [r.grade for r in rows] == [1, 3, None]
+        assert rows[2].undoes == rows[1].id
+        assert (screen.pair.query_id, screen.pair.chunk_id) == (second.query_id, second.chunk_id)
+        await pilot.press("ctrl+z")
+        assert labels(project)[-1].undoes == rows[0].id
+
+
+@sync
+async def test_skip_and_flag(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        await pilot.press("s")
+        flagged = screen.pair
+        await pilot.press("2", "left")  # grade, then back to it
+        assert (screen.pair.query_id, screen.pair.chunk_id) == (flagged.query_id, flagged.chunk_id)
+        await pilot.press("f")
+        await pilot.press(*"unsure")
+        await pilot.press("enter")
+        await pilot.pause()
+        rows = labels(project)
+        assert (rows[0].skipped, rows[0].grade) == (True, None)
+        assert (rows[-1].flagged, rows[-1].grade, rows[-1].note) == (True, 2, "unsure")
+        await pilot.press("c", *"see doc", "enter")
+        await pilot.pause()
+        assert (labels(project)[-1].note, labels(project)[-1].grade) == ("see doc", 2)
+
+
+@sync
+async def test_resume_after_restart(tmp_path):
+    project = build_project(tmp_path / "r.db")
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        for key in "0123":
+            await pilot.press(key)
+        await pilot.press("u")  # the 4th comes back
+        expected = (screen.pair.query_id, screen.pair.chunk_id)
+        await pilot.press("q")
+    project.close()
+    project = Project.open(str(tmp_path / "r.db"))
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)  # guidelines not shown again
+        assert (screen.pair.query_id, screen.pair.chunk_id) == expected
+        assert [r.grade for r in labels(project)] == [0, 1, 2, 3, None]
+    project.close()
+
+
+@sync
+async def test_guidelines_shown_once_to_a_new_annotator(project):
+    from ragjudge.tui.screens.guidelines import GuidelinesScreen
+
+    app = make_app(project, annotator="newbie", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, GuidelinesScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert J.annotator_seen_guidelines(project, "newbie")
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, GuidelinesScreen)
+    app = make_app(project, annotator="newbie", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, JudgeScreen)
+
+
+@sync
+async def test_name_is_asked_when_not_given(project):
+    app = make_app(project, start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*"dora", "enter")
+        await open_judging(app, pilot)
+        await pilot.press("1")
+    assert [r.grade for r in labels(project, "dora")] == [1]
+    with project.read() as s:
+        assert s.get(Annotator, "dora").seen_guidelines
+
+
+@sync
+async def test_facets_and_nuggets_keys(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        pair = screen.pair
+        await pilot.press("g", "a", *"timing", "enter")
+        await pilot.pause()
+        await pilot.press("b", *"vital: five days", "enter")
+        await pilot.pause()
+        facet = J.facets_for(project, pair.query_id)[0]
+        nugget = J.nuggets_for(project, pair.query_id)[0]
+        assert (facet.name, nugget.text, nugget.importance) == ("timing", "five days", "vital")
+        options = app.screen.query_one("#facet-list")
+        options.highlighted = options.get_option_index(f"f:{facet.id}")
+        await pilot.press("space")
+        options.highlighted = options.get_option_index(f"n:{nugget.id}")
+        await pilot.press("p")
+        await pilot.press("f")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, JudgeScreen)
+        assert "timing" in screen_text(app)
+    with project.read() as s:
+        links = s.scalars(select(FacetLink)).all()
+        support = s.scalars(select(NuggetSupport).order_by(NuggetSupport.id)).all()
+    assert [(l.facet_id, l.chunk_id, l.annotator, l.covered) for l in links] == [
+        (facet.id, pair.chunk_id, "alice", True)]
+    assert [x.support for x in support] == ["partial", "full"]
+
+
+@sync
+async def test_blind_no_run_names_unless_show_source(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        text = screen_text(app)
+        assert "bm25" not in text and "dense" not in text
+    app = make_app(project, annotator="alice", start="judge", show_source=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        assert "bm25 #" in screen_text(app) or "dense #" in screen_text(app)
+
+
+@sync
+async def test_blind_order_on_screen_per_annotator(project):
+    async def first_pairs(name: str) -> list[tuple[str, str]]:
+        app = make_app(project, annotator=name, start="judge", order="query")
+        out = []
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_judging(app, pilot)
+            for _ in range(7):
+                out.append((screen.pair.query_id, screen.pair.chunk_id))
+                await pilot.press("right")
+        return out
+
+    alice = await first_pairs("alice")
+    assert alice == await first_pairs("alice")
+    bob = await first_pairs("bob")
+    assert sorted(alice) == sorted(bob) and alice != bob
+
+
+@sync
+async def test_markup_and_escape_sequences_are_shown_literally(project):
+    app = make_app(project, annotator="alice", start="judge", queries=["q1"], order="query")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        for _ in range(8):
+            if screen.pair.chunk_id == "c01":
+                break
+            await pilot.press("right")
+        assert screen.pair.chunk_id == "c01"
+        text = screen_text(app)
+        assert "[bold red]x[/]" in text
+        assert "[link=http://e.x]click[/link]" in text
+        assert "\x1b" not in text
+        # the rest of the screen is intact: the query and the scale are still there
+        assert "How long does a refund take?" in text and "Perfectly relevant" in text
+
+
+@sync
+async def test_binary_scale_y_and_n(tmp_path):
+    project = build_project(tmp_path / "b.db", scale="binary", guidelines=None)
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        await pilot.press("y", "n", "1", "2")
+    assert [r.grade for r in labels(project)] == [1, 0, 1]
+    project.close()
+
+
+@sync
+async def test_navigation_between_queries_and_find(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        assert screen.pair.query_id == "q1"
+        await pilot.press("right_square_bracket")
+        assert screen.pair.query_id == "q2"
+        await pilot.press("left_square_bracket")
+        assert screen.pair.query_id == "q1"
+        await pilot.press("slash", *"damaged")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.pair.query_id == "q4"
+    assert labels(project) == []
+
+
+@sync
+async def test_command_palette_lists_every_judging_action(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        titles = " ".join(c.title for c in app.get_system_commands(screen))
+        for key in JUDGE_KEYS:
+            assert f"{key.name.capitalize()}  (" in titles, key.name
+
+
+@sync
+async def test_home_screen_and_missing_screens(project):
+    from ragjudge.tui.screens.home import HomeScreen
+
+    J.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=3)
+    app = make_app(project, annotator="alice")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        text = screen_text(app)
+        assert "zoe" in text and "bm25" in text and "order: depth" in text
+        await pilot.press("enter")
+        await open_judging(app, pilot)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
