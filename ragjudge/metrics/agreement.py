@@ -40,6 +40,7 @@ __all__ = [
     "krippendorff_alpha",
     "gwet_ac1",
     "relevant_overlap",
+    "kendall_tau",
     "pair_agreement",
     "binarised_agreement",
     "disputed_units",
@@ -487,6 +488,33 @@ def relevant_overlap(a: Any, b: Any, threshold: int) -> Statistic:
         float((ra | rb).sum()),
         "neither annotator judged a common unit relevant (empty union)",
     )
+
+
+def kendall_tau(x: Any, y: Any) -> Statistic:
+    r"""Kendall's :math:`\tau_b` between two scorings of the same items (e.g. the scores of each
+    run under two sets of qrels): with :math:`C` concordant and :math:`D` discordant pairs,
+    :math:`n_0 = n(n-1)/2` and :math:`n_x, n_y` the pairs tied in ``x`` and in ``y``,
+
+    .. math:: \tau_b = \frac{C - D}{\sqrt{(n_0 - n_x)(n_0 - n_y)}}
+
+    (Kendall 1945; the correlation of system rankings TREC reports since Voorhees 2000). NaN
+    entries are dropped pairwise. Undefined with fewer than two items or when one side ties
+    everything.
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    n = len(x)
+    if n < 2:
+        return Statistic.undefined("fewer than two items to rank")
+    i, j = np.triu_indices(n, k=1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    n0 = len(i)
+    n_x, n_y = int((dx == 0).sum()), int((dy == 0).sum())
+    reason = "one ranking ties every item"
+    if n_x == n0 or n_y == n0:
+        return Statistic.undefined(reason)
+    return Statistic(float((dx * dy).sum() / np.sqrt((n0 - n_x) * (n0 - n_y))))
 
 
 # --------------------------------------------------------------------------- pairwise, thresholds

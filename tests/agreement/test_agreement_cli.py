@@ -152,3 +152,23 @@ def test_quality_and_assign_errors(project_db, capsys):
     code, out, err = _run(capsys, "assign", "--db", project_db, "--annotators", "ann",
                           "--runs", "nope")
     assert code == 2 and "no run named nope" in err
+
+
+def test_agree_verdict_json_and_table(project_db, capsys):
+    # bob grades q1's first chunks of bm25 relevant, ann the rest: their rankings of the one
+    # run against itself cannot differ, so tau is undefined with a reason, and the table says so
+    for j in range(5, 10):
+        _label(project_db, "ann", "q1", f"c{j:02d}", 0)
+        _label(project_db, "bob", "q1", f"c{j:02d}", 1)
+    code, out, err = _run(capsys, "agree", "--db", project_db, "--verdict", "--measures", "P@5",
+                          "--format", "json")
+    assert code == 0, err
+    verdict = json.loads(out)["verdict"]
+    m = verdict["measures"][0]
+    assert m["scores"]["ann"]["bm25"] == 0.0 and m["scores"]["bob"]["bm25"] == 1.0
+    assert m["tau_reason"] == "fewer than two runs"
+    assert m["largest_change"]["delta"] in (-1.0, 1.0)
+    code, out, err = _run(capsys, "agree", "--db", project_db, "--verdict", "--measures", "P@5")
+    assert code == 0 and "Does disagreement change the verdict?" in out
+    code, out, err = _run(capsys, "agree", "--labels", "x.jsonl", "--verdict")
+    assert code == 2 and "--verdict needs a project" in err

@@ -187,3 +187,26 @@ def test_long_form_gives_the_same_matrix(data):
         assert (from_long is None) == (from_matrix is None)
         if from_long is not None:
             assert from_long == pytest.approx(from_matrix)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(
+        st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=0, max_size=12
+    )
+)
+def test_kendall_tau_b_matches_scipy(values):
+    from scipy.stats import kendalltau
+
+    from ragjudge.metrics.agreement import kendall_tau
+
+    x = np.array([v[0] for v in values], float)
+    y = np.array([v[1] for v in values], float)
+    ours = kendall_tau(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = kendalltau(x, y).statistic if len(x) >= 2 else np.nan
+    if not np.isfinite(ref):
+        assert ours.value is None and ours.reason
+    else:
+        assert ours.value == pytest.approx(ref, abs=1e-12)

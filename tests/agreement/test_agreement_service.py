@@ -161,3 +161,48 @@ def test_empty_project_gives_undefined_statistics(project):
     d = svc.project_agreement(project).to_dict()
     assert d["units"] == 0 and d["krippendorff_alpha"]["nominal"] is None
     assert d["by_query"] == [] and d["by_annotator"] == []
+
+
+def _two_runs_and_opposed_annotators(project) -> None:  # noqa: ANN001
+    from ragjudge.store.schema import Run, RunEntry
+
+    # bm25 ranks q1's chunks c05..c14 (conftest); dense ranks them in reverse
+    def add_dense(session) -> None:  # noqa: ANN001
+        session.add(Run(name="dense"))
+        session.flush()
+        for rank, j in enumerate(range(14, 4, -1), start=1):
+            session.add(RunEntry(run="dense", query_id="q1", chunk_id=f"c{j:02d}", rank=rank,
+                                 score=1.0 / rank))
+
+    project.write(add_dense)
+    rows = []
+    for j in range(5, 15):
+        top = j <= 9  # bm25's top 5
+        rows += [("ann", "q1", f"c{j:02d}", int(top)), ("cy", "q1", f"c{j:02d}", int(top)),
+                 ("bob", "q1", f"c{j:02d}", int(not top))]
+    add_labels(project, rows)
+
+
+def test_verdict_kendall_tau_and_largest_change(project):
+    _two_runs_and_opposed_annotators(project)
+    v = svc.verdict_stability(project, measures=["P@5", "AP"])
+    assert v["runs"] == ["bm25", "dense"] and v["qrels"] == ["gold", "ann", "bob", "cy"]
+    p5 = v["measures"][0]
+    assert p5["measure"] == "P@5"
+    # gold (lower median of ann, bob, cy) = ann's grades: bm25's top 5 relevant → P@5 1 vs 0
+    assert p5["scores"]["gold"] == {"bm25": 1.0, "dense": 0.0}
+    assert p5["scores"]["bob"] == {"bm25": 0.0, "dense": 1.0}
+    assert p5["tau"] == {"ann": 1.0, "bob": -1.0, "cy": 1.0}
+    assert p5["min_tau"] == -1.0 and p5["mean_tau"] == pytest.approx(1 / 3)
+    assert p5["largest_change"] == {"run": "bm25", "qrels": "bob", "gold": 1.0, "value": 0.0,
+                                    "delta": -1.0}
+    assert p5["winner"]["gold"] == "bm25" and p5["winner"]["bob"] == "dense"
+    assert p5["winner_changes"]
+
+
+def test_verdict_with_one_run_says_why_tau_is_undefined(project):
+    add_labels(project, [("ann", "q1", "c05", 1), ("bob", "q1", "c05", 0)])
+    v = svc.verdict_stability(project, measures=["P@5"])
+    m = v["measures"][0]
+    assert m["min_tau"] is None and m["tau_reason"] == "fewer than two runs"
+    assert m["tau_undefined"]["ann"] == "fewer than two items to rank"
