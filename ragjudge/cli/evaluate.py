@@ -137,6 +137,15 @@ def _fmt_p(value: float) -> str:
     return f"{value:.4f}"
 
 
+def _wide_console() -> Any:
+    """The console, or for piped output one wide enough that no cell is cut to 80 columns."""
+    if console.is_terminal:
+        return console
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False, width=max(console.width, 160))
+
+
 def _csv_writer() -> Any:
     return csv.writer(sys.stdout, lineterminator="\n")
 
@@ -301,14 +310,14 @@ def _column_groups(labels: list[str], first_width: int, cell_width: int) -> list
     return groups
 
 
-def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | None) -> list[Table]:  # noqa: ANN001
+def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | None) -> list[Any]:  # noqa: ANN001
     names = evaluation.run_names
     rows = {n: evaluation.aggregate(n, stratum) for n in names}
     intervals = {n: evaluation.intervals(n, stratum=stratum) for n in names} if ci else {}
     first_width = max([len(n) for n in names] + [3]) + 3
     tables = []
     for group in _column_groups(evaluation.measures, first_width, 16 if ci else 7):
-        table = Table(title=title if not tables else None, title_justify="left")
+        table = Table()
         table.add_column("run", no_wrap=True)
         for m in group:
             table.add_column(safe(m), justify="right", no_wrap=True)
@@ -326,6 +335,8 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
                 cells.append(text)
             table.add_row(*cells)
         tables.append(table)
+    if title:
+        tables.insert(0, f"[bold]{title}[/]")
     return tables
 
 
@@ -356,8 +367,9 @@ def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
             per_query_values = evaluation.per_query(name)
             first_width = max([len(q) for q in per_query_values] + [5]) + 3
             for g, group in enumerate(_column_groups(evaluation.measures, first_width, 7)):
-                table = Table(title=f"{safe(name)}: per query" if g == 0 else None,
-                              title_justify="left")
+                if g == 0:
+                    console.print(f"[bold]{safe(name)}: per query[/]")
+                table = Table()
                 table.add_column("query", no_wrap=True)
                 for m in group:
                     table.add_column(safe(m), justify="right", no_wrap=True)
@@ -461,6 +473,7 @@ def compare(
     runs: Annotated[list[str], typer.Argument(help="Two or more runs (files, or names of runs stored in the project); the first is the baseline.", show_default=False)],
     qrels: QrelsOption = None,
     rule: RuleOption = None,
+    name: Annotated[Optional[list[str]], typer.Option("--name", help="Names of the runs in the output, in order.", show_default=False)] = None,
     measure: MeasureOption = None,
     format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the verdict.")] = 0.05,
@@ -483,7 +496,7 @@ def compare(
         raise UsageError("--permutations and --resamples must be at least 1.")
     measures = svc.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
-        loaded = inputs.runs(list(runs))
+        loaded = inputs.runs(list(runs), name)
         evaluation = svc.evaluate_all(
             inputs.qrels, loaded, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
@@ -527,11 +540,11 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
     a_name = evaluation.run_names[0]
     table = Table(title=f"A = {safe(a_name)}" + ("" if multi else f", B = {safe(evaluation.run_names[1])}"),
                   title_justify="left")
-    table.add_column("measure")
+    table.add_column("measure", no_wrap=True)
     if multi:
-        table.add_column("B")
+        table.add_column("B", no_wrap=True)
     for col in ("A", "B", "B - A", "95% CI", "p rand", "p t-test", "verdict"):
-        table.add_column(col, justify="left" if col == "verdict" else "right")
+        table.add_column(col, justify="left" if col == "verdict" else "right", no_wrap=True)
     for row in rows:
         p_rand = row.p_randomization_adjusted if adjusted else row.p_randomization
         p_t = row.p_t_test_adjusted if adjusted else row.p_t_test
@@ -545,7 +558,7 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
                   f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]" if not math.isnan(row.ci_low) else "-",
                   _fmt_p(p_rand), _fmt_p(p_t), verdict]
         table.add_row(*cells)
-    console.print(table)
+    _wide_console().print(table)
     notes = [f"{evaluation.n_queries():,} queries paired; averaging: {evaluation.averaging}."]
     notes.append(f"Verdict: randomization test at alpha = {alpha:g}"
                  + ("; p-values Holm-adjusted over the runs compared with A, per measure." if adjusted else "."))
@@ -580,7 +593,10 @@ def parse_requirement(text: str) -> tuple[str, str, float]:
             "--require 'Success@5>=0.9' or --require 'R@5>=85%' (OP is >=, >, <=, < or ==)."
         )
     measure = match["measure"]
-    parse_measure(measure)
+    try:
+        parse_measure(measure)
+    except UsageError as exc:
+        raise UsageError(f"--require {text!r}: {exc}") from None
     op = "==" if match["op"] == "=" else match["op"]
     value = float(match["value"]) / (100.0 if match["pct"] else 1.0)
     return measure, op, value
