@@ -15,7 +15,7 @@ from typing import Any
 
 from ragjudge.errors import InputError
 from ragjudge.formats.records import Duplicates, short
-from ragjudge.formats.source import Destination, Lines, Source, open_output
+from ragjudge.formats.source import Destination, Lines, Source, open_output, source_name
 from ragjudge.models import Judgment, RunEntry
 
 
@@ -56,19 +56,30 @@ def read_trec_run(source: Source, *, name: str | None = None, check_duplicates: 
     chunk listed twice for one query is an error (``check_duplicates``; this keeps every pair
     in memory, so huge runs are better checked by the database, as ``ragjudge import`` does).
     """
+    duplicates = Duplicates("run", name or source_name(source)) if check_duplicates else None
+    for number, qid, docid, rank, score in trec_run_rows(source, name=name):
+        entry = RunEntry(query_id=qid, chunk_id=docid, score=score, rank=rank)
+        if duplicates is not None:
+            duplicates.seen(entry, number)
+        yield (number, entry) if numbered else entry
+
+
+def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[int, str, str, int | None, float]]:
+    """The checked fields of each line of a TREC run as plain tuples ``(line, query_id,
+    chunk_id, rank, score)`` (``rank`` None when below 1): the fast path for bulk imports."""
     lines = Lines(source, name=name)
-    duplicates = Duplicates("run", lines.name) if check_duplicates else None
+    isfinite = math.isfinite
     for number, text in lines:
         parts = text.split()
-        if not parts:
-            continue
         if len(parts) != 6:
+            if not parts:
+                continue
             raise InputError(
                 f"a run line has 6 fields 'query_id Q0 chunk_id rank score tag', this one has "
                 f"{len(parts)}: {short(text)}.", file=lines.name, line=number)
         qid, _, docid, rank_text, score_text, _tag = parts
         try:
-            rank = int(rank_text)
+            rank: int | None = int(rank_text)
         except ValueError:
             raise InputError(f"{short(rank_text)} is not an integer rank.", file=lines.name,
                              line=number, field="rank") from None
@@ -77,13 +88,10 @@ def read_trec_run(source: Source, *, name: str | None = None, check_duplicates: 
         except ValueError:
             raise InputError(f"{short(score_text)} is not a number.", file=lines.name,
                              line=number, field="score") from None
-        if not math.isfinite(score):
+        if not isfinite(score):
             raise InputError(f"the score is {score_text}; scores must be finite numbers.",
                              file=lines.name, line=number, field="score")
-        entry = RunEntry(query_id=qid, chunk_id=docid, score=score, rank=rank if rank >= 1 else None)
-        if duplicates is not None:
-            duplicates.seen(entry, number)
-        yield (number, entry) if numbered else entry
+        yield number, qid, docid, (rank if rank >= 1 else None), score  # type: ignore[operator]
 
 
 def trec_order(entries: Iterable[RunEntry]) -> list[RunEntry]:

@@ -52,6 +52,7 @@ from ragjudge.errors import InputError, UsageError
 from ragjudge.formats import detect_format, read_records, read_text, source_name
 from ragjudge.formats.beir import beir_file, beir_qrels_files, read_beir_qrels
 from ragjudge.formats.source import Source, is_inline
+from ragjudge.formats.trec import trec_run_rows
 from ragjudge.store.schema import (
     Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
     Query, Run, RunEntry, Setting, utcnow,
@@ -281,8 +282,7 @@ class _Counting(io.RawIOBase):
 @contextmanager
 def _numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress | None,
               beir: bool = False) -> Iterator[Iterator[tuple[int, Any]]]:
-    """``(line, record)`` pairs of the file; runs leave duplicate checks to the database."""
-    check = kind != "run"
+    """``(line, record)`` pairs of the file (runs: tuples, see :func:`_records`)."""
     if beir:
         from ragjudge.formats.beir import _documents  # the BEIR document reader
 
@@ -295,10 +295,21 @@ def _numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress
         with open(path, "rb") as raw:
             total = os.fstat(raw.fileno()).st_size
             counting = _Counting(raw, total, f"{kind} {path.name}", progress)
-            yield read_records(kind, counting, fmt, name=file, check_duplicates=check, numbered=True)
+            yield _records(kind, counting, fmt, file)
             progress(total, total, f"{kind} {path.name}")
         return
-    yield read_records(kind, source, fmt, name=file, check_duplicates=check, numbered=True)
+    yield _records(kind, source, fmt, file)
+
+
+def _records(kind: str, source: Source, fmt: str, file: str) -> Iterator[Any]:
+    """Numbered records; a run as ``(line, query_id, chunk_id, rank, score)`` tuples, its
+    duplicates left for the database to find (a reader would hold every pair in memory)."""
+    if kind != "run":
+        return read_records(kind, source, fmt, name=file, numbered=True)
+    if fmt == "trec":
+        return trec_run_rows(source, name=file)
+    entries = read_records("run", source, fmt, name=file, check_duplicates=False, numbered=True)
+    return ((line, e.query_id, e.chunk_id, e.rank, e.score) for line, e in entries)
 
 
 def _batches(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
@@ -368,6 +379,8 @@ class _References:
         """The same check, in SQL, over a staging table with ``line, query_id, chunk_id``."""
         for what, table, column in (("query", _queries, stage.c.query_id), ("chunk", _chunks, stage.c.chunk_id)):
             absent = ~exists().where(table.c.id == column)
+            if self.connection.execute(select(column).where(absent).limit(1)).first() is None:
+                continue  # the common case, found without grouping every line
             if self.create_missing:
                 missing = select(column).where(absent).distinct()
                 count = self.connection.scalar(select(func.count()).select_from(missing.subquery()))
@@ -503,7 +516,17 @@ def _is_placeholder(row: Any, columns: tuple[str, ...]) -> bool:
 # -- runs ----------------------------------------------------------------------------------
 
 
-def _import_run(connection: Connection, records: Iterable[tuple[int, Any]], file: str, name: str,
+MAX_ID = 255
+"""The longest id the store holds (VARCHAR(255) on PostgreSQL)."""
+
+
+def _too_long(query_id: str, chunk_id: str, file: str, line: int) -> None:
+    field_name = "query_id" if len(query_id) > MAX_ID else "chunk_id"
+    raise InputError(f"the id is {max(len(query_id), len(chunk_id)):,} characters long; ids have at "
+                     f"most {MAX_ID}.", file=file, line=line, field=field_name)
+
+
+def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file: str, name: str,
                 refs: _References, replace: bool, result: ImportResult) -> None:
     name = name.strip()
     if not name or len(name) > 255:
@@ -511,16 +534,20 @@ def _import_run(connection: Connection, records: Iterable[tuple[int, Any]], file
     stage = _temp_table(
         connection, Column("line", Integer), Column("query_id", String(255)),
         Column("chunk_id", String(255)), Column("score", Float), Column("given_rank", Integer))
+    # Plain tuples straight to the driver: SQLAlchemy's per-row parameter handling would cost
+    # more than parsing the line.
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    sql = (f"INSERT INTO {stage.name} (line, query_id, chunk_id, given_rank, score) "
+           f"VALUES ({', '.join([mark] * 5)})")
     scored = None
     for batch in _batches(records):
-        rows = []
-        for line, entry in batch:
-            rows.append({"line": line, "query_id": entry.query_id, "chunk_id": entry.chunk_id,
-                         "score": entry.score, "given_rank": entry.rank})
-            if scored is None:
-                scored = entry.score is not None
-        connection.execute(insert(stage), rows)
-        result.read += len(rows)
+        for line, query_id, chunk_id, _rank, score in batch:
+            if len(query_id) > MAX_ID or len(chunk_id) > MAX_ID:
+                _too_long(query_id, chunk_id, file, line)
+        if scored is None:
+            scored = batch[0][4] is not None
+        connection.exec_driver_sql(sql, batch)
+        result.read += len(batch)
     if result.read == 0:
         raise InputError("the file holds no run lines.", file=file)
     refs.check_staged(stage)
