@@ -466,6 +466,9 @@ def _import_definitions(connection: Connection, kind: str, records: Iterable[tup
         new: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
         for line, record in batch:
+            if len(record.id) > MAX_ID:
+                raise InputError(f"the id is {len(record.id):,} characters long; ids have at most "
+                                 f"{MAX_ID}.", file=file, line=line, field="id")
             values = {c: getattr(record, c) for c in columns}
             row = existing.get(record.id)
             if row is None:
@@ -630,6 +633,8 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
     for batch in _batches(records):
         rows = []
         for line, record in batch:
+            if len(record.query_id) > MAX_ID or len(record.chunk_id) > MAX_ID:
+                _too_long(record.query_id, record.chunk_id, file, line)
             if not scale.contains(record.grade):
                 raise InputError(
                     f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
@@ -833,6 +838,9 @@ def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], 
     refs.raise_if_missing(file)
     conflicts: list[tuple[int, Any]] = []
     for line, record in items:
+        if len(record.run) > MAX_ID:
+            raise InputError(f"a run name has at most {MAX_ID} characters.", file=file, line=line,
+                             field="run")
         cited = list(dict.fromkeys(record.cited))  # a chunk cited twice is one citation
         row = connection.execute(select(answers_t.c.id, answers_t.c.text).where(
             answers_t.c.query_id == record.query_id, answers_t.c.run == record.run)).first()
