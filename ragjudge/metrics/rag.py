@@ -50,9 +50,10 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -211,6 +212,183 @@ class Citations:
             self.answered[rows], self.retrieved[rows], position[self.rows[keep]], self.ranks[keep],
             None if self.cited_elsewhere is None else np.asarray(self.cited_elsewhere)[rows],
         )
+
+
+# -- the same data independent of any run ------------------------------------------------
+
+
+def _row_lookup(query_ids: Sequence[str], wanted: Sequence[str]) -> np.ndarray:
+    row_of = {str(q): i for i, q in enumerate(query_ids)}
+    return np.array([row_of.get(str(q), -1) for q in wanted], dtype=np.int64)
+
+
+def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any):  # noqa: ANN201
+    """A ``positions(query_ids, chunk_ids) -> (rows, cols)`` function over a ranked chunk matrix
+    (rank 1 in column 0; padding ``b''``, ``''`` or None), like ``EvalContext.positions``."""
+    row_of = {str(q): i for i, q in enumerate(query_ids)}
+    col_of: dict[tuple[int, str], int] = {}
+    for q, row in enumerate(chunk_matrix):
+        for c, chunk in enumerate(row):
+            chunk = _as_str(chunk)
+            if chunk and (q, chunk) not in col_of:
+                col_of[(q, chunk)] = c
+
+    def positions(qids: Sequence[str], chunks: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.array([row_of.get(_as_str(q), -1) for q in qids], dtype=np.int64)
+        cols = np.array([col_of.get((int(r), _as_str(c)), -1) if r >= 0 else -1
+                         for r, c in zip(rows, chunks)], dtype=np.int64)
+        return rows, cols
+
+    return positions
+
+
+def _as_str(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).rstrip(b"\x00").decode("utf-8")
+    return str(value)
+
+
+@dataclass(frozen=True, eq=False)
+class ItemLabels:
+    """Gold labels of facets, nuggets or claims, independent of any run.
+
+    Items: ``query_ids[i]`` is the query of item ``i``; ``names``, ``vital``, ``weight`` per item
+    (optional). Support: ``support_items[j]`` (an item index), ``support_chunks[j]`` (a chunk id)
+    and ``support_levels[j]`` (1 partial, 2 full — a covered facet is 2): the combined judgement
+    of the annotators for that (item, chunk) pair. A kernel aligns them with the rows and ranks
+    of the run it evaluates (:meth:`align`), so one object serves every run.
+    """
+
+    query_ids: Sequence[str]
+    names: Sequence[str] | None = None
+    vital: Sequence[bool] | None = None
+    weight: Sequence[float] | None = None
+    support_items: Sequence[int] = ()
+    support_chunks: Sequence[str] = ()
+    support_levels: Sequence[int] = ()
+
+    def align(self, query_ids: Sequence[str], positions) -> ItemSupport:  # noqa: ANN001
+        """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
+        each (query, chunk) pair's row and 0-based column (-1 when absent)."""
+        item_row = _row_lookup(query_ids, self.query_ids)
+        n_rows = len(query_ids)
+        counts = np.bincount(item_row[item_row >= 0], minlength=n_rows) if n_rows else np.zeros(0)
+        width = int(counts.max()) if len(counts) else 0
+        # column of each item within its row, in the order the items are given
+        item_col = np.full(len(item_row), -1, dtype=np.int64)
+        seen = np.zeros(n_rows, dtype=np.int64)
+        for i, r in enumerate(item_row):
+            if r >= 0:
+                item_col[i] = seen[r]
+                seen[r] += 1
+        valid = np.zeros((n_rows, width), dtype=bool)
+        keep = item_row >= 0
+        valid[item_row[keep], item_col[keep]] = True
+
+        def spread(values, dtype, fill):  # noqa: ANN001, ANN202
+            if values is None:
+                return None
+            out = np.full((n_rows, width), fill, dtype=dtype)
+            out[item_row[keep], item_col[keep]] = np.asarray(values, dtype=dtype)[keep]
+            return out
+
+        names = None
+        if self.names is not None:
+            names = [[] for _ in range(n_rows)]
+            for i in np.flatnonzero(keep):
+                names[item_row[i]].append(str(self.names[i]))
+        items = np.asarray(self.support_items, dtype=np.int64)
+        levels = np.asarray(self.support_levels, dtype=np.int64)
+        chunks = list(self.support_chunks)
+        rows = cols = np.zeros(0, dtype=np.int64)
+        if len(items):
+            qids = [str(self.query_ids[i]) for i in items]
+            rows, cols = positions(qids, chunks)
+        ok = (rows >= 0) & (cols >= 0) & (levels > 0) if len(items) else np.zeros(0, bool)
+        return ItemSupport(valid, rows[ok], cols[ok] + 1, item_col[items[ok]] if len(items) else
+                           np.zeros(0, np.int64), levels[ok], spread(self.vital, bool, False),
+                           spread(self.weight, np.float64, 0.0), names)
+
+
+@dataclass(eq=False)
+class EntityLabels:
+    """Entities of the reference answers, independent of any run: ``query_ids[i]`` is the
+    query of entity ``texts[i]``. ``chunk_text`` gives chunk texts: a mapping, or a function
+    from a list of chunk ids to a mapping (e.g. a database read). Matches are cached per
+    (entity, chunk), so several runs over the same chunks match each pair once."""
+
+    query_ids: Sequence[str]
+    texts: Sequence[str]
+    chunk_text: Any
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def align(self, query_ids: Sequence[str], chunk_matrix: Any) -> ItemSupport:
+        """ItemSupport over the evaluated ``query_ids`` and their ranked ``chunk_matrix``."""
+        row_of = {str(q): i for i, q in enumerate(query_ids)}
+        entities: list[list[str]] = [[] for _ in query_ids]
+        for q, text in zip(self.query_ids, self.texts):
+            r = row_of.get(str(q))
+            if r is not None:
+                entities[r].append(str(text))
+        ranked = [[_as_str(c) for c in chunk_matrix[r]] if entities[r] else []
+                  for r in range(len(query_ids))]
+        wanted = sorted({c for row in ranked for c in row if c})
+        texts = self._texts(wanted)
+        rows, ranks, items = [], [], []
+        for r, names in enumerate(entities):
+            for rank, chunk in enumerate(ranked[r], start=1):
+                if not chunk:
+                    continue
+                for m, name in enumerate(names):
+                    key = (name, chunk)
+                    if key not in self._cache:
+                        pattern = entity_pattern(name)
+                        self._cache[key] = pattern is not None and pattern.search(
+                            normalize_text(texts.get(chunk, ""))) is not None
+                    if self._cache[key]:
+                        rows.append(r)
+                        ranks.append(rank)
+                        items.append(m)
+        width = max((len(e) for e in entities), default=0)
+        valid = np.zeros((len(query_ids), width), dtype=bool)
+        for r, names in enumerate(entities):
+            valid[r, : len(names)] = True
+        return ItemSupport(valid, rows, ranks, items, np.full(len(rows), FULL, np.int8),
+                           names=entities)
+
+    def _texts(self, ids: list[str]) -> Mapping[str, str]:
+        if not ids:
+            return {}
+        if callable(self.chunk_text):
+            return self.chunk_text(ids)
+        return self.chunk_text
+
+
+@dataclass(frozen=True, eq=False)
+class CitationLabels:
+    """A run's generated answers, independent of the rank matrix: ``answered`` lists the
+    queries the run has an answer for; ``query_ids[j]`` cites ``chunk_ids[j]``."""
+
+    answered: Sequence[str]
+    query_ids: Sequence[str] = ()
+    chunk_ids: Sequence[str] = ()
+
+    def align(self, query_ids: Sequence[str], retrieved: np.ndarray, positions) -> Citations:  # noqa: ANN001
+        """Citations over the evaluated ``query_ids``; ``retrieved[q]`` = chunks ranked for
+        row q; ``positions`` as for :meth:`ItemLabels.align`."""
+        answered_rows = _row_lookup(query_ids, self.answered)
+        answered = np.zeros(len(query_ids), dtype=bool)
+        answered[answered_rows[answered_rows >= 0]] = True
+        rows = cols = np.zeros(0, dtype=np.int64)
+        if len(self.query_ids):
+            rows, cols = positions([str(q) for q in self.query_ids], list(self.chunk_ids))
+        elsewhere = np.bincount(rows[(rows >= 0) & (cols < 0)], minlength=len(query_ids))
+        ok = (rows >= 0) & (cols >= 0)
+        pairs = np.unique(np.stack([rows[ok], cols[ok] + 1], axis=1), axis=0) if ok.any() else \
+            np.zeros((0, 2), dtype=np.int64)
+        return Citations(answered, retrieved, pairs[:, 0], pairs[:, 1], cited_elsewhere=elsewhere)
 
 
 # -- kernels -------------------------------------------------------------------------------
@@ -557,3 +735,111 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
         steps.append("Every relevant chunk is in the list, so both divide by the same number.")
     return Explanation("AP vs ContextPrecision", ap, ("rank", "chunk", "relevant", "P@rank",
                                                       "running sum"), rows, steps)
+
+
+# -- registered measures -----------------------------------------------------------------------
+# The registry (``ragjudge.metrics.registry``) imports this module on the first measure lookup.
+
+from ragjudge.errors import UsageError  # noqa: E402
+from ragjudge.metrics.registry import Param, measure  # noqa: E402
+
+_EXPECTED = {"facets": ItemLabels, "nuggets": ItemLabels, "claims": ItemLabels,
+             "entities": EntityLabels, "citations": CitationLabels}
+
+
+def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
+    """``ctx.extras[key]`` aligned with the context's rows and ranks (once per context).
+
+    The extra may already be aligned (:class:`ItemSupport` / :class:`Citations` with one row per
+    evaluated query, in ``ctx.query_ids`` order) or run-independent (:class:`ItemLabels`,
+    :class:`EntityLabels`, :class:`CitationLabels`), which is aligned here."""
+    cache = ctx.__dict__.setdefault("_rag_aligned", {})
+    if key in cache:
+        return cache[key]
+    value = ctx.extras[key]
+    if isinstance(value, ItemLabels):
+        value = value.align(ctx.query_ids, ctx.positions)
+    elif isinstance(value, EntityLabels):
+        value = value.align(ctx.query_ids, ctx.chunk_ids)
+    elif isinstance(value, CitationLabels):
+        value = value.align(ctx.query_ids, ctx.n_ret, ctx.positions)
+    want = Citations if key == "citations" else ItemSupport
+    if not isinstance(value, want):
+        raise UsageError(f"extras[{key!r}] must be a {want.__name__} or a "
+                         f"{_EXPECTED[key].__name__}, not {type(value).__name__}.")
+    if value.n_queries != ctx.n_queries:
+        raise UsageError(f"extras[{key!r}] has {value.n_queries} query rows but the evaluation "
+                         f"has {ctx.n_queries}; align it with the evaluated queries.")
+    cache[key] = value
+    return value
+
+
+_FLAG = lambda doc: Param(bool, False, flag=True, doc=doc)  # noqa: E731
+
+
+@measure("Coverage", cutoff="optional", needs=("facets",),
+         aliases=("CoverageRecall", "Coverage_Recall"))
+def _coverage_measure(ctx, m):
+    """Coverage Recall at k (seed 000 §2.2): does the top k cover every facet of the query?
+
+    ``Coverage@k = |{facets f : some chunk in the top k covers f}| / |facets of the query|``
+
+    A chunk covers a facet when the annotators' combined judgement says so (the gold rule).
+    NaN (undefined, left out of the mean) for a query without facets."""
+    return coverage(aligned_extra(ctx, "facets"), m.cutoff)
+
+
+@measure("NuggetRecall", cutoff="optional", needs=("nuggets",),
+         params={"strict": _FLAG("only full support counts (partial counts 0.5 otherwise)"),
+                 "vital": _FLAG("vital nuggets only"),
+                 "all": _FLAG("every nugget (the default)"),
+                 "weighted": _FLAG("each nugget counts with its weight (pyramid)")},
+         aliases=("Nugget_Recall",))
+def _nugget_recall_measure(ctx, m):
+    """Nugget Recall at k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024).
+
+    A nugget's score at k: 1 if a top-k chunk supports it fully, 0.5 if the best support in
+    the top k is partial (0 with ``strict``), else 0.
+    ``NuggetRecall@k = sum_n w_n score_n / sum_n w_n`` over all nuggets (``all``, the default)
+    or the vital ones (``vital``), with w_n = 1, or the nugget's weight (``weighted``).
+    TREC's four: ``(strict,vital)``, ``(strict,all)``, ``(vital)``, ``(all)``.
+    NaN for a query with no nugget to count."""
+    if m.get("vital") and m.get("all"):
+        raise UsageError(f"measure {m}: choose vital or all, not both.")
+    return nugget_recall(aligned_extra(ctx, "nuggets"), m.cutoff, strict=bool(m.get("strict")),
+                         vital_only=bool(m.get("vital")), weighted=bool(m.get("weighted")))
+
+
+@measure("ContextRecall", cutoff="optional", needs=("claims",),
+         params={"partial": _FLAG("partial support counts 0.5")},
+         aliases=("Context_Recall",))
+def _context_recall_measure(ctx, m):
+    """Context Recall at k (seed 000 §4.2, seed 001; RAGAS's definition, people as the judge).
+
+    ``ContextRecall@k = |{claims of the reference answer fully supported by a top-k chunk}|
+    / |claims of the reference answer|`` (``partial``: partial support counts 0.5).
+    Claims are the query's nuggets of kind ``claim``. NaN for a query without claims."""
+    return context_recall(aligned_extra(ctx, "claims"), m.cutoff, strict=not m.get("partial"))
+
+
+@measure("EntityRecall", cutoff="optional", needs=("entities",),
+         aliases=("ContextEntityRecall", "ContextEntitiesRecall"))
+def _entity_recall_measure(ctx, m):
+    """Context Entities Recall at k (seed 001).
+
+    ``EntityRecall@k = |RE ∩ RCE_k| / |RE|``: RE = the entities of the reference answer,
+    RCE_k = those found in the text of a top-k chunk — case- and accent-insensitive on word
+    boundaries (Unicode NFKD, combining marks removed, case-folded, white space collapsed; not
+    preceded or followed by a letter, digit or underscore). NaN for a query without entities."""
+    return entity_recall(aligned_extra(ctx, "entities"), m.cutoff)
+
+
+@measure("Attribution", cutoff="optional", needs=("citations",),
+         aliases=("AttributionRate", "ChunkAttribution"))
+def _attribution_measure(ctx, m):
+    """Chunk Attribution Rate at k (seed 000 §4.4).
+
+    ``Attribution@k = |{top-k chunks cited by the run's generated answer}| / min(k, retrieved)``
+    — the share of the chunks the run put in the top k that its answer uses (seed 000: 3 cited
+    of 10 retrieved = 0.300). NaN when the run has no answer for the query or retrieved nothing."""
+    return attribution(aligned_extra(ctx, "citations"), m.cutoff)
