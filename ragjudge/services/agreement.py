@@ -22,10 +22,9 @@ from ragjudge.metrics.agreement import (
     Ratings,
     agreement_report,
     cohen_kappa,
-    gwet_ac1,
+    grouped_agreement,
     kendall_tau,
     krippendorff_alpha,
-    percent_agreement,
 )
 from ragjudge.services.judging import RECHECK
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
@@ -203,34 +202,24 @@ def _subset(ratings: Ratings, rows: np.ndarray | None = None, cols: np.ndarray |
     return Ratings(m, ratings.scale, annotators, units)
 
 
-def _summary(ratings: Ratings) -> dict:
-    n = (~np.isnan(ratings.matrix)).sum(axis=1) if ratings.matrix.size else np.zeros(0)
-    return {
-        "units": int((n > 0).sum()),
-        "pairable_units": int((n >= 2).sum()),
-        "disputed": int(
-            sum(
-                1
-                for row in ratings.matrix
-                if (~np.isnan(row)).sum() >= 2 and np.nanmax(row) > np.nanmin(row)
-            )
-        ),
-        "percent_agreement": percent_agreement(ratings).value,
-        "krippendorff_alpha_ordinal": krippendorff_alpha(ratings, "ordinal").value,
-        "krippendorff_alpha_nominal": krippendorff_alpha(ratings, "nominal").value,
-        "gwet_ac1": gwet_ac1(ratings).value,
-    }
-
-
 def query_breakdown(ratings: Ratings) -> list[dict]:
-    """Per query: units, disputed units, percent agreement, α (nominal, ordinal) and AC1."""
+    """Per query: units, disputed units, percent agreement, α (nominal, ordinal) and AC1
+    (undefined → None), all queries in one vectorised pass."""
     if not ratings.units:
         return []
-    queries = np.array([u[0] for u in ratings.units], dtype=object)
+    queries, groups = np.unique(np.array([u[0] for u in ratings.units], dtype=object),
+                                return_inverse=True)
+    stats = grouped_agreement(ratings, groups.ravel())
     out = []
-    for query_id in sorted(set(queries.tolist())):
-        rows = np.flatnonzero(queries == query_id)
-        out.append({"query_id": query_id, **_summary(_subset(ratings, rows=rows))})
+    for i, query_id in enumerate(queries.tolist()):
+        row: dict[str, Any] = {"query_id": query_id}
+        for key, values in stats.items():
+            value = values[i]
+            if values.dtype.kind == "i":
+                row[key] = int(value)
+            else:
+                row[key] = None if np.isnan(value) else float(value)
+        out.append(row)
     return out
 
 

@@ -210,3 +210,28 @@ def test_kendall_tau_b_matches_scipy(values):
         assert ours.value is None and ours.reason
     else:
         assert ours.value == pytest.approx(ref, abs=1e-12)
+
+
+@SETTINGS
+@given(data=ratings_matrices(), groups_seed=st.integers(0, 4))
+def test_grouped_agreement_equals_each_group_alone(data, groups_seed):
+    from ragjudge.metrics.agreement import grouped_agreement
+
+    m, scale = data
+    groups = (np.arange(len(m)) * (groups_seed + 1)) % 3
+    stats = grouped_agreement(Ratings.from_matrix(m, scale), groups)
+    for g in range(int(groups.max()) + 1):
+        part = Ratings.from_matrix(m[groups == g], scale)
+        rated = (~np.isnan(part.matrix)).sum(axis=1)
+        assert stats["units"][g] == (rated > 0).sum()
+        assert stats["pairable_units"][g] == (rated >= 2).sum()
+        for key, stat in (
+            ("percent_agreement", percent_agreement(part)),
+            ("krippendorff_alpha_nominal", krippendorff_alpha(part, "nominal")),
+            ("krippendorff_alpha_ordinal", krippendorff_alpha(part, "ordinal")),
+            ("gwet_ac1", gwet_ac1(part)),
+        ):
+            if stat.value is None:
+                assert np.isnan(stats[key][g]), key
+            else:
+                assert stats[key][g] == pytest.approx(stat.value, abs=1e-9), key

@@ -24,6 +24,9 @@ from ragjudge.services import agreement as svc
 from ragjudge.tui.widgets.literal import literal
 
 POLL_SECONDS = 3.0
+#: rows of the disputed table: a DataTable slows down past ~10^5 cells, and the largest
+#: spreads come first, so the rest can wait until these are adjudicated
+DISPUTED_ROWS = 500
 
 AGREEMENT_KEYS = (
     ("enter", "adjudicate", "adjudicate", "Adjudicate the disputed pair under the cursor."),
@@ -224,7 +227,8 @@ class AgreementScreen(Screen):
         table.clear()
         decided = self.decided
         self._disputed = []
-        for d in self.view.report.disputed:
+        disputed = self.view.report.disputed
+        for d in disputed[:DISPUTED_ROWS]:
             query_id, chunk_id = d.unit
             grades = ", ".join(f"{a}={g}" for a, g in d.grades.items())
             adjudicated = decided.get((query_id, chunk_id))
@@ -233,8 +237,9 @@ class AgreementScreen(Screen):
             self._disputed.append((query_id, chunk_id))
         if self._disputed:
             table.move_cursor(row=min(keep, len(self._disputed) - 1))
-        hint = (f"{len(self._disputed)} disputed pairs · Enter to adjudicate"
-                if self._disputed else "No disputed pairs: every pair judged twice has one grade.")
+        shown = "" if len(disputed) <= DISPUTED_ROWS else f" (the {DISPUTED_ROWS} largest shown)"
+        hint = (f"{len(disputed)} disputed pairs{shown} · Enter to adjudicate"
+                if disputed else "No disputed pairs: every pair judged twice has one grade.")
         self.query_one("#disputed-hint", Static).update(Text(hint))
 
     # -- actions -----------------------------------------------------------------------
