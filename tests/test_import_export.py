@@ -300,3 +300,48 @@ def test_progress_callback_sees_the_whole_file(tmp_path, project):
     result = import_run(project, path, progress=lambda done, total, what: calls.append((done, total, what)))
     assert result.added == 100 and result.run == "dense"
     assert calls and calls[-1][0] == calls[-1][1] == path.stat().st_size
+
+
+# -- hostile input through the command: exit 0, or exit 2 naming the file with nothing changed --
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SEEDS = {
+    "run": GOOD_RUN[:400],
+    "qrels": "q1 0 c01 3\nq1 0 c02 0\nq2 0 c05 1\n",
+    "labels": VALID_FILES["labels"][1],
+    "queries": VALID_FILES["queries"][1],
+    "chunks": VALID_FILES["chunks"][1],
+    "facets": VALID_FILES["facets"][1],
+    "nuggets": VALID_FILES["nuggets"][1],
+    "answers": VALID_FILES["answers"][1],
+}
+_SUFFIX = {"run": ".trec", "qrels": ".qrels", "labels": ".jsonl", "queries": ".jsonl", "chunks": ".csv",
+           "facets": ".jsonl", "nuggets": ".jsonl", "answers": ".jsonl"}
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(kind=st.sampled_from(sorted(_SEEDS)), cut=st.integers(0, 400), junk=st.binary(max_size=12),
+       gz=st.booleans(), nan=st.booleans())
+def test_fuzzed_files_through_the_command(tmp_path, capsys, project_db, kind, cut, junk, gz, nan):
+    data = _SEEDS[kind].encode()
+    if nan:
+        data = data.replace(b"0.5", b"nan").replace(b'"grade": 2', b'"grade": NaN')
+    data = data[:cut] + junk + data[cut:]
+    suffix = _SUFFIX[kind]
+    if gz:
+        packed = gzip.compress(data)
+        data, suffix = packed[: max(10, len(packed) - cut % 40)], suffix + ".gz"
+    path = tmp_path / f"fuzz-{kind}{suffix}"
+    path.write_bytes(data)
+    before = snapshot(project_db)
+    code, _, err = run_cli(capsys, "--db", project_db, "import", kind, str(path), "--name", "fz") \
+        if kind == "run" else run_cli(capsys, "--db", project_db, "import", kind, str(path))
+    assert "Traceback" not in err
+    if code == 2:
+        assert str(path) in err and err.count("\n") == 1
+        assert snapshot(project_db) == before
+    else:
+        assert code == 0, err

@@ -115,16 +115,9 @@ class Lines:
             finally:
                 raw.close()
             return
-        # An open file object: binary, or text already decoded.
-        if isinstance(source, io.TextIOBase) or (
-            hasattr(source, "encoding") and not hasattr(source, "buffer") and "b" not in getattr(source, "mode", "b")
-        ):
-            yield None, source  # type: ignore[misc]
-            return
-        if hasattr(source, "buffer") and isinstance(getattr(source, "buffer"), (io.BufferedIOBase, io.RawIOBase)):
-            # A text wrapper (sys.stdin): read its bytes so that decoding is ours.
-            self._raw = source.buffer  # type: ignore[union-attr]
-            yield self._maybe_gzip(source.buffer), None  # type: ignore[union-attr]
+        # An open file object: text already decoded by its wrapper, or bytes we decode.
+        if isinstance(source, io.TextIOBase):
+            yield None, source
             return
         self._raw = source  # type: ignore[assignment]
         yield self._maybe_gzip(source), None  # type: ignore[arg-type]
