@@ -324,3 +324,47 @@ def test_explain_shows_seed_000_ap_steps(tmp_path, capsys):
         assert text in out, text
     code, _, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "nope", "-m", "AP")
     assert code == 2 and "nope" in err
+
+
+def test_eval_jsonl_runs_and_qrels(tmp_path, capsys):
+    q = _write(tmp_path / "qrels.jsonl", "".join(
+        json.dumps({"query_id": "s0", "chunk_id": f"c{i}", "grade": g}) + "\n"
+        for i, g in zip(range(1, 11), [2, 0, 1, 0, 2, 0, 0, 1, 0, 0])))
+    ranked = _write(tmp_path / "ranked.jsonl", json.dumps(
+        {"query_id": "s0", "chunks": [f"c{i}" for i in range(1, 11)]}) + "\n")
+    # scored lines in shuffled order: ordered by score, as a TREC run
+    scored = _write(tmp_path / "scored.jsonl", "".join(
+        json.dumps({"query_id": "s0", "chunk_id": f"c{i}", "score": 11 - i}) + "\n"
+        for i in (4, 2, 9, 1, 10, 3, 5, 8, 7, 6)))
+    trec = _write(tmp_path / "trec.trec", SEED_RUN)
+    code, out, err = _run(capsys, "eval", "--qrels", q, "--run", ranked, "--run", scored,
+                          "--run", trec, "-m", "AP,nDCG@5,RR", "--format", "json")
+    assert code == 0, err
+    runs = json.loads(out)["runs"]
+    assert runs["ranked"] == runs["scored"] == runs["trec"]
+    assert runs["ranked"]["aggregate"]["AP"] == pytest.approx(0.6917, abs=5e-5)
+
+
+def test_eval_input_errors_exit_2_without_traceback(tmp_path, capsys):
+    q = _write(tmp_path / "qrels.trec", SEED_QRELS)
+    bad_run = _write(tmp_path / "bad.trec", "s0 Q0 c1 1 high t\n")
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", bad_run)
+    assert code == 2 and "bad.trec" in err and "line 1" in err and "Traceback" not in err
+    dup = _write(tmp_path / "dup.trec", "s0 Q0 c1 1 2 t\ns0 Q0 c1 2 1 t\n")
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", dup)
+    assert code == 2 and "twice" in err
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", str(tmp_path / "none.trec"))
+    assert code == 2 and "none.trec" in err
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", q, "--run", q)
+    assert code == 2 and "--name" in err
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", q, "--format", "xml")
+    assert code == 2 and "--format" in err
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", q, "--rule", "median")
+    assert code == 2 and "--rule" in err
+
+
+@pytest.mark.parametrize("command", ["eval", "compare", "gate", "explain"])
+def test_help_has_examples(capsys, command):
+    code, out, _ = _run(capsys, command, "--help")
+    assert code == 0
+    assert "Examples" in out and f"ragjudge {command}" in out
