@@ -223,14 +223,15 @@ def _print_annotators(rows: list[dict]) -> None:
 def _print_verdict(data: dict) -> None:
     console.print(f"[bold]Does disagreement change the verdict?[/] ({len(data['runs'])} runs)")
     table = Table(title="per measure: rankings of runs under each annotator's qrels", title_justify="left")
-    for col in ("measure", "min Kendall τ", "mean τ", "largest change", "run", "qrels"):
-        table.add_column(col, justify="left" if col in ("measure", "run", "qrels") else "right")
+    for col in ("measure", "min Kendall τ", "mean τ", "largest change", "run", "qrels", "winner"):
+        table.add_column(col, justify="left" if col in ("measure", "run", "qrels", "winner") else "right")
     for m in data["measures"]:
         change = m["largest_change"]
         table.add_row(
             safe(m["measure"]), _fmt(m["min_tau"], m.get("tau_reason")), _fmt(m["mean_tau"]),
             _fmt(change["delta"]) if change else "-", safe(change["run"]) if change else "-",
             safe(change["qrels"]) if change else "-",
+            safe(m["winner"].get("gold") or "-") + (" [bold red](changes)[/]" if m["winner_changes"] else ""),
         )
     console.print(table)
 

@@ -128,3 +128,21 @@ async def _live(project) -> None:  # noqa: ANN001
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, AgreementScreen)
+
+
+def test_the_app_opens_the_agreement_screen_on_a(project):
+    from ragjudge.tui import make_app
+
+    _seed(project)
+
+    async def drive() -> None:
+        app = make_app(project)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("a")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert isinstance(app.screen, AgreementScreen)
+            assert "Gwet's AC1" in _text(app.screen, "#overview-body")
+
+    asyncio.run(drive())
