@@ -38,7 +38,7 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
-def highlighted(value: object, terms: list[str], style: str = "bold reverse") -> Text:
+def highlighted(value: object, terms: list[str], style: str = "reverse") -> Text:
     """The text with whole-word, case-insensitive matches of ``terms`` styled."""
     text = literal(value)
     if terms:

@@ -1,0 +1,146 @@
+"""Regenerate screenshots/*.png of the app's screens on the demo project.
+
+    /work/venv/bin/python screenshots/make_screenshots.py            # every scenario
+    /work/venv/bin/python screenshots/make_screenshots.py judge help # some of them
+
+Each scenario opens the app the way the CLI does (``ragjudge.tui.make_app``), presses keys, and
+saves an SVG screenshot that cairosvg turns into a PNG (cairosvg keeps Textual's layout). To add a
+screen, append a :class:`Scenario` to ``SCENARIOS``: a file name, the app's options, the keys to
+press, and optionally a ``prepare(project)`` that writes what the screen needs to show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SIZE = (120, 40)
+
+
+@dataclass
+class Scenario:
+    name: str
+    """The PNG's file name without extension."""
+    options: dict = field(default_factory=dict)
+    """Arguments of make_app: annotator, start ('home' or 'judge'), queue options."""
+    keys: tuple[str, ...] = ()
+    prepare: Callable | None = None
+    needs: str | None = None
+    """A module the screen lives in; the scenario is left out while it does not exist."""
+
+
+def _seen(name: str) -> Callable:
+    def prepare(project) -> None:  # noqa: ANN001
+        from ragjudge.services.judging import mark_guidelines_seen
+
+        mark_guidelines_seen(project, name)
+
+    return prepare
+
+
+FACET_QUERY = ["m01"]  # a demo query with facets and nuggets
+
+
+def _judged_a_few(project) -> None:  # noqa: ANN001
+    """dana has judged six pairs of m01, flagged one, marked a facet and a nugget; the screen is
+    back on it."""
+    from ragjudge.services import judging as J
+
+    _seen("dana")(project)
+    queue = J.JudgingQueue(project, "dana", queries=FACET_QUERY)
+    view = queue.first()
+    for grade in (3, 1, 0, 2, 2, 1):
+        J.record_label(project, annotator="dana", query_id=view.query_id, chunk_id=view.chunk_id,
+                       grade=grade, duration_ms=9000)
+        queue.note_event(view.query_id, view.chunk_id,
+                         J.current_label(project, "dana", view.query_id, view.chunk_id))
+        last = view
+        view = queue.after(view.position)
+    J.flag_pair(project, annotator="dana", query_id=last.query_id, chunk_id=last.chunk_id,
+                note="the chunk contradicts the policy page")
+    facets = J.facets_for(project, last.query_id)
+    if facets:
+        J.set_facet_link(project, annotator="dana", facet_id=facets[0].id, chunk_id=last.chunk_id,
+                         covered=True)
+    nuggets = J.nuggets_for(project, last.query_id)
+    if nuggets:
+        J.set_nugget_support(project, annotator="dana", nugget_id=nuggets[0].id,
+                             chunk_id=last.chunk_id, support="partial")
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario("home", {"annotator": "dana"}),
+    Scenario("guidelines", {"annotator": "dana", "start": "judge"}),
+    Scenario("judge", {"annotator": "dana", "start": "judge"}, prepare=_seen("dana")),
+    Scenario("judge-earlier-label", {"annotator": "dana", "start": "judge", "queries": FACET_QUERY},
+             keys=("left",), prepare=_judged_a_few),
+    Scenario("judge-show-source", {"annotator": "dana", "start": "judge", "show_source": True,
+                                   "order": "query"}, prepare=_seen("dana")),
+    Scenario("facets", {"annotator": "dana", "start": "judge", "queries": FACET_QUERY},
+             keys=("left", "g"), prepare=_judged_a_few),
+    Scenario("help", {"annotator": "dana", "start": "judge"}, keys=("question_mark",), prepare=_seen("dana")),
+    Scenario("find", {"annotator": "dana", "start": "judge"}, keys=("slash", *"refund"), prepare=_seen("dana")),
+    Scenario("name", {"start": "judge"}),
+    Scenario("app-evaluation", {"annotator": "dana"}, keys=("e",), needs="ragjudge.tui.screens.evaluation"),
+    Scenario("app-agreement", {"annotator": "dana"}, keys=("a",), needs="ragjudge.tui.screens.agreement"),
+]
+
+
+async def shoot(scenario: Scenario, db: str, out: Path) -> Path:
+    from textual.widgets import Input
+
+    from ragjudge.services.project import Project
+    from ragjudge.tui import make_app
+
+    with Project.open(db) as project:
+        if scenario.prepare is not None:
+            scenario.prepare(project)
+        app = make_app(project, **scenario.options)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            for key in scenario.keys:
+                await pilot.press(key)
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.3)
+            for widget in app.screen.query(Input):
+                widget.cursor_blink = False
+            await pilot.pause()
+            svg = out / f"{scenario.name}.svg"
+            app.save_screenshot(svg.name, str(out))
+    png = out / f"{scenario.name}.png"
+    import cairosvg
+
+    cairosvg.svg2png(url=str(svg), write_to=str(png))
+    svg.unlink()
+    return png
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="scenarios to render (default: all)")
+    parser.add_argument("--out", type=Path, default=HERE)
+    args = parser.parse_args(argv)
+    from ragjudge.services.demo import build_demo
+
+    chosen = [s for s in SCENARIOS if not args.names or s.name in args.names]
+    with tempfile.TemporaryDirectory() as tmp:
+        for scenario in chosen:
+            if scenario.needs and importlib.util.find_spec(scenario.needs) is None:
+                print(f"skipped {scenario.name}: {scenario.needs} does not exist yet")
+                continue
+            db = str(Path(tmp) / f"{scenario.name}.db")
+            build_demo(db)  # a fresh demo project per scenario, so they do not see each other
+            print(shoot_path := asyncio.run(shoot(scenario, db, args.out)))
+            del shoot_path
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
