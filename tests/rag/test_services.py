@@ -196,3 +196,42 @@ def test_rows_follow_the_given_order_and_str_matrices(rag_project):
     str_matrix = np.array([[c.decode() for c in row] for row in matrix[::-1]], dtype=object)
     facets = rag_extras(rag_project, "bm25", order, str_matrix, ["Coverage@10"])["facets"]
     assert coverage(facets, 10)[order.index("q1")] == pytest.approx(2 / 3)
+
+
+def test_end_to_end_through_evaluate(rag_project):
+    """Gold qrels and the stored run from the project, the extras from ``rag_extras`` (not
+    aligned: each kernel aligns them), every RAG measure by name."""
+    from ragjudge.metrics.evaluate import evaluate
+    from ragjudge.services.evaluation import project_qrels, project_run
+    from ragjudge.store.schema import Label
+
+    def judge(session) -> None:  # noqa: ANN001
+        for q in ("q1", "q2", "q3", "q4"):
+            session.add(Label(query_id=q, chunk_id="c05", annotator="alice", grade=1))
+
+    rag_project.write(judge)
+    qrels, rule = project_qrels(rag_project)
+    run = project_run(rag_project, "bm25")
+    measures = ["Coverage@5", "Coverage@10", "NuggetRecall(strict,vital)@5", "NuggetRecall(all)@5",
+                "NuggetRecall(weighted)@5", "ContextRecall@10", "EntityRecall@10", "EntityRecall@5",
+                "Attribution@10", "Attribution@3", "P@1"]
+    extras = rag_extras(rag_project, "bm25", measures=measures, rule=rule)
+    assert set(extras) == {"facets", "nuggets", "claims", "entities", "citations"}
+    result = evaluate(qrels, run, measures, extras=extras)
+    pq = result.per_query()
+    assert pq["q1"]["Coverage@5"] == pytest.approx(2 / 3)
+    assert pq["q1"]["NuggetRecall(strict,vital)@5"] == pytest.approx(0.5)
+    assert pq["q1"]["NuggetRecall(all)@5"] == pytest.approx(2 / 3)
+    assert pq["q1"]["NuggetRecall(weighted)@5"] == pytest.approx(2.5 / 4)
+    assert pq["q1"]["ContextRecall@10"] == pytest.approx(0.5)
+    assert pq["q1"]["EntityRecall@10"] == pytest.approx(2 / 3)
+    assert pq["q3"]["EntityRecall@5"] == 1.0
+    assert pq["q1"]["Attribution@10"] == pytest.approx(0.2)
+    assert pq["q1"]["Attribution@3"] == pytest.approx(2 / 3)
+    assert pq["q3"]["Attribution@10"] == 0.0
+    agg, undefined = result.aggregate(), result.undefined()
+    assert undefined["Coverage@5"] == 3 and agg["Coverage@5"] == pytest.approx(2 / 3)
+    assert undefined["EntityRecall@5"] == 2
+    assert agg["EntityRecall@5"] == pytest.approx((2 / 3 + 1) / 2)
+    assert undefined["Attribution@10"] == 2  # q2 (another run's answer) and q4 (no answer)
+    assert undefined["P@1"] == 0
