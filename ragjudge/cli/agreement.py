@@ -413,8 +413,8 @@ def quality(
     for row in fast:
         per[row["annotator"]] = per.get(row["annotator"], 0) + 1
     table = Table(title="label quality per annotator", title_justify="left")
-    for col in ("annotator", "too fast", "mean grade 1st half", "2nd half", "drifting",
-                "rechecks", "self-agreement"):
+    for col in ("annotator", "too fast", "mean 1st half", "2nd half", "drift", "rechecks",
+                "self-agree"):
         table.add_column(col, justify="left" if col == "annotator" else "right")
     drift = {d["annotator"]: d for d in data["grade_drift"]}
     selfs = {s["annotator"]: s for s in data["self_agreement"]}

@@ -125,6 +125,8 @@ async def _live(project) -> None:  # noqa: ANN001
         assert "5 pairs judged" in _text(screen, "#overview-body")
         await pilot.press("n")
         assert "ann" in _text(screen, "#by-annotator-body")
+        await pilot.press("l")
+        assert "self-agreement" in _text(screen, "#quality-body")
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, AgreementScreen)

@@ -35,6 +35,7 @@ AGREEMENT_KEYS = (
     ("b", "tab('by-query')", "by query", "Agreement per query."),
     ("n", "tab('by-annotator')", "by annotator", "Each annotator against the others."),
     ("d", "tab('disputed')", "disputed", "Pairs the annotators disagree on, largest spread first."),
+    ("l", "tab('quality')", "label quality", "Too-fast labels, drifting grades, self-agreement on re-checks."),
     ("r", "refresh", "refresh", "Compute again now."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
@@ -64,9 +65,11 @@ class AgreementScreen(Screen):
     class Computed(Message):
         """A fresh agreement view, computed in a worker."""
 
-        def __init__(self, view: svc.AgreementView, decided: dict, stamp: tuple[int, int]) -> None:
+        def __init__(self, view: svc.AgreementView, decided: dict, quality: dict,
+                     stamp: tuple[int, int]) -> None:
             super().__init__()
             self.view = view
+            self.quality = quality
             self.decided = decided
             self.stamp = stamp
 
@@ -99,6 +102,9 @@ class AgreementScreen(Screen):
             with TabPane("disputed", id="disputed"):
                 yield Static(id="disputed-hint")
                 yield DataTable(id="disputed-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("label quality", id="quality"):
+                with VerticalScroll():
+                    yield Static(id="quality-body")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -118,7 +124,8 @@ class AgreementScreen(Screen):
         if not force and stamp == self.stamp:
             return
         view = svc.project_agreement(self.project)
-        self.post_message(self.Computed(view, svc.adjudicated_grades(self.project), stamp))
+        self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
+                                        svc.label_quality(self.project), stamp))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
@@ -129,6 +136,7 @@ class AgreementScreen(Screen):
         self._show_by_query()
         self._show_by_annotator()
         self._show_disputed()
+        self._show_quality(message.quality)
 
     # -- panes -------------------------------------------------------------------------
 
@@ -241,6 +249,29 @@ class AgreementScreen(Screen):
         hint = (f"{len(disputed)} disputed pairs{shown} · Enter to adjudicate"
                 if disputed else "No disputed pairs: every pair judged twice has one grade.")
         self.query_one("#disputed-hint", Static).update(Text(hint))
+
+    def _show_quality(self, quality: dict) -> None:
+        fast: dict[str, int] = {}
+        for row in quality["fast_labels"]:
+            fast[row["annotator"]] = fast.get(row["annotator"], 0) + 1
+        drift = {d["annotator"]: d for d in quality["grade_drift"]}
+        selfs = {s["annotator"]: s for s in quality["self_agreement"]}
+        table = Table(header_style="bold", box=None)
+        for col in ("annotator", "too fast", "mean grade 1st half", "2nd half", "drifting",
+                    "re-checks", "self-agreement"):
+            table.add_column(col, justify="left" if col == "annotator" else "right")
+        for name in sorted(set(drift) | set(fast) | set(selfs)):
+            d, s = drift.get(name, {}), selfs.get(name)
+            table.add_row(literal(name), str(fast.get(name, 0)), _num(d.get("mean_first")),
+                          _num(d.get("mean_second")),
+                          Text("yes", style="bold yellow") if d.get("drifting") else Text("no"),
+                          str(s["rechecks"]) if s else "0",
+                          _num(s["self_agreement"]) if s else Text("–", style="dim"))
+        note = Text("too fast: quicker than reading the chunk allows (75 characters a second, "
+                    "0.7 s at least); drifting: the mean grade moved by half a grade or more, or "
+                    "the grade distribution by a quarter, between the first and second half of an "
+                    "annotator's labels.", style="dim")
+        self.query_one("#quality-body", Static).update(Group(table, Text(""), note))
 
     # -- actions -----------------------------------------------------------------------
 
