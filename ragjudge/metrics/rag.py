@@ -758,11 +758,11 @@ def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
         return cache[key]
     value = ctx.extras[key]
     if isinstance(value, ItemLabels):
-        value = value.align(ctx.query_ids, ctx.positions)
+        value = value.align(ctx.query_ids, _context_positions(ctx))
     elif isinstance(value, EntityLabels):
         value = value.align(ctx.query_ids, ctx.chunk_ids)
     elif isinstance(value, CitationLabels):
-        value = value.align(ctx.query_ids, ctx.n_ret, ctx.positions)
+        value = value.align(ctx.query_ids, ctx.n_ret, _context_positions(ctx))
     want = Citations if key == "citations" else ItemSupport
     if not isinstance(value, want):
         raise UsageError(f"extras[{key!r}] must be a {want.__name__} or a "
@@ -772,6 +772,23 @@ def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
                          f"has {ctx.n_queries}; align it with the evaluated queries.")
     cache[key] = value
     return value
+
+
+def _context_positions(ctx: Any):  # noqa: ANN202
+    """``ctx.positions`` with the chunk ids encoded at the width of the run's ids.
+
+    The context finds a (query, chunk) pair by a hash of the id's fixed-width bytes, so ids must
+    have the run's width; an id longer than every id of the run cannot be in it."""
+    width = ctx.chunk_ids.dtype.itemsize
+
+    def positions(qids: Sequence[str], chunks: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        encoded = [_as_str(c).encode("utf-8") for c in chunks]
+        fits = np.array([len(e) <= width for e in encoded], dtype=bool)
+        ids = np.array([e if ok else b"" for e, ok in zip(encoded, fits)], dtype=f"S{width}")
+        rows, cols = ctx.positions(list(qids), ids)
+        return rows, np.where(fits, cols, -1)
+
+    return positions
 
 
 _FLAG = lambda doc: Param(bool, False, flag=True, doc=doc)  # noqa: E731

@@ -156,3 +156,16 @@ def test_aligned_item_support_is_accepted():
     support = ItemSupport(np.ones((1, 2), dtype=bool), rows=[0], ranks=[4], items=[1], levels=[FULL])
     agg = evaluate(qrels, run, ["Coverage@3", "Coverage@4"], extras={"facets": support}).aggregate()
     assert agg == {"Coverage@3": 0.0, "Coverage@4": 0.5}
+
+
+def test_label_chunk_ids_wider_than_the_runs():
+    # the labels name a chunk whose id is longer than any id of the run: the others must still
+    # be found (ids are matched on fixed-width bytes)
+    qrels, run = seed_inputs()
+    facets = ItemLabels(["eiffel"] * 2, support_items=[0, 1],
+                        support_chunks=["c3", "a-chunk-id-longer-than-any-in-the-run"],
+                        support_levels=[FULL, FULL])
+    assert evaluate(qrels, run, ["Coverage@3"], extras={"facets": facets})["Coverage@3"] == 0.5
+    wide = Run.from_ranked({"eiffel": ["a-chunk-id-longer-than-any-in-the-run", "c3"]})
+    short = ItemLabels(["eiffel"], support_items=[0], support_chunks=["c3"], support_levels=[FULL])
+    assert evaluate(qrels, wide, ["Coverage@2"], extras={"facets": short})["Coverage@2"] == 1.0
