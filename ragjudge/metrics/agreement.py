@@ -176,7 +176,10 @@ class Ratings:
                     line=int(dup) + 1 if source else None,
                     field="grade",
                 )
-        matrix.ravel()[flat] = grades  # on repeats numpy keeps the last assignment
+        # the last position of each (unit, annotator) wins: unique over the reversed order
+        _, last_rev = np.unique(flat[::-1], return_index=True)
+        last = len(flat) - 1 - last_rev
+        matrix.ravel()[flat[last]] = grades[last]
         return cls.from_matrix(
             matrix,
             (lo, hi),

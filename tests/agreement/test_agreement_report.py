@@ -217,3 +217,11 @@ def test_no_annotators_at_all():
     d = agreement_report(np.empty((0, 0)), scale=(0, 3)).to_dict()
     assert d["units"] == 0 and d["pairwise"] == [] and d["disputed"] == []
     assert d["gwet_ac1"] is None and d["undefined"]["gwet_ac1"]
+
+
+def test_last_duplicate_wins_whatever_the_order():
+    units = ["u1"] * 5 + ["u2"]
+    annotators = ["ann"] * 5 + ["ann"]
+    grades = [0, 3, 1, 2, 1, 0]
+    r = Ratings.from_long(units, annotators, grades, (0, 3), duplicates="last")
+    np.testing.assert_array_equal(r.matrix[:, 0], [1, 0])
