@@ -1,0 +1,873 @@
+"""Live evaluation: every run of a project scored against its gold qrels, kept current as labels
+arrive — recomputing only the queries a new label touches.
+
+State (:class:`LiveEvaluation`), built once by :meth:`LiveEvaluation.load`:
+
+- the project's queries in the byte order of their ids (the row order of every evaluation
+  context, so that means summed here are bit-for-bit the means ``ragjudge eval`` prints);
+- every stored run, read once;
+- *views*: one qrels per aggregation rule in use — the gold rule, and each annotator's own
+  labels (``annotator:NAME``) for the between-annotator ranges — each with a (queries ×
+  measures) matrix of per-query values per run, NaN for queries its qrels do not judge.
+
+:meth:`LiveEvaluation.poll` reads the label events newer than the last one seen (any process may
+have written them), re-reads the current labels of just the queries they touch, rebuilds those
+queries' gold grades with the same rule code as :func:`ragjudge.services.qrels.gold_qrels`, and
+re-evaluates those queries only: all runs at once, each (run, query) as its own row of one small
+evaluation context. The aggregates are then column sums over the matrices.
+
+Everything the screen shows comes out as an immutable :class:`LiveSnapshot` (numbers that change
+on every label) and :class:`LiveDetails` (bootstrap intervals, agreement, pool coverage: slower,
+recomputed less often), so a worker thread can compute while the UI thread renders.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+
+from ragjudge.errors import UsageError
+from ragjudge.metrics import _keys
+from ragjudge.metrics.data import Qrels, Run
+from ragjudge.metrics.evaluate import EvalResult, evaluate
+from ragjudge.metrics.registry import parse_measure
+from ragjudge.metrics.significance import bootstrap_ci
+
+__all__ = [
+    "CURVE_K",
+    "MEASURES_SETTING",
+    "PR_LEVELS",
+    "LiveDetails",
+    "LiveEvaluation",
+    "LiveSnapshot",
+    "QueryRows",
+    "saved_measures",
+    "save_measures",
+]
+
+MEASURES_SETTING = "evaluation_measures"
+"""Project setting holding the measures the evaluation screen shows (a list of names)."""
+
+JUDGED = "Judged@10"
+CURVE_K = tuple(range(1, 21))
+PR_LEVELS = tuple(j / 10 for j in range(11))
+_PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
+_SEP = "\x1f"  # between run index and query id in the rows of an incremental context
+_MAX_ROW = b"\x00"  # a query never evaluated that carries the qrels' top grade (ERR's scale)
+SMALL_VIEW_CELLS = 200_000
+"""Up to this many (query x column) cells a view's sums are recomputed exactly after every
+update (well under a millisecond); beyond, running sums are kept and made exact again by
+:meth:`LiveEvaluation.resync` (the details pass)."""
+
+
+def saved_measures(project) -> list[str]:  # noqa: ANN001
+    """The measures the project's evaluation screen shows (the default scorecard until saved)."""
+    from ragjudge.services.evaluation import DEFAULT_MEASURES
+
+    saved = project.get_setting(MEASURES_SETTING)
+    if isinstance(saved, list) and saved:
+        try:
+            for name in saved:
+                parse_measure(name)
+            return [str(n) for n in saved]
+        except UsageError:
+            pass
+    return list(DEFAULT_MEASURES)
+
+
+def save_measures(project, measures: Sequence[str]) -> None:  # noqa: ANN001
+    """Keep the evaluation screen's measures in the project (checked first)."""
+    for name in measures:
+        parse_measure(name)
+    project.set_settings({MEASURES_SETTING: list(measures)})
+
+
+# -- snapshots the screen renders ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryRows:
+    """Per-query values of one measure for every run, with each query's facts."""
+
+    measure: str
+    query_ids: list[str]
+    values: dict[str, np.ndarray]
+    """run -> value per query (NaN: undefined)"""
+    categories: list[str | None]
+    judged: np.ndarray
+    """gold-judged pairs of each query"""
+
+
+@dataclass(frozen=True)
+class LiveSnapshot:
+    """What changes with every label: aggregates, ranges, curves, one per-query column."""
+
+    version: int
+    rule: str
+    threshold: int
+    measures: list[str]
+    run_names: list[str]
+    means: dict[str, dict[str, float]]
+    """run -> measure -> mean over the judged queries (``ragjudge eval``'s number)"""
+    judged_at_10: dict[str, float]
+    unjudged_top10: dict[str, int]
+    """run -> unjudged chunks in its top 10 over the judged queries (score is a lower bound)"""
+    n_queries: int
+    n_queries_total: int
+    gold_pairs: int
+    labels_used: int
+    annotators: list[str]
+    ranges: dict[str, dict[str, tuple[float, float]]]
+    """run -> measure -> (min, max) of the mean over the annotators' own qrels"""
+    curve: str
+    curve_values: dict[str, list[float]]
+    pr_values: dict[str, list[float]]
+    updated_at: datetime
+    touched: tuple[str, ...]
+    compute_ms: float
+    rows: QueryRows | None = None
+    strata: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    """stratum -> run -> measure -> mean (for the field asked for)"""
+    strata_sizes: dict[str, int] = field(default_factory=dict)
+    strata_field: str | None = None
+
+
+@dataclass(frozen=True)
+class LiveDetails:
+    """What is slower and may lag a little: intervals, agreement, pool coverage."""
+
+    version: int
+    intervals: dict[str, dict[str, tuple[float, float]]]
+    """run -> measure -> (low, high), the 95 % bootstrap interval of the mean"""
+    resamples: int
+    pool_pairs: int
+    pool_judged: int
+    alpha_ordinal: float | None
+    alpha_nominal: float | None
+    mean_kappa: float | None
+    disputed: int
+    disputed_by_query: dict[str, int]
+
+
+# -- the engine ------------------------------------------------------------------------------
+
+
+@dataclass
+class _View:
+    rule: str
+    measures: list[str]
+    judgments: dict[str, dict[str, int]] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    present: np.ndarray | None = None
+    max_grade: int = 0
+    totals: dict[str, np.ndarray] = field(default_factory=dict)
+    """run -> per column: sum of the defined values (exact after a full pass, then running)"""
+    counts: dict[str, np.ndarray] = field(default_factory=dict)
+    """run -> per column: queries where the value is defined"""
+
+    def resum(self) -> None:
+        """Column sums in query order, as :attr:`EvalResult.means` adds them (bit for bit)."""
+        for name, matrix in self.values.items():
+            defined = ~np.isnan(matrix)
+            self.counts[name] = defined.sum(axis=0)
+            self.totals[name] = np.where(defined, matrix, 0.0).sum(axis=0)
+
+    def add_rows(self, rows: np.ndarray, sign: float) -> None:
+        for name, matrix in self.values.items():
+            part = matrix[rows]
+            defined = ~np.isnan(part)
+            self.counts[name] = self.counts[name] + int(sign) * defined.sum(axis=0)
+            self.totals[name] = self.totals[name] + sign * np.where(defined, part, 0.0).sum(axis=0)
+
+
+def _err_like(measures: Iterable[Any]) -> bool:
+    return any(m.definition.name.startswith("ERR") and m.get("max_grade") is None for m in measures)
+
+
+class LiveEvaluation:
+    """Every run of ``project`` scored against its gold qrels, updated per touched query.
+
+    Thread safety: one thread drives it (:meth:`load`, :meth:`poll`, the setters); snapshots
+    are immutable copies that any thread may read.
+    """
+
+    def __init__(self, project, *, measures: Sequence[str] | None = None,  # noqa: ANN001
+                 rule: str | None = None, threshold: int | None = None, curve: str = "nDCG",
+                 ranges: bool = True, resamples: int = 2_000) -> None:
+        from ragjudge.services.qrels import check_rule
+
+        self.project = project
+        self.rule = check_rule(rule or project.rule)
+        self.threshold = project.scale.threshold if threshold is None else int(threshold)
+        self.measures = list(measures) if measures else saved_measures(project)
+        for m in self.measures:
+            parse_measure(m)
+        self.curve = self._check_curve(curve)
+        self.with_ranges = ranges
+        self.resamples = resamples
+        self.lock = threading.RLock()
+        self.version = 0
+        self.stamp = (0, 0)
+        self.touched: tuple[str, ...] = ()
+        self.compute_ms = 0.0
+        self.updated_at = datetime.now(timezone.utc)
+        self.views: dict[str, _View] = {}
+        self.runs: dict[str, Run] = {}
+        self._loaded = False
+
+    # -- settings --------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_curve(curve: str) -> str:
+        base = curve.strip().split("@", 1)[0]
+        probe = parse_measure(f"{base}@1")
+        if probe.definition.cutoff_kind is not int:
+            raise UsageError(f"{base} takes no @k cutoff; curves are drawn for @k measures.")
+        return base
+
+    def set_rule(self, rule: str) -> None:
+        from ragjudge.services.qrels import check_rule
+
+        self.rule = check_rule(rule)
+        self.recompute()
+
+    def set_measures(self, measures: Sequence[str]) -> None:
+        for m in measures:
+            parse_measure(m)
+        self.measures = list(dict.fromkeys(measures))
+        self.recompute()
+
+    def set_curve(self, curve: str) -> None:
+        self.curve = self._check_curve(curve)
+        self.recompute()
+
+    # -- columns ---------------------------------------------------------------------------
+
+    def _gold_measures(self) -> list[str]:
+        curve = [f"{self.curve}@{k}" for k in CURVE_K]
+        return list(dict.fromkeys([*self.measures, JUDGED, *curve, *_PR_NAMES]))
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read queries and runs, then evaluate everything (:meth:`recompute`)."""
+        from ragjudge.services.evaluation import project_run, project_run_names
+        from ragjudge.store.schema import Query
+
+        with self.lock:
+            with self.project.connect() as connection:
+                rows = connection.execute(select(Query.id, Query.category, Query.meta)).all()
+            ids = _keys.as_ids([r[0] for r in rows])
+            order = np.lexsort(_keys.words(ids).T[::-1]) if len(ids) else np.zeros(0, dtype=int)
+            self.query_bytes = ids[order]
+            self.query_ids = [rows[i][0] for i in order]
+            self.categories = [rows[i][1] for i in order]
+            self.meta = [rows[i][2] if isinstance(rows[i][2], dict) else {} for i in order]
+            self.row = {q: i for i, q in enumerate(self.query_ids)}
+            self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
+            self.run_rows: dict[str, np.ndarray] = {}
+            self.run_lengths: dict[str, np.ndarray] = {}
+            for name, run in self.runs.items():
+                rr = _keys.lookup(run.query_id_bytes, self.query_bytes)
+                self.run_rows[name] = rr
+                lengths = np.diff(run.offsets)
+                self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
+            self._loaded = True
+            self.recompute()
+
+    def fields(self) -> list[str]:
+        """Query fields to stratify by: ``category`` and every key of the queries' meta."""
+        keys: dict[str, None] = {"category": None}
+        for meta in self.meta:
+            for key in meta:
+                keys.setdefault(str(key), None)
+        return list(keys)
+
+    def recompute(self) -> None:
+        """Evaluate every view on every query from the labels in the database now."""
+        from ragjudge.services.qrels import adjudications, aggregate, current_labels
+        from ragjudge.services.agreement import labels_stamp
+
+        if not self._loaded:
+            self.load()
+            return
+        with self.lock:
+            t0 = time.perf_counter()
+            self.stamp = labels_stamp(self.project)
+            with self.project.connect() as connection:
+                labels = current_labels(connection)
+                decided = adjudications(connection)
+            self.labels_used = len(labels)
+            qs, counts = np.unique(labels.query_ids.astype(str), return_counts=True) if len(labels) else ([], [])
+            self.label_rows = dict(zip(list(qs), [int(c) for c in counts]))
+            self.annotators = sorted(set(labels.annotators.tolist()))
+            self.views = {}
+            for rule in self._rules():
+                merged = {(q, c): g for q, c, g in aggregate(labels, rule)}
+                merged.update(decided)
+                view = self._new_view(rule)
+                for (q, c), g in merged.items():
+                    view.judgments.setdefault(q, {})[c] = g
+                self._full(view)
+                self.views[rule] = view
+            self.touched = ()
+            self._stamp_done(t0)
+
+    def _rules(self) -> list[str]:
+        rules = [self.rule]
+        if self.with_ranges:
+            rules += [f"annotator:{a}" for a in self.annotators if f"annotator:{a}" != self.rule]
+        return rules
+
+    def _new_view(self, rule: str) -> _View:
+        measures = self._gold_measures() if rule == self.rule else list(self.measures)
+        n = len(self.query_ids)
+        view = _View(rule, measures, present=np.zeros(n, dtype=bool))
+        view.parsed = [parse_measure(m) for m in measures]  # type: ignore[attr-defined]
+        view.plain = [j for j, m in enumerate(view.parsed) if not m.needs]  # type: ignore[attr-defined]
+        view.rag = [j for j, m in enumerate(view.parsed) if m.needs]  # type: ignore[attr-defined]
+        for name in self.runs:
+            view.values[name] = np.full((n, len(measures)), np.nan)
+        return view
+
+    def _stamp_done(self, t0: float) -> None:
+        self.compute_ms = (time.perf_counter() - t0) * 1000
+        self.version += 1
+        self.updated_at = datetime.now(timezone.utc)
+
+    # -- evaluation of a view ----------------------------------------------------------------
+
+    def _qrels_of(self, view: _View, query_ids: Iterable[str]) -> Qrels:
+        q, c, g = [], [], []
+        for qid in query_ids:
+            for cid, grade in view.judgments.get(qid, {}).items():
+                q.append(qid)
+                c.append(cid)
+                g.append(grade)
+        chunks = _keys.as_ids(c)
+        width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
+        return Qrels(q, chunks.astype(f"S{width}"), np.array(g, dtype=np.int64))
+
+    def _full(self, view: _View) -> None:
+        qrels = self._qrels_of(view, sorted(view.judgments))
+        view.max_grade = int(qrels.max_grade) if len(qrels.grades) else 0
+        view.present[:] = False
+        if qrels.n_queries == 0:
+            for matrix in view.values.values():
+                matrix[:] = np.nan
+            view.resum()
+            return
+        plain = [view.parsed[j] for j in view.plain]  # type: ignore[attr-defined]
+        rag = [view.parsed[j] for j in view.rag]  # type: ignore[attr-defined]
+        rows = None
+        for name, run in self.runs.items():
+            matrix = view.values[name]
+            matrix[:] = np.nan
+            if plain:
+                result = evaluate(qrels, run, plain, threshold=self.threshold, queries="judged")
+                rows = self._rows(result.query_ids)
+                matrix[np.ix_(rows, view.plain)] = result.values
+            if rag:
+                result = self._rag(view, name, qrels, run, rag, "judged")
+                rows = self._rows(result.query_ids)
+                matrix[np.ix_(rows, view.rag)] = result.values
+        if rows is not None:
+            view.present[rows] = True
+        view.resum()
+
+    def _rows(self, query_ids: Iterable[str]) -> np.ndarray:
+        return np.fromiter((self.row[q] for q in query_ids), dtype=np.int64)
+
+    def _rag(self, view: _View, name: str, qrels: Qrels, run: Run, measures: list, queries: Any) -> EvalResult:
+        from ragjudge.services.evaluation import _project_extras
+
+        extras = _project_extras(self.project, name, qrels, run, measures, self.threshold,
+                                 queries, view.rule)
+        return evaluate(qrels, run, measures, threshold=self.threshold, queries=queries, extras=extras)
+
+    def _begin(self, view: _View, touched: list[str], judgments: dict[str, dict[str, int]]) -> list[str] | None:
+        """Take the touched queries' new judgments into ``view`` and clear their rows; returns
+        the touched queries still judged (to evaluate), or None when the whole view had to be
+        recomputed instead."""
+        for q in touched:
+            if judgments.get(q):
+                view.judgments[q] = judgments[q]
+            else:
+                view.judgments.pop(q, None)
+        if _err_like(view.parsed):  # type: ignore[attr-defined]
+            top = max((max(j.values()) for j in view.judgments.values() if j), default=0)
+            if top != view.max_grade:
+                self._full(view)  # ERR's scale is the qrels' top grade: every query moves
+                return None
+        rows = self._rows(touched)
+        if not self._small(view):
+            view.add_rows(rows, -1.0)
+        for name in self.runs:
+            view.values[name][rows] = np.nan
+        judged = [q for q in touched if q in view.judgments]
+        view.present[rows] = False
+        if judged:
+            view.present[self._rows(judged)] = True
+        return judged
+
+    def _finish(self, view: _View, touched: list[str]) -> None:
+        if self._small(view):
+            view.resum()
+        else:
+            view.add_rows(self._rows(touched), 1.0)
+
+    @staticmethod
+    def _small(view: _View) -> bool:
+        return view.present.size * len(view.measures) <= SMALL_VIEW_CELLS
+
+    def _evaluate_rag(self, view: _View, judged: list[str]) -> None:
+        if view.rag:  # type: ignore[attr-defined]
+            rag = [view.parsed[j] for j in view.rag]  # type: ignore[attr-defined]
+            qrels = self._qrels_of(view, judged)
+            for name in self.runs:
+                run = self._sub_run(name, judged)
+                result = self._rag(view, name, qrels, run, rag, judged)
+                view.values[name][np.ix_(self._rows(result.query_ids), view.rag)] = result.values  # type: ignore[attr-defined]
+
+    def _sub_run(self, name: str, query_ids: list[str]) -> Run:
+        run = self.runs[name]
+        rr = self.run_rows[name]
+        q, c = [], []
+        for qid in query_ids:
+            r = rr[self.row[qid]]
+            if r >= 0:
+                chunks = run.chunk_ids[run.offsets[r]:run.offsets[r + 1]]
+                q.append(np.full(len(chunks), qid.encode("utf-8")))
+                c.append(chunks)
+        if not q:
+            return Run([], [], None, ordered=True, name=name)
+        return Run(np.concatenate(q), np.concatenate(c), None, ordered=True, name=name)
+
+    def _evaluate_plain(self, jobs: list[tuple[_View, list[str]]]) -> None:
+        """Every (view, run, touched query) as one row of a single small evaluation context:
+        row ``"{v}\x1f{i}\x1f{query}"`` is run i on that query under view v's judgments."""
+        jobs = [(view, judged) for view, judged in jobs if judged and view.plain]  # type: ignore[attr-defined]
+        if not jobs:
+            return
+        if any(_err_like(view.parsed) for view, _ in jobs):  # type: ignore[attr-defined]
+            if len(jobs) > 1:  # one top grade per context: views one by one
+                for job in jobs:
+                    self._evaluate_plain([job])
+                return
+        columns: dict[str, int] = {}
+        parsed = []
+        for view, _ in jobs:
+            for j in view.plain:  # type: ignore[attr-defined]
+                label = view.measures[j]
+                if label not in columns:
+                    columns[label] = len(parsed)
+                    parsed.append(view.parsed[j])  # type: ignore[attr-defined]
+        names = list(self.runs)
+        qq: list[bytes] = []
+        qc: list[bytes] = []
+        qg: list[int] = []
+        rq: list[np.ndarray] = []
+        rc: list[np.ndarray] = []
+        wanted: list[bytes] = []
+        for v, (view, judged) in enumerate(jobs):
+            for qid in judged:
+                items = view.judgments[qid]
+                chunks = [c.encode("utf-8") for c in items]
+                grades = list(items.values())
+                row = self.row[qid]
+                for i, name in enumerate(names):
+                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode("utf-8")
+                    wanted.append(key)
+                    qq.extend([key] * len(chunks))
+                    qc.extend(chunks)
+                    qg.extend(grades)
+                    r = self.run_rows[name][row]
+                    if r >= 0:
+                        run = self.runs[name]
+                        ranked = run.chunk_ids[run.offsets[r]:run.offsets[r + 1]]
+                        rq.append(np.full(len(ranked), key))
+                        rc.append(ranked)
+        if _err_like(parsed):
+            qq.append(_MAX_ROW)
+            qc.append(_MAX_ROW)
+            qg.append(jobs[0][0].max_grade)
+        # one width for the chunk ids of both sides: the pair index compares them as words
+        qc_array = _keys.as_ids(qc)
+        width = max([qc_array.dtype.itemsize] + [a.dtype.itemsize for a in rc])
+        qrels = Qrels(np.array(qq), qc_array.astype(f"S{width}"), np.array(qg, dtype=np.int64))
+        if rq:
+            run = Run(np.concatenate(rq), np.concatenate([a.astype(f"S{width}") for a in rc]),
+                      None, ordered=True)
+        else:
+            run = Run([], [], None, ordered=True)
+        result = evaluate(qrels, run, parsed, threshold=self.threshold, queries=wanted)
+        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))  # type: ignore[attr-defined]
+                for view, _ in jobs]
+        for key, values in zip(result.query_ids, result.values):
+            v, i, qid = key.split(_SEP, 2)
+            view = jobs[int(v)][0]
+            cols, source = maps[int(v)]
+            view.values[names[int(i)]][self.row[qid], cols] = values[source]
+
+    # -- new labels --------------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Take in the label events and adjudications written since the last look (by any
+        process). Returns True when something changed (and the numbers were updated)."""
+        from ragjudge.services.agreement import labels_stamp
+        from ragjudge.store.schema import Adjudication, Label
+
+        stamp = labels_stamp(self.project)
+        if stamp == self.stamp:
+            return False
+        with self.lock:
+            t0 = time.perf_counter()
+            with self.project.connect() as connection:
+                events = connection.execute(
+                    select(Label.query_id, Label.annotator).where(Label.id > self.stamp[0]).distinct()
+                ).all()
+                decided = connection.execute(
+                    select(Adjudication.query_id).where(Adjudication.id > self.stamp[1]).distinct()
+                ).scalars().all()
+            touched = sorted({q for q, _ in events} | set(decided))
+            annotators = {a for _, a in events}
+            if any(q not in self.row for q in touched) or not annotators <= set(self.annotators):
+                self.recompute()  # a new query or annotator: rebuild the views
+                self.touched = tuple(touched)
+                return True
+            self._apply(touched, annotators, bool(decided))
+            self.stamp = stamp
+            self.touched = tuple(touched)
+            self._stamp_done(t0)
+            return True
+
+    def _apply(self, touched: list[str], annotators: set[str], adjudicated: bool) -> None:
+        from ragjudge.services.qrels import aggregate
+
+        labels, decided = self._current(touched)
+        jobs: list[tuple[_View, list[str]]] = []
+        for rule, view in self.views.items():
+            if rule != self.rule and not adjudicated and rule.split(":", 1)[1] not in annotators:
+                continue
+            merged = {(q, c): g for q, c, g in aggregate(labels, rule)}
+            merged.update(decided)
+            judgments: dict[str, dict[str, int]] = {}
+            for (q, c), g in sorted(merged.items()):
+                judgments.setdefault(q, {})[c] = g
+            judged = self._begin(view, touched, judgments)
+            if judged is not None:
+                jobs.append((view, judged))
+        self._evaluate_plain(jobs)
+        for view, judged in jobs:
+            self._evaluate_rag(view, judged)
+            self._finish(view, touched)
+
+    def _current(self, touched: list[str]):  # noqa: ANN202
+        """The current labels and adjudications of some queries (as services.qrels reads them
+        for the whole project)."""
+        from ragjudge.services.qrels import _to_arrays
+        from ragjudge.store.schema import Adjudication, Label
+
+        newest = (select(func.max(Label.id).label("id")).where(Label.query_id.in_(touched))
+                  .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
+        stmt = (select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
+                .join(newest, Label.id == newest.c.id).where(Label.grade.is_not(None))
+                .order_by(Label.query_id, Label.chunk_id, Label.annotator))
+        newest_adj = (select(func.max(Adjudication.id).label("id"))
+                      .where(Adjudication.query_id.in_(touched))
+                      .group_by(Adjudication.query_id, Adjudication.chunk_id).subquery())
+        with self.project.connect() as connection:
+            rows = connection.execute(stmt).all()
+            adj = connection.execute(
+                select(Adjudication.query_id, Adjudication.chunk_id, Adjudication.grade)
+                .join(newest_adj, Adjudication.id == newest_adj.c.id)).all()
+        for q in touched:
+            self.labels_used -= self.label_rows.pop(q, 0)
+        for q, *_ in rows:
+            self.label_rows[q] = self.label_rows.get(q, 0) + 1
+            self.labels_used += 1
+        return _to_arrays(rows), {(q, c): int(g) for q, c, g in adj}
+
+    # -- what the screen shows ---------------------------------------------------------------
+
+    def means(self, rule: str | None = None, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """run -> mean of each column over the judged queries (``rows``: a subset of them),
+        summed in query order like :attr:`EvalResult.means`."""
+        view = self.views[rule or self.rule]
+        out = {}
+        if rows is None:
+            for name in view.values:
+                count, total = view.counts[name], view.totals[name]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[name] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+            return out
+        for name, matrix in view.values.items():
+            m = matrix[rows]
+            defined = ~np.isnan(m)
+            count = defined.sum(axis=0)
+            total = np.where(defined, m, 0.0).sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[name] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        return out
+
+    def resync(self) -> None:
+        """Make every view's running sums exact again (column sums in query order)."""
+        with self.lock:
+            for view in self.views.values():
+                view.resum()
+
+    def snapshot(self, *, measure: str | None = None, by: str | None = None) -> LiveSnapshot:
+        """The numbers of the moment; ``measure`` adds its per-query column, ``by`` its strata."""
+        with self.lock:
+            gold = self.views[self.rule]
+            labels = gold.measures
+            means = self.means()
+            col = {m: j for j, m in enumerate(labels)}
+            agg = {n: {m: float(v[col[m]]) for m in self.measures} for n, v in means.items()}
+            judged10 = {n: float(v[col[JUDGED]]) for n, v in means.items()}
+            unjudged = {}
+            for name, matrix in gold.values.items():
+                shown = np.minimum(self.run_lengths[name], 10)
+                judged = np.rint(matrix[:, col[JUDGED]] * 10)
+                unjudged[name] = int(np.where(gold.present, shown - judged, 0).sum())
+            curve = {n: [float(v[col[f"{self.curve}@{k}"]]) for k in CURVE_K] for n, v in means.items()}
+            pr = {n: [float(v[col[p]]) for p in _PR_NAMES] for n, v in means.items()}
+            ranges = self._ranges() if self.with_ranges else {}
+            rows = self._query_rows(measure) if measure else None
+            strata, sizes = self._strata(by) if by else ({}, {})
+            return LiveSnapshot(
+                version=self.version, rule=self.rule, threshold=self.threshold,
+                measures=list(self.measures), run_names=list(self.runs), means=agg,
+                judged_at_10=judged10, unjudged_top10=unjudged,
+                n_queries=int(gold.present.sum()), n_queries_total=len(self.query_ids),
+                gold_pairs=sum(len(j) for j in gold.judgments.values()),
+                labels_used=self.labels_used, annotators=list(self.annotators), ranges=ranges,
+                curve=self.curve, curve_values=curve, pr_values=pr, updated_at=self.updated_at,
+                touched=self.touched, compute_ms=self.compute_ms, rows=rows, strata=strata,
+                strata_sizes=sizes, strata_field=by,
+            )
+
+    def _ranges(self) -> dict[str, dict[str, tuple[float, float]]]:
+        per_view = [self.means(rule) for rule in self.views if rule.startswith("annotator:")
+                    and self.views[rule].present.any()]
+        out: dict[str, dict[str, tuple[float, float]]] = {}
+        for name in self.runs:
+            out[name] = {}
+            if not per_view:
+                continue
+            stack = np.vstack([v[name][:len(self.measures)] for v in per_view])
+            for j, m in enumerate(self.measures):
+                column = stack[:, j][~np.isnan(stack[:, j])]
+                if len(column):
+                    out[name][m] = (float(column.min()), float(column.max()))
+        return out
+
+    def _query_rows(self, measure: str) -> QueryRows:
+        gold = self.views[self.rule]
+        j = gold.measures.index(measure)
+        rows = np.flatnonzero(gold.present)
+        return QueryRows(
+            measure=measure,
+            query_ids=[self.query_ids[r] for r in rows],
+            values={n: m[rows, j].copy() for n, m in gold.values.items()},
+            categories=[self.categories[r] for r in rows],
+            judged=np.array([len(gold.judgments.get(self.query_ids[r], ())) for r in rows]),
+        )
+
+    def strata_of(self, by: str) -> list[str]:
+        """Each query's stratum for ``by`` (``category`` or a meta key), as ``ragjudge eval --by``."""
+        from ragjudge.services.evaluation import _stratum
+
+        if by == "category":
+            return [_stratum(c) for c in self.categories]
+        return [_stratum(m.get(by)) for m in self.meta]
+
+    def _strata(self, by: str) -> tuple[dict, dict]:
+        from ragjudge.services.evaluation import NO_STRATUM
+
+        gold = self.views[self.rule]
+        labels = np.array(self.strata_of(by), dtype=object)
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        sizes: dict[str, int] = {}
+        present = gold.present
+        names = sorted(set(labels[present].tolist()), key=lambda s: (s == NO_STRATUM, s))
+        for stratum in names:
+            rows = np.flatnonzero(present & (labels == stratum))
+            means = self.means(rows=rows)
+            sizes[stratum] = len(rows)
+            out[stratum] = {n: {m: float(v[j]) for j, m in enumerate(self.measures)}
+                            for n, v in means.items()}
+        return out, sizes
+
+    def evaluation(self, runs: Sequence[str] | None = None):  # noqa: ANN201
+        """The gold view as a :class:`ragjudge.services.evaluation.Evaluation` of the shown
+        measures (what :func:`~ragjudge.services.evaluation.compare` takes)."""
+        from ragjudge.services.evaluation import Evaluation
+
+        with self.lock:
+            gold = self.views[self.rule]
+            rows = np.flatnonzero(gold.present)
+            qids = [self.query_ids[r] for r in rows]
+            cols = [gold.measures.index(m) for m in self.measures]
+            parsed = [gold.parsed[j] for j in cols]  # type: ignore[attr-defined]
+            results = {}
+            for name in runs or list(self.runs):
+                answered = self.run_lengths[name][rows] > 0
+                results[name] = EvalResult(name, qids, parsed, gold.values[name][np.ix_(rows, cols)].copy(),
+                                           answered, "judged", self.threshold)
+            first = next(iter(results.values()))
+            return Evaluation(measures=list(self.measures), results=results, query_ids=qids,
+                              averaging=first.averaging, queries_mode="judged",
+                              threshold=self.threshold, rule=self.rule,
+                              qrels_source=f"project {self.project.db}")
+
+    def details(self, *, resamples: int | None = None) -> LiveDetails:
+        """Bootstrap intervals of every mean, the annotators' agreement, pool coverage."""
+        with self.lock:
+            version = self.version
+            gold = self.views[self.rule]
+            rows = np.flatnonzero(gold.present)
+            cols = [gold.measures.index(m) for m in self.measures]
+            matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}
+            judged = {q: set(j) for q, j in gold.judgments.items()}
+        n = len(rows)
+        budget = resamples or self.resamples
+        if n * budget > 4_000_000:  # keep a refresh of 10,000 queries near a second
+            budget = max(200, 4_000_000 // max(n, 1))
+        intervals = {name: _intervals(matrix, self.measures, budget) for name, matrix in matrices.items()}
+        agreement = self._agreement()
+        pairs, covered = self._pool(judged)
+        return LiveDetails(version=version, intervals=intervals, resamples=budget,
+                           pool_pairs=pairs, pool_judged=covered, **agreement)
+
+    def _pool(self, judged: dict[str, set[str]]) -> tuple[int, int]:
+        """Pairs in the union of every run's top 10, and how many have a gold grade."""
+        pairs = covered = 0
+        tops = []
+        for name, run in self.runs.items():
+            starts = run.offsets[:-1]
+            keep = (np.arange(len(run)) - starts[run.qidx]) < 10
+            tops.append((run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep]))
+        if not tops:
+            return 0, 0
+        width_q = max(t[0].dtype.itemsize for t in tops)
+        width_c = max(t[1].dtype.itemsize for t in tops)
+        q = np.concatenate([t[0].astype(f"S{width_q}") for t in tops])
+        c = np.concatenate([t[1].astype(f"S{width_c}") for t in tops])
+        joined = np.char.add(np.char.add(q, b"\x00"), c) if len(q) else q
+        unique = np.unique(joined)
+        pairs = len(unique)
+        gold_keys = [f"{qid}\x00{cid}".encode() for qid, chunks in judged.items() for cid in chunks]
+        if gold_keys:
+            covered = int(np.isin(unique, np.array(gold_keys, dtype=unique.dtype)).sum())
+        return pairs, covered
+
+    def _agreement(self) -> dict:
+        from ragjudge.metrics.agreement import cohen_kappa, disputed_units, krippendorff_alpha
+        from ragjudge.services.agreement import load_ratings
+
+        ratings = load_ratings(self.project)
+        out = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None, "disputed": 0,
+               "disputed_by_query": {}}
+        if ratings.matrix.size == 0:
+            return out
+        out["alpha_ordinal"] = krippendorff_alpha(ratings, "ordinal").value
+        out["alpha_nominal"] = krippendorff_alpha(ratings, "nominal").value
+        kappas = []
+        m = ratings.matrix
+        for a in range(m.shape[1]):
+            for b in range(a + 1, m.shape[1]):
+                both = ~np.isnan(m[:, a]) & ~np.isnan(m[:, b])
+                if both.any():
+                    value = cohen_kappa(m[both, a], m[both, b], ratings.scale).value
+                    if value is not None:
+                        kappas.append(value)
+        out["mean_kappa"] = float(np.mean(kappas)) if kappas else None
+        disputed = disputed_units(ratings)
+        out["disputed"] = len(disputed)
+        counts: dict[str, int] = {}
+        for d in disputed:
+            counts[d.unit[0]] = counts.get(d.unit[0], 0) + 1
+        out["disputed_by_query"] = counts
+        return out
+
+    def unjudged_pairs(self, query_id: str, depth: int = 10) -> list[str]:
+        """Chunks in some run's top ``depth`` for the query that have no gold grade yet."""
+        with self.lock:
+            judged = self.views[self.rule].judgments.get(query_id, {})
+            out: dict[str, None] = {}
+            row = self.row.get(query_id)
+            if row is None:
+                return []
+            for name, run in self.runs.items():
+                r = self.run_rows[name][row]
+                if r < 0:
+                    continue
+                top = run.chunk_ids[run.offsets[r]:min(run.offsets[r] + depth, run.offsets[r + 1])]
+                for c in _keys.decode(top):
+                    if c not in judged:
+                        out.setdefault(c, None)
+            return list(out)
+
+    def explain(self, run: str, query_id: str, measure: str) -> str:
+        """The step-by-step computation of ``measure`` for one query of one run, as text."""
+        with self.lock:
+            judgments = dict(self.views[self.rule].judgments.get(query_id, {}))
+        qrels = Qrels([query_id] * len(judgments), list(judgments),
+                      np.array(list(judgments.values()), dtype=np.int64))
+        sub = self._sub_run(run, [query_id]) if query_id in self.row else Run([], [], None, ordered=True)
+        return explain_text(qrels, sub, query_id, measure, self.threshold)
+
+
+def _intervals(matrix: np.ndarray, measures: list[str], resamples: int) -> dict[str, tuple[float, float]]:
+    """``{measure: (low, high)}``, as :meth:`Evaluation.intervals` (per measure, NaN dropped)."""
+    out = {}
+    if matrix.size and not np.isnan(matrix).any() and len(matrix) * resamples > 200_000:
+        _, low, high = bootstrap_ci(matrix.T, resamples=resamples, seed=0)
+        return {m: (float(lo), float(hi)) for m, lo, hi in zip(measures, low, high)}
+    for j, m in enumerate(measures):
+        column = matrix[:, j]
+        column = column[~np.isnan(column)]
+        _, low, high = bootstrap_ci(column, resamples=resamples, seed=0)
+        out[m] = (float(low), float(high))
+    return out
+
+
+def explain_text(qrels: Qrels, run: Run, query_id: str, measure: str, threshold: int) -> str:
+    """The library's explanation when it has one; else rank, chunk, grade and the value."""
+    try:
+        from ragjudge.metrics.explain import explain as explain_measure
+    except ImportError:
+        explain_measure = None
+    if explain_measure is not None:
+        try:
+            result = explain_measure(qrels, run, query_id, measure, threshold=threshold)
+            return result.render() if hasattr(result, "render") else str(result)
+        except TypeError:
+            result = explain_measure(qrels, run, query_id, measure)
+            return result.render() if hasattr(result, "render") else str(result)
+    value = evaluate(qrels, run, [measure], threshold=threshold, queries=[query_id]).values
+    grades = qrels.for_query(query_id) if qrels.n_queries else {}
+    m = parse_measure(measure)
+    depth = m.depth or 20
+    lines = [f"{measure} for query {query_id} (relevant: grade >= {threshold})", "",
+             f"{'rank':>4}  {'grade':>5}  rel  chunk"]
+    ranked = run.to_ranked().get(query_id, []) if run.n_queries else []
+    hits = 0
+    for rank, chunk in enumerate(ranked[:depth], start=1):
+        grade = grades.get(chunk)
+        rel = grade is not None and grade >= threshold
+        hits += rel
+        lines.append(f"{rank:>4}  {'-' if grade is None else grade:>5}  {'yes' if rel else ' no'}  {chunk}"
+                     f"   (relevant so far: {hits})")
+    n_rel = sum(1 for g in grades.values() if g >= threshold)
+    lines += ["", f"judged chunks: {len(grades)}, relevant: {n_rel}",
+              f"{measure} = {float(value[0, 0]) if value.size else float('nan'):.4f}"]
+    return "\n".join(lines)
