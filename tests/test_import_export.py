@@ -345,3 +345,18 @@ def test_fuzzed_files_through_the_command(tmp_path, capsys, project_db, kind, cu
         assert snapshot(project_db) == before
     else:
         assert code == 0, err
+
+
+def test_import_from_standard_input(tmp_path, project_db):
+    import subprocess
+    import sys
+
+    def ragjudge(*args: str, data: bytes) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ragjudge", "--db", project_db, *args],
+                              input=data, capture_output=True, timeout=120)
+
+    done = ragjudge("import", "run", "-", "--name", "piped", data=gzip.compress(GOOD_RUN.encode()))
+    assert done.returncode == 0, done.stderr
+    assert b"100 added" in done.stderr
+    unnamed = ragjudge("import", "run", "-", data=GOOD_RUN.encode())
+    assert unnamed.returncode == 2 and b"--name" in unnamed.stderr

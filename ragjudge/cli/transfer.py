@@ -21,6 +21,7 @@ IMPORT_EPILOG = (
     "Examples:\n\n"
     "  ragjudge import queries queries.jsonl\n\n"
     "  ragjudge import chunks chunks.csv\n\n"
+    "  ragjudge import queries queries.tsv               # MS MARCO style: id<TAB>text\n\n"
     "  ragjudge import run bm25.trec.gz                  # run named 'bm25'\n\n"
     "  ragjudge import run dense.jsonl --name dense-v2 --replace\n\n"
     "  ragjudge import qrels trec-dl.qrels --annotator nist\n\n"
@@ -28,6 +29,7 @@ IMPORT_EPILOG = (
     "  ragjudge import run other.trec --create-missing   # add unknown ids as empty placeholders\n\n"
     "  ragjudge import nuggets nuggets.jsonl --annotator alice\n\n"
     "  ragjudge import guidelines guidelines.md\n\n"
+    "  zcat run.trec.gz | ragjudge import run - --name bm25\n\n"
     "  ragjudge import beir datasets/scifact --split test"
 )
 

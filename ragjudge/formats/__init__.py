@@ -27,7 +27,8 @@ from ragjudge.formats.source import (
     MAX_LINE_BYTES, Lines, Source, is_inline, open_output, read_text, source_name,
 )
 from ragjudge.formats.trec import (
-    read_trec_qrels, read_trec_run, trec_order, write_trec_qrels, write_trec_run,
+    read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
+    write_trec_run,
 )
 
 FORMATS = ("trec", "jsonl", "csv", "beir")
@@ -42,8 +43,8 @@ __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "EntityRecord", "FacetRecord", "LabelRecord",
     "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output",
     "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
-    "read_records", "read_text", "read_trec_qrels", "read_trec_run", "record_dict",
-    "source_name", "trec_order", "write_beir", "write_csv", "write_jsonl", "write_records",
+    "read_records", "read_text", "read_trec_qrels", "read_trec_run", "read_tsv_texts",
+    "record_dict", "source_name", "trec_order", "trec_run_rows", "write_beir", "write_csv", "write_jsonl", "write_records",
     "write_trec_qrels", "write_trec_run",
 ]
 
@@ -90,7 +91,7 @@ def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | No
     """Records of ``kind`` (one of :data:`KINDS`) from ``source`` in format ``fmt``.
 
     ``numbered`` yields ``(line, record)`` pairs. TREC holds runs and qrels (labels and qrels are
-    read alike); BEIR folders give queries (``queries.jsonl``), chunks (``corpus.jsonl``) and
+    read alike), and queries or chunks as ``id<TAB>text`` lines (MS MARCO's ``.tsv``); BEIR folders give queries (``queries.jsonl``), chunks (``corpus.jsonl``) and
     qrels (``qrels/*.tsv``).
     """
     if kind not in KINDS:
@@ -102,6 +103,8 @@ def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | No
             return read_trec_run(source, name=name, **options)
         if kind in ("qrels", "labels"):
             return _as_labels(read_trec_qrels(source, name=name, **options), kind, numbered)
+        if kind in ("queries", "chunks"):
+            return read_tsv_texts(kind, source, name=name, **options)
         raise UsageError(f"{kind} cannot be read from TREC format; give JSONL or CSV "
                          f"(--format jsonl or csv).")
     if fmt == "jsonl":

@@ -151,3 +151,27 @@ def _check_token(value: str, field: str) -> None:
         raise InputError(
             f"{short(value)} cannot be written in TREC format, whose fields are separated by "
             "whitespace. Export as JSONL or CSV instead.", field=field)
+
+
+def read_tsv_texts(kind: str, source: Source, *, name: str | None = None,
+                   check_duplicates: bool = True, numbered: bool = False) -> Iterator[Any]:
+    """Queries or chunks as ``id<TAB>text`` lines (TREC topics as MS MARCO ships them:
+    ``queries.tsv``, ``collection.tsv``). The text is everything after the first tab."""
+    from ragjudge.models import Chunk, Query
+
+    model = Query if kind == "queries" else Chunk
+    lines = Lines(source, name=name)
+    duplicates = Duplicates(kind, lines.name) if check_duplicates else None
+    for number, text in lines:
+        if not text.strip():
+            continue
+        ident, tab, body = text.partition("\t")
+        if not tab:
+            raise InputError(f"a {kind} line of a TSV file is 'id<TAB>text'; this one has no tab: "
+                             f"{short(text)}.", file=lines.name, line=number)
+        if not ident.strip():
+            raise InputError("the id is empty.", file=lines.name, line=number, field="id")
+        record = model(id=ident.strip(), text=body)
+        if duplicates is not None and duplicates.seen(record, number):
+            continue
+        yield (number, record) if numbered else record

@@ -19,7 +19,7 @@ from ragjudge.formats.source import Lines
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 READERS = [(kind, fmt) for kind in KINDS for fmt in ("jsonl", "csv")] + [
-    ("run", "trec"), ("qrels", "trec"), ("labels", "trec")]
+    ("run", "trec"), ("qrels", "trec"), ("labels", "trec"), ("queries", "trec"), ("chunks", "trec")]
 
 
 def consume(kind: str, fmt: str, data: bytes | str) -> None:
@@ -36,7 +36,8 @@ def consume(kind: str, fmt: str, data: bytes | str) -> None:
 
 VALID = {
     "trec": {"run": "q1 Q0 c1 1 2.5 tag\nq1 Q0 c2 2 1.5 tag\nq2 Q0 c1 1 0.1 tag\n",
-             "qrels": "q1 0 c1 2\nq1 0 c2 0\nq2 0 c1 1\n", "labels": "q1 0 c1 2\n"},
+             "qrels": "q1 0 c1 2\nq1 0 c2 0\nq2 0 c1 1\n", "labels": "q1 0 c1 2\n",
+             "queries": "q1\twhere?\nq2\twhen?\n", "chunks": "c1\ttext\n"},
     "jsonl": {
         "queries": '{"id": "q1", "text": "a"}\n{"id": "q2", "text": "b", "meta": {"x": 1}}\n',
         "chunks": '{"id": "c1", "text": "a", "doc_id": "d"}\n',

@@ -111,3 +111,17 @@ def test_ids_with_spaces_cannot_be_written_as_trec():
 
     with pytest.raises(InputError, match="JSONL or CSV"):
         write_trec_qrels([("q 1", "c1", 1)], io.StringIO())
+
+
+def test_tsv_queries_and_chunks_as_ms_marco_ships_them(tmp_path):
+    from ragjudge.formats import read_records
+    from ragjudge.models import Chunk, Query
+
+    path = tmp_path / "queries.tsv"
+    path.write_text("1\twhere is my parcel?\n2\trefund\twith a tab\n")
+    assert list(read_records("queries", path)) == [
+        Query(id="1", text="where is my parcel?"), Query(id="2", text="refund\twith a tab")]
+    assert list(read_records("chunks", "c1\tsome text\n", "trec")) == [Chunk(id="c1", text="some text")]
+    with pytest.raises(InputError) as caught:
+        list(read_records("queries", "1\tok\n2 no tab\n", "trec"))
+    assert caught.value.line == 2 and "tab" in str(caught.value)
