@@ -592,7 +592,7 @@ def required_extras(measures: Iterable | None) -> set[str]:
 
 
 @dataclass(frozen=True)
-class Explanation:
+class RagExplanation:
     """A step-by-step computation for one query, as the seeds show them: a table (``columns``,
     ``rows``), the lines of arithmetic (``steps``) and the final ``value`` (NaN = undefined)."""
 
@@ -609,6 +609,17 @@ class Explanation:
         fmt = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
         out = [fmt(self.columns)] + [fmt(r) for r in cells] if self.columns else []
         return out + self.steps
+
+    def render(self) -> str:
+        """The explanation as plain text: a title line, the table, the steps."""
+        value = "undefined" if math.isnan(self.value) else f"{self.value:.4f}"
+        return "\n".join([f"{self.measure} = {value}", *self.lines()])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: measure, value (None when undefined), columns, rows, steps."""
+        clean = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
+        return {"measure": self.measure, "value": clean(self.value), "columns": list(self.columns),
+                "rows": [[clean(v) for v in row] for row in self.rows], "steps": list(self.steps)}
 
 
 def _cell(value) -> str:  # noqa: ANN001
@@ -633,7 +644,7 @@ def _rank_text(rank: int, chunk_ids: Sequence[str] | None) -> str | None:
 
 def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *,
                   strict: bool = True, vital_only: bool = False, weighted: bool = False,
-                  chunk_ids: Sequence[str] | None = None, item: str = "item") -> Explanation:
+                  chunk_ids: Sequence[str] | None = None, item: str = "item") -> RagExplanation:
     """Why Coverage / NuggetRecall / ContextRecall / EntityRecall has its value for one query:
     each item with the first rank fully (and partially) supporting it and its score at k."""
     names = support.names[row] if support.names is not None else None
@@ -671,11 +682,11 @@ def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *
         steps.append(f"{what} = {num:g} / {den:g} = {value:.4f}")
     else:
         steps.append(f"No {item} to count for this query: undefined (left out of the mean).")
-    return Explanation(measure, value, tuple(columns), rows, steps)
+    return RagExplanation(measure, value, tuple(columns), rows, steps)
 
 
 def explain_attribution(measure: str, citations: Citations, row: int, k: int | None, *,
-                        chunk_ids: Sequence[str] | None = None) -> Explanation:
+                        chunk_ids: Sequence[str] | None = None) -> RagExplanation:
     """Why Attribution@k has its value for one query: the cited ranks within the top k."""
     kk = _cutoff(k)
     ranks = sorted(int(r) for r in citations.ranks[citations.rows == row])
@@ -698,15 +709,18 @@ def explain_attribution(measure: str, citations: Citations, row: int, k: int | N
         value = cited / shown
         steps.append(f"cited chunks in {_k_text(k)} / chunks retrieved in {_k_text(k)} = "
                      f"{cited} / {shown} = {value:.4f}")
-    return Explanation(measure, value, ("rank", "cited chunk", f"in {_k_text(k)}"), rows, steps)
+    return RagExplanation(measure, value, ("rank", "cited chunk", f"in {_k_text(k)}"), rows, steps)
 
 
 def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int | None = None,
-                              chunk_ids: Sequence[str] | None = None) -> Explanation:
+                              chunk_ids: Sequence[str] | None = None, *,
+                              measure: str = "ContextPrecision", ap: bool = False
+                              ) -> RagExplanation:
     """AP (seed 000 §4.1's "Context Precision") and RAGAS Context Precision@k (seed 001) side by
     side on one ranked list: the same sum of precision at each relevant rank, divided by all
     relevant chunks of the query (AP, n_relevant) or by the relevant chunks found in the top k
-    (RAGAS). They differ exactly when some relevant chunk is missing from the top k."""
+    (RAGAS). They differ exactly when some relevant chunk is missing from the top k.
+    The explanation's value is the RAGAS one, or AP with ``ap=True``."""
     kk = len(relevant) if k is None else min(int(k), len(relevant))
     rows, hits, total = [], 0, 0.0
     for rank in range(1, kk + 1):
@@ -718,12 +732,12 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
             total += p
         rows.append((rank, chunk_ids[rank - 1] if chunk_ids is not None else None, rel, p, total))
     # trec_eval and seed 001 give 0 (not undefined) when there is nothing relevant to find
-    ap = total / n_relevant if n_relevant > 0 else 0.0
+    ap_value = total / n_relevant if n_relevant > 0 else 0.0
     cp = total / hits if hits > 0 else 0.0
     steps = [
         f"sum of P@rank at the relevant ranks of {_k_text(k)} = {total:.4f}",
         f"AP (seed 000 §4.1) = sum / relevant chunks of the query = {total:.4f} / {n_relevant}"
-        f" = {_cell(ap)}",
+        f" = {_cell(ap_value)}",
         f"ContextPrecision (RAGAS, seed 001) = sum / relevant chunks found in {_k_text(k)}"
         f" = {total:.4f} / {hits} = {_cell(cp)}",
     ]
@@ -733,8 +747,8 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
                      "AP counts them as found at no rank (precision 0); RAGAS ignores them.")
     else:
         steps.append("Every relevant chunk is in the list, so both divide by the same number.")
-    return Explanation("AP vs ContextPrecision", ap, ("rank", "chunk", "relevant", "P@rank",
-                                                      "running sum"), rows, steps)
+    return RagExplanation(measure, ap_value if ap else cp, ("rank", "chunk", "relevant", "P@rank",
+                                                            "running sum"), rows, steps)
 
 
 # -- registered measures -----------------------------------------------------------------------
@@ -860,3 +874,58 @@ def _attribution_measure(ctx, m):
     — the share of the chunks the run put in the top k that its answer uses (seed 000: 3 cited
     of 10 retrieved = 0.300). NaN when the run has no answer for the query or retrieved nothing."""
     return attribution(aligned_extra(ctx, "citations"), m.cutoff)
+
+
+# -- explaining a registered measure on one query -------------------------------------------
+
+_ITEM_WORDS = {"Coverage": ("facets", "facet"), "NuggetRecall": ("nuggets", "nugget"),
+               "ContextRecall": ("claims", "claim"), "EntityRecall": ("entities", "entity")}
+
+#: measures :func:`explain_in_context` explains
+EXPLAINED = (*_ITEM_WORDS, "Attribution", "ContextPrecision", "ContextPrecisionAP")
+
+
+def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation | None:
+    """The step-by-step computation of a RAG measure (or of ``ContextPrecision`` /
+    ``ContextPrecisionAP``, side by side) for one query of an evaluation context whose extras
+    hold the measure's data. None for a measure this module does not explain."""
+    from ragjudge.metrics.registry import parse_measure
+
+    m = parse_measure(measure)
+    name = m.definition.name
+    if name not in EXPLAINED:
+        return None
+    ids = ctx.query_ids
+    if query_id not in ids:
+        raise UsageError(f"query {query_id!r} is not among the evaluated queries (is it judged?).")
+    row = ids.index(query_id)
+    n = int(min(ctx.n_ret[row], ctx.depth))
+    chunk_ids = [_as_str(c) for c in ctx.chunk_ids[row, :n]]
+    label = str(m)
+    if name in _ITEM_WORDS:
+        key, word = _ITEM_WORDS[name]
+        options: dict[str, Any] = {"strict": True}
+        if name == "NuggetRecall":
+            options = {"strict": bool(m.get("strict")), "vital_only": bool(m.get("vital")),
+                       "weighted": bool(m.get("weighted"))}
+        elif name == "ContextRecall":
+            options = {"strict": not m.get("partial")}
+        return explain_items(label, aligned_extra(ctx, key), row, m.cutoff, chunk_ids=chunk_ids,
+                             item=word, **options)
+    if name == "Attribution":
+        return explain_attribution(label, aligned_extra(ctx, "citations"), row, m.cutoff,
+                                   chunk_ids=chunk_ids)
+    relevant = ctx.relevant(m.rel)[row, :n].tolist()
+    return explain_context_precision(relevant, int(ctx.n_relevant(m.rel)[row]), m.cutoff,
+                                     chunk_ids, measure=label, ap=name == "ContextPrecisionAP")
+
+
+def explain_rag(qrels: Any, run: Any, query_id: str, measure: Any, *,
+                extras: Mapping[str, Any] | None = None, threshold: int = 1
+                ) -> RagExplanation | None:
+    """:func:`explain_in_context` from a qrels, a run and the extras (e.g. from
+    ``ragjudge.services.rag.rag_extras``). None for a measure this module does not explain."""
+    from ragjudge.metrics.evaluate import build_context
+
+    ctx = build_context(qrels, run, threshold=threshold, queries=[query_id], extras=extras)
+    return explain_in_context(ctx, query_id, measure)

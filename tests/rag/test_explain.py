@@ -30,8 +30,10 @@ def test_context_precision_bad_order_seed000():
     # 0.4778 as RAGAS Context Precision@5 (÷ 3 found).
     ranked = ["c2", "c4", "c1", "c3", "c5"]
     e = explain_context_precision(flags(ranked), 4, 5, ranked)
-    assert e.value == pytest.approx(0.3583, abs=5e-5)
-    text = "\n".join(e.lines())
+    assert e.value == pytest.approx(0.4778, abs=5e-5)
+    assert explain_context_precision(flags(ranked), 4, 5, ranked, ap=True).value == \
+        pytest.approx(0.3583, abs=5e-5)
+    text = e.render()
     assert "1.4333 / 4 = 0.3583" in text
     assert "1.4333 / 3 = 0.4778" in text
     assert "1 relevant chunk(s) are not in the top 5" in text
@@ -85,3 +87,43 @@ def test_explain_attribution():
     assert e.rows == [(1, "c1", True), (3, "c3", True), (7, "c7", False)]
     assert "did not retrieve" in e.steps[0]
     assert math.isnan(explain_attribution("Attribution@5", c, 1, 5).value)
+
+
+def test_explain_rag_agrees_with_evaluate():
+    """Every explained measure's value equals the value evaluate gives for that query."""
+    from ragjudge.metrics.data import Qrels, Run
+    from ragjudge.metrics.evaluate import evaluate
+    from ragjudge.metrics.rag import CitationLabels, EntityLabels, ItemLabels, explain_rag
+
+    qrels = Qrels.from_dict({"q": {"c1": 2, "c3": 1, "c5": 2, "c8": 1}, "r": {"x": 1}})
+    run = Run.from_ranked({"q": ["c2", "c4", "c1", "c3", "c5", "c6"], "r": ["x"]})
+    extras = {
+        "facets": ItemLabels(["q", "q", "r"], ["a", "b", "c"], support_items=[0, 1],
+                             support_chunks=["c4", "c6"], support_levels=[FULL, FULL]),
+        "nuggets": ItemLabels(["q", "q"], ["n1", "n2"], vital=[True, False], weight=[1, 3],
+                              support_items=[0, 1], support_chunks=["c1", "c2"],
+                              support_levels=[PARTIAL, FULL]),
+        "claims": ItemLabels(["q"], ["cl"], support_items=[0], support_chunks=["c5"],
+                             support_levels=[PARTIAL]),
+        "entities": EntityLabels(["q"], ["Paris"], {"c3": "in paris", "c1": "", "c2": "",
+                                                    "c4": "", "c5": "", "c6": ""}),
+        "citations": CitationLabels(["q"], ["q", "q"], ["c1", "c9"]),
+    }
+    names = ["Coverage@5", "Coverage", "NuggetRecall(strict,vital)@4", "NuggetRecall(vital)@4",
+             "NuggetRecall(weighted)@3", "NuggetRecall(all)@1", "ContextRecall@5",
+             "ContextRecall(partial)@5", "EntityRecall@2", "EntityRecall@3", "Attribution@4",
+             "ContextPrecision@5", "ContextPrecisionAP@5", "ContextPrecision@2"]
+    values = evaluate(qrels, run, names, extras=extras).per_query()
+    for name in names:
+        for query in ("q", "r"):
+            e = explain_rag(qrels, run, query, name, extras=extras)
+            want = values[query][name]
+            if math.isnan(want):
+                assert math.isnan(e.value), (name, query)
+            else:
+                assert e.value == pytest.approx(want), (name, query)
+            assert e.render().startswith(name)
+            assert e.to_dict()["measure"] == name
+    assert explain_rag(qrels, run, "q", "P@5", extras=extras) is None
+    text = explain_rag(qrels, run, "q", "ContextPrecision@5").render()
+    assert "1.4333 / 4 = 0.3583" in text and "1.4333 / 3 = 0.4778" in text
