@@ -233,6 +233,8 @@ def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[s
     runs: dict[str, Any] = {}
     for name in evaluation.run_names:
         entry: dict[str, Any] = {"aggregate": evaluation.aggregate(name, stratum)}
+        if evaluation.queries_mode == "run":  # each run is averaged over its own queries
+            entry["queries"] = evaluation.n_queries(stratum, run=name)
         if ci:
             entry["ci95"] = {m: [low, high] for m, (_, low, high)
                              in evaluation.intervals(name, stratum=stratum).items()}
@@ -509,7 +511,7 @@ def compare(
             "baseline": evaluation.run_names[0],
             "runs": evaluation.run_names,
             "measures": evaluation.measures,
-            "queries": evaluation.n_queries(),
+            "queries": rows[0].queries if rows else 0,
             "averaging": evaluation.averaging,
             "rule": evaluation.rule,
             "threshold": evaluation.threshold,
@@ -559,7 +561,8 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
                   _fmt_p(p_rand), _fmt_p(p_t), verdict]
         table.add_row(*cells)
     _wide_console().print(table)
-    notes = [f"{evaluation.n_queries():,} queries paired; averaging: {evaluation.averaging}."]
+    paired = rows[0].queries if rows else 0
+    notes = [f"{paired:,} queries paired; averaging: {evaluation.averaging}."]
     notes.append(f"Verdict: randomization test at alpha = {alpha:g}"
                  + ("; p-values Holm-adjusted over the runs compared with A, per measure." if adjusted else "."))
     if evaluation.rule is not None:

@@ -367,7 +367,13 @@ class Evaluation:
             result = result.subset(self.strata[stratum])
         return result.per_query()
 
-    def n_queries(self, stratum: str | None = None) -> int:
+    def n_queries(self, stratum: str | None = None, *, run: str | None = None) -> int:
+        """Queries evaluated (of ``run``: with averaging over answered queries they differ)."""
+        if run is not None:
+            result = self.results[run]
+            if stratum is not None:
+                result = result.subset(self.strata[stratum])
+            return result.n_queries
         return len(self.query_ids) if stratum is None else len(self.strata[stratum])
 
     def intervals(self, run: str, *, resamples: int = 2_000, seed: int = 0,
@@ -421,7 +427,8 @@ def evaluate_all(
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
-        for qid in evaluation.query_ids:
+        every = dict.fromkeys(q for r in results.values() for q in r.query_ids)
+        for qid in every:
             groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
         evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
     return evaluation
@@ -465,7 +472,15 @@ def compare(
     if len(names) < 2:
         raise UsageError("compare needs at least two runs.")
     labels = evaluation.measures
-    values = {name: evaluation.results[name].values.T for name in names}  # (measures, queries)
+    # pair on the queries every run was evaluated on (all of them unless averaging="run")
+    results = [evaluation.results[name] for name in names]
+    common = set(results[0].query_ids).intersection(*(r.query_ids for r in results[1:]))
+    order = [q for q in results[0].query_ids if q in common]
+    values = {}
+    for name, result in zip(names, results):
+        position = {q: i for i, q in enumerate(result.query_ids)}
+        rows = np.array([position[q] for q in order], dtype=np.int64)
+        values[name] = result.values[rows].T  # (measures, queries)
     defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
     complete = defined.all(axis=1)
     options = dict(baseline=baseline, alpha=alpha, resamples=resamples,

@@ -368,3 +368,24 @@ def test_help_has_examples(capsys, command):
     code, out, _ = _run(capsys, command, "--help")
     assert code == 0
     assert "Examples" in out and f"ragjudge {command}" in out
+
+
+def test_averaging_over_answered_queries(tmp_path, capsys):
+    q = _write(tmp_path / "qrels.trec", "q1 0 a 1\nq2 0 b 1\n")
+    both = _write(tmp_path / "both.trec", "q1 Q0 a 1 2 t\nq2 Q0 x 1 2 t\nq2 Q0 b 2 1 t\n")
+    one = _write(tmp_path / "one.trec", "q1 Q0 a 1 2 t\n")
+    code, out, _ = _run(capsys, "eval", "--qrels", q, "--run", both, "--run", one, "-m", "RR",
+                        "--format", "json")
+    runs = json.loads(out)["runs"]
+    assert runs["one"]["aggregate"]["RR"] == 0.5  # q2 unanswered counts 0 (trec_eval -c)
+    code, out, _ = _run(capsys, "eval", "--qrels", q, "--run", both, "--run", one, "-m", "RR",
+                        "--averaging", "run", "--format", "json")
+    data = json.loads(out)
+    assert "without -c" in data["averaging"]
+    assert data["runs"]["one"] == {"aggregate": {"RR": 1.0}, "queries": 1}
+    assert data["runs"]["both"] == {"aggregate": {"RR": 0.75}, "queries": 2}
+    code, out, err = _run(capsys, "compare", both, one, "--qrels", q, "-m", "RR",
+                          "--averaging", "run", "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)["comparisons"][0]
+    assert row["queries"] == 1 and row["difference"] == 0.0  # paired on q1 only
