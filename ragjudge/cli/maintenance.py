@@ -38,8 +38,9 @@ def backup(
     with open_project() as project:
         result = make_backup(project, output, overwrite=force)
     events = ", ".join(f"{n:,} {name.replace('_', ' ')}" for name, n in result.events.items() if n) or "no events yet"
+    # soft_wrap: the path stays on one line for scripts that read it
     console.print(f"Backup written to {safe(result.path)} ({result.bytes / 1e6:,.1f} MB, {events}; "
-                  f"{result.seconds:.2f} s).")
+                  f"{result.seconds:.2f} s).", soft_wrap=True)
 
 
 @app.command(

@@ -52,6 +52,9 @@ EXAMPLES = 5
 
 FUTURE_SLACK = timedelta(minutes=5)
 
+SINGULAR = {"queries": "query", "chunks": "chunk", "annotators": "annotator", "facets": "facet",
+            "nuggets": "nugget"}
+
 
 # -- backup ----------------------------------------------------------------------------------
 
@@ -330,7 +333,7 @@ def _references(connection: Connection) -> list[Check]:
         count, examples = _missing(connection, child, column, parent)
         if count:
             checks.append(Check(name, "fail", f"{count} events point at a missing "
-                                f"{parent.class_.__tablename__[:-1]}, e.g. event ids "
+                                f"{SINGULAR[parent.class_.__tablename__]}, e.g. event ids "
                                 + ", ".join(str(e) for e in examples)))
         else:
             checks.append(Check(name, "ok", "every reference exists"))
