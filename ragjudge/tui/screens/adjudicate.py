@@ -84,7 +84,7 @@ class AdjudicateScreen(Screen[bool]):
 
         labels = Table(box=None, header_style="bold", expand=True)
         for col in ("annotator", "grade", "time", "note"):
-            labels.add_column(col, justify="right" if col in ("grade", "time") else "left")
+            labels.add_column(col, justify="right" if col == "time" else "left")
         for lab in detail.labels:
             if lab.grade is not None:
                 grade = Text(f"{lab.grade} {scale.level(lab.grade).name}" if scale.contains(lab.grade)

@@ -194,14 +194,15 @@ class AgreementScreen(Screen):
             title.append(" (rows) × ")
             title.append_text(literal(p.b, "bold"))
             title.append(" (columns)")
-            matrix = Table(title=title, title_justify="left", box=None, header_style="bold")
+            matrix = Table(box=None, header_style="bold")
             matrix.add_column("")
             for g in grades:
                 matrix.add_column(str(g), justify="right")
             for g, row in zip(grades, p.confusion):
-                matrix.add_row(str(g), *(Text(str(int(v)), style="bold green" if i == g - grades[0]
-                                              else ("" if v else "dim")) for i, v in enumerate(row)))
-            parts.extend([Text(""), matrix])
+                matrix.add_row(str(g), *(
+                    Text(str(int(v)), style=("bold green" if i == g - grades[0] else "") if v else "dim")
+                    for i, v in enumerate(row)))
+            parts.extend([Text(""), title, matrix])
         self.query_one("#pairs-body", Static).update(Group(*parts))
 
     def _show_by_query(self) -> None:
