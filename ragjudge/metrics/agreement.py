@@ -117,17 +117,6 @@ class Ratings:
                 f"a ratings matrix must be 2-dimensional (units × annotators), got shape {m.shape}.",
                 file=source,
             )
-        rated = ~np.isnan(m)
-        values = m[rated]
-        bad = (values != np.round(values)) | (values < lo) | (values > hi)
-        if bad.any():
-            row, col = np.argwhere(rated)[np.flatnonzero(bad)[0]]
-            raise InputError(
-                f"grade {m[row, col]:g} of unit {row} by annotator {col} is not a whole grade "
-                f"of the scale {lo}-{hi}.",
-                file=source,
-                field="grade",
-            )
         annotators = tuple(range(m.shape[1])) if annotators is None else tuple(annotators)
         units = tuple(range(m.shape[0])) if units is None else tuple(units)
         if len(annotators) != m.shape[1] or len(units) != m.shape[0]:
@@ -135,6 +124,17 @@ class Ratings:
                 f"{len(units)} unit names and {len(annotators)} annotator names do not fit a "
                 f"{m.shape[0]} × {m.shape[1]} ratings matrix.",
                 file=source,
+            )
+        rated = ~np.isnan(m)
+        values = m[rated]
+        bad = (values != np.round(values)) | (values < lo) | (values > hi)
+        if bad.any():
+            row, col = np.argwhere(rated)[np.flatnonzero(bad)[0]]
+            raise InputError(
+                f"grade {m[row, col]:g} given by annotator {annotators[col]} to "
+                f"{_show_key(units[row])} is not a whole grade of the scale {lo}-{hi}.",
+                file=source,
+                field="grade",
             )
         return cls(m, (lo, hi), annotators, units)
 

@@ -225,3 +225,8 @@ def test_last_duplicate_wins_whatever_the_order():
     grades = [0, 3, 1, 2, 1, 0]
     r = Ratings.from_long(units, annotators, grades, (0, 3), duplicates="last")
     np.testing.assert_array_equal(r.matrix[:, 0], [1, 0])
+
+
+def test_off_scale_message_names_the_annotator_and_pair():
+    with pytest.raises(InputError, match="annotator bob to q1/c2 is not a whole grade of the scale 0-1"):
+        Ratings.from_long((["q1", "q1"], ["c1", "c2"]), ["ann", "bob"], [1, 3], (0, 1))
