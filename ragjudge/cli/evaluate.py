@@ -405,7 +405,6 @@ def parse_k(text: str) -> list[int]:
 
 
 def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
-    from ragjudge.metrics.evaluate import evaluate
     from ragjudge.metrics.registry import parse_measure
 
     base = curve.strip()
@@ -423,13 +422,12 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
             raise UsageError(f"--curve {curve}: {probe.definition.name} takes no @k cutoff; "
                              "curves are drawn for @k measures (P, R, nDCG, Success, ...) or PR.")
         x_label, y_label = "k", "value"
-    values: dict[str, list[float]] = {}
-    n_queries = 0
-    averaging = ""
-    for name, run in runs.items():
-        result = evaluate(inputs.qrels, run, names, threshold=inputs.threshold, queries=mode)
-        values[name] = result.means.tolist()
-        n_queries, averaging = result.n_queries, result.averaging
+    from ragjudge.services.evaluation import evaluate_all
+
+    evaluation = evaluate_all(inputs.qrels, runs, names, threshold=inputs.threshold, queries=mode,
+                              project=inputs.project, rule=inputs.rule, qrels_source=inputs.source)
+    values = {name: result.means.tolist() for name, result in evaluation.results.items()}
+    n_queries, averaging = evaluation.n_queries(), evaluation.averaging
     label = "PR" if is_pr else base
     if format == "json":
         print_json({
