@@ -24,25 +24,33 @@ chunk — gets NaN: undefined, left out of the mean and counted, never a silent 
 
 The data (``extras`` of an evaluation)
 --------------------------------------
-Every measure reads one :class:`ItemSupport` or :class:`Citations` object, aligned row for row
-with the queries of the run matrix (row ``q`` of the extras is row ``q`` of the run) and with
-the 1-based ranks of that run:
+Each measure reads one key of ``evaluate(..., extras=...)``:
 
-- ``extras["facets"]``   :class:`ItemSupport` — items = facets; level 2 = "covers the facet";
-- ``extras["nuggets"]``  :class:`ItemSupport` — items = nuggets of kind ``nugget``; level 2 =
-  full support, 1 = partial support; ``vital`` and ``weight`` per nugget;
-- ``extras["claims"]``   :class:`ItemSupport` — items = claims of the reference answer (nuggets
-  of kind ``claim``); level 2 = full support, 1 = partial;
-- ``extras["entities"]`` :class:`ItemSupport` — items = entities of the reference answer;
-  level 2 = "the chunk's text contains the entity" (see :func:`entity_hits`);
-- ``extras["citations"]`` :class:`Citations` — which ranked chunks the run's answer cites.
+- ``extras["facets"]``   — items = facets of the queries; level 2 = "this chunk covers it";
+- ``extras["nuggets"]``  — items = nuggets (kind ``nugget``): 2 full support, 1 partial;
+  ``vital`` and ``weight`` per nugget;
+- ``extras["claims"]``   — items = claims of the reference answers (nuggets of kind ``claim``);
+- ``extras["entities"]`` — entities of the reference answers (matched in the chunks' text);
+- ``extras["citations"]`` — the chunks the run's generated answer to each query cites.
 
-:class:`ItemSupport` keeps, per query row, a padded column per item (``valid`` marks the real
-ones) and the support events in coordinate form (row, rank, item, level): a chunk that
-supports no item costs nothing, and the rank of the first chunk reaching each support level per
-item — all any @k measure needs, for every k at once — is one ``np.minimum.at``.
+Each value comes in one of two forms:
 
-This module imports numpy and the standard library only.
+1. **Gold labels, independent of any run** (what ``ragjudge.services.rag.rag_extras`` gives):
+   :class:`ItemLabels` — one entry per item (query id, name, vital, weight) and one per
+   supporting (item, chunk id, level) pair, annotators already combined; :class:`EntityLabels`
+   — (query id, entity text) pairs and a source of chunk texts; :class:`CitationLabels` — the
+   queries the run answered and its (query id, cited chunk id) pairs. The kernel aligns them
+   with the rows and ranks of the run it evaluates (:func:`aligned_extra`), so one object
+   serves every run and every query subset.
+2. **Aligned with the run matrix**: :class:`ItemSupport` — ``valid`` (queries x max items)
+   marks each query's items (padded columns), and the support events in coordinate form
+   (query row, 1-based rank, item column, level); :class:`Citations` — ``answered``,
+   ``retrieved`` per query row and the cited (row, rank) pairs. Row q is the evaluation's
+   query q (``EvalContext.query_ids``). A chunk that supports nothing costs nothing, and the
+   first rank reaching each support level per item — all any @k measure needs, for every k at
+   once (curves) — is one ``np.minimum.at``.
+
+This module imports numpy, the standard library and ``ragjudge.errors`` only.
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+
+from ragjudge.metrics import _keys
 
 NONE, PARTIAL, FULL = 0, 1, 2
 """Support levels: none, partial, full (a covered facet or a found entity is ``FULL``)."""
@@ -242,6 +252,15 @@ def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any):  # noqa: ANN2
     return positions
 
 
+def _encoded(labels: Any, name: str) -> np.ndarray:
+    """``labels.<name>`` as a NUL-padded ``S`` array, encoded once per labels object (so that
+    evaluating several runs with the same labels encodes the ids once)."""
+    cache = labels.__dict__.setdefault("_encoded", {})
+    if name not in cache:
+        cache[name] = _keys.as_ids([_as_str(v) for v in getattr(labels, name)])
+    return cache[name]
+
+
 def _as_str(value: Any) -> str:
     if value is None:
         return ""
@@ -277,12 +296,10 @@ class ItemLabels:
         counts = np.bincount(item_row[item_row >= 0], minlength=n_rows) if n_rows else np.zeros(0)
         width = int(counts.max()) if len(counts) else 0
         # column of each item within its row, in the order the items are given
-        item_col = np.full(len(item_row), -1, dtype=np.int64)
-        seen = np.zeros(n_rows, dtype=np.int64)
-        for i, r in enumerate(item_row):
-            if r >= 0:
-                item_col[i] = seen[r]
-                seen[r] += 1
+        order = np.argsort(item_row, kind="stable")
+        sorted_rows = item_row[order]
+        item_col = np.empty(len(item_row), dtype=np.int64)
+        item_col[order] = np.arange(len(order)) - np.searchsorted(sorted_rows, sorted_rows)
         valid = np.zeros((n_rows, width), dtype=bool)
         keep = item_row >= 0
         valid[item_row[keep], item_col[keep]] = True
@@ -301,11 +318,10 @@ class ItemLabels:
                 names[item_row[i]].append(str(self.names[i]))
         items = np.asarray(self.support_items, dtype=np.int64)
         levels = np.asarray(self.support_levels, dtype=np.int64)
-        chunks = list(self.support_chunks)
         rows = cols = np.zeros(0, dtype=np.int64)
         if len(items):
-            qids = [str(self.query_ids[i]) for i in items]
-            rows, cols = positions(qids, chunks)
+            query_bytes, chunk_bytes = _encoded(self, "query_ids"), _encoded(self, "support_chunks")
+            rows, cols = positions(query_bytes[items], chunk_bytes)
         ok = (rows >= 0) & (cols >= 0) & (levels > 0) if len(items) else np.zeros(0, bool)
         return ItemSupport(valid, rows[ok], cols[ok] + 1, item_col[items[ok]] if len(items) else
                            np.zeros(0, np.int64), levels[ok], spread(self.vital, bool, False),
@@ -383,7 +399,7 @@ class CitationLabels:
         answered[answered_rows[answered_rows >= 0]] = True
         rows = cols = np.zeros(0, dtype=np.int64)
         if len(self.query_ids):
-            rows, cols = positions([str(q) for q in self.query_ids], list(self.chunk_ids))
+            rows, cols = positions(_encoded(self, "query_ids"), _encoded(self, "chunk_ids"))
         elsewhere = np.bincount(rows[(rows >= 0) & (cols < 0)], minlength=len(query_ids))
         ok = (rows >= 0) & (cols >= 0)
         pairs = np.unique(np.stack([rows[ok], cols[ok] + 1], axis=1), axis=0) if ok.any() else \
@@ -795,11 +811,12 @@ def _context_positions(ctx: Any):  # noqa: ANN202
     have the run's width; an id longer than every id of the run cannot be in it."""
     width = ctx.chunk_ids.dtype.itemsize
 
-    def positions(qids: Sequence[str], chunks: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        encoded = [_as_str(c).encode("utf-8") for c in chunks]
-        fits = np.array([len(e) <= width for e in encoded], dtype=bool)
-        ids = np.array([e if ok else b"" for e, ok in zip(encoded, fits)], dtype=f"S{width}")
-        rows, cols = ctx.positions(list(qids), ids)
+    def positions(qids: Any, chunks: Any) -> tuple[np.ndarray, np.ndarray]:
+        ids = chunks if isinstance(chunks, np.ndarray) and chunks.dtype.kind == "S" else \
+            _keys.as_ids([_as_str(c) for c in chunks])
+        fits = np.char.str_len(ids) <= width  # (str_len does not count the NUL padding)
+        rows, cols = ctx.positions(qids, _keys.widen(ids, width) if ids.dtype.itemsize < width
+                                   else ids.astype(f"S{width}"))
         return rows, np.where(fits, cols, -1)
 
     return positions
