@@ -232,21 +232,52 @@ def _row_lookup(query_ids: Sequence[str], wanted: Sequence[str]) -> np.ndarray:
     return np.array([row_of.get(str(q), -1) for q in wanted], dtype=np.int64)
 
 
+def as_id_matrix(chunk_matrix: Any, n_rows: int | None = None) -> np.ndarray:
+    """A ranked chunk matrix (rows of ids; padding ``b''``, ``''`` or None) as a NUL-padded
+    ``S`` array of shape (rows, depth)."""
+    matrix = chunk_matrix if isinstance(chunk_matrix, np.ndarray) else np.array(
+        [list(row) for row in chunk_matrix], dtype=object)
+    if matrix.ndim != 2:
+        matrix = matrix.reshape(n_rows if n_rows is not None else len(matrix), -1)
+    if matrix.dtype.kind != "S":
+        shape = matrix.shape
+        matrix = _keys.as_ids([_as_str(c) for c in matrix.ravel()]).reshape(shape)
+    return matrix
+
+
+def _as_ids(values: Any) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype.kind == "S":
+        return _keys.as_ids(values)
+    return _keys.as_ids([_as_str(v) for v in values])
+
+
 def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any):  # noqa: ANN201
     """A ``positions(query_ids, chunk_ids) -> (rows, cols)`` function over a ranked chunk matrix
-    (rank 1 in column 0; padding ``b''``, ``''`` or None), like ``EvalContext.positions``."""
-    row_of = {str(q): i for i, q in enumerate(query_ids)}
-    col_of: dict[tuple[int, str], int] = {}
-    for q, row in enumerate(chunk_matrix):
-        for c, chunk in enumerate(row):
-            chunk = _as_str(chunk)
-            if chunk and (q, chunk) not in col_of:
-                col_of[(q, chunk)] = c
+    (rank 1 in column 0; padding ``b''``, ``''`` or None), like ``EvalContext.positions``:
+    row -1 for a query not in ``query_ids``, column -1 for a chunk not in that row (the first
+    column when a row repeats a chunk). Vectorised: ids become integer codes once."""
+    qbytes = _as_ids(query_ids)
+    qorder = np.argsort(qbytes, kind="stable")
+    qsorted = qbytes[qorder]
+    matrix = as_id_matrix(chunk_matrix, len(qbytes))
+    depth = max(matrix.shape[1], 1)
+    flat = matrix.ravel()
+    cells = np.flatnonzero(np.char.str_len(flat) > 0)
+    unique, codes = _keys.factorize(flat[cells])
+    n_unique = max(len(unique), 1)
+    keys, first = np.unique((cells // depth) * n_unique + codes, return_index=True)
+    key_cols = cells[first] % depth
 
-    def positions(qids: Sequence[str], chunks: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.array([row_of.get(_as_str(q), -1) for q in qids], dtype=np.int64)
-        cols = np.array([col_of.get((int(r), _as_str(c)), -1) if r >= 0 else -1
-                         for r, c in zip(rows, chunks)], dtype=np.int64)
+    def positions(qids: Any, chunks: Any) -> tuple[np.ndarray, np.ndarray]:
+        pos = _keys.lookup(qsorted, _as_ids(qids))
+        rows = np.where(pos >= 0, qorder[np.maximum(pos, 0)], -1)
+        code = _keys.lookup(unique, _as_ids(chunks))
+        cols = np.full(len(rows), -1, dtype=np.int64)
+        if len(keys):
+            key = rows * n_unique + code
+            at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+            found = (rows >= 0) & (code >= 0) & (keys[at] == key)
+            cols = np.where(found, key_cols[at], -1)
         return rows, cols
 
     return positions

@@ -47,6 +47,7 @@ from ragjudge.metrics.rag import (
     CitationLabels,
     EntityLabels,
     ItemLabels,
+    as_id_matrix,
     matrix_positions,
     required_extras,
 )
@@ -62,7 +63,7 @@ from ragjudge.store.schema import (
     NuggetSupport,
 )
 
-__all__ = ["rag_extras", "ranked_rows", "chunk_texts"]
+__all__ = ["rag_extras", "chunk_texts"]
 
 _BATCH = 500  # ids per IN (...) clause
 
@@ -100,35 +101,19 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
         return extras
     if query_ids is None or chunk_matrix is None or len(chunk_matrix) != len(query_ids):
         raise ValueError("rag_extras: give query_ids and a chunk_matrix with one row per query")
-    query_ids = [str(q) for q in query_ids]
-    positions = matrix_positions(query_ids, chunk_matrix)
+    query_ids = [q.decode("utf-8") if isinstance(q, bytes) else str(q) for q in query_ids]
+    matrix = as_id_matrix(chunk_matrix, len(query_ids))
+    positions = matrix_positions(query_ids, matrix)
     aligned: dict[str, Any] = {}
     for key, value in extras.items():
         if isinstance(value, ItemLabels):
             aligned[key] = value.align(query_ids, positions)
         elif isinstance(value, EntityLabels):
-            aligned[key] = value.align(query_ids, chunk_matrix)
+            aligned[key] = value.align(query_ids, matrix)
         else:
-            retrieved = np.array([len(r) for r in ranked_rows(chunk_matrix)], dtype=np.int64)
+            retrieved = (np.char.str_len(matrix) > 0).sum(axis=1).astype(np.int64)
             aligned[key] = value.align(query_ids, retrieved, positions)
     return aligned
-
-
-def ranked_rows(chunk_matrix: Any) -> list[list[str]]:
-    """The chunk ids of each row in rank order, padding dropped, as str."""
-    rows = []
-    for row in chunk_matrix:
-        ids = []
-        for value in row:
-            if value is None:
-                continue
-            if isinstance(value, (bytes, np.bytes_)):
-                value = bytes(value).rstrip(b"\x00").decode("utf-8")
-            value = str(value)
-            if value:
-                ids.append(value)
-        rows.append(ids)
-    return rows
 
 
 def chunk_texts(project, ids: Sequence[str]) -> dict[str, str]:  # noqa: ANN001

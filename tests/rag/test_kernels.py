@@ -299,3 +299,37 @@ def test_item_recall_matches_reference(data):
                 got = item_recall(support, k, strict=strict, vital_only=vital_only, weighted=weighted)
                 want = reference_recall(per_item, valid, vital, weight, k, strict, vital_only, weighted)
                 np.testing.assert_allclose(got, want, equal_nan=True)
+
+
+def test_matrix_positions():
+    from ragjudge.metrics.rag import matrix_positions
+
+    matrix = np.array([[b"c1", b"c2", b""], [b"a-much-longer-id", b"c1", b"c1"]], dtype="S16")
+    positions = matrix_positions(["q1", "q2"], matrix)
+    rows, cols = positions(["q2", "q2", "q1", "q1", "zz", "q2"],
+                           ["c1", "a-much-longer-id", "c2", "c3", "c1", "c2"])
+    assert rows.tolist() == [1, 1, 0, 0, -1, 1]
+    assert cols.tolist() == [1, 0, 1, -1, -1, -1]  # a repeated chunk: its first column
+    obj = np.array([["c1", None], ["", "c9"]], dtype=object)
+    rows, cols = matrix_positions(["a", "b"], obj)(["b", "a", "b"], ["c9", "c1", ""])
+    assert rows.tolist() == [1, 0, 1] and cols.tolist() == [1, 0, -1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["", "c1", "c2", "chunk-3", "c4"]), min_size=3, max_size=3),
+                min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["c1", "c2", "chunk-3", "c4", "x"])),
+                max_size=12))
+def test_matrix_positions_matches_a_dict(matrix, asks):
+    from ragjudge.metrics.rag import matrix_positions
+
+    qids = [f"q{i}" for i in range(len(matrix))]
+    rows, cols = matrix_positions(qids, np.array(matrix, dtype=object))(
+        [f"q{q}" for q, _ in asks], [c for _, c in asks])
+    for (q, c), r, col in zip(asks, rows, cols):
+        if q >= len(matrix):
+            assert r == -1 and col == -1
+            continue
+        assert r == q
+        want = matrix[q].index(c) if c in matrix[q] else -1
+        assert col == want
