@@ -761,10 +761,10 @@ class LiveEvaluation:
         width_c = max(t[1].dtype.itemsize for t in tops)
         q = np.concatenate([t[0].astype(f"S{width_q}") for t in tops])
         c = np.concatenate([t[1].astype(f"S{width_c}") for t in tops])
-        joined = np.char.add(np.char.add(q, b"\x00"), c) if len(q) else q
+        joined = np.char.add(np.char.add(q, b"\x1f"), c) if len(q) else q
         unique = np.unique(joined)
         pairs = len(unique)
-        gold_keys = [f"{qid}\x00{cid}".encode() for qid, chunks in judged.items() for cid in chunks]
+        gold_keys = [f"{qid}\x1f{cid}".encode() for qid, chunks in judged.items() for cid in chunks]
         if gold_keys:
             covered = int(np.isin(unique, np.array(gold_keys, dtype=unique.dtype)).sum())
         return pairs, covered

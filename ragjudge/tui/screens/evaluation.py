@@ -1,0 +1,691 @@
+"""The evaluation screen: every run scored against the gold qrels, live as labels arrive.
+
+One thread worker owns a :class:`ragjudge.services.live.LiveEvaluation`: it polls the project for
+label events every few tens of milliseconds (any process may write them), re-evaluates only the
+queries they touch and posts a :class:`EvaluationScreen.Updated` message. Messages of one kind
+replace an undelivered predecessor (``can_replace``), so a burst of labels is one repaint. The
+slower numbers — bootstrap intervals, agreement, pool coverage — and the paired comparison
+follow in their own messages at a calmer pace. Only the message handlers touch widgets.
+
+Tabs: overview (runs × measures), per query, curves, strata, compare.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from ragjudge.errors import RagjudgeError
+from ragjudge.models import AGGREGATION_RULES
+from ragjudge.services import live as svc
+from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
+from ragjudge.tui.widgets.literal import literal
+
+POLL_SECONDS = 0.05
+"""How often the worker looks for new label events (two index lookups)."""
+DETAILS_SECONDS = 2.0
+"""Bootstrap intervals, agreement and pool coverage are recomputed at most this often."""
+CURVE_FAMILIES = ("nDCG", "P", "R", "Success", "ContextPrecision", "AP")
+SORTS = ("query", "value ↓", "value ↑", "disputed ↓", "judged ↑")
+
+EVAL_KEYS = (
+    ("o", "tab('overview')", "overview", "Runs × measures, with intervals and ranges."),
+    ("p", "tab('per-query')", "per query", "Each query's value of one measure, per run."),
+    ("v", "tab('curves')", "curves", "Metric@K for K = 1..20 and the precision-recall curve."),
+    ("s", "tab('strata')", "strata", "The measures per query category or any query field."),
+    ("c", "tab('compare')", "compare", "Two runs side by side with paired tests."),
+    ("plus", "add_measure", "add", "Add a measure by name (nDCG@20, P(rel=2)@5); saved in the project."),
+    ("minus", "remove_measure", "remove", "Remove the measure under the cursor from the overview."),
+    ("g", "next_rule", "rule", "Next gold rule: median, majority, mean, min, max, one annotator, adjudicated."),
+    ("m", "next_measure", "measure", "Per query / strata / curves: the next measure or curve family."),
+    ("f", "next_filter", "filter", "Per query: the next category; strata: the next query field."),
+    ("t", "next_sort", "sort", "Per query: the next sort order."),
+    ("a", "next_run('a')", "run A", "Compare: the next run as A."),
+    ("b", "next_run('b')", "run B", "Compare: the next run as B."),
+    ("r", "refresh", "refresh", "Recompute everything from the database now."),
+    ("escape,q", "back", "back", "Back to the previous screen."),
+)
+
+
+class EvaluationScreen(Screen):
+    """Every run of the project scored live against the gold qrels."""
+
+    CSS_PATH = "evaluation.tcss"
+
+    BINDINGS = [
+        Binding(k, a, n, tooltip=t, id=f"eval.{n.replace(' ', '-')}",
+                show=k not in ("minus", "a", "b", "t", "r"),
+                key_display={"plus": "+", "minus": "-"}.get(k))
+        for k, a, n, t in EVAL_KEYS
+    ]
+
+    rule: reactive[str] = reactive("median", init=False)
+    """The gold rule the numbers are computed under."""
+    measure: reactive[str] = reactive("nDCG@10", init=False)
+    """The measure of the per-query and strata tabs."""
+    clock = staticmethod(lambda snapshot: snapshot.updated_at.astimezone().strftime("%H:%M:%S"))
+    """How the time of the last update is shown (tests freeze it)."""
+
+    class Updated(Message):
+        """A fresh snapshot of the numbers (replaces an undelivered one)."""
+
+        def __init__(self, snapshot: svc.LiveSnapshot) -> None:
+            super().__init__()
+            self.snapshot = snapshot
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, EvaluationScreen.Updated)
+
+    class Detailed(Message):
+        """Intervals, agreement and pool coverage (replaces an undelivered one)."""
+
+        def __init__(self, details: svc.LiveDetails) -> None:
+            super().__init__()
+            self.details = details
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, EvaluationScreen.Detailed)
+
+    class Compared(Message):
+        """The paired comparison of the two chosen runs."""
+
+        def __init__(self, pair: tuple[str, str], rows: list, queries: int) -> None:
+            super().__init__()
+            self.pair = pair
+            self.rows = rows
+            self.queries = queries
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, EvaluationScreen.Compared)
+
+    class Failed(Message):
+        """The worker hit an error it can explain."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, project) -> None:  # noqa: ANN001 - Project
+        super().__init__()
+        self.project = project
+        self.engine: svc.LiveEvaluation | None = None
+        self.snapshot: svc.LiveSnapshot | None = None
+        self.details: svc.LiveDetails | None = None
+        self.requests: queue.Queue = queue.Queue()
+        self.applied: list[tuple[int, float]] = []
+        """(label id, time.perf_counter()) each time a snapshot reached the widgets"""
+        self.category: str | None = None
+        self.sort = 0
+        self.field = "category"
+        self.pair: tuple[str, str] | None = None
+        self._query_rows: list[str] = []
+        self._fields: list[str] = ["category"]
+        self._rules: list[str] = list(AGGREGATION_RULES)
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="eval-title")
+        yield Static(Text("loading the runs and labels…", style="dim"), id="eval-header")
+        with TabbedContent(initial="overview"):
+            with TabPane("overview", id="overview"):
+                yield DataTable(id="overview-table", cursor_type="column", zebra_stripes=True)
+                yield Static(id="overview-note")
+            with TabPane("per query", id="per-query"):
+                yield Static(id="per-query-hint")
+                yield DataTable(id="per-query-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("curves", id="curves"):
+                with Horizontal(id="curves-row"):
+                    yield CurvePlot(id="curve-k")
+                    yield CurvePlot(id="curve-pr")
+                yield Static(id="curves-note")
+            with TabPane("strata", id="strata"):
+                yield Static(id="strata-hint")
+                yield DataTable(id="strata-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("compare", id="compare"):
+                yield Static(id="compare-hint")
+                with VerticalScroll():
+                    yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        title = Text("evaluation  ", style="bold")
+        title.append_text(literal(self.project.name, "bold cyan"))
+        self.query_one("#eval-title", Static).update(title)
+        options = getattr(self.app, "evaluation_options", None) or {}
+        try:
+            self.engine = svc.LiveEvaluation(self.project, **options)
+        except RagjudgeError as exc:
+            self.query_one("#eval-header", Static).update(literal(str(exc), "red"))
+            return
+        self.set_reactive(EvaluationScreen.rule, self.engine.rule)
+        self.set_reactive(EvaluationScreen.measure, self.engine.measures[0])
+        if "nDCG@10" in self.engine.measures:
+            self.set_reactive(EvaluationScreen.measure, "nDCG@10")
+        self.run_engine()
+
+    # -- the worker --------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="live-evaluation")
+    def run_engine(self) -> None:
+        worker = get_current_worker()
+        engine = self.engine
+        try:
+            engine.load()
+        except RagjudgeError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        self._fields = engine.fields()
+        self._post_snapshot()
+        details_at = 0.0
+        details_version = -1
+        compared: tuple[Any, ...] | None = None
+        while not worker.is_cancelled:
+            changed = self._serve_requests(engine)
+            try:
+                changed = engine.poll() or changed
+            except RagjudgeError as exc:
+                self.post_message(self.Failed(str(exc)))
+                changed = False
+            if worker.is_cancelled:
+                break
+            if changed:
+                self._post_snapshot()
+            now = time.monotonic()
+            if engine.version != details_version and now - details_at >= DETAILS_SECONDS:
+                engine.resync()
+                details_version = engine.version
+                self.post_message(self.Detailed(engine.details()))
+                details_at = time.monotonic()
+            want = self._compare_wanted(engine)
+            if want is not None and want != compared:
+                self._post_comparison(engine, want[1:3])
+                compared = want
+
+    def _serve_requests(self, engine: svc.LiveEvaluation) -> bool:
+        """Apply what the UI asked for (new rule, measures, ...); wait for the next poll."""
+        try:
+            kind, value = self.requests.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            return False
+        try:
+            if kind == "rule":
+                engine.set_rule(value)
+            elif kind == "measures":
+                engine.set_measures(value)
+                svc.save_measures(self.project, value)
+            elif kind == "curve":
+                engine.set_curve(value)
+            elif kind == "refresh":
+                engine.recompute()
+        except RagjudgeError as exc:
+            self.post_message(self.Failed(str(exc)))
+        return True
+
+    def _post_snapshot(self) -> None:
+        engine = self.engine
+        measure = self.measure if self.measure in engine.measures else engine.measures[0]
+        self.post_message(self.Updated(engine.snapshot(measure=measure, by=self.field)))
+
+    def _compare_wanted(self, engine: svc.LiveEvaluation) -> tuple | None:
+        if self.pair is None or self.app is None:
+            return None
+        try:
+            active = self.query_one(TabbedContent).active
+        except Exception:  # noqa: BLE001 - the screen is going away
+            return None
+        if active != "compare":
+            return None
+        return (engine.version, *self.pair, tuple(engine.measures))
+
+    def _post_comparison(self, engine: svc.LiveEvaluation, pair: tuple[str, str]) -> None:
+        from ragjudge.services.evaluation import compare
+
+        a, b = pair
+        if a == b:
+            self.post_message(self.Compared((a, b), [], 0))
+            return
+        evaluation = engine.evaluation([a, b])
+        if not evaluation.query_ids:
+            self.post_message(self.Compared((a, b), [], 0))
+            return
+        rows = compare(evaluation, baseline=a)
+        self.post_message(self.Compared((a, b), rows, len(evaluation.query_ids)))
+
+    # -- handlers: only these touch widgets -------------------------------------------------
+
+    def on_evaluation_screen_updated(self, message: Updated) -> None:
+        snapshot = message.snapshot
+        self.snapshot = snapshot
+        if self.pair is None and len(snapshot.run_names) >= 2:
+            self.pair = (snapshot.run_names[0], snapshot.run_names[1])
+        self._show_header()
+        self._show_overview()
+        self._show_per_query()
+        self._show_curves()
+        self._show_strata()
+        self._show_compare_hint()
+        self.applied.append((self.engine.stamp[0] if self.engine else 0, time.perf_counter()))
+
+    def on_evaluation_screen_detailed(self, message: Detailed) -> None:
+        self.details = message.details
+        self._show_header()
+        self._show_overview()
+        self._show_per_query()
+
+    def on_evaluation_screen_compared(self, message: Compared) -> None:
+        self._show_compare(message)
+
+    def on_evaluation_screen_failed(self, message: Failed) -> None:
+        self.notify(message.text, severity="error", timeout=10)
+
+    # -- header ------------------------------------------------------------------------------
+
+    def _show_header(self) -> None:
+        s, d = self.snapshot, self.details
+        if s is None:
+            return
+        line = Text()
+        line.append(f"{s.labels_used:,}", style="bold")
+        line.append(f" labels by {len(s.annotators)} annotators → ")
+        line.append(f"{s.gold_pairs:,}", style="bold")
+        line.append(f" gold pairs in {s.n_queries}/{s.n_queries_total} queries")
+        if d is not None and d.pool_pairs:
+            line.append(f" · pool top 10: {d.pool_judged:,}/{d.pool_pairs:,} judged "
+                        f"({100 * d.pool_judged / d.pool_pairs:.0f}%)")
+        line.append(" · rule ")
+        line.append_text(literal(s.rule, "bold"))
+        line.append(f" · relevant ≥ {s.threshold} · updated {self.clock(s)}")
+        judged = Text("Judged@10: ")
+        for i, name in enumerate(s.run_names):
+            if i:
+                judged.append(" · ")
+            judged.append_text(literal(name))
+            judged.append(f" {fmt(s.judged_at_10[name], 2)}")
+            unjudged = s.unjudged_top10[name]
+            if unjudged:
+                judged.append(f" ({unjudged:,} unjudged in top 10)", style="yellow")
+        agree = Text("agreement: ")
+        if d is None:
+            agree.append("computing…", style="dim")
+        else:
+            agree.append(f"Krippendorff's α ordinal {fmt(d.alpha_ordinal, 3)}, nominal "
+                         f"{fmt(d.alpha_nominal, 3)} · mean pairwise κ {fmt(d.mean_kappa, 3)} · ")
+            agree.append(f"{d.disputed:,} disputed pairs", style="bold" if d.disputed else "")
+        header = Text("\n").join([line, judged, agree])
+        self.query_one("#eval-header", Static).update(header)
+
+    # -- overview ----------------------------------------------------------------------------
+
+    def _show_overview(self) -> None:
+        s, d = self.snapshot, self.details
+        if s is None:
+            return
+        table = self.query_one("#overview-table", DataTable)
+        keep = table.cursor_coordinate
+        table.clear(columns=True)
+        table.fixed_columns = 1
+        table.add_column("run", key="run")
+        for m in s.measures:
+            table.add_column(literal(m), key=m)
+        best = {m: best_rows([s.means[n][m] for n in s.run_names]) for m in s.measures}
+        for i, name in enumerate(s.run_names):
+            cells: list[Text] = [literal(name, "bold")]
+            for m in s.measures:
+                value = s.means[name][m]
+                cell = Text(("*" if i in best[m] else " ") + fmt(value),
+                            style="bold green" if i in best[m] else "")
+                ci = d.intervals.get(name, {}).get(m) if d is not None else None
+                cell.append("\n" + (f"[{ci[0]:.3f},{ci[1]:.3f}]" if ci and not math.isnan(ci[0]) else ""),
+                            style="dim")
+                spread = s.ranges.get(name, {}).get(m)
+                cell.append("\n" + (f"↕{spread[0]:.3f}–{spread[1]:.3f}" if spread else ""),
+                            style="cyan")
+                cells.append(cell)
+            table.add_row(*cells, height=3, key=name)
+        if s.run_names and s.measures:
+            table.cursor_coordinate = keep if keep.column <= len(s.measures) else keep._replace(column=1)
+        note = Text(f"{s.n_queries} judged queries; a query a run does not answer counts 0. "
+                    "* best in its column · [95% bootstrap interval]"
+                    + (f" ({d.resamples} resamples)" if d is not None else "")
+                    + " · ↕ min–max over the annotators' own labels", style="dim")
+        self.query_one("#overview-note", Static).update(note)
+
+    # -- per query ---------------------------------------------------------------------------
+
+    def _show_per_query(self) -> None:
+        s, d = self.snapshot, self.details
+        if s is None or s.rows is None:
+            return
+        rows = s.rows
+        disputed = d.disputed_by_query if d is not None else {}
+        categories = sorted({c or "(none)" for c in rows.categories})
+        if self.category is not None and self.category not in categories:
+            self.category = None
+        hint = Text()
+        hint.append(f"{rows.measure}", style="bold")
+        hint.append(f" per query · category: {self.category or 'all'} · sort: {SORTS[self.sort]} · "
+                    "m measure · f category · t sort · Enter: explain and judge")
+        self.query_one("#per-query-hint", Static).update(hint)
+        order = [i for i in range(len(rows.query_ids))
+                 if self.category is None or (rows.categories[i] or "(none)") == self.category]
+        first = s.run_names[0] if s.run_names else None
+        sort = SORTS[self.sort]
+        if sort.startswith("value") and first is not None:
+            values = rows.values[first]
+            sign = -1 if sort == "value ↓" else 1
+            order.sort(key=lambda i: (math.isnan(values[i]), sign * (0 if math.isnan(values[i]) else values[i])))
+        elif sort == "disputed ↓":
+            order.sort(key=lambda i: -disputed.get(rows.query_ids[i], 0))
+        elif sort == "judged ↑":
+            order.sort(key=lambda i: rows.judged[i])
+        table = self.query_one("#per-query-table", DataTable)
+        keep = table.cursor_row
+        table.clear(columns=True)
+        table.add_columns("query", "category", "judged", "disputed", *s.run_names)
+        self._query_rows = []
+        for i in order:
+            qid = rows.query_ids[i]
+            values = [rows.values[n][i] for n in s.run_names]
+            top = best_rows(values)
+            cells = [literal(qid), literal(rows.categories[i] or ""), str(int(rows.judged[i])),
+                     str(disputed.get(qid, 0))]
+            cells += [Text(fmt(v), style="bold green" if j in top else "") for j, v in enumerate(values)]
+            table.add_row(*cells)
+            self._query_rows.append(qid)
+        if self._query_rows:
+            table.move_cursor(row=min(keep, len(self._query_rows) - 1))
+
+    @on(DataTable.RowSelected, "#per-query-table")
+    def query_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if not 0 <= event.cursor_row < len(self._query_rows) or self.engine is None:
+            return
+        self._explain(self._query_rows[event.cursor_row])
+
+    def _explain(self, query_id: str) -> None:
+        engine, s = self.engine, self.snapshot
+        parts = []
+        for name in s.run_names:
+            parts.append(f"── run {name} ──\n" + engine.explain(name, query_id, s.rows.measure))
+        unjudged = engine.unjudged_pairs(query_id)
+        title = f"{s.rows.measure} for query {query_id} (rule {s.rule})"
+
+        def chosen(answer: str | None) -> None:
+            if answer == "judge":
+                self._judge(query_id)
+
+        self.app.push_screen(ExplainModal(title, "\n\n".join(parts), unjudged), chosen)
+
+    def _judge(self, query_id: str) -> None:
+        """Judge the query's pairs: the judging screen on a queue of this query only."""
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def start(name: str | None) -> None:
+            if not name:
+                return
+            from ragjudge.services import judging
+            from ragjudge.tui.screens.judge import JudgeScreen
+
+            try:
+                name = judging.check_annotator(name)
+                judging.ensure_annotator(self.project, name)
+                queue_ = judging.JudgingQueue(self.project, name, queries=[query_id],
+                                              use_assignment=False)
+            except RagjudgeError as exc:
+                self.notify(str(exc), severity="error", timeout=8)
+                return
+            self.app.annotator = name
+            self.app.push_screen(JudgeScreen(self.project, queue_, from_home=True))
+
+        annotator = getattr(self.app, "annotator", None)
+        if annotator:
+            start(annotator)
+        else:
+            self.app.push_screen(TextPrompt("Your name (every label you give is recorded under it):",
+                                            placeholder="e.g. alice"), start)
+
+    # -- curves ------------------------------------------------------------------------------
+
+    def _show_curves(self) -> None:
+        s = self.snapshot
+        if s is None or not s.run_names:
+            return
+        ks = list(svc.CURVE_K)
+        best = max(s.run_names, key=lambda n: sum(0 if math.isnan(v) else v for v in s.curve_values[n]))
+        mark = knee(s.curve_values[best], ks)
+        self.query_one("#curve-k", CurvePlot).show(f"{s.curve}@K", ks, s.curve_values, "K", mark)
+        self.query_one("#curve-pr", CurvePlot).show(
+            "interpolated precision at recall", list(svc.PR_LEVELS), s.pr_values, "recall")
+        note = Text()
+        note.append(f"{s.curve}@K for K = 1..20 (m: next family) · ")
+        if mark is not None:
+            note.append(f"{best}'s curve flattens at K = {mark}", style="bold")
+            note.append(" (each further chunk moves it by < 0.01): passing more chunks to the LLM "
+                        "adds little.")
+        else:
+            note.append(f"{best}'s curve is still rising at K = 20.")
+        self.query_one("#curves-note", Static).update(note)
+
+    # -- strata ------------------------------------------------------------------------------
+
+    def _show_strata(self) -> None:
+        s = self.snapshot
+        if s is None:
+            return
+        hint = Text()
+        hint.append(f"by {s.strata_field}", style="bold")
+        hint.append(f" (f: next field of {', '.join(self._fields)}) · the lowest value per "
+                    "measure is red, so an aggregate cannot hide a failing group")
+        self.query_one("#strata-hint", Static).update(hint)
+        table = self.query_one("#strata-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(s.strata_field or "stratum", "queries", "run", *s.measures)
+        worst = {}
+        for m in s.measures:
+            values = [(s.strata[st][n][m], st, n) for st in s.strata for n in s.run_names
+                      if not math.isnan(s.strata[st][n][m])]
+            if values and len(s.strata) > 1:
+                worst[m] = min(values)[1:]
+        for stratum, by_run in s.strata.items():
+            for j, name in enumerate(s.run_names):
+                cells = [literal(stratum if j == 0 else ""), str(s.strata_sizes[stratum]) if j == 0 else "",
+                         literal(name)]
+                for m in s.measures:
+                    style = "bold red" if worst.get(m) == (stratum, name) else ""
+                    cells.append(Text(fmt(by_run[name][m]), style=style))
+                table.add_row(*cells)
+
+    # -- compare -----------------------------------------------------------------------------
+
+    def _show_compare_hint(self) -> None:
+        hint = Text()
+        if self.pair is None:
+            hint.append("Compare needs two runs.", style="dim")
+        else:
+            hint.append("A = ")
+            hint.append_text(literal(self.pair[0], "bold"))
+            hint.append(", B = ")
+            hint.append_text(literal(self.pair[1], "bold"))
+            hint.append(" · a / b: next run · paired bootstrap interval of B − A, randomization "
+                        "and t-test p-values, verdict at α = 0.05 (as ragjudge compare)")
+        self.query_one("#compare-hint", Static).update(hint)
+
+    def _show_compare(self, message: Compared) -> None:
+        table = self.query_one("#compare-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns("measure", "A", "B", "B − A", "95% CI", "p rand", "p t-test", "verdict")
+        if message.pair != self.pair:
+            return
+        for row in message.rows:
+            verdict = Text(row.verdict)
+            if row.winner is not None:
+                verdict.stylize("bold green" if row.verdict == "B better" else "bold red")
+                verdict.append(" (")
+                verdict.append_text(literal(row.winner))
+                verdict.append(")")
+            ci = ("-" if math.isnan(row.ci_low) else f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]")
+            table.add_row(literal(row.measure), fmt(row.mean_a), fmt(row.mean_b),
+                          "-" if math.isnan(row.difference) else f"{row.difference:+.4f}", ci,
+                          _p(row.p_randomization), _p(row.p_t_test), verdict)
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        focus = {"overview": "#overview-table", "per-query": "#per-query-table",
+                 "strata": "#strata-table", "compare": "#compare-table"}.get(tab)
+        if focus:
+            self.query_one(focus, DataTable).focus()
+        self.requests.put(("wake", None))
+
+    @on(TabbedContent.TabActivated)
+    def tab_activated(self) -> None:
+        self.requests.put(("wake", None))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_refresh(self) -> None:
+        self.requests.put(("refresh", None))
+
+    def action_next_rule(self) -> None:
+        if self.engine is None:
+            return
+        annotators = self.snapshot.annotators if self.snapshot else []
+        rules = [*AGGREGATION_RULES, *(f"annotator:{a}" for a in annotators), "adjudicated"]
+        current = rules.index(self.rule) if self.rule in rules else -1
+        self.rule = rules[(current + 1) % len(rules)]
+        self.requests.put(("rule", self.rule))
+        self.notify(f"Gold rule: {self.rule}", timeout=2)
+
+    def action_next_measure(self) -> None:
+        if self.snapshot is None:
+            return
+        if self.query_one(TabbedContent).active == "curves":
+            family = CURVE_FAMILIES[(CURVE_FAMILIES.index(self.snapshot.curve) + 1) % len(CURVE_FAMILIES)
+                                    if self.snapshot.curve in CURVE_FAMILIES else 0]
+            self.requests.put(("curve", family))
+            return
+        measures = self.snapshot.measures
+        i = measures.index(self.measure) if self.measure in measures else -1
+        self.measure = measures[(i + 1) % len(measures)]
+        self.requests.put(("wake", None))
+        self._wake_snapshot()
+
+    def action_next_filter(self) -> None:
+        if self.snapshot is None:
+            return
+        if self.query_one(TabbedContent).active == "strata":
+            i = self._fields.index(self.field) if self.field in self._fields else -1
+            self.field = self._fields[(i + 1) % len(self._fields)]
+        else:
+            rows = self.snapshot.rows
+            categories = [None, *sorted({c or "(none)" for c in rows.categories})] if rows else [None]
+            i = categories.index(self.category) if self.category in categories else 0
+            self.category = categories[(i + 1) % len(categories)]
+            self._show_per_query()
+        self._wake_snapshot()
+
+    def action_next_sort(self) -> None:
+        self.sort = (self.sort + 1) % len(SORTS)
+        self._show_per_query()
+
+    def action_next_run(self, which: str) -> None:
+        s = self.snapshot
+        if s is None or len(s.run_names) < 2 or self.pair is None:
+            return
+        a, b = self.pair
+        names = s.run_names
+        if which == "a":
+            a = names[(names.index(a) + 1) % len(names)]
+        else:
+            b = names[(names.index(b) + 1) % len(names)]
+        self.pair = (a, b)
+        self._show_compare_hint()
+        self.query_one("#compare-table", DataTable).clear()
+        self.requests.put(("wake", None))
+
+    def action_add_measure(self) -> None:
+        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def add(name: str | None) -> None:
+            if not name or self.engine is None:
+                return
+            from ragjudge.metrics.registry import parse_measure
+
+            try:
+                parse_measure(name)
+            except RagjudgeError as exc:
+                self.notify(str(exc), severity="error", timeout=8)
+                return
+            measures = list(dict.fromkeys([*self.engine.measures, name]))
+            self.requests.put(("measures", measures))
+
+        self.app.push_screen(TextPrompt("Add a measure (ir_measures syntax, e.g. nDCG@20, P(rel=2)@5):",
+                                        placeholder="nDCG@20"), add)
+
+    def action_remove_measure(self) -> None:
+        if self.engine is None or self.snapshot is None:
+            return
+        table = self.query_one("#overview-table", DataTable)
+        column = table.cursor_coordinate.column - 1
+        measures = list(self.snapshot.measures)
+        if not 0 <= column < len(measures) or len(measures) == 1:
+            self.notify("Put the cursor on a measure's column (one measure always stays).")
+            return
+        measures.pop(column)
+        self.requests.put(("measures", measures))
+
+    def _wake_snapshot(self) -> None:
+        self.requests.put(("snapshot", None))
+
+    def watch_measure(self) -> None:
+        self._wake_snapshot()
+
+
+def _p(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def evaluation_app(project, *, rule: str | None = None, measures: list[str] | None = None,  # noqa: ANN001, ANN201
+                   threshold: int | None = None):
+    """The app opened on this screen (``ragjudge eval --tui``); Escape leads to the home screen."""
+    from ragjudge.tui.app import RagjudgeApp
+
+    class EvaluationApp(RagjudgeApp):
+        CSS_PATH = str(Path(__file__).resolve().parents[1] / "app.tcss")
+
+        def on_mount(self) -> None:
+            # Textual calls RagjudgeApp.on_mount too (it pushes the home screen): go on top of it
+            self.call_after_refresh(self.open_evaluation)
+
+    app = EvaluationApp(project)
+    app.evaluation_options = {k: v for k, v in
+                              {"rule": rule, "measures": measures, "threshold": threshold}.items()
+                              if v is not None}
+    return app
+
+
+def run_evaluation_app(project, **options: Any) -> None:  # noqa: ANN001
+    """Run :func:`evaluation_app` in the terminal until the user quits."""
+    app = evaluation_app(project, **options)
+    app.run()
+    if app.return_code not in (None, 0):
+        raise SystemExit(app.return_code)

@@ -1,0 +1,108 @@
+"""Pieces of the evaluation screen: number formatting, the knee of a curve, the curves plot and
+the explanation modal."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from ragjudge.tui.widgets.literal import literal
+
+__all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee"]
+
+FLAT = 0.01
+"""A curve is flat from K on when no later step moves it by this much or more."""
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    """A value as ``ragjudge eval`` prints it (``-`` when undefined)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def best_rows(column: list[float]) -> set[int]:
+    """Rows holding the highest value of a column; none when every row has the same value."""
+    finite = [v for v in column if v is not None and not math.isnan(v)]
+    if len(column) < 2 or not finite or max(finite) == min(finite):
+        return set()
+    top = max(finite)
+    return {i for i, v in enumerate(column)
+            if v is not None and not math.isnan(v) and math.isclose(v, top, rel_tol=0, abs_tol=1e-12)}
+
+
+def knee(values: list[float], ks: list[int], flat: float = FLAT) -> int | None:
+    """The K from which the curve is flat: the smallest K after which every further step
+    changes the value by less than ``flat`` (seed 000 §5.2: how many chunks to pass on)."""
+    clean = [0.0 if v is None or math.isnan(v) else v for v in values]
+    for i in range(len(clean)):
+        if all(abs(clean[j + 1] - clean[j]) < flat for j in range(i, len(clean) - 1)):
+            return ks[i]
+    return None
+
+
+class CurvePlot(PlotextPlot):
+    """One line per run; a vertical line marks the K where the best run's curve flattens."""
+
+    def show(self, title: str, xs: list[float], lines: dict[str, list[float]],
+             x_label: str, mark: float | None = None) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(title)
+        plt.xlabel(x_label)
+        for name, ys in lines.items():
+            clean = [0.0 if y is None or math.isnan(y) else y for y in ys]
+            plt.plot(xs, clean, label=name, marker="braille")
+        if mark is not None:
+            plt.vline(mark, "red")
+        plt.ylim(0, 1)
+        self.refresh()
+
+
+class ExplainModal(ModalScreen[str | None]):
+    """The step-by-step computation of a measure for one query; ``j`` offers judging."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "close"),
+        Binding("j", "judge", "judge its unjudged pairs"),
+    ]
+
+    DEFAULT_CSS = """
+    ExplainModal { align: center middle; }
+    ExplainModal > Vertical { width: 90%; height: 90%; border: round $primary; background: $surface; padding: 0 1; }
+    ExplainModal #explain-hint { height: auto; color: $text-muted; }
+    ExplainModal VerticalScroll { height: 1fr; }
+    """
+
+    def __init__(self, title: str, body: str, unjudged: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.unjudged = unjudged
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(literal(self.title_text, "bold"))
+            with VerticalScroll():
+                yield Static(literal(self.body), id="explain-body")
+            hint = (f"j: judge this query's {len(self.unjudged)} unjudged pairs in the top 10 · "
+                    "Escape: back" if self.unjudged else
+                    "Every chunk in the runs' top 10 has a grade. Escape: back")
+            yield Static(Text(hint), id="explain-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_judge(self) -> None:
+        if not self.unjudged:
+            self.notify("Nothing left to judge in this query's top 10.")
+            return
+        self.dismiss("judge")
