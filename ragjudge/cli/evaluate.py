@@ -168,7 +168,8 @@ EVAL_EPILOG = (
     "  ragjudge eval --db project.db                  # every run of the project, gold labels\n\n"
     "  ragjudge eval --db project.db --run bm25 --rule majority --by category\n\n"
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve nDCG --k 1-20 --format csv\n\n"
-    "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve PR"
+    "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve PR\n\n"
+    "  ragjudge eval --db project.db --tui             # the live evaluation screen"
 )
 
 
@@ -188,10 +189,21 @@ def eval_command(
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
     ci: Annotated[bool, typer.Option("--ci", help="Add each mean's 95 % bootstrap interval (over queries).")] = False,
+    tui: Annotated[bool, typer.Option("--tui", help="Open the live evaluation screen of the project (--rule, -m and --threshold apply).")] = False,
 ) -> None:
     """Score runs against qrels: every measure per run, the best per column marked."""
     from ragjudge.services import evaluation as svc
 
+    if tui:
+        from ragjudge.tui.screens.evaluation import run_evaluation_app
+
+        if qrels is not None or run or curve is not None or by or per_query or ci:
+            raise UsageError("--tui shows every run of the project against its gold labels; "
+                             "it combines with --rule, -m and --threshold only.")
+        with open_project() as project:
+            run_evaluation_app(project, rule=rule, measures=svc.parse_measure_list(measure) if measure else None,
+                               threshold=threshold)
+        return
     _check_format(format)
     mode = _queries_mode(averaging)
     if curve is not None:
