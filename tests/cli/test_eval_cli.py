@@ -389,3 +389,18 @@ def test_averaging_over_answered_queries(tmp_path, capsys):
     assert code == 0, err
     row = json.loads(out)["comparisons"][0]
     assert row["queries"] == 1 and row["difference"] == 0.0  # paired on q1 only
+
+
+def test_gate_exit_code_through_python_m_ragjudge(tmp_path):
+    import subprocess
+    import sys
+
+    q = _write(tmp_path / "qrels.trec", SEED_QRELS)
+    r = _write(tmp_path / "run.trec", SEED_RUN)
+    env_free = {k: v for k, v in __import__("os").environ.items() if k != "RAGJUDGE_DB"}
+    done = subprocess.run([sys.executable, "-m", "ragjudge", "gate", "--qrels", q, "--run", r,
+                           "--require", "RR>=0.6", "--require", "P@10>=0.5"],
+                          capture_output=True, text=True, env=env_free, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "pass" in done.stdout and "FAIL" in done.stdout
+    assert "P@10 = 0.4000" in done.stderr and "Traceback" not in done.stderr
