@@ -1,0 +1,210 @@
+"""services.live: the incremental numbers equal a from-scratch evaluation, label after label.
+
+The reference is the path ``ragjudge eval`` takes (gold qrels from services.qrels, runs from the
+project, services.evaluation.evaluate_all); equality is exact (==), since the engine sums each
+column in the same query order.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from ragjudge.services import evaluation as ev
+from ragjudge.services import judging, live
+from ragjudge.services.agreement import adjudicate
+
+MEASURES = ["P@1", "P@5", "R@10", "RR", "AP", "nDCG@10", "Rprec", "ERR@10", "Judged@10",
+            "ContextPrecision@5", "bpref"]
+
+
+def reference(project, rule, measures, threshold=None):  # noqa: ANN001, ANN201
+    qrels, rule = ev.project_qrels(project, rule)
+    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+    return ev.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold
+                           if threshold is None else threshold, project=project, rule=rule)
+
+
+def assert_same(engine, project, rule=None):  # noqa: ANN001
+    expected = reference(project, rule or engine.rule, engine.measures, engine.threshold)
+    snap = engine.snapshot()
+    assert snap.n_queries == expected.n_queries()
+    for run in expected.run_names:
+        for m, value in expected.aggregate(run).items():
+            got = snap.means[run][m]
+            assert got == value or (math.isnan(got) and math.isnan(value)), (run, m, got, value)
+
+
+def _ranked(project):  # noqa: ANN001, ANN202
+    return {n: ev.project_run(project, n).to_ranked() for n in ev.project_run_names(project)}
+
+
+def test_labels_undo_and_adjudication_keep_every_number_exact(demo):
+    engine = live.LiveEvaluation(demo, measures=MEASURES)
+    engine.load()
+    assert_same(engine, demo)
+    rnd = random.Random(7)
+    ranked = _ranked(demo)
+    queries = sorted(ranked["bm25"])
+    for step in range(40):
+        q = rnd.choice(queries)
+        c = rnd.choice(ranked[rnd.choice(list(ranked))][q][:15])
+        who = rnd.choice(["ana", "ben", "chen"])
+        if step % 9 == 8:
+            undone = judging.undo_last(demo, who)
+            q = undone.query_id if undone is not None else q
+        elif step % 13 == 12:
+            adjudicate(demo, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), by="lead", reason="test")
+        else:
+            judging.record_label(demo, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3))
+        assert engine.poll()
+        assert q in engine.touched
+        assert_same(engine, demo)
+    assert not engine.poll()  # nothing new: no work
+
+
+def test_a_new_top_grade_rescales_err_on_every_query(project):
+    """ERR's scale is the qrels' top grade: the first grade 3 changes ERR of other queries."""
+    ranked = _ranked(project)["bm25"]
+    for q in ("q1", "q2", "q3"):
+        judging.record_label(project, annotator="ann", query_id=q, chunk_id=ranked[q][0], grade=1)
+    engine = live.LiveEvaluation(project, measures=["ERR@10", "nDCG@10"])
+    engine.load()
+    before = engine.snapshot().means["bm25"]["ERR@10"]
+    judging.record_label(project, annotator="ann", query_id="q4", chunk_id=ranked["q4"][5], grade=3)
+    engine.poll()
+    assert_same(engine, project)
+    q123 = engine.evaluation().results["bm25"].subset(["q1", "q2", "q3"]).aggregate()["ERR@10"]
+    assert q123 < before  # the old queries' ERR fell: 1 is now a third of the scale, not all of it
+
+
+WIDTH_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="ragjudge.metrics: a Qrels whose chunk ids are narrower (in 8-byte words) than the run's "
+           "matches none of them, so evaluate_all gives 0 here; reported to the lead. The engine "
+           "widens both sides (see test_one_adjudicated_pair_by_hand).")
+
+
+@pytest.mark.parametrize("rule", ["majority", "mean", "min", "max", "annotator:ben",
+                                  pytest.param("adjudicated", marks=WIDTH_BUG)])
+def test_every_rule_and_a_rule_change(demo, rule):
+    engine = live.LiveEvaluation(demo, measures=MEASURES[:6])
+    engine.load()
+    ranked = _ranked(demo)["hybrid"]
+    adjudicate(demo, query_id="q01", chunk_id=ranked["q01"][0], grade=3, by="lead", reason="clear answer")
+    engine.set_rule(rule)
+    assert_same(engine, demo, rule)
+    judging.record_label(demo, annotator="ben", query_id="q02", chunk_id=ranked["q02"][1], grade=0)
+    engine.poll()
+    assert_same(engine, demo, rule)
+
+
+def test_one_adjudicated_pair_by_hand(demo):
+    """Rule 'adjudicated' with one adjudicated pair: bm25 ranks damaged-01 second for q01, so
+    P@5 = 1/5, RR = 1/2; hybrid ranks it first: P@5 = 1/5, RR = 1."""
+    engine = live.LiveEvaluation(demo, measures=["P@5", "RR"], rule="adjudicated")
+    engine.load()
+    adjudicate(demo, query_id="q01", chunk_id="damaged-01", grade=3, by="lead", reason="clear")
+    assert engine.poll()
+    snap = engine.snapshot()
+    assert snap.n_queries == 1 and snap.gold_pairs == 1
+    assert snap.means["bm25"] == {"P@5": 0.2, "RR": 0.5}
+    assert snap.means["hybrid"] == {"P@5": 0.2, "RR": 1.0}
+
+
+def test_annotator_ranges_are_the_min_and_max_of_each_annotators_own_qrels(demo):
+    engine = live.LiveEvaluation(demo, measures=["nDCG@10", "P@5"])
+    engine.load()
+    judging.record_label(demo, annotator="chen", query_id="m01", chunk_id="address-01", grade=3)
+    engine.poll()
+    ranges = engine.snapshot().ranges
+    own = {a: reference(demo, f"annotator:{a}", ["nDCG@10", "P@5"]) for a in ("ana", "ben", "chen")}
+    for run in ("bm25", "hybrid", "title_only"):
+        for m in ("nDCG@10", "P@5"):
+            values = [own[a].aggregate(run)[m] for a in own]
+            assert ranges[run][m] == (min(values), max(values))
+
+
+def test_header_figures_intervals_and_comparison_match_the_services(demo):
+    from ragjudge.services.pool import pool_size_and_judged
+
+    engine = live.LiveEvaluation(demo)
+    engine.load()
+    snap, details = engine.snapshot(), engine.details()
+    reference_eval = reference(demo, None, engine.measures)
+    for run in snap.run_names:
+        cli = reference_eval.intervals(run)
+        for m in engine.measures:
+            assert details.intervals[run][m] == pytest.approx(cli[m][1:], abs=1e-12)
+    pool = pool_size_and_judged(demo)
+    assert (details.pool_pairs, details.pool_judged) == (pool["pairs"], pool["judged"])
+    assert snap.labels_used == 1800 and snap.annotators == ["ana", "ben", "chen"]
+    # unjudged in the top 10 = ranked there minus judged there, over the judged queries
+    result = reference(demo, None, ["Judged@10"]).results["bm25"]
+    ranked = _ranked(demo)["bm25"]
+    shown = sum(min(len(ranked.get(q, [])), 10) for q in result.query_ids)
+    assert snap.unjudged_top10["bm25"] == shown - round(result.values[:, 0].sum() * 10)
+    rows = ev.compare(reference_eval.__class__(
+        measures=reference_eval.measures, results={n: reference_eval.results[n] for n in ("bm25", "hybrid")},
+        query_ids=reference_eval.query_ids, averaging=reference_eval.averaging,
+        queries_mode="judged", threshold=1), baseline="bm25")
+    mine = ev.compare(engine.evaluation(["bm25", "hybrid"]), baseline="bm25")
+    assert [r.as_dict() for r in mine] == [r.as_dict() for r in rows]
+
+
+def test_strata_curves_and_per_query_rows(demo):
+    engine = live.LiveEvaluation(demo, measures=["nDCG@10", "R@5"], curve="R")
+    engine.load()
+    snap = engine.snapshot(measure="nDCG@10", by="category")
+    strata = ev.project_strata(demo, "category")
+    expected = ev.evaluate_all(*_qr(demo), ["nDCG@10", "R@5"], strata=strata, by="category")
+    assert list(snap.strata) == list(expected.strata)
+    for stratum in expected.strata:
+        for run in snap.run_names:
+            assert snap.strata[stratum][run] == pytest.approx(expected.aggregate(run, stratum), abs=1e-15)
+    curve = ev.evaluate_all(*_qr(demo), [f"R@{k}" for k in range(1, 21)])
+    for run in snap.run_names:
+        assert snap.curve_values[run] == pytest.approx(list(curve.aggregate(run).values()), abs=1e-15)
+    pq = expected.per_query("bm25")
+    assert dict(zip(snap.rows.query_ids, snap.rows.values["bm25"].tolist())) == {
+        q: v["nDCG@10"] for q, v in pq.items()}
+    with pytest.raises(Exception, match="cutoff"):
+        engine.set_curve("Rprec")
+
+
+def _qr(project):  # noqa: ANN001, ANN202
+    qrels, _ = ev.project_qrels(project)
+    return qrels, {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+
+
+def test_measures_are_saved_in_the_project(demo):
+    assert live.saved_measures(demo) == list(ev.DEFAULT_MEASURES)
+    live.save_measures(demo, ["nDCG@20", "P(rel=2)@5"])
+    assert live.saved_measures(demo) == ["nDCG@20", "P(rel=2)@5"]
+    engine = live.LiveEvaluation(demo)
+    assert engine.measures == ["nDCG@20", "P(rel=2)@5"]
+    with pytest.raises(Exception, match="nDCG@x|unknown|measure"):
+        live.save_measures(demo, ["nDCG@x"])
+
+
+def test_knee_and_best_marks():
+    from ragjudge.tui.widgets.evalpane import best_rows, knee
+
+    ks = list(range(1, 8))
+    assert knee([0.1, 0.3, 0.5, 0.6, 0.605, 0.607, 0.608], ks) == 4
+    assert knee([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7], ks) == 7
+    assert best_rows([0.5, 0.7, 0.7]) == {1, 2}
+    assert best_rows([0.5, 0.5]) == set()
+    assert best_rows([float("nan"), 0.2, 0.1]) == {1}
+    assert best_rows([float("nan"), 0.2]) == set()  # one value: nothing to compare (as ragjudge eval)
+
+
+def test_the_engine_never_imports_textual():
+    import subprocess
+    import sys
+
+    code = "import sys, ragjudge.services.live; assert 'textual' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
