@@ -52,6 +52,9 @@ class Project:
         path = sqlite_path(db)
         if path is not None:
             _check_sqlite_file(path, db, create=create)
+            # Look before touching: the engine switches a file to WAL on connect, which must
+            # never happen to a file that turns out not to be a ragjudge project.
+            _inspect_sqlite_file(path, db, create=create)
         engine = make_engine(db)
         project = cls(db, engine)
         try:
@@ -281,6 +284,41 @@ def _check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
             f"{db} is not a ragjudge project: it is not a SQLite database (corrupt, or another "
             "kind of file). Nothing was changed."
         )
+
+
+def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
+    """Check an existing SQLite file read-only: a ragjudge schema this version can open."""
+    if not path.exists() or path.stat().st_size == 0:
+        if path.exists() and not create:
+            raise ProjectError(
+                f"{db} is an empty file, not a ragjudge project. Create one with "
+                f"'ragjudge init --db {db}'. Nothing was changed."
+            )
+        return
+    try:
+        # Without a write-ahead log beside it the file is the whole database: read it as
+        # immutable so that not even -wal/-shm files appear next to a file that is not ours.
+        wal = Path(f"{path}-wal").exists()
+        uri = f"file:{path}?mode=ro" if wal else f"file:{path}?mode=ro&immutable=1"
+        connection = sqlite3.connect(uri, uri=True, timeout=5)
+        try:
+            tables = {row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            revision = None
+            if "alembic_version" in tables:
+                row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+                revision = row[0] if row else None
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise ProjectError(_describe_db_error(db, exc)) from None
+    if revision is None and tables - {"alembic_version"}:
+        raise ProjectError(
+            f"{db} is a database but not a ragjudge project (it has tables of its own and no "
+            "ragjudge schema). Name another file with --db. Nothing was changed."
+        )
+    if revision is not None:
+        migrate.check_revision(revision, db)
 
 
 def _describe_db_error(db: str, exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from ragjudge.errors import ProjectError
 
@@ -36,8 +36,9 @@ def database_url(db: str) -> str:
     """The SQLAlchemy URL for ``--db``: a file path means SQLite, a URL is taken as it is."""
     if is_url(db):
         try:
-            make_url(db)
-        except ArgumentError as exc:
+            url = make_url(db)
+            url.port  # noqa: B018 - a bad port only fails when read
+        except (ArgumentError, ValueError) as exc:
             raise ProjectError(f"--db '{db}' is not a valid database URL: {exc}.") from None
         return db
     return "sqlite:///" + str(Path(db).expanduser())
@@ -47,6 +48,7 @@ def sqlite_path(db: str) -> Path | None:
     """The file of a SQLite project, or None for a server URL."""
     if not is_url(db):
         return Path(db).expanduser()
+    database_url(db)  # a clear error for a malformed URL
     url = make_url(db)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         return Path(url.database)
@@ -88,6 +90,13 @@ def make_engine(db: str, *, readonly: bool = False) -> Engine:
         return engine
     try:
         return create_engine(url, pool_pre_ping=True)
+    except NoSuchModuleError:
+        raise ProjectError(
+            f"--db '{db}': ragjudge knows no database of the kind '{make_url(url).drivername}'. "
+            "Use a file path for SQLite or postgresql+psycopg://USER@HOST/DB for PostgreSQL."
+        ) from None
+    except ArgumentError as exc:
+        raise ProjectError(f"--db '{db}' is not a valid database URL: {exc}.") from None
     except ModuleNotFoundError as exc:
         raise ProjectError(
             f"--db '{db}' needs the database driver '{exc.name}', which is not installed. "

@@ -114,14 +114,6 @@ def test_binary_junk_is_not_a_project(tmp_path):
     refuse_everywhere(db, "not a sqlite database", "not a ragjudge project")
 
 
-NOT_WAL = pytest.mark.xfail(strict=True, reason=(
-    "reported to the lead: every connection runs PRAGMA journal_mode=WAL on connect "
-    "(store/engine.py _sqlite_pragmas) before Project.open has checked the file, so a foreign "
-    "SQLite file is switched to WAL (header bytes 18-19 change) and an empty file gets a 4 KB "
-    "header, although the message says 'Nothing was changed'"))
-
-
-@NOT_WAL
 def test_another_sqlite_database_is_not_a_project(tmp_path):
     db = tmp_path / "crm.db"
     other = sqlite3.connect(db)
@@ -132,7 +124,6 @@ def test_another_sqlite_database_is_not_a_project(tmp_path):
     refuse_everywhere(db, "not a ragjudge project")
 
 
-@NOT_WAL
 def test_empty_file_is_not_opened_as_a_project(tmp_path):
     db = tmp_path / "empty.db"
     db.touch()
@@ -298,16 +289,11 @@ def test_older_schema_is_migrated_after_a_backup_copy(tmp_path):
 
 # -- server URLs that are not right ---------------------------------------------------------------
 
-URL_TRACEBACK = pytest.mark.xfail(strict=True, reason=(
-    "reported to the lead: store/engine.py lets sqlalchemy's ValueError (bad port) and "
-    "NoSuchModuleError (unknown dialect or driver) through as tracebacks"))
-
-
 @pytest.mark.parametrize("url, needles", [
     pytest.param("postgresql+psycopg://u@127.0.0.1:notaport/db", ("not a valid database url",),
-                 marks=URL_TRACEBACK, id="bad-port"),
-    pytest.param("nosuchdb://host/db", ("nosuchdb",), marks=URL_TRACEBACK, id="unknown-dialect"),
-    pytest.param("postgresql+nosuchdriver://u@host/db", ("nosuchdriver",), marks=URL_TRACEBACK,
+                 id="bad-port"),
+    pytest.param("nosuchdb://host/db", ("nosuchdb",), id="unknown-dialect"),
+    pytest.param("postgresql+nosuchdriver://u@host/db", ("nosuchdriver",),
                  id="unknown-driver"),
     pytest.param("postgresql+psycopg://u@127.0.0.1:1/db", ("127.0.0.1",), id="no-server"),
 ])
