@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
 
 from ragjudge.errors import UsageError
@@ -50,10 +50,21 @@ def check_rule(rule: str) -> str:
     )
 
 
+RECHECK = "recheck"
+"""``labels.source`` of a blind re-check: it measures self-agreement and never replaces the
+annotator's current label."""
+
+
+def not_recheck():
+    """A clause for label events that are not blind re-checks (portable SQL: no ``IS NOT 'x'``)."""
+    return or_(Label.source.is_(None), Label.source != RECHECK)
+
+
 def newest_label_ids():
-    """A subquery of the newest label event id per (annotator, query, chunk)."""
+    """A subquery of the newest non-recheck label event id per (annotator, query, chunk)."""
     return (
         select(func.max(Label.id).label("id"))
+        .where(not_recheck())
         .group_by(Label.annotator, Label.query_id, Label.chunk_id)
         .subquery()
     )

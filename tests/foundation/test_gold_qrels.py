@@ -67,3 +67,10 @@ def test_adjudication_comes_first(project):
 def test_unknown_rule(project):
     with pytest.raises(UsageError, match="not an aggregation rule"):
         gold_qrels(project, "average")
+
+
+def test_a_blind_recheck_does_not_replace_the_current_label(project):
+    label(project, "ana", "c1", 3)
+    project.write(lambda s: s.add(Label(query_id="q1", chunk_id="c1", annotator="ana", grade=0,
+                                        source="recheck")))
+    assert as_dict(gold_qrels(project, "median")) == {"c1": 3}
