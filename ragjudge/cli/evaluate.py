@@ -56,9 +56,17 @@ class Inputs:
     """Qrels, runs and settings of one command, from files and/or the project."""
 
     def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
-        from ragjudge.services import evaluation as svc
 
         self.project = None
+        try:
+            self._load(qrels_file, rule, threshold)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def _load(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
+        from ragjudge.services import evaluation as svc
+
         if qrels_file is not None:
             if rule is not None:
                 raise UsageError("--rule chooses how a project's labels become qrels; it does not "
