@@ -56,7 +56,6 @@ class Inputs:
     """Qrels, runs and settings of one command, from files and/or the project."""
 
     def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
-
         self.project = None
         try:
             self._load(qrels_file, rule, threshold)
