@@ -321,7 +321,7 @@ _SUFFIX = {"run": ".trec", "qrels": ".qrels", "labels": ".jsonl", "queries": ".j
            "facets": ".jsonl", "nuggets": ".jsonl", "answers": ".jsonl"}
 
 
-@settings(max_examples=80, deadline=None,
+@settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(_SEEDS)), cut=st.integers(0, 400), junk=st.binary(max_size=12),
        gz=st.booleans(), nan=st.booleans())

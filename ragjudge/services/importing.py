@@ -125,6 +125,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         raise UsageError(f"a BEIR folder holds no {kind}; give a TREC, JSONL or CSV file.")
     if kind == "run" and name is None:
         name = run_name_for(source)
+    scale = project.scale
 
     def work(session: Session) -> ImportResult:
         connection = session.connection()
@@ -136,7 +137,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
             elif kind == "run":
                 _import_run(connection, records, file, name or "run", refs, replace, result)
             elif kind in ("qrels", "labels"):
-                _import_labels(connection, records, file, annotator, project.scale, refs, result)
+                _import_labels(connection, records, file, annotator, scale, refs, result)
             elif kind == "facets":
                 _import_facets(connection, records, file, annotator, refs, result)
             elif kind == "nuggets":
@@ -220,6 +221,7 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
     corpus = beir_file(folder, "corpus.jsonl")
     queries = beir_file(folder, "queries.jsonl")
     qrels_files = beir_qrels_files(folder, split)
+    scale = project.scale
 
     def work(session: Session) -> list[ImportResult]:
         connection = session.connection()
@@ -233,7 +235,7 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
             result = ImportResult(kind="qrels", file=str(path))
             refs = _References(connection, create_missing, result)
             records = ((line, judgment) for _, line, judgment in read_beir_qrels(folder, path=path, numbered=True))
-            _import_labels(connection, records, str(path), annotator, project.scale, refs, result)
+            _import_labels(connection, records, str(path), annotator, scale, refs, result)
             results.append(result)
         return results
 
