@@ -432,7 +432,9 @@ class EvaluationScreen(Screen):
         self.app.push_screen(ExplainModal(title, "\n\n".join(parts), unjudged), chosen)
 
     def _judge(self, query_id: str) -> None:
-        """Judge the query's pairs: the judging screen on a queue of this query only."""
+        """Judge the query's pairs: the judging screen on a queue of this query only, at its
+        first pair that has no gold grade yet."""
+        unjudged = self.engine.unjudged_pairs(query_id) if self.engine else []
         from ragjudge.tui.screens.prompts import TextPrompt
 
         def start(name: str | None) -> None:
@@ -450,7 +452,12 @@ class EvaluationScreen(Screen):
                 self.notify(str(exc), severity="error", timeout=8)
                 return
             self.app.annotator = name
-            self.app.push_screen(JudgeScreen(self.project, queue_, from_home=True))
+            judge = JudgeScreen(self.project, queue_, from_home=True)
+            self.app.push_screen(judge)
+            if unjudged:  # start at the first pair nobody has graded yet
+                view = queue_.goto_pair(query_id, unjudged[0])
+                if view is not None:
+                    self.app.call_after_refresh(setattr, judge, "pair", view)
 
         annotator = getattr(self.app, "annotator", None)
         if annotator:

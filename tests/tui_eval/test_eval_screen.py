@@ -1,0 +1,212 @@
+"""The evaluation screen driven with Pilot: labels (from this app, by keys in the judging screen,
+or from another process) reach the pane, and its numbers are those of ``ragjudge export qrels``
++ ``ragjudge eval``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+from textual.widgets import DataTable
+
+from ragjudge.services import evaluation as ev
+from ragjudge.services import judging
+from ragjudge.services.live import MEASURES_SETTING
+from ragjudge.tui import make_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
+
+
+async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:  # noqa: ANN001
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "the evaluation screen did not catch up"
+        await pilot.pause(0.05)
+
+
+def max_label_id(project) -> int:  # noqa: ANN001
+    from ragjudge.services.agreement import labels_stamp
+
+    return labels_stamp(project)[0]
+
+
+def caught_up(screen: EvaluationScreen, label_id: int):  # noqa: ANN201
+    return lambda: bool(screen.applied) and screen.applied[-1][0] >= label_id
+
+
+def cli_numbers(db: str, tmp_path, capsys=None) -> dict:  # noqa: ANN001
+    """``ragjudge export qrels`` then ``ragjudge eval --qrels`` on the project's runs (JSON),
+    each the real command in its own process."""
+    qrels = tmp_path / "gold.qrels"
+    for args in (["export", "qrels", "-o", str(qrels)],
+                 ["eval", "--qrels", str(qrels), "--format", "json"]):
+        done = subprocess.run([sys.executable, "-m", "ragjudge", "--db", db, *args],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def overview_cells(screen: EvaluationScreen) -> dict[str, dict[str, str]]:
+    """run -> measure -> the value as printed in the overview's cell (first line, no mark)."""
+    table = screen.query_one("#overview-table", DataTable)
+    out: dict[str, dict[str, str]] = {}
+    for run in screen.snapshot.run_names:
+        out[run] = {}
+        for m in screen.snapshot.measures:
+            out[run][m] = table.get_cell(run, m).plain.split("\n")[0].lstrip("* ")
+    return out
+
+
+def a_pair_that_moves_ndcg(project):  # noqa: ANN001, ANN202
+    """A pair in bm25's top 10 that nobody has graded (a grade 3 there raises nDCG@10)."""
+    from ragjudge.services.qrels import gold_qrels
+
+    judged = {(q, c) for q, c, _ in gold_qrels(project)}
+    for q, chunks in sorted(ev.project_run(project, "bm25").to_ranked().items()):
+        for c in chunks[:3]:
+            if (q, c) not in judged:
+                return q, c
+    raise AssertionError("the demo has no unjudged pair in bm25's top 3")
+
+
+def test_a_label_changes_the_pane_to_exactly_what_export_and_eval_give(demo, demo_db, tmp_path, capsys):
+    asyncio.run(_label_then_compare(demo, demo_db, tmp_path, capsys))
+
+
+async def _label_then_compare(demo, db, tmp_path, capsys) -> None:  # noqa: ANN001
+    app = make_app(demo)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+        screen = app.screen
+        before = overview_cells(screen)
+        expected = cli_numbers(db, tmp_path, capsys)
+        for run, values in expected["runs"].items():
+            assert before[run] == {m: fmt(v) for m, v in values["aggregate"].items()}
+        query, chunk = a_pair_that_moves_ndcg(demo)
+        judging.record_label(demo, annotator="dora", query_id=query, chunk_id=chunk, grade=3)
+        await wait_for(pilot, caught_up(screen, max_label_id(demo)))
+        await pilot.pause()
+        after = overview_cells(screen)
+        assert after["bm25"]["nDCG@10"] != before["bm25"]["nDCG@10"]
+        expected = cli_numbers(db, tmp_path, capsys)
+        for run, values in expected["runs"].items():
+            assert after[run] == {m: fmt(v) for m, v in values["aggregate"].items()}
+            assert screen.snapshot.means[run] == values["aggregate"]  # the unrounded floats too
+        assert query in screen.snapshot.touched
+        assert "dora" in screen.snapshot.annotators
+
+
+def test_another_process_labels_and_the_pane_follows(demo, demo_db, tmp_path, capsys):
+    asyncio.run(_second_process(demo, demo_db, tmp_path, capsys))
+
+
+WRITER = """
+import sys
+from ragjudge.services.project import Project
+from ragjudge.services.judging import record_label
+with Project.open(sys.argv[1]) as project:
+    for i, (q, c) in enumerate(zip(sys.argv[2::2], sys.argv[3::2])):
+        record_label(project, annotator="ben", query_id=q, chunk_id=c, grade=3 - i % 2)
+"""
+
+
+async def _second_process(demo, db, tmp_path, capsys) -> None:  # noqa: ANN001
+    ranked = ev.project_run(demo, "hybrid").to_ranked()
+    pairs = [(q, ranked[q][k]) for q in ("f01", "m05", "p03", "q07") if q in ranked for k in (0, 4)]
+    assert len(pairs) >= 4
+    app = evaluation_app(demo)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+        screen = app.screen
+        version = screen.snapshot.version
+        args = [a for pair in pairs for a in pair]
+        done = subprocess.run([sys.executable, "-c", WRITER, db, *args], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        await wait_for(pilot, caught_up(screen, max_label_id(demo)))
+        await pilot.pause()
+        assert screen.snapshot.version > version
+        assert set(screen.snapshot.touched) <= {q for q, _ in pairs}
+        expected = cli_numbers(db, tmp_path, capsys)
+        cells = overview_cells(screen)
+        for run, values in expected["runs"].items():
+            assert cells[run] == {m: fmt(v) for m, v in values["aggregate"].items()}
+
+
+def test_enter_explains_a_query_and_j_judges_its_pairs_by_keys(demo, tmp_path):
+    asyncio.run(_explain_and_judge(demo))
+
+
+async def _explain_and_judge(demo) -> None:  # noqa: ANN001
+    app = make_app(demo, annotator="erin")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot
+                       and app.screen.snapshot.rows)
+        screen = app.screen
+        await pilot.press("p")
+        await pilot.pause()
+        rows = screen._query_rows
+        first_query = next(q for q in rows if screen.engine.unjudged_pairs(q))
+        unjudged = screen.engine.unjudged_pairs(first_query)
+        for _ in range(rows.index(first_query)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExplainModal))
+        body = str(app.screen.query_one("#explain-body").content)
+        assert f"query {first_query}" in body and "nDCG@10" in body and "bm25" in body
+        await pilot.press("j")
+        from ragjudge.tui.screens.judge import JudgeScreen
+
+        await wait_for(pilot, lambda: isinstance(app.screen, JudgeScreen))
+        judge = app.screen
+        assert judge.queue.query_ids == [first_query]
+        await wait_for(pilot, lambda: judge.pair is not None and judge.pair.chunk_id == unjudged[0])
+        pair = judge.pair
+        await pilot.press("2")
+        await pilot.pause()
+        state = judging.current_label(demo, "erin", pair.query_id, pair.chunk_id)
+        assert state is not None and state.grade == 2
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        await wait_for(pilot, caught_up(screen, max_label_id(demo)))
+        assert first_query in screen.snapshot.touched
+
+
+def test_add_a_measure_by_name_change_the_rule_and_compare(demo):
+    asyncio.run(_add_measure_and_rule(demo))
+
+
+async def _add_measure_and_rule(demo) -> None:  # noqa: ANN001
+    app = evaluation_app(demo)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+        screen = app.screen
+        await pilot.press("plus")
+        await pilot.pause()
+        for ch in "P(rel=2)@5":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "P(rel=2)@5" in screen.snapshot.measures)
+        assert demo.get_setting(MEASURES_SETTING)[-1] == "P(rel=2)@5"
+        qrels, _ = ev.project_qrels(demo)
+        runs = {n: ev.project_run(demo, n) for n in ev.project_run_names(demo)}
+        # the same measure list as the screen: numpy sums a lone column pairwise, several
+        # columns row by row, so the last bit of a mean depends on the company it keeps
+        strict = ev.evaluate_all(qrels, runs, screen.snapshot.measures)
+        for run in runs:
+            assert screen.snapshot.means[run]["P(rel=2)@5"] == strict.aggregate(run)["P(rel=2)@5"]
+        await pilot.press("g")  # median -> majority
+        await wait_for(pilot, lambda: screen.snapshot.rule == "majority")
+        qrels, _ = ev.project_qrels(demo, "majority")
+        majority = ev.evaluate_all(qrels, runs, screen.snapshot.measures)
+        assert screen.snapshot.means["hybrid"]["nDCG@10"] == majority.aggregate("hybrid")["nDCG@10"]
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen.query_one("#compare-table", DataTable).row_count > 0)
+        table = screen.query_one("#compare-table", DataTable)
+        assert table.row_count == len(screen.snapshot.measures)
+        verdicts = {str(table.get_row_at(i)[-1]) for i in range(table.row_count)}
+        assert verdicts <= {"within noise", "B better (hybrid)", "A better (bm25)"}
