@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from ragjudge.errors import UsageError
@@ -169,3 +171,35 @@ def test_label_chunk_ids_wider_than_the_runs():
     wide = Run.from_ranked({"eiffel": ["a-chunk-id-longer-than-any-in-the-run", "c3"]})
     short = ItemLabels(["eiffel"], support_items=[0], support_chunks=["c3"], support_levels=[FULL])
     assert evaluate(qrels, wide, ["Coverage@2"], extras={"facets": short})["Coverage@2"] == 1.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_labels_through_evaluate_match_a_plain_computation(data):
+    """Random runs and gold labels: evaluate's Coverage / NuggetRecall equal the formulas
+    computed query by query from the pairs."""
+    chunks = ["a", "b", "c", "dd", "a-longer-chunk-id", "f"]
+    queries = ["q1", "q2", "q3"]
+    ranked = {q: data.draw(st.lists(st.sampled_from(chunks), unique=True, max_size=5)) for q in queries}
+    ranked = {q: r for q, r in ranked.items() if r}
+    qrels = Qrels.from_dict({q: {"a": 1} for q in queries})
+    run = Run.from_ranked(ranked) if ranked else Run.from_ranked({"zz": ["a"]})
+    item_q = data.draw(st.lists(st.sampled_from(queries), max_size=6))
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, max(len(item_q) - 1, 0)),
+                                         st.sampled_from(chunks + ["nowhere"]), st.integers(1, 2)),
+                               max_size=10)) if item_q else []
+    labels = ItemLabels(item_q, support_items=[p[0] for p in pairs],
+                        support_chunks=[p[1] for p in pairs], support_levels=[p[2] for p in pairs])
+    k = data.draw(st.integers(1, 6))
+    result = evaluate(qrels, run, [f"Coverage@{k}", f"NuggetRecall@{k}"],
+                      extras={"facets": labels, "nuggets": labels}).per_query()
+    for q in queries:
+        items = [i for i, iq in enumerate(item_q) if iq == q]
+        top = ranked.get(q, [])[:k]
+        if not items:
+            assert math.isnan(result[q][f"Coverage@{k}"])
+            continue
+        best = [max([lvl for i2, c, lvl in pairs if i2 == i and c in top], default=0) for i in items]
+        assert result[q][f"Coverage@{k}"] == pytest.approx(sum(b == 2 for b in best) / len(items))
+        assert result[q][f"NuggetRecall@{k}"] == pytest.approx(
+            sum({2: 1.0, 1: 0.5, 0: 0.0}[b] for b in best) / len(items))
