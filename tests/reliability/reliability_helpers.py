@@ -9,8 +9,11 @@ had acknowledged to its user.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -176,3 +179,28 @@ def check_event_log(connection, annotators: list[str], acked: dict[str, list[tup
                 f"{annotator}: acknowledged label {event_id} (seq {seq}) is not in the database")
         counts[annotator] = len(rows)
     return counts
+
+
+def cli_in_process(*args: str, code: str | None = None) -> subprocess.CompletedProcess:
+    """The CLI's entry point (or the label-write code) in this process, output captured."""
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from ragjudge.cli import common, main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv
+    sys.argv = ["ragjudge", *args]
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                if code:
+                    exec(compile(code, "<label write>", "exec"), {"__name__": "__main__"})  # noqa: S102
+                    code_ = 0
+                else:
+                    code_ = main(list(args))
+            except SystemExit as exc:
+                code_ = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        sys.argv = saved
+        common._state["db"] = None  # --db is remembered per process; forget it
+    return subprocess.CompletedProcess(args, code_, out.getvalue(), err.getvalue())

@@ -1,4 +1,5 @@
-"""``ragjudge backup`` and ``ragjudge verify`` through the real command line."""
+"""``ragjudge backup`` and ``ragjudge verify`` through the real command line (``python -m
+ragjudge`` for the backups taken while annotators write, the entry point in-process elsewhere)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from reliability_helpers import acknowledged, check_event_log, fork_child, label_forever, reap
+from reliability_helpers import cli_in_process as run
 
 from conftest import make_small_project
 
@@ -62,7 +64,7 @@ def test_backup_while_four_annotators_write(tmp_path):
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("delete",)  # one self-contained file
         raw.close()
         assert not Path(str(target) + "-wal").exists()
-        result = cli("--db", str(target), "verify", "--format", "json")
+        result = run("--db", str(target), "verify", "--format", "json")
         assert result.returncode == 0, result.stdout + result.stderr
         counts_seen.append(json.loads(result.stdout)["events"]["labels"])
         # a consistent snapshot: each annotator's log in the copy is a gap-free prefix
@@ -91,16 +93,16 @@ def test_backup_default_name_and_refusals(tmp_path):
 
     target = tmp_path / "b.db"
     target.write_bytes(b"keep me")
-    refused = cli("--db", str(db), "backup", "-o", str(target))
+    refused = run("--db", str(db), "backup", "-o", str(target))
     assert refused.returncode == 2 and "already exists" in refused.stderr
     assert target.read_bytes() == b"keep me"
-    assert cli("--db", str(db), "backup", "-o", str(target), "--force").returncode == 0
+    assert run("--db", str(db), "backup", "-o", str(target), "--force").returncode == 0
     assert target.read_bytes().startswith(b"SQLite format 3\x00")
 
     before = db.read_bytes()
-    itself = cli("--db", str(db), "backup", "-o", str(db), "--force")
+    itself = run("--db", str(db), "backup", "-o", str(db), "--force")
     assert itself.returncode == 2 and "project itself" in itself.stderr
-    missing = cli("--db", str(db), "backup", "-o", str(tmp_path / "nope" / "b.db"))
+    missing = run("--db", str(db), "backup", "-o", str(tmp_path / "nope" / "b.db"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     assert db.read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if ".partial" in p.name]
@@ -109,7 +111,7 @@ def test_backup_default_name_and_refusals(tmp_path):
 @pytest.mark.postgres
 def test_backup_of_a_postgresql_project_says_how_to_use_pg_dump(pg_url, tmp_path):
     make_small_project(pg_url).close()
-    result = cli("--db", pg_url, "backup", "-o", str(tmp_path / "x.db"))
+    result = run("--db", pg_url, "backup", "-o", str(tmp_path / "x.db"))
     assert result.returncode == 2
     assert "pg_dump --format=custom" in result.stderr and "pg_restore" in result.stderr
     assert not (tmp_path / "x.db").exists()
@@ -130,7 +132,7 @@ def test_verify_a_sound_project(tmp_path):
     newest = datetime.fromisoformat(report["newest_event"])
     assert abs(newest - datetime.utcnow()) < timedelta(minutes=5)
     assert {c["status"] for c in report["checks"]} == {"ok"}
-    table = cli("--db", db, "verify")
+    table = run("--db", db, "verify")
     assert table.returncode == 0 and "labels" in table.stdout and "integrity" in table.stdout
 
 
@@ -156,7 +158,7 @@ def test_verify_finds_what_is_wrong(tmp_path, statements, failing, detail):
     make_small_project(db).close()
     label_some(db, 12)
     _tamper(db, *statements)
-    result = cli("--db", db, "verify", "--format", "json")
+    result = run("--db", db, "verify", "--format", "json")
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
     failed = {c["name"]: c["detail"] for c in report["checks"] if c["status"] == "fail"}
@@ -170,7 +172,7 @@ def test_verify_warns_about_events_from_the_future(tmp_path):
     make_small_project(db).close()
     label_some(db, 2)
     _tamper(db, "UPDATE labels SET created_at = '2999-01-01 00:00:00' WHERE id = 2")
-    result = cli("--db", db, "verify", "--format", "json")
+    result = run("--db", db, "verify", "--format", "json")
     assert result.returncode == 0
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["newest event"]["status"] == "warn" and "2999" in checks["newest event"]["detail"]
@@ -180,7 +182,7 @@ def test_verify_warns_about_events_from_the_future(tmp_path):
 def test_verify_on_postgresql(pg_url):
     make_small_project(pg_url).close()
     label_some(pg_url, 5)
-    result = cli("--db", pg_url, "verify", "--format", "json")
+    result = run("--db", pg_url, "verify", "--format", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["backend"] == "postgresql" and report["events"]["labels"] == 5
@@ -188,6 +190,6 @@ def test_verify_on_postgresql(pg_url):
 
 def test_help_has_examples():
     for command in ("backup", "verify"):
-        result = cli(command, "--help")
+        result = run(command, "--help")
         assert result.returncode == 0
         assert "Examples" in result.stdout and f"ragjudge --db" in result.stdout
