@@ -247,3 +247,44 @@ def test_compare_runs_holm_with_three_runs():
     # with two runs nothing is adjusted
     pair = compare_runs({"base": base, "b": runs["b"]}, ["AP"])[0]
     assert pair.p_randomization_adjusted == pair.p_randomization
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_pairs = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_pairs, st.lists(st.floats(0, 1), min_size=1, max_size=12))
+def test_property_t_test_and_holm_against_references(pairs, pvals):
+    a, b = np.array(pairs).T
+    t, p = paired_t_test(a, b)
+    d = b - a
+    if np.std(d, ddof=1) > 1e-9 * max(1.0, abs(d.mean())):
+        ref = scipy.stats.ttest_rel(b, a)
+        assert t == pytest.approx(ref.statistic, rel=1e-7, abs=1e-9)
+        assert p == pytest.approx(ref.pvalue, rel=1e-7, abs=1e-12)
+    assert 0.0 <= p <= 1.0
+    # Holm by its definition, one p-value at a time (statsmodels is checked above; it is too
+    # slow to call hundreds of times)
+    m = len(pvals)
+    ordered = sorted(range(m), key=lambda i: pvals[i])
+    expected = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(ordered):
+        running = max(running, min(1.0, (m - rank) * pvals[i]))
+        expected[i] = running
+    np.testing.assert_allclose(holm(pvals), expected, rtol=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=10))
+def test_property_exact_randomization_equals_brute_force(diffs):
+    d = np.array(diffs)
+    n = len(d)
+    signs = np.array([[1 - 2 * ((code >> i) & 1) for i in range(n)] for code in range(2 ** n)])
+    stats = np.abs(signs @ d)
+    observed = abs(d.sum())
+    expected = np.mean(stats >= observed - 1e-9 * np.abs(d).sum())
+    assert randomization_test(np.zeros(n), d) == pytest.approx(expected)
