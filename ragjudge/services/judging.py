@@ -285,44 +285,56 @@ class NuggetView:
     """The annotator's support of this nugget by the chunk in view: full, partial or none."""
 
 
+def _newest_marks(session: Session, model, key_col, ids: list[int], annotator: str | None,  # noqa: ANN001
+                  chunk_id: str | None) -> dict[int, object]:
+    """The newest mark event per facet/nugget id for the annotator and chunk (one select)."""
+    if not ids or not annotator or not chunk_id:
+        return {}
+    rows = session.execute(
+        select(key_col, model).where(key_col.in_(ids), model.chunk_id == chunk_id,
+                                     model.annotator == annotator).order_by(model.id)
+    ).all()
+    return {key: row for key, row in rows}  # later (newer) rows win
+
+
+def marks_for(project, query_id: str, *, annotator: str | None = None,  # noqa: ANN001
+              chunk_id: str | None = None) -> tuple[list[FacetView], list[NuggetView]]:
+    """The query's facets and nuggets with the annotator's marks for the chunk, in one session."""
+    with project.read() as session:
+        return (_facets(session, query_id, annotator, chunk_id),
+                _nuggets(session, query_id, annotator, chunk_id))
+
+
+def _facets(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[FacetView]:
+    facets = session.execute(select(Facet.id, Facet.name).where(
+        Facet.query_id == query_id, Facet.removed.is_(False)).order_by(Facet.id)).all()
+    links = _newest_marks(session, FacetLink, FacetLink.facet_id, [f[0] for f in facets], annotator, chunk_id)
+    return [FacetView(fid, name, bool(links[fid].covered) if fid in links else False)
+            for fid, name in facets]
+
+
+def _nuggets(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[NuggetView]:
+    nuggets = session.execute(select(Nugget.id, Nugget.text, Nugget.importance).where(
+        Nugget.query_id == query_id, Nugget.removed.is_(False), Nugget.kind == "nugget")
+        .order_by(Nugget.id)).all()
+    support = _newest_marks(session, NuggetSupport, NuggetSupport.nugget_id, [n[0] for n in nuggets],
+                            annotator, chunk_id)
+    return [NuggetView(nid, text, importance, support[nid].support if nid in support else "none")
+            for nid, text, importance in nuggets]
+
+
 def facets_for(project, query_id: str, *, annotator: str | None = None,  # noqa: ANN001
                chunk_id: str | None = None) -> list[FacetView]:
     """The query's facets (not removed), each with whether the annotator linked the chunk."""
     with project.read() as session:
-        facets = session.scalars(select(Facet).where(Facet.query_id == query_id,
-                                                     Facet.removed.is_(False)).order_by(Facet.id)).all()
-        out = []
-        for facet in facets:
-            covered = False
-            if annotator and chunk_id:
-                link = session.scalars(
-                    select(FacetLink).where(FacetLink.facet_id == facet.id, FacetLink.chunk_id == chunk_id,
-                                            FacetLink.annotator == annotator)
-                    .order_by(FacetLink.id.desc()).limit(1)).first()
-                covered = bool(link and link.covered)
-            out.append(FacetView(facet.id, facet.name, covered))
-        return out
+        return _facets(session, query_id, annotator, chunk_id)
 
 
 def nuggets_for(project, query_id: str, *, annotator: str | None = None,  # noqa: ANN001
                 chunk_id: str | None = None) -> list[NuggetView]:
     """The query's nuggets (not removed), each with the annotator's support by the chunk."""
     with project.read() as session:
-        nuggets = session.scalars(select(Nugget).where(Nugget.query_id == query_id,
-                                                       Nugget.removed.is_(False),
-                                                       Nugget.kind == "nugget").order_by(Nugget.id)).all()
-        out = []
-        for nugget in nuggets:
-            support = "none"
-            if annotator and chunk_id:
-                row = session.scalars(
-                    select(NuggetSupport).where(NuggetSupport.nugget_id == nugget.id,
-                                                NuggetSupport.chunk_id == chunk_id,
-                                                NuggetSupport.annotator == annotator)
-                    .order_by(NuggetSupport.id.desc()).limit(1)).first()
-                support = row.support if row else "none"
-            out.append(NuggetView(nugget.id, nugget.text, nugget.importance, support))
-        return out
+        return _nuggets(session, query_id, annotator, chunk_id)
 
 
 def _facet(session: Session, facet_id: int) -> Facet:

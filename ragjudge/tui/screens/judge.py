@@ -27,6 +27,9 @@ from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
 
 
+_UNSET = object()
+
+
 @dataclass(frozen=True)
 class Key:
     """One key of the judging contract: what the footer, the help screen and the palette show."""
@@ -98,10 +101,12 @@ class JudgeScreen(Screen):
         self.queue = queue
         self.from_home = from_home
         self.scale = project.scale
+        self.project_name = project.name
         self.shown_at = time.monotonic()
         self.session_labels = 0
         self.session_start: float | None = None
         self._query_cache: dict[str, judging.QueryText] = {}
+        self._shown: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
@@ -129,12 +134,13 @@ class JudgeScreen(Screen):
     # -- showing ---------------------------------------------------------------------------
 
     def watch_pair(self, pair: PairView | None) -> None:
+        with self.app.batch_update():  # one frame for every panel of the new pair
+            if pair is None:
+                self._show_done()
+            else:
+                self._show_pair(pair)
+            self._show_progress()
         self.shown_at = time.monotonic()
-        if pair is None:
-            self._show_done()
-        else:
-            self._show_pair(pair)
-        self._show_progress()
 
     def _query(self, query_id: str) -> judging.QueryText:
         q = self._query_cache.get(query_id)
@@ -144,10 +150,17 @@ class JudgeScreen(Screen):
             q = self._query_cache[query_id] = judging.query_text(self.project, query_id)
         return q
 
+    def _update(self, selector: str, key: object, make) -> None:  # noqa: ANN001
+        """Update a panel only when what it shows changed: every update re-lays the screen out."""
+        if self._shown.get(selector, _UNSET) == key:
+            return
+        self._shown[selector] = key
+        self.query_one(selector, Static).update(make())
+
     def _show_pair(self, pair: PairView) -> None:
         q = self._query(pair.query_id)
         c = judging.chunk_text(self.project, pair.chunk_id)
-        self.query_one("#query-panel", Static).update(self._query_text(q))
+        self._update("#query-panel", q, lambda: self._query_text(q))
         scroll = self.query_one("#chunk-scroll", VerticalScroll)
         title = Text("chunk ")
         title.append_text(literal(c.id, "bold"))
@@ -160,11 +173,21 @@ class JudgeScreen(Screen):
                          style="italic")
         scroll.border_title = title
         self.query_one("#chunk-text", Static).update(highlighted(c.text, query_terms(q.text)))
-        scroll.scroll_home(animate=False)
-        self.query_one("#earlier-panel", Static).update(self._earlier_text(pair))
-        self.query_one("#facets-panel", Static).update(self._facets_text(pair))
+        if scroll.scroll_y:
+            scroll.scroll_home(animate=False)
+        earlier = None if pair.recheck else pair.state
+        self._update("#earlier-panel", ("label", earlier and (earlier.grade, earlier.skipped,
+                                                              earlier.flagged, earlier.note)),
+                     lambda: self._earlier_text(pair))
+        self._show_marks(pair)
+
+    def _show_marks(self, pair: PairView) -> None:
+        marks = judging.marks_for(self.project, pair.query_id, annotator=self.queue.annotator,
+                                  chunk_id=pair.chunk_id)
+        self._update("#facets-panel", marks, lambda: self._facets_text(*marks))
 
     def _show_done(self) -> None:
+        self._shown.clear()
         self.query_one("#query-panel", Static).update(Text("—"))
         self.query_one("#chunk-scroll").border_title = "done"
         self.query_one("#chunk-text", Static).update(Text(
@@ -224,11 +247,7 @@ class JudgeScreen(Screen):
             out.append_text(literal(state.note, "italic"))
         return out
 
-    def _facets_text(self, pair: PairView) -> Text:
-        facets = judging.facets_for(self.project, pair.query_id, annotator=self.queue.annotator,
-                                    chunk_id=pair.chunk_id)
-        nuggets = judging.nuggets_for(self.project, pair.query_id, annotator=self.queue.annotator,
-                                      chunk_id=pair.chunk_id)
+    def _facets_text(self, facets: list[judging.FacetView], nuggets: list[judging.NuggetView]) -> Text:
         if not facets and not nuggets:
             return Text("none yet — g to add", style="dim")
         out = Text()
@@ -266,12 +285,13 @@ class JudgeScreen(Screen):
         if self.session_start is not None and self.session_labels:
             hours = max(time.monotonic() - self.session_start, 60.0) / 3600
             parts.append(f"{self.session_labels / hours:,.0f} labels/h")
-        self.query_one("#progress", Static).update(Text("  ·  ".join(parts)))
+        progress = "  ·  ".join(parts)
+        self._update("#progress", progress, lambda: Text(progress))
         order = self.queue.order
         if order == "depth" and pair is not None:
             order = f"depth (round {pair.position.round + 1} of {len(self.queue.rounds)}: top {self.queue.rounds[pair.position.round]})"
         top = Text()
-        top.append_text(literal(self.project.name, "bold"))
+        top.append_text(literal(self.project_name, "bold"))
         top.append("  ·  annotator ")
         top.append_text(literal(self.queue.annotator, "bold"))
         top.append(f"  ·  order {order}")
@@ -280,7 +300,7 @@ class JudgeScreen(Screen):
             top.append("  ·  your assignment")
         if not self.queue.show_source:
             top.append("  ·  blind")
-        self.query_one("#topbar", Static).update(top)
+        self._update("#topbar", top.plain, lambda: top)
 
     @work(thread=True, exclusive=True, group="totals")
     def count_totals(self) -> None:
@@ -474,7 +494,7 @@ class JudgeScreen(Screen):
 
         def done(_: object) -> None:
             if self.pair is not None:
-                self.query_one("#facets-panel", Static).update(self._facets_text(self.pair))
+                self._show_marks(self.pair)
 
         self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, pair.query_id,
                                           pair.chunk_id), done)
