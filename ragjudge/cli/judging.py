@@ -67,6 +67,6 @@ def annotate(
     with open_project() as project:
         if annotator is not None:
             annotator = check_annotator(annotator)
-            # check the options before the screen opens, so mistakes are one line on stderr
-            JudgingQueue(project, annotator, **{k: v for k, v in options.items() if v is not None})
+        # check the options before the screen opens, so that mistakes are one line on stderr
+        JudgingQueue(project, annotator or "-", **{k: v for k, v in options.items() if v is not None})
         run_app(project, annotator=annotator, start="judge", **options)

@@ -69,9 +69,10 @@ class RagjudgeApp(App):
             queue = judging.JudgingQueue(self.project, name, **opts)
             judging.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
-            self.notify(str(exc), severity="error", timeout=10)
-            if not from_home:
-                self.start_judging(from_home=from_home) if not self.annotator else self.exit(message=str(exc))
+            if from_home:
+                self.notify(str(exc), severity="error", timeout=10)
+            else:
+                self.exit(return_code=2, message=f"ragjudge: {exc}")
             return
         self.annotator = name
         self.push_screen(JudgeScreen(self.project, queue, from_home=from_home))

@@ -285,3 +285,36 @@ async def test_home_screen_and_missing_screens(project):
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
+
+
+@sync
+async def test_recheck_pairs_are_recorded_apart(project):
+    app = make_app(project, annotator="alice", start="judge", recheck=0.5, order="query")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        rechecked = None
+        for _ in range(24):
+            if screen.pair.recheck:
+                rechecked = screen.pair
+                assert "not labelled yet" in screen_text(app)  # the earlier grade stays hidden
+                break
+            await pilot.press("3")
+        assert rechecked is not None
+        await pilot.press("0")
+    rows = [r for r in labels(project) if r.source == "recheck"]
+    assert [(r.query_id, r.chunk_id, r.grade) for r in rows] == [(rechecked.query_id, rechecked.chunk_id, 0)]
+    assert J.current_label(project, "alice", rechecked.query_id, rechecked.chunk_id).grade == 3
+
+
+@sync
+async def test_project_without_runs_says_so(tmp_path):
+    from ragjudge.models import Scale
+
+    project = Project.init(str(tmp_path / "empty.db"), scale=Scale.parse("0-3"))
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        assert "nothing to judge" in screen_text(app)
+        await pilot.press("2", "s", "u", "right", "left_square_bracket")
+        assert labels(project) == []
+    project.close()

@@ -190,9 +190,15 @@ class JudgeScreen(Screen):
         self._shown.clear()
         self.query_one("#query-panel", Static).update(Text("—"))
         self.query_one("#chunk-scroll").border_title = "done"
-        self.query_one("#chunk-text", Static).update(Text(
-            "Every pair of your queue is judged. Thank you!\n\n"
-            "u undoes your last label · [ and ] revisit queries · e opens the evaluation · q quits."))
+        if not self.queue.query_ids:
+            message = ("There is nothing to judge here: no query has retrieved chunks in this pool. "
+                       "Import a run first (ragjudge import run FILE), or widen --runs, --queries "
+                       "or --category.\n\nq quits.")
+        else:
+            message = ("Every pair of your queue is judged. Thank you!\n\n"
+                       "u undoes your last label · [ and ] revisit queries · e opens the evaluation · "
+                       "q quits.")
+        self.query_one("#chunk-text", Static).update(Text(message))
         self.query_one("#earlier-panel", Static).update(Text(""))
         self.query_one("#facets-panel", Static).update(Text(""))
 
