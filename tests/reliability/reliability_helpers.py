@@ -54,6 +54,11 @@ class Child:
     def lines(self) -> list[str]:
         return self.buffer.decode().splitlines()
 
+    @property
+    def ready(self) -> bool:
+        """The child opened the project and is about to label (or already failed)."""
+        return b"READY\n" in self.buffer or b"ERR " in self.buffer
+
 
 def fork_child(work: Callable[[int], None], *, go_fd: int | None = None,
                close_fds: tuple[int, ...] = ()) -> Child:
@@ -104,6 +109,7 @@ def label_forever(db: str, annotator: str, *, limit: int | None = None, offset: 
         project = Project.open(db)
         with project.read() as session:
             start = session.scalar(select(func.count()).select_from(Label).where(Label.annotator == annotator))
+        os.write(write_fd, b"READY\n")
         wait_for_go(go_fd)
         seq = start
         while limit is None or seq < start + limit:
@@ -142,6 +148,8 @@ def acknowledged(child: Child) -> list[tuple[int, int]]:
     out = []
     for line in child.lines():
         assert not line.startswith("ERR"), f"a labelling process failed: {line}"
+        if line == "READY":
+            continue
         event_id, seq = line.split()
         out.append((int(event_id), int(seq)))
     return out
