@@ -193,3 +193,24 @@ def test_help_has_examples():
         result = run(command, "--help")
         assert result.returncode == 0
         assert "Examples" in result.stdout and f"ragjudge --db" in result.stdout
+
+
+def test_a_failed_backup_leaves_no_file_under_the_target_name(tmp_path, monkeypatch):
+    """The copy is written under a temporary name and renamed only once complete and checked."""
+    import ragjudge.services.maintenance as maintenance
+    from ragjudge.errors import ProjectError
+    from ragjudge.services.project import Project
+
+    db = str(tmp_path / "p.db")
+    make_small_project(db).close()
+    real_copy = maintenance._copy
+
+    def copy_then_fail(source, partial):  # noqa: ANN001
+        real_copy(source, partial)
+        assert partial.exists() and partial.name.startswith(".")
+        raise sqlite3.DatabaseError("disk full (simulated)")
+
+    monkeypatch.setattr(maintenance, "_copy", copy_then_fail)
+    with Project.open(db) as project, pytest.raises(ProjectError, match="disk full"):
+        maintenance.backup(project, tmp_path / "b.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.db"]
