@@ -61,7 +61,7 @@ PR_LEVELS = tuple(j / 10 for j in range(11))
 _PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
 _SEP = "\x1f"  # between run index and query id in the rows of an incremental context
 _MAX_ROW = b"\x00"  # a query never evaluated that carries the qrels' top grade (ERR's scale)
-SMALL_VIEW_CELLS = 200_000
+SMALL_VIEW_CELLS = 50_000
 """Up to this many (query x column) cells a view's sums are recomputed exactly after every
 update (well under a millisecond); beyond, running sums are kept and made exact again by
 :meth:`LiveEvaluation.resync` (the details pass)."""
@@ -530,23 +530,37 @@ class LiveEvaluation:
         with self.lock:
             t0 = time.perf_counter()
             with self.project.connect() as connection:
+                # by id range only (a DISTINCT would let SQLite scan a covering index instead)
                 events = connection.execute(
-                    select(Label.query_id, Label.annotator).where(Label.id > self.stamp[0]).distinct()
+                    select(Label.id, Label.query_id, Label.annotator)
+                    .where(Label.id > self.stamp[0], Label.id <= stamp[0])
                 ).all()
                 decided = connection.execute(
-                    select(Adjudication.query_id).where(Adjudication.id > self.stamp[1]).distinct()
-                ).scalars().all()
-            touched = sorted({q for q, _ in events} | set(decided))
-            annotators = {a for _, a in events}
-            if any(q not in self.row for q in touched) or not annotators <= set(self.annotators):
-                self.recompute()  # a new query or annotator: rebuild the views
+                    select(Adjudication.id, Adjudication.query_id)
+                    .where(Adjudication.id > self.stamp[1], Adjudication.id <= stamp[1])
+                ).all()
+            touched = sorted({q for _, q, _ in events} | {q for _, q in decided})
+            annotators = {a for _, _, a in events}
+            if any(q not in self.row for q in touched):
+                self.recompute()  # a query added since the screen opened: start again
                 self.touched = tuple(touched)
                 return True
+            for name in sorted(annotators - set(self.annotators)):
+                self._add_annotator(name)
             self._apply(touched, annotators, bool(decided))
             self.stamp = stamp
             self.touched = tuple(touched)
             self._stamp_done(t0)
             return True
+
+    def _add_annotator(self, name: str) -> None:
+        """A first label by a new annotator: an empty view of their own (filled by _apply)."""
+        self.annotators = sorted([*self.annotators, name])
+        rule = f"annotator:{name}"
+        if self.with_ranges and rule != self.rule and rule not in self.views:
+            view = self._new_view(rule)
+            view.resum()
+            self.views[rule] = view
 
     def _apply(self, touched: list[str], annotators: set[str], adjudicated: bool) -> None:
         from ragjudge.services.qrels import aggregate
