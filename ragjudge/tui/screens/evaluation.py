@@ -35,7 +35,7 @@ from ragjudge.services import live as svc
 from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
 from ragjudge.tui.widgets.literal import literal
 
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.03
 """How often the worker looks for new label events (two index lookups)."""
 DETAILS_SECONDS = 2.0
 """Bootstrap intervals, agreement and pool coverage are recomputed at most this often."""
@@ -133,6 +133,7 @@ class EvaluationScreen(Screen):
         self.field = "category"
         self.pair: tuple[str, str] | None = None
         self._query_rows: list[str] = []
+        self._stale: set[str] = set()
         self._fields: list[str] = ["category"]
         self._rules: list[str] = list(AGGREGATION_RULES)
 
@@ -274,18 +275,29 @@ class EvaluationScreen(Screen):
         if self.pair is None and len(snapshot.run_names) >= 2:
             self.pair = (snapshot.run_names[0], snapshot.run_names[1])
         self._show_header()
-        self._show_overview()
-        self._show_per_query()
-        self._show_curves()
-        self._show_strata()
-        self._show_compare_hint()
+        self._stale = {"overview", "per-query", "curves", "strata", "compare"}
+        self._show_active()
         self.applied.append((self.engine.stamp[0] if self.engine else 0, time.perf_counter()))
 
     def on_evaluation_screen_detailed(self, message: Detailed) -> None:
         self.details = message.details
         self._show_header()
-        self._show_overview()
-        self._show_per_query()
+        self._stale |= {"overview", "per-query"}
+        self._show_active()
+
+    def _show_active(self) -> None:
+        """Render the visible tab only; the others when they are shown (a label costs one
+        table, not five)."""
+        try:
+            active = self.query_one(TabbedContent).active or "overview"
+        except Exception:  # noqa: BLE001 - not composed yet
+            return
+        if active not in self._stale:
+            return
+        self._stale.discard(active)
+        {"overview": self._show_overview, "per-query": self._show_per_query,
+         "curves": self._show_curves, "strata": self._show_strata,
+         "compare": self._show_compare_hint}[active]()
 
     def on_evaluation_screen_compared(self, message: Compared) -> None:
         self._show_compare(message)
@@ -562,6 +574,7 @@ class EvaluationScreen(Screen):
 
     @on(TabbedContent.TabActivated)
     def tab_activated(self) -> None:
+        self._show_active()
         self.requests.put(("wake", None))
 
     def action_back(self) -> None:
