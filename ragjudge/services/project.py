@@ -323,7 +323,7 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
 
 def _describe_db_error(db: str, exc: BaseException) -> str:
     orig = getattr(exc, "orig", exc)
-    text = str(orig).strip()
+    text = " ".join(str(orig).split())  # drivers' messages span lines; ours are one paragraph
     lowered = text.lower()
     if "readonly" in lowered or "read-only" in lowered or "attempt to write" in lowered:
         return (f"{db} is read-only for this user, so nothing can be recorded. Check the file's "

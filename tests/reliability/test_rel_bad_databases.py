@@ -311,11 +311,7 @@ def test_older_schema_is_migrated_after_a_backup_copy(tmp_path):
     pytest.param("nosuchdb://host/db", ("nosuchdb",), id="unknown-dialect"),
     pytest.param("postgresql+nosuchdriver://u@host/db", ("nosuchdriver",),
                  id="unknown-driver"),
-    pytest.param("postgresql+psycopg://u@127.0.0.1:1/db", ("127.0.0.1",), id="no-server",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "reported to the lead: services/project.py _describe_db_error passes the "
-                     "driver's two-line message through ('... Connection refused\\n\\tIs the "
-                     "server running ...'); joining its lines (' '.join(text.split())) fixes it"))),
+    pytest.param("postgresql+psycopg://u@127.0.0.1:1/db", ("127.0.0.1",), id="no-server"),
 ])
 def test_server_urls_that_are_not_right(url, needles):
     for args in (("--db", url, "status"), ("--db", url, "verify"), ("--db", url, "backup")):
