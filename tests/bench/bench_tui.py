@@ -78,6 +78,7 @@ async def measure(db: str, *, labels: int, depth: int, annotator: str = "bench")
     handler: list[float] = []
     frames: list[float] = []
     settled: list[float] = []
+    shown: list[float] = []
     cpu: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
         display = app._display
@@ -89,10 +90,20 @@ async def measure(db: str, *, labels: int, depth: int, annotator: str = "bench")
             display(screen, renderable)
 
         app._display = counting_display
+        watch = JudgeScreen.watch_pair
+
+        def timed_watch(screen_, pair) -> None:  # noqa: ANN001
+            watch(screen_, pair)
+            shown.append(time.perf_counter())  # the new pair's widgets are set
+
+        JudgeScreen.watch_pair = timed_watch
         while not (isinstance(app.screen, JudgeScreen) and app.screen.pair is not None):
             await asyncio.sleep(0.001)
         await pilot.pause()
         startup = time.perf_counter() - start
+        # the pool totals are counted in a worker thread after the first pair is shown (a full
+        # scan on big projects); let it finish so that the figures below are per keypress only
+        await app.workers.wait_for_complete()
         screen = app.screen
         scale = project.scale
         rng = random.Random(1)
@@ -103,11 +114,15 @@ async def measure(db: str, *, labels: int, depth: int, annotator: str = "bench")
             app.simulate_key(str(grade))  # through Textual's message queue and key bindings
             while screen.pair is before:
                 await asyncio.sleep(0.0002)
-            handler.append(time.perf_counter() - t0)  # committed and the next pair's widgets set
-            rendered = len(frames)
-            while len(frames) == rendered:
+                if time.perf_counter() - t0 > 10:
+                    raise RuntimeError(f"no next pair 10 s after a key (label {len(handler)}; "
+                                       f"app screen {app.screen!r}, return code {app.return_code})")
+            set_at = shown[-1]
+            handler.append(set_at - t0)  # committed and the next pair's widgets set
+            while not frames or frames[-1] < set_at:
                 await asyncio.sleep(0.0002)
-            keypress.append(frames[rendered] - t0)  # ... and the first frame rendered after it
+            first = next(f for f in frames if f >= set_at)
+            keypress.append(first - t0)  # ... and the first frame rendered after it
             while time.perf_counter() - frames[-1] < 0.05:  # Textual may follow with more frames
                 await asyncio.sleep(0.002)
             settled.append(frames[-1] - t0)

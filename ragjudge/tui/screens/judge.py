@@ -129,7 +129,8 @@ class JudgeScreen(Screen):
         self.query_one("#scale-panel", Static).update(self._scale_text())
         self.query_one("#chunk-scroll").focus()
         self.pair = self.queue.first()
-        self.count_totals()
+        # the pool totals are a full scan on big projects: after the first pair is on screen
+        self.call_after_refresh(self.count_totals)
 
     # -- showing ---------------------------------------------------------------------------
 
