@@ -1,8 +1,8 @@
 """JSON Lines: one JSON object per line, with the field names of :mod:`ragjudge.formats.records`.
 
 Types are checked strictly: an id must be a JSON string, a grade a JSON integer (``2``, not
-``2.0`` or ``"2"``), a score a finite number. Blank lines are skipped. A file ending in ``.json``
-that holds one JSON array of objects is read too (small files only: the array is parsed whole).
+``2.0`` or ``"2"``), a score a finite number. Blank lines are skipped. A ``.json`` file is read
+as JSON Lines too (one object per line), never parsed whole.
 """
 
 from __future__ import annotations
