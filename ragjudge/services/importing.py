@@ -50,7 +50,9 @@ from sqlalchemy.orm import Session
 
 from ragjudge.errors import InputError, UsageError
 from ragjudge.formats import detect_format, read_records, read_text, source_name
-from ragjudge.formats.beir import beir_file, beir_qrels_files, read_beir_qrels
+from ragjudge.formats.beir import (
+    beir_file, beir_qrels_files, read_beir_corpus, read_beir_qrels, read_beir_queries,
+)
 from ragjudge.formats.source import Source, is_inline
 from ragjudge.formats.trec import trec_run_rows
 from ragjudge.store.schema import (
@@ -232,7 +234,7 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
         results = []
         for kind, path in (("chunks", corpus), ("queries", queries)):
             result = ImportResult(kind=kind, file=str(path))
-            with _numbered(kind, path, "jsonl", str(path), progress, beir=True) as records:
+            with _numbered(kind, folder, "beir", str(path), progress, beir=True) as records:
                 _import_definitions(connection, kind, records, str(path), replace, result)
             results.append(result)
         for path in qrels_files:
@@ -289,11 +291,9 @@ class _Counting(io.RawIOBase):
 def _numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress | None,
               beir: bool = False) -> Iterator[Iterator[tuple[int, Any]]]:
     """``(line, record)`` pairs of the file (runs: tuples, see :func:`_records`)."""
-    if beir:
-        from ragjudge.formats.beir import _documents  # the BEIR document reader
-
-        what = "corpus" if kind == "chunks" else "queries"
-        yield _documents(Path(source), what, numbered=True, check_duplicates=True)  # type: ignore[arg-type]
+    if beir:  # ``source`` is the BEIR folder
+        reader = read_beir_corpus if kind == "chunks" else read_beir_queries
+        yield reader(source, numbered=True)  # type: ignore[arg-type]
         return
     if progress is not None and isinstance(source, (str, os.PathLike)) and not is_inline(source) \
             and str(source) != "-" and fmt != "beir" and Path(source).is_file():
