@@ -83,13 +83,14 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
         return {}
     rule = _support_rule(rule or project.rule)
     extras: dict[str, Any] = {}
+    cache = project.__dict__.setdefault("_rag_support_cache", {})
     with project.connect() as connection:
         if "facets" in needed:
-            extras["facets"] = _facet_labels(connection, rule)
+            extras["facets"] = _facet_labels(connection, rule, cache)
         if "nuggets" in needed:
-            extras["nuggets"] = _nugget_labels(connection, rule, kind="nugget")
+            extras["nuggets"] = _nugget_labels(connection, rule, cache, kind="nugget")
         if "claims" in needed:
-            extras["claims"] = _nugget_labels(connection, rule, kind="claim")
+            extras["claims"] = _nugget_labels(connection, rule, cache, kind="claim")
         if "entities" in needed:
             rows = connection.execute(select(Entity.query_id, Entity.text)
                                       .order_by(Entity.query_id, Entity.id)).all()
@@ -152,47 +153,61 @@ def _combine(keys: list[str], chunks: list[str], annotators: list[str], values: 
 def _support_columns(combined, index_of: dict[int, int]) -> tuple[list[int], list[str], list[int]]:  # noqa: ANN001
     items, chunks, levels = [], [], []
     for key, chunk, level in combined:
-        if level > 0:
+        if level > 0 and int(key) in index_of:
             items.append(index_of[int(key)])
             chunks.append(chunk)
             levels.append(int(level))
     return items, chunks, levels
 
 
-def _facet_labels(connection, rule: str) -> ItemLabels:  # noqa: ANN001
+def _current_support(connection, cache: dict, table, item_column, value_column, rule: str,  # noqa: ANN001
+                     value_of) -> list[tuple[int, str, int]]:  # noqa: ANN001
+    """(item id, chunk id, combined value) for every (item, chunk) pair some annotator labelled
+    in an append-only event ``table`` — newest event per annotator, combined under ``rule``.
+
+    Event tables only grow, so (max id, row count) identifies their state: the result is kept
+    in ``cache`` (per open project) and recomputed only when an event was added."""
+    stamp = tuple(connection.execute(select(func.max(table.id), func.count(table.id))).one())
+    key = (table.__tablename__, rule)
+    if key in cache and cache[key][0] == stamp:
+        return cache[key][1]
+    newest = (select(func.max(table.id).label("id"))
+              .group_by(item_column, table.chunk_id, table.annotator).subquery())
+    rows = connection.execute(
+        select(item_column, table.chunk_id, table.annotator, value_column)
+        .join(newest, table.id == newest.c.id)).all()
+    values = [(r, value_of(r[3])) for r in rows]
+    values = [(r, v) for r, v in values if v is not None]
+    combined = _combine([str(r[0]) for r, _ in values], [r[1] for r, _ in values],
+                        [r[2] for r, _ in values], [v for _, v in values], rule)
+    result = [(int(key_), chunk, int(value)) for key_, chunk, value in combined]
+    cache[key] = (stamp, result)
+    return result
+
+
+def _facet_labels(connection, rule: str, cache: dict) -> ItemLabels:  # noqa: ANN001
     facets = connection.execute(
         select(Facet.id, Facet.query_id, Facet.name).where(Facet.removed.is_(False))
         .order_by(Facet.query_id, Facet.id)).all()
     index_of = {int(f[0]): i for i, f in enumerate(facets)}
-    newest = (select(func.max(FacetLink.id).label("id"))
-              .group_by(FacetLink.facet_id, FacetLink.chunk_id, FacetLink.annotator).subquery())
-    links = [r for r in connection.execute(
-        select(FacetLink.facet_id, FacetLink.chunk_id, FacetLink.annotator, FacetLink.covered)
-        .join(newest, FacetLink.id == newest.c.id)).all() if int(r[0]) in index_of]
-    combined = _combine([str(r[0]) for r in links], [r[1] for r in links], [r[2] for r in links],
-                        [int(bool(r[3])) for r in links], rule)
-    combined = [(key, chunk, FULL if value >= 1 else 0) for key, chunk, value in combined]
+    combined = _current_support(connection, cache, FacetLink, FacetLink.facet_id, FacetLink.covered,
+                                rule, lambda covered: int(bool(covered)))
+    combined = [(item, chunk, FULL if value >= 1 else 0) for item, chunk, value in combined
+                if item in index_of]
     items, chunks, levels = _support_columns(combined, index_of)
     return ItemLabels([f[1] for f in facets], [f[2] for f in facets], None, None,
                       items, chunks, levels)
 
 
-def _nugget_labels(connection, rule: str, *, kind: str) -> ItemLabels:  # noqa: ANN001
+def _nugget_labels(connection, rule: str, cache: dict, *, kind: str) -> ItemLabels:  # noqa: ANN001
     nuggets = connection.execute(
         select(Nugget.id, Nugget.query_id, Nugget.text, Nugget.importance, Nugget.weight)
         .where(Nugget.removed.is_(False), Nugget.kind == kind)
         .order_by(Nugget.query_id, Nugget.id)).all()
     index_of = {int(n[0]): i for i, n in enumerate(nuggets)}
-    newest = (select(func.max(NuggetSupport.id).label("id"))
-              .group_by(NuggetSupport.nugget_id, NuggetSupport.chunk_id, NuggetSupport.annotator)
-              .subquery())
-    support = [r for r in connection.execute(
-        select(NuggetSupport.nugget_id, NuggetSupport.chunk_id, NuggetSupport.annotator,
-               NuggetSupport.support)
-        .join(newest, NuggetSupport.id == newest.c.id)).all()
-        if int(r[0]) in index_of and r[3] in SUPPORT_LEVELS]
-    combined = _combine([str(r[0]) for r in support], [r[1] for r in support],
-                        [r[2] for r in support], [SUPPORT_LEVELS[r[3]] for r in support], rule)
+    combined = _current_support(connection, cache, NuggetSupport, NuggetSupport.nugget_id,
+                                NuggetSupport.support, rule, SUPPORT_LEVELS.get)
+    combined = [row for row in combined if row[0] in index_of]
     items, chunks, levels = _support_columns(combined, index_of)
     return ItemLabels([n[1] for n in nuggets], [n[2] for n in nuggets],
                       [n[3] == "vital" for n in nuggets],

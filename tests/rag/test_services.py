@@ -166,3 +166,34 @@ def test_end_to_end_through_evaluate(rag_project):
     assert agg["EntityRecall@5"] == pytest.approx((2 / 3 + 1) / 2)
     assert undefined["Attribution@10"] == 2  # q2 (another run's answer) and q4 (no answer)
     assert undefined["P@1"] == 0
+
+
+def test_new_events_are_seen_by_the_next_call(rag_project):
+    """Combined support is cached per open project until an event is added."""
+    from ragjudge.services.judging import set_facet_link
+    from ragjudge.store.schema import Facet, Nugget, NuggetSupport
+
+    query_ids, matrix = run_matrix(rag_project)
+    q1 = query_ids.index("q1")
+    first = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"])["facets"]
+    again = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"])["facets"]
+    assert coverage(first, 10)[q1] == coverage(again, 10)[q1] == pytest.approx(2 / 3)
+    with rag_project.read() as session:
+        renovation = session.query(Facet).filter_by(name="renovation").one().id
+    # bob changes his mind about c12: alice and bob now agree it covers renovation (rank 8)
+    set_facet_link(rag_project, annotator="bob", facet_id=renovation, chunk_id="c12", covered=True)
+    after = rag_extras(rag_project, "bm25", query_ids, matrix, ["Coverage@10"])["facets"]
+    assert coverage(after, 10)[q1] == pytest.approx(1.0)
+    assert coverage(after, 7)[q1] == pytest.approx(2 / 3)
+
+    def withdraw(session) -> None:  # noqa: ANN001
+        height = session.query(Nugget).filter_by(text="height").one()
+        for who in ("alice", "bob"):
+            session.add(NuggetSupport(nugget_id=height.id, chunk_id="c06", annotator=who,
+                                      support="none"))
+
+    nuggets = rag_extras(rag_project, "bm25", query_ids, matrix, ["NuggetRecall@5"])["nuggets"]
+    assert nugget_recall(nuggets, 5, strict=True, vital_only=True)[q1] == pytest.approx(0.5)
+    rag_project.write(withdraw)
+    nuggets = rag_extras(rag_project, "bm25", query_ids, matrix, ["NuggetRecall@5"])["nuggets"]
+    assert nugget_recall(nuggets, 5, strict=True, vital_only=True)[q1] == 0.0
