@@ -715,7 +715,6 @@ def explain(
     threshold: ThresholdOption = None,
 ) -> None:
     """Step by step: how a measure's value comes about for one query."""
-    from ragjudge.metrics.explain import explain as explain_measure
     from ragjudge.services import evaluation as svc
 
     _check_format(format, ("text", "json"))
@@ -725,8 +724,7 @@ def explain(
         (run_name, loaded), = runs.items()
         if not inputs.qrels.for_query(query) and query not in loaded.query_ids:
             raise UsageError(f"--query {query}: neither the qrels nor run {run_name!r} have this query.")
-        explanations = [explain_measure(inputs.qrels, loaded, query, m, threshold=inputs.threshold)
-                        for m in measures]
+        explanations = [_explain_one(inputs, run_name, loaded, query, m) for m in measures]
         rule_text = inputs.rule
     if format == "json":
         print_json({"run": run_name, "query": query, "rule": rule_text,
@@ -738,6 +736,26 @@ def explain(
         console.print(safe(explanation.render()))
     if rule_text is not None:
         console.print(f"[dim]gold rule: {safe(rule_text)}[/]")
+
+
+def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str) -> Any:
+    """The metrics library's explanation; RAG measures get the project's labels as extras."""
+    from ragjudge.metrics.registry import parse_measure
+
+    measure = parse_measure(name)
+    if measure.needs:
+        from ragjudge.metrics.rag import explain_rag
+        from ragjudge.services.evaluation import _project_extras
+
+        extras = _project_extras(inputs.project, run_name, inputs.qrels, run, [measure],
+                                 inputs.threshold, [query], inputs.rule)
+        explanation = explain_rag(inputs.qrels, run, query, measure, extras=extras,
+                                  threshold=inputs.threshold)
+        if explanation is not None:
+            return explanation
+    from ragjudge.metrics.explain import explain as explain_measure
+
+    return explain_measure(inputs.qrels, run, query, measure, threshold=inputs.threshold)
 
 
 def _explanation_dict(explanation: Any) -> dict[str, Any]:

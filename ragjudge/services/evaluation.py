@@ -444,11 +444,10 @@ def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
             f"{', '.join(str(m) for m in parsed if m.needs)} need labelled facets, nuggets or "
             "citations, which only a project has: evaluate with --db instead of --qrels."
         )
-    from ragjudge.metrics.evaluate import context
     from ragjudge.services.rag import rag_extras
 
-    ctx = context(qrels, run, threshold=threshold, queries=queries)
-    return rag_extras(project, name, ctx.query_ids, ctx.chunk_ids, parsed, rule=rule)
+    # the labels come keyed by query and chunk ids; the measures align them with the run
+    return rag_extras(project, name, measures=parsed, rule=rule)
 
 
 # -- comparison --------------------------------------------------------------------------------
