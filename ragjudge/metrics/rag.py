@@ -689,15 +689,22 @@ def _rank_text(rank: int, chunk_ids: Sequence[str] | None) -> str | None:
     return str(rank)
 
 
+_FOUND_WORDS = {"facet": "covers it", "entity": "contains it (in its text)"}
+
+
 def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *,
                   strict: bool = True, vital_only: bool = False, weighted: bool = False,
                   chunk_ids: Sequence[str] | None = None, item: str = "item") -> RagExplanation:
     """Why Coverage / NuggetRecall / ContextRecall / EntityRecall has its value for one query:
-    each item with the first rank fully (and partially) supporting it and its score at k."""
+    each item with the first rank fully (and partially) supporting it and its score at k.
+    Facets and entities are found or not (one "first at" column); nuggets and claims show the
+    first full and the first partial support."""
     names = support.names[row] if support.names is not None else None
     kk = _cutoff(k)
-    columns = [item, "first full", "first partial", "score"]
-    if support.vital is not None:
+    binary = item in _FOUND_WORDS
+    columns = [item, "first at", "score"] if binary else [item, "first full", "first partial",
+                                                         "score"]
+    if support.vital is not None and not binary:
         columns.insert(1, "vital")
     if weighted:
         columns.insert(-1, "weight")
@@ -707,28 +714,36 @@ def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *
         score = 1.0 if full <= kk else (0.5 if partial <= kk and not strict else 0.0)
         counted = not vital_only or support.vital is None or bool(support.vital[row, m])
         w = float(support.weight[row, m]) if weighted and support.weight is not None else 1.0
-        cells = [names[m] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids),
-                 _rank_text(partial, chunk_ids) if partial < full else None,
-                 score if counted else "not counted"]
-        if support.vital is not None:
-            cells.insert(1, bool(support.vital[row, m]))
+        cells = [names[m] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
+        if not binary:
+            cells.append(_rank_text(partial, chunk_ids) if partial < full else None)
+            if support.vital is not None:
+                cells.insert(1, bool(support.vital[row, m]))
         if weighted:
-            cells.insert(-1, w)
+            cells.append(w)
+        cells.append(score if counted else "not counted")
         rows.append(tuple(cells))
         if counted:
             num += w * score
             den += w
     value = num / den if den > 0 else math.nan
-    rule = ("full support counts 1, anything less 0" if strict
-            else "full support counts 1, partial 0.5, none 0")
-    steps = [f"{measure}: a {item} scores by its best support in {_k_text(k)}: {rule}."]
+    if binary:
+        steps = [f"{measure}: a {item} counts 1 when a chunk in {_k_text(k)} "
+                 f"{_FOUND_WORDS[item]}, else 0."]
+    else:
+        rule = ("full support counts 1, anything less 0" if strict
+                else "full support counts 1, partial 0.5, none 0")
+        steps = [f"{measure}: a {item} scores by its best support in {_k_text(k)}: {rule}."]
     if vital_only:
-        steps.append("Only vital items count.")
+        steps.append(f"Only vital {item}s count.")
     if den > 0:
-        what = "sum of weight x score / sum of weights" if weighted else "sum of scores / items"
+        what = ("sum of weight x score / sum of weights" if weighted
+                else f"sum of scores / {item}s counted")
         steps.append(f"{what} = {num:g} / {den:g} = {value:.4f}")
     else:
         steps.append(f"No {item} to count for this query: undefined (left out of the mean).")
+    if not rows:
+        columns = []
     return RagExplanation(measure, value, tuple(columns), rows, steps)
 
 
