@@ -67,6 +67,16 @@ import numpy as np
 
 from ragjudge.metrics import _keys
 
+__all__ = [
+    "NONE", "PARTIAL", "FULL", "SUPPORT_LEVELS", "EXTRAS_KEYS",
+    "ItemSupport", "Citations", "ItemLabels", "EntityLabels", "CitationLabels",
+    "coverage", "nugget_recall", "context_recall", "entity_recall", "attribution", "item_recall",
+    "item_scores", "normalize_text", "entity_pattern", "entity_hits", "entity_support",
+    "matrix_positions", "as_id_matrix", "aligned_extra", "required_extras",
+    "RagExplanation", "explain_items", "explain_attribution", "explain_context_precision",
+    "explain_in_context", "explain_rag",
+]
+
 NONE, PARTIAL, FULL = 0, 1, 2
 """Support levels: none, partial, full (a covered facet or a found entity is ``FULL``)."""
 
