@@ -1,0 +1,58 @@
+"""Snapshots of each tab of the evaluation screen on the demo project (pytest-textual-snapshot).
+
+Regenerate after an intended change with
+``pytest tests/tui_eval/test_eval_snapshots.py --snapshot-update`` and look at the report. The
+clock of the header is frozen; bootstrap intervals and comparisons use fixed seeds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from textual.widgets import DataTable
+
+from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+
+SIZE = (140, 45)
+
+
+@pytest.fixture(autouse=True)
+def frozen_clock(monkeypatch):  # noqa: ANN001
+    monkeypatch.setattr(EvaluationScreen, "clock", staticmethod(lambda snapshot: "12:00:00"))
+
+
+async def ready(pilot) -> EvaluationScreen:  # noqa: ANN001
+    end = time.monotonic() + 30
+    app = pilot.app
+    while not (isinstance(app.screen, EvaluationScreen) and app.screen.snapshot and app.screen.details):
+        assert time.monotonic() < end
+        await pilot.pause(0.05)
+    await pilot.pause()
+    return app.screen
+
+
+def tab(key: str, settle=None):  # noqa: ANN001, ANN201
+    async def run_before(pilot) -> None:  # noqa: ANN001
+        screen = await ready(pilot)
+        if key:
+            await pilot.press(key)
+        if settle is not None:
+            end = time.monotonic() + 30
+            while not settle(screen):
+                assert time.monotonic() < end
+                await pilot.pause(0.05)
+        await pilot.pause(0.2)
+
+    return run_before
+
+
+@pytest.mark.parametrize(("name", "key", "settle"), [
+    ("overview", "", None),
+    ("per_query", "p", lambda s: s.query_one("#per-query-table", DataTable).row_count > 0),
+    ("curves", "v", None),
+    ("strata", "s", lambda s: s.query_one("#strata-table", DataTable).row_count > 0),
+    ("compare", "c", lambda s: s.query_one("#compare-table", DataTable).row_count > 0),
+])
+def test_each_tab_on_the_demo(snap_compare, demo, name, key, settle):
+    assert snap_compare(evaluation_app(demo), terminal_size=SIZE, run_before=tab(key, settle))
