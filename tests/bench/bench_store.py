@@ -204,14 +204,16 @@ def bench_import(folder: Path, lines: int) -> dict:
         "file_mb": round(run.stat().st_size / 1e6, 1),
         "seconds": round(elapsed, 1),
         "lines_per_s": round(lines / elapsed),
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
         "db_mb": round(db.stat().st_size / 1e6, 1) if db.exists() else None,
         "exit": proc.returncode,
-        "message": (stderr.strip().splitlines() or [""])[-1][:300],
+        "message": " ".join(stderr.split())[-300:],
     }
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
-    print(f"  import of {lines:,} lines: {row['seconds']} s ({row['lines_per_s']:,} lines/s), "
+    print(f"  import of {lines:,} lines: {row['seconds']} s ({row['lines_per_s']:,} lines/s, "
+          f"{row['cpu_seconds']} s CPU), "
           f"peak RSS {row['peak_rss_mb']} MB, exit {row['exit']}: {row['message']}", flush=True)
     del stdout
     return row
