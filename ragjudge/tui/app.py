@@ -104,13 +104,14 @@ class RagjudgeApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         seen: set[str] = set()
+        names = getattr(screen, "ACTION_NAMES", {})
         for binding in getattr(screen, "BINDINGS", []):
             action = getattr(binding, "action", None)
             if action is None or action in seen:
                 continue
             seen.add(action)
             keys = binding.key_display or binding.key.split(",")[0]
-            title = (binding.description or action).capitalize()
+            title = (names.get(action) or binding.description or action).capitalize()
             yield SystemCommand(f"{title}  ({keys})", binding.tooltip or title,
                                 _runner(screen, action))
         yield from super().get_system_commands(screen)

@@ -264,7 +264,7 @@ async def test_command_palette_lists_every_judging_action(project):
         screen = await open_judging(app, pilot)
         titles = " ".join(c.title for c in app.get_system_commands(screen))
         for key in JUDGE_KEYS:
-            assert f"{key.name.capitalize()}  (" in titles, key.name
+            assert f"{(key.help_name or key.name).capitalize()}  (" in titles, key.name
 
 
 @sync

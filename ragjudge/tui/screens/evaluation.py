@@ -1,8 +1,9 @@
 """The evaluation screen: every run scored against the gold qrels, live as labels arrive.
 
-One thread worker owns a :class:`ragjudge.services.live.LiveEvaluation`: it polls the project for
-label events every few tens of milliseconds (any process may write them), re-evaluates only the
-queries they touch and posts a :class:`EvaluationScreen.Updated` message. Messages of one kind
+A timer looks at a two-number stamp of the labels every few tens of milliseconds (any process may
+have written them); when it moved, a thread worker has the
+:class:`ragjudge.services.live.LiveEvaluation` re-evaluate only the queries the new events touch
+and posts a :class:`EvaluationScreen.Updated` message. Messages of one kind
 replace an undelivered predecessor (``can_replace``), so a burst of labels is one repaint. The
 slower numbers — bootstrap intervals, agreement, pool coverage — and the paired comparison
 follow in their own messages at a calmer pace. Only the message handlers touch widgets.
@@ -27,7 +28,6 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
@@ -134,6 +134,7 @@ class EvaluationScreen(Screen):
         self.pair: tuple[str, str] | None = None
         self._query_rows: list[str] = []
         self._stale: set[str] = set()
+        self._busy = {"live": True, "details": True, "compare": True}
         self._fields: list[str] = ["category"]
         self._rules: list[str] = list(AGGREGATION_RULES)
 
@@ -177,53 +178,104 @@ class EvaluationScreen(Screen):
         self.set_reactive(EvaluationScreen.measure, self.engine.measures[0])
         if "nDCG@10" in self.engine.measures:
             self.set_reactive(EvaluationScreen.measure, "nDCG@10")
-        self.run_engine()
+        self._start()
 
     # -- the worker --------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="live-evaluation")
-    def run_engine(self) -> None:
-        worker = get_current_worker()
-        engine = self.engine
+    def _start(self) -> None:
+        self._busy = {"live": True, "details": False, "compare": False}
+        self._details_version = -1
+        self._details_at = 0.0
+        self._compared: tuple | None = None
+        self.load_engine()
+        self.set_interval(POLL_SECONDS, self._tick)
+
+    @work(thread=True, group="live-evaluation")
+    def load_engine(self) -> None:
+        """Read the runs and labels and evaluate everything (the one slow step)."""
         try:
-            engine.load()
+            self.engine.load()
+            self._fields = self.engine.fields()
+            self._post_snapshot()
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
+            self.engine = None
+        finally:
+            self._busy["live"] = False
+
+    def _tick(self) -> None:
+        """Every POLL_SECONDS on the UI thread: start a worker only when there is work (new
+        label events or adjudications — two index lookups —, a request, stale details)."""
+        from ragjudge.services.agreement import labels_stamp
+
+        engine = self.engine
+        if engine is None or self._busy["live"]:
             return
-        self._fields = engine.fields()
-        self._post_snapshot()
-        details_at = 0.0
-        details_version = -1
-        compared: tuple[Any, ...] | None = None
-        while not worker.is_cancelled:
-            changed = self._serve_requests(engine)
-            try:
-                changed = engine.poll() or changed
-            except RagjudgeError as exc:
-                self.post_message(self.Failed(str(exc)))
-                changed = False
-            if worker.is_cancelled:
-                break
+        if not self._busy["details"] and engine.version != self._details_version \
+                and time.monotonic() - self._details_at >= DETAILS_SECONDS:
+            self._busy["details"] = True
+            self.compute_details()
+        want = self._compare_wanted(engine)
+        if want is not None and want != self._compared and not self._busy["compare"]:
+            self._busy["compare"] = True
+            self._compared = want
+            self.compute_comparison(want[1:3])
+        try:
+            changed = labels_stamp(self.project) != engine.stamp
+        except RagjudgeError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+            return
+        if changed or not self.requests.empty():
+            self._busy["live"] = True
+            self.update_numbers()
+
+    @work(thread=True, group="live-evaluation")
+    def update_numbers(self) -> None:
+        """Take in new label events (only the touched queries) and what the UI asked for."""
+        try:
+            changed = self._serve_requests(self.engine)
+            changed = self.engine.poll() or changed
             if changed:
                 self._post_snapshot()
-            now = time.monotonic()
-            if engine.version != details_version and now - details_at >= DETAILS_SECONDS:
-                engine.resync()
-                details_version = engine.version
-                self.post_message(self.Detailed(engine.details()))
-                details_at = time.monotonic()
-            want = self._compare_wanted(engine)
-            if want is not None and want != compared:
-                self._post_comparison(engine, want[1:3])
-                compared = want
+        except RagjudgeError as exc:
+            self.post_message(self.Failed(str(exc)))
+        finally:
+            self._busy["live"] = False
+
+    @work(thread=True, group="live-evaluation-details")
+    def compute_details(self) -> None:
+        """Intervals, agreement and pool coverage, beside the fast updates."""
+        try:
+            engine = self.engine
+            version = engine.version
+            engine.resync()
+            details = engine.details()
+            self._details_version = version
+            self.post_message(self.Detailed(details))
+        except RagjudgeError as exc:
+            self.post_message(self.Failed(str(exc)))
+        finally:
+            self._details_at = time.monotonic()
+            self._busy["details"] = False
+
+    @work(thread=True, group="live-evaluation-compare")
+    def compute_comparison(self, pair: tuple[str, str]) -> None:
+        try:
+            self._post_comparison(self.engine, pair)
+        except RagjudgeError as exc:
+            self.post_message(self.Failed(str(exc)))
+        finally:
+            self._busy["compare"] = False
 
     def _serve_requests(self, engine: svc.LiveEvaluation) -> bool:
-        """Apply what the UI asked for (new rule, measures, ...); wait for the next poll."""
-        try:
-            kind, value = self.requests.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            return False
-        try:
+        """Apply what the UI asked for (new rule, measures, ...)."""
+        served = False
+        while True:
+            try:
+                kind, value = self.requests.get_nowait()
+            except queue.Empty:
+                return served
+            served = True
             if kind == "rule":
                 engine.set_rule(value)
             elif kind == "measures":
@@ -233,9 +285,6 @@ class EvaluationScreen(Screen):
                 engine.set_curve(value)
             elif kind == "refresh":
                 engine.recompute()
-        except RagjudgeError as exc:
-            self.post_message(self.Failed(str(exc)))
-        return True
 
     def _post_snapshot(self) -> None:
         engine = self.engine
@@ -243,13 +292,7 @@ class EvaluationScreen(Screen):
         self.post_message(self.Updated(engine.snapshot(measure=measure, by=self.field)))
 
     def _compare_wanted(self, engine: svc.LiveEvaluation) -> tuple | None:
-        if self.pair is None or self.app is None:
-            return None
-        try:
-            active = self.query_one(TabbedContent).active
-        except Exception:  # noqa: BLE001 - the screen is going away
-            return None
-        if active != "compare":
+        if self.pair is None or self.query_one(TabbedContent).active != "compare":
             return None
         return (engine.version, *self.pair, tuple(engine.measures))
 

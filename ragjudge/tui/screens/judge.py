@@ -40,6 +40,10 @@ class Key:
     help: str
     show: bool = True
     key_display: str | None = None
+    """How the footer shows the key."""
+    help_key: str | None = None
+    help_name: str | None = None
+    """How the help screen shows the key and names the action (default: as the footer does)."""
 
 
 JUDGE_KEYS: tuple[Key, ...] = (
@@ -51,17 +55,24 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
     Key("f", "flag", "flag", "Flag the pair for review, with an optional note."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
-    Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k"),
-    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→j"),
-    Key("left_square_bracket", "previous_query", "query", "Previous query.", key_display="[ ]"),
+    Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k",
+        help_key="← / k", help_name="previous"),
+    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→j",
+        help_key="→ / j"),
+    Key("left_square_bracket", "previous_query", "query", "Previous query.", key_display="[ ]",
+        help_key="[", help_name="previous query"),
     Key("right_square_bracket", "next_query", "next query", "Next query.", show=False,
         key_display="]"),
-    Key("c", "comment", "note", "Comment on the pair."),
-    Key("slash", "find", "find", "Find a query by id or text.", key_display="/"),
-    Key("g", "facets", "facets", "Facets and nuggets of the query: mark what this chunk covers."),
-    Key("h", "guidelines", "guide", "The project's judging guidelines."),
-    Key("e", "evaluation", "eval", "The evaluation screen (scores of every run, live)."),
-    Key("a", "agreement", "agree", "The agreement screen (where annotators disagree)."),
+    Key("c", "comment", "note", help_name="comment", help="Comment on the pair."),
+    Key("slash", "find", "find", help_name="find a query", help="Find a query by id or text.",
+        key_display="/"),
+    Key("g", "facets", "facets", help_name="facets & nuggets",
+        help="Facets and nuggets of the query: mark what this chunk covers."),
+    Key("h", "guidelines", "guide", help_name="guidelines", help="The project's judging guidelines."),
+    Key("e", "evaluation", "eval", help_name="evaluation",
+        help="The evaluation screen (scores of every run, live)."),
+    Key("a", "agreement", "agree", help_name="agreement",
+        help="The agreement screen (where annotators disagree)."),
     Key("question_mark", "help", "help", "This list of keys.", key_display="?"),
     Key("q", "quit", "quit", "Quit (every label is already saved)."),
 )
@@ -75,8 +86,8 @@ def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS) -> list[tuple[str, str, str]]:
     for k in keys:
         if k.action.startswith("grade("):
             continue
-        label = k.key_display or " / ".join(part.replace("ctrl+", "ctrl+") for part in k.keys.split(","))
-        rows.append((label, k.name, k.help))
+        label = k.help_key or k.key_display or " / ".join(k.keys.split(","))
+        rows.append((label, k.help_name or k.name, k.help))
     return rows
 
 
@@ -88,6 +99,8 @@ class JudgeScreen(Screen):
                 tooltip=k.help)
         for k in JUDGE_KEYS
     ] + [Binding("escape", "home", "home", show=False)]
+    ACTION_NAMES = {k.action: k.help_name or k.name for k in JUDGE_KEYS}
+    """Names of the actions in the command palette (the footer's are shorter)."""
 
     pair: reactive[PairView | None] = reactive(None, always_update=True, init=False)
     """The pair on screen (None when the queue is done)."""
@@ -277,10 +290,7 @@ class JudgeScreen(Screen):
         pair = self.pair
         parts: list[str] = []
         if pair is not None:
-            if pair.recheck:
-                handled = pair.query_handled
-            else:
-                handled = pair.query_handled
+            handled = pair.query_handled
             parts.append(f"pair {min(handled + 1, pair.query_pairs)} of {pair.query_pairs} in this query")
             parts.append(f"query {pair.position.query + 1:,} of {len(self.queue.query_ids):,}")
         totals = self.queue.totals
@@ -355,12 +365,8 @@ class JudgeScreen(Screen):
         if event_id is None:
             return
         self._count_label()
-        prev = pair.state
-        state = LabelState(event_id, grade, False, False, None, None, None, "tui")
-        if prev is not None and not pair.recheck:
-            # a grade keeps nothing of the earlier event (it is a new, complete state)
-            pass
-        self._recorded(state, move_on=True)
+        # a grade event is a whole new state: no skip, flag or note carried from earlier events
+        self._recorded(LabelState(event_id, grade, False, False, None, None, None, "tui"), move_on=True)
 
     def action_binary(self, grade: int) -> None:
         if not self.scale.is_binary:
