@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -130,14 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     from ragjudge.services.demo import build_demo
 
     chosen = [s for s in SCENARIOS if not args.names or s.name in args.names]
+    out = args.out.resolve()
     with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)  # relative database paths: the screens show "home.db", not a temp folder
         for scenario in chosen:
             if scenario.needs and importlib.util.find_spec(scenario.needs) is None:
                 print(f"skipped {scenario.name}: {scenario.needs} does not exist yet")
                 continue
-            db = str(Path(tmp) / f"{scenario.name}.db")
+            db = f"{scenario.name}.db"
             build_demo(db)  # a fresh demo project per scenario, so they do not see each other
-            print(shoot_path := asyncio.run(shoot(scenario, db, args.out)))
+            print(shoot_path := asyncio.run(shoot(scenario, db, out)))
             del shoot_path
     return 0
 
