@@ -306,19 +306,21 @@ def err_seed(ctx, m):
 
 # --------------------------------------------------------------------------- curves
 def interpolated_precision(ctx, levels: np.ndarray, rel: int | None = None) -> np.ndarray:
-    """(Q, len(levels)): ``max {P@i : rel_i = 1, hits@i / R >= level}`` (0 when none).
+    """(Q, len(levels)): ``max {P@i : rel_i = 1, hits@i >= floor(level * R + 0.9)}``, else 0.
 
-    trec_eval ``iprec_at_recall``: precision is interpolated from the relevant ranks, and a
-    query with R = 0 or no relevant chunk retrieved gives 0 at every level.
+    Interpolated precision at a recall level is the best precision at any rank reaching that
+    recall. Recall levels are turned into counts of relevant chunks the way trec_eval
+    ``iprec_at_recall`` does (``floor(level * R + 0.9)``, so with R = 3 recall 2/3 already counts
+    for level 0.7); a query with R = 0 or no relevant chunk ranked gives 0 at every level.
     """
     rows, ranks, hits = _relevant_positions(ctx, None, rel)
     out = np.zeros((ctx.n_queries, len(levels)))
     if len(rows) == 0:
         return out
     prec = hits / (ranks + 1.0)
-    rec = hits / ctx.n_relevant(rel)[rows]
+    n_rel = ctx.n_relevant(rel)[rows]
     for j, level in enumerate(levels):
-        ok = rec >= level
+        ok = hits >= np.floor(float(level) * n_rel + 0.9)
         np.maximum.at(out[:, j], rows[ok], prec[ok])
     return out
 
@@ -328,7 +330,9 @@ def interpolated_precision(ctx, levels: np.ndarray, rel: int | None = None) -> n
 def iprec(ctx, m):
     """Interpolated precision at recall level r: ``max {P@i : recall@i >= r, rel_i = 1}``.
 
-    trec_eval ``iprec_at_recall_r``; written ``iprec@0.5``. Seed 000 §1.5.
+    With trec_eval's rounding of r to a count of relevant chunks (see
+    ``interpolated_precision``). trec_eval ``iprec_at_recall_r``; written ``iprec@0.5``.
+    Seed 000 §1.5.
     """
     return interpolated_precision(ctx, np.array([float(m.cutoff)]), m.rel)[:, 0]
 
