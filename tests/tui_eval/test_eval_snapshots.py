@@ -25,7 +25,13 @@ def frozen_clock(monkeypatch):  # noqa: ANN001
 async def ready(pilot) -> EvaluationScreen:  # noqa: ANN001
     end = time.monotonic() + 30
     app = pilot.app
-    while not (isinstance(app.screen, EvaluationScreen) and app.screen.snapshot and app.screen.details):
+    def quiet() -> bool:
+        screen = app.screen
+        return (isinstance(screen, EvaluationScreen) and screen.snapshot is not None
+                and screen.details is not None and screen.details.version == screen.snapshot.version
+                and not any(screen._busy.values()))
+
+    while not quiet():
         assert time.monotonic() < end
         await pilot.pause(0.05)
     await pilot.pause()
