@@ -616,7 +616,8 @@ class JudgingQueue:
         if category is not None:
             sql += " AND q.category = :category"
             params["category"] = category
-        sql += " ORDER BY q.rowid"
+        # queries in the order they were imported (SQLite's rowid); by id on other databases
+        sql += " ORDER BY q.rowid" if self.project.engine.dialect.name == "sqlite" else " ORDER BY q.id"
         with self.project.connect() as connection:
             ids = [row[0] for row in connection.execute(text(sql), params)]
         if wanted is not None:
@@ -733,8 +734,8 @@ class JudgingQueue:
             f"WHERE re.query_id IN :queries AND re.rank <= :depth{runs_sql} AND NOT EXISTS ("
             " SELECT 1 FROM labels l WHERE l.id = (SELECT MAX(l2.id) FROM labels l2"
             "  WHERE l2.annotator = :annotator AND l2.query_id = re.query_id"
-            "  AND l2.chunk_id = re.chunk_id AND l2.source IS NOT 'recheck')"
-            " AND (l.grade IS NOT NULL OR l.skipped = 1)) "
+            "  AND l2.chunk_id = re.chunk_id AND (l2.source IS NULL OR l2.source <> 'recheck'))"
+            " AND (l.grade IS NOT NULL OR l.skipped = TRUE)) "
             "GROUP BY re.query_id"
         ).bindparams(bindparam("queries", expanding=True))
         with self.project.connect() as connection:
@@ -913,12 +914,12 @@ class JudgingQueue:
                     handled += pool.handled
                 self.totals = {"pairs": pairs, "handled": handled}
                 return self.totals
-            pairs = connection.execute(text(f"SELECT COUNT(*) FROM ({pool_sql})"), params).scalar()
+            pairs = connection.execute(text(f"SELECT COUNT(*) FROM ({pool_sql}) p"), params).scalar()
             handled = connection.execute(text(
                 f"SELECT COUNT(*) FROM ({pool_sql}) p JOIN labels l ON l.id = ("
                 " SELECT MAX(l2.id) FROM labels l2 WHERE l2.annotator = :annotator"
                 " AND l2.query_id = p.query_id AND l2.chunk_id = p.chunk_id"
-                " AND l2.source IS NOT 'recheck') WHERE (l.grade IS NOT NULL OR l.skipped = 1)"
+                " AND (l2.source IS NULL OR l2.source <> 'recheck')) WHERE (l.grade IS NOT NULL OR l.skipped = TRUE)"
             ), params).scalar()
         self.totals = {"pairs": int(pairs or 0), "handled": int(handled or 0)}
         return self.totals
@@ -1007,9 +1008,11 @@ def annotator_progress(project) -> list[dict]:  # noqa: ANN001
             " (SELECT COUNT(*) FROM labels l WHERE l.annotator = a.name) AS events "
             "FROM annotators a ORDER BY a.name")).all()
         current = connection.execute(text(
-            "SELECT l.annotator, SUM(l.grade IS NOT NULL), SUM(l.grade IS NULL AND l.skipped = 1), "
-            " SUM(l.flagged = 1) FROM labels l JOIN (SELECT MAX(id) AS id FROM labels "
-            " WHERE source IS NOT 'recheck' GROUP BY annotator, query_id, chunk_id) n ON n.id = l.id "
+            "SELECT l.annotator, SUM(CASE WHEN l.grade IS NOT NULL THEN 1 ELSE 0 END), "
+            " SUM(CASE WHEN l.grade IS NULL AND l.skipped = TRUE THEN 1 ELSE 0 END), "
+            " SUM(CASE WHEN l.flagged = TRUE THEN 1 ELSE 0 END) FROM labels l JOIN (SELECT MAX(id) AS id "
+            " FROM labels WHERE source IS NULL OR source <> 'recheck' GROUP BY annotator, query_id, chunk_id) n "
+            " ON n.id = l.id "
             "GROUP BY l.annotator")).all()
     del func
     by_name = {name: (int(g or 0), int(s or 0), int(f or 0)) for name, g, s, f in current}
