@@ -55,8 +55,14 @@ class RagjudgeApp(App):
                 return
             self._open_judging(name, from_home=from_home)
 
+        from ragjudge.services.judging import annotator_names
+
+        known = annotator_names(self.project)
+        note = None
+        if known:
+            note = "Annotators of this project: " + ", ".join(known[:12]) + (", …" if len(known) > 12 else "")
         self.push_screen(TextPrompt("Your name (every label you give is recorded under it):",
-                                    placeholder="e.g. alice"), named)
+                                    placeholder="e.g. alice", note=note), named)
 
     def _open_judging(self, name: str, *, from_home: bool) -> None:
         from ragjudge.services import judging

@@ -19,17 +19,20 @@ class TextPrompt(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, *, placeholder: str = "", value: str = "",
-                 allow_empty: bool = False) -> None:
+                 allow_empty: bool = False, note: str | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.placeholder = placeholder
         self.value = value
         self.allow_empty = allow_empty
+        self.note = note
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="prompt"):
             yield Label(literal(self.title_text), classes="prompt-title")
             yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            if self.note:
+                yield Label(literal(self.note), classes="prompt-hint")
             yield Label(literal("Enter to confirm · Escape to cancel"), classes="prompt-hint")
 
     @on(Input.Submitted)
