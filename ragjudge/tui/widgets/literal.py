@@ -7,8 +7,8 @@ import re
 from rich.text import Text
 
 _STOPWORDS = frozenset(
-    "a an and are as at be but by can do does for from how i if in is it my of on or the this to "
-    "what when where which who why will with you your".split()
+    "a an and are as at be but by can could do does for from has have how i if in is it me my of "
+    "on or should that the this to was what when where which who why will with would you your".split()
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -38,10 +38,19 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
+def _root(word: str) -> str:
+    """A crude stem, so that "damaged" also marks "damage" and "parcels" marks "parcel"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
 def highlighted(value: object, terms: list[str], style: str = "reverse") -> Text:
-    """The text with whole-word, case-insensitive matches of ``terms`` styled."""
+    """The text with the words starting with a query term's root styled (case-insensitive)."""
     text = literal(value)
-    if terms:
-        pattern = r"(?i)\b(" + "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)) + r")\w*"
+    roots = sorted({_root(t) for t in terms}, key=len, reverse=True)
+    if roots:
+        pattern = r"(?i)\b(" + "|".join(re.escape(r) for r in roots) + r")\w*"
         text.highlight_regex(pattern, style)
     return text
