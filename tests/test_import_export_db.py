@@ -7,7 +7,7 @@ import io
 import json
 
 import pytest
-from conftest import make_small_project
+from projectkit import make_small_project
 from sqlalchemy import select
 
 from ragjudge.errors import InputError

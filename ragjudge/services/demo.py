@@ -57,11 +57,12 @@ def build_demo(db: str, *, fresh: bool = False, progress=None) -> bool:  # noqa:
         _fill(target, folder, exist_ok=path is None and fresh)
     except BaseException:
         if path is not None:
-            for leftover in (Path(target), Path(f"{target}-wal"), Path(f"{target}-shm")):
+            for leftover in (Path(target), Path(f"{target}-wal"), Path(f"{target}-shm"),
+                             Path(f"{target}.writelock")):
                 leftover.unlink(missing_ok=True)
         raise
     if path is not None:
-        for stale in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        for stale in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{target}.writelock")):
             stale.unlink(missing_ok=True)
         os.replace(target, path)
     return True

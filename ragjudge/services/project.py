@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ragjudge.errors import ProjectError
 from ragjudge.models import Scale, ScaleLevel
+from ragjudge.store import engine as engine_settings
 from ragjudge.store import migrate
 from ragjudge.store.engine import env_db, is_url, make_engine, sqlite_path, with_retry
 from ragjudge.store.schema import Annotator, Base, Chunk, Label, Query, Run, RunEntry, Setting
@@ -37,6 +38,8 @@ class Project:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._scale: Scale | None = None
+        path = sqlite_path(db) if engine.dialect.name == "sqlite" else None
+        self._writers = engine_settings.WriterQueue(path) if path is not None else None
 
     # -- opening -------------------------------------------------------------------------
 
@@ -182,6 +185,15 @@ class Project:
             finally:
                 connection.close()
 
+        if self._writers is not None:
+            def queued() -> T:
+                with self._writers:
+                    return attempt()
+            return self._retry(queued)
+        return self._retry(attempt)
+
+    def _retry(self, attempt: Callable[[], T]) -> T:
+
         try:
             return with_retry(attempt)
         except OperationalError as exc:
@@ -300,7 +312,7 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
         # immutable so that not even -wal/-shm files appear next to a file that is not ours.
         wal = Path(f"{path}-wal").exists()
         uri = f"file:{path}?mode=ro" if wal else f"file:{path}?mode=ro&immutable=1"
-        connection = sqlite3.connect(uri, uri=True, timeout=5)
+        connection = sqlite3.connect(uri, uri=True, timeout=engine_settings.BUSY_TIMEOUT_MS / 1000)
         try:
             tables = {row[0] for row in connection.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -106,7 +106,7 @@ def writes_per_second(db: str, writers: int, labels_each: int) -> dict:
 
 
 def bench_writers(make_db, backend: str, labels_each: int, counts=(1, 4, 8)) -> list[dict]:
-    from conftest import make_small_project
+    from projectkit import make_small_project
 
     rows = []
     for writers in counts:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_small_project
+from projectkit import make_small_project
 from reliability_helpers import cli_in_process as run
 
 FAST_LOCK = (

@@ -10,7 +10,7 @@ import pytest
 from reliability_helpers import acknowledged, check_event_log, fork_child, label_forever, reap
 from sqlalchemy import func, select
 
-from conftest import make_small_project
+from projectkit import make_small_project
 
 WRITERS = 8
 LABELS_EACH = 500

@@ -14,7 +14,7 @@ import time
 import pytest
 from reliability_helpers import acknowledged, check_event_log, fork_child, label_forever, reap
 
-from conftest import make_small_project
+from projectkit import make_small_project
 
 KILLS = 50
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import make_small_project
+from projectkit import make_small_project
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
                                 reason="tmux is not installed: the end-to-end kill test drives the app in tmux")

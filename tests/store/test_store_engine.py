@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from conftest import make_small_project
+from projectkit import make_small_project
 from ragjudge.errors import ProjectError
 from ragjudge.store.engine import database_url, is_locked_error, make_engine, sqlite_path, with_retry
 

@@ -1,0 +1,33 @@
+"""Small projects for tests, importable from any test folder as ``projectkit``.
+
+(A module of its own: ``from conftest import ...`` is ambiguous when several test folders have
+a conftest.py, and then depends on the order pytest happened to load them.)
+"""
+
+from __future__ import annotations
+
+
+def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: int = 10,
+                       scale: str = "0-3"):  # noqa: ANN201 - Project
+    """Create a project at ``db`` with queries q1.., chunks c01.. and a run ``bm25``."""
+    from ragjudge.models import Scale
+    from ragjudge.services.project import Project
+    from ragjudge.store.schema import Chunk, Query, Run, RunEntry
+
+    project = Project.init(db, scale=Scale.parse(scale), name="test project")
+
+    def fill(session) -> None:  # noqa: ANN001
+        session.add_all(Query(id=f"q{i}", text=f"query {i}", category="factoid" if i % 2 else "policy")
+                        for i in range(1, queries + 1))
+        session.add_all(Chunk(id=f"c{j:02d}", text=f"chunk {j}", doc_id=f"d{j % 7}")
+                        for j in range(1, chunks + 1))
+        session.add(Run(name="bm25"))
+        session.flush()
+        for i in range(1, queries + 1):
+            for rank in range(1, min(depth, chunks) + 1):
+                j = (i * 3 + rank) % chunks + 1
+                session.add(RunEntry(run="bm25", query_id=f"q{i}", chunk_id=f"c{j:02d}", rank=rank,
+                                     score=1.0 / rank))
+
+    project.write(fill)
+    return project
