@@ -133,7 +133,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         connection = session.connection()
         result = ImportResult(kind=kind, file=file, run=name if kind == "run" else None)
         refs = _References(connection, create_missing, result)
-        with _numbered(kind, source, fmt, file, progress) as records, _big_cache(connection):
+        with _numbered(kind, source, fmt, file, progress) as records:
             if kind in ("queries", "chunks"):
                 _import_definitions(connection, kind, records, file, replace, result)
             elif kind == "run":
@@ -227,10 +227,6 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
 
     def work(session: Session) -> list[ImportResult]:
         connection = session.connection()
-        with _big_cache(connection):
-            return _beir(connection)
-
-    def _beir(connection: Connection) -> list[ImportResult]:
         results = []
         for kind, path in (("chunks", corpus), ("queries", queries)):
             result = ImportResult(kind=kind, file=str(path))
@@ -316,25 +312,6 @@ def _records(kind: str, source: Source, fmt: str, file: str) -> Iterator[Any]:
         return trec_run_rows(source, name=file)
     entries = read_records("run", source, fmt, name=file, check_duplicates=False, numbered=True)
     return ((line, e.query_id, e.chunk_id, e.rank, e.score) for line, e in entries)
-
-
-IMPORT_CACHE_KIB = 256 * 1024
-"""SQLite page cache during an import. One big transaction cannot checkpoint, so pages that fall
-out of the default 2 MiB cache are written to the write-ahead log again and again; a larger
-cache turns a 10-million-line import from disk-bound into CPU-bound."""
-
-
-@contextmanager
-def _big_cache(connection: Connection) -> Iterator[None]:
-    if connection.dialect.name != "sqlite":
-        yield
-        return
-    previous = connection.exec_driver_sql("PRAGMA cache_size").scalar()
-    connection.exec_driver_sql(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        connection.exec_driver_sql(f"PRAGMA cache_size = {int(previous)}")
 
 
 def _batches(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
