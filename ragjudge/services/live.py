@@ -23,6 +23,7 @@ recomputed less often), so a worker thread can compute while the UI thread rende
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -36,7 +37,10 @@ from sqlalchemy import func, select
 from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
-from ragjudge.metrics.evaluate import EvalResult, evaluate
+try:
+    from ragjudge.metrics.evaluation import EvalResult, evaluate
+except ImportError:  # the module's name before the metrics library renamed it
+    from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
 
@@ -163,7 +167,6 @@ class LiveDetails:
 class _View:
     rule: str
     measures: list[str]
-    judgments: dict[str, dict[str, int]] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)
     present: np.ndarray | None = None
     max_grade: int = 0
@@ -171,6 +174,68 @@ class _View:
     """run -> per column: sum of the defined values (exact after a full pass, then running)"""
     counts: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: queries where the value is defined"""
+    base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    """the judgments of the last full pass: (query ids, chunk ids, grades), grouped by query"""
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """query -> its rows in ``base``"""
+    override: dict[str, dict[str, int]] = field(default_factory=dict)
+    """query -> its judgments since (empty: none left), replacing its rows in ``base``"""
+
+    def set_base(self, q: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
+        if len(q) and np.any(q[1:] < q[:-1]):
+            order = np.argsort(q, kind="stable")
+            q, c, g = q[order], c[order], g[order]
+        self.base = (q, c, g)
+        self.override = {}
+        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if len(q) else np.zeros(0, dtype=int)
+        ends = np.r_[starts[1:], len(q)]
+        self.spans = {q[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
+
+    def judgments_of(self, query_id: str) -> dict[str, int]:
+        if query_id in self.override:
+            return self.override[query_id]
+        span = self.spans.get(query_id)
+        if span is None:
+            return {}
+        _, c, g = self.base
+        return dict(zip(c[span[0]:span[1]].tolist(), g[span[0]:span[1]].tolist()))
+
+    def count_of(self, query_id: str) -> int:
+        if query_id in self.override:
+            return len(self.override[query_id])
+        span = self.spans.get(query_id)
+        return 0 if span is None else span[1] - span[0]
+
+    def judged_queries(self) -> list[str]:
+        out = {q for q in self.spans if q not in self.override}
+        out |= {q for q, j in self.override.items() if j}
+        return sorted(out)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every current judgment: (query ids, chunk ids, grades) as object/int arrays."""
+        q, c, g = self.base
+        if not self.override:
+            return q, c, g
+        keep = np.array([qid not in self.override for qid in q.tolist()], dtype=bool) if len(q) \
+            else np.zeros(0, dtype=bool)
+        extra = [(qid, cid, grade) for qid, items in self.override.items() for cid, grade in items.items()]
+        eq = np.array([e[0] for e in extra], dtype=object)
+        ec = np.array([e[1] for e in extra], dtype=object)
+        eg = np.array([e[2] for e in extra], dtype=np.int64)
+        return np.concatenate([q[keep], eq]), np.concatenate([c[keep], ec]), np.concatenate([g[keep], eg])
+
+    def top_grade(self) -> int:
+        q, _, g = self.base
+        tops = [max(j.values()) for j in self.override.values() if j]
+        if len(g):
+            keep = g if not self.override else g[[qid not in self.override for qid in q.tolist()]]
+            if len(keep):
+                tops.append(int(keep.max()))
+        return max(tops, default=0)
+
+    def n_pairs(self) -> int:
+        return len(self.base[0]) - sum(self.spans.get(q, (0, 0))[1] - self.spans.get(q, (0, 0))[0]
+                                      for q in self.override) + sum(len(j) for j in self.override.values())
 
     def resum(self) -> None:
         """Column sums in query order, as :attr:`EvalResult.means` adds them (bit for bit)."""
@@ -310,11 +375,8 @@ class LiveEvaluation:
             self.annotators = sorted(set(labels.annotators.tolist()))
             self.views = {}
             for rule in self._rules():
-                merged = {(q, c): g for q, c, g in aggregate(labels, rule)}
-                merged.update(decided)
                 view = self._new_view(rule)
-                for (q, c), g in merged.items():
-                    view.judgments.setdefault(q, {})[c] = g
+                view.set_base(*gold_arrays(labels, decided, rule))
                 self._full(view)
                 self.views[rule] = view
             self.touched = ()
@@ -335,6 +397,7 @@ class LiveEvaluation:
         view.rag = [j for j, m in enumerate(view.parsed) if m.needs]  # type: ignore[attr-defined]
         for name in self.runs:
             view.values[name] = np.full((n, len(measures)), np.nan)
+        view.set_base(np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
         return view
 
     def _stamp_done(self, t0: float) -> None:
@@ -344,20 +407,26 @@ class LiveEvaluation:
 
     # -- evaluation of a view ----------------------------------------------------------------
 
-    def _qrels_of(self, view: _View, query_ids: Iterable[str]) -> Qrels:
-        q, c, g = [], [], []
-        for qid in query_ids:
-            for cid, grade in view.judgments.get(qid, {}).items():
-                q.append(qid)
-                c.append(cid)
-                g.append(grade)
+    def _qrels_of(self, view: _View, query_ids: Iterable[str] | None = None) -> Qrels:
+        """The view's qrels (of some queries), chunk ids as wide as the runs' (the pair index
+        compares ids as words of equal width)."""
+        if query_ids is None:
+            q, c, g = view.pairs()
+        else:
+            q, c, g = [], [], []
+            for qid in query_ids:
+                for cid, grade in view.judgments_of(qid).items():
+                    q.append(qid)
+                    c.append(cid)
+                    g.append(grade)
+            g = np.array(g, dtype=np.int64)
         chunks = _keys.as_ids(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
-        return Qrels(q, chunks.astype(f"S{width}"), np.array(g, dtype=np.int64))
+        return Qrels(_keys.as_ids(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64))
 
     def _full(self, view: _View) -> None:
-        qrels = self._qrels_of(view, sorted(view.judgments))
-        view.max_grade = int(qrels.max_grade) if len(qrels.grades) else 0
+        qrels = self._qrels_of(view)
+        view.max_grade = int(qrels.grades.max()) if len(qrels.grades) else 0
         view.present[:] = False
         if qrels.n_queries == 0:
             for matrix in view.values.values():
@@ -397,13 +466,9 @@ class LiveEvaluation:
         the touched queries still judged (to evaluate), or None when the whole view had to be
         recomputed instead."""
         for q in touched:
-            if judgments.get(q):
-                view.judgments[q] = judgments[q]
-            else:
-                view.judgments.pop(q, None)
+            view.override[q] = judgments.get(q, {})
         if _err_like(view.parsed):  # type: ignore[attr-defined]
-            top = max((max(j.values()) for j in view.judgments.values() if j), default=0)
-            if top != view.max_grade:
+            if view.top_grade() != view.max_grade:
                 self._full(view)  # ERR's scale is the qrels' top grade: every query moves
                 return None
         rows = self._rows(touched)
@@ -411,7 +476,7 @@ class LiveEvaluation:
             view.add_rows(rows, -1.0)
         for name in self.runs:
             view.values[name][rows] = np.nan
-        judged = [q for q in touched if q in view.judgments]
+        judged = [q for q in touched if view.override[q]]
         view.present[rows] = False
         if judged:
             view.present[self._rows(judged)] = True
@@ -478,7 +543,7 @@ class LiveEvaluation:
         wanted: list[bytes] = []
         for v, (view, judged) in enumerate(jobs):
             for qid in judged:
-                items = view.judgments[qid]
+                items = view.judgments_of(qid)
                 chunks = [c.encode("utf-8") for c in items]
                 grades = list(items.values())
                 row = self.row[qid]
@@ -563,17 +628,13 @@ class LiveEvaluation:
             self.views[rule] = view
 
     def _apply(self, touched: list[str], annotators: set[str], adjudicated: bool) -> None:
-        from ragjudge.services.qrels import aggregate
-
         labels, decided = self._current(touched)
         jobs: list[tuple[_View, list[str]]] = []
         for rule, view in self.views.items():
             if rule != self.rule and not adjudicated and rule.split(":", 1)[1] not in annotators:
                 continue
-            merged = {(q, c): g for q, c, g in aggregate(labels, rule)}
-            merged.update(decided)
             judgments: dict[str, dict[str, int]] = {}
-            for (q, c), g in sorted(merged.items()):
+            for q, c, g in zip(*(a.tolist() for a in gold_arrays(labels, decided, rule))):
                 judgments.setdefault(q, {})[c] = g
             judged = self._begin(view, touched, judgments)
             if judged is not None:
@@ -661,7 +722,7 @@ class LiveEvaluation:
                 measures=list(self.measures), run_names=list(self.runs), means=agg,
                 judged_at_10=judged10, unjudged_top10=unjudged,
                 n_queries=int(gold.present.sum()), n_queries_total=len(self.query_ids),
-                gold_pairs=sum(len(j) for j in gold.judgments.values()),
+                gold_pairs=gold.n_pairs(),
                 labels_used=self.labels_used, annotators=list(self.annotators), ranges=ranges,
                 curve=self.curve, curve_values=curve, pr_values=pr, updated_at=self.updated_at,
                 touched=self.touched, compute_ms=self.compute_ms, rows=rows, strata=strata,
@@ -692,7 +753,7 @@ class LiveEvaluation:
             query_ids=[self.query_ids[r] for r in rows],
             values={n: m[rows, j].copy() for n, m in gold.values.items()},
             categories=[self.categories[r] for r in rows],
-            judged=np.array([len(gold.judgments.get(self.query_ids[r], ())) for r in rows]),
+            judged=np.array([gold.count_of(self.query_ids[r]) for r in rows], dtype=np.int64),
         )
 
     def strata_of(self, by: str) -> list[str]:
@@ -750,7 +811,7 @@ class LiveEvaluation:
             rows = np.flatnonzero(gold.present)
             cols = [gold.measures.index(m) for m in self.measures]
             matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}
-            judged = {q: set(j) for q, j in gold.judgments.items()}
+            judged = gold.pairs()
         n = len(rows)
         budget = resamples or self.resamples
         if n * budget > 4_000_000:  # keep a refresh of 10,000 queries near a second
@@ -761,7 +822,7 @@ class LiveEvaluation:
         return LiveDetails(version=version, intervals=intervals, resamples=budget,
                            pool_pairs=pairs, pool_judged=covered, **agreement)
 
-    def _pool(self, judged: dict[str, set[str]]) -> tuple[int, int]:
+    def _pool(self, judged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
         """Pairs in the union of every run's top 10, and how many have a gold grade."""
         pairs = covered = 0
         tops = []
@@ -778,7 +839,7 @@ class LiveEvaluation:
         joined = np.char.add(np.char.add(q, b"\x1f"), c) if len(q) else q
         unique = np.unique(joined)
         pairs = len(unique)
-        gold_keys = [f"{qid}\x1f{cid}".encode() for qid, chunks in judged.items() for cid in chunks]
+        gold_keys = [f"{qid}\x1f{cid}".encode() for qid, cid in zip(judged[0].tolist(), judged[1].tolist())]
         if gold_keys:
             covered = int(np.isin(unique, np.array(gold_keys, dtype=unique.dtype)).sum())
         return pairs, covered
@@ -815,7 +876,7 @@ class LiveEvaluation:
     def unjudged_pairs(self, query_id: str, depth: int = 10) -> list[str]:
         """Chunks in some run's top ``depth`` for the query that have no gold grade yet."""
         with self.lock:
-            judged = self.views[self.rule].judgments.get(query_id, {})
+            judged = self.views[self.rule].judgments_of(query_id)
             out: dict[str, None] = {}
             row = self.row.get(query_id)
             if row is None:
@@ -833,11 +894,62 @@ class LiveEvaluation:
     def explain(self, run: str, query_id: str, measure: str) -> str:
         """The step-by-step computation of ``measure`` for one query of one run, as text."""
         with self.lock:
-            judgments = dict(self.views[self.rule].judgments.get(query_id, {}))
+            judgments = dict(self.views[self.rule].judgments_of(query_id))
         qrels = Qrels([query_id] * len(judgments), list(judgments),
                       np.array(list(judgments.values()), dtype=np.int64))
         sub = self._sub_run(run, [query_id]) if query_id in self.row else Run([], [], None, ordered=True)
         return explain_text(qrels, sub, query_id, measure, self.threshold)
+
+
+def gold_arrays(labels, decided: dict[tuple[str, str], int], rule: str):  # noqa: ANN001, ANN201
+    """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
+    :func:`ragjudge.services.qrels.gold_qrels` (adjudication first, else the rule over the
+    annotators' current grades), computed for every pair at once.
+
+    ``labels`` are :class:`ragjudge.services.qrels.LabelArrays` sorted by query and chunk.
+    Rules: the lower median ``g[(n - 1) // 2]`` of the sorted grades; ``min``; ``max``; ``mean``
+    rounded half up ``floor(mean + 0.5)``; ``majority`` the most frequent grade, ties to the
+    lower; ``annotator:NAME`` that annotator's grades; ``adjudicated`` none.
+    """
+    q, c, a, g = labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades
+    empty = (np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
+    if rule.startswith("annotator:"):
+        keep = a == rule.split(":", 1)[1]
+        q, c, g = q[keep], c[keep], g[keep]
+    elif rule == "adjudicated" or len(g) == 0:
+        q, c, g = empty
+    else:
+        new = np.ones(len(g), dtype=bool)
+        new[1:] = (q[1:] != q[:-1]) | (c[1:] != c[:-1])
+        gid = np.cumsum(new) - 1
+        starts = np.flatnonzero(new)
+        counts = np.diff(np.r_[starts, len(g)])
+        ordered = g[np.lexsort((g, gid))]
+        if rule == "median":
+            out = ordered[starts + (counts - 1) // 2]
+        elif rule == "min":
+            out = ordered[starts]
+        elif rule == "max":
+            out = ordered[starts + counts - 1]
+        elif rule == "mean":
+            out = np.floor(np.bincount(gid, weights=g) / counts + 0.5).astype(np.int64)
+        else:  # majority
+            low = int(g.min())
+            span = int(g.max()) - low + 1
+            keys, n = np.unique(gid * span + (g - low), return_counts=True)
+            group, grade = keys // span, keys % span + low
+            first = np.lexsort((grade, -n, group))
+            take = first[np.r_[True, group[first][1:] != group[first][:-1]]]
+            out = grade[take]
+        q, c, g = q[starts], c[starts], np.asarray(out, dtype=np.int64)
+    if decided:
+        keep = np.array([(qid, cid) not in decided for qid, cid in zip(q.tolist(), c.tolist())],
+                        dtype=bool) if len(q) else np.zeros(0, dtype=bool)
+        dq, dc, dg = zip(*((qid, cid, grade) for (qid, cid), grade in decided.items()))
+        q = np.concatenate([q[keep], np.array(dq, dtype=object)])
+        c = np.concatenate([c[keep], np.array(dc, dtype=object)])
+        g = np.concatenate([g[keep], np.array(dg, dtype=np.int64)])
+    return q, c, g
 
 
 def _intervals(matrix: np.ndarray, measures: list[str], resamples: int) -> dict[str, tuple[float, float]]:
@@ -856,10 +968,13 @@ def _intervals(matrix: np.ndarray, measures: list[str], resamples: int) -> dict[
 
 def explain_text(qrels: Qrels, run: Run, query_id: str, measure: str, threshold: int) -> str:
     """The library's explanation when it has one; else rank, chunk, grade and the value."""
-    try:
-        from ragjudge.metrics.explain import explain as explain_measure
-    except ImportError:
-        explain_measure = None
+    explain_measure = None
+    for module in ("ragjudge.metrics.explanation", "ragjudge.metrics.explain"):
+        try:
+            explain_measure = importlib.import_module(module).explain
+            break
+        except (ImportError, AttributeError):
+            continue
     if explain_measure is not None:
         try:
             result = explain_measure(qrels, run, query_id, measure, threshold=threshold)

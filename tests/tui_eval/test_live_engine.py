@@ -208,3 +208,25 @@ def test_the_engine_never_imports_textual():
 
     code = "import sys, ragjudge.services.live; assert 'textual' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
+    """The vectorized rules give, pair by pair, the grades of services.qrels.aggregate."""
+    from ragjudge.services.live import gold_arrays
+    from ragjudge.services.qrels import _to_arrays, aggregate
+
+    rnd = random.Random(3)
+    for trial in range(60):
+        rows = []
+        for q in range(rnd.randint(1, 4)):
+            for c in range(rnd.randint(1, 5)):
+                for a in rnd.sample(["ann", "bob", "cy", "dee", "eve"], rnd.randint(1, 5)):
+                    rows.append((f"q{q}", f"c{c}", a, rnd.randint(0, 3)))
+        rows.sort()
+        labels = _to_arrays(rows)
+        decided = {("q0", "c0"): 2} if trial % 3 == 0 else {}
+        for rule in ("median", "majority", "mean", "min", "max", "annotator:bob", "adjudicated"):
+            expected = {(q, c): g for q, c, g in aggregate(labels, rule)}
+            expected.update(decided)
+            q, c, g = gold_arrays(labels, decided, rule)
+            assert dict(zip(zip(q.tolist(), c.tolist()), g.tolist())) == expected, (rule, rows)
