@@ -401,7 +401,6 @@ def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
 
 # -- curves ------------------------------------------------------------------------------------
 
-PR_LEVELS = [j / 10 for j in range(11)]
 
 
 def parse_k(text: str) -> list[int]:
@@ -424,36 +423,43 @@ def parse_k(text: str) -> list[int]:
 
 
 def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
+    from ragjudge.metrics.curves import metric_at_k, pr_curve
     from ragjudge.metrics.registry import parse_measure
+    from ragjudge.services.evaluation import _project_extras
 
     base = curve.strip()
     is_pr = base.upper() in ("PR", "P-R", "PRC")
+    curves = {}
     if is_pr:
-        xs: list[Any] = PR_LEVELS
-        names = [f"iprec@{x:g}" for x in xs]
-        x_label, y_label = "recall", "precision"
+        for name, run in runs.items():
+            curves[name] = pr_curve(inputs.qrels, run, threshold=inputs.threshold, queries=mode)
+        x_label, y_label, label = "recall", "precision", "PR"
     else:
         base = base.split("@", 1)[0]
-        xs = parse_k(k_text)
-        names = [f"{base}@{x}" for x in xs]
-        probe = parse_measure(names[0])
+        ks = parse_k(k_text)
+        probe = parse_measure(f"{base}@{ks[0]}")
         if probe.definition.cutoff_kind is not int:
             raise UsageError(f"--curve {curve}: {probe.definition.name} takes no @k cutoff; "
                              "curves are drawn for @k measures (P, R, nDCG, Success, ...) or PR.")
-        x_label, y_label = "k", "value"
-    from ragjudge.services.evaluation import evaluate_all
-
-    evaluation = evaluate_all(inputs.qrels, runs, names, threshold=inputs.threshold, queries=mode,
-                              project=inputs.project, rule=inputs.rule, qrels_source=inputs.source)
-    values = {name: result.means.tolist() for name, result in evaluation.results.items()}
-    n_queries, averaging = evaluation.n_queries(), evaluation.averaging
-    label = "PR" if is_pr else base
+        for name, run in runs.items():
+            extras = _project_extras(inputs.project, name, inputs.qrels, run, [probe],
+                                     inputs.threshold, mode, inputs.rule)
+            curves[name] = metric_at_k(inputs.qrels, run, probe, ks, threshold=inputs.threshold,
+                                       queries=mode, extras=extras)
+        x_label, y_label, label = "k", "value", base
+    first = next(iter(curves.values()))
+    xs = [int(x) if x_label == "k" else float(x) for x in first.x.tolist()]
+    values = {name: c.y.tolist() for name, c in curves.items()}
     if format == "json":
-        print_json({
-            "curve": label, "x": x_label, x_label: xs, "queries": n_queries,
-            "averaging": averaging, "threshold": inputs.threshold, "rule": inputs.rule,
+        data = {
+            "curve": label, "x": x_label, x_label: xs, "queries": len(first.query_ids),
+            "averaging": first.averaging, "threshold": inputs.threshold, "rule": inputs.rule,
             "runs": {name: {y_label: v} for name, v in values.items()},
-        })
+        }
+        if is_pr:  # the trapezoidal area of the mean curve: the mean AUC_PR
+            for name, c in curves.items():
+                data["runs"][name]["area"] = c.area
+        print_json(data)
         return
     if format == "csv":
         writer = _csv_writer()
@@ -461,15 +467,18 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
         for i, x in enumerate(xs):
             writer.writerow([x, *[_csv_value(v[i]) for v in values.values()]])
         return
-    title = ("interpolated precision at recall" if is_pr else f"{safe(base)}@K")
-    table = Table(title=title, title_justify="left")
+    title = "interpolated precision at recall" if is_pr else f"{base}@K"
+    console.print(f"[bold]{safe(title)}[/]")
+    table = Table()
     table.add_column(x_label, justify="right")
     for name in values:
         table.add_column(safe(name), justify="right")
     for i, x in enumerate(xs):
         table.add_row(f"{x:g}", *[_fmt(v[i]) for v in values.values()])
+    if is_pr:
+        table.add_row("area", *[_fmt(c.area) for c in curves.values()], style="dim")
     console.print(table)
-    console.print(f"[dim]{n_queries:,} queries; averaging: {safe(averaging)}[/]")
+    console.print(f"[dim]{len(first.query_ids):,} queries; averaging: {safe(first.averaging)}[/]")
 
 
 # -- compare -----------------------------------------------------------------------------------
@@ -733,7 +742,7 @@ def explain(
     for i, explanation in enumerate(explanations):
         if i:
             console.print()
-        console.print(safe(explanation.render()))
+        console.print(safe(explanation.render()), soft_wrap=True)
     if rule_text is not None:
         console.print(f"[dim]gold rule: {safe(rule_text)}[/]")
 

@@ -219,6 +219,9 @@ def test_eval_curves(tmp_path, capsys):
     # precision at the hits: 1/1, 2/3, 3/5, 4/8 at recall .25, .5, .75, 1; interpolated
     expected = [1, 1, 1, 2 / 3, 2 / 3, 2 / 3, 0.6, 0.6, 0.5, 0.5, 0.5]
     assert data["runs"]["run"]["precision"] == pytest.approx(expected)
+    # AUC_PR, trapezoidal over the 11 points (seed 000 §1.5)
+    area = sum((expected[i] + expected[i + 1]) / 2 * 0.1 for i in range(10))
+    assert data["runs"]["run"]["area"] == pytest.approx(area)
     code, _, err = _run(capsys, "eval", "--qrels", q, "--run", r, "--curve", "nDCG", "--k", "x")
     assert code == 2 and "--k" in err
 
@@ -313,7 +316,6 @@ def test_compare_three_runs_holm(tmp_path, capsys):
 
 
 def test_explain_shows_seed_000_ap_steps(tmp_path, capsys):
-    pytest.importorskip("ragjudge.metrics.explain", reason="metrics.explain not written yet")
     q = _write(tmp_path / "qrels.trec", SEED_QRELS)
     r = _write(tmp_path / "run.trec", SEED_RUN)
     code, out, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "s0",
