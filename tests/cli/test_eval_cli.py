@@ -324,6 +324,14 @@ def test_explain_shows_seed_000_ap_steps(tmp_path, capsys):
     # the hits at ranks 1, 3, 5, 8 with P@k 1/1, 2/3, 3/5, 4/8; AP = 0.6917 (ERRATA; seed 0.729)
     for text in ("c1", "c3", "c5", "c8", "1.000", "0.667", "0.600", "0.500", "0.6917"):
         assert text in out, text
+    code, out, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "s0",
+                          "-m", "AP", "-m", "nDCG@5", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    ap, ndcg = data["explanations"]
+    assert ap["value"] == pytest.approx(0.6917, abs=5e-5)
+    assert [s["rank"] for s in ap["steps"] if s["relevant"]] == [1, 3, 5, 8]
+    assert ndcg["value"] == pytest.approx(0.7808, abs=5e-5)  # seed 000 §3.2 says 0.793 (ERRATA)
     code, _, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "nope", "-m", "AP")
     assert code == 2 and "nope" in err
 
