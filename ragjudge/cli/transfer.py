@@ -129,7 +129,7 @@ def _progress() -> Iterator[Optional[object]]:
     def update(done: int, total: int | None, description: str) -> None:
         if description not in tasks:
             tasks[description] = bar.add_task(safe(description), total=total)
-        bar.update(tasks[description], completed=done)  # type: ignore[arg-type]
+        bar.update(tasks[description], completed=done, total=total)  # type: ignore[arg-type]
 
     with bar:
         yield update

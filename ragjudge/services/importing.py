@@ -137,7 +137,9 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
             if kind in ("queries", "chunks"):
                 _import_definitions(connection, kind, records, file, replace, result)
             elif kind == "run":
-                _import_run(connection, records, file, name or "run", refs, replace, result)
+                _import_run(connection, records, file, name or "run", refs, replace, result, progress)
+                if progress is not None:
+                    progress(1, 1, "checking ids, ranking, writing")
             elif kind in ("qrels", "labels"):
                 _import_labels(connection, records, file, annotator, scale, refs, result)
             elif kind == "facets":
@@ -532,7 +534,8 @@ def _too_long(query_id: str, chunk_id: str, file: str, line: int) -> None:
 
 
 def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file: str, name: str,
-                refs: _References, replace: bool, result: ImportResult) -> None:
+                refs: _References, replace: bool, result: ImportResult,
+                progress: Progress | None = None) -> None:
     name = name.strip()
     if not name or len(name) > 255:
         raise UsageError("--name: a run name must be 1 to 255 characters.")
@@ -555,6 +558,8 @@ def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file
         result.read += len(batch)
     if result.read == 0:
         raise InputError("the file holds no run lines.", file=file)
+    if progress is not None:
+        progress(0, None, "checking ids, ranking, writing")
     refs.check_staged(stage)
     refs.raise_if_missing(file)
 
