@@ -1,14 +1,5 @@
-"""The RAG measures by name in ``ragjudge eval``, ``gate`` and ``explain`` on a project database
-(the data of ``conftest.rag_project``: facets, nuggets, claims, entities, answers).
-
-Known gaps outside tests/rag, marked as expected failures of exactly that kind (any other
-failure, e.g. a wrong value, fails these tests):
-
-- ``services.evaluation._project_extras`` imports ``context`` from ``ragjudge.metrics.evaluate``,
-  which does not exist; the whole call should be
-  ``rag_extras(project, name, measures=parsed, rule=rule)`` (no context needed);
-- ``ragjudge explain`` needs ``ragjudge.metrics.explain`` and, for these measures, the project's
-  extras: ``ragjudge.metrics.rag.explain_rag(qrels, run, query, m, extras=rag_extras(...))``.
+"""The RAG measures by name in ``ragjudge eval``, ``gate``, ``compare`` and ``explain`` on a project
+database (the data of ``conftest.rag_project``: facets, nuggets, claims, entities, answers).
 """
 
 from __future__ import annotations
@@ -48,11 +39,6 @@ MEASURES = ["Coverage@5", "NuggetRecall(strict,vital)@5", "NuggetRecall(all)@5",
             "ContextRecall@10", "EntityRecall@10", "Attribution@10"]
 
 
-KNOWN_GAP = pytest.mark.xfail(raises=ImportError, strict=False,
-                              reason="services.evaluation._project_extras imports a missing name")
-
-
-@KNOWN_GAP
 def test_eval_json(capsys, rag_db):  # noqa: ANN001
     args = ["eval", "--db", rag_db, "--run", "bm25", "--per-query", "--format", "json"]
     for m in MEASURES:
@@ -72,7 +58,6 @@ def test_eval_json(capsys, rag_db):  # noqa: ANN001
     assert aggregate["EntityRecall@10"] == pytest.approx((2 / 3 + 1) / 2)
 
 
-@KNOWN_GAP
 def test_gate(capsys, rag_db):  # noqa: ANN001
     code, out, err = _run(capsys, "gate", "--db", rag_db, "--run", "bm25",
                           "--require", "Coverage@5>=0.6", "--require", "EntityRecall@10>=0.8")
@@ -83,11 +68,31 @@ def test_gate(capsys, rag_db):  # noqa: ANN001
     assert "Attribution@10" in out
 
 
-@pytest.mark.xfail(raises=ImportError, strict=False, reason="ragjudge.metrics.explain is missing")
 def test_explain(capsys, rag_db):  # noqa: ANN001
     code, out, err = _run(capsys, "explain", "--db", rag_db, "--run", "bm25", "--query", "q1",
-                          "-m", "Coverage@5")
-    if code == 2 and "needs facets" in err:
-        pytest.xfail("ragjudge explain does not pass the project's extras to RAG measures yet")
+                          "-m", "Coverage@5", "-m", "Attribution@10")
     assert code == 0, err
+    assert "Coverage@5 = 0.6667" in out
     assert "construction" in out and "renovation" in out
+    assert "2 / 10 = 0.2000" in out  # Attribution@10: c05 and c07 cited in the top 10
+
+
+def test_compare(capsys, rag_db, tmp_path):  # noqa: ANN001
+    from ragjudge.services.importing import import_run
+    from ragjudge.services.project import Project
+
+    # bm25 reversed: q1's top 5 is c14 … c10 (no facet covered there)
+    lines = [f"q{i} Q0 c{(i * 3 + r) % 20 + 1:02d} {11 - r} {r} rev" for i in range(1, 6)
+             for r in range(1, 11)]
+    path = tmp_path / "reversed.trec"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Project.open(rag_db) as project:
+        import_run(project, str(path))
+    code, out, err = _run(capsys, "compare", "--db", rag_db, "bm25", "reversed", "-m", "Coverage@5",
+                          "--format", "json")
+    assert code == 0, err
+    row, = json.loads(out)["comparisons"]
+    # only q1 has facets: compared on that one query, undefined ones left out
+    assert row["queries"] == 1
+    assert row["mean_a"] == pytest.approx(2 / 3) and row["mean_b"] == 0.0
+    assert row["verdict"] == "within noise"  # one query decides nothing
