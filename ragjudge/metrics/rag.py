@@ -373,13 +373,15 @@ class ItemLabels:
 class EntityLabels:
     """Entities of the reference answers, independent of any run: ``query_ids[i]`` is the
     query of entity ``texts[i]``. ``chunk_text`` gives chunk texts: a mapping, or a function
-    from a list of chunk ids to a mapping (e.g. a database read). Matches are cached per
-    (entity, chunk), so several runs over the same chunks match each pair once."""
+    from a list of chunk ids to a mapping (e.g. a database read). Matches are kept in
+    ``matches`` per (entity, chunk text), so several runs over the same chunks match each pair
+    once; pass one dict to several objects to share them (an edited entity or chunk text is
+    simply another key)."""
 
     query_ids: Sequence[str]
     texts: Sequence[str]
     chunk_text: Any
-    _cache: dict = field(default_factory=dict, repr=False)
+    matches: dict = field(default_factory=dict, repr=False)
 
     def align(self, query_ids: Sequence[str], chunk_matrix: Any) -> ItemSupport:
         """ItemSupport over the evaluated ``query_ids`` and their ranked ``chunk_matrix``."""
@@ -393,18 +395,25 @@ class EntityLabels:
                   for r in range(len(query_ids))]
         wanted = sorted({c for row in ranked for c in row if c})
         texts = self._texts(wanted)
+        normalized: dict[str, str] = {}
+        patterns: dict[str, re.Pattern[str] | None] = {}
         rows, ranks, items = [], [], []
         for r, names in enumerate(entities):
             for rank, chunk in enumerate(ranked[r], start=1):
                 if not chunk:
                     continue
+                text = texts.get(chunk, "")
                 for m, name in enumerate(names):
-                    key = (name, chunk)
-                    if key not in self._cache:
-                        pattern = entity_pattern(name)
-                        self._cache[key] = pattern is not None and pattern.search(
-                            normalize_text(texts.get(chunk, ""))) is not None
-                    if self._cache[key]:
+                    key = (name, text)
+                    if key not in self.matches:
+                        if name not in patterns:
+                            patterns[name] = entity_pattern(name)
+                        if text not in normalized:
+                            normalized[text] = normalize_text(text)
+                        pattern = patterns[name]
+                        self.matches[key] = (pattern is not None
+                                             and pattern.search(normalized[text]) is not None)
+                    if self.matches[key]:
                         rows.append(r)
                         ranks.append(rank)
                         items.append(m)

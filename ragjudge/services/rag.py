@@ -95,7 +95,8 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
             rows = connection.execute(select(Entity.query_id, Entity.text)
                                       .order_by(Entity.query_id, Entity.id)).all()
             extras["entities"] = EntityLabels([q for q, _ in rows], [t for _, t in rows],
-                                              lambda ids: chunk_texts(project, ids))
+                                              lambda ids: chunk_texts(project, ids),
+                                              project.__dict__.setdefault("_rag_entity_matches", {}))
         if "citations" in needed:
             extras["citations"] = _citation_labels(connection, run_name)
     if query_ids is None and chunk_matrix is None:
