@@ -203,3 +203,14 @@ def test_labels_through_evaluate_match_a_plain_computation(data):
         assert result[q][f"Coverage@{k}"] == pytest.approx(sum(b == 2 for b in best) / len(items))
         assert result[q][f"NuggetRecall@{k}"] == pytest.approx(
             sum({2: 1.0, 1: 0.5, 0: 0.0}[b] for b in best) / len(items))
+
+
+def test_shared_entity_matches_follow_changed_texts():
+    qrels = Qrels.from_dict({"q": {"a": 1}})
+    run = Run.from_ranked({"q": ["a"]})
+    shared: dict = {}
+    before = EntityLabels(["q"], ["Oslo"], {"a": "Flights to Oslo."}, shared)
+    assert evaluate(qrels, run, ["EntityRecall@1"], extras={"entities": before})["EntityRecall@1"] == 1.0
+    after = EntityLabels(["q"], ["Oslo"], {"a": "Flights to Bergen."}, shared)  # the chunk was edited
+    assert evaluate(qrels, run, ["EntityRecall@1"], extras={"entities": after})["EntityRecall@1"] == 0.0
+    assert len(shared) == 2
