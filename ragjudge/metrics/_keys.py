@@ -174,7 +174,12 @@ class PairIndex:
     def get(self, query_index: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Row of each (query index, id) pair, -1 when absent."""
         query_index = np.asarray(query_index, dtype=np.int64)
-        h = pair_hash(query_index, ids, self.seed)
+        # Hash at the index's own width: padding words enter the hash, so an id must be probed
+        # with as many words as the stored ids have (a longer one is cut; the exact check below
+        # compares the whole id).
+        width = self.ids.dtype.itemsize
+        probe = ids if ids.dtype.itemsize == width else ids.astype(f"S{width}")
+        h = pair_hash(query_index, probe, self.seed)
         result = np.full(len(ids), -1, dtype=np.int64)
         pending = np.arange(len(ids), dtype=np.int64)
         slot = (h & self.mask).astype(np.int64)

@@ -20,7 +20,8 @@ from sqlalchemy import and_, case, delete, exists, func, or_, select
 from ragjudge.errors import UsageError
 from ragjudge.services.judging import RECHECK, check_annotator
 from ragjudge.services.pool import DEFAULT_DEPTH, pool_select
-from ragjudge.store.schema import Annotator, Assignment, Label, Run, utcnow
+from ragjudge.store.annotators import ensure_annotators
+from ragjudge.store.schema import Assignment, Label, Run, utcnow
 
 __all__ = [
     "AssignmentPlan",
@@ -147,9 +148,7 @@ def assign(
     def store(session) -> None:  # noqa: ANN001
         if replace:
             session.execute(delete(Assignment))
-        existing = set(session.execute(select(Annotator.name)).scalars())
-        session.add_all(Annotator(name=n) for n in names if n not in existing)
-        session.flush()
+        ensure_annotators(session.connection(), names)
         now = utcnow()
         session.add_all(
             Assignment(annotator=name, query_id=q, chunk_id=c, overlap=o, created_at=now)

@@ -55,6 +55,7 @@ from ragjudge.formats.beir import (
 )
 from ragjudge.formats.source import Source, is_inline
 from ragjudge.formats.trec import trec_run_rows
+from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
     Query, Run, RunEntry, Setting, utcnow,
@@ -430,13 +431,7 @@ class _References:
 
 
 def _ensure_annotators(connection: Connection, names: Iterable[str]) -> None:
-    names = set(names)
-    if not names:
-        return
-    have = set(connection.scalars(select(_annotators.c.name).where(_annotators.c.name.in_(names))))
-    new = [{"name": n, "created_at": utcnow(), "seen_guidelines": False} for n in sorted(names - have)]
-    if new:
-        connection.execute(insert(_annotators), new)
+    ensure_annotators(connection, names)
 
 
 def _temp_table(connection: Connection, *columns: Column) -> Table:

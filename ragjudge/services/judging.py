@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import UsageError
+from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Annotator,
     Facet,
@@ -73,10 +74,8 @@ def check_annotator(name: str) -> str:
     return cleaned
 
 
-def _ensure_annotator(session: Session, name: str) -> None:
-    if session.get(Annotator, name) is None:
-        session.add(Annotator(name=name, created_at=utcnow(), seen_guidelines=False))
-        session.flush()
+def _ensure_annotator(session: Session, name: str) -> bool:
+    return bool(ensure_annotators(session.connection(), [name]))
 
 
 def ensure_annotator(project, name: str) -> bool:  # noqa: ANN001 - Project
@@ -84,10 +83,7 @@ def ensure_annotator(project, name: str) -> bool:  # noqa: ANN001 - Project
     name = check_annotator(name)
 
     def work(session: Session) -> bool:
-        if session.get(Annotator, name) is not None:
-            return False
-        _ensure_annotator(session, name)
-        return True
+        return _ensure_annotator(session, name)
 
     return project.write(work)
 

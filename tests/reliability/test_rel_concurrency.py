@@ -92,13 +92,7 @@ def _same_annotator_worker(db: str, annotator: str, each: int, tag: int):  # noq
 
 
 @pytest.fixture
-def newcomer_db(any_db, request) -> str:
-    if "://" in any_db:
-        request.applymarker(pytest.mark.xfail(strict=False, reason=(
-            "known bug, reported: judging._ensure_annotator does get-then-insert, so two "
-            "PostgreSQL sessions both insert the new annotator and one fails with UniqueViolation "
-            "on pk_annotators (SQLite serializes writers with BEGIN IMMEDIATE, so it passes there). "
-            "Fix: INSERT ... ON CONFLICT DO NOTHING for the annotator row.")))
+def newcomer_db(any_db) -> str:
     return any_db
 
 
