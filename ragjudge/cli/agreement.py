@@ -127,16 +127,9 @@ def _print_report(view, *, by: str | None, limit: int) -> None:  # noqa: ANN001
     summary = Table(title="agreement", title_justify="left", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
-    rows = [
-        ("percent agreement", r.percent_agreement),
-        ("within ±1 grade", r.percent_agreement_within_1),
-        ("Krippendorff's α nominal", r.krippendorff_alpha["nominal"]),
-        ("Krippendorff's α ordinal", r.krippendorff_alpha["ordinal"]),
-        ("Krippendorff's α interval", r.krippendorff_alpha["interval"]),
-        ("Fleiss' κ", r.fleiss_kappa),
-        ("Gwet's AC1", r.gwet_ac1),
-    ]
-    for label, stat in rows:
+    from ragjudge.services.agreement import summary_statistics
+
+    for label, stat in summary_statistics(r):
         summary.add_row(label, _fmt(stat.value, stat.reason))
     console.print(summary)
     if r.pairwise:

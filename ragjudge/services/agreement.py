@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics.agreement import (
@@ -26,7 +26,7 @@ from ragjudge.metrics.agreement import (
     kendall_tau,
     krippendorff_alpha,
 )
-from ragjudge.services.judging import RECHECK
+from ragjudge.services.qrels import RECHECK, adjudications, newest_label_ids, not_recheck
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
 
 __all__ = [
@@ -54,20 +54,6 @@ __all__ = [
 # --------------------------------------------------------------------------- reading labels
 
 
-def _not_recheck():
-    return or_(Label.source.is_(None), Label.source != RECHECK)
-
-
-def _newest_ids():
-    """Newest non-recheck label event per (annotator, query, chunk)."""
-    return (
-        select(func.max(Label.id).label("id"))
-        .where(_not_recheck())
-        .group_by(Label.annotator, Label.query_id, Label.chunk_id)
-        .subquery()
-    )
-
-
 def scale_bounds(project) -> tuple[int, int]:  # noqa: ANN001 - Project
     scale = project.scale
     return scale.min, scale.max
@@ -80,7 +66,7 @@ def load_ratings(
     query_ids: Iterable[str] | None = None,
 ) -> Ratings:
     """The project's current grades as a units × annotators :class:`Ratings` on its scale."""
-    newest = _newest_ids()
+    newest = newest_label_ids()
     stmt = (
         select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
         .join(newest, Label.id == newest.c.id)
@@ -190,6 +176,19 @@ def agreement_view(ratings: Ratings) -> AgreementView:
     )
 
 
+def summary_statistics(report) -> list[tuple[str, object]]:  # noqa: ANN001 - AgreementReport
+    """The headline statistics of a report as (label, Statistic), in the order screens show them."""
+    return [
+        ("percent agreement", report.percent_agreement),
+        ("within ±1 grade", report.percent_agreement_within_1),
+        ("Krippendorff's α nominal", report.krippendorff_alpha["nominal"]),
+        ("Krippendorff's α ordinal", report.krippendorff_alpha["ordinal"]),
+        ("Krippendorff's α interval", report.krippendorff_alpha["interval"]),
+        ("Fleiss' κ", report.fleiss_kappa),
+        ("Gwet's AC1", report.gwet_ac1),
+    ]
+
+
 def _subset(ratings: Ratings, rows: np.ndarray | None = None, cols: np.ndarray | None = None) -> Ratings:
     m = ratings.matrix
     units, annotators = ratings.units, ratings.annotators
@@ -281,18 +280,8 @@ def disputed_pairs(project, *, limit: int | None = None) -> list[dict]:  # noqa:
 
 
 def adjudicated_grades(project) -> dict[tuple[str, str], int]:  # noqa: ANN001
-    newest = (
-        select(func.max(Adjudication.id).label("id"))
-        .group_by(Adjudication.query_id, Adjudication.chunk_id)
-        .subquery()
-    )
     with project.connect() as connection:
-        rows = connection.execute(
-            select(Adjudication.query_id, Adjudication.chunk_id, Adjudication.grade).join(
-                newest, Adjudication.id == newest.c.id
-            )
-        ).all()
-    return {(q, c): int(g) for q, c, g in rows}
+        return adjudications(connection)
 
 
 # --------------------------------------------------------------------------- adjudication
@@ -329,7 +318,7 @@ class PairDetail:
 def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: ANN001
     """The query, the chunk, each annotator's current label with note and time spent, and the
     pair's adjudications."""
-    newest = _newest_ids()
+    newest = newest_label_ids()
     with project.read() as session:
         query = session.get(Query, query_id)
         chunk = session.get(Chunk, chunk_id)
@@ -347,7 +336,7 @@ def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: A
         spent = dict(
             session.execute(
                 select(Label.annotator, func.sum(Label.duration_ms))
-                .where(Label.query_id == query_id, Label.chunk_id == chunk_id, _not_recheck())
+                .where(Label.query_id == query_id, Label.chunk_id == chunk_id, not_recheck())
                 .group_by(Label.annotator)
             ).all()
         )
@@ -440,7 +429,7 @@ def fast_labels(
                 Label.duration_ms, func.length(Chunk.text),
             )
             .join(Chunk, Chunk.id == Label.chunk_id)
-            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None), _not_recheck())
+            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None), not_recheck())
             .order_by(Label.id)
         ).all()
     if not rows:
@@ -468,7 +457,7 @@ def grade_drift(project, *, min_labels: int = 20, threshold: float = 0.5) -> lis
     with project.connect() as connection:
         rows = connection.execute(
             select(Label.annotator, Label.grade)
-            .where(Label.grade.is_not(None), _not_recheck())
+            .where(Label.grade.is_not(None), not_recheck())
             .order_by(Label.annotator, Label.id)
         ).all()
     by_annotator: dict[str, list[int]] = {}
@@ -497,7 +486,7 @@ def grade_drift(project, *, min_labels: int = 20, threshold: float = 0.5) -> lis
 def self_agreement(project) -> list[dict]:  # noqa: ANN001
     """Blind re-checks: per annotator, how often a recheck grade equals their own current grade
     for the pair (each recheck event against the label it re-asked)."""
-    newest = _newest_ids()
+    newest = newest_label_ids()
     current = (
         select(Label.annotator, Label.query_id, Label.chunk_id, Label.grade)
         .join(newest, Label.id == newest.c.id)

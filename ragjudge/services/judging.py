@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import UsageError
+from ragjudge.services.qrels import RECHECK, not_recheck
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Annotator,
@@ -30,7 +31,6 @@ from ragjudge.store.schema import (
     utcnow,
 )
 
-RECHECK = "recheck"
 SUPPORT_LEVELS = ("full", "partial", "none")
 IMPORTANCE_LEVELS = ("vital", "okay")
 
@@ -115,7 +115,7 @@ def _newest(session: Session, annotator: str, query_id: str, chunk_id: str,
     stmt = (
         select(Label)
         .where(Label.annotator == annotator, Label.query_id == query_id, Label.chunk_id == chunk_id,
-               Label.source.is_(None) | (Label.source != RECHECK))
+               not_recheck())
         .order_by(Label.id.desc())
         .limit(1)
     )
@@ -681,7 +681,7 @@ class JudgingQueue:
             select(Label.id, Label.chunk_id, Label.grade, Label.skipped, Label.flagged, Label.note,
                    Label.created_at, Label.undoes, Label.source)
             .where(Label.annotator == self.annotator, Label.query_id == query_id,
-                   Label.source.is_(None) | (Label.source != RECHECK))
+                   not_recheck())
             .order_by(Label.id)
         )
         out: dict[str, LabelState] = {}

@@ -150,16 +150,7 @@ class AgreementScreen(Screen):
         stats = Table(box=None, show_header=False, padding=(0, 2))
         stats.add_column(style="bold")
         stats.add_column()
-        rows = [
-            ("percent agreement", r.percent_agreement),
-            ("within ±1 grade", r.percent_agreement_within_1),
-            ("Krippendorff's α nominal", r.krippendorff_alpha["nominal"]),
-            ("Krippendorff's α ordinal", r.krippendorff_alpha["ordinal"]),
-            ("Krippendorff's α interval", r.krippendorff_alpha["interval"]),
-            ("Fleiss' κ", r.fleiss_kappa),
-            ("Gwet's AC1", r.gwet_ac1),
-        ]
-        for label, stat in rows:
+        for label, stat in svc.summary_statistics(r):
             stats.add_row(label, _num(stat.value, stat.reason))
         binary = Table(title="binarised: relevant = grade ≥ t", title_justify="left",
                        header_style="bold", box=None)
