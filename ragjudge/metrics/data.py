@@ -22,8 +22,10 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, words
 
 
-def _where(file: str | None, lines: np.ndarray | None, row: int) -> dict[str, Any]:
-    if file is None and lines is None:
+def _where(file: str | None, lines: np.ndarray | None, row: int,
+           located: bool = True) -> dict[str, Any]:
+    """file/line of a row read from a file (row i is line i + 1 unless ``lines`` says)."""
+    if not located:
         return {}
     return {"file": file, "line": int(lines[row]) if lines is not None else row + 1}
 
@@ -65,7 +67,9 @@ class Qrels:
         *,
         file: str | None = None,
         lines: np.ndarray | None = None,
+        from_file: bool = False,
     ) -> None:
+        located = from_file or file is not None or lines is not None
         qids, cids = as_ids(query_ids), as_ids(chunk_ids)
         grade_array = _integer_grades(grades).ravel()
         if not (len(qids) == len(cids) == len(grade_array)):
@@ -78,8 +82,8 @@ class Qrels:
         dup = first_duplicate(qidx, cids)
         if dup is not None:
             i, j = dup
-            where = _where(file, lines, j)
-            first = f" (first at line {_where(file, lines, i)['line']})" if where else ""
+            where = _where(file, lines, j, located)
+            first = f" (first at line {_where(file, lines, i, located)['line']})" if where else ""
             raise InputError(
                 f"query {decode(qids[j:j + 1])[0]!r} judges chunk {decode(cids[j:j + 1])[0]!r} "
                 f"twice{first}.",
@@ -119,7 +123,7 @@ class Qrels:
 
         arrays = read_qrels_arrays(source)
         return cls(arrays.query_ids, arrays.chunk_ids, arrays.grades, file=arrays.file,
-                   lines=arrays.lines)
+                   lines=arrays.lines, from_file=True)
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -188,7 +192,9 @@ class Run:
         ordered: bool = False,
         file: str | None = None,
         lines: np.ndarray | None = None,
+        from_file: bool = False,
     ) -> None:
+        located = from_file or file is not None or lines is not None
         qids, cids = as_ids(query_ids), as_ids(chunk_ids)
         n = len(qids)
         if scores is None:
@@ -205,15 +211,15 @@ class Run:
         if not np.all(np.isfinite(score_array)):
             bad = int(np.flatnonzero(~np.isfinite(score_array))[0])
             raise InputError(f"score {score_array[bad]!r} is not a finite number.",
-                             field="score", **_where(file, lines, bad))
+                             field="score", **_where(file, lines, bad, located))
         self.name = name
         self.file = file
         unique, qidx = factorize(qids)
         dup = first_duplicate(qidx, cids)
         if dup is not None:
             i, j = dup
-            where = _where(file, lines, j)
-            first = f" (first at line {_where(file, lines, i)['line']})" if where else ""
+            where = _where(file, lines, j, located)
+            first = f" (first at line {_where(file, lines, i, located)['line']})" if where else ""
             raise InputError(
                 f"query {decode(qids[j:j + 1])[0]!r} lists chunk {decode(cids[j:j + 1])[0]!r} "
                 f"twice{first}; a run ranks each chunk once per query.",
@@ -223,7 +229,7 @@ class Run:
         order = self._order(qidx, cids, score_array, ordered)
         if order is not None:
             qidx, cids, score_array = qidx[order], cids[order], score_array[order]
-            lines = lines[order] if lines is not None else order + 1 if file is not None else None
+            lines = lines[order] if lines is not None else order + 1 if located else None
         self._qids = unique
         self.qidx = qidx
         self.chunk_ids = cids
@@ -308,7 +314,7 @@ class Run:
 
             name = Path(arrays.file).name.split(".")[0] or Path(arrays.file).name
         return cls(arrays.query_ids, arrays.chunk_ids, arrays.scores, name=name,
-                   file=arrays.file, lines=arrays.lines)
+                   file=arrays.file, lines=arrays.lines, from_file=True)
 
     def __len__(self) -> int:
         return len(self.chunk_ids)

@@ -136,13 +136,14 @@ def success(ctx, m):
 
 @measure("Judged", cutoff="required")
 def judged(ctx, m):
-    """Judged at k: ``|judged chunks in the top k| / k`` (grade >= 0, any grade).
+    """Judged at k: ``|judged chunks in the top k| / min(k, chunks ranked)`` (0 if none ranked).
 
-    How much of the top k the qrels cover: unjudged chunks silently count as not relevant in
-    every other measure, so a low value warns that the scores are lower bounds.
+    How much of what the run shows in its top k the qrels cover (any grade >= 0). Unjudged
+    chunks silently count as not relevant in every other measure, so a low value warns that
+    the scores are lower bounds. Same as ir_measures' ``Judged@k``.
     """
     cols = ctx.columns(m.cutoff)
-    return np.count_nonzero(ctx.judged[:, :cols], axis=1) / float(m.cutoff)
+    return _div(np.count_nonzero(ctx.judged[:, :cols], axis=1), ctx.retrieved_at(m.cutoff))
 
 
 # --------------------------------------------------------------------------- rank measures

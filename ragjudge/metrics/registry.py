@@ -80,7 +80,7 @@ class MeasureDef:
 
     @property
     def syntax(self) -> str:
-        params = ",".join(self.params)
+        params = ",".join(k for k in self.params if k != "rel")
         text = self.name + (f"({params})" if params else "")
         if self.cutoff == "required":
             text += "@k"
@@ -276,8 +276,9 @@ def parse_measure(text: str | Measure) -> Measure:
     if definition is None:
         name = match["name"] if match else raw
         raise UsageError(
-            f"unknown measure {name!r} in {raw!r}. Known measures: {', '.join(known_names())}. "
-            "Write a cutoff as @k and parameters in parentheses, e.g. P(rel=2)@5."
+            f"unknown measure {name!r}. Known measures: {', '.join(known_names())}. "
+            "Write a cutoff as @k and parameters in parentheses; binary measures take a "
+            "relevance threshold, e.g. P(rel=2)@5."
         )
     where = f"measure {raw.strip()!r}"
     # cutoff

@@ -22,7 +22,19 @@ def test_metrics_imports_no_heavy_layer():
     assert out.stdout.strip() == ""
 
 
-def test_bare_import_loads_no_submodule():
-    code = "import sys, ragjudge.metrics; print(sorted(k for k in sys.modules if k.startswith('ragjudge.metrics.')))"
+def test_bare_import_is_light():
+    # measures, TREC parsing and curves load on first use
+    code = ("import sys, ragjudge.metrics; "
+            "print(sorted(k for k in ('ragjudge.metrics.measures', 'ragjudge.metrics.trec', "
+            "'ragjudge.metrics.curves') if k in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_function_names_win_over_submodule_names():
+    code = ("import ragjudge.metrics.evaluate, ragjudge.metrics.explain, ragjudge.metrics.curves\n"
+            "from ragjudge.metrics import evaluate, explain\n"
+            "print(callable(evaluate) and not hasattr(evaluate, '__path__') and "
+            "type(evaluate).__name__, type(explain).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["function", "function"]
