@@ -90,6 +90,10 @@ SCENARIOS: list[Scenario] = [
     Scenario("find", {"annotator": "dana", "start": "judge"}, keys=("slash", *"refund"), prepare=_seen("dana")),
     Scenario("name", {"start": "judge"}),
     Scenario("app-evaluation", {"annotator": "dana"}, keys=("e",), needs="ragjudge.tui.screens.evaluation"),
+    *(Scenario(f"evaluation-{tab}", {"annotator": "dana"}, keys=("e", key),
+               needs="ragjudge.tui.screens.evaluation")
+      for tab, key in (("overview", "o"), ("per-query", "p"), ("curves", "v"), ("strata", "s"),
+                       ("compare", "c"))),
     Scenario("app-agreement", {"annotator": "dana"}, keys=("a",), needs="ragjudge.tui.screens.agreement"),
 ]
 

@@ -43,12 +43,12 @@ def tab(key: str, settle=None):  # noqa: ANN001, ANN201
         screen = await ready(pilot)
         if key:
             await pilot.press(key)
-        if settle is not None:
-            end = time.monotonic() + 30
-            while not settle(screen):
-                assert time.monotonic() < end
-                await pilot.pause(0.05)
-        await pilot.pause(0.2)
+        end = time.monotonic() + 30
+        while not ((settle is None or settle(screen)) and screen.requests.empty()
+                   and not any(screen._busy.values())):
+            assert time.monotonic() < end
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
 
     return run_before
 

@@ -81,15 +81,7 @@ def test_a_new_top_grade_rescales_err_on_every_query(project):
     assert q123 < before  # the old queries' ERR fell: 1 is now a third of the scale, not all of it
 
 
-WIDTH_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="ragjudge.metrics: a Qrels whose chunk ids are narrower (in 8-byte words) than the run's "
-           "matches none of them, so evaluate_all gives 0 here; reported to the lead. The engine "
-           "widens both sides (see test_one_adjudicated_pair_by_hand).")
-
-
-@pytest.mark.parametrize("rule", ["majority", "mean", "min", "max", "annotator:ben",
-                                  pytest.param("adjudicated", marks=WIDTH_BUG)])
+@pytest.mark.parametrize("rule", ["majority", "mean", "min", "max", "annotator:ben", "adjudicated"])
 def test_every_rule_and_a_rule_change(demo, rule):
     engine = live.LiveEvaluation(demo, measures=MEASURES[:6])
     engine.load()

@@ -134,6 +134,7 @@ class EvaluationScreen(Screen):
         self.pair: tuple[str, str] | None = None
         self._query_rows: list[str] = []
         self._stale: set[str] = set()
+        self._rendered: dict[str, tuple] = {}
         self._busy = {"live": True, "details": True, "compare": True}
         self._fields: list[str] = ["category"]
         self._rules: list[str] = list(AGGREGATION_RULES)
@@ -338,6 +339,12 @@ class EvaluationScreen(Screen):
         if active not in self._stale:
             return
         self._stale.discard(active)
+        s = self.snapshot
+        key = (s.version if s else None, s.strata_field if s else None, s.rows.measure if s and s.rows else None,
+               s.curve if s else None, id(self.details), self.pair)
+        if self._rendered.get(active) == key:
+            return  # the same numbers: leave the table (and its layout) alone
+        self._rendered[active] = key
         {"overview": self._show_overview, "per-query": self._show_per_query,
          "curves": self._show_curves, "strata": self._show_strata,
          "compare": self._show_compare_hint}[active]()
@@ -356,16 +363,15 @@ class EvaluationScreen(Screen):
             return
         line = Text()
         line.append(f"{s.labels_used:,}", style="bold")
-        line.append(f" labels by {len(s.annotators)} annotators → ")
+        line.append(f" labels ({len(s.annotators)} annotators) → ")
         line.append(f"{s.gold_pairs:,}", style="bold")
-        line.append(f" gold pairs in {s.n_queries}/{s.n_queries_total} queries")
+        line.append(f" gold pairs, {s.n_queries}/{s.n_queries_total} queries")
         if d is not None and d.pool_pairs:
-            line.append(f" · pool top 10: {d.pool_judged:,}/{d.pool_pairs:,} judged "
-                        f"({100 * d.pool_judged / d.pool_pairs:.0f}%)")
+            line.append(f" · pool@10 {100 * d.pool_judged / d.pool_pairs:.0f}% judged")
         line.append(" · rule ")
         line.append_text(literal(s.rule, "bold"))
-        line.append(f" · relevant ≥ {s.threshold} · updated {self.clock(s)}")
-        judged = Text("Judged@10: ")
+        line.append(f" · rel ≥ {s.threshold} · at {self.clock(s)}")
+        judged = Text("Judged@10 ")
         for i, name in enumerate(s.run_names):
             if i:
                 judged.append(" · ")
@@ -373,13 +379,14 @@ class EvaluationScreen(Screen):
             judged.append(f" {fmt(s.judged_at_10[name], 2)}")
             unjudged = s.unjudged_top10[name]
             if unjudged:
-                judged.append(f" ({unjudged:,} unjudged in top 10)", style="yellow")
+                judged.append(f" ({unjudged:,} unjudged)", style="yellow")
+        judged.append("  (unjudged: scores are lower bounds)", style="dim")
         agree = Text("agreement: ")
         if d is None:
             agree.append("computing…", style="dim")
         else:
             agree.append(f"Krippendorff's α ordinal {fmt(d.alpha_ordinal, 3)}, nominal "
-                         f"{fmt(d.alpha_nominal, 3)} · mean pairwise κ {fmt(d.mean_kappa, 3)} · ")
+                         f"{fmt(d.alpha_nominal, 3)} · mean pairwise Cohen's κ {fmt(d.mean_kappa, 3)} · ")
             agree.append(f"{d.disputed:,} disputed pairs", style="bold" if d.disputed else "")
         header = Text("\n").join([line, judged, agree])
         self.query_one("#eval-header", Static).update(header)
