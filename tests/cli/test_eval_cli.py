@@ -414,3 +414,21 @@ def test_gate_exit_code_through_python_m_ragjudge(tmp_path):
     assert done.returncode == 1
     assert "pass" in done.stdout and "FAIL" in done.stdout
     assert "P@10 = 0.4000" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_eval_ci_and_compare_csv(tmp_path, capsys):
+    q, a, b = _runs_with_difference(tmp_path, shift=True)
+    code, out, err = _run(capsys, "eval", "--qrels", q, "--run", a, "-m", "RR,P@5", "--ci",
+                          "--format", "json")
+    assert code == 0, err
+    entry = json.loads(out)["runs"]["A"]
+    for m in ("RR", "P@5"):
+        low, high = entry["ci95"][m]
+        assert low < entry["aggregate"][m] < high  # 40 varied queries: a real interval
+        assert high - low < 0.5
+    code, out, err = _run(capsys, "compare", a, b, "--qrels", q, "-m", "RR", "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 1
+    assert rows[0]["run_a"] == "A" and rows[0]["verdict"] == "B better" and rows[0]["winner"] == "B"
+    assert float(rows[0]["ci_low"]) > 0
