@@ -19,9 +19,8 @@ _state: dict[str, str | None] = {"db": None}
 
 
 def set_db(db: str | None) -> None:
-    """Remember the ``--db`` given anywhere on the command line."""
-    if db:
-        _state["db"] = db
+    """Remember the ``--db`` given anywhere on the command line (None forgets it)."""
+    _state["db"] = db or None
 
 
 def project_db() -> str:
