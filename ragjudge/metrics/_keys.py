@@ -71,14 +71,25 @@ def mix(h: np.ndarray, w: np.ndarray) -> np.ndarray:
     return x
 
 
-def pair_hash(query_index: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndarray:
-    """A uint64 hash of (query index, id) per row."""
-    h = np.full(len(ids), np.uint64(seed) * _GOLDEN, dtype=np.uint64)
-    h = mix(h, query_index.astype(np.uint64))
+def _mix_words(h: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    # all-zero words are NUL padding (ids hold no NUL byte): skipping them makes the hash
+    # independent of the array's width; the first word of a non-empty id is never zero
     w = words(ids)
     for j in range(w.shape[1]):
-        h = mix(h, w[:, j].astype(np.uint64))
+        mixed = mix(h, w[:, j])
+        h = mixed if j == 0 else np.where(w[:, j] != 0, mixed, h)
     return h
+
+
+def id_hash(ids: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A uint64 hash of each id (the same for an id in arrays of any width)."""
+    return _mix_words(np.full(len(ids), np.uint64(seed + 1) * _GOLDEN, dtype=np.uint64), ids)
+
+
+def pair_hash(query_hash: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A uint64 hash of (query, id) per row, from the rows' query-id hashes (``id_hash``)."""
+    h = query_hash ^ (np.uint64(seed) * _MIX2) if seed else query_hash
+    return _mix_words(h, ids)
 
 
 def factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,20 +121,20 @@ def lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(found, pos, -1)
 
 
-def first_duplicate(query_index: np.ndarray, ids: np.ndarray) -> tuple[int, int] | None:
-    """Rows (i, j), i < j, of the first repeated (query index, id) pair, or None.
+def first_duplicate(hashes: np.ndarray, query_index: np.ndarray,
+                    ids: np.ndarray) -> tuple[int, int] | None:
+    """Rows (i, j), i < j, of the first repeated (query, id) pair, or None.
 
-    Sorting the uint64 hashes is the only full pass; rows are located only when a hash repeats.
+    Sorting the uint64 pair hashes is the only full pass; rows are located only when a hash
+    repeats, and compared on their exact ids.
     """
-    n = len(ids)
-    if n < 2:
+    if len(ids) < 2:
         return None
-    h = pair_hash(query_index, ids)
-    hs = np.sort(h)
+    hs = np.sort(hashes)
     if not np.any(hs[1:] == hs[:-1]):
         return None
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
+    order = np.argsort(hashes, kind="stable")
+    hs = hashes[order]
     same = np.flatnonzero(hs[1:] == hs[:-1])
     a, b = order[same], order[same + 1]
     exact = (query_index[a] == query_index[b]) & (ids[a] == ids[b])
@@ -141,16 +152,22 @@ class PairIndex:
     up in a few vectorised probe rounds, and each hit is verified on the exact id bytes.
     """
 
-    def __init__(self, query_index: np.ndarray, ids: np.ndarray) -> None:
+    def __init__(self, query_index: np.ndarray, ids: np.ndarray,
+                 query_hash: np.ndarray | None = None) -> None:
+        """``query_index``: each row's query (for exact checks); ``query_hash``: each row's
+        ``id_hash`` of its query id (default: hash of the index)."""
         self.query_index = np.asarray(query_index, dtype=np.int64)
         self.ids = ids
+        if query_hash is None:
+            query_hash = mix(np.zeros(len(ids), dtype=np.uint64), self.query_index.astype(np.uint64))
+        self.query_hash = query_hash
         n = len(ids)
         size = 1 << max(4, int(np.ceil(np.log2(max(n, 1) * 2.5))))
         self.mask = np.uint64(size - 1)
         self.slots = np.full(size, -1, dtype=np.int64)
         self.seed = 0
         while True:
-            self.hashes = pair_hash(self.query_index, ids, self.seed)
+            self.hashes = pair_hash(query_hash, ids, self.seed)
             hs = np.sort(self.hashes)
             if not np.any(hs[1:] == hs[:-1]):
                 break
@@ -171,15 +188,21 @@ class PairIndex:
             pending = pending[~placed]
             slot[pending] = (slot[pending] + 1) & mask
 
-    def get(self, query_index: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Row of each (query index, id) pair, -1 when absent."""
+    def get(self, query_index: np.ndarray, ids: np.ndarray, query_hash: np.ndarray | None = None,
+            hashes: np.ndarray | None = None) -> np.ndarray:
+        """Row of each (query index, id) pair, -1 when absent.
+
+        ``query_hash``: each row's query-id hash when the index was built with them; or the
+        ready pair ``hashes`` (used while the index has seed 0).
+        """
         query_index = np.asarray(query_index, dtype=np.int64)
-        # Hash at the index's own width: padding words enter the hash, so an id must be probed
-        # with as many words as the stored ids have (a longer one is cut; the exact check below
-        # compares the whole id).
-        width = self.ids.dtype.itemsize
-        probe = ids if ids.dtype.itemsize == width else ids.astype(f"S{width}")
-        h = pair_hash(query_index, probe, self.seed)
+        if hashes is not None and self.seed == 0:
+            h = hashes
+        else:
+            if query_hash is None:
+                query_hash = mix(np.zeros(len(ids), dtype=np.uint64),
+                                 query_index.astype(np.uint64))
+            h = pair_hash(query_hash, ids, self.seed)
         result = np.full(len(ids), -1, dtype=np.int64)
         pending = np.arange(len(ids), dtype=np.int64)
         slot = (h & self.mask).astype(np.int64)

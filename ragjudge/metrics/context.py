@@ -119,12 +119,18 @@ class EvalContext:
         qrels_q = qrels_query_of_run_query[run.qidx[sel]]
         grade = np.full(len(r), -1, dtype=np.int32)
         has_q = qrels_q >= 0
+        index = self.qrels.index
+        hashes = run.pair_hashes[sel]
+        # the run's pair hashes serve the lookup unless the qrels had to rehash (seed > 0)
+        qhash = None if index.seed == 0 else _keys.id_hash(run.query_id_bytes)[run.qidx[sel]]
         if has_q.all():
-            hit = self.qrels.index.get(qrels_q, run.chunk_ids[sel])
+            hit = index.get(qrels_q, run.chunk_ids[sel], query_hash=qhash, hashes=hashes)
         else:
             idx = np.flatnonzero(has_q)
             hit = np.full(len(r), -1, dtype=np.int64)
-            hit[idx] = self.qrels.index.get(qrels_q[idx], run.chunk_ids[sel][idx])
+            hit[idx] = index.get(qrels_q[idx], run.chunk_ids[sel][idx],
+                                 query_hash=None if qhash is None else qhash[idx],
+                                 hashes=hashes[idx])
         found = hit >= 0
         grade[found] = np.maximum(self.qrels.grades[hit[found]], -1)
         flat = r * D + c

@@ -19,7 +19,7 @@ import numpy as np
 
 from ragjudge.errors import InputError
 from ragjudge.metrics import _keys
-from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, words
+from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, id_hash, pair_hash, words
 
 
 def _where(file: str | None, lines: np.ndarray | None, row: int,
@@ -79,7 +79,8 @@ class Qrels:
             )
         self.file = file
         unique, qidx = factorize(qids)
-        dup = first_duplicate(qidx, cids)
+        hashes = pair_hash(id_hash(unique)[qidx], cids)
+        dup = first_duplicate(hashes, qidx, cids)
         if dup is not None:
             i, j = dup
             where = _where(file, lines, j, located)
@@ -147,7 +148,7 @@ class Qrels:
     @cached_property
     def index(self) -> _keys.PairIndex:
         """Hash index from (query row, chunk id) to the judgment row."""
-        return _keys.PairIndex(self.qidx, self.chunk_ids)
+        return _keys.PairIndex(self.qidx, self.chunk_ids, id_hash(self._qids)[self.qidx])
 
     @cached_property
     def max_grade(self) -> int:
@@ -215,7 +216,8 @@ class Run:
         self.name = name
         self.file = file
         unique, qidx = factorize(qids)
-        dup = first_duplicate(qidx, cids)
+        hashes = pair_hash(id_hash(unique)[qidx], cids)
+        dup = first_duplicate(hashes, qidx, cids)
         if dup is not None:
             i, j = dup
             where = _where(file, lines, j, located)
@@ -229,7 +231,16 @@ class Run:
         order = self._order(qidx, cids, score_array, ordered)
         if order is not None:
             qidx, cids, score_array = qidx[order], cids[order], score_array[order]
+        if not ordered:
+            fix = self._tie_order(qidx, cids, score_array)
+            if fix is not None:
+                qidx, cids, score_array = qidx[fix], cids[fix], score_array[fix]
+                order = fix if order is None else order[fix]
+        if order is not None:
             lines = lines[order] if lines is not None else order + 1 if located else None
+            hashes = hashes[order]
+        #: hash of (query id, chunk id) per row, shared with the qrels' pair index
+        self.pair_hashes = hashes
         self._qids = unique
         self.qidx = qidx
         self.chunk_ids = cids
@@ -240,43 +251,53 @@ class Run:
 
     @staticmethod
     def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool):
-        """The permutation into (query, rank) order, or None when the rows already are.
+        """A permutation grouping the rows by query with scores descending (ties are settled
+        by ``_tie_order``), or None when the rows already are so.
 
-        Rank order is score descending, then chunk id descending (byte order), as trec_eval.
+        Retrievers write runs grouped by query and sorted by score, so the common case costs
+        two comparisons per row and no sort.
         """
         n = len(qidx)
         if n < 2:
             return None
         same_q = qidx[1:] == qidx[:-1]
-        n_groups = n - int(np.count_nonzero(same_q))
-        grouped = n_groups == int(qidx.max()) + 1
-        in_rank_order = ordered or Run._ranks_in_order(same_q, cids, scores)
-        if grouped and in_rank_order:
-            if np.all(qidx[1:] >= qidx[:-1]):
-                return None
-            return np.argsort(qidx, kind="stable")
-        if ordered:
-            return np.argsort(qidx, kind="stable")
-        w = words(cids)
-        keys = [~w[:, j] for j in range(w.shape[1] - 1, -1, -1)]
-        return np.lexsort(keys + [-scores, qidx])
+        grouped = n - int(np.count_nonzero(same_q)) == int(qidx.max()) + 1
+        if ordered or (grouped and not np.any(same_q & (scores[:-1] < scores[1:]))):
+            if not grouped or not np.all(qidx[1:] >= qidx[:-1]):
+                return np.argsort(qidx, kind="stable")
+            return None
+        return np.lexsort((-scores, qidx))
 
     @staticmethod
-    def _ranks_in_order(same_q: np.ndarray, cids: np.ndarray, scores: np.ndarray) -> bool:
-        """Whether adjacent rows of one query are already score desc, chunk id desc."""
-        s0, s1 = scores[:-1], scores[1:]
-        ok = (s0 > s1) | ~same_q
-        if ok.all():
-            return True
-        ties = np.flatnonzero(~ok)
-        if not np.all(s0[ties] == s1[ties]):
-            return False
+    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray):
+        """For rows grouped by query, scores descending: the permutation that puts tied scores
+        in chunk id descending order (trec_eval's tie rule), or None when they already are."""
+        if len(qidx) < 2:
+            return None
+        tied = np.flatnonzero((qidx[1:] == qidx[:-1]) & (scores[1:] == scores[:-1]))
+        if len(tied) == 0:
+            return None
         w = words(cids)
-        a, b = w[ties], w[ties + 1]
+        a, b = w[tied], w[tied + 1]
         diff = a != b
         first = np.argmax(diff, axis=1)
-        rows = np.arange(len(ties))
-        return bool(np.all(diff.any(axis=1)) and np.all(a[rows, first] > b[rows, first]))
+        rows = np.arange(len(tied))
+        if np.all(a[rows, first] > b[rows, first]):
+            return None
+        # sort only the rows that belong to a tie, within their tie
+        in_tie = np.zeros(len(qidx), dtype=bool)
+        in_tie[tied] = True
+        in_tie[tied + 1] = True
+        members = np.flatnonzero(in_tie)
+        new_tie = np.ones(len(members), dtype=bool)
+        new_tie[1:] = ~np.isin(members[1:] - 1, tied) | (members[1:] - 1 != members[:-1])
+        tie_id = np.cumsum(new_tie)
+        wm = w[members]
+        keys = [~wm[:, j] for j in range(wm.shape[1] - 1, -1, -1)]
+        local = np.lexsort(keys + [tie_id])
+        order = np.arange(len(qidx))
+        order[members] = members[local]
+        return order
 
     @classmethod
     def from_arrays(cls, query_ids, chunk_ids, scores, *, name: str | None = None) -> Run:

@@ -157,26 +157,19 @@ def _blocks(buf: np.ndarray, size: int):
 def _split(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...], name):
     """Token starts and ends (n_records, nfields) of one block, and the lines that hold them
     (None when line i of the block holds record i)."""
-    ws = block <= 32  # space, tab, CR, LF and other control bytes separate tokens
-    # a token starts where whitespace is followed by a non-whitespace byte
-    starts = np.flatnonzero(ws[:-1] > ws[1:]) + 1
-    if len(block) and not ws[0]:
-        starts = np.concatenate(([0], starts))
-    del ws
-    n = int(np.count_nonzero(block == 10))
-    if len(starts) == n * nfields and n:
-        # fast path: one separator byte between fields, "\n" right after the last one; then
-        # every line holds exactly one record and each token ends one byte before the next
-        s = starts.reshape(n, nfields)
-        nxt = np.empty_like(s)
-        nxt[:, :-1] = s[:, 1:]
-        nxt[:-1, -1] = s[1:, 0]
-        nxt[-1, -1] = len(block)
-        before = block[nxt - 1]
-        ok = np.all(before[:, :-1] <= 32) and np.all(before[:, :-1] != 10)
-        ok = ok and np.all(before[:, -1] == 10) and np.all(block[nxt - 2] > 32)
-        if ok:
-            return s, nxt - 1, None
+    # fast path: exactly one separator byte between fields and "\n" right after the last one,
+    # so the separators are the token ends and each token starts one byte after a separator
+    seps = np.flatnonzero(block <= 32)
+    n, rest = divmod(len(seps), nfields)
+    if n and not rest:
+        seps = seps.reshape(n, nfields)
+        starts = np.empty_like(seps)
+        starts[:, 1:] = seps[:, :-1] + 1
+        starts[0, 0] = 0
+        starts[1:, 0] = seps[:-1, -1] + 1
+        if (np.all(block[seps[:, -1]] == 10) and np.all(seps > starts)
+                and not np.any(block[seps[:, :-1]] == 10)):
+            return starts, seps, None
     return _split_slow(block, nfields, first_line, fields, name)
 
 
