@@ -144,11 +144,10 @@ async def _explain_and_judge(demo) -> None:  # noqa: ANN001
     app = make_app(demo, annotator="erin")
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot
-                       and app.screen.snapshot.rows)
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
         screen = app.screen
         await pilot.press("p")
-        await pilot.pause()
+        await wait_for(pilot, lambda: screen.snapshot.rows is not None and screen._query_rows)
         rows = screen._query_rows
         first_query = next(q for q in rows if screen.engine.unjudged_pairs(q))
         unjudged = screen.engine.unjudged_pairs(first_query)

@@ -135,6 +135,8 @@ class EvaluationScreen(Screen):
         self._query_rows: list[str] = []
         self._stale: set[str] = set()
         self._rendered: dict[str, tuple] = {}
+        self._active = "overview"
+        """the visible tab (read by the workers: what the snapshot must carry)"""
         self._busy = {"live": True, "details": True, "compare": True}
         self._fields: list[str] = ["category"]
         self._rules: list[str] = list(AGGREGATION_RULES)
@@ -288,9 +290,13 @@ class EvaluationScreen(Screen):
                 engine.recompute()
 
     def _post_snapshot(self) -> None:
+        """The numbers of the moment; the per-query column and the strata only while their tab
+        is shown (on 10,000 queries they cost more than the update itself)."""
         engine = self.engine
         measure = self.measure if self.measure in engine.measures else engine.measures[0]
-        self.post_message(self.Updated(engine.snapshot(measure=measure, by=self.field)))
+        self.post_message(self.Updated(engine.snapshot(
+            measure=measure if self._active == "per-query" else None,
+            by=self.field if self._active == "strata" else None)))
 
     def _compare_wanted(self, engine: svc.LiveEvaluation) -> tuple | None:
         if self.pair is None or self.query_one(TabbedContent).active != "compare":
@@ -554,7 +560,7 @@ class EvaluationScreen(Screen):
 
     def _show_strata(self) -> None:
         s = self.snapshot
-        if s is None:
+        if s is None or s.strata_field is None:
             return
         hint = Text()
         hint.append(f"by {s.strata_field}", style="bold")
@@ -616,6 +622,7 @@ class EvaluationScreen(Screen):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        self._active = tab
         focus = {"overview": "#overview-table", "per-query": "#per-query-table",
                  "strata": "#strata-table", "compare": "#compare-table"}.get(tab)
         if focus:
@@ -624,6 +631,7 @@ class EvaluationScreen(Screen):
 
     @on(TabbedContent.TabActivated)
     def tab_activated(self) -> None:
+        self._active = self.query_one(TabbedContent).active
         self._show_active()
         self.requests.put(("wake", None))
 
