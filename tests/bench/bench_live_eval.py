@@ -70,6 +70,9 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
             await pilot.pause(0.02)
         out["open_s"] = time.perf_counter() - t0
         screen = app.screen
+        while screen.details is None:  # intervals, agreement, pool: then measure steady state
+            await pilot.pause(0.05)
+        out["details_first_s"] = time.perf_counter() - t0
         engine = screen.engine
         rnd = random.Random(seed)
         names = list(engine.runs)
@@ -131,6 +134,7 @@ def report(name: str, r: dict) -> None:
     print(f"{name}: {r['queries']:,} queries, {r['runs']} runs, {r['views']} qrels views "
           f"(gold + each annotator), {r['labels']} labels")
     print(f"  screen open (runs + labels read, everything evaluated): {r['open_s']:.2f} s")
+    print(f"  first intervals/agreement/pool on screen: {r['details_first_s']:.2f} s after opening")
     print(f"  compute per label: median {r['compute_ms'][0]:.1f} ms, p95 {r['compute_ms'][1]:.1f} ms"
           "   (target < 5 ms)")
     print(f"  compute per label, engine alone (poll + update): median {r['alone_ms'][0]:.1f} ms, "

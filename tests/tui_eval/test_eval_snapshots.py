@@ -55,9 +55,11 @@ def tab(key: str, settle=None):  # noqa: ANN001, ANN201
 
 @pytest.mark.parametrize(("name", "key", "settle"), [
     ("overview", "", None),
-    ("per_query", "p", lambda s: s.query_one("#per-query-table", DataTable).row_count > 0),
+    ("per_query", "p", lambda s: s.snapshot.rows is not None
+     and s.query_one("#per-query-table", DataTable).row_count == len(s.snapshot.rows.query_ids)),
     ("curves", "v", None),
-    ("strata", "s", lambda s: s.query_one("#strata-table", DataTable).row_count > 0),
+    ("strata", "s", lambda s: s.snapshot.strata_field is not None
+     and s.query_one("#strata-table", DataTable).row_count > 0),
     ("compare", "c", lambda s: s.query_one("#compare-table", DataTable).row_count > 0),
 ])
 def test_each_tab_on_the_demo(snap_compare, demo, name, key, settle):

@@ -189,6 +189,7 @@ class EvaluationScreen(Screen):
         self._busy = {"live": True, "details": False, "compare": False}
         self._details_version = -1
         self._details_at = 0.0
+        self._details_cost = 0.0
         self._compared: tuple | None = None
         self.load_engine()
         self.set_interval(POLL_SECONDS, self._tick)
@@ -214,8 +215,11 @@ class EvaluationScreen(Screen):
         engine = self.engine
         if engine is None or self._busy["live"]:
             return
+        # the details pass waits at least three times its own last duration, so that on a
+        # large project it never takes most of the interpreter from the label updates
+        pause = max(DETAILS_SECONDS, 3 * self._details_cost)
         if not self._busy["details"] and engine.version != self._details_version \
-                and time.monotonic() - self._details_at >= DETAILS_SECONDS:
+                and time.monotonic() - self._details_at >= pause:
             self._busy["details"] = True
             self.compute_details()
         want = self._compare_wanted(engine)
@@ -248,6 +252,7 @@ class EvaluationScreen(Screen):
     @work(thread=True, group="live-evaluation-details")
     def compute_details(self) -> None:
         """Intervals, agreement and pool coverage, beside the fast updates."""
+        started = time.monotonic()
         try:
             engine = self.engine
             version = engine.version
@@ -259,6 +264,7 @@ class EvaluationScreen(Screen):
             self.post_message(self.Failed(str(exc)))
         finally:
             self._details_at = time.monotonic()
+            self._details_cost = self._details_at - started
             self._busy["details"] = False
 
     @work(thread=True, group="live-evaluation-compare")
