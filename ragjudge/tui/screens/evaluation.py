@@ -413,9 +413,10 @@ class EvaluationScreen(Screen):
         keep = table.cursor_coordinate
         table.clear(columns=True)
         table.fixed_columns = 1
-        table.add_column("run", key="run")
+        # explicit widths: the table lays out at once, not on the next idle moment
+        table.add_column("run", key="run", width=_width(["run", *s.run_names]))
         for m in s.measures:
-            table.add_column(literal(m), key=m)
+            table.add_column(literal(m), key=m, width=max(len(m), 14))
         best = {m: best_rows([s.means[n][m] for n in s.run_names]) for m in s.measures}
         for i, name in enumerate(s.run_names):
             cells: list[Text] = [literal(name, "bold")]
@@ -470,7 +471,11 @@ class EvaluationScreen(Screen):
         table = self.query_one("#per-query-table", DataTable)
         keep = table.cursor_row
         table.clear(columns=True)
-        table.add_columns("query", "category", "judged", "disputed", *s.run_names)
+        for label, values in (("query", rows.query_ids), ("category", [c or "" for c in rows.categories]),
+                              ("judged", ["judged"]), ("disputed", ["disputed"])):
+            table.add_column(label, width=_width([label, *values]))
+        for name in s.run_names:
+            table.add_column(literal(name), width=max(len(name), 7))
         self._query_rows = []
         for i in order:
             qid = rows.query_ids[i]
@@ -575,7 +580,12 @@ class EvaluationScreen(Screen):
         self.query_one("#strata-hint", Static).update(hint)
         table = self.query_one("#strata-table", DataTable)
         table.clear(columns=True)
-        table.add_columns(s.strata_field or "stratum", "queries", "run", *s.measures)
+        first = s.strata_field or "stratum"
+        table.add_column(literal(first), width=_width([first, *s.strata]))
+        table.add_column("queries", width=7)
+        table.add_column("run", width=_width(["run", *s.run_names]))
+        for m in s.measures:
+            table.add_column(literal(m), width=max(len(m), 7))
         worst = {}
         for m in s.measures:
             values = [(s.strata[st][n][m], st, n) for st in s.strata for n in s.run_names
@@ -609,7 +619,10 @@ class EvaluationScreen(Screen):
     def _show_compare(self, message: Compared) -> None:
         table = self.query_one("#compare-table", DataTable)
         table.clear(columns=True)
-        table.add_columns("measure", "A", "B", "B − A", "95% CI", "p rand", "p t-test", "verdict")
+        for label, width in (("measure", _width(["measure", *(self.snapshot.measures if self.snapshot else [])])),
+                             ("A", 7), ("B", 7), ("B − A", 8), ("95% CI", 20), ("p rand", 8),
+                             ("p t-test", 8), ("verdict", 12 + _width(list(message.pair)))):
+            table.add_column(label, width=width)
         if message.pair != self.pair:
             return
         for row in message.rows:
@@ -740,6 +753,10 @@ class EvaluationScreen(Screen):
 
     def watch_measure(self) -> None:
         self._wake_snapshot()
+
+
+def _width(texts: list[str]) -> int:
+    return max((len(str(t)) for t in texts), default=1)
 
 
 def _p(value: float) -> str:
