@@ -650,7 +650,10 @@ class LiveEvaluation:
         from ragjudge.services.qrels import _to_arrays
         from ragjudge.store.schema import Adjudication, Label
 
-        newest = (select(func.max(Label.id).label("id")).where(Label.query_id.in_(touched))
+        from ragjudge.services.qrels import not_recheck
+
+        newest = (select(func.max(Label.id).label("id"))
+                  .where(Label.query_id.in_(touched), not_recheck())
                   .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
         stmt = (select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
                 .join(newest, Label.id == newest.c.id).where(Label.grade.is_not(None))

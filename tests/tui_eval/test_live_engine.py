@@ -66,6 +66,21 @@ def test_labels_undo_and_adjudication_keep_every_number_exact(demo):
     assert not engine.poll()  # nothing new: no work
 
 
+def test_a_recheck_event_does_not_change_the_gold_grade(demo):
+    """A blind re-check is the annotator seeing a pair again; like gold_qrels, the engine keeps
+    the label they gave the first time."""
+    engine = live.LiveEvaluation(demo, measures=MEASURES[:6])
+    engine.load()
+    before = engine.snapshot().means
+    ranked = _ranked(demo)["bm25"]
+    for who in ("ana", "ben", "chen"):
+        judging.record_label(demo, annotator=who, query_id="q03", chunk_id=ranked["q03"][0],
+                             grade=0 if who != "ben" else 3, source="recheck")
+    assert engine.poll()
+    assert engine.snapshot().means == before
+    assert_same(engine, demo)
+
+
 def test_a_new_top_grade_rescales_err_on_every_query(project):
     """ERR's scale is the qrels' top grade: the first grade 3 changes ERR of other queries."""
     ranked = _ranked(project)["bm25"]
