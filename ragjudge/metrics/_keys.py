@@ -89,7 +89,8 @@ def id_hash(ids: np.ndarray, seed: int = 0) -> np.ndarray:
 def pair_hash(query_hash: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndarray:
     """A uint64 hash of (query, id) per row, from the rows' query-id hashes (``id_hash``)."""
     h = query_hash ^ (np.uint64(seed) * _MIX2) if seed else query_hash
-    return _mix_words(h, ids)
+    # odd, so that 0 can mark an empty slot of a PairIndex
+    return _mix_words(h, ids) | np.uint64(1)
 
 
 def factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -175,6 +176,7 @@ class PairIndex:
         self._insert()
 
     def _insert(self) -> None:
+        self.table_hash = np.zeros(len(self.slots), dtype=np.uint64)
         pending = np.arange(len(self.hashes), dtype=np.int64)
         slot = (self.hashes & self.mask).astype(np.int64)
         mask = int(self.mask)
@@ -187,6 +189,8 @@ class PairIndex:
             placed[np.flatnonzero(free)] = self.slots[cand_slot] == cand
             pending = pending[~placed]
             slot[pending] = (slot[pending] + 1) & mask
+        used = self.slots >= 0
+        self.table_hash[used] = self.hashes[self.slots[used]]
 
     def get(self, query_index: np.ndarray, ids: np.ndarray, query_hash: np.ndarray | None = None,
             hashes: np.ndarray | None = None) -> np.ndarray:
@@ -204,17 +208,21 @@ class PairIndex:
                                  query_index.astype(np.uint64))
             h = pair_hash(query_hash, ids, self.seed)
         result = np.full(len(ids), -1, dtype=np.int64)
-        pending = np.arange(len(ids), dtype=np.int64)
-        slot = (h & self.mask).astype(np.int64)
+        slot = (h & self.mask).astype(np.intp)
+        # the table keeps each slot's hash (0 = empty): one random read per probe
+        th = self.table_hash[slot]
+        hit = np.flatnonzero(th == h)
+        result[hit] = self.slots[slot[hit]]
+        pending = np.flatnonzero((th != h) & (th != 0))
         mask = int(self.mask)
         while len(pending):
-            row = self.slots[slot[pending]]
-            occupied = row >= 0
-            pending, row = pending[occupied], row[occupied]
-            hit = self.hashes[row] == h[pending]
-            result[pending[hit]] = row[hit]
-            pending = pending[~hit]
-            slot[pending] = (slot[pending] + 1) & mask
+            s = (slot[pending] + 1) & mask
+            slot[pending] = s
+            th = self.table_hash[s]
+            hp = h[pending]
+            hit = th == hp
+            result[pending[hit]] = self.slots[s[hit]]
+            pending = pending[~hit & (th != 0)]
         found = np.flatnonzero(result >= 0)
         if len(found):
             width = max(self.ids.dtype.itemsize, ids.dtype.itemsize)

@@ -35,6 +35,8 @@ RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
 
 #: bytes of input tokenised at once: bounds the temporary masks, not the result
 BLOCK_BYTES = 1 << 25
+#: threads parsing the blocks of a big file (numpy releases the GIL in its loops)
+THREADS = min(2, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -251,35 +253,61 @@ def _numbers(tokens: np.ndarray, dtype, lines_of, name, field: str, what: str) -
     raise InputError(f"a {field} value is out of range.", file=name, field=field)
 
 
+def _parse_block(buf, view, lo, hi, fields, id_cols, num_col, dtype, what, name):
+    """One block of whole lines -> (query ids, chunk ids, numbers, lines or None, line count),
+    line numbers relative to the block; an InputError is returned, not raised, with its line
+    relative too (the caller knows the block's first line only when all blocks are split)."""
+    block = buf[lo:hi]
+    try:
+        s, e, lines = _split(block, len(fields), 0, fields, name)
+        n_lines = len(s) if lines is None else int(np.count_nonzero(block == 10))
+        s = s + lo
+        e = e + lo
+        q = _gather(view, s[:, id_cols[0]], e[:, id_cols[0]] - s[:, id_cols[0]])
+        c = _gather(view, s[:, id_cols[1]], e[:, id_cols[1]] - s[:, id_cols[1]])
+        tokens = _gather(view, s[:, num_col], e[:, num_col] - s[:, num_col])
+        nums = _numbers(tokens, dtype, lambda i, L=lines: _line_of(L, 0, i), name,
+                        fields[num_col], what)
+    except InputError as error:
+        return error
+    return q, c, nums, lines, n_lines
+
+
 def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_col: int, dtype,
           what: str):
     buf, size, name = read_bytes(source)
     view = _unaligned_words(buf)
+    blocks = list(_blocks(buf, size))
+    args = (fields, id_cols, num_col, dtype, what, name)
+    if len(blocks) > 2 and THREADS > 1:
+        # numpy releases the GIL in the masks, nonzero, gathers and conversions: blocks of a
+        # big file are parsed on a few threads
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            results = list(pool.map(lambda b: _parse_block(buf, view, b[0], b[1], *args), blocks))
+    else:
+        results = [_parse_block(buf, view, lo, hi, *args) for lo, hi in blocks]
     qparts, cparts, nparts, lparts = [], [], [], []
     any_lines = False
     line0 = 0
-    nfields = len(fields)
-    for lo, hi in _blocks(buf, size):
-        block = buf[lo:hi]
-        s, e, lines = _split(block, nfields, line0, fields, name)
-        n_block = len(s)
-        if lines is not None:
-            any_lines = True
-        lparts.append((line0, n_block, lines))
-        first = line0
-        line0 += n_block if lines is None else int(np.count_nonzero(block == 10))
-        s = s + lo
-        e = e + lo
-        qparts.append(_gather(view, s[:, id_cols[0]], e[:, id_cols[0]] - s[:, id_cols[0]]))
-        cparts.append(_gather(view, s[:, id_cols[1]], e[:, id_cols[1]] - s[:, id_cols[1]]))
-        tokens = _gather(view, s[:, num_col], e[:, num_col] - s[:, num_col])
-        nparts.append(_numbers(tokens, dtype, lambda i, L=lines, z=first: _line_of(L, z, i),
-                               name, fields[num_col], what))
+    for result in results:
+        if isinstance(result, InputError):
+            raise InputError(result.message, file=result.file, field=result.field,
+                             hint=result.hint,
+                             line=None if result.line is None else result.line + line0)
+        q, c, nums, lines, n_lines = result
+        qparts.append(q)
+        cparts.append(c)
+        nparts.append(nums)
+        lparts.append((line0, len(q), lines))
+        any_lines = any_lines or lines is not None
+        line0 += n_lines
     del view, buf
     lines_all = None
     if any_lines:
         lines_all = np.concatenate([
-            L if L is not None else np.arange(z + 1, z + m + 1) for z, m, L in lparts
+            L + z if L is not None else np.arange(z + 1, z + m + 1) for z, m, L in lparts
         ]) if lparts else np.zeros(0, dtype=np.int64)
     return _concat(qparts, "S8"), _concat(cparts, "S8"), _concat(nparts, dtype), lines_all, name
 

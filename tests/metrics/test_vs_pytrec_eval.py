@@ -49,7 +49,12 @@ def collections(draw):
     run: dict[str, dict[str, float]] = {}
     for q in draw(st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4, unique=True)):
         docs = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=10, unique=True))
-        qrels[q] = {d: draw(st.integers(-1, 3)) for d in docs}
+        grades = {d: draw(st.integers(-1, 3)) for d in docs}
+        if all(g < 0 for g in grades.values()):
+            # pytrec_eval 0.5 can hang on a query whose judgments are all negative (see
+            # test_all_zero_query_and_negative_grades for a fixed case it does answer)
+            grades[docs[0]] = 0
+        qrels[q] = grades
     for q in draw(st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4, unique=True)):
         docs = draw(st.lists(st.sampled_from(DOCS), min_size=0, max_size=14, unique=True))
         if docs:
@@ -78,7 +83,14 @@ def _check(qrels, run, threshold):
     assert sorted(ours) == sorted(ref)
     for qid, row in ref.items():
         for mine, theirs in PAIRS:
-            assert math.isclose(ours[qid][mine], row[theirs], rel_tol=0, abs_tol=1e-9), (
+            expected = row[theirs]
+            if math.isnan(expected) and theirs.startswith("iprec"):
+                # trec_eval computes 0/0 for a query whose only judgments are negative and
+                # whose ranking holds no judged chunk; ragjudge gives 0 like every other
+                # measure with a zero denominator
+                expected = 0.0
+                row[theirs] = 0.0
+            assert math.isclose(ours[qid][mine], expected, rel_tol=0, abs_tol=1e-9), (
                 qid, mine, ours[qid][mine], row[theirs])
     # trec_eval -c: every judged query counts, a query without a ranking scores 0
     complete = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), names, threshold=threshold)
