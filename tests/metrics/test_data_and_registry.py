@@ -273,3 +273,23 @@ def test_f_measures_and_set_precision_without_cutoff():
     assert result["F(beta=2)@4"] == pytest.approx(0.5)
     # top 1: P = 1, R = 1/4 -> 2 * 0.25 / 1.25 = 0.4
     assert result["F1@1"] == pytest.approx(0.4)
+
+
+def test_many_blocks_on_threads_keep_order_and_line_numbers(monkeypatch):
+    from ragjudge.metrics import trec
+
+    monkeypatch.setattr(trec, "BLOCK_BYTES", 64)  # a block of two or three lines
+    monkeypatch.setattr(trec, "THREADS", 2)
+    lines = [f"q{i // 7} Q0 doc{i} {i} {100 - i}.5 tag" for i in range(60)]
+    arrays = trec.read_run_arrays("\n".join(lines) + "\n")
+    assert arrays.chunk_ids.tolist() == [f"doc{i}".encode() for i in range(60)]
+    assert arrays.scores.tolist() == [100 - i + 0.5 for i in range(60)]
+    lines[41] = "q5 Q0 doc41 41 x tag"
+    with pytest.raises(InputError) as info:
+        trec.read_run_arrays("\n".join(lines) + "\n")
+    assert info.value.line == 42 and info.value.field == "score"
+    lines[41] = "q5 Q0 doc41 41"
+    lines.insert(10, "")
+    with pytest.raises(InputError) as info:
+        trec.read_run_arrays("\n".join(lines) + "\n")
+    assert info.value.line == 43
