@@ -193,31 +193,94 @@ def project_run_names(project) -> list[str]:  # noqa: ANN001
 def project_run(project, name: str, *, batch: int = 200_000) -> Run:  # noqa: ANN001
     """The run stored under ``name``, in its stored rank order (trec_eval's, set at import).
 
-    One Core select, fetched in partitions into plain lists of ids (no ORM object per row).
+    Read with the database driver's own cursor straight into numpy arrays of id bytes (no
+    SQLAlchemy row object, no Python string per row): on SQLite one row per query, its chunks
+    and ranks concatenated by the database (:func:`_read_run_sqlite`); elsewhere the
+    ``(query, chunk)`` rows in rank order, fetched ``batch`` at a time.
     """
     from sqlalchemy import select
 
     from ragjudge.store.schema import Run as RunRow
-    from ragjudge.store.schema import RunEntry
 
-    qids: list[str] = []
-    cids: list[str] = []
     with project.connect() as connection:
         exists = connection.execute(select(RunRow.name).where(RunRow.name == name)).first()
         if exists is None:
             known = list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
             listed = ", ".join(known) if known else "none yet ('ragjudge import run FILE' adds one)"
             raise UsageError(f"the project has no run named {name!r}. Its runs: {listed}.")
-        result = connection.execute(
-            select(RunEntry.query_id, RunEntry.chunk_id)
-            .where(RunEntry.run == name)
-            .order_by(RunEntry.query_id, RunEntry.rank)
-        )
-        for part in result.partitions(batch):
+        arrays = None
+        if connection.dialect.name == "sqlite":
+            arrays = _read_run_sqlite(connection, name)
+        if arrays is None:
+            arrays = _read_run_rows(connection, name, batch)
+    qids, cids = arrays
+    return Run(qids, cids, None, name=name, ordered=True)
+
+
+_RUN_SEP = b"\x1f"
+
+
+def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
+    """(query ids, chunk ids) as ``S`` arrays grouped by query in rank order, or None when a
+    chunk id holds the separator byte (then :func:`_read_run_rows` reads it).
+
+    SQLite concatenates each query's chunk ids and ranks in one (arbitrary, but the same) row
+    order; the ranks then put each query's chunks in order (a stable sort: ties keep chunk id
+    order, which ORDER BY rank leaves undefined anyway). Text is fetched as bytes.
+    """
+    raw = connection.connection.driver_connection
+    before = raw.text_factory
+    raw.text_factory = bytes
+    try:
+        cursor = raw.cursor()
+        try:
+            cursor.execute(
+                "SELECT query_id, count(*), group_concat(chunk_id, x'1f'), group_concat(rank, ',') "
+                "FROM run_entries WHERE run = ? GROUP BY query_id ORDER BY query_id", (name,))
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+    finally:
+        raw.text_factory = before
+    if not rows:
+        return np.zeros(0, dtype="S8"), np.zeros(0, dtype="S8")
+    queries, counts, chunks, ranks = zip(*rows)
+    counts = np.array(counts, dtype=np.int64)
+    chunk_ids = np.array(_RUN_SEP.join(chunks).split(_RUN_SEP))
+    rank_text = b",".join(r if isinstance(r, bytes) else str(r).encode() for r in ranks).split(b",")
+    if len(chunk_ids) != int(counts.sum()) or len(rank_text) != len(chunk_ids):
+        return None
+    rank = np.array(rank_text).astype(np.int64)
+    group = np.repeat(np.arange(len(counts)), counts)
+    order = np.lexsort((rank, group))
+    query_ids = np.repeat(np.array(queries), counts)
+    return query_ids, chunk_ids[order]
+
+
+def _read_run_rows(connection, name: str, batch: int):  # noqa: ANN001, ANN202
+    """(query ids, chunk ids) in rank order through the driver's cursor, ``batch`` rows at a
+    time (any database)."""
+    from ragjudge.store.schema import RunEntry
+
+    table = RunEntry.__table__
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    sql = (f"SELECT {table.c.query_id.name}, {table.c.chunk_id.name} FROM {table.name} "
+           f"WHERE {table.c.run.name} = {mark} ORDER BY {table.c.query_id.name}, {table.c.rank.name}")
+    qids: list[str] = []
+    cids: list[str] = []
+    cursor = connection.connection.driver_connection.cursor()
+    try:
+        cursor.execute(sql, (name,))
+        while True:
+            part = cursor.fetchmany(batch)
+            if not part:
+                break
             q, c = zip(*part)
             qids.extend(q)
             cids.extend(c)
-    return Run(qids, cids, None, name=name, ordered=True)
+    finally:
+        cursor.close()
+    return qids, cids
 
 
 def _stratum(value: Any) -> str:

@@ -1,0 +1,67 @@
+"""Bulk reads of the evaluation services (driver cursor into numpy arrays) give exactly what the
+plain SQL reads give: runs in rank order, and the current labels."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from ragjudge.services import evaluation as ev
+
+
+def _reference_run(db: str, name: str) -> dict[str, list[str]]:
+    """{query: [chunk, ...]} straight from SQLite, ordered by rank (ties: none in these runs)."""
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT query_id, chunk_id FROM run_entries WHERE run = ? "
+                           "ORDER BY query_id, rank", (name,)).fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[str]] = {}
+    for q, c in rows:
+        out.setdefault(q, []).append(c)
+    return out
+
+
+def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):  # noqa: ANN001
+    names = ev.project_run_names(demo)
+    assert len(names) >= 2
+    for name in names:
+        run = ev.project_run(demo, name)
+        assert run.to_ranked() == _reference_run(demo_db, name)
+        with demo.connect() as connection:
+            generic = ev._read_run_rows(connection, name, batch=7)  # the non-SQLite path
+        assert list(generic[0]) == [q for q, cs in _reference_run(demo_db, name).items() for _ in cs]
+        assert list(generic[1]) == [c for cs in _reference_run(demo_db, name).values() for c in cs]
+
+
+def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):  # noqa: ANN001
+    """Rows inserted out of rank order come back in rank order; a chunk id holding the byte
+    the bulk read splits on makes it fall back to the row-by-row read, with the same result."""
+    con = sqlite3.connect(demo_db)
+    try:
+        query = con.execute("SELECT id FROM queries ORDER BY id LIMIT 1").fetchone()[0]
+        chunks = [r[0] for r in con.execute("SELECT id FROM chunks ORDER BY id DESC LIMIT 4")]
+        con.execute("INSERT INTO runs (name, created_at) VALUES ('odd', '2026-01-01 00:00:00')")
+        for rank, chunk in zip((3, 1, 4, 2), chunks):
+            con.execute("INSERT INTO run_entries (run, query_id, chunk_id, rank) VALUES "
+                        "('odd', ?, ?, ?)", (query, chunk, rank))
+        con.commit()
+        run = ev.project_run(demo, "odd")
+        assert run.to_ranked() == {query: [chunks[1], chunks[3], chunks[0], chunks[2]]}
+        with demo.connect() as connection:
+            assert ev._read_run_sqlite(connection, "odd") is not None
+        con.execute("INSERT INTO chunks (id, text) VALUES ('x\x1fy', 'odd id')")
+        con.execute("INSERT INTO run_entries (run, query_id, chunk_id, rank) VALUES "
+                    "('odd', ?, 'x\x1fy', 5)", (query,))
+        con.commit()
+    finally:
+        con.close()
+    with demo.connect() as connection:
+        assert ev._read_run_sqlite(connection, "odd") is None
+        # the driver's connection is given back as it was: text read as str again
+        assert isinstance(connection.exec_driver_sql("SELECT id FROM queries LIMIT 1").scalar(), str)
+    run = ev.project_run(demo, "odd")
+    assert run.to_ranked() == {query: [chunks[1], chunks[3], chunks[0], chunks[2], "x\x1fy"]}
+    assert np.array_equal(run.offsets, [0, 5])
