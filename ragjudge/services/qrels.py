@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from ragjudge.errors import UsageError
 from ragjudge.models import AGGREGATION_RULES
-from ragjudge.store.schema import Adjudication, Label
+from ragjudge.store.schema import Adjudication, Annotator, Label
 
 RULES = (*AGGREGATION_RULES, "annotator:NAME", "adjudicated")
 
@@ -82,8 +82,25 @@ def current_labels(connection: Connection, *, annotator: str | None = None) -> L
     )
     if annotator is not None:
         stmt = stmt.where(Label.annotator == annotator)
-    rows = connection.execute(stmt).all()
-    return _to_arrays(rows)
+    return _to_arrays(raw_rows(connection, stmt))
+
+
+def raw_rows(connection: Connection, stmt) -> list[tuple]:  # noqa: ANN001
+    """All rows of a Core select as plain tuples from the database driver's own cursor: the
+    same SQL and parameters as ``connection.execute(stmt).all()``, without building a
+    SQLAlchemy row per result row (a third of the time on a million labels)."""
+    compiled = stmt.compile(dialect=connection.dialect,
+                            compile_kwargs={"render_postcompile": True})
+    if compiled.positional:
+        params = tuple(compiled.params[name] for name in compiled.positiontup)
+    else:
+        params = dict(compiled.params)
+    cursor = connection.connection.driver_connection.cursor()
+    try:
+        cursor.execute(str(compiled), params)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
 
 
 def _to_arrays(rows) -> LabelArrays:  # noqa: ANN001
@@ -141,11 +158,24 @@ def adjudications(connection: Connection) -> dict[tuple[str, str], int]:
     return {(q, c): int(g) for q, c, g in rows}
 
 
+def _check_annotator_known(connection: Connection, name: str) -> None:
+    """``--rule annotator:NAME`` with a name the project does not know is a typo, not 0 qrels."""
+    known = sorted(set(connection.execute(select(Annotator.name)).scalars())
+                   | set(connection.execute(select(Label.annotator).distinct()).scalars()))
+    if name not in known:
+        raise UsageError(
+            f"--rule 'annotator:{name}': the project has no annotator named {name!r} "
+            f"(annotators: {', '.join(known) or 'none yet'})."
+        )
+
+
 def gold_qrels(project, rule: str | None = None) -> list[tuple[str, str, int]]:  # noqa: ANN001
     """The gold qrels of a project: adjudication first, else ``rule`` (default: the project's)."""
     rule = check_rule(rule or project.rule)
     with project.connect() as connection:
         annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
+        if annotator is not None:
+            _check_annotator_known(connection, annotator)
         labels = current_labels(connection, annotator=annotator)
         decided = adjudications(connection)
     merged = {(q, c): g for q, c, g in aggregate(labels, rule)}

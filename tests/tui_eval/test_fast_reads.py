@@ -65,3 +65,35 @@ def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):  #
     run = ev.project_run(demo, "odd")
     assert run.to_ranked() == {query: [chunks[1], chunks[3], chunks[0], chunks[2], "x\x1fy"]}
     assert np.array_equal(run.offsets, [0, 5])
+
+
+def test_current_labels_through_the_driver_equal_the_core_select(demo):  # noqa: ANN001
+    from sqlalchemy import select
+
+    from ragjudge.services import judging
+    from ragjudge.services import qrels as Q
+    from ragjudge.store.schema import Label
+
+    # a newer grade, a blind re-check (ignored) and a pair whose newest event has no grade
+    judging.record_label(demo, annotator="ana", query_id="q03", chunk_id="lost-04", grade=3)
+    judging.record_label(demo, annotator="ben", query_id="q03", chunk_id="lost-04", grade=0,
+                         source="recheck")
+    with demo.connect() as connection:
+        annotators = sorted({a for a in Q.current_labels(connection).annotators.tolist()})
+        assert len(annotators) >= 2
+        for who in (None, *annotators, "nobody"):
+            newest = Q.newest_label_ids()
+            stmt = (select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
+                    .join(newest, Label.id == newest.c.id).where(Label.grade.is_not(None))
+                    .order_by(Label.query_id, Label.chunk_id, Label.annotator))
+            if who is not None:
+                stmt = stmt.where(Label.annotator == who)
+            expected = [tuple(r) for r in connection.execute(stmt).all()]
+            got = Q.current_labels(connection, annotator=who)
+            assert list(zip(got.query_ids.tolist(), got.chunk_ids.tolist(), got.annotators.tolist(),
+                            got.grades.tolist())) == expected
+            assert Q.raw_rows(connection, stmt) == expected
+            assert got.query_ids.dtype == object and got.grades.dtype == np.int64
+        assert ("q03", "lost-04", "ana", 3) in Q.raw_rows(
+            connection, select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
+            .where(Label.annotator == "ana", Label.query_id == "q03"))
