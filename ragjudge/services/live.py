@@ -252,6 +252,66 @@ class _View:
             self.totals[name] = self.totals[name] + sign * np.where(defined, part, 0.0).sum(axis=0)
 
 
+class _LabelCopy:
+    """The engine's copy of the current labels (as :func:`ragjudge.services.qrels.current_labels`
+    gives them: sorted by query, chunk, annotator) and adjudications, kept equal to the database
+    by replacing the rows of the queries that new events touch."""
+
+    def __init__(self, labels, decided: dict[tuple[str, str], int]) -> None:  # noqa: ANN001
+        self._set(labels)
+        self.decided = dict(decided)
+
+    def _set(self, labels) -> None:  # noqa: ANN001
+        self.base = labels
+        self.override: dict[str, Any] = {}
+        q = labels.query_ids
+        if len(q):
+            starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+            ends = np.r_[starts[1:], len(q)]
+            self.spans = dict(zip(q[starts].tolist(), zip(starts.tolist(), ends.tolist())))
+        else:
+            self.spans = {}
+
+    def replace(self, touched: Iterable[str], labels, decided: dict[tuple[str, str], int]) -> None:  # noqa: ANN001
+        """The touched queries' current labels and adjudications, as just read."""
+        touched = set(touched)
+        q = labels.query_ids
+        spans: dict[str, list[int]] = {}
+        for i, query in enumerate(q.tolist()):  # rows of one query are adjacent (sorted)
+            spans.setdefault(query, [i, i])[1] = i + 1
+        for query in touched:
+            start, end = spans.get(query, (0, 0))
+            self.override[query] = type(labels)(q[start:end], labels.chunk_ids[start:end],
+                                                labels.annotators[start:end], labels.grades[start:end])
+        self.decided = {k: g for k, g in self.decided.items() if k[0] not in touched}
+        self.decided.update(decided)
+
+    def merged(self):  # noqa: ANN201
+        """Every current label, sorted by query, chunk, annotator (then kept as the base)."""
+        if not self.override:
+            return self.base
+        base = self.base
+        q = base.query_ids
+        pieces: list[tuple] = []
+        at = 0
+        for query in sorted(self.override):
+            span = self.spans.get(query)
+            if span is None:
+                pos = int(np.searchsorted(q, query)) if len(q) else 0
+                span = (pos, pos)
+            pieces.append((at, span[0]))
+            pieces.append(self.override[query])
+            at = span[1]
+        pieces.append((at, len(q)))
+        columns = []
+        for name in ("query_ids", "chunk_ids", "annotators", "grades"):
+            parts = [getattr(base, name)[p[0]:p[1]] if isinstance(p, tuple) else getattr(p, name)
+                     for p in pieces]
+            columns.append(np.concatenate(parts))
+        self._set(type(base)(*columns))
+        return self.base
+
+
 def _err_like(measures: Iterable[Any]) -> bool:
     return any(m.definition.name.startswith("ERR") and m.get("max_grade") is None for m in measures)
 
@@ -285,6 +345,7 @@ class LiveEvaluation:
         self.updated_at = datetime.now(timezone.utc)
         self.views: dict[str, _View] = {}
         self.runs: dict[str, Run] = {}
+        self._labels: _LabelCopy | None = None
         self._loaded = False
 
     # -- settings --------------------------------------------------------------------------
@@ -345,6 +406,7 @@ class LiveEvaluation:
                 lengths = np.diff(run.offsets)
                 self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
             self._loaded = True
+            self._labels = None
             self.recompute()
 
     def fields(self) -> list[str]:
@@ -356,8 +418,12 @@ class LiveEvaluation:
         return list(keys)
 
     def recompute(self) -> None:
-        """Evaluate every view on every query from the labels in the database now."""
-        from ragjudge.services.qrels import adjudications, aggregate, current_labels
+        """Evaluate every view on every query from the labels in the database now.
+
+        The first time (from :meth:`load`) every current label is read; afterwards the engine's
+        own copy of them is brought up to date with the events written since (labels and
+        adjudications are append-only, so that copy equals a fresh read) and evaluated again.
+        """
         from ragjudge.services.agreement import labels_stamp
 
         if not self._loaded:
@@ -365,13 +431,15 @@ class LiveEvaluation:
             return
         with self.lock:
             t0 = time.perf_counter()
-            self.stamp = labels_stamp(self.project)
-            with self.project.connect() as connection:
-                labels = current_labels(connection)
-                decided = adjudications(connection)
-            self.labels_used = len(labels)
-            qs, counts = np.unique(labels.query_ids.astype(str), return_counts=True) if len(labels) else ([], [])
-            self.label_rows = dict(zip(list(qs), [int(c) for c in counts]))
+            if self._labels is None:
+                self._read_labels()
+            else:
+                stamp = labels_stamp(self.project)
+                if stamp != self.stamp:
+                    touched, _, _ = self._events(stamp)
+                    self._current(touched)
+                    self.stamp = stamp
+            labels, decided = self._labels.merged(), self._labels.decided
             self.annotators = sorted(set(labels.annotators.tolist()))
             self.views = {}
             for rule in self._rules():
@@ -381,6 +449,19 @@ class LiveEvaluation:
                 self.views[rule] = view
             self.touched = ()
             self._stamp_done(t0)
+
+    def _read_labels(self) -> None:
+        """Every current label and adjudication, read afresh (the engine's copy of them)."""
+        from ragjudge.services.agreement import labels_stamp
+        from ragjudge.services.qrels import adjudications, current_labels
+
+        self.stamp = labels_stamp(self.project)
+        with self.project.connect() as connection:
+            labels = current_labels(connection)
+            decided = adjudications(connection)
+        self._labels = _LabelCopy(labels, decided)
+        self.labels_used = len(labels)
+        self.label_rows = {q: e - s for q, (s, e) in self._labels.spans.items()}
 
     def _rules(self) -> list[str]:
         rules = [self.rule]
@@ -594,29 +675,37 @@ class LiveEvaluation:
             return False
         with self.lock:
             t0 = time.perf_counter()
-            with self.project.connect() as connection:
-                # by id range only (a DISTINCT would let SQLite scan a covering index instead)
-                events = connection.execute(
-                    select(Label.id, Label.query_id, Label.annotator)
-                    .where(Label.id > self.stamp[0], Label.id <= stamp[0])
-                ).all()
-                decided = connection.execute(
-                    select(Adjudication.id, Adjudication.query_id)
-                    .where(Adjudication.id > self.stamp[1], Adjudication.id <= stamp[1])
-                ).all()
-            touched = sorted({q for _, q, _ in events} | {q for _, q in decided})
-            annotators = {a for _, _, a in events}
+            touched, annotators, decided = self._events(stamp)
             if any(q not in self.row for q in touched):
-                self.recompute()  # a query added since the screen opened: start again
+                self._labels = None  # a query added since the screen opened: start again
+                self.recompute()
                 self.touched = tuple(touched)
                 return True
             for name in sorted(annotators - set(self.annotators)):
                 self._add_annotator(name)
-            self._apply(touched, annotators, bool(decided))
+            self._apply(touched, annotators, decided)
             self.stamp = stamp
             self.touched = tuple(touched)
             self._stamp_done(t0)
             return True
+
+    def _events(self, stamp: tuple[int, int]) -> tuple[list[str], set[str], bool]:
+        """The queries touched by the label events and adjudications after ``self.stamp`` up to
+        ``stamp``, the annotators of those events, and whether any adjudication is among them."""
+        from ragjudge.store.schema import Adjudication, Label
+
+        with self.project.connect() as connection:
+            # by id range only (a DISTINCT would let SQLite scan a covering index instead)
+            events = connection.execute(
+                select(Label.id, Label.query_id, Label.annotator)
+                .where(Label.id > self.stamp[0], Label.id <= stamp[0])
+            ).all()
+            decided = connection.execute(
+                select(Adjudication.id, Adjudication.query_id)
+                .where(Adjudication.id > self.stamp[1], Adjudication.id <= stamp[1])
+            ).all()
+        touched = sorted({q for _, q, _ in events} | {q for _, q in decided})
+        return touched, {a for _, _, a in events}, bool(decided)
 
     def _add_annotator(self, name: str) -> None:
         """A first label by a new annotator: an empty view of their own (filled by _apply)."""
@@ -671,7 +760,10 @@ class LiveEvaluation:
         for q, *_ in rows:
             self.label_rows[q] = self.label_rows.get(q, 0) + 1
             self.labels_used += 1
-        return _to_arrays(rows), {(q, c): int(g) for q, c, g in adj}
+        labels, decided = _to_arrays(rows), {(q, c): int(g) for q, c, g in adj}
+        if self._labels is not None:
+            self._labels.replace(touched, labels, decided)
+        return labels, decided
 
     # -- what the screen shows ---------------------------------------------------------------
 

@@ -237,3 +237,51 @@ def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
             expected.update(decided)
             q, c, g = gold_arrays(labels, decided, rule)
             assert dict(zip(zip(q.tolist(), c.tolist()), g.tolist())) == expected, (rule, rows)
+
+
+# -- a full recomputation works from the engine's own copy of the labels, brought up to date
+#    with the events written since; it must equal a fresh engine (and ``ragjudge eval``)
+
+
+def _same_snapshot(a, b) -> None:  # noqa: ANN001
+    sa, sb = a.snapshot(), b.snapshot()
+    assert (sa.labels_used, sa.annotators, sa.n_queries, sa.gold_pairs) == \
+        (sb.labels_used, sb.annotators, sb.n_queries, sb.gold_pairs)
+    assert a.label_rows == b.label_rows
+    for run, values in sb.means.items():
+        for m, value in values.items():
+            got = sa.means[run][m]
+            assert got == value or (math.isnan(got) and math.isnan(value)), (run, m)
+    assert sa.ranges == sb.ranges
+
+
+def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):  # noqa: ANN001
+    engine = live.LiveEvaluation(demo, measures=MEASURES)
+    engine.load()
+    ranked = _ranked(demo)
+    queries = sorted(ranked["bm25"])
+    rnd = random.Random(3)
+    for round_ in range(3):
+        for step in range(12):
+            q = rnd.choice(queries)
+            c = rnd.choice(ranked["hybrid"][q][:12])
+            who = rnd.choice(["ana", "ben", "chen", "dora"])  # dora: an annotator new to the project
+            if step == 5:
+                judging.undo_last(demo, "ana")
+            elif step == 7:
+                adjudicate(demo, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), by="lead", reason="t")
+            elif step == 9:
+                judging.record_label(demo, annotator=who, query_id=q, chunk_id=c, grade=0, source="recheck")
+            else:
+                judging.record_label(demo, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3))
+            if round_ == 1 and step % 4 == 0:
+                engine.poll()  # some events taken in by poll, the rest by recompute
+        engine.recompute()
+        assert_same(engine, demo)
+        fresh = live.LiveEvaluation(demo, measures=MEASURES)
+        fresh.load()
+        _same_snapshot(engine, fresh)
+        assert "annotator:dora" in engine.views
+    engine.set_rule("max")  # a rule change is a recomputation from the copy too
+    assert_same(engine, demo, "max")
+    assert not engine.poll()
