@@ -312,6 +312,17 @@ class _LabelCopy:
         return self.base
 
 
+def _encode(values: Any) -> np.ndarray:
+    """Ids as :func:`ragjudge.metrics._keys.as_ids` makes them (UTF-8 bytes, NUL padded to a
+    multiple of 8); ASCII ids of an array convert in numpy, without a Python call per id."""
+    if isinstance(values, np.ndarray) and values.dtype == object and len(values):
+        try:
+            return _keys.as_ids(values.astype("U").astype("S"))
+        except (UnicodeEncodeError, TypeError, ValueError):
+            pass
+    return _keys.as_ids(values)
+
+
 def _err_like(measures: Iterable[Any]) -> bool:
     return any(m.definition.name.startswith("ERR") and m.get("max_grade") is None for m in measures)
 
@@ -501,9 +512,9 @@ class LiveEvaluation:
                     c.append(cid)
                     g.append(grade)
             g = np.array(g, dtype=np.int64)
-        chunks = _keys.as_ids(c)
+        chunks = _encode(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
-        return Qrels(_keys.as_ids(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64))
+        return Qrels(_encode(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64))
 
     def _full(self, view: _View) -> None:
         qrels = self._qrels_of(view)

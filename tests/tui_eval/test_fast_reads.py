@@ -97,3 +97,12 @@ def test_current_labels_through_the_driver_equal_the_core_select(demo):  # noqa:
         assert ("q03", "lost-04", "ana", 3) in Q.raw_rows(
             connection, select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
             .where(Label.annotator == "ana", Label.query_id == "q03"))
+
+
+def test_ids_encoded_in_bulk_equal_the_metrics_encoding():
+    from ragjudge.metrics import _keys
+    from ragjudge.services.live import _encode
+
+    for values in (["q1", "bb", "c" * 15], ["é-1", "x"], ["abcdefgh"], ["a" * 9, "b"], []):
+        got, expected = _encode(np.array(values, dtype=object)), _keys.as_ids(values)
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), values
