@@ -14,6 +14,10 @@ How: the file is read into one uint8 array; whitespace masks locate the token bo
 block of lines at a time; ids are gathered 8 bytes at a time through an unaligned uint64 view
 (see ``_keys``); numbers are converted by numpy from fixed-width byte strings. A malformed line
 is reported with its file, line and field (``ragjudge.errors.InputError``).
+
+When pyarrow is installed (it is optional), a big input whose fields are separated by single
+spaces is read by pyarrow's multi-threaded CSV reader instead (``_arrow``), with the same
+result; anything else, including every malformed file, takes the numpy path above.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
 BLOCK_BYTES = 1 << 25
 #: threads parsing the blocks of a big file (numpy releases the GIL in its loops)
 THREADS = min(2, os.cpu_count() or 1)
+#: inputs of at least this many bytes try pyarrow's CSV reader first, when it is installed
+#: (see ``_arrow``: only files with one space between fields take that path)
+ARROW_MIN_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -276,6 +283,13 @@ def _parse_block(buf, view, lo, hi, fields, id_cols, num_col, dtype, what, name)
 def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_col: int, dtype,
           what: str):
     buf, size, name = read_bytes(source)
+    if size >= ARROW_MIN_BYTES:
+        box = [buf]
+        del buf  # the box holds the only reference: the fast path frees it once parsed
+        fast = _read_arrow(box, size, name, fields, id_cols, num_col, dtype, what)
+        if fast is not None:
+            return (*fast, name)
+        buf = box[0]
     view = _unaligned_words(buf)
     blocks = list(_blocks(buf, size))
     args = (fields, id_cols, num_col, dtype, what, name)
@@ -310,6 +324,18 @@ def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_co
             L + z if L is not None else np.arange(z + 1, z + m + 1) for z, m, L in lparts
         ]) if lparts else np.zeros(0, dtype=np.int64)
     return _concat(qparts, "S8"), _concat(cparts, "S8"), _concat(nparts, dtype), lines_all, name
+
+
+def _read_arrow(box, size, name, fields, id_cols, num_col, dtype, what):
+    """The columns from pyarrow's CSV reader when it is installed and the file is plain (one
+    space between fields); None sends the input to the numpy tokenizer (see ``_arrow``)."""
+    try:
+        from ragjudge.metrics import _arrow
+    except ImportError:  # pragma: no cover
+        return None
+    if not _arrow.available():
+        return None
+    return _arrow.read(box, size, name, fields, id_cols, num_col, dtype, what)
 
 
 def _line_of(lines: np.ndarray | None, first_line: int, i: int) -> int:

@@ -1,0 +1,215 @@
+"""Optional fast path for TREC parsing: pyarrow's multi-threaded CSV reader.
+
+Used by ``trec`` when pyarrow is installed and the input is big (``trec.ARROW_MIN_BYTES``); ragjudge's
+metrics need only numpy, so pyarrow is imported here, lazily, and its absence is no error.
+
+The CSV reader splits on single spaces, while a TREC file may separate fields by any run of
+whitespace (bytes <= 32). The two agree exactly when every line is its fields joined by one
+space and ended by ``\\n`` or ``\\r\\n``: no other control byte, no empty or blank line, no
+leading, trailing or repeated whitespace. ``read`` proves that from byte counts over the raw
+input plus the reader's own check of the field count, and returns None otherwise (or when the
+reader raises, or a number is missing, malformed or not finite), so that the numpy tokenizer
+handles the file and reports any problem with its file, line and field.
+
+Ids are read as binary columns (no UTF-8 check, as the numpy path) and turned into the same
+NUL-padded fixed-width ``S`` arrays from the columns' offsets and data buffers, in numpy.
+Integer columns are read as bytes and converted by the numpy path's own conversion, so that
+both paths accept exactly the same grades; scores are parsed as float64 by the reader (whose
+correctly rounded parser gives the same value as numpy for every token both accept).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ragjudge.errors import InputError
+from ragjudge.metrics._keys import MASKS, padded_width
+
+#: bytes per block of the CSV reader (its unit of parallel work)
+READ_BLOCK = 16 << 20
+#: bytes per chunk of the whitespace counts
+_SCAN = 1 << 24
+_THREADS = min(2, os.cpu_count() or 1)
+
+
+def available() -> bool:
+    try:
+        import pyarrow.csv  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int, int]:
+    """Counts over bytes lo:hi: whitespace, CRs, LFs, and whitespace bytes followed by
+    whitespace (the byte after hi is looked at, the padding after ``size`` is not)."""
+    b = buf[lo:min(hi + 1, size)]
+    ws = b <= 32
+    m = hi - lo
+    n_ws = int(np.count_nonzero(ws[:m]))
+    pairs = int(np.count_nonzero(ws[:-1] & ws[1:]))
+    cr = int(np.count_nonzero(b[:m] == 13))
+    lf = int(np.count_nonzero(b[:m] == 10)) if cr else -1
+    return n_ws, cr, lf, pairs
+
+
+def _whitespace_counts(buf: np.ndarray, size: int) -> tuple[int, int, int, int]:
+    spans = [(lo, min(lo + _SCAN, size)) for lo in range(0, size, _SCAN)]
+    if len(spans) > 1 and _THREADS > 1:
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            parts = list(pool.map(lambda s: _scan(buf, s[0], s[1], size), spans))
+    else:
+        parts = [_scan(buf, lo, hi, size) for lo, hi in spans]
+    n_ws = sum(p[0] for p in parts)
+    cr = sum(p[1] for p in parts)
+    lf = sum(p[2] for p in parts) if cr else -1
+    pairs = sum(p[3] for p in parts)
+    return n_ws, cr, lf, pairs
+
+
+def _chunks(column):
+    """(data, starts, lengths) of each non-empty chunk of a binary column, the data padded
+    with 8 zero bytes and viewed as unaligned uint64 words; None if a value is empty."""
+    from ragjudge.metrics.trec import _unaligned_words
+
+    parts = []
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        bufs = chunk.buffers()
+        wide = chunk.type.id == _large_binary_id()
+        offsets = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)
+        offsets = offsets[chunk.offset: chunk.offset + n + 1].astype(np.int64)
+        lengths = np.diff(offsets)
+        if int(lengths.min()) <= 0:
+            return None
+        base, end = int(offsets[0]), int(offsets[-1])
+        data = np.zeros(end - base + 9, dtype=np.uint8)
+        data[: end - base] = np.frombuffer(bufs[2], dtype=np.uint8)[base:end]
+        parts.append((_unaligned_words(data), offsets[:-1] - base, lengths))
+    return parts
+
+
+def _large_binary_id() -> int:
+    import pyarrow as pa
+
+    return pa.large_binary().id
+
+
+def _gather_into(out: np.ndarray, words: np.ndarray, starts: np.ndarray,
+                 lengths: np.ndarray) -> None:
+    """Fill the (n, k) uint64 rows ``out`` with the NUL-padded ids, 8 bytes per gather."""
+    last = len(words) - 1
+    for j in range(out.shape[1]):
+        at = starts
+        if j:
+            at = np.minimum(starts + 8 * j, last)
+        rest = np.clip(lengths - 8 * j, 0, 8)
+        np.bitwise_and(words[at], MASKS[rest], out=out[:, j])
+
+
+def _build_ids(columns: list[list]) -> list[np.ndarray]:
+    """Each column's chunks (from ``_chunks``) as one ``S`` array of width 8k; the chunks
+    are gathered on a few threads straight into the result."""
+    outs, jobs = [], []
+    for parts in columns:
+        total = sum(len(p[1]) for p in parts)
+        longest = max((int(p[2].max()) for p in parts), default=0)
+        out = np.empty((total, padded_width(longest) // 8), dtype="<u8")
+        row = 0
+        for words, starts, lengths in parts:
+            jobs.append((out[row: row + len(starts)], words, starts, lengths))
+            row += len(starts)
+        outs.append(out)
+    if len(jobs) > 1 and _THREADS > 1:
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            list(pool.map(lambda job: _gather_into(*job), jobs))
+    else:
+        for job in jobs:
+            _gather_into(*job)
+    return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
+
+
+def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
+         id_cols: tuple[int, int], num_col: int, dtype, what: str):
+    """(query ids, chunk ids, numbers, lines or None) parsed by pyarrow, or None: let numpy
+    parse it.
+
+    ``box`` holds the input (``trec.read_bytes``'s buffer, ``size`` bytes used); once the
+    input is known to be parsed, the box is emptied so that the buffer is freed early.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from ragjudge.metrics.trec import _numbers
+
+    buf = box[0]
+    nf = len(fields)
+    if size == 0 or buf[0] <= 32:
+        return None
+    names = [f"f{i}" for i in range(nf)]
+    q_name, c_name, n_name = names[id_cols[0]], names[id_cols[1]], names[num_col]
+    float_scores = dtype is np.float64
+    types = {q_name: pa.binary(), c_name: pa.binary(),
+             n_name: pa.float64() if float_scores else pa.binary()}
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(memoryview(buf)[:size]),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
+                                           use_threads=True),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False,
+                                             double_quote=False, escape_char=False,
+                                             newlines_in_values=False,
+                                             ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(column_types=types,
+                                                 include_columns=[q_name, c_name, n_name],
+                                                 strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    n = table.num_rows
+    # every line "f1 f2 ... fn\n" (or "\r\n") with non-empty fields <=> the whitespace bytes
+    # are exactly n(nf-1) spaces and n line ends, no two of them adjacent except "\r\n":
+    # the reader saw nf fields on each of its n rows, so it already used n(nf-1) spaces and
+    # n line ends (every "\n" and "\r" ends a row for it); the counts leave room for nothing
+    # else, the "\n" count rules out a lone "\r" as a line end, and no adjacency rules out
+    # empty fields, leading or trailing blanks and blank lines
+    n_ws, cr, lf, pairs = _whitespace_counts(buf, size)
+    if cr == 0:
+        if n_ws != n * nf or pairs != 0:
+            return None
+    elif lf != n or n_ws != n * nf + cr or pairs != cr:
+        return None
+    column = table.column(n_name)
+    if float_scores:
+        if column.null_count:
+            return None
+        nums = (np.concatenate([chunk.to_numpy() for chunk in column.chunks])
+                if column.num_chunks else np.zeros(0, dtype=np.float64))
+        if not np.isfinite(nums).all():
+            return None
+    else:
+        tokens = _chunks(column)
+        if tokens is None:
+            return None
+        try:
+            nums = _numbers(_build_ids([tokens])[0], dtype, lambda i: i + 1, name,
+                            fields[num_col], what)
+        except InputError:
+            return None
+    q_parts, c_parts = _chunks(table.column(q_name)), _chunks(table.column(c_name))
+    if q_parts is None or c_parts is None:
+        return None
+    # parsed: the raw input is no longer needed
+    del buf, table, column
+    box.clear()
+    q, c = _build_ids([q_parts, c_parts])
+    # the numpy tokenizer lists the line of each row when a line has more whitespace than
+    # its separators (a CR): the same array here, so that both paths give equal results
+    lines = np.arange(1, n + 1, dtype=np.int64) if cr else None
+    return q, c, nums, lines

@@ -1,0 +1,230 @@
+"""The optional pyarrow path of TREC parsing gives exactly what the numpy tokenizer gives.
+
+Every case is parsed twice: with the pyarrow path forced on (``ARROW_MIN_BYTES = 0``) and
+forced off. Arrays (dtype and bytes), line numbers and errors must be identical; for each case
+the test also says whether the pyarrow reader itself must accept the input (plain files) or
+hand it back to numpy (tabs, repeated or trailing blanks, blank lines, bad numbers ...).
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("pyarrow")
+
+from ragjudge.errors import InputError  # noqa: E402
+from ragjudge.metrics import _arrow, trec  # noqa: E402
+from ragjudge.metrics.trec import read_bytes  # noqa: E402
+
+KINDS = {
+    "run": (trec.read_run_arrays, trec.RUN_FIELDS, (0, 2), 4, np.float64, "a number"),
+    "qrels": (trec.read_qrels_arrays, trec.QRELS_FIELDS, (0, 2), 3, np.int64,
+              "an integer grade"),
+}
+
+
+def _parse(kind, source, arrow: bool, monkeypatch):
+    reader = KINDS[kind][0]
+    monkeypatch.setattr(trec, "ARROW_MIN_BYTES", 0 if arrow else 1 << 62)
+    try:
+        arrays = reader(source)
+    except InputError as error:
+        return ("error", str(error))
+    cols = [getattr(arrays, name) for name in arrays.__dataclass_fields__ if name != "file"]
+    return tuple(None if c is None else (c.dtype.str, c.tobytes()) for c in cols) + (arrays.file,)
+
+
+def _arrow_accepts(kind, data: bytes) -> bool:
+    """Whether the pyarrow reader itself takes the input (else numpy parses it)."""
+    _, fields, id_cols, num_col, dtype, what = KINDS[kind]
+    buf, size, name = read_bytes(data)
+    return _arrow.read([buf], size, name, fields, id_cols, num_col, dtype, what) is not None
+
+
+def _same(kind, data: bytes, monkeypatch):
+    fast = _parse(kind, data, True, monkeypatch)
+    slow = _parse(kind, data, False, monkeypatch)
+    assert fast == slow
+    return slow
+
+
+RUN_PLAIN = [
+    # ties on score (order is the Run's business, the arrays keep file order)
+    b"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 2.5 t\nq1 Q0 d3 3 1e-3 t\nq2 Q0 d1 1 -0 t\n",
+    # unicode and long ids of different widths, numbers in every float syntax numpy reads
+    ("q\u00e9 Q0 \u6587\u6863-\u4e00\u4e8c\u4e09\u56db\u4e94\u516d 1 +1.5 run\n"
+     "a-much-longer-query-identifier-of-40-bytes Q0 x 2 .5 run\n"
+     "q\u00e9 Q0 d 3 1.E5 r\n").encode(),
+    # CRLF line ends, and no final newline
+    b"q1 Q0 d1 1 3 t\r\nq1 Q0 d2 2 2 t\r\nq2 Q0 d9 1 7.25 t",
+    # one line; ids of exactly 8 and 16 bytes
+    b"abcdefgh Q0 0123456789abcdef 1 1 t\n",
+    # bytes that are not UTF-8 are ids like any other
+    b"q\xff Q0 d\xfe\x80 1 1 t\n",
+]
+
+RUN_FALLBACK = [
+    b"q1\tQ0\td1\t1\t2.5\tt\n",            # tabs
+    b"q1  Q0 d1 1 2.5 t\n",                # repeated space
+    b"q1 Q0 d1 1 2.5 t \nq1 Q0 d2 1 1 t\n",  # trailing blank
+    b" q1 Q0 d1 1 2.5 t\n",                # leading blank
+    b"q1 Q0 d1 1 2.5 t\n\nq1 Q0 d2 1 1 t\n",  # blank line: line numbers are kept
+    b"q1 Q0 d1 1 2.5 t\n   \nq1 Q0 d2 1 1 t\n",
+    b"q1 Q0 d1 1 2.5 t\n\n",
+    b"q1 Q0 d1 1 2.5 t\x0b\n",            # other control bytes are whitespace too
+    b"q1 Q0 d1 1 2.5 t\x00x\n",
+    b"q1 Q0 d1 1 2.5 t\r\r\n",
+    b"q1 Q0 d1 1 2.5 t\rq1 Q0 d2 1 1 t\n",  # a lone CR is not a line end
+    b"q1 Q0 d1 1 2.5 t x\n",               # malformed: 7 fields
+    b"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 1 1\n",    # malformed: 5 fields on line 2
+    b"q1 Q0 d1 1 2.5 \n",                  # malformed: 5 fields and a trailing blank
+    b"q1 Q0 d1  2.5 t\n",                  # malformed: empty rank field (5 fields)
+    b"q1 Q0 d1 1 abc t\n",                 # malformed numbers
+    b"q1 Q0 d1 1 nan t\n",
+    b"q1 Q0 d1 1 NULL t\n",
+    b"q1 Q0 d1 1 inf t\n",
+    b"q1 Q0 d1 1 1e400 t\n",
+    b"q1 Q0 d1 1 1_0 t\n",
+    b"q1 Q0 d1 1 0x10 t\n",
+    b"q1 Q0 d1 1 \"2\" t\n",              # quotes are not special
+    b'"q 1" Q0 d1 1 2 t\n',
+    b"",
+]
+
+QRELS_PLAIN = [
+    b"q1 0 d1 3\nq1 0 d2 0\nq1 0 d3 -1\nq2 0 d1 +2\nq2 0 d2 007\n",
+    "q\u00e9 0 \u6587\u6863 1\r\nq\u00e9 0 d 2\r\n".encode(),
+    b"q1 0 d1 1_0\n",      # grades are converted by numpy on both paths
+]
+
+QRELS_FALLBACK = [
+    b"q1 0 d1 0x10\n",      # pyarrow alone would read hex; numpy does not
+    b"q1 0 d1 1.5\n",
+    b"q1 0 d1 99999999999999999999\n",
+    b"q1 0 d1 1\nq1 0 d1\n",
+    b"q1\t0\td1\t1\n",
+    b"q1 0 d1 1 \n",
+    b"q1 0 d1  1\n",
+]
+
+
+@pytest.mark.parametrize("data", RUN_PLAIN)
+def test_plain_runs_take_the_arrow_path_and_match(data, monkeypatch):
+    assert _arrow_accepts("run", data)
+    result = _same("run", data, monkeypatch)
+    assert result[0] != "error"
+
+
+@pytest.mark.parametrize("data", RUN_FALLBACK)
+def test_other_runs_go_to_numpy_and_match(data, monkeypatch):
+    assert not _arrow_accepts("run", data)
+    _same("run", data, monkeypatch)
+
+
+@pytest.mark.parametrize("data", QRELS_PLAIN)
+def test_plain_qrels_take_the_arrow_path_and_match(data, monkeypatch):
+    assert _arrow_accepts("qrels", data)
+    assert _same("qrels", data, monkeypatch)[0] != "error"
+
+
+@pytest.mark.parametrize("data", QRELS_FALLBACK)
+def test_other_qrels_go_to_numpy_and_match(data, monkeypatch):
+    assert not _arrow_accepts("qrels", data)
+    _same("qrels", data, monkeypatch)
+
+
+def test_fallback_keeps_the_located_error(monkeypatch, tmp_path):
+    path = tmp_path / "bad.run"
+    path.write_bytes(b"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 abc t\n")
+    monkeypatch.setattr(trec, "ARROW_MIN_BYTES", 0)
+    with pytest.raises(InputError) as info:
+        trec.read_run_arrays(str(path))
+    assert (info.value.file, info.value.line, info.value.field) == (str(path), 2, "score")
+    assert "'abc' is not a number" in str(info.value)
+
+
+def test_blank_lines_keep_their_line_numbers(monkeypatch):
+    monkeypatch.setattr(trec, "ARROW_MIN_BYTES", 0)
+    arrays = trec.read_run_arrays("q1 Q0 d1 1 2.5 t\n\nq1 Q0 d2 1 1 t\n")
+    assert arrays.lines.tolist() == [1, 3]
+
+
+def test_gzip_path_and_bytes(monkeypatch, tmp_path):
+    data = RUN_PLAIN[1] + RUN_PLAIN[0]
+    path = tmp_path / "run.trec.gz"
+    path.write_bytes(gzip.compress(data))
+    assert _arrow_accepts("run", gzip.compress(data))
+    fast = _parse("run", str(path), True, monkeypatch)
+    assert fast == _parse("run", str(path), False, monkeypatch)
+    assert fast[:-1] == _parse("run", data, False, monkeypatch)[:-1]
+
+
+def _random_run(rng, n: int) -> bytes:
+    alphabet = list("abcxyz0123456789-_.:") + ["\u00e9", "\u6587"]
+    lines = []
+    for i in range(n):
+        q = "q" + "".join(rng.choice(alphabet, rng.integers(0, 20)))
+        d = "".join(rng.choice(alphabet, rng.integers(1, 40)))
+        score = rng.choice([f"{rng.normal():.6f}", repr(float(rng.normal() * 1e10)), "1", "-3e-7"])
+        lines.append(f"{q} Q0 {d} {i + 1} {score} tag{i % 3}\n")
+    return "".join(lines).encode()
+
+
+def test_many_reader_blocks_and_scan_chunks(monkeypatch):
+    # small blocks: many arrow chunks, gathered on threads into one array, and whitespace
+    # counts split across scan chunks (pairs across a chunk boundary are still seen)
+    monkeypatch.setattr(_arrow, "READ_BLOCK", 1 << 12)
+    monkeypatch.setattr(_arrow, "_SCAN", 1 << 10)
+    data = _random_run(np.random.default_rng(7), 3000)
+    assert _arrow_accepts("run", data)
+    fast = _same("run", data, monkeypatch)
+    assert len(fast[0][1]) > 0
+    # a blank pair exactly across two scan chunks is found: a 1023-byte id ends at byte 1023
+    long = b"q" + b"x" * 1022 + b" Q0 d 1 1 t\n" + data
+    assert long[1023:1024] == b" " and _arrow_accepts("run", long)
+    doubled = long[:1024] + b" " + long[1024:]
+    assert not _arrow_accepts("run", doubled)
+    _same("run", doubled, monkeypatch)
+
+
+_TOKEN = st.sampled_from(["q1", "q2", "d1", "d\u00e9", "Q0", "0", "1", "-2", "2.5", "1e3", "x",
+                          "abcdefghijklmnopq", "nan", "0x1", ""])
+_SEP = st.sampled_from([" ", " ", " ", "  ", "\t", "\r", " \r"])
+_END = st.sampled_from(["\n", "\n", "\r\n", " \n", "\n\n", ""])
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.lists(st.tuples(st.lists(_TOKEN, min_size=3, max_size=7), _SEP, _END),
+                min_size=1, max_size=6),
+       st.sampled_from(["run", "qrels"]))
+def test_random_inputs_parse_the_same_on_both_paths(rows, kind):
+    text = "".join(sep.join(tokens) + end for tokens, sep, end in rows)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _same(kind, text.encode(), monkeypatch)
+
+
+def test_metrics_work_without_pyarrow():
+    code = ("import sys\n"
+            "sys.modules['pyarrow'] = None\n"  # import pyarrow now raises ImportError
+            "from ragjudge.metrics import trec\n"
+            "trec.ARROW_MIN_BYTES = 0\n"
+            "a = trec.read_run_arrays('q1 Q0 d1 1 2.5 t\\nq1 Q0 d2 2 1 t\\n')\n"
+            "print(a.chunk_ids.tolist(), a.scores.tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[b'd1', b'd2'] [2.5, 1.0]"
+
+
+def test_small_inputs_do_not_import_pyarrow():
+    code = ("import sys\n"
+            "from ragjudge.metrics import Run\n"
+            "Run.from_trec('q1 Q0 d1 1 2.5 t\\n')\n"
+            "print('pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
