@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
@@ -312,6 +312,32 @@ class _LabelCopy:
         return self.base
 
 
+_IN_BATCH = 500
+_CURRENT_SQL = (
+    "SELECT l.query_id, l.chunk_id, l.annotator, l.grade FROM labels AS l JOIN "
+    "(SELECT max(id) AS id FROM labels WHERE query_id IN ({marks}) "
+    "AND (source IS NULL OR source != ?) GROUP BY annotator, query_id, chunk_id) AS n "
+    "ON l.id = n.id WHERE l.grade IS NOT NULL ORDER BY l.query_id, l.chunk_id, l.annotator"
+)
+_DECIDED_SQL = (
+    "SELECT a.query_id, a.chunk_id, a.grade FROM adjudications AS a JOIN "
+    "(SELECT max(id) AS id FROM adjudications WHERE query_id IN ({marks}) "
+    "GROUP BY query_id, chunk_id) AS n ON a.id = n.id"
+)
+
+
+def _raw(connection, sql: str, params: tuple) -> list[tuple]:  # noqa: ANN001
+    """Rows of ``sql`` (``?`` placeholders) from the database driver's own cursor."""
+    if connection.dialect.paramstyle != "qmark":
+        sql = sql.replace("%", "%%").replace("?", "%s")
+    cursor = connection.connection.driver_connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
 def _encode(values: Any) -> np.ndarray:
     """Ids as :func:`ragjudge.metrics._keys.as_ids` makes them (UTF-8 bytes, NUL padded to a
     multiple of 8); ASCII ids of an array convert in numpy, without a Python call per id."""
@@ -435,8 +461,6 @@ class LiveEvaluation:
         own copy of them is brought up to date with the events written since (labels and
         adjudications are append-only, so that copy equals a fresh read) and evaluated again.
         """
-        from ragjudge.services.agreement import labels_stamp
-
         if not self._loaded:
             self.load()
             return
@@ -445,7 +469,7 @@ class LiveEvaluation:
             if self._labels is None:
                 self._read_labels()
             else:
-                stamp = labels_stamp(self.project)
+                stamp = self._stamp()
                 if stamp != self.stamp:
                     touched, _, _ = self._events(stamp)
                     self._current(touched)
@@ -463,10 +487,9 @@ class LiveEvaluation:
 
     def _read_labels(self) -> None:
         """Every current label and adjudication, read afresh (the engine's copy of them)."""
-        from ragjudge.services.agreement import labels_stamp
         from ragjudge.services.qrels import adjudications, current_labels
 
-        self.stamp = labels_stamp(self.project)
+        self.stamp = self._stamp()
         with self.project.connect() as connection:
             labels = current_labels(connection)
             decided = adjudications(connection)
@@ -678,10 +701,7 @@ class LiveEvaluation:
     def poll(self) -> bool:
         """Take in the label events and adjudications written since the last look (by any
         process). Returns True when something changed (and the numbers were updated)."""
-        from ragjudge.services.agreement import labels_stamp
-        from ragjudge.store.schema import Adjudication, Label
-
-        stamp = labels_stamp(self.project)
+        stamp = self._stamp()
         if stamp == self.stamp:
             return False
         with self.lock:
@@ -700,21 +720,23 @@ class LiveEvaluation:
             self._stamp_done(t0)
             return True
 
+    def _stamp(self) -> tuple[int, int]:
+        """(newest label id, newest adjudication id), as
+        :func:`ragjudge.services.agreement.labels_stamp` gives it, in one driver call."""
+        with self.project.connect() as connection:
+            (label, decided), = _raw(connection, "SELECT (SELECT max(id) FROM labels), "
+                                     "(SELECT max(id) FROM adjudications)", ())
+        return int(label or 0), int(decided or 0)
+
     def _events(self, stamp: tuple[int, int]) -> tuple[list[str], set[str], bool]:
         """The queries touched by the label events and adjudications after ``self.stamp`` up to
         ``stamp``, the annotators of those events, and whether any adjudication is among them."""
-        from ragjudge.store.schema import Adjudication, Label
-
         with self.project.connect() as connection:
             # by id range only (a DISTINCT would let SQLite scan a covering index instead)
-            events = connection.execute(
-                select(Label.id, Label.query_id, Label.annotator)
-                .where(Label.id > self.stamp[0], Label.id <= stamp[0])
-            ).all()
-            decided = connection.execute(
-                select(Adjudication.id, Adjudication.query_id)
-                .where(Adjudication.id > self.stamp[1], Adjudication.id <= stamp[1])
-            ).all()
+            events = _raw(connection, "SELECT id, query_id, annotator FROM labels "
+                          "WHERE id > ? AND id <= ?", (self.stamp[0], stamp[0]))
+            decided = _raw(connection, "SELECT id, query_id FROM adjudications "
+                           "WHERE id > ? AND id <= ?", (self.stamp[1], stamp[1]))
         touched = sorted({q for _, q, _ in events} | {q for _, q in decided})
         return touched, {a for _, _, a in events}, bool(decided)
 
@@ -745,27 +767,19 @@ class LiveEvaluation:
             self._finish(view, touched)
 
     def _current(self, touched: list[str]):  # noqa: ANN202
-        """The current labels and adjudications of some queries (as services.qrels reads them
-        for the whole project)."""
-        from ragjudge.services.qrels import _to_arrays
-        from ragjudge.store.schema import Adjudication, Label
+        """The current labels and adjudications of some queries, as services.qrels reads them
+        for the whole project (the same SQL, written out once and run on the driver's cursor:
+        building and compiling the Core statement cost more than running it)."""
+        from ragjudge.services.qrels import RECHECK, _to_arrays
 
-        from ragjudge.services.qrels import not_recheck
-
-        newest = (select(func.max(Label.id).label("id"))
-                  .where(Label.query_id.in_(touched), not_recheck())
-                  .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
-        stmt = (select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
-                .join(newest, Label.id == newest.c.id).where(Label.grade.is_not(None))
-                .order_by(Label.query_id, Label.chunk_id, Label.annotator))
-        newest_adj = (select(func.max(Adjudication.id).label("id"))
-                      .where(Adjudication.query_id.in_(touched))
-                      .group_by(Adjudication.query_id, Adjudication.chunk_id).subquery())
+        rows: list[tuple] = []
+        adj: list[tuple] = []
         with self.project.connect() as connection:
-            rows = connection.execute(stmt).all()
-            adj = connection.execute(
-                select(Adjudication.query_id, Adjudication.chunk_id, Adjudication.grade)
-                .join(newest_adj, Adjudication.id == newest_adj.c.id)).all()
+            for at in range(0, len(touched), _IN_BATCH):  # rows grouped by query either way
+                part = list(touched[at:at + _IN_BATCH])
+                marks = ", ".join(["?"] * len(part))
+                rows += _raw(connection, _CURRENT_SQL.format(marks=marks), (*part, RECHECK))
+                adj += _raw(connection, _DECIDED_SQL.format(marks=marks), tuple(part))
         for q in touched:
             self.labels_used -= self.label_rows.pop(q, 0)
         for q, *_ in rows:

@@ -285,3 +285,25 @@ def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):  # noqa: A
     engine.set_rule("max")  # a rule change is a recomputation from the copy too
     assert_same(engine, demo, "max")
     assert not engine.poll()
+
+
+def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch):  # noqa: ANN001
+    from ragjudge.services.agreement import labels_stamp
+
+    monkeypatch.setattr(live, "_IN_BATCH", 3)  # the touched queries' labels read 3 queries a time
+    engine = live.LiveEvaluation(demo, measures=MEASURES)
+    engine.load()
+    assert engine._stamp() == labels_stamp(demo)
+    ranked = _ranked(demo)
+    rnd = random.Random(11)
+    for q in sorted(ranked["bm25"])[:10]:
+        judging.record_label(demo, annotator=rnd.choice(["ana", "ben"]), query_id=q,
+                             chunk_id=ranked["bm25"][q][0], grade=rnd.randint(0, 3))
+    adjudicate(demo, query_id=q, chunk_id=ranked["bm25"][q][1], grade=2, by="lead", reason="t")
+    assert engine._stamp() == labels_stamp(demo) != engine.stamp
+    assert engine.poll()
+    assert len(engine.touched) == 10
+    assert_same(engine, demo)
+    fresh = live.LiveEvaluation(demo, measures=MEASURES)
+    fresh.load()
+    _same_snapshot(engine, fresh)
