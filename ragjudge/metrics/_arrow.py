@@ -31,7 +31,7 @@ from ragjudge.metrics._keys import MASKS, padded_width
 #: bytes per block of the CSV reader (its unit of parallel work)
 READ_BLOCK = 16 << 20
 #: bytes per chunk of the whitespace counts
-_SCAN = 1 << 24
+_SCAN = 1 << 20
 _THREADS = min(2, os.cpu_count() or 1)
 
 
@@ -70,28 +70,21 @@ def _whitespace_counts(buf: np.ndarray, size: int) -> tuple[int, int, int, int]:
     return n_ws, cr, lf, pairs
 
 
-def _chunks(column):
-    """(data, starts, lengths) of each non-empty chunk of a binary column, the data padded
-    with 8 zero bytes and viewed as unaligned uint64 words; None if a value is empty."""
-    from ragjudge.metrics.trec import _unaligned_words
+def _pool_map(fn, items: list) -> list:
+    if len(items) > 1 and _THREADS > 1:
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            return list(pool.map(fn, items))
+    return [fn(item) for item in items]
 
-    parts = []
-    for chunk in column.chunks:
-        n = len(chunk)
-        if n == 0:
-            continue
-        bufs = chunk.buffers()
-        wide = chunk.type.id == _large_binary_id()
-        offsets = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)
-        offsets = offsets[chunk.offset: chunk.offset + n + 1].astype(np.int64)
-        lengths = np.diff(offsets)
-        if int(lengths.min()) <= 0:
-            return None
-        base, end = int(offsets[0]), int(offsets[-1])
-        data = np.zeros(end - base + 9, dtype=np.uint8)
-        data[: end - base] = np.frombuffer(bufs[2], dtype=np.uint8)[base:end]
-        parts.append((_unaligned_words(data), offsets[:-1] - base, lengths))
-    return parts
+
+def _lengths(chunk) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (from the chunk's own buffer, no copy) and value lengths of a binary chunk."""
+    n = len(chunk)
+    bufs = chunk.buffers()
+    wide = chunk.type.id == _large_binary_id()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[chunk.offset: chunk.offset + n + 1]
+    return offsets, np.diff(offsets)
 
 
 def _large_binary_id() -> int:
@@ -100,37 +93,53 @@ def _large_binary_id() -> int:
     return pa.large_binary().id
 
 
-def _gather_into(out: np.ndarray, words: np.ndarray, starts: np.ndarray,
-                 lengths: np.ndarray) -> None:
-    """Fill the (n, k) uint64 rows ``out`` with the NUL-padded ids, 8 bytes per gather."""
+def _gather_chunk(out: np.ndarray, chunk, offsets: np.ndarray, lengths: np.ndarray) -> None:
+    """Fill the (n, k) uint64 rows ``out`` with the chunk's NUL-padded values, 8 bytes per
+    gather (from a copy of its data with 8 zero bytes after it, read as unaligned words)."""
+    from ragjudge.metrics.trec import _unaligned_words
+
+    base, end = int(offsets[0]), int(offsets[-1])
+    data = np.zeros(end - base + 9, dtype=np.uint8)
+    data[: end - base] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[base:end]
+    words = _unaligned_words(data)
+    starts = offsets[:-1] - base
     last = len(words) - 1
     for j in range(out.shape[1]):
-        at = starts
-        if j:
-            at = np.minimum(starts + 8 * j, last)
+        at = starts if j == 0 else np.minimum(starts + 8 * j, last)
         rest = np.clip(lengths - 8 * j, 0, 8)
         np.bitwise_and(words[at], MASKS[rest], out=out[:, j])
 
 
-def _build_ids(columns: list[list]) -> list[np.ndarray]:
-    """Each column's chunks (from ``_chunks``) as one ``S`` array of width 8k; the chunks
-    are gathered on a few threads straight into the result."""
+def _plan_ids(columns: list):
+    """Measure each binary column (chunked): None if a value is empty, else what
+    ``_gather_ids`` needs (the measuring runs on threads)."""
+    chunks = [[chunk for chunk in column.chunks if len(chunk)] for column in columns]
+    flat = [chunk for per_column in chunks for chunk in per_column]
+    measured = _pool_map(_lengths, flat)
+    if any(int(lengths.min()) <= 0 for _, lengths in measured):
+        return None
+    plan, at = [], 0
+    for per_column in chunks:
+        mine = measured[at: at + len(per_column)]
+        at += len(per_column)
+        plan.append(list(zip(per_column, mine)))
+    return plan
+
+
+def _gather_ids(plan) -> list[np.ndarray]:
+    """Each planned column as one ``S`` array of width 8k, its chunks gathered on threads
+    straight into the result."""
     outs, jobs = [], []
-    for parts in columns:
-        total = sum(len(p[1]) for p in parts)
-        longest = max((int(p[2].max()) for p in parts), default=0)
+    for parts in plan:
+        total = sum(len(lengths) for _, (_, lengths) in parts)
+        longest = max((int(lengths.max()) for _, (_, lengths) in parts), default=0)
         out = np.empty((total, padded_width(longest) // 8), dtype="<u8")
         row = 0
-        for words, starts, lengths in parts:
-            jobs.append((out[row: row + len(starts)], words, starts, lengths))
-            row += len(starts)
+        for chunk, (offsets, lengths) in parts:
+            jobs.append((out[row: row + len(lengths)], chunk, offsets, lengths))
+            row += len(lengths)
         outs.append(out)
-    if len(jobs) > 1 and _THREADS > 1:
-        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            list(pool.map(lambda job: _gather_into(*job), jobs))
-    else:
-        for job in jobs:
-            _gather_into(*job)
+    _pool_map(lambda job: _gather_chunk(*job), jobs)
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
@@ -156,6 +165,9 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     float_scores = dtype is np.float64
     types = {q_name: pa.binary(), c_name: pa.binary(),
              n_name: pa.float64() if float_scores else pa.binary()}
+    # the whitespace counts are taken on another thread while the reader works
+    scan_pool = ThreadPoolExecutor(max_workers=1)
+    counts = scan_pool.submit(_whitespace_counts, buf, size)
     try:
         table = pacsv.read_csv(
             pa.py_buffer(memoryview(buf)[:size]),
@@ -172,6 +184,8 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
         )
     except (pa.ArrowException, ValueError):
         return None
+    finally:
+        scan_pool.shutdown(wait=True)
     n = table.num_rows
     # every line "f1 f2 ... fn\n" (or "\r\n") with non-empty fields <=> the whitespace bytes
     # are exactly n(nf-1) spaces and n line ends, no two of them adjacent except "\r\n":
@@ -179,7 +193,7 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     # n line ends (every "\n" and "\r" ends a row for it); the counts leave room for nothing
     # else, the "\n" count rules out a lone "\r" as a line end, and no adjacency rules out
     # empty fields, leading or trailing blanks and blank lines
-    n_ws, cr, lf, pairs = _whitespace_counts(buf, size)
+    n_ws, cr, lf, pairs = counts.result()
     if cr == 0:
         if n_ws != n * nf or pairs != 0:
             return None
@@ -194,21 +208,22 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
         if not np.isfinite(nums).all():
             return None
     else:
-        tokens = _chunks(column)
-        if tokens is None:
+        plan = _plan_ids([column])
+        if plan is None:
             return None
         try:
-            nums = _numbers(_build_ids([tokens])[0], dtype, lambda i: i + 1, name,
+            nums = _numbers(_gather_ids(plan)[0], dtype, lambda i: i + 1, name,
                             fields[num_col], what)
         except InputError:
             return None
-    q_parts, c_parts = _chunks(table.column(q_name)), _chunks(table.column(c_name))
-    if q_parts is None or c_parts is None:
+    plan = _plan_ids([table.column(q_name), table.column(c_name)])
+    if plan is None:
         return None
-    # parsed: the raw input is no longer needed
-    del buf, table, column
+    # parsed: the raw input is no longer needed (the caller's box held the last reference)
+    del buf, column
     box.clear()
-    q, c = _build_ids([q_parts, c_parts])
+    q, c = _gather_ids(plan)
+    del plan, table
     # the numpy tokenizer lists the line of each row when a line has more whitespace than
     # its separators (a CR): the same array here, so that both paths give equal results
     lines = np.arange(1, n + 1, dtype=np.int64) if cr else None
