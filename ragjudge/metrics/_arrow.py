@@ -1,15 +1,17 @@
 """Optional fast path for TREC parsing: pyarrow's multi-threaded CSV reader.
 
-Used by ``trec`` when pyarrow is installed and the input is big (``trec.ARROW_MIN_BYTES``); ragjudge's
-metrics need only numpy, so pyarrow is imported here, lazily, and its absence is no error.
+Used by ``trec`` when pyarrow is installed and the input is big (``trec.ARROW_MIN_BYTES``):
+ragjudge's metrics need only numpy, so pyarrow is imported here, lazily, and its absence is no
+error.
 
 The CSV reader splits on single spaces, while a TREC file may separate fields by any run of
 whitespace (bytes <= 32). The two agree exactly when every line is its fields joined by one
 space and ended by ``\\n`` or ``\\r\\n``: no other control byte, no empty or blank line, no
-leading, trailing or repeated whitespace. ``read`` proves that from byte counts over the raw
-input plus the reader's own check of the field count, and returns None otherwise (or when the
-reader raises, or a number is missing, malformed or not finite), so that the numpy tokenizer
-handles the file and reports any problem with its file, line and field.
+leading, trailing or repeated whitespace, and no byte order mark (which the reader drops).
+``read`` proves that from byte counts over the raw input plus the reader's own check of the
+field count, and returns None otherwise (or when the reader raises, or a number is missing,
+malformed or not finite), so that the numpy tokenizer handles the file and reports any problem
+with its file, line and field.
 
 Ids are read as binary columns (no UTF-8 check, as the numpy path) and turned into the same
 NUL-padded fixed-width ``S`` arrays from the columns' offsets and data buffers, in numpy.
@@ -158,7 +160,8 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
 
     buf = box[0]
     nf = len(fields)
-    if size == 0 or buf[0] <= 32:
+    # the reader would drop a UTF-8 byte order mark, which the numpy path keeps in the id
+    if size == 0 or buf[0] <= 32 or bytes(buf[:3]) == b"\xef\xbb\xbf":
         return None
     names = [f"f{i}" for i in range(nf)]
     q_name, c_name, n_name = names[id_cols[0]], names[id_cols[1]], names[num_col]

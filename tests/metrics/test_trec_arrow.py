@@ -96,6 +96,7 @@ RUN_FALLBACK = [
     b"q1 Q0 d1 1 \"2\" t\n",              # quotes are not special
     b'"q 1" Q0 d1 1 2 t\n',
     b"",
+    b"\xef\xbb\xbfq1 Q0 d1 1 2.5 t\n",  # a byte order mark stays part of the first id
 ]
 
 QRELS_PLAIN = [
