@@ -399,7 +399,7 @@ class LiveEvaluation:
         from ragjudge.services.qrels import check_rule
 
         self.rule = check_rule(rule)
-        self.recompute()
+        self._recompute(reuse=True)
 
     def set_measures(self, measures: Sequence[str]) -> None:
         for m in measures:
@@ -409,7 +409,7 @@ class LiveEvaluation:
 
     def set_curve(self, curve: str) -> None:
         self.curve = self._check_curve(curve)
-        self.recompute()
+        self._recompute(reuse=True)
 
     # -- columns ---------------------------------------------------------------------------
 
@@ -461,26 +461,42 @@ class LiveEvaluation:
         own copy of them is brought up to date with the events written since (labels and
         adjudications are append-only, so that copy equals a fresh read) and evaluated again.
         """
+        self._recompute(reuse=False)
+
+    def _recompute(self, *, reuse: bool) -> None:
+        """:meth:`recompute`; with ``reuse``, a view whose rule and measures are unchanged and
+        that is up to date with the labels (no event came in since it was last updated) is
+        kept, its sums made exact again (a rule or curve change leaves the annotators' views as
+        they are)."""
         if not self._loaded:
             self.load()
             return
         with self.lock:
             t0 = time.perf_counter()
+            old = self.views
             if self._labels is None:
                 self._read_labels()
+                old = {}
             else:
                 stamp = self._stamp()
                 if stamp != self.stamp:
                     touched, _, _ = self._events(stamp)
                     self._current(touched)
                     self.stamp = stamp
+                    old = {}
+            if not reuse:
+                old = {}
             labels, decided = self._labels.merged(), self._labels.decided
             self.annotators = sorted(set(labels.annotators.tolist()))
             self.views = {}
             for rule in self._rules():
-                view = self._new_view(rule)
-                view.set_base(*gold_arrays(labels, decided, rule))
-                self._full(view)
+                view = old.get(rule)
+                if view is not None and view.measures == self._view_measures(rule):
+                    view.resum()
+                else:
+                    view = self._new_view(rule)
+                    view.set_base(*gold_arrays(labels, decided, rule))
+                    self._full(view)
                 self.views[rule] = view
             self.touched = ()
             self._stamp_done(t0)
@@ -503,8 +519,11 @@ class LiveEvaluation:
             rules += [f"annotator:{a}" for a in self.annotators if f"annotator:{a}" != self.rule]
         return rules
 
+    def _view_measures(self, rule: str) -> list[str]:
+        return self._gold_measures() if rule == self.rule else list(self.measures)
+
     def _new_view(self, rule: str) -> _View:
-        measures = self._gold_measures() if rule == self.rule else list(self.measures)
+        measures = self._view_measures(rule)
         n = len(self.query_ids)
         view = _View(rule, measures, present=np.zeros(n, dtype=bool))
         view.parsed = [parse_measure(m) for m in measures]  # type: ignore[attr-defined]
