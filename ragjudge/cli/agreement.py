@@ -42,6 +42,11 @@ def _check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> N
         raise UsageError(f"{option} {value}: use {' or '.join(choices)}.")
 
 
+def _check_limit(limit: int) -> None:
+    if limit < 0:
+        raise UsageError(f"--limit {limit}: give a number of pairs, 0 or more.")
+
+
 @app.command(epilog=AGREE_EPILOG)
 def agree(
     labels: Annotated[Optional[str], typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
@@ -58,6 +63,7 @@ def agree(
 
     _check_choice("--format", format, ("table", "json"))
     _check_choice("--by", by, ("query", "annotator"))
+    _check_limit(limit)
     declared = _scale_option(scale)
     notes: list[str] = []
     verdict_data = None
@@ -295,6 +301,7 @@ def disputes(
     from ragjudge.services.agreement import disputed_pairs
 
     _check_choice("--format", format, ("table", "json"))
+    _check_limit(limit)
     with open_project() as project:
         rows = disputed_pairs(project, limit=limit or None)
     if format == "json":
@@ -337,6 +344,10 @@ def adjudicate(
     from ragjudge.services.agreement import pair_detail
 
     _check_choice("--format", format, ("table", "json"))
+    if show and (grade is not None or reason is not None or by is not None):
+        given = [o for o, v in (("--grade", grade), ("--reason", reason), ("--by", by)) if v is not None]
+        raise UsageError(f"--show only shows the pair; it does not go with {', '.join(given)}. "
+                         "Leave out --show to adjudicate. Nothing was changed.")
     if not show and (grade is None or reason is None):
         raise UsageError("give --grade and --reason to adjudicate, or --show to see the pair.")
     with open_project() as project:

@@ -616,6 +616,8 @@ class JudgingQueue:
         sql += " ORDER BY q.rowid" if self.project.engine.dialect.name == "sqlite" else " ORDER BY q.id"
         with self.project.connect() as connection:
             ids = [row[0] for row in connection.execute(text(sql), params)]
+            if category is not None and not ids:
+                self._check_category(connection, category)
         if wanted is not None:
             present = set(ids)
             unknown = [q for q in wanted if q not in present]
@@ -626,6 +628,17 @@ class JudgingQueue:
             keep = set(wanted)
             ids = [q for q in ids if q in keep]
         return ids
+
+    @staticmethod
+    def _check_category(connection, category: str) -> None:  # noqa: ANN001
+        """``--category`` that no query has is a typo: say so instead of an empty queue."""
+        from sqlalchemy import text
+
+        known = sorted(row[0] for row in connection.execute(
+            text("SELECT DISTINCT category FROM queries WHERE category IS NOT NULL")))
+        if category not in known:
+            raise UsageError(f"--category {category!r}: no query of this project has that category "
+                             f"(categories: {', '.join(known) or 'none'}).")
 
     def _touched_queries(self) -> set[str]:
         with self.project.read() as session:

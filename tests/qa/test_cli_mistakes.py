@@ -1,0 +1,120 @@
+"""QA regressions: common command-line mistakes give one clear paragraph, exit 2, change nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import pytest
+from projectkit import make_small_project
+
+from ragjudge.cli import common, main
+from ragjudge.errors import UsageError
+from ragjudge.services.judging import JudgingQueue, record_label
+from ragjudge.services.project import Project
+
+
+@pytest.fixture(autouse=True)
+def _no_project(monkeypatch):
+    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+
+
+@pytest.fixture()
+def db(tmp_path) -> str:
+    path = str(tmp_path / "qa.db")
+    project = make_small_project(path)
+    for annotator, grades in (("ana", [2, 0, 1]), ("ben", [1, 0, 3])):
+        for chunk, grade in zip(("c05", "c06", "c07"), grades):
+            record_label(project, annotator=annotator, query_id="q1", chunk_id=chunk, grade=grade)
+    project.close()
+    return path
+
+
+def _digest(path: str) -> str:
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return hashlib.sha256("\n".join(connection.iterdump()).encode()).hexdigest()
+    finally:
+        connection.close()
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _assert_usage_error(capsys, db: str, *args: str) -> str:
+    before = _digest(db)
+    code, out, err = _run(capsys, "--db", db, *args)
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err
+    assert err.startswith("ragjudge: ") and err.count("\n") == 1, err  # one paragraph
+    assert _digest(db) == before
+    return err
+
+
+def test_export_qrels_rule_with_unknown_annotator_is_refused(capsys, db, tmp_path):
+    # was: exit 0 and an empty qrels file
+    target = tmp_path / "alice.qrels"
+    err = _assert_usage_error(capsys, db, "export", "qrels", "--rule", "annotator:alice", "-o", target)
+    assert "'alice'" in err and "ana, ben" in err
+    assert not target.exists()
+
+
+def test_export_qrels_rule_with_known_annotator_still_works(capsys, db):
+    code, out, err = _run(capsys, "--db", db, "export", "qrels", "--rule", "annotator:ben")
+    assert code == 0, err
+    assert out.split("\n") == ["q1 0 c05 1", "q1 0 c06 0", "q1 0 c07 3", ""]
+
+
+def test_eval_rule_with_unknown_annotator_names_the_annotator(capsys, db):
+    # was: "the project has no labels yet", which is false
+    err = _assert_usage_error(capsys, db, "eval", "--rule", "annotator:alice")
+    assert "no annotator named 'alice'" in err
+
+
+def test_annotate_unknown_category_is_refused_before_the_screen_opens(capsys, db, monkeypatch):
+    # was: the judging screen opened on an empty queue
+    import ragjudge.tui
+
+    opened = []
+    monkeypatch.setattr(ragjudge.tui, "run_app", lambda *a, **k: opened.append(k))
+    err = _assert_usage_error(capsys, db, "annotate", "--annotator", "ana", "--category", "biling")
+    assert "'biling'" in err and "factoid, policy" in err
+    assert opened == []
+
+
+def test_judging_queue_unknown_category_is_a_usage_error(db):
+    with Project.open(db) as project, pytest.raises(UsageError, match="biling"):
+        JudgingQueue(project, "ana", category="biling")
+
+
+def test_judging_queue_known_category_still_loads(db):
+    with Project.open(db) as project:
+        queue = JudgingQueue(project, "ana", category="policy")
+        assert queue.query_ids == ["q2", "q4"]
+
+
+def test_adjudicate_show_with_grade_is_refused(capsys, db):
+    # was: --grade silently ignored, exit 0, no adjudication stored
+    err = _assert_usage_error(capsys, db, "adjudicate", "--query", "q1", "--chunk", "c07",
+                              "--grade", "2", "--reason", "x", "--show")
+    assert "--show" in err and "--grade" in err
+
+
+@pytest.mark.parametrize("command", ["disputes", "agree"])
+def test_negative_limit_is_refused(capsys, db, command):
+    # was: accepted (disputes listed every pair, agree cut the list at -1)
+    err = _assert_usage_error(capsys, db, command, "--limit", "-1")
+    assert "--limit -1" in err
+
+
+def test_import_missing_field_names_the_misspelt_field(capsys, db, tmp_path):
+    # was: only "the required field is missing", hiding the typo that caused it
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"query_id": "q1", "chunk_id": "c05", "grde": 2, "annotator": "cy"}\n',
+                      encoding="utf-8")
+    err = _assert_usage_error(capsys, db, "import", "labels", labels)
+    assert "line 1" in err and "field 'grade'" in err and "'grde'" in err
