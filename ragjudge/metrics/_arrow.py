@@ -1,4 +1,4 @@
-"""Optional fast path for TREC parsing: pyarrow's multi-threaded CSV reader.
+"""Optional fast path for TREC parsing: pyarrow's CSV reader.
 
 Used by ``trec`` when pyarrow is installed and the input is big (``trec.ARROW_MIN_BYTES``):
 ragjudge's metrics need only numpy, so pyarrow is imported here, lazily, and its absence is no
@@ -59,12 +59,8 @@ def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int, 
 
 
 def _whitespace_counts(buf: np.ndarray, size: int) -> tuple[int, int, int, int]:
-    spans = [(lo, min(lo + _SCAN, size)) for lo in range(0, size, _SCAN)]
-    if len(spans) > 1 and _THREADS > 1:
-        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            parts = list(pool.map(lambda s: _scan(buf, s[0], s[1], size), spans))
-    else:
-        parts = [_scan(buf, lo, hi, size) for lo, hi in spans]
+    """``_scan`` over the whole input, in cache-sized chunks."""
+    parts = [_scan(buf, lo, min(lo + _SCAN, size), size) for lo in range(0, size, _SCAN)]
     n_ws = sum(p[0] for p in parts)
     cr = sum(p[1] for p in parts)
     lf = sum(p[2] for p in parts) if cr else -1
@@ -168,14 +164,15 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     float_scores = dtype is np.float64
     types = {q_name: pa.binary(), c_name: pa.binary(),
              n_name: pa.float64() if float_scores else pa.binary()}
-    # the whitespace counts are taken on another thread while the reader works
+    # the whitespace counts are taken on a second thread while the reader works on one (its
+    # own threads gain nothing on two cores and hold several blocks' worth of memory more)
     scan_pool = ThreadPoolExecutor(max_workers=1)
     counts = scan_pool.submit(_whitespace_counts, buf, size)
     try:
         table = pacsv.read_csv(
             pa.py_buffer(memoryview(buf)[:size]),
             read_options=pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
-                                           use_threads=True),
+                                           use_threads=False),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False,
                                              double_quote=False, escape_char=False,
                                              newlines_in_values=False,
@@ -227,6 +224,7 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     box.clear()
     q, c = _gather_ids(plan)
     del plan, table
+    pa.default_memory_pool().release_unused()  # give the reader's memory back at once
     # the numpy tokenizer lists the line of each row when a line has more whitespace than
     # its separators (a CR): the same array here, so that both paths give equal results
     lines = np.arange(1, n + 1, dtype=np.int64) if cr else None
