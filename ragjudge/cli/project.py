@@ -40,8 +40,10 @@ def init(
     try:
         parsed = Scale.parse(scale, threshold)
     except ValueError as exc:
-        msg = str(exc).splitlines()[-1] if "validation error" in str(exc) else str(exc)
-        raise UsageError(f"--scale {scale}: {msg}") from None
+        errors = getattr(exc, "errors", None)  # pydantic's ValidationError: its first message
+        msg = str(errors()[0]["msg"]).removeprefix("Value error, ") if callable(errors) else str(exc)
+        option = f"--threshold {threshold}" if "threshold" in msg and threshold is not None else f"--scale {scale}"
+        raise UsageError(f"{option}: {msg}. Nothing was created.") from None
     text = None
     if guidelines is not None:
         text = _read_text(guidelines)
