@@ -128,6 +128,8 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         raise UsageError(f"a BEIR folder holds no {kind}; give a TREC, JSONL or CSV file.")
     if kind == "run" and name is None:
         name = run_name_for(source)
+    elif kind == "run" and not name.strip():  # was imported silently as a run named 'run'
+        raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
     scale = project.scale
 
     def work(session: Session) -> ImportResult:
