@@ -176,9 +176,11 @@ def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> In
                    f"{', '.join(repr(f) for f in REQUIRED[kind])}).")
         unknown = [str(e["loc"][0]) for e in exc.errors(include_url=False)
                    if e.get("type") == "extra_forbidden" and len(e.get("loc", ())) == 1]
-        if unknown:  # e.g. "socre" for "score": name the typo, not only the missing field
-            message += (f" The line has the unknown field{'s' if len(unknown) > 1 else ''} "
-                        f"{', '.join(repr(u) for u in unknown)}; is it a misspelling?")
+        if len(unknown) == 1:  # e.g. "socre" for "score": name the typo, not only the missing field
+            message += f" The line has the unknown field {unknown[0]!r}; is it a misspelling?"
+        elif unknown:
+            message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
+                        f"is this a {kind} file?")
     elif kind_of_error == "extra_forbidden":
         hint = " Put extra data under \"meta\"." if kind in ("queries", "chunks") else ""
         message = (f"unknown field (a {kind} line has the fields "

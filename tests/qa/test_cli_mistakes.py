@@ -118,3 +118,12 @@ def test_import_missing_field_names_the_misspelt_field(capsys, db, tmp_path):
                       encoding="utf-8")
     err = _assert_usage_error(capsys, db, "import", "labels", labels)
     assert "line 1" in err and "field 'grade'" in err and "'grde'" in err
+
+
+def test_import_wrong_kind_of_file_says_so(capsys, db, tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"query_id": "q1", "chunk_id": "c05", "grade": 2, "annotator": "cy"}\n',
+                      encoding="utf-8")
+    err = _assert_usage_error(capsys, db, "import", "chunks", labels)
+    assert "field 'id'" in err and "'query_id', 'chunk_id', 'grade', 'annotator'" in err
+    assert "is this a chunks file?" in err
