@@ -54,18 +54,31 @@ def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int, 
     n_ws = int(np.count_nonzero(ws[:m]))
     pairs = int(np.count_nonzero(ws[:-1] & ws[1:]))
     cr = int(np.count_nonzero(b[:m] == 13))
-    lf = int(np.count_nonzero(b[:m] == 10)) if cr else -1
+    lf = int(np.count_nonzero(b[:m] == 10))
     return n_ws, cr, lf, pairs
 
 
-def _whitespace_counts(buf: np.ndarray, size: int) -> tuple[int, int, int, int]:
-    """``_scan`` over the whole input, in cache-sized chunks."""
-    parts = [_scan(buf, lo, min(lo + _SCAN, size), size) for lo in range(0, size, _SCAN)]
-    n_ws = sum(p[0] for p in parts)
-    cr = sum(p[1] for p in parts)
-    lf = sum(p[2] for p in parts) if cr else -1
-    pairs = sum(p[3] for p in parts)
-    return n_ws, cr, lf, pairs
+def _whitespace_counts(buf: np.ndarray, lo: int, hi: int,
+                       size: int) -> tuple[int, int, int, int]:
+    """``_scan`` over bytes lo:hi, in cache-sized chunks."""
+    parts = [_scan(buf, a, min(a + _SCAN, hi), size) for a in range(lo, hi, _SCAN)]
+    return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
+            sum(p[3] for p in parts))
+
+
+def _split_points(buf: np.ndarray, size: int, parts: int) -> list[int]:
+    """Offsets cutting bytes 0:size into about ``parts`` pieces, each after a newline."""
+    cuts = [0]
+    for k in range(1, parts):
+        at = max(cuts[-1], size * k // parts)
+        nl = np.flatnonzero(buf[at:size] == 10)[:1] if at < size else []
+        if not len(nl):
+            break
+        cut = at + int(nl[0]) + 1
+        if cut >= size:
+            break
+        cuts.append(cut)
+    return cuts + [size]
 
 
 def _pool_map(fn, items: list) -> list:
@@ -141,6 +154,25 @@ def _gather_ids(plan) -> list[np.ndarray]:
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
+def _read_part(job):
+    """One piece of whole lines: the reader on one thread (its own threads gain nothing on
+    two cores and hold several blocks more memory), then the whitespace counts of the piece;
+    None if the reader fails."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    buf, lo, hi, size, (read_options, parse_options, convert_options) = job
+    if bytes(buf[lo:lo + 3]) == b"\xef\xbb\xbf":
+        return None  # the reader would drop a byte order mark, the numpy path keeps it
+    try:
+        table = pacsv.read_csv(pa.py_buffer(memoryview(buf)[lo:hi]),
+                               read_options=read_options, parse_options=parse_options,
+                               convert_options=convert_options)
+    except (pa.ArrowException, ValueError):
+        return None
+    return table, _whitespace_counts(buf, lo, hi, size)
+
+
 def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
          id_cols: tuple[int, int], num_col: int, dtype, what: str):
     """(query ids, chunk ids, numbers, lines or None) parsed by pyarrow, or None: let numpy
@@ -156,36 +188,35 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
 
     buf = box[0]
     nf = len(fields)
-    # the reader would drop a UTF-8 byte order mark, which the numpy path keeps in the id
-    if size == 0 or buf[0] <= 32 or bytes(buf[:3]) == b"\xef\xbb\xbf":
+    if size == 0 or buf[0] <= 32:
         return None
     names = [f"f{i}" for i in range(nf)]
     q_name, c_name, n_name = names[id_cols[0]], names[id_cols[1]], names[num_col]
     float_scores = dtype is np.float64
     types = {q_name: pa.binary(), c_name: pa.binary(),
              n_name: pa.float64() if float_scores else pa.binary()}
-    # the whitespace counts are taken on a second thread while the reader works on one (its
-    # own threads gain nothing on two cores and hold several blocks' worth of memory more)
-    scan_pool = ThreadPoolExecutor(max_workers=1)
-    counts = scan_pool.submit(_whitespace_counts, buf, size)
-    try:
-        table = pacsv.read_csv(
-            pa.py_buffer(memoryview(buf)[:size]),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
-                                           use_threads=False),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False,
-                                             double_quote=False, escape_char=False,
-                                             newlines_in_values=False,
-                                             ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(column_types=types,
-                                                 include_columns=[q_name, c_name, n_name],
-                                                 strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False),
-        )
-    except (pa.ArrowException, ValueError):
+    read_options = pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
+                                     use_threads=False)
+    parse_options = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
+                                       escape_char=False, newlines_in_values=False,
+                                       ignore_empty_lines=False)
+    convert_options = pacsv.ConvertOptions(column_types=types,
+                                           include_columns=[q_name, c_name, n_name],
+                                           strings_can_be_null=False,
+                                           quoted_strings_can_be_null=False)
+
+    # big inputs are cut into pieces of whole lines, read on a thread each
+    cuts = _split_points(buf, size, _THREADS if size >= 2 * READ_BLOCK else 1)
+    jobs = [(buf, lo, hi, size, (read_options, parse_options, convert_options))
+            for lo, hi in zip(cuts[:-1], cuts[1:])]
+    results = _pool_map(_read_part, jobs)
+    del jobs
+    if any(result is None for result in results):
         return None
-    finally:
-        scan_pool.shutdown(wait=True)
+    table = (pa.concat_tables([t for t, _ in results]) if len(results) > 1
+             else results[0][0])
+    n_ws, cr, lf, pairs = (sum(c[k] for _, c in results) for k in range(4))
+    del results
     n = table.num_rows
     # every line "f1 f2 ... fn\n" (or "\r\n") with non-empty fields <=> the whitespace bytes
     # are exactly n(nf-1) spaces and n line ends, no two of them adjacent except "\r\n":
@@ -193,7 +224,6 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     # n line ends (every "\n" and "\r" ends a row for it); the counts leave room for nothing
     # else, the "\n" count rules out a lone "\r" as a line end, and no adjacency rules out
     # empty fields, leading or trailing blanks and blank lines
-    n_ws, cr, lf, pairs = counts.result()
     if cr == 0:
         if n_ws != n * nf or pairs != 0:
             return None

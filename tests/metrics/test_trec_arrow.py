@@ -195,6 +195,22 @@ def test_many_reader_blocks_and_scan_chunks(monkeypatch):
     _same("run", doubled, monkeypatch)
 
 
+@pytest.mark.parametrize("insert", [b"\xef\xbb\xbf", b"\n", b" ", b"\t"])
+def test_pieces_read_on_threads_check_their_first_bytes(insert, monkeypatch):
+    # a big input is cut into pieces after a newline; what starts the second piece is seen
+    monkeypatch.setattr(_arrow, "READ_BLOCK", 1 << 12)
+    data = _random_run(np.random.default_rng(11), 1000)
+    buf, size, _ = read_bytes(data)
+    cuts = _arrow._split_points(buf, size, 2)
+    assert len(cuts) == 3 and data[cuts[1] - 1:cuts[1]] == b"\n"
+    assert _arrow_accepts("run", data)
+    changed = data[:cuts[1]] + insert + data[cuts[1]:]
+    buf2, size2, _ = read_bytes(changed)
+    assert _arrow._split_points(buf2, size2, 2)[1] == cuts[1]
+    assert not _arrow_accepts("run", changed)
+    _same("run", changed, monkeypatch)
+
+
 _TOKEN = st.sampled_from(["q1", "q2", "d1", "d\u00e9", "Q0", "0", "1", "-2", "2.5", "1e3", "x",
                           "abcdefghijklmnopq", "nan", "0x1", ""])
 _SEP = st.sampled_from([" ", " ", " ", "  ", "\t", "\r", " \r"])
