@@ -71,10 +71,13 @@ def _split_points(buf: np.ndarray, size: int, parts: int) -> list[int]:
     cuts = [0]
     for k in range(1, parts):
         at = max(cuts[-1], size * k // parts)
-        nl = np.flatnonzero(buf[at:size] == 10)[:1] if at < size else []
-        if not len(nl):
-            break
-        cut = at + int(nl[0]) + 1
+        step, cut = 1 << 16, size
+        while at < size:  # the next newline, looked for in growing windows
+            nl = np.flatnonzero(buf[at:min(at + step, size)] == 10)
+            if len(nl):
+                cut = at + int(nl[0]) + 1
+                break
+            at, step = at + step, step * 2
         if cut >= size:
             break
         cuts.append(cut)
