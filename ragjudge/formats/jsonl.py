@@ -17,7 +17,7 @@ from ragjudge.errors import InputError
 from ragjudge.formats.records import (
     FIELDS, KINDS, Duplicates, RankedList, build, json_type, short,
 )
-from ragjudge.formats.source import Destination, Lines, Source, open_output
+from ragjudge.formats.source import Destination, Lines, Source, open_output, stdin_format_hint
 from ragjudge.models import RunEntry
 
 
@@ -73,7 +73,7 @@ def parse_object(text: str, *, file: str, line: int) -> dict[str, Any]:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         column = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise InputError(f"the line is not valid JSON ({message}{column}): {short(text)}.",
-                         file=file, line=line) from None
+                         file=file, line=line, hint=stdin_format_hint(file, line)) from None
     except RecursionError:
         raise InputError("the line's JSON is nested too deeply.", file=file, line=line) from None
     if not isinstance(data, dict):

@@ -235,3 +235,12 @@ def open_output(dest: Destination) -> Iterator[IO[str]]:
             yield handle
         return
     yield dest
+
+
+def stdin_format_hint(name: str | None, line: int | None) -> str | None:
+    """A hint for a first line of standard input that does not parse: '-' has no file name to
+    tell its format from, so the default (TREC for runs and qrels, JSONL otherwise) was used."""
+    if name == "<stdin>" and line == 1:
+        return ("Standard input has no file name to tell its format by; give --format trec, "
+                "jsonl or csv.")
+    return None

@@ -15,7 +15,7 @@ from typing import Any
 
 from ragjudge.errors import InputError
 from ragjudge.formats.records import Duplicates, short
-from ragjudge.formats.source import Destination, Lines, Source, open_output, source_name
+from ragjudge.formats.source import Destination, Lines, Source, open_output, source_name, stdin_format_hint
 from ragjudge.models import Judgment, RunEntry
 
 
@@ -35,7 +35,8 @@ def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates
         if len(parts) != 4:
             raise InputError(
                 f"a qrels line has 4 fields 'query_id 0 chunk_id grade', this one has {len(parts)}: "
-                f"{short(text)}.", file=lines.name, line=number)
+                f"{short(text)}.", file=lines.name, line=number,
+                hint=stdin_format_hint(lines.name, number))
         qid, _, docid, grade_text = parts
         try:
             grade = int(grade_text)
@@ -76,18 +77,21 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
                 continue
             raise InputError(
                 f"a run line has 6 fields 'query_id Q0 chunk_id rank score tag', this one has "
-                f"{len(parts)}: {short(text)}.", file=lines.name, line=number)
+                f"{len(parts)}: {short(text)}.", file=lines.name, line=number,
+                hint=stdin_format_hint(lines.name, number))
         qid, _, docid, rank_text, score_text, _tag = parts
         try:
             rank: int | None = int(rank_text)
         except ValueError:
             raise InputError(f"{short(rank_text)} is not an integer rank.", file=lines.name,
-                             line=number, field="rank") from None
+                             line=number, field="rank",
+                             hint=stdin_format_hint(lines.name, number)) from None
         try:
             score = float(score_text)
         except ValueError:
             raise InputError(f"{short(score_text)} is not a number.", file=lines.name,
-                             line=number, field="score") from None
+                             line=number, field="score",
+                             hint=stdin_format_hint(lines.name, number)) from None
         if not isfinite(score):
             raise InputError(f"the score is {score_text}; scores must be finite numbers.",
                              file=lines.name, line=number, field="score")
