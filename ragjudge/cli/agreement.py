@@ -87,8 +87,14 @@ def agree(
             if declared is not None and declared != ratings.scale:
                 from ragjudge.metrics.agreement import Ratings
 
-                ratings = Ratings.from_matrix(ratings.matrix, declared, annotators=ratings.annotators,
-                                              units=ratings.units)
+                try:
+                    ratings = Ratings.from_matrix(ratings.matrix, declared, annotators=ratings.annotators,
+                                                  units=ratings.units)
+                except ValueError as exc:  # InputError too: a grade off the declared scale
+                    detail = getattr(exc, "message", None) or str(exc)
+                    raise UsageError(
+                        f"--scale {scale}: {detail} Give a scale that holds every grade of the "
+                        f"project, such as its own {ratings.scale[0]}-{ratings.scale[1]}.") from None
             view = svc.agreement_view(ratings)
             if verdict:
                 from ragjudge.services.agreement import verdict_stability

@@ -127,3 +127,9 @@ def test_import_wrong_kind_of_file_says_so(capsys, db, tmp_path):
     err = _assert_usage_error(capsys, db, "import", "chunks", labels)
     assert "field 'id'" in err and "'query_id', 'chunk_id', 'grade', 'annotator'" in err
     assert "is this a chunks file?" in err
+
+
+def test_agree_scale_narrower_than_the_grades_names_scale(capsys, db):
+    # was: "field 'grade': grade 3 ... is not a whole grade of the scale 0-2" (no option named)
+    err = _assert_usage_error(capsys, db, "agree", "--scale", "0-2")
+    assert err.startswith("ragjudge: --scale 0-2: grade 3 ") and "its own 0-3" in err
