@@ -349,6 +349,15 @@ def _encode(values: Any) -> np.ndarray:
     return _keys.as_ids(values)
 
 
+def _encode_runs(values: Any) -> np.ndarray:
+    """:func:`_encode` for ids that come in runs of equal values (a view's query ids, grouped by
+    query): each run's id is encoded once."""
+    if not (isinstance(values, np.ndarray) and values.dtype == object and len(values)):
+        return _encode(values)
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    return np.repeat(_encode(values[starts]), np.diff(np.r_[starts, len(values)]))
+
+
 def _err_like(measures: Iterable[Any]) -> bool:
     return any(m.definition.name.startswith("ERR") and m.get("max_grade") is None for m in measures)
 
@@ -556,7 +565,7 @@ class LiveEvaluation:
             g = np.array(g, dtype=np.int64)
         chunks = _encode(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
-        return Qrels(_encode(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64))
+        return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64))
 
     def _full(self, view: _View) -> None:
         qrels = self._qrels_of(view)

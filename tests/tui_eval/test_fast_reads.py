@@ -101,8 +101,11 @@ def test_current_labels_through_the_driver_equal_the_core_select(demo):  # noqa:
 
 def test_ids_encoded_in_bulk_equal_the_metrics_encoding():
     from ragjudge.metrics import _keys
-    from ragjudge.services.live import _encode
+    from ragjudge.services.live import _encode, _encode_runs
 
-    for values in (["q1", "bb", "c" * 15], ["é-1", "x"], ["abcdefgh"], ["a" * 9, "b"], []):
-        got, expected = _encode(np.array(values, dtype=object)), _keys.as_ids(values)
-        assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), values
+    for values in (["q1", "bb", "c" * 15], ["é-1", "x"], ["abcdefgh"], ["a" * 9, "b"], [],
+                   ["q1", "q1", "q2", "q1", "é", "é", "é"]):
+        expected = _keys.as_ids(values)
+        for encode in (_encode, _encode_runs):
+            got = encode(np.array(values, dtype=object))
+            assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), values
