@@ -45,25 +45,27 @@ def available() -> bool:
     return True
 
 
-def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int, int]:
-    """Counts over bytes lo:hi: whitespace, CRs, LFs, and whitespace bytes followed by
-    whitespace (the byte after hi is looked at, the padding after ``size`` is not)."""
+def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
+    """Counts over bytes lo:hi: whitespace, CRs, and whitespace bytes followed by whitespace
+    (the byte after hi is looked at, the padding after ``size`` is not)."""
     b = buf[lo:min(hi + 1, size)]
     ws = b <= 32
     m = hi - lo
     n_ws = int(np.count_nonzero(ws[:m]))
     pairs = int(np.count_nonzero(ws[:-1] & ws[1:]))
     cr = int(np.count_nonzero(b[:m] == 13))
-    lf = int(np.count_nonzero(b[:m] == 10))
-    return n_ws, cr, lf, pairs
+    return n_ws, cr, pairs
 
 
-def _whitespace_counts(buf: np.ndarray, lo: int, hi: int,
-                       size: int) -> tuple[int, int, int, int]:
+def _whitespace_counts(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
     """``_scan`` over bytes lo:hi, in cache-sized chunks."""
     parts = [_scan(buf, a, min(a + _SCAN, hi), size) for a in range(lo, hi, _SCAN)]
-    return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
-            sum(p[3] for p in parts))
+    return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+
+
+def _count_newlines(buf: np.ndarray, size: int) -> int:
+    return sum(int(np.count_nonzero(buf[a:min(a + _SCAN, size)] == 10))
+               for a in range(0, size, _SCAN))
 
 
 def _split_points(buf: np.ndarray, size: int, parts: int) -> list[int]:
@@ -218,7 +220,7 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
         return None
     table = (pa.concat_tables([t for t, _ in results]) if len(results) > 1
              else results[0][0])
-    n_ws, cr, lf, pairs = (sum(c[k] for _, c in results) for k in range(4))
+    n_ws, cr, pairs = (sum(c[k] for _, c in results) for k in range(3))
     del results
     n = table.num_rows
     # every line "f1 f2 ... fn\n" (or "\r\n") with non-empty fields <=> the whitespace bytes
@@ -230,7 +232,7 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     if cr == 0:
         if n_ws != n * nf or pairs != 0:
             return None
-    elif lf != n or n_ws != n * nf + cr or pairs != cr:
+    elif n_ws != n * nf + cr or pairs != cr or _count_newlines(buf, size) != n:
         return None
     column = table.column(n_name)
     if float_scores:

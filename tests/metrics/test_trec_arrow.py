@@ -82,6 +82,7 @@ RUN_FALLBACK = [
     b"q1 Q0 d1 1 2.5 t\x00x\n",
     b"q1 Q0 d1 1 2.5 t\r\r\n",
     b"q1 Q0 d1 1 2.5 t\rq1 Q0 d2 1 1 t\n",  # a lone CR is not a line end
+    b"q\t Q0 d1 1 2.5 t\rq1 Q0 d2 1 1 t\n",  # ... even when a tab evens out the counts
     b"q1 Q0 d1 1 2.5 t x\n",               # malformed: 7 fields
     b"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 1 1\n",    # malformed: 5 fields on line 2
     b"q1 Q0 d1 1 2.5 \n",                  # malformed: 5 fields and a trailing blank
