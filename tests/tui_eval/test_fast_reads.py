@@ -109,3 +109,45 @@ def test_ids_encoded_in_bulk_equal_the_metrics_encoding():
         for encode in (_encode, _encode_runs):
             got = encode(np.array(values, dtype=object))
             assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), values
+
+
+def test_driver_reads_on_every_database(any_db):  # noqa: ANN001
+    """The cursor-level reads (runs, current labels, the live engine's per-label reads) on
+    SQLite and on PostgreSQL (``%s`` parameters), against ``ragjudge eval``'s numbers."""
+    import math
+    import random
+
+    from projectkit import make_small_project
+
+    from ragjudge.services import judging, live
+
+    project = make_small_project(any_db)
+    try:
+        run = ev.project_run(project, "bm25")
+        assert sorted(run.to_ranked()) == [f"q{i}" for i in range(1, 6)]
+        assert all(len(v) == 10 for v in run.to_ranked().values())
+        with project.connect() as connection:
+            rows = ev._read_run_rows(connection, "bm25", 3)
+        assert list(rows[1]) == [c for q in sorted(run.to_ranked()) for c in run.to_ranked()[q]]
+        rnd = random.Random(2)
+        ranked = run.to_ranked()
+        for _ in range(12):
+            q = rnd.choice(sorted(ranked))
+            judging.record_label(project, annotator=rnd.choice(["ana", "ben"]), query_id=q,
+                                 chunk_id=rnd.choice(ranked[q]), grade=rnd.randint(0, 3))
+        engine = live.LiveEvaluation(project, measures=["P@5", "nDCG@10", "AP"])
+        engine.load()
+        for _ in range(5):
+            q = rnd.choice(sorted(ranked))
+            judging.record_label(project, annotator="ana", query_id=q, chunk_id=ranked[q][0],
+                                 grade=rnd.randint(0, 3))
+            assert engine.poll()
+        qrels, rule = ev.project_qrels(project)
+        expected = ev.evaluate_all(qrels, {"bm25": ev.project_run(project, "bm25")},
+                                   ["P@5", "nDCG@10", "AP"], threshold=engine.threshold,
+                                   project=project, rule=rule)
+        for m, value in expected.aggregate("bm25").items():
+            got = engine.snapshot().means["bm25"][m]
+            assert got == value or (math.isnan(got) and math.isnan(value)), m
+    finally:
+        project.close()
