@@ -157,6 +157,9 @@ def demo(
     else:
         err_console.print(f"Using the demo project already at {safe(db)} (--fresh rebuilds it).")
     if no_tui:
+        # every later command needs to be told where the project is (the default is ragjudge.db)
+        err_console.print(f"Next: ragjudge --db {safe(db)} status, or export RAGJUDGE_DB={safe(db)}.",
+                          soft_wrap=True)
         return
     from ragjudge.tui import run_app
 

@@ -280,9 +280,13 @@ def _check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
         )
     if not path.exists():
         if not create:
+            demo = path.with_name("ragjudge-demo.db")
+            if path.name == "ragjudge.db" and demo.exists():  # 'ragjudge demo' builds it by default
+                hint = f"The demo project is at {demo.name} in that folder: add --db {demo.name}."
+            else:
+                hint = "Build the demo project with 'ragjudge demo'."
             raise ProjectError(
-                f"There is no project at {db}. Create one with 'ragjudge init --db {db}', or "
-                "build the demo project with 'ragjudge demo'."
+                f"There is no project at {db}. Create one with 'ragjudge init --db {db}'. {hint}"
             )
         return
     if path.is_dir():
