@@ -40,7 +40,11 @@ def hoist_db(argv: list[str]) -> list[str]:
         if arg == "--":
             out.extend(argv[i:])
             break
-        if arg == "--db" and i + 1 < len(argv):
+        if arg == "--db":
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                from ragjudge.errors import UsageError
+
+                raise UsageError("--db needs a value: a project file such as labels.db, or a database URL.")
             front = ["--db", argv[i + 1]]
             i += 2
             continue
@@ -58,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     from ragjudge.errors import CheckFailed, RagjudgeError
 
     _register()
-    args = hoist_db(list(sys.argv[1:] if argv is None else argv))
     try:
+        args = hoist_db(list(sys.argv[1:] if argv is None else argv))
         app(args=args, prog_name="ragjudge", standalone_mode=True)
     except SystemExit as exc:  # click's usage errors (2), --help (0), typer.Exit(n)
         code = exc.code

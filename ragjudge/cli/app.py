@@ -37,6 +37,10 @@ DbOption = Annotated[
 
 @app.callback()
 def main_callback(ctx: typer.Context, db: DbOption = None) -> None:
+    if db is not None and not db.strip():
+        from ragjudge.errors import UsageError
+
+        raise UsageError("--db is empty: give a project file such as labels.db, or a database URL.")
     set_db(db)
     if ctx.invoked_subcommand is None:
         from ragjudge.cli.common import open_project

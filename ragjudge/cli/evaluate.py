@@ -66,6 +66,9 @@ class Inputs:
     def _load(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
         from ragjudge.services import evaluation as svc
 
+        if qrels_file == "-":
+            raise UsageError("--qrels -: eval, compare, gate and explain read qrels from a file, not "
+                             "from standard input; save it to a file first.")
         if qrels_file is not None:
             if rule is not None:
                 raise UsageError("--rule chooses how a project's labels become qrels; it does not "
@@ -83,6 +86,26 @@ class Inputs:
             self.threshold = self.project.scale.threshold if threshold is None else threshold
         if self.threshold < 0:
             raise UsageError(f"--threshold {self.threshold}: a grade threshold is at least 0.")
+        self.max_grade = self.project.scale.max if self.project is not None and qrels_file is None else None
+        if self.max_grade is not None and self.threshold > self.max_grade:
+            raise UsageError(
+                f"--threshold {self.threshold} is above the project's top grade "
+                f"({self.project.scale.describe()}): nothing could count as relevant."
+            )
+
+    def check_measures(self, measures: list[str]) -> None:
+        """A relevance threshold (``P(rel=9)@5``) above the project's scale is a mistake."""
+        if self.max_grade is None:
+            return
+        from ragjudge.metrics.registry import parse_measure
+
+        for name in measures:
+            rel = dict(parse_measure(name).params).get("rel")
+            if rel is not None and rel > self.max_grade:
+                raise UsageError(
+                    f"-m {name}: rel={rel} is above the project's top grade "
+                    f"({self.project.scale.describe()}): nothing could count as relevant."
+                )
 
     def __enter__(self) -> "Inputs":
         return self
@@ -106,6 +129,9 @@ class Inputs:
             if names:
                 raise UsageError("--name renames a --run; name the runs to rename.")
             texts = list(stored)
+        if "-" in texts:
+            raise UsageError("--run -: runs are read from files or from the project, not from "
+                             "standard input; save it to a file first.")
         specs = svc.resolve_runs(texts, names, project_runs=stored)
         runs = {}
         for spec in specs:
@@ -225,6 +251,7 @@ def eval_command(
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
     with Inputs(qrels, rule, threshold) as inputs:
+        inputs.check_measures(measures)
         runs = inputs.runs(run, name)
         strata = None
         if by is not None:
@@ -254,6 +281,9 @@ def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[s
         entry: dict[str, Any] = {"aggregate": evaluation.aggregate(name, stratum)}
         if evaluation.queries_mode == "run":  # each run is averaged over its own queries
             entry["queries"] = evaluation.n_queries(stratum, run=name)
+        left_out = _undefined(evaluation, name, stratum)
+        if left_out:
+            entry["undefined"] = left_out
         if ci:
             entry["ci95"] = {m: [low, high] for m, (_, low, high)
                              in evaluation.intervals(name, stratum=stratum).items()}
@@ -261,6 +291,15 @@ def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[s
             entry["per_query"] = evaluation.per_query(name, stratum)
         runs[name] = entry
     return {"queries": evaluation.n_queries(stratum), "runs": runs}
+
+
+def _undefined(evaluation, run: str, stratum: str | None) -> dict[str, int]:  # noqa: ANN001
+    """Per measure, the queries left out of the mean because it is undefined there (a query
+    with no facets for Coverage, no nuggets for NuggetRecall, ...)."""
+    result = evaluation.results[run]
+    if stratum is not None:
+        result = result.subset(evaluation.strata[stratum])
+    return {m: n for m, n in result.undefined().items() if n}
 
 
 def _eval_json(evaluation, per_query: bool, ci: bool) -> dict[str, Any]:  # noqa: ANN001
@@ -363,6 +402,14 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
 
 def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
+    left_out: dict[str, set[int]] = {}
+    for name in evaluation.run_names:
+        for measure, n in _undefined(evaluation, name, None).items():
+            left_out.setdefault(measure, set()).add(n)
+    for measure, counts in left_out.items():
+        n = "/".join(str(c) for c in sorted(counts))
+        lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
+                     "where it is undefined (nothing to count, e.g. no facets or nuggets).")
     source = f"qrels: {evaluation.qrels_source}"
     if evaluation.rule is not None:
         source += f", gold rule: {evaluation.rule}"
@@ -524,6 +571,7 @@ def compare(
         raise UsageError("--permutations and --resamples must be at least 1.")
     measures = svc.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
+        inputs.check_measures(measures)
         loaded = inputs.runs(list(runs), name)
         evaluation = svc.evaluate_all(
             inputs.qrels, loaded, measures, threshold=inputs.threshold, queries=mode,
@@ -622,6 +670,11 @@ def parse_requirement(text: str) -> tuple[str, str, float]:
             "--require 'Success@5>=0.9' or --require 'R@5>=85%' (OP is >=, >, <=, < or ==)."
         )
     measure = match["measure"]
+    if measure[-1] in "<>=!":
+        raise UsageError(
+            f"--require {text!r} is not a requirement: '{measure[-1]}{match['op']}' is no operator. "
+            "Write MEASURE OP VALUE with OP one of >=, >, <=, < or ==, e.g. 'RR>=0.5'."
+        )
     try:
         parse_measure(measure)
     except UsageError as exc:
@@ -661,6 +714,7 @@ def gate(
     requirements = [parse_requirement(text) for text in require]
     measures = list(dict.fromkeys(m for m, _, _ in requirements))
     with Inputs(qrels, rule, threshold) as inputs:
+        inputs.check_measures(measures)
         runs = inputs.runs(run, name)
         evaluation = svc.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
@@ -729,6 +783,7 @@ def explain(
     _check_format(format, ("text", "json"))
     measures = svc.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
+        inputs.check_measures(measures)
         runs = inputs.runs([run])
         (run_name, loaded), = runs.items()
         if not inputs.qrels.for_query(query) and query not in loaded.query_ids:

@@ -21,6 +21,16 @@ def run_app(project, *, annotator: str | None = None, start: str = "home", **que
     ``queue_options`` go to :class:`ragjudge.services.judging.JudgingQueue`: ``runs``, ``depth``,
     ``order``, ``queries``, ``category``, ``show_source``, ``recheck``.
     """
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from ragjudge.errors import UsageError
+
+        raise UsageError(
+            "the ragjudge app needs a terminal (standard input and output are not one here). "
+            "Run it in a terminal, or use the commands: 'ragjudge status', 'ragjudge eval', "
+            "'ragjudge agree', 'ragjudge demo --no-tui'."
+        )
     app = make_app(project, annotator=annotator, start=start, **queue_options)
     app.run()
     if app.return_code not in (None, 0):
