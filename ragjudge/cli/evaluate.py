@@ -803,23 +803,10 @@ def explain(
 
 
 def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str) -> Any:
-    """The metrics library's explanation; RAG measures get the project's labels as extras."""
-    from ragjudge.metrics.registry import parse_measure
+    from ragjudge.services.evaluation import explain_query
 
-    measure = parse_measure(name)
-    if measure.needs:
-        from ragjudge.metrics.rag import explain_rag
-        from ragjudge.services.evaluation import _project_extras
-
-        extras = _project_extras(inputs.project, run_name, inputs.qrels, run, [measure],
-                                 inputs.threshold, [query], inputs.rule)
-        explanation = explain_rag(inputs.qrels, run, query, measure, extras=extras,
-                                  threshold=inputs.threshold)
-        if explanation is not None:
-            return explanation
-    from ragjudge.metrics.explain import explain as explain_measure
-
-    return explain_measure(inputs.qrels, run, query, measure, threshold=inputs.threshold)
+    return explain_query(inputs.project, run_name, inputs.qrels, run, query, name,
+                         threshold=inputs.threshold, rule=inputs.rule)
 
 
 def _explanation_dict(explanation: Any) -> dict[str, Any]:

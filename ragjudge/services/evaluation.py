@@ -513,6 +513,24 @@ def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
     return rag_extras(project, name, measures=parsed, rule=rule)
 
 
+def explain_query(project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,  # noqa: ANN001
+                  *, threshold: int, rule: str | None = None) -> Any:
+    """The step-by-step computation of ``measure`` for one query (``ragjudge explain`` and the
+    evaluation screen). RAG measures get the project's facets, nuggets, entities or citations;
+    the two Context Precision definitions are explained side by side."""
+    from ragjudge.metrics.explain import explain
+
+    parsed = parse_measure(measure)
+    if parsed.needs or parsed.definition.name.startswith("ContextPrecision"):
+        from ragjudge.metrics.rag import explain_rag
+
+        extras = _project_extras(project, run_name, qrels, run, [parsed], threshold, [query_id], rule)
+        explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
+        if explanation is not None:
+            return explanation
+    return explain(qrels, run, query_id, parsed, threshold=threshold)
+
+
 # -- comparison --------------------------------------------------------------------------------
 
 

@@ -23,7 +23,6 @@ recomputed less often), so a worker thread can compute while the UI thread rende
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -1046,7 +1045,11 @@ class LiveEvaluation:
         qrels = Qrels([query_id] * len(judgments), list(judgments),
                       np.array(list(judgments.values()), dtype=np.int64))
         sub = self._sub_run(run, [query_id]) if query_id in self.row else Run([], [], None, ordered=True)
-        return explain_text(qrels, sub, query_id, measure, self.threshold)
+        from ragjudge.services.evaluation import explain_query
+
+        explanation = explain_query(self.project, run, qrels, sub, query_id, measure,
+                                    threshold=self.threshold, rule=self.rule)
+        return explanation.render()
 
 
 def gold_arrays(labels, decided: dict[tuple[str, str], int], rule: str):  # noqa: ANN001, ANN201
@@ -1114,37 +1117,3 @@ def _intervals(matrix: np.ndarray, measures: list[str], resamples: int) -> dict[
     return out
 
 
-def explain_text(qrels: Qrels, run: Run, query_id: str, measure: str, threshold: int) -> str:
-    """The library's explanation when it has one; else rank, chunk, grade and the value."""
-    explain_measure = None
-    for module in ("ragjudge.metrics.explanation", "ragjudge.metrics.explain"):
-        try:
-            explain_measure = importlib.import_module(module).explain
-            break
-        except (ImportError, AttributeError):
-            continue
-    if explain_measure is not None:
-        try:
-            result = explain_measure(qrels, run, query_id, measure, threshold=threshold)
-            return result.render() if hasattr(result, "render") else str(result)
-        except TypeError:
-            result = explain_measure(qrels, run, query_id, measure)
-            return result.render() if hasattr(result, "render") else str(result)
-    value = evaluate(qrels, run, [measure], threshold=threshold, queries=[query_id]).values
-    grades = qrels.for_query(query_id) if qrels.n_queries else {}
-    m = parse_measure(measure)
-    depth = m.depth or 20
-    lines = [f"{measure} for query {query_id} (relevant: grade >= {threshold})", "",
-             f"{'rank':>4}  {'grade':>5}  rel  chunk"]
-    ranked = run.to_ranked().get(query_id, []) if run.n_queries else []
-    hits = 0
-    for rank, chunk in enumerate(ranked[:depth], start=1):
-        grade = grades.get(chunk)
-        rel = grade is not None and grade >= threshold
-        hits += rel
-        lines.append(f"{rank:>4}  {'-' if grade is None else grade:>5}  {'yes' if rel else ' no'}  {chunk}"
-                     f"   (relevant so far: {hits})")
-    n_rel = sum(1 for g in grades.values() if g >= threshold)
-    lines += ["", f"judged chunks: {len(grades)}, relevant: {n_rel}",
-              f"{measure} = {float(value[0, 0]) if value.size else float('nan'):.4f}"]
-    return "\n".join(lines)

@@ -359,3 +359,14 @@ def test_rule_and_curve_changes_keep_the_annotators_views_and_equal_a_fresh_engi
     fresh.load()
     _same_snapshot(engine, fresh)
     assert_same(engine, demo, "median")
+
+
+def test_explain_on_the_screen_covers_rag_measures_and_both_context_precisions(demo):
+    """The evaluation screen's explain goes through the same service as `ragjudge explain`:
+    RAG measures get the project's facets and nuggets, Context Precision shows both definitions."""
+    engine = live.LiveEvaluation(demo, measures=["P@5"])
+    engine.load()
+    coverage = engine.explain("hybrid", "m01", "Coverage@5")
+    assert coverage.startswith("Coverage@5 = ") and "facet" in coverage
+    precision = engine.explain("hybrid", "m01", "ContextPrecision@5")
+    assert "AP (seed 000" in precision and "RAGAS" in precision
