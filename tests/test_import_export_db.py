@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from ragjudge.errors import InputError
 from ragjudge.services.exporting import export
-from ragjudge.services.importing import import_file, import_labels, import_run
+from ragjudge.services.importing import import_file
 from ragjudge.store.schema import Base
 
 
@@ -31,7 +31,7 @@ def small(any_db):
 
 def test_ties_are_broken_by_chunk_id_bytes_descending(small):
     text = io.StringIO("q1 Q0 c02 1 0.5 r\nq1 Q0 c10 2 0.5 r\nq1 Q0 c03 3 0.9 r\nq1 Q0 c01 4 0.5 r\n")
-    import_run(small, text, name="tied", fmt="trec")
+    import_file(small, "run", text, name="tied", fmt="trec")
     out = io.StringIO()
     export(small, "run", out, name="tied")
     assert [line.split()[2] for line in out.getvalue().splitlines()] == ["c03", "c10", "c02", "c01"]
@@ -56,18 +56,18 @@ def test_reimports_change_nothing_and_a_changed_label_is_an_event(small):
     labels = "".join(json.dumps(x) + "\n" for x in [
         {"query_id": "q1", "chunk_id": "c01", "grade": 2, "annotator": "a", "note": "ok"},
         {"query_id": "q2", "chunk_id": "c02", "grade": 0}])
-    first = import_labels(small, io.StringIO(labels), fmt="jsonl")
+    first = import_file(small, "labels", io.StringIO(labels), fmt="jsonl")
     assert (first.added, first.unchanged) == (2, 0)
     snapshot = rows(small)
-    again = import_labels(small, io.StringIO(labels), fmt="jsonl")
+    again = import_file(small, "labels", io.StringIO(labels), fmt="jsonl")
     assert (again.added, again.unchanged) == (0, 2)
     assert rows(small) == snapshot
     run = "q1 Q0 c05 1 2.0 r\nq1 Q0 c06 2 1.0 r\n"
-    import_run(small, io.StringIO(run), name="new", fmt="trec")
+    import_file(small, "run", io.StringIO(run), name="new", fmt="trec")
     snapshot = rows(small)
-    assert import_run(small, io.StringIO(run), name="new", fmt="trec").unchanged == 2
+    assert import_file(small, "run", io.StringIO(run), name="new", fmt="trec").unchanged == 2
     assert rows(small) == snapshot
-    changed = import_labels(small, io.StringIO(labels.replace('"grade": 2', '"grade": 3')), fmt="jsonl")
+    changed = import_file(small, "labels", io.StringIO(labels.replace('"grade": 2', '"grade": 3')), fmt="jsonl")
     assert (changed.added, changed.unchanged) == (1, 1)
     out = io.StringIO()
     export(small, "qrels", out, rule="max")

@@ -158,42 +158,6 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
     return project.write(work)
 
 
-def import_queries(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "queries", source, **options)
-
-
-def import_chunks(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "chunks", source, **options)
-
-
-def import_run(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "run", source, **options)
-
-
-def import_qrels(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "qrels", source, **options)
-
-
-def import_labels(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "labels", source, **options)
-
-
-def import_facets(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "facets", source, **options)
-
-
-def import_nuggets(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "nuggets", source, **options)
-
-
-def import_entities(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "entities", source, **options)
-
-
-def import_answers(project, source: Source, **options: Any) -> ImportResult:  # noqa: ANN001
-    return import_file(project, "answers", source, **options)
-
-
 def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
     """Store a Markdown file as the project's judging guidelines (setting ``guidelines``)."""
     file = source_name(source)
@@ -877,8 +841,6 @@ def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], 
 
 
 __all__ = [
-    "BATCH", "DEFAULT_ANNOTATOR", "IMPORT_KINDS", "ImportResult", "Progress", "import_answers",
-    "import_beir", "import_chunks", "import_entities", "import_facets", "import_file",
-    "import_guidelines", "import_labels", "import_nuggets", "import_qrels", "import_queries",
-    "import_run", "run_name_for",
+    "BATCH", "DEFAULT_ANNOTATOR", "IMPORT_KINDS", "ImportResult", "Progress", "import_beir",
+    "import_file", "import_guidelines", "run_name_for",
 ]

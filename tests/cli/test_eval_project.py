@@ -42,7 +42,7 @@ LABELS = [
 
 @pytest.fixture
 def labelled(project_db, tmp_path):
-    from ragjudge.services.importing import import_run
+    from ragjudge.services.importing import import_file
     from ragjudge.services.judging import record_label
     from ragjudge.services.project import Project
 
@@ -55,7 +55,7 @@ def labelled(project_db, tmp_path):
                  for r, c in enumerate(_bm25(i), start=1)]
         path = tmp_path / "reversed.trec"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        import_run(project, str(path))
+        import_file(project, "run", str(path))
     return project_db
 
 

@@ -78,7 +78,7 @@ def test_explain(capsys, rag_db):  # noqa: ANN001
 
 
 def test_compare(capsys, rag_db, tmp_path):  # noqa: ANN001
-    from ragjudge.services.importing import import_run
+    from ragjudge.services.importing import import_file
     from ragjudge.services.project import Project
 
     # bm25 reversed: q1's top 5 is c14 … c10 (no facet covered there)
@@ -87,7 +87,7 @@ def test_compare(capsys, rag_db, tmp_path):  # noqa: ANN001
     path = tmp_path / "reversed.trec"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with Project.open(rag_db) as project:
-        import_run(project, str(path))
+        import_file(project, "run", str(path))
     code, out, err = _run(capsys, "compare", "--db", rag_db, "bm25", "reversed", "-m", "Coverage@5",
                           "--format", "json")
     assert code == 0, err
