@@ -292,12 +292,12 @@ def test_help_has_examples(capsys):
 
 
 def test_progress_callback_sees_the_whole_file(tmp_path, project):
-    from ragjudge.services.importing import import_run
+    from ragjudge.services.importing import import_file
 
     path = tmp_path / "dense.trec"
     path.write_text(GOOD_RUN * 1)
     calls = []
-    result = import_run(project, path, progress=lambda done, total, what: calls.append((done, total, what)))
+    result = import_file(project, "run", path, progress=lambda done, total, what: calls.append((done, total, what)))
     assert result.added == 100 and result.run == "dense"
     assert calls and calls[-1][0] == calls[-1][1] == path.stat().st_size
 
