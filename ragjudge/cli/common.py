@@ -10,7 +10,6 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ragjudge.store.engine import env_db
 
 console = Console(highlight=False, soft_wrap=False)
 err_console = Console(stderr=True, highlight=False)
@@ -25,6 +24,8 @@ def set_db(db: str | None) -> None:
 
 def project_db() -> str:
     """The project database: ``--db``, else ``RAGJUDGE_DB``, else ``./ragjudge.db``."""
+    from ragjudge.store.engine import env_db  # lazily: file-only commands never load SQLAlchemy
+
     return _state["db"] or env_db()
 
 
