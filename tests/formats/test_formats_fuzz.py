@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from ragjudge.errors import InputError
 from ragjudge.formats import KINDS, read_beir_corpus, read_beir_qrels, read_beir_queries, read_records
-from ragjudge.formats.source import Lines
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

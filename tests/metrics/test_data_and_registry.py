@@ -18,7 +18,7 @@ from ragjudge.metrics import (
     parse_measure,
     read_run_arrays,
 )
-from ragjudge.metrics.registry import REGISTRY, ALIASES, Param, measure
+from ragjudge.metrics.registry import REGISTRY, ALIASES, measure
 
 QRELS_TEXT = "q1 0 a 2\nq1 0 b 0\nq1 0 c 1\nq2 0 a 1\n"
 RUN_TEXT = "q1 Q0 b 1 3.0 t\nq1 Q0 a 2 2.0 t\nq1 Q0 c 3 1.0 t\nq2 Q0 x 1 5 t\n"

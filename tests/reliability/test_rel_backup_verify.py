@@ -192,7 +192,7 @@ def test_help_has_examples():
     for command in ("backup", "verify"):
         result = run(command, "--help")
         assert result.returncode == 0
-        assert "Examples" in result.stdout and f"ragjudge --db" in result.stdout
+        assert "Examples" in result.stdout and "ragjudge --db" in result.stdout
 
 
 def test_a_failed_backup_leaves_no_file_under_the_target_name(tmp_path, monkeypatch):
