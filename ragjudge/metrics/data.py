@@ -47,7 +47,35 @@ def _integer_grades(grades: Any) -> np.ndarray:
     return as_float.astype(np.int64)
 
 
-class Qrels:
+class _ByQuery:
+    """What qrels and runs share: rows grouped by query, queries as sorted unique ``_qids``
+    with ``offsets`` into the rows."""
+
+    _qids: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self._qids)
+
+    @cached_property
+    def query_ids(self) -> list[str]:
+        """The queries, in byte order of their ids (trec_eval's output order)."""
+        return decode(self._qids)
+
+    @property
+    def query_id_bytes(self) -> np.ndarray:
+        return self._qids
+
+    def _rows_of(self, query_id: str) -> tuple[int, int] | None:
+        """The row range of one query, or None when it has none."""
+        row = _keys.lookup(self._qids, as_ids([query_id]))[0]
+        if row < 0:
+            return None
+        return int(self.offsets[row]), int(self.offsets[row + 1])
+
+
+class Qrels(_ByQuery):
     """Graded relevance judgments: for each query, a grade per judged chunk.
 
     Build with ``Qrels(query_ids, chunk_ids, grades)`` (parallel arrays or sequences),
@@ -132,19 +160,6 @@ class Qrels:
     def __repr__(self) -> str:
         return f"Qrels({self.n_queries} queries, {len(self)} judgments)"
 
-    @property
-    def n_queries(self) -> int:
-        return len(self._qids)
-
-    @cached_property
-    def query_ids(self) -> list[str]:
-        """The judged queries, in byte order of their ids (trec_eval's output order)."""
-        return decode(self._qids)
-
-    @property
-    def query_id_bytes(self) -> np.ndarray:
-        return self._qids
-
     @cached_property
     def index(self) -> _keys.PairIndex:
         """Hash index from (query row, chunk id) to the judgment row."""
@@ -164,14 +179,14 @@ class Qrels:
 
     def for_query(self, query_id: str) -> dict[str, int]:
         """``{chunk_id: grade}`` of one query (empty when the query has no judgments)."""
-        row = _keys.lookup(self._qids, as_ids([query_id]))[0]
-        if row < 0:
+        rows = self._rows_of(query_id)
+        if rows is None:
             return {}
-        lo, hi = self.offsets[row], self.offsets[row + 1]
+        lo, hi = rows
         return dict(zip(decode(self.chunk_ids[lo:hi]), self.grades[lo:hi].tolist()))
 
 
-class Run:
+class Run(_ByQuery):
     """A retriever's ranked chunks per query, sorted once into trec_eval's order.
 
     Build with ``Run(query_ids, chunk_ids, scores)`` (parallel arrays),
@@ -345,28 +360,16 @@ class Run:
         return f"Run({label}{self.n_queries} queries, {len(self)} entries)"
 
     @property
-    def n_queries(self) -> int:
-        return len(self._qids)
-
-    @cached_property
-    def query_ids(self) -> list[str]:
-        return decode(self._qids)
-
-    @property
-    def query_id_bytes(self) -> np.ndarray:
-        return self._qids
-
-    @property
     def depth(self) -> int:
         """The longest ranking of any query."""
         return int(np.max(np.diff(self.offsets))) if self.n_queries else 0
 
     def ranking(self, query_id: str) -> list[tuple[str, float]]:
         """``[(chunk_id, score), ...]`` of one query in rank order (empty if absent)."""
-        row = _keys.lookup(self._qids, as_ids([query_id]))[0]
-        if row < 0:
+        rows = self._rows_of(query_id)
+        if rows is None:
             return []
-        lo, hi = self.offsets[row], self.offsets[row + 1]
+        lo, hi = rows
         return list(zip(decode(self.chunk_ids[lo:hi]), self.scores[lo:hi].tolist()))
 
     def to_ranked(self) -> dict[str, list[str]]:
