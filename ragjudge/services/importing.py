@@ -666,9 +666,11 @@ def _refs_of(refs: _References, records: list[tuple[int, Any]], chunk_fields: Ca
     refs.check(queries, chunks)
 
 
-def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
-                   annotator: str, refs: _References, result: ImportResult) -> None:
-    facets_t, links_t = Facet.__table__, FacetLink.__table__
+def _judgment_lines(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                    annotator: str, refs: _References, result: ImportResult,
+                    ) -> tuple[list[tuple[int, Any]], dict[int, str]]:
+    """Facet and nugget lines: checked references, and each line's annotator (its own, else
+    ``annotator``), who exist afterwards when the line judges a chunk."""
     items = list(records)
     result.read = len(items)
     _refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
@@ -676,6 +678,13 @@ def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], f
     who_of = {line: _check_annotator(r.annotator, file=file, line=line) if r.annotator else annotator
               for line, r in items}
     _ensure_annotators(connection, {who_of[line] for line, r in items if r.chunk_id})
+    return items, who_of
+
+
+def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                   annotator: str, refs: _References, result: ImportResult) -> None:
+    facets_t, links_t = Facet.__table__, FacetLink.__table__
+    items, who_of = _judgment_lines(connection, records, file, annotator, refs, result)
     query_ids = sorted({r.query_id for _, r in items})
     facet_ids: dict[tuple[str, str], int] = {}
     for part in _batches(query_ids):
@@ -715,13 +724,7 @@ def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], f
 def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
                     annotator: str, refs: _References, result: ImportResult) -> None:
     nuggets_t, support_t = Nugget.__table__, NuggetSupport.__table__
-    items = list(records)
-    result.read = len(items)
-    _refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
-    refs.raise_if_missing(file)
-    who_of = {line: _check_annotator(r.annotator, file=file, line=line) if r.annotator else annotator
-              for line, r in items}
-    _ensure_annotators(connection, {who_of[line] for line, r in items if r.chunk_id})
+    items, who_of = _judgment_lines(connection, records, file, annotator, refs, result)
     known: dict[tuple[str, str], Any] = {}
     for part in _batches(sorted({r.query_id for _, r in items})):
         for row in connection.execute(select(nuggets_t).where(nuggets_t.c.query_id.in_(part),
