@@ -4,7 +4,7 @@ Built once per (qrels, run, query set, threshold); every measure kernel reads it
 evaluated queries (``query_ids``), columns the ranks 1..depth. Ranks past the end of a query's
 ranking are padding: ``valid`` is False there and every flag is False.
 
-Conventions (DESIGN.md, trec_eval):
+Conventions (ragjudge/ARCHITECTURE.md, trec_eval):
 
 - ``grade_matrix``: the judged grade at each rank, -1 where the chunk is unjudged, its grade is
   negative (negative = unjudged) or the rank is padding;

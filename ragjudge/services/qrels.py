@@ -1,7 +1,7 @@
 """Gold qrels: one grade per (query, chunk) pair from the annotators' current labels.
 
 A pair's gold grade is its newest adjudication if any, else the aggregate of every annotator's
-current grade under a rule (DESIGN.md):
+current grade under a rule (ragjudge/ARCHITECTURE.md):
 
 - ``median`` (default) — the lower median: with grades [1, 2] it is 1;
 - ``majority`` — the most frequent grade, ties going to the lower grade (a conservative choice);

@@ -1,4 +1,4 @@
-"""The project database: SQLAlchemy 2.0 typed models of DESIGN.md's data model.
+"""The project database: SQLAlchemy 2.0 typed models of the data model in ragjudge/ARCHITECTURE.md.
 
 Labels, facet links, nugget support and adjudications are append-only event tables: rows are
 inserted, never updated or deleted. The current state of a pair for an annotator is its newest

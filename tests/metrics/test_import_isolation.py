@@ -1,4 +1,4 @@
-"""`import ragjudge.metrics` stays a numpy-only library (DESIGN.md layers)."""
+"""`import ragjudge.metrics` stays a numpy-only library (the layers of ragjudge/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
