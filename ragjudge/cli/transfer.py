@@ -15,7 +15,7 @@ from ragjudge.errors import UsageError
 
 IMPORT_EPILOG = (
     "KIND is one of: queries, chunks, run, qrels, labels, facets, nuggets, entities, answers, "
-    "guidelines, beir. FILE may be gzipped (.gz); '-' reads standard input. Each import is one "
+    "guidelines, beir, ir-datasets. FILE may be gzipped (.gz); '-' reads standard input. Each import is one "
     "transaction: a bad line changes nothing, and importing the same file twice changes nothing "
     "the second time.\n\n"
     "Examples:\n\n"
@@ -30,7 +30,10 @@ IMPORT_EPILOG = (
     "  ragjudge import nuggets nuggets.jsonl --annotator alice\n\n"
     "  ragjudge import guidelines guidelines.md\n\n"
     "  zcat run.trec.gz | ragjudge import run - --name bm25\n\n"
-    "  ragjudge import beir datasets/scifact --split test"
+    "  ragjudge import beir datasets/scifact --split test\n\n"
+    "  ragjudge import chunks fbis/fb396001.gz           # TREC SGML documents <DOC><DOCNO>\n\n"
+    "  ragjudge import queries topics.301-350            # TREC topics <top><num><title>\n\n"
+    "  ragjudge import ir-datasets beir/scifact --split test   # through your ir_datasets"
 )
 
 EXPORT_EPILOG = (
@@ -50,28 +53,40 @@ EXPORT_EPILOG = (
 @app.command("import", epilog=IMPORT_EPILOG)
 def import_command(
     kind: Annotated[str, typer.Argument(help="What the file holds (see below).", show_default=False)],
-    file: Annotated[str, typer.Argument(help="The file (a folder for beir; '-' for stdin).", show_default=False)],
+    file: Annotated[str, typer.Argument(help="The file (a folder for beir, a dataset name for ir-datasets; '-' for stdin).", show_default=False)],
     name: Annotated[Optional[str], typer.Option("--name", help="The run's name (default: the file's stem).")] = None,
-    format: Annotated[str, typer.Option("--format", help="auto, trec, jsonl, csv or beir.")] = "auto",
-    annotator: Annotated[str, typer.Option("--annotator", help="Annotator of qrels/labels/facet and nugget lines that name none.")] = "imported",
+    format: Annotated[str, typer.Option("--format", help="auto, trec, jsonl, csv, beir, trec-sgml (TREC documents) or trec-topics.")] = "auto",
+    annotator: Annotated[Optional[str], typer.Option("--annotator", help="Annotator of qrels/labels/facet and nugget lines that name none (default: imported; for ir-datasets the dataset's name).")] = None,
     create_missing: Annotated[bool, typer.Option("--create-missing", help="Add unknown query and chunk ids as placeholders with empty text instead of refusing the file.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Replace a run of the same name, and queries, chunks or answers whose fields differ.")] = False,
-    split: Annotated[Optional[str], typer.Option("--split", help="beir only: the qrels split (qrels/SPLIT.tsv; default: every split).")] = None,
+    split: Annotated[Optional[str], typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
-    guidelines or a BEIR folder into the project."""
+    guidelines, a BEIR folder or an ir_datasets dataset into the project."""
+    from ragjudge.formats import FORMATS
     from ragjudge.services import importing
 
     kind = kind.strip().lower()
-    kinds = (*importing.IMPORT_KINDS, "beir")
+    kinds = (*importing.IMPORT_KINDS, "beir", "ir-datasets")
     if kind not in kinds:
         raise UsageError(f"'ragjudge import {kind}': KIND is one of {', '.join(kinds)}.")
-    if format not in ("auto", "trec", "jsonl", "csv", "beir"):
-        raise UsageError(f"--format {format}: use auto, trec, jsonl, csv or beir.")
+    if format not in ("auto", *FORMATS):
+        raise UsageError(f"--format {format}: use auto, {', '.join(FORMATS)}.")
     if name is not None and kind != "run":
         raise UsageError("--name names a run; it applies to 'ragjudge import run' only.")
-    if split is not None and kind != "beir" and format != "beir":
-        raise UsageError("--split applies to BEIR folders only.")
+    if split is not None and kind not in ("beir", "ir-datasets") and format != "beir":
+        raise UsageError("--split applies to BEIR folders and ir_datasets datasets only.")
+    if kind == "ir-datasets" and format != "auto":
+        raise UsageError("--format does not apply to ir-datasets: ir_datasets reads the dataset.")
+    if kind == "ir-datasets":
+        with open_project() as project, _progress(counting="records") as progress:
+            results = importing.import_ir_datasets(project, file, split=split, annotator=annotator,
+                                                   create_missing=create_missing, replace=replace,
+                                                   progress=progress)
+        for result in results:
+            err_console.print(safe(result.summary()))
+        return
+    annotator = importing.DEFAULT_ANNOTATOR if annotator is None else annotator
     with open_project() as project, _progress() as progress:
         if kind == "beir":
             results = importing.import_beir(project, file, split=split, annotator=annotator,
@@ -115,14 +130,18 @@ def export_command(
 
 
 @contextmanager
-def _progress() -> Iterator[Optional[object]]:
-    """A progress callback drawing a Rich bar on stderr, or None when stderr is not a terminal."""
+def _progress(counting: str = "bytes") -> Iterator[Optional[object]]:
+    """A progress callback drawing a Rich bar on stderr, or None when stderr is not a terminal.
+    ``counting`` is what the callback's numbers count: ``bytes`` or ``records``."""
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn,
+    )
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+    amount = DownloadColumn() if counting == "bytes" else MofNCompleteColumn()
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), amount,
                    TimeRemainingColumn(), console=err_console, transient=True)
     tasks: dict[str, object] = {}
 

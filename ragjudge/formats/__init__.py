@@ -1,4 +1,5 @@
-"""Reading and writing ragjudge's file formats: TREC qrels and runs, JSONL, CSV, BEIR folders.
+"""Reading and writing ragjudge's file formats: TREC qrels and runs, JSONL, CSV, BEIR folders,
+TREC SGML documents and topics.
 
 Readers are generators over a path, an open file or inline text (:mod:`.source`); they stream,
 read ``.gz`` transparently, and turn every problem into an :class:`~ragjudge.errors.InputError`
@@ -26,12 +27,15 @@ from ragjudge.formats.records import (
 from ragjudge.formats.source import (
     MAX_LINE_BYTES, Lines, Source, is_inline, open_output, read_text, source_name,
 )
+from ragjudge.formats.trec_sgml import (
+    SGML_FORMATS, read_trec_documents, read_trec_sgml, read_trec_topics, sgml_format,
+)
 from ragjudge.formats.trec import (
     read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
     write_trec_run,
 )
 
-FORMATS = ("trec", "jsonl", "csv", "beir")
+FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS)
 
 _EXTENSIONS = {
     ".trec": "trec", ".qrels": "trec", ".txt": "trec", ".run": "trec", ".tsv": "trec",
@@ -43,17 +47,20 @@ __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "EntityRecord", "FacetRecord", "LabelRecord",
     "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output",
     "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
-    "read_records", "read_text", "read_trec_qrels", "read_trec_run", "read_tsv_texts",
+    "read_records", "read_text", "read_trec_documents", "read_trec_qrels", "read_trec_run",
+    "read_trec_topics", "read_tsv_texts",
     "record_dict", "source_name", "trec_order", "trec_run_rows", "write_beir", "write_csv", "write_jsonl", "write_records",
     "write_trec_qrels", "write_trec_run",
 ]
 
 
 def detect_format(source: Source, kind: str | None = None) -> str:
-    """``trec``, ``jsonl``, ``csv`` or ``beir`` for ``source``: a folder is BEIR; otherwise the
-    extension decides (``.gz`` stripped first: ``.trec .qrels .txt .run .tsv`` → trec, ``.jsonl
-    .json .ndjson`` → jsonl, ``.csv`` → csv); failing that, the first non-blank line does (``{``
-    → jsonl, a header of known field names → csv, else trec)."""
+    """``trec``, ``jsonl``, ``csv``, ``beir``, ``trec-sgml`` or ``trec-topics`` for ``source``: a
+    folder is BEIR; otherwise the extension decides (``.gz`` stripped first: ``.trec .qrels .txt
+    .run .tsv`` → trec, ``.jsonl .json .ndjson`` → jsonl, ``.csv`` → csv); failing that, the first
+    non-blank line does (``{`` → jsonl, a header of known field names → csv, a first tag ``<DOC>``
+    → trec-sgml, ``<top>`` → trec-topics, else trec). Queries and chunks in a trec-named file
+    (TREC ships topics as ``.txt`` as often as not) are SGML when their first tag says so."""
     if isinstance(source, (str, Path)) and not is_inline(source) and str(source) != "-":
         path = Path(source)
         if path.is_dir():
@@ -63,6 +70,8 @@ def detect_format(source: Source, kind: str | None = None) -> str:
             name = name[:-3]
         suffix = Path(name).suffix
         if suffix in _EXTENSIONS:
+            if _EXTENSIONS[suffix] == "trec" and kind in ("queries", "chunks"):
+                return sgml_format(source) or "trec"
             return _EXTENSIONS[suffix]
         if not path.exists():
             raise InputError("the file does not exist.", file=str(source))
@@ -78,10 +87,14 @@ def _sniff(source: Source, kind: str | None) -> str:
             continue
         if stripped.startswith(("{", "[")):
             return "jsonl"
+        if stripped.startswith("<") and (sgml := sgml_format(source)):
+            return sgml
         cells = [cell.strip().strip('"') for cell in stripped.split(",")]
         known = {f for fields in FIELDS.values() for f in fields}
         if len(cells) > 1 and all(cell in known for cell in cells):
             return "csv"
+        if kind in ("queries", "chunks") and "\t" in stripped:
+            return "trec"  # id<TAB>text, as TREC and MS MARCO ship one-line topics
         return "trec" if kind in (None, "run", "qrels") else "jsonl"
     return "jsonl"
 
@@ -111,6 +124,8 @@ def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | No
         return read_jsonl(kind, source, name=name, **options)
     if fmt == "csv":
         return read_csv(kind, source, name=name, **options)
+    if fmt in SGML_FORMATS:
+        return read_trec_sgml(kind, source, fmt, name=name, **options)
     if fmt == "beir":
         if not isinstance(source, (str, Path)):
             raise UsageError("a BEIR source is a folder.")

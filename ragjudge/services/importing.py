@@ -213,6 +213,42 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
     return project.write(work)
 
 
+def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa: ANN001
+                       annotator: str | None = None, create_missing: bool = False,
+                       replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
+    """Import an ir_datasets dataset's documents (as chunks), queries and qrels (as labels of
+    ``annotator``, by default the dataset's name) in one transaction, as :func:`import_beir`
+    does a BEIR folder. ``progress`` counts records, not bytes."""
+    from ragjudge.formats.irds import dataset_count, dataset_parts, load_dataset, read_dataset
+
+    dataset, full = load_dataset(name, split)
+    annotator = _check_annotator(full if annotator is None else annotator)
+    parts = dataset_parts(dataset)
+    if not parts:
+        raise UsageError(f"the ir_datasets dataset '{full}' has no documents, queries or qrels.")
+    scale = project.scale
+
+    def work(session: Session) -> list[ImportResult]:
+        connection = session.connection()
+        results = []
+        for kind in parts:
+            file = f"ir_datasets:{full} {'docs' if kind == 'chunks' else kind}"
+            result = ImportResult(kind=kind, file=file)
+            total = dataset_count(dataset, kind)
+            report = None if progress is None else (
+                lambda done, total=total, file=file: progress(done, total, file))  # type: ignore[misc]
+            records = read_dataset(dataset, full, kind, numbered=True, progress=report)
+            if kind == "qrels":
+                refs = _References(connection, create_missing, result)
+                _import_labels(connection, records, file, annotator, scale, refs, result)
+            else:
+                _import_definitions(connection, kind, records, file, replace, result)
+            results.append(result)
+        return results
+
+    return project.write(work)
+
+
 def run_name_for(source: Source) -> str:
     """The default name of a run: its file's name without extensions (``bm25.trec.gz`` → bm25)."""
     if is_inline(source) or not isinstance(source, (str, os.PathLike)) or str(source) == "-":
@@ -845,5 +881,5 @@ def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], 
 
 __all__ = [
     "BATCH", "DEFAULT_ANNOTATOR", "IMPORT_KINDS", "ImportResult", "Progress", "import_beir",
-    "import_file", "import_guidelines", "run_name_for",
+    "import_file", "import_guidelines", "import_ir_datasets", "run_name_for",
 ]
