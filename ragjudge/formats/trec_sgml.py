@@ -55,7 +55,8 @@ _TOKEN = re.compile(
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w.:-]*)\s*=\s*("[^"]*"|'[^']*'|[^\s"'>]+)""")
 _ENTITY = re.compile(r"&(#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{0,31});")
 _SGML_ENTITIES = {"hyph": "-", "blank": " "}  # the Federal Register's, unknown to HTML
-_BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
+_TRAILING_SPACE = re.compile(r"[ \t\r\f\v]+\n")
+_BLANK_LINES = re.compile(r"\n\n\n+")
 
 
 class _Tag(NamedTuple):
@@ -69,32 +70,45 @@ class _Tag(NamedTuple):
 # -- tokens --------------------------------------------------------------------------------
 
 
-def _tokens(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str | _Tag]]:
-    """``(line, text)`` and ``(line, tag)`` in file order; each line's text ends with ``\\n``.
-    Comments, ``<!DOCTYPE …>`` and ``<?…?>`` are dropped."""
-    in_comment = False
-    for number, text in lines:
+class _Tokenizer:
+    """Splits lines into text and tags; each line's text ends with ``\\n``. Comments (over
+    several lines too), ``<!DOCTYPE …>`` and ``<?…?>`` are dropped."""
+
+    def __init__(self) -> None:
+        self.in_comment = False
+
+    def split(self, text: str) -> list[str | _Tag]:
+        tokens: list[str | _Tag] = []
         pos = 0
-        if in_comment:
+        if self.in_comment:
             end = text.find("-->")
             if end < 0:
-                continue
-            pos, in_comment = end + 3, False
-        if "<" in text:
-            while (match := _TOKEN.search(text, pos)) is not None:
-                if match.start() > pos:
-                    yield number, text[pos:match.start()]
-                pos = match.end()
-                if match.group(0) == "<!--":
-                    end = text.find("-->", pos)
-                    if end < 0:
-                        in_comment, pos = True, len(text)
-                        break
-                    pos = end + 3
-                elif match.group(2) is not None:
-                    yield number, _Tag(match.group(2).lower(), bool(match.group(1)),
-                                       bool(match.group(4)), match.group(3), match.group(0))
-        yield number, text[pos:] + "\n"
+                return tokens
+            pos, self.in_comment = end + 3, False
+        while (match := _TOKEN.search(text, pos)) is not None:
+            if match.start() > pos:
+                tokens.append(text[pos:match.start()])
+            pos = match.end()
+            if match.group(0) == "<!--":
+                end = text.find("-->", pos)
+                if end < 0:
+                    self.in_comment = True
+                    tokens.append("\n")
+                    return tokens
+                pos = end + 3
+            elif match.group(2) is not None:
+                tokens.append(_Tag(match.group(2).lower(), bool(match.group(1)), bool(match.group(4)),
+                                   match.group(3), match.group(0)))
+        tokens.append(text[pos:] + "\n")
+        return tokens
+
+
+def _tokens(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str | _Tag]]:
+    """``(line, text)`` and ``(line, tag)`` in file order."""
+    tokenizer = _Tokenizer()
+    for number, text in lines:
+        for token in tokenizer.split(text):
+            yield number, token
 
 
 def _attributes(written: str) -> dict[str, str]:
@@ -114,8 +128,7 @@ def _entity(match: re.Match[str]) -> str:
 
 def _block(pieces: list[str]) -> str:
     """A field's text: entities decoded, trailing spaces and runs of blank lines dropped."""
-    text = _entities("".join(pieces))
-    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    text = _TRAILING_SPACE.sub("\n", _entities("".join(pieces)))
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 
@@ -123,14 +136,14 @@ class _Reader:
     """Shared state of one file's reading: its name, its tokens, and where it fails."""
 
     def __init__(self, source: Source, name: str | None, kind: str, check_duplicates: bool) -> None:
-        self.lines = Lines(source, name=name)
-        self.file = self.lines.name
-        self.tokens = _tokens(self._checked_lines())
+        self.source = Lines(source, name=name)
+        self.file = self.source.name
+        self.lines = self._checked_lines()
         self.duplicates = Duplicates(kind, self.file) if check_duplicates else None
 
     def _checked_lines(self) -> Iterator[tuple[int, str]]:
         try:
-            yield from self.lines
+            yield from self.source
         except InputError as error:
             if error.hint is None and "not UTF-8" in error.message:
                 raise InputError(error.message, file=error.file, line=error.line,
@@ -153,17 +166,27 @@ class _Document:
     def __init__(self, line: int, attributes: dict[str, str]) -> None:
         self.line = line
         self.attributes = attributes
-        self.docno: str | None = None
         self.parts: list[tuple[str, int, list[str]]] = []  # (field, or "" for loose text; line; pieces)
         self.field: str | None = None
         self.field_line = line
+        self.pieces: list[str] | None = None  # those of the open field
         self.size = 0
 
     def add(self, text: str, line: int) -> None:
-        if self.field is None and (not self.parts or self.parts[-1][0] != ""):
-            self.parts.append(("", line, []))
-        self.parts[-1][2].append(text)
+        if self.pieces is None:
+            if not self.parts or self.parts[-1][0] != "" or self.field is not None:
+                self.parts.append(("", line, []))
+            self.parts[-1][2].append(text)
+        else:
+            self.pieces.append(text)
         self.size += len(text)
+
+    def open(self, field: str, line: int) -> None:
+        self.field, self.field_line, self.pieces = field, line, []
+        self.parts.append((field, line, self.pieces))
+
+    def close(self) -> None:
+        self.field = self.pieces = None
 
 
 def read_trec_documents(source: Source, *, name: str | None = None, check_duplicates: bool = True,
@@ -171,52 +194,55 @@ def read_trec_documents(source: Source, *, name: str | None = None, check_duplic
     """Yield a :class:`~ragjudge.models.Chunk` per ``<DOC>`` (``numbered``: ``(line, chunk)``
     with the line of its ``<DOC>``)."""
     reader = _Reader(source, name, "chunks", check_duplicates)
+    tokenizer = _Tokenizer()
     doc: _Document | None = None
-    for line, token in reader.tokens:
-        if doc is None:
-            if isinstance(token, _Tag) and token.name == "doc" and not token.closing:
-                doc = _Document(line, _attributes(token.attributes))
-            elif isinstance(token, _Tag) or token.strip():
-                raise reader.stray(token, line, "<DOC>…</DOC>")
-            continue
-        if isinstance(token, str):
-            doc.add(token, line)
-        elif token.name == "doc":
-            if not token.closing:
-                raise reader.error(f"a <DOC> inside the document that starts on line {doc.line}; "
-                                   "is a </DOC> missing?", line, "DOC")
-            if doc.field is not None:
-                raise _unclosed_field(reader, doc)
-            start, record = doc.line, _chunk(reader, doc)
-            doc = None
-            if reader.duplicates is None or not reader.duplicates.seen(record, start):
-                yield (start, record) if numbered else record
-            continue
-        elif doc.field is not None:
-            if token.closing and token.name == doc.field:
-                doc.field = None
-            else:
-                doc.add(" ", line)  # markup inside a field: its text is kept
-        elif token.closing:
-            raise reader.error(f"{token.written} closes no open field of the document that starts "
-                               f"on line {doc.line}.", line, token.name.upper())
-        elif not token.empty:
-            doc.field, doc.field_line = token.name, line
-            doc.parts.append((token.name, line, []))
-        if doc.size > MAX_BLOCK_CHARS:
+    for line, text in reader.lines:
+        if doc is not None and doc.pieces is not None and "<" not in text and not tokenizer.in_comment:
+            doc.pieces.append(text + "\n")  # the common line: inside a field, without markup
+            doc.size += len(text) + 1
+        else:
+            for token in tokenizer.split(text):
+                if doc is None:
+                    if isinstance(token, _Tag) and token.name == "doc" and not token.closing:
+                        doc = _Document(line, _attributes(token.attributes))
+                    elif isinstance(token, _Tag) or token.strip():
+                        raise reader.stray(token, line, "<DOC>…</DOC>")
+                elif isinstance(token, str):
+                    doc.add(token, line)
+                elif token.name == "doc":
+                    if not token.closing:
+                        raise reader.error(f"a <DOC> inside the document that starts on line "
+                                           f"{doc.line}; is a </DOC> missing?", line, "DOC")
+                    if doc.field is not None:
+                        raise _unclosed_field(reader, doc, f"the </DOC> on line {line}")
+                    start, record = doc.line, _chunk(reader, doc)
+                    doc = None
+                    if reader.duplicates is None or not reader.duplicates.seen(record, start):
+                        yield (start, record) if numbered else record
+                elif doc.field is not None:
+                    if token.closing and token.name == doc.field:
+                        doc.close()
+                    else:
+                        doc.add(" ", line)  # markup inside a field: its text is kept
+                elif token.closing:
+                    raise reader.error(f"{token.written} closes no open field of the document that "
+                                       f"starts on line {doc.line}.", line, token.name.upper())
+                elif not token.empty:
+                    doc.open(token.name, line)
+        if doc is not None and doc.size > MAX_BLOCK_CHARS:
             raise reader.error(f"the document that starts here is longer than {MAX_BLOCK_CHARS:,} "
                                "characters; is a </DOC> missing?", doc.line, "DOC")
     if doc is not None:
         if doc.field is not None:
-            raise _unclosed_field(reader, doc)
+            raise _unclosed_field(reader, doc, "the end of the file")
         raise reader.error("the document that starts here is not closed: the file ends before its "
                            "</DOC>.", doc.line, "DOC")
 
 
-def _unclosed_field(reader: _Reader, doc: _Document) -> InputError:
-    name = doc.field or ""
-    return reader.error(f"<{name.upper()}> is not closed before the end of its document (which "
-                        f"starts on line {doc.line}).", doc.field_line, name.upper())
+def _unclosed_field(reader: _Reader, doc: _Document, end: str) -> InputError:
+    name = (doc.field or "").upper()
+    return reader.error(f"<{name}> is not closed before {end} (in the document that starts on line "
+                        f"{doc.line}).", doc.field_line, name)
 
 
 def _chunk(reader: _Reader, doc: _Document) -> Any:
@@ -296,7 +322,7 @@ def read_trec_topics(source: Source, *, name: str | None = None, check_duplicate
         if reader.duplicates is None or not reader.duplicates.seen(record, done.line):
             yield (done.line, record) if numbered else record
 
-    for line, token in reader.tokens:
+    for line, token in _tokens(reader.lines):
         if isinstance(token, _Tag) and token.name in _TOPIC_TAGS:
             if topic is not None:  # </top>, or a <top> that closes a topic lacking its </top>
                 yield from finish(topic)
