@@ -46,8 +46,8 @@ SGML_FORMATS = {"trec-sgml": "chunks", "trec-topics": "queries"}
 MAX_BLOCK_CHARS = 64 * 1024 * 1024
 """The longest document or topic read (64 Mi characters): longer, a closing tag is surely missing."""
 
-LATIN1_HINT = ("Older TREC collections are often Latin-1; convert on the fly, e.g. "
-               "'zcat FILE.gz | iconv -f latin1 -t utf-8 | ragjudge import chunks - --format trec-sgml'.")
+LATIN1_HINT = ("Older TREC collections are often Latin-1; convert them as you import, e.g. "
+               "'zcat FILE.gz | iconv -f latin1 -t utf-8 | ragjudge import {kind} - --format {fmt}'.")
 
 _TOKEN = re.compile(
     r"<!--|<![A-Za-z][^<>]*>|<\?[^<>]*>"
@@ -133,11 +133,12 @@ def _block(pieces: list[str]) -> str:
 
 
 class _Reader:
-    """Shared state of one file's reading: its name, its tokens, and where it fails."""
+    """Shared state of one file's reading: its name, its lines, and how it fails."""
 
     def __init__(self, source: Source, name: str | None, kind: str, check_duplicates: bool) -> None:
         self.source = Lines(source, name=name)
         self.file = self.source.name
+        self.kind = kind
         self.lines = self._checked_lines()
         self.duplicates = Duplicates(kind, self.file) if check_duplicates else None
 
@@ -146,12 +147,13 @@ class _Reader:
             yield from self.source
         except InputError as error:
             if error.hint is None and "not UTF-8" in error.message:
-                raise InputError(error.message, file=error.file, line=error.line,
-                                 field=error.field, hint=LATIN1_HINT) from None
+                fmt = next(f for f, k in SGML_FORMATS.items() if k == self.kind)
+                raise InputError(error.message, file=error.file, line=error.line, field=error.field,
+                                 hint=LATIN1_HINT.format(kind=self.kind, fmt=fmt)) from None
             raise
 
     def error(self, message: str, line: int | None, field: str | None = None) -> InputError:
-        return InputError(message + " Nothing was imported.", file=self.file, line=line, field=field)
+        return InputError(message, file=self.file, line=line, field=field)
 
     def stray(self, token: str | _Tag, line: int, what: str) -> InputError:
         shown = token.written if isinstance(token, _Tag) else token.strip()
