@@ -27,12 +27,12 @@ from ragjudge.formats.records import (
 from ragjudge.formats.source import (
     MAX_LINE_BYTES, Lines, Source, is_inline, open_output, read_text, source_name,
 )
-from ragjudge.formats.trec_sgml import (
-    SGML_FORMATS, read_trec_documents, read_trec_sgml, read_trec_topics, sgml_format,
-)
 from ragjudge.formats.trec import (
     read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
     write_trec_run,
+)
+from ragjudge.formats.trec_sgml import (
+    SGML_FORMATS, read_trec_documents, read_trec_sgml, read_trec_topics, sgml_format,
 )
 
 FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS)

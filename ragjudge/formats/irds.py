@@ -179,10 +179,8 @@ def _query(item: Any, file: str, number: int) -> Any:
 def _qrel(item: Any, file: str, number: int) -> Any:
     values = _fields(item, file, number)
     grade = values.get("relevance")
-    if isinstance(grade, float) and grade.is_integer():
-        grade = int(grade)
-    elif hasattr(grade, "__index__") and not isinstance(grade, bool):
-        grade = int(grade)
+    if hasattr(grade, "__index__") and not isinstance(grade, bool):
+        grade = int(grade)  # numpy integers too; anything else is refused as not an integer
     fields = {"query_id": values.get("query_id"), "chunk_id": values.get("doc_id"), "grade": grade}
     return build("qrels", fields, file=file, line=number)
 

@@ -299,7 +299,7 @@ _LABELS = {
     "con": ("concept(s)", "concepts", "concept"), "fac": ("factor(s)", "factors", "factor"),
     "def": ("definition(s)", "definitions", "definition"), "nat": ("nationality",),
 }
-_LABEL_RES = {field: re.compile(r"(?:%s)\s*:\s*" % "|".join(re.escape(label) for label in labels), re.I)
+_LABEL_RES = {field: re.compile("(?:" + "|".join(map(re.escape, labels)) + r")\s*:\s*", re.IGNORECASE)
               for field, labels in _LABELS.items()}
 
 

@@ -271,7 +271,8 @@ def test_command_line_imports_a_collection_end_to_end(tmp_path, capsys):
     status = json.loads(capsys.readouterr().out)
     assert (status["chunks"], status["queries"], status["labels"]) == (3, 3, 2)
     from ragjudge.services.project import Project
-    from ragjudge.store.schema import Chunk as ChunkRow, Query as QueryRow
+    from ragjudge.store.schema import Chunk as ChunkRow
+    from ragjudge.store.schema import Query as QueryRow
 
     with Project.open(db) as project, project.read() as session:
         row = session.get(ChunkRow, "FT911-3")

@@ -183,9 +183,8 @@ def test_progress_counts_records(irds, tmp_path, capsys):
 
     name = register(irds, tmp_path / "data", docs=BrokenDocs())
     calls: list[tuple] = []
-    with Project.open(project(tmp_path, capsys)) as opened:
-        with pytest.raises(InputError):
-            import_ir_datasets(opened, name, progress=lambda *a: calls.append(a))
+    with Project.open(project(tmp_path, capsys)) as opened, pytest.raises(InputError):
+        import_ir_datasets(opened, name, progress=lambda *a: calls.append(a))
     assert calls == []  # the failing reader reports no final count
     name = register(irds, tmp_path / "ok")
     with Project.open(str(tmp_path / "p.db")) as opened:
@@ -210,6 +209,7 @@ def test_an_unwritable_ir_datasets_home_is_explained(tmp_path):
     assert main(["init", "--db", str(db)]) == 0
     env = {**os.environ, "IR_DATASETS_HOME": os.devnull + "/ir_datasets"}  # under a file: no folder
     out = subprocess.run([sys.executable, "-m", "ragjudge", "--db", str(db), "import", "ir-datasets",
-                          "beir/scifact"], capture_output=True, text=True, env=env, timeout=120)
+                          "beir/scifact"], check=False, capture_output=True, text=True, env=env,
+                         timeout=120)
     assert out.returncode == 2, out.stderr
     assert "IR_DATASETS_HOME" in out.stderr and "Traceback" not in out.stderr
