@@ -425,8 +425,10 @@ def read_trec_sgml(kind: str, source: Source, fmt: str, *, name: str | None = No
     ``trec-topics`` are queries)."""
     holds = SGML_FORMATS[fmt]
     if kind != holds:
-        other = next(f for f, k in SGML_FORMATS.items() if k == kind) if kind in SGML_FORMATS.values() else None
-        use = f" (use --format {other})" if other else ""
-        raise UsageError(f"a {fmt} file holds {holds}, not {kind}{use}.")
+        what = "TREC documents (<DOC>)" if fmt == "trec-sgml" else "TREC topics (<top>)"
+        others = [f for f, k in SGML_FORMATS.items() if k == kind]
+        other = f", or give --format {others[0]} if it holds {kind}" if others else ""
+        raise UsageError(f"a {fmt} file holds {what}, which are {holds}, not {kind}: import it with "
+                         f"'ragjudge import {holds}'{other}.")
     reader = read_trec_documents if fmt == "trec-sgml" else read_trec_topics
     return reader(source, name=name, check_duplicates=check_duplicates, numbered=numbered)

@@ -175,9 +175,9 @@ def test_gzip_and_detection(tmp_path):
 
 
 def test_wrong_kind_names_the_right_format():
-    with pytest.raises(UsageError, match="--format trec-topics"):
-        list(read_records("queries", DOCS, "trec-sgml"))
-    with pytest.raises(UsageError, match="holds queries, not run"):
+    with pytest.raises(UsageError, match="'ragjudge import chunks', or give --format trec-topics"):
+        list(read_records("queries", DOCS))  # detected as documents
+    with pytest.raises(UsageError, match=r"TREC topics \(<top>\), which are queries, not run"):
         list(read_records("run", TOPICS, "trec-topics"))
 
 
