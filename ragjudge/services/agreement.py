@@ -102,9 +102,12 @@ def ratings_from_records(
 ) -> tuple[Ratings, bool]:
     """Ratings from label records (``query_id``, ``chunk_id``, ``annotator``, ``grade``), e.g.
     a labels JSONL/CSV file. Without ``scale`` it is the observed lowest to highest grade;
-    the second value says whether the scale was inferred so."""
+    the second value says whether the scale was inferred so. A line without a grade (a pair
+    only flagged or commented on) is no rating."""
     rows = []
     for record in records:
+        if record.grade is None:
+            continue
         if record.annotator is None:
             raise InputError(
                 f"the label of {record.query_id} / {record.chunk_id} names no annotator; "

@@ -409,3 +409,14 @@ def test_migrated_postgresql_keys_are_unbounded(pg_url):
             "WHERE table_schema = current_schema() AND character_maximum_length = 255")).all()
     engine.dispose()
     assert bounded == []
+
+
+def test_agreement_from_an_exported_labels_file_skips_lines_without_a_grade(tmp_path, capsys):
+    project = marked_project(str(tmp_path / "a.db"))
+    J.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=2)
+    path = tmp_path / "labels.jsonl"
+    path.write_text(exported(project, "jsonl"), encoding="utf-8")
+    project.close()
+    assert main(["agree", "--labels", str(path), "--scale", "0-3", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["units"] == 2  # q1/c02 and q2/c06; nothing from the flag- or comment-only lines

@@ -53,8 +53,7 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("y", "binary(1)", "relevant (binary)", "Binary scale: grade 1 and move on.", show=False),
     Key("n", "binary(0)", "not relevant (binary)", "Binary scale: grade 0 and move on.", show=False),
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
-    Key("f", "flag", "flag", "Flag the pair for review, with an optional note; on a flagged pair, "
-        "offers to remove your flag."),
+    Key("f", "flag", "flag", "Flag for review (optional note); f on a flagged pair unflags it."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
     Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k",
         help_key="← / k", help_name="previous"),
