@@ -619,6 +619,7 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
         Column("note", Text), Column("created_at", DateTime), Column("flagged", Boolean),
         Column("flag_note", Text), Column("comment", Text))
     annotators: set[str] = set()
+    marked = False  # whether any line has a flag or comment: else their SQL is left out
     for batch in _batches(records):
         rows = []
         for line, record in batch:
@@ -641,6 +642,7 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
                          "created_at": created, "flagged": getattr(record, "flagged", None),
                          "flag_note": getattr(record, "flag_note", None),
                          "comment": getattr(record, "comment", None)})
+            marked = marked or rows[-1]["flagged"] is not None or rows[-1]["comment"] is not None
         connection.execute(insert(stage), rows)
         result.read += len(rows)
     if result.read == 0:
@@ -667,17 +669,16 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
                      stage.c.note, when, literal("import", String), false(), false())
               .select_from(stage.outerjoin(current, current.c.id == newest))
               .where(changed).order_by(stage.c.line))
-    flag, comment = _mark_changes(stage)
-    added = connection.scalar(
-        select(func.count()).select_from(stage).outerjoin(current, current.c.id == newest)
-        .outerjoin(flag.current, flag.current.c.id == flag.newest)
-        .outerjoin(comment.current, comment.current.c.id == comment.newest)
-        .where(or_(changed, *(c for _, c in flag.wanted + comment.wanted))))
+    changes = _mark_changes(stage) if marked else ()
+    counted = select(func.count()).select_from(stage).outerjoin(current, current.c.id == newest)
+    for change in changes:
+        counted = counted.outerjoin(change.current, change.current.c.id == change.newest)
+    added = connection.scalar(counted.where(or_(changed, *(c for ch in changes for _, c in ch.wanted))))
     if added:
         connection.execute(insert(_labels).from_select(
             ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
              "skipped", "flagged"], wanted))
-        for change in (flag, comment):
+        for change in changes:
             for action, condition in change.wanted:
                 text = stage.c.flag_note if change.kind == "flag" else stage.c.comment
                 connection.execute(insert(_marks).from_select(
@@ -705,7 +706,7 @@ class _MarkChange:
     wanted: tuple[tuple[str, Any], ...]
 
 
-def _mark_changes(stage: Table) -> tuple[_MarkChange, _MarkChange]:
+def _mark_changes(stage: Table) -> tuple[_MarkChange, ...]:
     """A line sets the flag when it says ``flagged`` true and the flag is not set with the same
     note, clears it when it says false and the flag is set; it sets the comment when it has one
     that is not already the comment. Fields the line leaves out change nothing."""
@@ -722,7 +723,7 @@ def _mark_changes(stage: Table) -> tuple[_MarkChange, _MarkChange]:
         if kind == "flag":
             wanted.append(("clear", and_(stage.c.flagged.is_(False), is_set)))
         changes.append(_MarkChange(kind, current, newest, tuple(wanted)))
-    return changes[0], changes[1]
+    return tuple(changes)
 
 
 # -- facets, nuggets, entities, answers ----------------------------------------------------
