@@ -372,7 +372,7 @@ def adjudicate(
     for lab in detail.labels:
         grade_text = "skipped" if lab.grade is None and lab.skipped else ("-" if lab.grade is None else str(lab.grade))
         seconds = "-" if lab.duration_ms is None else f"{lab.duration_ms / 1000:.1f}"
-        table.add_row(safe(lab.annotator), grade_text, seconds, safe(lab.note or ""))
+        table.add_row(safe(lab.annotator), grade_text, seconds, safe(lab.remarks))
     console.print(table)
     for a in detail.adjudications:
         console.print(f"adjudicated {a['grade']} by {safe(a['by'])}: {safe(a['reason'] or '')}")

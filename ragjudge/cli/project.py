@@ -106,7 +106,7 @@ def _print_status(data: dict) -> None:
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(justify="right")
-    for key in ("queries", "chunks", "runs", "annotators", "labels"):
+    for key in ("queries", "chunks", "runs", "annotators", "labels", "flagged"):
         summary.add_row(key, f"{data[key]:,}")
     summary.add_row(f"pool (top {pool['depth']})", f"{pool['pairs']:,} pairs, {pool['judged']:,} judged ({share})")
     console.print(summary)

@@ -38,7 +38,8 @@ IMPORT_EPILOG = (
 
 EXPORT_EPILOG = (
     "KIND is one of: qrels (the gold qrels), labels (every annotator's current labels with "
-    "annotator, time and note), run NAME, facets, nuggets. Output goes to standard output unless "
+    "annotator, time and note, and their flags and comments), run NAME, facets, nuggets. Output "
+    "goes to standard output unless "
     "-o names a file (a .gz name is compressed).\n\n"
     "Examples:\n\n"
     "  ragjudge export qrels -o gold.qrels               # TREC, project's rule (median)\n\n"

@@ -24,7 +24,7 @@ from ragjudge.formats.source import Destination, Lines, Source, open_output
 
 _INT = {"grade", "rank"}
 _FLOAT = {"score", "weight"}
-_BOOL = {"covered"}
+_BOOL = {"covered", "flagged"}
 _OBJECT = {"meta"}
 _LIST = {"cited"}
 _TRUE = {"true", "1", "yes", "y", "t"}

@@ -13,7 +13,8 @@ queries    ``id, text, description?, category?, meta?``
 chunks     ``id, text, doc_id?, meta?``
 run        ``query_id, chunk_id, score?, rank?`` or ``query_id, chunks`` (ids in rank order)
 qrels      ``query_id, chunk_id, grade, annotator?, note?``
-labels     ``query_id, chunk_id, grade, annotator?, note?, created_at?``
+labels     ``query_id, chunk_id, grade, annotator?, note?, created_at?, flagged?, flag_note?,
+           comment?`` (``grade`` left out on a pair flagged or commented on without a grade)
 facets     ``query_id, facet`` (+ ``chunk_id, annotator?, covered?`` for a coverage link)
 nuggets    ``query_id, nugget, importance?, kind?, weight?``
            (+ ``chunk_id, annotator?, support`` for a support judgment)
@@ -89,14 +90,33 @@ class EntityRecord(_Record):
 
 
 class LabelRecord(_Record):
-    """A label line: a judgment plus, when exported from a project, the time it was made."""
+    """A label line: a judgment plus, when exported from a project, the time it was made and
+    the annotator's flag (with its note) and comment on the pair.
+
+    ``note`` is the grade's note. ``flagged`` true sets the annotator's flag (``flag_note`` its
+    note), false takes it off; left out, the flag is left as it is; likewise a ``comment``. A
+    pair flagged or commented on without a grade has no ``grade``.
+    """
 
     query_id: str = Field(min_length=1)
     chunk_id: str = Field(min_length=1)
-    grade: int
+    grade: int | None = None
     annotator: str | None = Field(default=None, min_length=1)
     note: str | None = None
     created_at: datetime | None = None
+    flagged: bool | None = None
+    flag_note: str | None = Field(default=None, min_length=1)
+    comment: str | None = Field(default=None, min_length=1)
+
+    def problem(self) -> tuple[str, str] | None:
+        """What is wrong with the line as a whole (field, message), beyond each field's type."""
+        if self.flag_note is not None and self.flagged is not True:
+            return "flag_note", "a 'flag_note' needs \"flagged\": true (it is the note of the flag)."
+        if self.grade is None and not self.flagged and self.comment is None:
+            return "grade", ("the line has no grade (a labels line needs one, unless the annotator "
+                             "only flagged or commented on the pair: then \"flagged\": true or a "
+                             "\"comment\").")
+        return None
 
 
 MODELS: dict[str, type[BaseModel]] = {
@@ -143,10 +163,15 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         except ValueError:
             raise InputError(f"{short(data['created_at'])} is not an ISO 8601 time such as "
                              "2026-01-31T12:00:00.", file=file, line=line, field="created_at") from None
+    if model is LabelRecord:
+        _check_label_grade(data, file=file, line=line)
     try:
         record = model.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise _input_error(exc, kind, file=file, line=line) from None
+    problem = record.problem() if isinstance(record, LabelRecord) else None
+    if problem is not None:
+        raise InputError(problem[1], file=file, line=line, field=problem[0])
     meta = getattr(record, "meta", None)
     if meta:
         try:
@@ -163,6 +188,23 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         raise InputError(f"the weight is {weight}; weights must be finite numbers.",
                          file=file, line=line, field="weight")
     return record
+
+
+def _check_label_grade(data: dict[str, Any], *, file: str, line: int) -> None:
+    """A labels line without a grade that neither flags nor comments: the grade is missing, and
+    an unknown field is named first of all as the likely misspelling (``"grde"``)."""
+    if "grade" in data or "flagged" in data or "comment" in data:
+        return
+    message = ("the required field is missing (a labels line needs 'query_id', 'chunk_id', "
+               "'grade'; only a line of a pair flagged or commented on without a grade has none, "
+               "and then \"flagged\": true or a \"comment\").")
+    unknown = [str(name) for name in data if name not in FIELDS["labels"]]
+    if len(unknown) == 1:
+        message += f" The line has the unknown field {unknown[0]!r}; is it a misspelling?"
+    elif unknown:
+        message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
+                    "is this a labels file?")
+    raise InputError(message, file=file, line=line, field="grade")
 
 
 def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> InputError:
@@ -235,8 +277,13 @@ class Duplicates:
             return self._same(record.id, value, line, "id", f"{kind[:-1]} '{record.id}'")  # type: ignore[attr-defined]
         if kind in ("qrels", "labels"):
             key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
-            return self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
-                              f"the pair {record.query_id} / {record.chunk_id}")  # type: ignore[attr-defined]
+            repeat = self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
+                                f"the pair {record.query_id} / {record.chunk_id}")  # type: ignore[attr-defined]
+            if kind == "labels":  # and the same flag and comment
+                for name, noun in (("flagged", "flags"), ("flag_note", "flag notes"), ("comment", "comments")):
+                    repeat = self._same(key + (name,), getattr(record, name), line, name,  # type: ignore[attr-defined]
+                                        f"the pair {record.query_id} / {record.chunk_id}", noun) and repeat  # type: ignore[attr-defined]
+            return repeat
         if kind == "facets":
             r: Any = record
             if r.chunk_id is None:
@@ -270,7 +317,8 @@ class Duplicates:
                               f"the answer of run '{r.run}' to query {r.query_id}")
         return False
 
-    def _same(self, key: Any, value: Any, line: int, field: str, what: str) -> bool:
+    def _same(self, key: Any, value: Any, line: int, field: str, what: str,
+              noun: str | None = None) -> bool:
         earlier = self._seen.get(key)
         if earlier is None:
             self._seen[key] = (line, value)
@@ -278,7 +326,7 @@ class Duplicates:
         if earlier[1] != value:
             raise InputError(
                 f"this line contradicts line {earlier[0]}: both are about {what}, with different "
-                f"{field}s.", file=self.file, line=line, field=field)
+                f"{noun or field + 's'}.", file=self.file, line=line, field=field)
         return True
 
     def _pair_once(self, record: RunEntry, line: int) -> bool:

@@ -102,9 +102,12 @@ def ratings_from_records(
 ) -> tuple[Ratings, bool]:
     """Ratings from label records (``query_id``, ``chunk_id``, ``annotator``, ``grade``), e.g.
     a labels JSONL/CSV file. Without ``scale`` it is the observed lowest to highest grade;
-    the second value says whether the scale was inferred so."""
+    the second value says whether the scale was inferred so. A line without a grade (a pair
+    only flagged or commented on) is no rating."""
     rows = []
     for record in records:
+        if record.grade is None:
+            continue
         if record.annotator is None:
             raise InputError(
                 f"the label of {record.query_id} / {record.chunk_id} names no annotator; "
@@ -289,6 +292,9 @@ def adjudicated_grades(project) -> dict[tuple[str, str], int]:  # noqa: ANN001
 
 @dataclass(frozen=True)
 class AnnotatorLabel:
+    """One annotator's current label of the pair (``note``: the grade's note) and their flag
+    (with its note) and comment; an annotator who only flagged or commented has no grade."""
+
     annotator: str
     grade: int | None
     skipped: bool
@@ -296,6 +302,19 @@ class AnnotatorLabel:
     note: str | None
     duration_ms: int | None
     created_at: datetime | None
+    flag_note: str | None = None
+    comment: str | None = None
+
+    @property
+    def remarks(self) -> str:
+        """The flag, its note, the comment and the grade's note in one line (each text once)."""
+        parts = []
+        if self.flagged:
+            parts.append(f"flagged: {self.flag_note}" if self.flag_note else "flagged")
+        for text in (self.comment, self.note):
+            if text and text != self.flag_note and text not in parts:
+                parts.append(text)
+        return " · ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -316,8 +335,10 @@ class PairDetail:
 
 
 def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: ANN001
-    """The query, the chunk, each annotator's current label with note and time spent, and the
-    pair's adjudications."""
+    """The query, the chunk, each annotator's current label with note and time spent, their
+    flags and comments, and the pair's adjudications."""
+    from ragjudge.services.judging import NO_MARKS, marks_of_pair
+
     newest = newest_label_ids()
     with project.read() as session:
         query = session.get(Query, query_id)
@@ -340,6 +361,8 @@ def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: A
                 .group_by(Label.annotator)
             ).all()
         )
+        marks = marks_of_pair(session, query_id, chunk_id)
+        labelled = {row.annotator: row for row in rows}
         decisions = session.execute(
             select(Adjudication)
             .where(Adjudication.query_id == query_id, Adjudication.chunk_id == chunk_id)
@@ -352,15 +375,18 @@ def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: A
             chunk_text=chunk.text,
             labels=tuple(
                 AnnotatorLabel(
-                    annotator=row.annotator,
-                    grade=row.grade,
-                    skipped=bool(row.skipped),
-                    flagged=bool(row.flagged),
-                    note=row.note,
-                    duration_ms=None if spent.get(row.annotator) is None else int(spent[row.annotator]),
-                    created_at=row.created_at,
+                    annotator=name,
+                    grade=row.grade if row is not None else None,
+                    skipped=bool(row.skipped) if row is not None else False,
+                    flagged=mark.flagged,
+                    note=row.note if row is not None else None,
+                    duration_ms=None if spent.get(name) is None else int(spent[name]),
+                    created_at=row.created_at if row is not None else None,
+                    flag_note=mark.flag_note,
+                    comment=mark.comment,
                 )
-                for row in rows
+                for name in sorted(labelled.keys() | {n for n, m in marks.items() if m.any})
+                for row, mark in [(labelled.get(name), marks.get(name, NO_MARKS))]
             ),
             adjudications=tuple(
                 {"grade": a.grade, "by": a.by, "reason": a.reason, "created_at": a.created_at}

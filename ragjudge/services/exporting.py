@@ -3,7 +3,9 @@
 - ``qrels``: the gold qrels (:func:`ragjudge.services.qrels.gold_qrels`: adjudication first,
   else the aggregation rule, the project's own by default), one line per pair;
 - ``labels``: every annotator's current label per pair (its newest event, when it has a grade),
-  with the annotator, the time and the note;
+  with the annotator, the time, the grade's note, and the annotator's flag (``flagged``,
+  ``flag_note``) and ``comment``; a pair the annotator flagged or commented on without grading
+  it is a line without a grade;
 - ``run NAME``: the run's entries in rank order;
 - ``facets`` / ``nuggets``: every definition, then every annotator's current coverage or support,
   in the lines ``ragjudge import facets|nuggets`` reads back.
@@ -14,6 +16,7 @@ Rows stream from SQL to the file; nothing is held whole except the gold qrels.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -22,7 +25,7 @@ from ragjudge.errors import UsageError
 from ragjudge.formats import write_records
 from ragjudge.formats.source import Destination
 from ragjudge.models import Judgment, RunEntry
-from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, Run
+from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, PairMark, Run
 from ragjudge.store.schema import RunEntry as RunEntryRow
 
 EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets")
@@ -67,29 +70,59 @@ def export_qrels(project, dest: Destination, *, rule: str | None = None, fmt: st
 
 
 def label_lines(project) -> Iterator[dict[str, Any]]:  # noqa: ANN001
-    """Every annotator's current label per pair with a grade, as label-line dicts, sorted by
-    query, chunk and annotator."""
-    labels = Label.__table__
-    newest = select(func.max(labels.c.id).label("id")).group_by(
-        labels.c.annotator, labels.c.query_id, labels.c.chunk_id).subquery()
-    stmt = (select(labels.c.query_id, labels.c.chunk_id, labels.c.grade, labels.c.annotator,
-                   labels.c.note, labels.c.created_at)
-            .join(newest, labels.c.id == newest.c.id).where(labels.c.grade.is_not(None))
-            .order_by(labels.c.query_id, labels.c.chunk_id, labels.c.annotator))
+    """Every annotator's current label per pair with a grade, and every pair an annotator
+    flagged or commented on, as label-line dicts sorted by query, chunk and annotator.
+
+    ``created_at`` is the grade's time, or on a line without a grade the newest flag or comment's.
+    """
+    from sqlalchemy import union
+
+    from ragjudge.services.judging import set_marks
+    from ragjudge.services.qrels import newest_label_ids
+
+    labels, marks = Label.__table__, PairMark.__table__
+    newest = newest_label_ids()
+    graded = (select(labels.c.annotator, labels.c.query_id, labels.c.chunk_id, labels.c.grade,
+                     labels.c.note, labels.c.created_at)
+              .join(newest, labels.c.id == newest.c.id).where(labels.c.grade.is_not(None))
+              .subquery())
+    flags = set_marks("flag").subquery()
+    comments = set_marks("comment").subquery()
+    last_mark = (select(marks.c.annotator, marks.c.query_id, marks.c.chunk_id,
+                        func.max(marks.c.created_at).label("created_at"))
+                 .group_by(marks.c.annotator, marks.c.query_id, marks.c.chunk_id).subquery())
+    keys = union(*(select(t.c.annotator, t.c.query_id, t.c.chunk_id) for t in (graded, flags, comments))).subquery()
+
+    def on(table: Any) -> Any:
+        return ((table.c.annotator == keys.c.annotator) & (table.c.query_id == keys.c.query_id)
+                & (table.c.chunk_id == keys.c.chunk_id))
+
+    stmt = (select(keys.c.query_id, keys.c.chunk_id, keys.c.annotator, graded.c.grade, graded.c.note,
+                   func.coalesce(graded.c.created_at, last_mark.c.created_at).label("created_at"),
+                   (flags.c.annotator.is_not(None)).label("flagged"), flags.c.text.label("flag_note"),
+                   comments.c.text.label("comment"))
+            .select_from(keys.outerjoin(graded, on(graded)).outerjoin(flags, on(flags))
+                         .outerjoin(comments, on(comments)).outerjoin(last_mark, on(last_mark)))
+            .order_by(keys.c.query_id, keys.c.chunk_id, keys.c.annotator))
     with project.connect() as connection:
         for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
+            created = row.created_at
+            if isinstance(created, str):  # SQLite returns max() of a DateTime column as text
+                created = datetime.fromisoformat(created)
             yield {"query_id": row.query_id, "chunk_id": row.chunk_id, "grade": row.grade,
                    "annotator": row.annotator, "note": row.note,
-                   "created_at": row.created_at.isoformat() if row.created_at else None}
+                   "created_at": created.isoformat() if created else None,
+                   "flagged": bool(row.flagged), "flag_note": row.flag_note, "comment": row.comment}
 
 
 BATCH_ROWS = 10_000
 
 
 def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
-    """Every annotator's current labels with annotator, time (``created_at``, UTC) and note."""
+    """Every annotator's current labels with annotator, time (``created_at``, UTC), note, flag
+    and comment."""
     if fmt == "trec":
-        raise UsageError("labels carry an annotator, a time and a note, which TREC qrels cannot "
+        raise UsageError("labels carry an annotator, a time, notes, flags and comments, which TREC qrels cannot "
                          "hold; use --format jsonl or csv (or 'export qrels' for TREC).")
     return write_records("labels", label_lines(project), dest, fmt)
 

@@ -19,6 +19,9 @@ What importing means, per kind:
 - **qrels / labels**: label events of the line's annotator (default ``annotator``), source
   ``import``. A line identical to the annotator's current label of the pair adds nothing (its
   grade equal, and its note equal when the line has one), so importing twice changes nothing.
+  A labels line's ``flagged``/``flag_note`` and ``comment`` become flag and comment events
+  (``pair_marks``) unless the annotator's current flag and comment are already so; a line
+  without a grade carries only those.
 - **facets / nuggets / entities / answers**: definitions are added when new; facet coverage and
   nugget support become append-only events unless identical to the annotator's current one.
 - **guidelines**: Markdown text stored in the setting ``guidelines``.
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import (
-    Column, DateTime, Float, Integer, MetaData, String, Table, Text, and_, bindparam, delete,
+    Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text, and_, bindparam, delete,
     exists, false, func, insert, literal, null, or_, select, update,
 )
 from sqlalchemy.engine import Connection
@@ -58,7 +61,7 @@ from ragjudge.formats.trec import trec_run_rows
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
-    Query, Run, RunEntry, Setting, utcnow,
+    MAX_KEY_BYTES, PairMark, Query, Run, RunEntry, Setting, key_bytes, utcnow,
 )
 
 BATCH = 5000
@@ -75,6 +78,7 @@ Progress = Callable[[int, "int | None", str], None]
 _queries = Query.__table__
 _chunks = Chunk.__table__
 _labels = Label.__table__
+_marks = PairMark.__table__
 _annotators = Annotator.__table__
 
 
@@ -356,6 +360,12 @@ class _References:
 
     def check(self, queries: dict[str, int], chunks: dict[str, int]) -> None:
         """``queries``/``chunks`` map the ids of a batch to the first line naming them."""
+        for what, ids in (("query", queries), ("chunk", chunks)):
+            for ident, line in ids.items():
+                if _too_long_key(ident):
+                    raise InputError(f"the {what} id is {key_bytes(ident):,} bytes long (in UTF-8); "
+                                     f"ids have at most {MAX_ID}.", file=self.result.file,
+                                     line=line, field=f"{what}_id")
         unknown = {q: line for q, line in queries.items() if q not in self._known_queries}
         self._check("query", _queries, unknown)
         self._known_queries.update(q for q in unknown if q not in self.missing["query"])
@@ -467,9 +477,14 @@ def _import_definitions(connection: Connection, kind: str, records: Iterable[tup
         new: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
         for line, record in batch:
-            if len(record.id) > MAX_ID:
-                raise InputError(f"the id is {len(record.id):,} characters long; ids have at most "
-                                 f"{MAX_ID}.", file=file, line=line, field="id")
+            if _too_long_key(record.id):
+                raise InputError(f"the id is {key_bytes(record.id):,} bytes long (in UTF-8); ids have "
+                                 f"at most {MAX_ID}.", file=file, line=line, field="id")
+            category = getattr(record, "category", None)
+            if category is not None and _too_long_key(category):
+                raise InputError(f"the category is {key_bytes(category):,} bytes long (in UTF-8); "
+                                 f"a category has at most {MAX_ID}.", file=file, line=line,
+                                 field="category")
             values = {c: getattr(record, c) for c in columns}
             row = existing.get(record.id)
             if row is None:
@@ -520,14 +535,19 @@ def _is_placeholder(row: Any, columns: tuple[str, ...]) -> bool:
 # -- runs ----------------------------------------------------------------------------------
 
 
-MAX_ID = 255
-"""The longest id the store holds (VARCHAR(255) on PostgreSQL)."""
+MAX_ID = MAX_KEY_BYTES
+"""The longest id, run name or category the store holds, in bytes of UTF-8, on every backend."""
+
+
+def _too_long_key(value: str) -> bool:
+    return key_bytes(value) > MAX_ID
 
 
 def _too_long(query_id: str, chunk_id: str, file: str, line: int) -> None:
-    field_name = "query_id" if len(query_id) > MAX_ID else "chunk_id"
-    raise InputError(f"the id is {max(len(query_id), len(chunk_id)):,} characters long; ids have at "
-                     f"most {MAX_ID}.", file=file, line=line, field=field_name)
+    field_name = "query_id" if _too_long_key(query_id) else "chunk_id"
+    size = max(key_bytes(query_id), key_bytes(chunk_id))
+    raise InputError(f"the id is {size:,} bytes long (in UTF-8); ids have at most {MAX_ID}.",
+                     file=file, line=line, field=field_name)
 
 
 def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file: str, name: str,
@@ -537,8 +557,8 @@ def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file
     if not name or len(name) > 255:
         raise UsageError("--name: a run name must be 1 to 255 characters.")
     stage = _temp_table(
-        connection, Column("line", Integer), Column("query_id", String(255)),
-        Column("chunk_id", String(255)), Column("score", Float), Column("given_rank", Integer))
+        connection, Column("line", Integer), Column("query_id", String()),
+        Column("chunk_id", String()), Column("score", Float), Column("given_rank", Integer))
     # Plain tuples straight to the driver: SQLAlchemy's per-row parameter handling would cost
     # more than parsing the line.
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
@@ -547,7 +567,7 @@ def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file
     scored = None
     for batch in _batches(records):
         for line, query_id, chunk_id, _rank, score in batch:
-            if len(query_id) > MAX_ID or len(chunk_id) > MAX_ID:
+            if _too_long_key(query_id) or _too_long_key(chunk_id):
                 _too_long(query_id, chunk_id, file, line)
         if scored is None:
             scored = batch[0][4] is not None
@@ -630,16 +650,18 @@ def _duplicate_check(connection: Connection, stage: Table, file: str) -> None:
 def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
                    annotator: str, scale: Any, refs: _References, result: ImportResult) -> None:
     stage = _temp_table(
-        connection, Column("line", Integer), Column("query_id", String(255)),
-        Column("chunk_id", String(255)), Column("annotator", String(255)), Column("grade", Integer),
-        Column("note", Text), Column("created_at", DateTime))
+        connection, Column("line", Integer), Column("query_id", String()),
+        Column("chunk_id", String()), Column("annotator", String()), Column("grade", Integer),
+        Column("note", Text), Column("created_at", DateTime), Column("flagged", Boolean),
+        Column("flag_note", Text), Column("comment", Text))
     annotators: set[str] = set()
+    marked = False  # whether any line has a flag or comment: else their SQL is left out
     for batch in _batches(records):
         rows = []
         for line, record in batch:
-            if len(record.query_id) > MAX_ID or len(record.chunk_id) > MAX_ID:
+            if _too_long_key(record.query_id) or _too_long_key(record.chunk_id):
                 _too_long(record.query_id, record.chunk_id, file, line)
-            if not scale.contains(record.grade):
+            if record.grade is not None and not scale.contains(record.grade):
                 raise InputError(
                     f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
                     "Nothing was imported.", file=file, line=line, field="grade")
@@ -653,7 +675,10 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
                 created = created.astimezone(timezone.utc).replace(tzinfo=None)
             rows.append({"line": line, "query_id": record.query_id, "chunk_id": record.chunk_id,
                          "annotator": who, "grade": record.grade, "note": record.note,
-                         "created_at": created})
+                         "created_at": created, "flagged": getattr(record, "flagged", None),
+                         "flag_note": getattr(record, "flag_note", None),
+                         "comment": getattr(record, "comment", None)})
+            marked = marked or rows[-1]["flagged"] is not None or rows[-1]["comment"] is not None
         connection.execute(insert(stage), rows)
         result.read += len(rows)
     if result.read == 0:
@@ -673,20 +698,68 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
         current.c.skipped.is_(True),
         and_(stage.c.note.is_not(None), or_(current.c.note.is_(None), current.c.note != stage.c.note)),
     )
+    changed = and_(stage.c.grade.is_not(None), changed)
     now = utcnow()
+    when = func.coalesce(stage.c.created_at, literal(now, DateTime))
     wanted = (select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
-                     stage.c.note, func.coalesce(stage.c.created_at, literal(now, DateTime)),
-                     literal("import", String), false(), false())
+                     stage.c.note, when, literal("import", String), false(), false())
               .select_from(stage.outerjoin(current, current.c.id == newest))
               .where(changed).order_by(stage.c.line))
-    added = connection.scalar(select(func.count()).select_from(wanted.subquery()))
+    changes = _mark_changes(stage) if marked else ()
+    counted = select(func.count()).select_from(stage).outerjoin(current, current.c.id == newest)
+    for change in changes:
+        counted = counted.outerjoin(change.current, change.current.c.id == change.newest)
+    added = connection.scalar(counted.where(or_(changed, *(c for ch in changes for _, c in ch.wanted))))
     if added:
         connection.execute(insert(_labels).from_select(
             ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
              "skipped", "flagged"], wanted))
+        for change in changes:
+            for action, condition in change.wanted:
+                text = stage.c.flag_note if change.kind == "flag" else stage.c.comment
+                connection.execute(insert(_marks).from_select(
+                    ["query_id", "chunk_id", "annotator", "kind", "action", "text", "created_at",
+                     "source"],
+                    select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator,
+                           literal(change.kind, String), literal(action, String),
+                           text if action == "set" else null(), when, literal("import", String))
+                    .select_from(stage.outerjoin(change.current, change.current.c.id == change.newest))
+                    .where(condition).order_by(stage.c.line)))
     result.added = added or 0
     result.unchanged = result.read - result.added
     stage.drop(connection)
+
+
+@dataclass
+class _MarkChange:
+    """How the lines of a staged labels file change one kind of mark (flag or comment): the
+    annotator's current event of that kind (``current``, joined on ``newest``) and the
+    conditions for a ``set`` (and a ``clear``) event."""
+
+    kind: str
+    current: Any
+    newest: Any
+    wanted: tuple[tuple[str, Any], ...]
+
+
+def _mark_changes(stage: Table) -> tuple[_MarkChange, ...]:
+    """A line sets the flag when it says ``flagged`` true and the flag is not set with the same
+    note, clears it when it says false and the flag is set; it sets the comment when it has one
+    that is not already the comment. Fields the line leaves out change nothing."""
+    changes = []
+    for kind, given, text in (("flag", stage.c.flagged.is_(True), stage.c.flag_note),
+                              ("comment", stage.c.comment.is_not(None), stage.c.comment)):
+        current = _marks.alias(f"current_{kind}")
+        newest = (select(func.max(_marks.c.id)).where(
+            _marks.c.annotator == stage.c.annotator, _marks.c.query_id == stage.c.query_id,
+            _marks.c.chunk_id == stage.c.chunk_id, _marks.c.kind == kind).scalar_subquery())
+        is_set = current.c.action == "set"
+        wanted = [("set", and_(given, or_(current.c.id.is_(None), ~is_set,
+                                          current.c.text.is_distinct_from(text))))]
+        if kind == "flag":
+            wanted.append(("clear", and_(stage.c.flagged.is_(False), is_set)))
+        changes.append(_MarkChange(kind, current, newest, tuple(wanted)))
+    return tuple(changes)
 
 
 # -- facets, nuggets, entities, answers ----------------------------------------------------
@@ -845,8 +918,8 @@ def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], 
     refs.raise_if_missing(file)
     conflicts: list[tuple[int, Any]] = []
     for line, record in items:
-        if len(record.run) > MAX_ID:
-            raise InputError(f"a run name has at most {MAX_ID} characters.", file=file, line=line,
+        if _too_long_key(record.run):
+            raise InputError(f"a run name has at most {MAX_ID} bytes (in UTF-8).", file=file, line=line,
                              field="run")
         cited = list(dict.fromkeys(record.cited))  # a chunk cited twice is one citation
         row = connection.execute(select(answers_t.c.id, answers_t.c.text).where(

@@ -7,6 +7,11 @@ Label events are append-only (``store/schema.py``). The current state of a pair 
 is its newest event, ignoring events with ``source='recheck'``: a recheck is the same annotator
 seeing an earlier pair again unannounced, to measure their own consistency, and must not replace
 the label they gave the first time.
+
+Flags and comments are marks, append-only events of their own (``pair_marks``): an annotator's
+current flag (with its note) and current comment on a pair are the newest event of each kind. A
+grade, a skip or an undo writes a label event and never touches a mark, so a flag or comment made
+before grading stays, and a flag and a comment live side by side.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from ragjudge.store.schema import (
     Label,
     Nugget,
     NuggetSupport,
+    PairMark,
     utcnow,
 )
 
@@ -37,12 +43,13 @@ IMPORTANCE_LEVELS = ("vital", "okay")
 
 @dataclass(frozen=True)
 class LabelState:
-    """The newest (non-recheck) label event of one annotator for one pair."""
+    """The newest (non-recheck) label event of one annotator for one pair. ``note`` is the
+    grade's note (from an import or given with the grade); flags and comments are
+    :class:`PairMarks`."""
 
     id: int
     grade: int | None
     skipped: bool
-    flagged: bool
     note: str | None
     created_at: datetime | None
     undoes: int | None
@@ -53,12 +60,42 @@ class LabelState:
         """True when the pair needs nothing more from the annotator (graded or skipped)."""
         return self.grade is not None or self.skipped
 
+    @property
+    def undone(self) -> bool:
+        """True when an undo took the pair's grade or skip back (and nothing came since)."""
+        return self.undoes is not None and not self.handled
+
 
 def _state(row: Label | None) -> LabelState | None:
     if row is None:
         return None
-    return LabelState(row.id, row.grade, bool(row.skipped), bool(row.flagged), row.note,
-                      row.created_at, row.undoes, row.source)
+    return LabelState(row.id, row.grade, bool(row.skipped), row.note, row.created_at,
+                      row.undoes, row.source)
+
+
+MARK_KINDS = ("flag", "comment")
+
+
+@dataclass(frozen=True)
+class PairMarks:
+    """An annotator's current flag (with its optional note) and comment on one pair."""
+
+    flagged: bool = False
+    flag_note: str | None = None
+    comment: str | None = None
+
+    def with_event(self, kind: str, action: str, text: str | None) -> "PairMarks":
+        """The marks after one more ``pair_marks`` event."""
+        if kind == "flag":
+            return PairMarks(action == "set", text if action == "set" else None, self.comment)
+        return PairMarks(self.flagged, self.flag_note, text if action == "set" else None)
+
+    @property
+    def any(self) -> bool:
+        return self.flagged or self.comment is not None
+
+
+NO_MARKS = PairMarks()
 
 
 # -- annotators ------------------------------------------------------------------------------
@@ -130,6 +167,50 @@ def current_label(project, annotator: str, query_id: str, chunk_id: str) -> Labe
         return _state(_newest(session, annotator, query_id, chunk_id))
 
 
+def marks_of_query(connection, annotator: str, query_id: str,  # noqa: ANN001 - Connection/Session
+                   chunk_id: str | None = None) -> dict[str, PairMarks]:
+    """The annotator's current marks per chunk of the query (only chunks with a mark event)."""
+    marks = PairMark.__table__
+    stmt = (select(marks.c.chunk_id, marks.c.kind, marks.c.action, marks.c.text)
+            .where(marks.c.annotator == annotator, marks.c.query_id == query_id)
+            .order_by(marks.c.id))
+    if chunk_id is not None:
+        stmt = stmt.where(marks.c.chunk_id == chunk_id)
+    out: dict[str, PairMarks] = {}
+    for chunk, kind, action, text in connection.execute(stmt):
+        out[chunk] = out.get(chunk, NO_MARKS).with_event(kind, action, text)
+    return out
+
+
+def marks_of_pair(connection, query_id: str, chunk_id: str) -> dict[str, PairMarks]:  # noqa: ANN001
+    """Every annotator's current marks on the pair (annotators without mark events left out)."""
+    marks = PairMark.__table__
+    out: dict[str, PairMarks] = {}
+    for annotator, kind, action, text in connection.execute(
+            select(marks.c.annotator, marks.c.kind, marks.c.action, marks.c.text)
+            .where(marks.c.query_id == query_id, marks.c.chunk_id == chunk_id).order_by(marks.c.id)):
+        out[annotator] = out.get(annotator, NO_MARKS).with_event(kind, action, text)
+    return out
+
+
+def set_marks(kind: str):  # noqa: ANN201 - Select
+    """A select of ``annotator, query_id, chunk_id, text`` of every pair whose newest ``kind``
+    mark event (flag or comment) sets it: the current flags, or the current comments."""
+    from sqlalchemy import func
+
+    marks = PairMark.__table__
+    newest = (select(func.max(marks.c.id).label("id")).where(marks.c.kind == kind)
+              .group_by(marks.c.annotator, marks.c.query_id, marks.c.chunk_id).subquery())
+    return (select(marks.c.annotator, marks.c.query_id, marks.c.chunk_id, marks.c.text)
+            .join(newest, marks.c.id == newest.c.id).where(marks.c.action == "set"))
+
+
+def current_marks(project, annotator: str, query_id: str, chunk_id: str) -> PairMarks:  # noqa: ANN001
+    """The annotator's current flag and comment on the pair."""
+    with project.read() as session:
+        return marks_of_query(session, annotator, query_id, chunk_id).get(chunk_id, NO_MARKS)
+
+
 # -- writing events --------------------------------------------------------------------------
 
 
@@ -146,25 +227,16 @@ def _check_grade(project, grade: int | None) -> int | None:  # noqa: ANN001
 
 
 def _add_event(project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,  # noqa: ANN001
-               skipped: bool = False, flagged: bool = False, note: str | None = None,
-               duration_ms: int | None = None, source: str = "tui", undoes: int | None = None,
-               carry: bool = False) -> int:
+               skipped: bool = False, note: str | None = None, duration_ms: int | None = None,
+               source: str = "tui") -> int:
     annotator = check_annotator(annotator)
     duration = None if duration_ms is None else max(0, int(duration_ms))
 
     def work(session: Session) -> int:
         _ensure_annotator(session, annotator)
-        g, s, f, n = grade, skipped, flagged, note
-        if carry:  # flag/comment: the newest event stays the whole current state
-            prev = _newest(session, annotator, query_id, chunk_id)
-            if prev is not None:
-                g = prev.grade
-                s = prev.skipped or skipped
-                f = flagged or (prev.flagged and not skipped)
-                n = note if note is not None else prev.note
-        event = Label(query_id=query_id, chunk_id=chunk_id, annotator=annotator, grade=g,
-                      skipped=bool(s), flagged=bool(f), note=n, created_at=utcnow(),
-                      duration_ms=duration, undoes=undoes, source=source)
+        event = Label(query_id=query_id, chunk_id=chunk_id, annotator=annotator, grade=grade,
+                      skipped=bool(skipped), flagged=False, note=note, created_at=utcnow(),
+                      duration_ms=duration, source=source)
         session.add(event)
         session.flush()
         return int(event.id)
@@ -195,19 +267,50 @@ def skip_pair(project, *, annotator: str, query_id: str, chunk_id: str,  # noqa:
                       grade=None, skipped=True, note=note, duration_ms=duration_ms, source=source)
 
 
+def _mark(project, *, annotator: str, query_id: str, chunk_id: str, kind: str,  # noqa: ANN001
+          text: str | None, clear: bool, source: str) -> PairMarks:
+    """Append a set or clear event of ``kind`` unless the mark is already so; returns the
+    annotator's marks on the pair afterwards."""
+    annotator = check_annotator(annotator)
+    text = (text or "").strip() or None
+
+    def work(session: Session) -> PairMarks:
+        _ensure_annotator(session, annotator)
+        before = marks_of_query(session, annotator, query_id, chunk_id).get(chunk_id, NO_MARKS)
+        action = "clear" if clear else "set"
+        after = before.with_event(kind, action, None if clear else text)
+        if after != before:
+            session.add(PairMark(query_id=query_id, chunk_id=chunk_id, annotator=annotator,
+                                 kind=kind, action=action, text=None if clear else text,
+                                 created_at=utcnow(), source=source))
+            session.flush()
+        return after
+
+    return project.write(work)
+
+
 def flag_pair(project, *, annotator: str, query_id: str, chunk_id: str, note: str | None = None,  # noqa: ANN001
-              duration_ms: int | None = None, source: str = "tui") -> int:
-    """Flag the pair for review (with an optional note); the current grade is carried forward."""
-    return _add_event(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
-                      grade=None, flagged=True, note=note, duration_ms=duration_ms, source=source,
-                      carry=True)
+              source: str = "tui") -> PairMarks:
+    """Flag the pair for review, with an optional note (flagging again replaces the note).
+    Returns the annotator's marks on the pair."""
+    return _mark(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
+                 kind="flag", text=note, clear=False, source=source)
 
 
-def comment_pair(project, *, annotator: str, query_id: str, chunk_id: str, note: str,  # noqa: ANN001
-                 duration_ms: int | None = None, source: str = "tui") -> int:
-    """Attach a comment to the pair; grade, skip and flag are carried forward."""
-    return _add_event(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
-                      grade=None, note=note, duration_ms=duration_ms, source=source, carry=True)
+def unflag_pair(project, *, annotator: str, query_id: str, chunk_id: str,  # noqa: ANN001
+                source: str = "tui") -> PairMarks:
+    """Take the annotator's flag off the pair (nothing is written when there is none)."""
+    return _mark(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
+                 kind="flag", text=None, clear=True, source=source)
+
+
+def comment_pair(project, *, annotator: str, query_id: str, chunk_id: str, note: str | None,  # noqa: ANN001
+                 source: str = "tui") -> PairMarks:
+    """Set the annotator's comment on the pair; an empty comment clears it. Returns the
+    annotator's marks on the pair."""
+    text = (note or "").strip()
+    return _mark(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
+                 kind="comment", text=text, clear=not text, source=source)
 
 
 @dataclass(frozen=True)
@@ -227,7 +330,8 @@ def undo_last(project, annotator: str) -> UndoResult | None:  # noqa: ANN001
 
     Writes a new event carrying the pair's state from before that event (``undoes`` = its id);
     calling again walks further back. Returns None when there is nothing left to undo. Undoing a
-    recheck writes a recheck-sourced undo, so the current label stays untouched.
+    recheck writes a recheck-sourced undo, so the current label stays untouched. Flags and
+    comments are not labels: an undo leaves them as they are.
     """
     annotator = check_annotator(annotator)
 
@@ -242,16 +346,15 @@ def undo_last(project, annotator: str) -> UndoResult | None:  # noqa: ANN001
         if target is None:
             return None
         if target.source == RECHECK:
-            grade, skipped, flagged, note, source = None, False, False, None, RECHECK
+            grade, skipped, note, source = None, False, None, RECHECK
         else:
             prev = _newest(session, annotator, target.query_id, target.chunk_id, before=target.id)
             grade = prev.grade if prev else None
             skipped = bool(prev.skipped) if prev else False
-            flagged = bool(prev.flagged) if prev else False
             note = prev.note if prev else None
             source = target.source
         event = Label(query_id=target.query_id, chunk_id=target.chunk_id, annotator=annotator,
-                      grade=grade, skipped=skipped, flagged=flagged, note=note, created_at=utcnow(),
+                      grade=grade, skipped=skipped, flagged=False, note=note, created_at=utcnow(),
                       undoes=target.id, source=source)
         session.add(event)
         session.flush()
@@ -485,6 +588,8 @@ class QueryPool:
     states: list[LabelState | None]
     buckets: list[list[int]]
     """Per round, indexes into ``chunk_ids`` of the pairs first offered in that round."""
+    marks: dict[str, PairMarks]
+    """The annotator's flag and comment per chunk (chunks without marks left out)."""
 
     def index(self, chunk_id: str) -> int | None:
         try:
@@ -520,6 +625,8 @@ class PairView:
     sources: tuple[tuple[str, int], ...]
     state: LabelState | None
     recheck: bool = False
+    marks: PairMarks = NO_MARKS
+    """The annotator's flag and comment (none shown on a recheck, which is blind)."""
 
 
 class JudgingQueue:
@@ -674,6 +781,7 @@ class JudgingQueue:
                 if run is not None:
                     entry.append((run, int(rank)))
             states = self._states(connection, query_id)
+            marks = marks_of_query(connection, self.annotator, query_id)
         chunk_ids = sorted(ranks, key=lambda c: _shuffle_key(self._seed_bytes, query_id, c))
         min_ranks = [min((r for _, r in ranks[c]), default=10**9) for c in chunk_ids]
         buckets: list[list[int]] = [[] for _ in self.rounds]
@@ -681,7 +789,7 @@ class JudgingQueue:
             buckets[self._round_of(rank)].append(i)
         return QueryPool(query_id, chunk_ids, min_ranks,
                          [tuple(sorted(ranks[c], key=lambda x: (x[1], x[0]))) for c in chunk_ids],
-                         [states.get(c) for c in chunk_ids], buckets)
+                         [states.get(c) for c in chunk_ids], buckets, marks)
 
     def _round_of(self, rank: int) -> int:
         for i, d in enumerate(self.rounds):
@@ -691,16 +799,15 @@ class JudgingQueue:
 
     def _states(self, connection, query_id: str) -> dict[str, LabelState]:  # noqa: ANN001
         rows = connection.execute(
-            select(Label.id, Label.chunk_id, Label.grade, Label.skipped, Label.flagged, Label.note,
+            select(Label.id, Label.chunk_id, Label.grade, Label.skipped, Label.note,
                    Label.created_at, Label.undoes, Label.source)
             .where(Label.annotator == self.annotator, Label.query_id == query_id,
                    not_recheck())
             .order_by(Label.id)
         )
         out: dict[str, LabelState] = {}
-        for id_, chunk_id, grade, skipped, flagged, note, created, undoes, source in rows:
-            out[chunk_id] = LabelState(id_, grade, bool(skipped), bool(flagged), note, created,
-                                       undoes, source)
+        for id_, chunk_id, grade, skipped, note, created, undoes, source in rows:
+            out[chunk_id] = LabelState(id_, grade, bool(skipped), note, created, undoes, source)
         return out
 
     # -- where the work is -----------------------------------------------------------------
@@ -801,8 +908,10 @@ class JudgingQueue:
         qid = self.query_ids[pos.query]
         pool = self.pool(qid)
         i = pool.buckets[pos.round][pos.slot]
-        return PairView(pos, qid, pool.chunk_ids[i], i, len(pool.chunk_ids), pool.handled,
-                        pool.sources[i] if self.show_source else (), pool.states[i])
+        chunk_id = pool.chunk_ids[i]
+        return PairView(pos, qid, chunk_id, i, len(pool.chunk_ids), pool.handled,
+                        pool.sources[i] if self.show_source else (), pool.states[i],
+                        marks=pool.marks.get(chunk_id, NO_MARKS))
 
     def refresh(self, view: PairView) -> PairView:
         return self.view(view.position)
@@ -892,6 +1001,12 @@ class JudgingQueue:
                     was = before is not None and before.handled
                     now = state is not None and state.handled
                     self.totals["handled"] += int(now) - int(was)
+
+    def note_marks(self, query_id: str, chunk_id: str, marks: PairMarks) -> None:
+        """Keep the cached flag and comment in step with a mark just written."""
+        pool = self._cache.get(query_id)
+        if pool is not None:
+            pool.marks[chunk_id] = marks
 
     def reload_state(self, query_id: str, chunk_id: str) -> LabelState | None:
         state = current_label(self.project, self.annotator, query_id, chunk_id)
@@ -1018,16 +1133,20 @@ def annotator_progress(project) -> list[dict]:  # noqa: ANN001
             "FROM annotators a ORDER BY a.name")).all()
         current = connection.execute(text(
             "SELECT l.annotator, SUM(CASE WHEN l.grade IS NOT NULL THEN 1 ELSE 0 END), "
-            " SUM(CASE WHEN l.grade IS NULL AND l.skipped = TRUE THEN 1 ELSE 0 END), "
-            " SUM(CASE WHEN l.flagged = TRUE THEN 1 ELSE 0 END) FROM labels l JOIN (SELECT MAX(id) AS id "
+            " SUM(CASE WHEN l.grade IS NULL AND l.skipped = TRUE THEN 1 ELSE 0 END) "
+            "FROM labels l JOIN (SELECT MAX(id) AS id "
             " FROM labels WHERE source IS NULL OR source <> 'recheck' GROUP BY annotator, query_id, chunk_id) n "
             " ON n.id = l.id "
             "GROUP BY l.annotator")).all()
-    del func
-    by_name = {name: (int(g or 0), int(s or 0), int(f or 0)) for name, g, s, f in current}
+        flagged = set_marks("flag").subquery()
+        flags = dict(connection.execute(select(flagged.c.annotator, func.count())
+                                        .group_by(flagged.c.annotator)).all())
+    by_name = {name: (int(g or 0), int(s or 0)) for name, g, s in current}
     out = []
     for name, events in rows:
-        graded, skipped, flagged = by_name.get(name, (0, 0, 0))
-        out.append({"annotator": name, "graded": graded, "skipped": skipped, "flagged": flagged,
-                    "events": int(events or 0)})
+        graded, skipped = by_name.get(name, (0, 0))
+        out.append({"annotator": name, "graded": graded, "skipped": skipped,
+                    "flagged": int(flags.get(name, 0)), "events": int(events or 0)})
     return out
+
+

@@ -35,6 +35,7 @@ from ragjudge.store.schema import (
     Label,
     Nugget,
     NuggetSupport,
+    PairMark,
     Query,
     RunEntry,
 )
@@ -44,6 +45,7 @@ EVENT_TABLES = {
     "facet_links": FacetLink,
     "nugget_support": NuggetSupport,
     "adjudications": Adjudication,
+    "pair_marks": PairMark,
 }
 """The append-only tables: rows are added, never changed or deleted."""
 
@@ -327,6 +329,9 @@ def _references(connection: Connection) -> list[Check]:
         ("nugget support → chunks", NuggetSupport, NuggetSupport.chunk_id, Chunk.id),
         ("adjudications → queries", Adjudication, Adjudication.query_id, Query.id),
         ("adjudications → chunks", Adjudication, Adjudication.chunk_id, Chunk.id),
+        ("flags and comments → queries", PairMark, PairMark.query_id, Query.id),
+        ("flags and comments → chunks", PairMark, PairMark.chunk_id, Chunk.id),
+        ("flags and comments → annotators", PairMark, PairMark.annotator, Annotator.name),
     ]
     checks = []
     for name, child, column, parent in pairs:

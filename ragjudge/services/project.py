@@ -238,6 +238,7 @@ class Project:
 
     def status(self) -> dict[str, Any]:
         """Counts for ``ragjudge status`` and the home screen."""
+        from ragjudge.services.judging import set_marks
         from ragjudge.services.pool import pool_size_and_judged
 
         with self.read() as session:
@@ -245,6 +246,7 @@ class Project:
             queries, chunks, runs = count(Query), count(Chunk), count(Run)
             annotators = count(Annotator)
             labels = count(Label)
+            flagged = count(set_marks("flag").subquery())
             per_annotator = dict(
                 session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
             )
@@ -264,6 +266,7 @@ class Project:
             "runs": runs,
             "annotators": annotators,
             "labels": labels,
+            "flagged": flagged,
             "labels_per_annotator": per_annotator,
             "run_summary": [
                 {"name": name, "entries": n, "queries": q, "depth": d} for name, n, q, d in run_rows

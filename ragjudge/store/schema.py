@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
@@ -34,6 +35,24 @@ NAMING = {
 }
 
 
+KEY = String()
+"""Ids and names (queries, chunks, runs, annotators, categories): unbounded text, so that the
+same input is accepted alike on SQLite and PostgreSQL (:data:`MAX_KEY_BYTES` is the one limit).
+Revisions before 0003 declared VARCHAR(255), which PostgreSQL enforced and SQLite did not;
+0003 drops the length on PostgreSQL, and SQLite projects keep the declaration, which SQLite
+ignores (rewriting it would mean copying every table)."""
+
+MAX_KEY_BYTES = 800
+"""The longest id, run name or category, in bytes of UTF-8, on every backend alike. PostgreSQL's
+index entries hold about 2,700 bytes and three keys share one in the (annotator, query, chunk)
+and (run, query, chunk) indexes; 800 leaves room for an annotator name of 255 characters."""
+
+
+def key_bytes(value: str) -> int:
+    """The length of an id or name as the store limits it (:data:`MAX_KEY_BYTES`)."""
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
 def utcnow() -> datetime:
     """Now, in UTC, without tzinfo (SQLite stores naive datetimes; every time here is UTC)."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
@@ -53,24 +72,24 @@ class Setting(Base):
 
 class Query(Base):
     __tablename__ = "queries"
-    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    id: Mapped[str] = mapped_column(KEY, primary_key=True)
     text: Mapped[str] = mapped_column(Text)
     description: Mapped[str | None] = mapped_column(Text)
-    category: Mapped[str | None] = mapped_column(String(255), index=True)
+    category: Mapped[str | None] = mapped_column(KEY, index=True)
     meta: Mapped[dict | None] = mapped_column(JSON)
 
 
 class Chunk(Base):
     __tablename__ = "chunks"
-    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    id: Mapped[str] = mapped_column(KEY, primary_key=True)
     text: Mapped[str] = mapped_column(Text)
-    doc_id: Mapped[str | None] = mapped_column(String(255))
+    doc_id: Mapped[str | None] = mapped_column(String())
     meta: Mapped[dict | None] = mapped_column(JSON)
 
 
 class Run(Base):
     __tablename__ = "runs"
-    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(KEY, primary_key=True)
     meta: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
@@ -90,7 +109,7 @@ class RunEntry(Base):
 
 class Annotator(Base):
     __tablename__ = "annotators"
-    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(KEY, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     seen_guidelines: Mapped[bool] = mapped_column(Boolean, default=False)
 
@@ -99,8 +118,10 @@ class Label(Base):
     """An append-only label event. ``grade`` NULL means "no grade" (skipped, or undone).
 
     ``undoes`` names the event an undo reverted; the undo event carries the state from before it.
-    A flag or comment event carries the pair's current grade forward, so the newest event is
-    always the whole current state.
+    ``note`` is the grade's note (the ``note`` field of an imported labels line, or given with a
+    grade through the API). Flags and comments are :class:`PairMark` events; ``flagged`` and the
+    notes of flag and comment events written before revision 0003 are kept as history only (0003
+    copied them into ``pair_marks``), and new events leave ``flagged`` false.
     """
 
     __tablename__ = "labels"
@@ -121,6 +142,37 @@ class Label(Base):
     __table_args__ = (
         Index("ix_labels_annotator_pair", "annotator", "query_id", "chunk_id", "id"),
         Index("ix_labels_pair", "query_id", "chunk_id"),
+    )
+
+
+class PairMark(Base):
+    """Append-only: an annotator's flag or comment on a pair, set or cleared.
+
+    ``kind`` is ``flag`` (for review; ``text`` is its optional note) or ``comment`` (``text`` is
+    the comment). ``action`` is ``set`` or ``clear``. An annotator's current flag and current
+    comment on a pair are the newest event of each kind; label events (grades, skips, undos)
+    never touch them. ``resolves`` is left for a lead's later resolution of a mark (the id of
+    the mark event it answers); nothing writes it yet.
+    """
+
+    __tablename__ = "pair_marks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    kind: Mapped[str] = mapped_column(String(16))
+    action: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    source: Mapped[str | None] = mapped_column(String(32))
+    """``tui``, ``import``, ``cli``, ``migration`` ... where the event came from."""
+    resolves: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('flag', 'comment')", name="kind"),
+        CheckConstraint("action IN ('set', 'clear')", name="action"),
+        Index("ix_pair_marks_annotator_pair", "annotator", "query_id", "chunk_id", "id"),
+        Index("ix_pair_marks_pair", "query_id", "chunk_id"),
     )
 
 
@@ -178,7 +230,7 @@ class Answer(Base):
     __tablename__ = "answers"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
-    run: Mapped[str] = mapped_column(String(255))
+    run: Mapped[str] = mapped_column(KEY)
     text: Mapped[str] = mapped_column(Text)
 
     __table_args__ = (UniqueConstraint("query_id", "run", name="uq_answers_query_run"),)
@@ -199,7 +251,7 @@ class Adjudication(Base):
     query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
     chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
     grade: Mapped[int] = mapped_column(Integer)
-    by: Mapped[str] = mapped_column(String(255))
+    by: Mapped[str] = mapped_column(String())
     reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

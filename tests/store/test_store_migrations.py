@@ -91,8 +91,22 @@ def test_migrated_schema_equals_a_new_project(any_db, tmp_path, request):
     finally:
         fresh_engine.dispose()
     assert migrated.keys() == fresh.keys()
+    if "://" not in any_db:
+        migrated = sqlite_without_lengths(migrated)
     for table in fresh:
         assert migrated[table] == fresh[table], table
+
+
+def sqlite_without_lengths(schema: dict) -> dict:
+    """SQLite ignores a declared VARCHAR length (a VARCHAR(255) column holds any text), and
+    revision 0003 leaves the VARCHAR(255) of older SQLite projects in place (dropping it would
+    copy every table); the models declare no length. Only that difference is forgiven."""
+    out = {}
+    for table, parts in schema.items():
+        columns = [(name, "VARCHAR" if type_ == "VARCHAR(255)" else type_, nullable)
+                   for name, type_, nullable in parts["columns"]]
+        out[table] = {**parts, "columns": columns}
+    return out
 
 
 @pytest.fixture

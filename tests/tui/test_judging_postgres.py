@@ -11,7 +11,7 @@ from ragjudge.services import judging as J
 from ragjudge.tui import make_app
 
 PROJECT_TESTS = [
-    service.test_flag_and_comment_carry_the_grade_forward,
+    service.test_flag_and_comment_are_marks_beside_the_grade,
     service.test_undo_walks_back_one_event_at_a_time,
     service.test_pool_is_the_union_of_top_k_without_duplicates,
     service.test_depth_order_offers_every_querys_top_ranks_first,

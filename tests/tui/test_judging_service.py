@@ -19,7 +19,7 @@ def walk(queue: J.JudgingQueue, grade: int = 1, limit: int = 100) -> list[tuple[
         event = J.record_label(queue.project, annotator=queue.annotator, query_id=view.query_id,
                                chunk_id=view.chunk_id, grade=grade)
         queue.note_event(view.query_id, view.chunk_id,
-                         J.LabelState(event, grade, False, False, None, None, None, "tui"))
+                         J.LabelState(event, grade, False, None, None, None, "tui"))
         view = queue.after(view.position)
     return seen
 
@@ -36,14 +36,13 @@ def test_record_label_creates_annotator_and_checks_scale(project):
             J.record_label(project, annotator="ann", query_id="q1", chunk_id="c02", grade=bad)
 
 
-def test_flag_and_comment_carry_the_grade_forward(project):
+def test_flag_and_comment_are_marks_beside_the_grade(project):
     J.record_label(project, annotator="a", query_id="q1", chunk_id="c02", grade=2)
     J.flag_pair(project, annotator="a", query_id="q1", chunk_id="c02", note="check")
-    state = J.current_label(project, "a", "q1", "c02")
-    assert (state.grade, state.flagged, state.note) == (2, True, "check")
     J.comment_pair(project, annotator="a", query_id="q1", chunk_id="c02", note="later")
     state = J.current_label(project, "a", "q1", "c02")
-    assert (state.grade, state.flagged, state.note) == (2, True, "later")
+    assert (state.grade, state.note) == (2, None)  # no label event for a flag or a comment
+    assert J.current_marks(project, "a", "q1", "c02") == J.PairMarks(True, "check", "later")
 
 
 def test_undo_walks_back_one_event_at_a_time(project):

@@ -94,7 +94,7 @@ class AdjudicateScreen(Screen[bool]):
             if lab.flagged:
                 grade.append(" ⚑", style="yellow")
             seconds = "–" if lab.duration_ms is None else f"{lab.duration_ms / 1000:.1f}s"
-            labels.add_row(literal(lab.annotator), grade, seconds, literal(lab.note or ""))
+            labels.add_row(literal(lab.annotator), grade, seconds, literal(lab.remarks))
         if not detail.labels:
             labels.add_row(Text("nobody has labelled this pair", style="dim"), "", "", "")
         self.query_one("#adjudicate-labels", Static).update(labels)

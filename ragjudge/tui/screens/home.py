@@ -109,7 +109,7 @@ class HomeScreen(Screen):
         summary.add_row("database", literal(s["db"]))
         summary.add_row("scale", f"{s['scale']} (relevant from {s['threshold']})")
         summary.add_row("gold rule", s["rule"])
-        for key in ("queries", "chunks", "runs", "annotators", "labels"):
+        for key in ("queries", "chunks", "runs", "annotators", "labels", "flagged"):
             summary.add_row(key, f"{s[key]:,}")
         share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "–"
         summary.add_row(f"pool (top {pool['depth']})", f"{pool['pairs']:,} pairs")

@@ -53,7 +53,7 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("y", "binary(1)", "relevant (binary)", "Binary scale: grade 1 and move on.", show=False),
     Key("n", "binary(0)", "not relevant (binary)", "Binary scale: grade 0 and move on.", show=False),
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
-    Key("f", "flag", "flag", "Flag the pair for review, with an optional note."),
+    Key("f", "flag", "flag", "Flag for review (optional note); f on a flagged pair unflags it."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
     Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k",
         help_key="← / k", help_name="previous"),
@@ -63,7 +63,7 @@ JUDGE_KEYS: tuple[Key, ...] = (
         help_key="[", help_name="previous query"),
     Key("right_square_bracket", "next_query", "next query", "Next query.", show=False,
         key_display="]"),
-    Key("c", "comment", "note", help_name="comment", help="Comment on the pair."),
+    Key("c", "comment", "comment", help="Comment on the pair (an empty comment removes it)."),
     Key("slash", "find", "find", help_name="find a query", help="Find a query by id or text.",
         key_display="/"),
     Key("g", "facets", "facets", help_name="facets & nuggets",
@@ -191,7 +191,8 @@ class JudgeScreen(Screen):
             scroll.scroll_home(animate=False)
         earlier = None if pair.recheck else pair.state
         self._update("#earlier-panel", ("label", earlier and (earlier.grade, earlier.skipped,
-                                                              earlier.flagged, earlier.note)),
+                                                              earlier.undone, earlier.note),
+                                        pair.marks),
                      lambda: self._earlier_text(pair))
         self._show_marks(pair)
 
@@ -248,23 +249,32 @@ class JudgeScreen(Screen):
         return out
 
     def _earlier_text(self, pair: PairView) -> Text:
-        state = pair.state
-        if pair.recheck or state is None:
-            return Text("not labelled yet", style="dim")
+        """The grade (or skip, or undo), the grade's note, the flag with its note, the comment:
+        each on its own line, each from its own state."""
+        state = None if pair.recheck else pair.state
+        marks = pair.marks
         out = Text()
-        if state.grade is not None:
+        if state is not None and state.grade is not None:
             out.append(f"{state.grade} ", style="bold")
             out.append_text(literal(self.scale.level(state.grade).name
                                     if self.scale.contains(state.grade) else "off the scale"))
-        elif state.skipped:
+        elif state is not None and state.skipped:
             out.append("skipped", style="yellow")
-        else:
+        elif state is not None and state.undone:
             out.append("no grade (undone)", style="dim")
-        if state.flagged:
-            out.append("  ⚑ flagged", style="bold red")
-        if state.note:
+        else:
+            out.append("no grade", style="dim")
+        if state is not None and state.note and state.note not in (marks.flag_note, marks.comment):
             out.append("\n")
             out.append_text(literal(state.note, "italic"))
+        if marks.flagged:
+            out.append("\n⚑ flagged", style="bold red")
+            if marks.flag_note:
+                out.append(": ", style="bold red")
+                out.append_text(literal(marks.flag_note, "italic"))
+        if marks.comment:
+            out.append("\ncomment: ", style="bold")
+            out.append_text(literal(marks.comment, "italic"))
         return out
 
     def _facets_text(self, facets: list[judging.FacetView], nuggets: list[judging.NuggetView]) -> Text:
@@ -365,8 +375,8 @@ class JudgeScreen(Screen):
         if event_id is None:
             return
         self._count_label()
-        # a grade event is a whole new state: no skip, flag or note carried from earlier events
-        self._recorded(LabelState(event_id, grade, False, False, None, None, None, "tui"), move_on=True)
+        # a grade event is a whole new label state (flags and comments are marks, untouched)
+        self._recorded(LabelState(event_id, grade, False, None, None, None, "tui"), move_on=True)
 
     def action_binary(self, grade: int) -> None:
         if not self.scale.is_binary:
@@ -391,22 +401,41 @@ class JudgeScreen(Screen):
                              source="recheck" if pair.recheck else "tui")
         if event_id is None:
             return
-        self._recorded(LabelState(event_id, None, True, False, None, None, None, "tui"), move_on=True)
+        self._recorded(LabelState(event_id, None, True, None, None, None, "tui"), move_on=True)
+
+    def _marked(self, pair: PairView, marks: judging.PairMarks, message: str) -> None:
+        """Show the pair's flag and comment just written (the pair stays on screen)."""
+        self.queue.note_marks(pair.query_id, pair.chunk_id, marks)
+        self.notify(message)
+        if self.pair == pair:
+            self.pair = self.queue.refresh(pair)
 
     def action_flag(self) -> None:
         pair = self.pair
         if pair is None or pair.recheck:
             return
-        from ragjudge.tui.screens.prompts import TextPrompt
+        from ragjudge.tui.screens.prompts import ConfirmPrompt, TextPrompt
+
+        where = dict(annotator=self.queue.annotator, query_id=pair.query_id, chunk_id=pair.chunk_id)
+        if pair.marks.flagged:
+            def unflag(yes: bool | None) -> None:
+                if not yes:
+                    return
+                marks = self._run(judging.unflag_pair, self.project, **where)
+                if marks is not None:
+                    self._marked(pair, marks, "Flag removed.")
+
+            note = f" (note: {pair.marks.flag_note})" if pair.marks.flag_note else ""
+            self.app.push_screen(ConfirmPrompt(f"This pair is flagged{note}. Remove your flag?"),
+                                 unflag)
+            return
 
         def done(note: str | None) -> None:
-            if note is None or self.pair != pair:
+            if note is None:
                 return
-            event_id = self._run(judging.flag_pair, self.project, annotator=self.queue.annotator,
-                                 query_id=pair.query_id, chunk_id=pair.chunk_id, note=note or None)
-            if event_id is not None:
-                self.notify("Flagged for review.")
-                self._recorded(self.queue.reload_state(pair.query_id, pair.chunk_id), move_on=False)
+            marks = self._run(judging.flag_pair, self.project, note=note or None, **where)
+            if marks is not None:
+                self._marked(pair, marks, "Flagged for review.")
 
         self.app.push_screen(TextPrompt("Flag this pair for review — note (optional):",
                                         placeholder="why it needs a second look", allow_empty=True), done)
@@ -417,17 +446,18 @@ class JudgeScreen(Screen):
             return
         from ragjudge.tui.screens.prompts import TextPrompt
 
-        def done(note: str | None) -> None:
-            if not note or self.pair != pair:
-                return
-            event_id = self._run(judging.comment_pair, self.project, annotator=self.queue.annotator,
-                                 query_id=pair.query_id, chunk_id=pair.chunk_id, note=note)
-            if event_id is not None:
-                self.notify("Comment saved.")
-                self._recorded(self.queue.reload_state(pair.query_id, pair.chunk_id), move_on=False)
+        current = pair.marks.comment or ""
 
-        current = pair.state.note if pair.state else ""
-        self.app.push_screen(TextPrompt("Comment on this pair:", value=current or ""), done)
+        def done(note: str | None) -> None:
+            if note is None or (not note and not current):
+                return
+            marks = self._run(judging.comment_pair, self.project, annotator=self.queue.annotator,
+                              query_id=pair.query_id, chunk_id=pair.chunk_id, note=note)
+            if marks is not None:
+                self._marked(pair, marks, "Comment saved." if note else "Comment removed.")
+
+        self.app.push_screen(TextPrompt("Comment on this pair (an empty comment removes it):",
+                                        value=current, allow_empty=True), done)
 
     def action_undo(self) -> None:
         result = self._run(judging.undo_last, self.project, self.queue.annotator)

@@ -1,4 +1,5 @@
-"""Small modal prompts: one line of text (a name, a note, a comment) and the query finder."""
+"""Small modal prompts: one line of text (a name, a note, a comment), a yes/no question and the
+query finder."""
 
 from __future__ import annotations
 
@@ -45,6 +46,24 @@ class TextPrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmPrompt(ModalScreen[bool]):
+    """Ask a yes/no question; y or Enter returns True, n or Escape returns False."""
+
+    BINDINGS = [Binding("y,enter", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="prompt"):
+            yield Label(literal(self.question), classes="prompt-title")
+            yield Label(literal("y or Enter: yes · n or Escape: no"), classes="prompt-hint")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 class FindQuery(ModalScreen[str | None]):
