@@ -299,7 +299,11 @@ def test_progress_callback_sees_the_whole_file(tmp_path, project):
     calls = []
     result = import_file(project, "run", path, progress=lambda done, total, what: calls.append((done, total, what)))
     assert result.added == 100 and result.run == "dense"
-    assert calls and calls[-1][0] == calls[-1][1] == path.stat().st_size
+    size = path.stat().st_size
+    reading = [c for c in calls if "reading" in c[2]]
+    writing = [c for c in calls if "writing" in c[2]]
+    assert reading[-1][:2] == (size, size)  # the whole file read
+    assert writing[-1][:2] == (100, 100) and calls[-1] == writing[-1]  # then every entry written
 
 
 # -- hostile input through the command: exit 0, or exit 2 naming the file with nothing changed --

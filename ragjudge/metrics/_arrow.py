@@ -178,35 +178,26 @@ def _read_part(job):
     return table, _whitespace_counts(buf, lo, hi, size)
 
 
-def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
-         id_cols: tuple[int, int], num_col: int, dtype, what: str):
-    """(query ids, chunk ids, numbers, lines or None) parsed by pyarrow, or None: let numpy
-    parse it.
+def plain_table(buf: np.ndarray, size: int, nf: int, include: dict[int, object]):
+    """``(table, crlf)``: columns ``include`` (field index -> pyarrow type, named ``f<index>``)
+    of the input when every line is ``nf`` non-empty fields joined by one space (see the
+    module's docstring; ``crlf``: the lines end with ``\\r\\n``), else None.
 
-    ``box`` holds the input (``trec.read_bytes``'s buffer, ``size`` bytes used); once the
-    input is known to be parsed, the box is emptied so that the buffer is freed early.
-    """
-    import pyarrow as pa
+    ``buf`` holds the input in its first ``size`` bytes (ending with a newline); the reader
+    runs on a thread per piece of whole lines of a big input."""
     import pyarrow.csv as pacsv
 
-    from ragjudge.metrics.trec import _numbers
-
-    buf = box[0]
-    nf = len(fields)
     if size == 0 or buf[0] <= 32:
         return None
     names = [f"f{i}" for i in range(nf)]
-    q_name, c_name, n_name = names[id_cols[0]], names[id_cols[1]], names[num_col]
-    float_scores = dtype is np.float64
-    types = {q_name: pa.binary(), c_name: pa.binary(),
-             n_name: pa.float64() if float_scores else pa.binary()}
+    types = {names[i]: kind for i, kind in include.items()}
     read_options = pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
                                      use_threads=False)
     parse_options = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                        escape_char=False, newlines_in_values=False,
                                        ignore_empty_lines=False)
     convert_options = pacsv.ConvertOptions(column_types=types,
-                                           include_columns=[q_name, c_name, n_name],
+                                           include_columns=[names[i] for i in sorted(include)],
                                            strings_can_be_null=False,
                                            quoted_strings_can_be_null=False)
 
@@ -218,6 +209,8 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     del jobs
     if any(result is None for result in results):
         return None
+    import pyarrow as pa
+
     table = (pa.concat_tables([t for t, _ in results]) if len(results) > 1
              else results[0][0])
     n_ws, cr, pairs = (sum(c[k] for _, c in results) for k in range(3))
@@ -234,6 +227,31 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
             return None
     elif n_ws != n * nf + cr or pairs != cr or _count_newlines(buf, size) != n:
         return None
+    return table, bool(cr)
+
+
+def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
+         id_cols: tuple[int, int], num_col: int, dtype, what: str):
+    """(query ids, chunk ids, numbers, lines or None) parsed by pyarrow, or None: let numpy
+    parse it.
+
+    ``box`` holds the input (``trec.read_bytes``'s buffer, ``size`` bytes used); once the
+    input is known to be parsed, the box is emptied so that the buffer is freed early.
+    """
+    import pyarrow as pa
+
+    from ragjudge.metrics.trec import _numbers
+
+    buf = box[0]
+    float_scores = dtype is np.float64
+    include = {id_cols[0]: pa.binary(), id_cols[1]: pa.binary(),
+               num_col: pa.float64() if float_scores else pa.binary()}
+    plain = plain_table(buf, size, len(fields), include)
+    if plain is None:
+        return None
+    table, cr = plain
+    n = table.num_rows
+    q_name, c_name, n_name = f"f{id_cols[0]}", f"f{id_cols[1]}", f"f{num_col}"
     column = table.column(n_name)
     if float_scores:
         if column.null_count:

@@ -320,6 +320,29 @@ class Run(_ByQuery):
         return cls(query_ids, chunk_ids, scores, name=name)
 
     @classmethod
+    def from_grouped(cls, query_ids: np.ndarray, counts: np.ndarray, chunk_ids: np.ndarray, *,
+                     name: str | None = None) -> Run:
+        """From rows already in this class's layout, as a project stores a run: the distinct
+        query ids sorted (an ``as_ids`` array), each one's number of rows, and every row's
+        chunk id grouped by query in rank order (each chunk once per query). Nothing is
+        sorted or searched, so that a stored run of millions of rows opens in a moment."""
+        self = cls.__new__(cls)
+        counts = np.asarray(counts, dtype=np.int64)
+        self.name = name
+        self.file = None
+        self._qids = as_ids(query_ids)
+        self.qidx = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        self.chunk_ids = as_ids(chunk_ids)
+        n = len(self.chunk_ids)
+        if len(self.qidx) != n:
+            raise InputError(f"{int(counts.sum())} rows counted for {n} chunk ids.")
+        self.scores = -np.arange(n, dtype=np.float64)
+        self.lines = None
+        self.pair_hashes = pair_hash(id_hash(self._qids)[self.qidx], self.chunk_ids)
+        self.offsets = np.concatenate(([0], np.cumsum(counts)))
+        return self
+
+    @classmethod
     def from_ranked(cls, ranked: Mapping[str, Sequence[str]], *, name: str | None = None) -> Run:
         """From ``{query_id: [chunk_id, ...]}``, best first; the lists keep their order."""
         q, c = [], []

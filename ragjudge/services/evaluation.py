@@ -193,28 +193,67 @@ def project_run_names(project) -> list[str]:  # noqa: ANN001
 def project_run(project, name: str, *, batch: int = 200_000) -> Run:  # noqa: ANN001
     """The run stored under ``name``, in its stored rank order (trec_eval's, set at import).
 
-    Read with the database driver's own cursor straight into numpy arrays of id bytes (no
-    SQLAlchemy row object, no Python string per row): on SQLite one row per query, its chunks
-    and ranks concatenated by the database (:func:`_read_run_sqlite`); elsewhere the
-    ``(query, chunk)`` rows in rank order, fetched ``batch`` at a time.
+    Read from the arrays the import stored with the run (:mod:`ragjudge.store.run_arrays`):
+    no row of ``run_entries`` is read. A run without arrays (written before they were kept,
+    or by other means than an import) is read with the database driver's own cursor straight
+    into numpy arrays of id bytes (no SQLAlchemy row object, no Python string per row): on
+    SQLite one row per query, its chunks and ranks concatenated by the database
+    (:func:`_read_run_sqlite`); elsewhere the ``(query, chunk)`` rows in rank order, fetched
+    ``batch`` at a time.
     """
     from sqlalchemy import select
 
     from ragjudge.store.schema import Run as RunRow
 
     with project.connect() as connection:
-        exists = connection.execute(select(RunRow.name).where(RunRow.name == name)).first()
-        if exists is None:
+        generation = connection.execute(select(RunRow.generation).where(RunRow.name == name)).first()
+        if generation is None:
             known = list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
             listed = ", ".join(known) if known else "none yet ('ragjudge import run FILE' adds one)"
             raise UsageError(f"the project has no run named {name!r}. Its runs: {listed}.")
-        arrays = None
+        from ragjudge.store.run_arrays import read_arrays
+
+        arrays = read_arrays(connection, name, generation[0])
+        if arrays is not None:
+            return run_from_arrays(arrays, name)
+        rows = None
         if connection.dialect.name == "sqlite":
-            arrays = _read_run_sqlite(connection, name)
-        if arrays is None:
-            arrays = _read_run_rows(connection, name, batch)
-    qids, cids = arrays
+            rows = _read_run_sqlite(connection, name)
+        if rows is None:
+            rows = _read_run_rows(connection, name, batch)
+    qids, cids = rows
     return Run(qids, cids, None, name=name, ordered=True)
+
+
+def run_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Run:
+    """A :class:`Run` from stored run arrays (already grouped by query and ranked)."""
+    from ragjudge.services.bulk import unpack_ids
+
+    queries = unpack_ids(arrays["query_ids"], arrays["query_ids_lengths"])
+    chunks = unpack_ids(arrays["chunk_ids"], arrays["chunk_ids_lengths"])
+    counts = np.diff(arrays["offsets"])
+    return Run.from_grouped(queries, counts, chunks, name=name)
+
+
+def stored_arrays(connection, name: str, generation: int) -> dict[str, np.ndarray]:  # noqa: ANN001
+    """The arrays of a stored run (:mod:`ragjudge.store.run_arrays`), read, or made from its
+    rows when it has none."""
+    from ragjudge.store.run_arrays import arrays_from_rows, read_arrays
+    from ragjudge.store.schema import RunEntry
+
+    arrays = read_arrays(connection, name, generation)
+    if arrays is not None:
+        return arrays
+    table = RunEntry.__table__
+    rows = connection.execute(select_entries(table, name, generation)).all()
+    return arrays_from_rows(rows)
+
+
+def select_entries(table, name: str, generation: int):  # noqa: ANN001, ANN201
+    from sqlalchemy import select
+
+    return select(table.c.query_id, table.c.chunk_id, table.c.rank, table.c.score).where(
+        table.c.run == name, table.c.generation == generation)
 
 
 _RUN_SEP = b"\x1f"
@@ -228,6 +267,8 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
     order; the ranks then put each query's chunks in order (a stable sort: ties keep chunk id
     order, which ORDER BY rank leaves undefined anyway). Text is fetched as bytes.
     """
+    from ragjudge.store.schema import PUBLISHED
+
     raw = connection.connection.driver_connection
     before = raw.text_factory
     raw.text_factory = bytes
@@ -236,7 +277,8 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
         try:
             cursor.execute(
                 "SELECT query_id, count(*), group_concat(chunk_id, x'1f'), group_concat(rank, ',') "
-                "FROM run_entries WHERE run = ? GROUP BY query_id ORDER BY query_id", (name,))
+                f"FROM run_entries re WHERE run = ? AND {PUBLISHED.format(alias='re')} "
+                "GROUP BY query_id ORDER BY query_id", (name,))
             rows = cursor.fetchall()
         finally:
             cursor.close()
@@ -260,12 +302,12 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
 def _read_run_rows(connection, name: str, batch: int):  # noqa: ANN001, ANN202
     """(query ids, chunk ids) in rank order through the driver's cursor, ``batch`` rows at a
     time (any database)."""
-    from ragjudge.store.schema import RunEntry
+    from ragjudge.store.schema import PUBLISHED, RunEntry
 
     table = RunEntry.__table__
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    sql = (f"SELECT {table.c.query_id.name}, {table.c.chunk_id.name} FROM {table.name} "
-           f"WHERE {table.c.run.name} = {mark} ORDER BY {table.c.query_id.name}, {table.c.rank.name}")
+    sql = (f"SELECT re.query_id, re.chunk_id FROM {table.name} re "
+           f"WHERE re.run = {mark} AND {PUBLISHED.format(alias='re')} ORDER BY re.query_id, re.rank")
     qids: list[str] = []
     cids: list[str] = []
     cursor = connection.connection.driver_connection.cursor()

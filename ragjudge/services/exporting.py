@@ -27,6 +27,7 @@ from ragjudge.formats.source import Destination
 from ragjudge.models import Judgment, RunEntry
 from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, PairMark, Run
 from ragjudge.store.schema import RunEntry as RunEntryRow
+from ragjudge.store.schema import published
 
 EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets")
 DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl"}
@@ -134,7 +135,7 @@ def run_entries(project, name: str) -> Iterator[RunEntry]:  # noqa: ANN001
         if connection.scalar(select(func.count()).select_from(Run.__table__).where(Run.__table__.c.name == name)) == 0:
             raise UsageError(f"There is no run named '{name}'. Runs: {_run_list(project)}.")
         stmt = (select(entries.c.query_id, entries.c.chunk_id, entries.c.score, entries.c.rank)
-                .where(entries.c.run == name).order_by(entries.c.query_id, entries.c.rank))
+                .where(entries.c.run == name, published()).order_by(entries.c.query_id, entries.c.rank))
         for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
             yield RunEntry(query_id=row.query_id, chunk_id=row.chunk_id, score=row.score, rank=row.rank)
 

@@ -34,21 +34,23 @@ A grade off the project's scale is an :class:`InputError` at its line.
 from __future__ import annotations
 
 import io
+import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, repeat
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from sqlalchemy import (
-    Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text, and_, bindparam, delete,
+    Boolean, Column, DateTime, Integer, MetaData, String, Table, Text, and_, delete,
     exists, false, func, insert, literal, null, or_, select, update,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import InputError, UsageError
@@ -58,6 +60,8 @@ from ragjudge.formats.beir import (
 )
 from ragjudge.formats.source import Source, is_inline
 from ragjudge.formats.trec import trec_run_rows
+from ragjudge.services import bulk
+from ragjudge.services.staging import ImportSession, ids_in, publish_run
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
@@ -119,7 +123,9 @@ class ImportResult:
 def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
                 replace: bool = False, progress: Progress | None = None) -> ImportResult:
-    """Import ``source`` as ``kind`` (one of :data:`IMPORT_KINDS`) in one transaction."""
+    """Import ``source`` as ``kind`` (one of :data:`IMPORT_KINDS`): all of it or nothing, without
+    holding the project's write lock longer than a short transaction (see
+    :mod:`ragjudge.services.staging`)."""
     if kind not in IMPORT_KINDS:
         raise UsageError(f"cannot import '{kind}'; one of: {', '.join(IMPORT_KINDS)}, beir.")
     annotator = _check_annotator(annotator)
@@ -135,21 +141,30 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
     elif kind == "run" and not name.strip():  # was imported silently as a run named 'run'
         raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
     scale = project.scale
+    if kind == "run":
+        return _import_run(project, source, fmt, file, name or "run", create_missing, replace,
+                           progress)
+    if kind in ("queries", "chunks", "qrels", "labels"):
+        result = ImportResult(kind=kind, file=file)
+        with ImportSession(project) as session:
+            if kind in ("queries", "chunks"):
+                part: _Definitions | _Labels = _Definitions(session, kind, file, replace, result)
+                with _numbered(kind, source, fmt, file, progress) as records:
+                    part.stage(records)
+            else:
+                part = _Labels(session, file, annotator, scale, create_missing, result)
+                part.stage_file(kind, source, fmt, progress)
+                part.check()
+            with session.write(durable=True) as connection:
+                part.publish(connection)
+        return result
 
     def work(session: Session) -> ImportResult:
         connection = session.connection()
-        result = ImportResult(kind=kind, file=file, run=name if kind == "run" else None)
+        result = ImportResult(kind=kind, file=file)
         refs = _References(connection, create_missing, result)
         with _numbered(kind, source, fmt, file, progress) as records:
-            if kind in ("queries", "chunks"):
-                _import_definitions(connection, kind, records, file, replace, result)
-            elif kind == "run":
-                _import_run(connection, records, file, name or "run", refs, replace, result, progress)
-                if progress is not None:
-                    progress(1, 1, "checking ids, ranking, writing")
-            elif kind in ("qrels", "labels"):
-                _import_labels(connection, records, file, annotator, scale, refs, result)
-            elif kind == "facets":
+            if kind == "facets":
                 _import_facets(connection, records, file, annotator, refs, result)
             elif kind == "nuggets":
                 _import_nuggets(connection, records, file, annotator, refs, result)
@@ -187,7 +202,7 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
                 replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
     """Import a BEIR folder's corpus (as chunks), queries and qrels (as labels of
-    ``annotator``) in one transaction."""
+    ``annotator``): staged, then published in one transaction."""
     annotator = _check_annotator(annotator)
     folder = Path(folder)
     if not folder.is_dir():
@@ -197,24 +212,31 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
     queries = beir_file(folder, "queries.jsonl")
     qrels_files = beir_qrels_files(folder, split)
     scale = project.scale
-
-    def work(session: Session) -> list[ImportResult]:
-        connection = session.connection()
-        results = []
+    results: list[ImportResult] = []
+    with ImportSession(project) as session:
+        parts: list[_Definitions | _Labels] = []
+        staged: dict[str, Any] = {}
         for kind, path in (("chunks", corpus), ("queries", queries)):
             result = ImportResult(kind=kind, file=str(path))
+            part = _Definitions(session, kind, str(path), replace, result)
             with _numbered(kind, folder, "beir", str(path), progress, beir=True) as records:
-                _import_definitions(connection, kind, records, str(path), replace, result)
+                part.stage(records)
+            staged[kind] = part.new
+            parts.append(part)
             results.append(result)
         for path in qrels_files:
             result = ImportResult(kind="qrels", file=str(path))
-            refs = _References(connection, create_missing, result)
+            labels = _Labels(session, str(path), annotator, scale, create_missing, result,
+                             pending=staged)
             records = ((line, judgment) for _, line, judgment in read_beir_qrels(folder, path=path, numbered=True))
-            _import_labels(connection, records, str(path), annotator, scale, refs, result)
+            labels.stage_records(records)
+            labels.check()
+            parts.append(labels)
             results.append(result)
-        return results
-
-    return project.write(work)
+        with session.write(durable=True) as connection:
+            for part in parts:
+                part.publish(connection)
+    return results
 
 
 def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa: ANN001
@@ -231,10 +253,10 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
     if not parts:
         raise UsageError(f"the ir_datasets dataset '{full}' has no documents, queries or qrels.")
     scale = project.scale
-
-    def work(session: Session) -> list[ImportResult]:
-        connection = session.connection()
-        results = []
+    results: list[ImportResult] = []
+    with ImportSession(project) as session:
+        staged_parts: list[_Definitions | _Labels] = []
+        staged: dict[str, Any] = {}
         for kind in parts:
             file = f"ir_datasets:{full} {'docs' if kind == 'chunks' else kind}"
             result = ImportResult(kind=kind, file=file)
@@ -243,14 +265,21 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
                 lambda done, total=total, file=file: progress(done, total, file))  # type: ignore[misc]
             records = read_dataset(dataset, full, kind, numbered=True, progress=report)
             if kind == "qrels":
-                refs = _References(connection, create_missing, result)
-                _import_labels(connection, records, file, annotator, scale, refs, result)
+                labels = _Labels(session, file, annotator, scale, create_missing, result,
+                                 pending=staged)
+                labels.stage_records(records)
+                labels.check()
+                staged_parts.append(labels)
             else:
-                _import_definitions(connection, kind, records, file, replace, result)
+                definitions = _Definitions(session, kind, file, replace, result)
+                definitions.stage(records)
+                staged[kind] = definitions.new
+                staged_parts.append(definitions)
             results.append(result)
-        return results
-
-    return project.write(work)
+        with session.write(durable=True) as connection:
+            for part in staged_parts:
+                part.publish(connection)
+    return results
 
 
 def run_name_for(source: Source) -> str:
@@ -357,6 +386,7 @@ class _References:
         self.missing: dict[str, dict[str, int]] = {"query": {}, "chunk": {}}
         self.count = {"query": 0, "chunk": 0}
         self._known_queries: set[str] = set()
+        self.staged: list[tuple[str, Table, Any, Any]] = []
 
     def check(self, queries: dict[str, int], chunks: dict[str, int]) -> None:
         """``queries``/``chunks`` map the ids of a batch to the first line naming them."""
@@ -392,22 +422,17 @@ class _References:
             self.missing[what][i] = ids[i]
         self.count[what] += len(lacking)
 
-    def check_staged(self, stage: Table) -> None:
-        """The same check, in SQL, over a staging table with ``line, query_id, chunk_id``."""
+    def check_staged(self, stage: Table, pending: dict[str, Table] | None = None) -> None:
+        """The same check, in SQL, over a staging table with ``line, query_id, chunk_id``
+        (reads only: with ``create_missing`` the placeholders are made by
+        :meth:`create_staged`, in the publishing transaction). ``pending``: the staged new
+        queries and chunks of the same import, which count as in the project."""
         for what, table, column in (("query", _queries, stage.c.query_id), ("chunk", _chunks, stage.c.chunk_id)):
-            absent = ~exists().where(table.c.id == column)
+            absent = self._absent(what, table, column, pending)
             if self.connection.execute(select(column).where(absent).limit(1)).first() is None:
                 continue  # the common case, found without grouping every line
             if self.create_missing:
-                missing = select(column).where(absent).distinct()
-                count = self.connection.scalar(select(func.count()).select_from(missing.subquery()))
-                if count:
-                    self.connection.execute(
-                        insert(table).from_select(["id", "text"], select(column, literal("")).where(absent).distinct()))
-                    if what == "query":
-                        self.result.created_queries += count
-                    else:
-                        self.result.created_chunks += count
+                self.staged.append((what, table, column, absent))
                 continue
             grouped = select(column.label("id"), func.min(stage.c.line).label("line")).where(absent).group_by(column)
             count = self.connection.scalar(select(func.count()).select_from(grouped.subquery()))
@@ -416,6 +441,43 @@ class _References:
                 first = grouped.subquery()
                 for row in self.connection.execute(select(first.c.id, first.c.line).order_by(first.c.line).limit(FIRST_FEW)):
                     self.missing[what][row.id] = row.line
+
+    @staticmethod
+    def _absent(what: str, table: Table, column: Any, pending: dict[str, Table] | None) -> Any:
+        absent = ~exists().where(table.c.id == column)
+        staged = (pending or {}).get("queries" if what == "query" else "chunks")
+        if staged is not None:
+            absent = and_(absent, ~exists().where(staged.c.id == column))
+        return absent
+
+    def create_staged(self, connection: Connection) -> None:
+        """The placeholders :meth:`check_staged` found missing (in the publishing transaction)."""
+        for what, table, column, absent in self.staged:
+            missing = select(column).where(absent).distinct()
+            count = connection.scalar(select(func.count()).select_from(missing.subquery()))
+            if count:
+                connection.execute(insert(table).from_select(
+                    ["id", "text"], select(column, literal("")).where(absent).distinct()))
+                if what == "query":
+                    self.result.created_queries += count
+                else:
+                    self.result.created_chunks += count
+
+    def check_columns(self, what: str, ids: np.ndarray, lines: np.ndarray) -> list[str]:
+        """The ids of ``ids`` (an ``S`` array, with each row's line) the project lacks, read in
+        bulk; without ``create_missing`` they are counted for :meth:`raise_if_missing`."""
+        table = _queries if what == "query" else _chunks
+        distinct, first = bulk.distinct(ids)
+        texts = bulk.decode(distinct)
+        found = ids_in(self.connection, table, texts)
+        lacking = [i for i, text in enumerate(texts) if text not in found]
+        if not lacking or self.create_missing:
+            return [texts[i] for i in lacking]
+        self.count[what] += len(lacking)
+        first_lines = lines[first[lacking]]
+        for k in np.argsort(first_lines, kind="stable")[:FIRST_FEW]:
+            self.missing[what][texts[lacking[k]]] = int(first_lines[k])
+        return [texts[i] for i in lacking]
 
     def raise_if_missing(self, file: str) -> None:
         parts = []
@@ -463,69 +525,110 @@ _DEFINITION_COLUMNS = {"queries": ("text", "description", "category", "meta"),
                        "chunks": ("text", "doc_id", "meta")}
 
 
-def _import_definitions(connection: Connection, kind: str, records: Iterable[tuple[int, Any]],
-                        file: str, replace: bool, result: ImportResult) -> None:
-    table = _queries if kind == "queries" else _chunks
-    columns = _DEFINITION_COLUMNS[kind]
-    conflicts: list[tuple[int, str, str]] = []
-    conflict_count = 0
-    for batch in _batches(records):
-        result.read += len(batch)
-        ids = [record.id for _, record in batch]
-        existing = {row.id: row for row in connection.execute(
-            select(table.c.id, *(table.c[c] for c in columns)).where(table.c.id.in_(ids)))}
-        new: list[dict[str, Any]] = []
-        updates: list[dict[str, Any]] = []
-        for line, record in batch:
-            if _too_long_key(record.id):
-                raise InputError(f"the id is {key_bytes(record.id):,} bytes long (in UTF-8); ids have "
-                                 f"at most {MAX_ID}.", file=file, line=line, field="id")
-            category = getattr(record, "category", None)
-            if category is not None and _too_long_key(category):
-                raise InputError(f"the category is {key_bytes(category):,} bytes long (in UTF-8); "
-                                 f"a category has at most {MAX_ID}.", file=file, line=line,
-                                 field="category")
-            values = {c: getattr(record, c) for c in columns}
-            row = existing.get(record.id)
-            if row is None:
-                new.append({"id": record.id, **values})
-                continue
-            differing = [c for c in columns if getattr(row, c) != values[c]]
-            if not differing:
-                result.unchanged += 1
-            elif replace or _is_placeholder(row, columns):
-                updates.append({"_id": record.id, **values})
-            else:
-                conflict_count += 1
-                if len(conflicts) < FIRST_FEW:
-                    conflicts.append((line, record.id, differing[0]))
-        # The JSON column stores None as JSON 'null' unless the column is left out (SQL NULL),
-        # so rows without meta go in a statement of their own.
-        for has_meta, rows in _split_meta(new):
-            stmt = insert(table) if has_meta else insert(table).values(meta=null())
-            connection.execute(stmt, rows)
-        result.added += len(new)
-        for has_meta, rows in _split_meta(updates):
-            values = {c: bindparam(c) for c in columns if has_meta or c != "meta"}
-            if not has_meta:
-                values["meta"] = null()
-            connection.execute(update(table).where(table.c.id == bindparam("_id")).values(values), rows)
-        result.updated += len(updates)
-    if conflict_count:
-        line, first_id, column = conflicts[0]
-        listed = ", ".join(f"'{i}' (line {n}, {c})" for n, i, c in conflicts)
-        raise InputError(
-            f"{conflict_count:,} {kind} of the file differ from the project's under the same id "
-            f"(first: {listed}). Pass --replace to update them. Nothing was imported.",
-            file=file, line=line, field=column)
-    if result.read == 0:
-        result.notes.append("The file holds no records.")
+class _Definitions:
+    """A queries or chunks file: compared with the project batch by batch (reads only), the new
+    and the changed rows staged in temporary tables, then published in one transaction."""
+
+    def __init__(self, session: ImportSession, kind: str, file: str, replace: bool,
+                 result: ImportResult) -> None:
+        self.session = session
+        self.kind = kind
+        self.file = file
+        self.replace = replace
+        self.result = result
+        self.table = _queries if kind == "queries" else _chunks
+        self.columns = _DEFINITION_COLUMNS[kind]
+        types = {"text": Text, "description": Text, "category": String, "doc_id": String, "meta": Text}
+        with session.stage() as connection:
+            self.new = _temp_table(connection, Column("id", String()),
+                                   *(Column(c, types[c]) for c in self.columns))
+            self.changed = _temp_table(connection, Column("id", String()),
+                                       *(Column(c, types[c]) for c in self.columns))
+        self._sql = {}
+        for name, table in (("new", self.new), ("changed", self.changed)):
+            names = ("id", *self.columns)
+            mark = "?" if session.sqlite else "%s"
+            self._sql[name] = (table.name, names, f"INSERT INTO {table.name} ({', '.join(names)}) "
+                                                  f"VALUES ({', '.join([mark] * len(names))})")
+
+    def stage(self, records: Iterable[tuple[int, Any]]) -> None:
+        kind, columns, result, file = self.kind, self.columns, self.result, self.file
+        conflicts: list[tuple[int, str, str]] = []
+        conflict_count = 0
+        for batch in _batches(records):
+            result.read += len(batch)
+            ids = [record.id for _, record in batch]
+            new: list[tuple] = []
+            changed: list[tuple] = []
+            with self.session.read() as connection:
+                existing = {row.id: row for row in connection.execute(
+                    select(self.table.c.id, *(self.table.c[c] for c in columns))
+                    .where(self.table.c.id.in_(ids)))}
+            for line, record in batch:
+                if _too_long_key(record.id):
+                    raise InputError(f"the id is {key_bytes(record.id):,} bytes long (in UTF-8); ids have "
+                                     f"at most {MAX_ID}.", file=file, line=line, field="id")
+                category = getattr(record, "category", None)
+                if category is not None and _too_long_key(category):
+                    raise InputError(f"the category is {key_bytes(category):,} bytes long (in UTF-8); "
+                                     f"a category has at most {MAX_ID}.", file=file, line=line,
+                                     field="category")
+                values = {c: getattr(record, c) for c in columns}
+                row = existing.get(record.id)
+                if row is None:
+                    new.append(self._row(record.id, values))
+                    continue
+                differing = [c for c in columns if getattr(row, c) != values[c]]
+                if not differing:
+                    result.unchanged += 1
+                elif self.replace or _is_placeholder(row, columns):
+                    changed.append(self._row(record.id, values))
+                else:
+                    conflict_count += 1
+                    if len(conflicts) < FIRST_FEW:
+                        conflicts.append((line, record.id, differing[0]))
+            with self.session.stage() as connection:
+                for name, rows in (("new", new), ("changed", changed)):
+                    if rows:
+                        table, names, sql = self._sql[name]
+                        self.session.write_rows(connection, sql, rows, table, names)
+            result.added += len(new)
+            result.updated += len(changed)
+        if conflict_count:
+            line, first_id, column = conflicts[0]
+            listed = ", ".join(f"'{i}' (line {n}, {c})" for n, i, c in conflicts)
+            raise InputError(
+                f"{conflict_count:,} {kind} of the file differ from the project's under the same id "
+                f"(first: {listed}). Pass --replace to update them. Nothing was imported.",
+                file=file, line=line, field=column)
+        if result.read == 0:
+            result.notes.append("The file holds no records.")
+
+    def _row(self, ident: str, values: dict[str, Any]) -> tuple:
+        # meta as the JSON text the project's JSON column holds (SQL NULL when there is none)
+        return (ident, *(None if c == "meta" and values[c] is None
+                         else json.dumps(values[c]) if c == "meta" else values[c]
+                         for c in self.columns))
+
+    def publish(self, connection: Connection) -> None:
+        """The staged rows into the project, from the temporary tables in SQL."""
+        table, columns = self.table, self.columns
+        meta = _json_text(self.new.c.meta, connection)
+        connection.execute(insert(table).from_select(
+            ["id", *columns], select(self.new.c.id, *(self.new.c[c] if c != "meta" else meta
+                                                     for c in columns))))
+        if self.result.updated:
+            values = {c: select(self.changed.c[c] if c != "meta" else _json_text(self.changed.c.meta, connection))
+                      .where(self.changed.c.id == table.c.id).scalar_subquery() for c in columns}
+            connection.execute(update(table).where(table.c.id.in_(select(self.changed.c.id)))
+                               .values(values))
 
 
-def _split_meta(rows: list[dict[str, Any]]) -> list[tuple[bool, list[dict[str, Any]]]]:
-    with_meta = [r for r in rows if r.get("meta") is not None]
-    without = [{k: v for k, v in r.items() if k != "meta"} for r in rows if r.get("meta") is None]
-    return [(flag, group) for flag, group in ((True, with_meta), (False, without)) if group]
+def _json_text(column: Any, connection: Connection) -> Any:
+    """A column of JSON text as the project's JSON column takes it."""
+    from sqlalchemy import JSON, cast
+
+    return cast(column, JSON) if connection.dialect.name == "postgresql" else column
 
 
 def _is_placeholder(row: Any, columns: tuple[str, ...]) -> bool:
@@ -550,184 +653,327 @@ def _too_long(query_id: str, chunk_id: str, file: str, line: int) -> None:
                      file=file, line=line, field=field_name)
 
 
-def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file: str, name: str,
-                refs: _References, replace: bool, result: ImportResult,
-                progress: Progress | None = None) -> None:
+def _check_long_ids(query_ids: np.ndarray, chunk_ids: np.ndarray, lines: np.ndarray, file: str) -> None:
+    """The first line with an id longer than the store holds, as :func:`_too_long` says it."""
+    rows = np.union1d(bulk.longer_than(query_ids, MAX_ID), bulk.longer_than(chunk_ids, MAX_ID))
+    if len(rows):
+        row = int(rows[np.argmin(lines[rows])])
+        _too_long(*bulk.decode(np.array([query_ids[row], chunk_ids[row]])), file, int(lines[row]))
+
+
+def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None) -> bulk.RunColumns:
+    """The run's lines as columns: the plain reader when the file is plain TREC, the record
+    readers otherwise (and for the message of any bad line)."""
+    if fmt == "trec":
+        size = _size_of(source)
+        description = f"run {file}: reading"
+        if progress is not None:
+            progress(0, size, description)
+        columns = bulk.plain_run(source)
+        if columns is not None:
+            if progress is not None:
+                progress(size or 0, size, description)
+            return columns
+    with _numbered("run", source, fmt, file, progress) as records:
+        return bulk.record_run(_refuse_nul(records, file))
+
+
+def _size_of(source: Source) -> int | None:
+    """The bytes of a file source (as stored: compressed for ``.gz``), for progress."""
+    if isinstance(source, (bytes, bytearray)):
+        return len(source)
+    if isinstance(source, (str, os.PathLike)) and not is_inline(source) and str(source) != "-":
+        try:
+            return os.stat(source).st_size
+        except OSError:
+            return None
+    return None
+
+
+def _refuse_nul(rows: Iterable[tuple[Any, ...]], file: str) -> Iterator[tuple[Any, ...]]:
+    """Ids holding NUL, which PostgreSQL cannot store, are refused on every backend alike."""
+    for row in rows:
+        for value, field_name in ((row[1], "query_id"), (row[2], "chunk_id")):
+            if "\x00" in value:
+                raise InputError("the id holds a NUL character, which cannot be stored.",
+                                 file=file, line=row[0], field=field_name)
+        yield row
+
+
+def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa: ANN001
+                create_missing: bool, replace: bool, progress: Progress | None) -> ImportResult:
+    """A run: read and checked as columns, staged under a new generation in short
+    transactions, published in one small one (:mod:`ragjudge.services.staging`)."""
     name = name.strip()
     if not name or len(name) > 255:
         raise UsageError("--name: a run name must be 1 to 255 characters.")
-    stage = _temp_table(
-        connection, Column("line", Integer), Column("query_id", String()),
-        Column("chunk_id", String()), Column("score", Float), Column("given_rank", Integer))
-    # Plain tuples straight to the driver: SQLAlchemy's per-row parameter handling would cost
-    # more than parsing the line.
-    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    sql = (f"INSERT INTO {stage.name} (line, query_id, chunk_id, given_rank, score) "
-           f"VALUES ({', '.join([mark] * 5)})")
-    scored = None
-    for batch in _batches(records):
-        for line, query_id, chunk_id, _rank, score in batch:
-            if _too_long_key(query_id) or _too_long_key(chunk_id):
-                _too_long(query_id, chunk_id, file, line)
-        if scored is None:
-            scored = batch[0][4] is not None
-        connection.exec_driver_sql(sql, batch)
-        result.read += len(batch)
+    result = ImportResult(kind="run", file=file, run=name)
+    source = bulk.materialize(source)
+    columns = _run_columns(source, fmt, file, progress)
+    result.read = len(columns)
     if result.read == 0:
         raise InputError("the file holds no run lines.", file=file)
-    if progress is not None:
-        progress(0, None, "checking ids, ranking, writing")
-    refs.check_staged(stage)
-    refs.raise_if_missing(file)
-
-    if scored:
-        order = [stage.c.score.desc(), _bytewise(stage.c.chunk_id, connection).desc()]
-    else:
-        order = [stage.c.given_rank.is_(None), stage.c.given_rank, stage.c.line]
-    rank = func.row_number().over(partition_by=stage.c.query_id, order_by=order)
-    ranked = select(stage.c.query_id, stage.c.chunk_id, rank.label("rank"), stage.c.score)
-
-    runs = Run.__table__
-    entries = RunEntry.__table__
-    if connection.scalar(select(func.count()).select_from(runs).where(runs.c.name == name)):
-        if not replace:
-            _duplicate_check(connection, stage, file)
-            old = select(entries.c.query_id, entries.c.chunk_id, entries.c.rank, entries.c.score
-                         ).where(entries.c.run == name)
-            new_only = connection.scalar(select(func.count()).select_from(ranked.except_(old).subquery()))
-            old_only = connection.scalar(select(func.count()).select_from(old.except_(ranked).subquery()))
-            stage.drop(connection)
-            if new_only == 0 and old_only == 0:
-                result.unchanged = result.read
-                result.notes.append("The project already holds this run; nothing changed.")
-                return
-            raise InputError(
-                f"the project already has a run named '{name}' with other entries ({new_only:,} "
-                f"of the file's entries are not in it, {old_only:,} of its entries are not in the "
-                "file). Pass --replace to replace it, or --name to import under another name. "
-                "Nothing was imported.", file=file)
-        connection.execute(delete(entries).where(entries.c.run == name))
-        connection.execute(update(runs).where(runs.c.name == name).values(
-            meta={"source": file}, created_at=utcnow()))
+    _check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, file)
+    repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids)
+    ranked = None if repeat is not None else bulk.rank(columns)
+    with ImportSession(project) as session:
+        with session.read() as connection:
+            refs = _References(connection, create_missing, result)
+            missing_queries = refs.check_columns("query", columns.query_ids, columns.lines)
+            missing_chunks = refs.check_columns("chunk", columns.chunk_ids, columns.lines)
+            refs.raise_if_missing(file)
+            if repeat is not None:
+                _duplicate(columns, repeat, file)
+            current = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
+            if current is not None and not replace:
+                _same_run_or_refuse(connection, name, current, ranked, file, result)
+                return result
+        arrays = ranked.arrays()
+        del columns
+        generation, replaces = session.begin_run(name)
+        try:
+            _stage_entries(session, name, generation, ranked, progress)
+            session.store_arrays(name, generation, arrays)
+            with session.write(durable=True) as connection:
+                for table, ids in ((_queries, missing_queries), (_chunks, missing_chunks)):
+                    for part in _batches(ids):
+                        connection.execute(insert(table), [{"id": i, "text": ""} for i in part])
+                result.created_queries = len(missing_queries)
+                result.created_chunks = len(missing_chunks)
+                publish_run(connection, name, generation, {"source": file}, replaces is not None)
+        except BaseException:
+            with suppress(Exception):  # the next import or opening removes what is left
+                session.abandon_run(name, generation)
+            raise
+        session.finish_run(name, generation, replaces)
+    result.added = result.read
+    if replaces is not None:
         result.updated = 1
         result.notes.append(f"Replaced the earlier run '{name}'.")
-    else:
-        connection.execute(insert(runs).values(name=name, meta={"source": file}, created_at=utcnow()))
-    savepoint = connection.begin_nested()
-    try:
-        connection.execute(insert(entries).from_select(
-            ["run", "query_id", "chunk_id", "rank", "score"],
-            select(literal(name, String), stage.c.query_id, stage.c.chunk_id, rank, stage.c.score)))
-    except IntegrityError:
-        savepoint.rollback()
-        _duplicate_check(connection, stage, file)
-        raise
-    savepoint.commit()
-    result.added = result.read
-    stage.drop(connection)
+    return result
 
 
-def _duplicate_check(connection: Connection, stage: Table, file: str) -> None:
-    """An :class:`InputError` for the first chunk listed twice for one query of a staged run."""
-    groups = (select(stage.c.query_id, stage.c.chunk_id, func.min(stage.c.line).label("first"))
-              .group_by(stage.c.query_id, stage.c.chunk_id).having(func.count() > 1)
-              .order_by(func.min(stage.c.line)).limit(1))
-    row = connection.execute(groups).first()
-    if row is None:
-        return
-    lines = list(connection.scalars(
-        select(stage.c.line).where(stage.c.query_id == row.query_id, stage.c.chunk_id == row.chunk_id)
-        .order_by(stage.c.line).limit(2)))
+_runs = Run.__table__
+_entries = RunEntry.__table__
+
+
+def _stage_entries(session: ImportSession, name: str, generation: int, ranked: bulk.RankedRun,
+                   progress: Progress | None) -> None:
+    """The run's entries under ``generation``, batch by batch, in storage order."""
+    queries = np.array(bulk.decode(ranked.query_ids), dtype=object)
+    ranks = ranked.ranks
+    scores = ranked.scores
+    has_none = bool(np.isnan(scores).any())
+    sql = session.run_entries_sql()
+    total = len(ranked)
+    description = f"run {name}: writing entries"
+
+    def write(connection: Connection, start: int, stop: int) -> None:
+        part = scores[start:stop]
+        values = (np.where(np.isnan(part), None, part).tolist() if has_none else part.tolist())
+        rows = list(zip(repeat(name), repeat(generation), queries[ranked.qidx[start:stop]].tolist(),
+                        bulk.decode(ranked.chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
+        session.write_rows(connection, sql, rows, "run_entries",
+                           ("run", "generation", "query_id", "chunk_id", "rank", "score"))
+
+    report = None if progress is None else (lambda done: progress(done, total, description))
+    if report is not None:
+        report(0)
+    session.batches(total, write, report)
+
+
+def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> None:
+    """The first line that lists a chunk its query listed before."""
+    first, second = repeat
+    query_id, chunk_id = bulk.decode(np.array([columns.query_ids[second], columns.chunk_ids[second]]))
     raise InputError(
-        f"chunk '{row.chunk_id}' appears twice for query '{row.query_id}' (first on line "
-        f"{lines[0]}); a run lists each chunk of a query once. Nothing was imported.",
-        file=file, line=lines[1], field="chunk_id")
+        f"chunk '{chunk_id}' appears twice for query '{query_id}' (first on line "
+        f"{int(columns.lines[first])}); a run lists each chunk of a query once. Nothing was imported.",
+        file=file, line=int(columns.lines[second]), field="chunk_id")
+
+
+def _same_run_or_refuse(connection: Connection, name: str, generation: int,
+                        ranked: bulk.RankedRun, file: str, result: ImportResult) -> None:
+    """A run of the same name is in the project: the same entries change nothing, others are
+    refused with how many differ."""
+    from ragjudge.services.evaluation import stored_arrays
+
+    old = stored_arrays(connection, name, generation)
+    new = ranked.arrays()
+    same = all(np.array_equal(old[key], new[key], equal_nan=key == "scores") for key in new)
+    if same:
+        result.unchanged = result.read
+        result.notes.append("The project already holds this run; nothing changed.")
+        return
+    new_keys, old_keys = _entry_keys(new), _entry_keys(old)
+    new_only = int(np.count_nonzero(~np.isin(new_keys, old_keys)))
+    old_only = int(np.count_nonzero(~np.isin(old_keys, new_keys)))
+    raise InputError(
+        f"the project already has a run named '{name}' with other entries ({new_only:,} "
+        f"of the file's entries are not in it, {old_only:,} of its entries are not in the "
+        "file). Pass --replace to replace it, or --name to import under another name. "
+        "Nothing was imported.", file=file)
+
+
+def _entry_keys(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """One 64-bit key per entry of stored run arrays: its query, chunk, rank and score."""
+    from ragjudge.metrics._keys import id_hash, mix, pair_hash
+
+    queries = bulk.unpack_ids(arrays["query_ids"], arrays["query_ids_lengths"])
+    chunks = bulk.unpack_ids(arrays["chunk_ids"], arrays["chunk_ids_lengths"])
+    offsets = arrays["offsets"]
+    counts = np.diff(offsets)
+    qidx = np.repeat(np.arange(len(counts)), counts)
+    ranks = np.arange(len(chunks)) - offsets[qidx] + 1
+    keys = pair_hash(id_hash(queries)[qidx], chunks)
+    keys = mix(keys, ranks.astype(np.uint64))
+    scores = np.where(np.isnan(arrays["scores"]), np.inf, arrays["scores"])
+    return mix(keys, scores.view(np.uint64))
 
 
 # -- qrels and labels ----------------------------------------------------------------------
 
 
-def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
-                   annotator: str, scale: Any, refs: _References, result: ImportResult) -> None:
-    stage = _temp_table(
-        connection, Column("line", Integer), Column("query_id", String()),
-        Column("chunk_id", String()), Column("annotator", String()), Column("grade", Integer),
-        Column("note", Text), Column("created_at", DateTime), Column("flagged", Boolean),
-        Column("flag_note", Text), Column("comment", Text))
-    annotators: set[str] = set()
-    marked = False  # whether any line has a flag or comment: else their SQL is left out
-    for batch in _batches(records):
-        rows = []
-        for line, record in batch:
-            if _too_long_key(record.query_id) or _too_long_key(record.chunk_id):
-                _too_long(record.query_id, record.chunk_id, file, line)
-            if record.grade is not None and not scale.contains(record.grade):
-                raise InputError(
-                    f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
-                    "Nothing was imported.", file=file, line=line, field="grade")
-            who = annotator if record.annotator is None else _check_annotator(
-                record.annotator, file=file, line=line)
-            annotators.add(who)
-            created = getattr(record, "created_at", None)
-            if created is not None and created.tzinfo is not None:
-                from datetime import timezone
+class _Labels:
+    """A qrels or labels file: its lines staged in a temporary table (each checked as it
+    always was), their ids checked, then the label and mark events that change something
+    written in one transaction."""
 
-                created = created.astimezone(timezone.utc).replace(tzinfo=None)
-            rows.append({"line": line, "query_id": record.query_id, "chunk_id": record.chunk_id,
-                         "annotator": who, "grade": record.grade, "note": record.note,
-                         "created_at": created, "flagged": getattr(record, "flagged", None),
-                         "flag_note": getattr(record, "flag_note", None),
-                         "comment": getattr(record, "comment", None)})
-            marked = marked or rows[-1]["flagged"] is not None or rows[-1]["comment"] is not None
-        connection.execute(insert(stage), rows)
-        result.read += len(rows)
-    if result.read == 0:
-        result.notes.append("The file holds no labels.")
-        stage.drop(connection)
-        return
-    refs.check_staged(stage)
-    refs.raise_if_missing(file)
-    _ensure_annotators(connection, annotators)
+    def __init__(self, session: ImportSession, file: str, annotator: str, scale: Any,
+                 create_missing: bool, result: ImportResult,
+                 pending: dict[str, Table] | None = None) -> None:
+        self.session = session
+        self.file = file
+        self.annotator = annotator
+        self.scale = scale
+        self.create_missing = create_missing
+        self.result = result
+        self.pending = pending
+        self.annotators: set[str] = set()
+        self.marked = False  # whether any line has a flag or comment: else their SQL is left out
+        self.names = ("line", "query_id", "chunk_id", "annotator", "grade", "note", "created_at",
+                      "flagged", "flag_note", "comment")
+        with session.stage() as connection:
+            self.stage_table = _temp_table(
+                connection, Column("line", Integer), Column("query_id", String()),
+                Column("chunk_id", String()), Column("annotator", String()), Column("grade", Integer),
+                Column("note", Text), Column("created_at", DateTime), Column("flagged", Boolean),
+                Column("flag_note", Text), Column("comment", Text))
+        mark = "?" if session.sqlite else "%s"
+        self.sql = (f"INSERT INTO {self.stage_table.name} ({', '.join(self.names)}) "
+                    f"VALUES ({', '.join([mark] * len(self.names))})")
+        self.refs: _References | None = None
 
-    newest = (select(func.max(_labels.c.id)).where(
-        _labels.c.annotator == stage.c.annotator, _labels.c.query_id == stage.c.query_id,
-        _labels.c.chunk_id == stage.c.chunk_id).scalar_subquery())
-    current = _labels.alias("current")
-    changed = or_(
-        current.c.id.is_(None), current.c.grade.is_(None), current.c.grade != stage.c.grade,
-        current.c.skipped.is_(True),
-        and_(stage.c.note.is_not(None), or_(current.c.note.is_(None), current.c.note != stage.c.note)),
-    )
-    changed = and_(stage.c.grade.is_not(None), changed)
-    now = utcnow()
-    when = func.coalesce(stage.c.created_at, literal(now, DateTime))
-    wanted = (select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
-                     stage.c.note, when, literal("import", String), false(), false())
-              .select_from(stage.outerjoin(current, current.c.id == newest))
-              .where(changed).order_by(stage.c.line))
-    changes = _mark_changes(stage) if marked else ()
-    counted = select(func.count()).select_from(stage).outerjoin(current, current.c.id == newest)
-    for change in changes:
-        counted = counted.outerjoin(change.current, change.current.c.id == change.newest)
-    added = connection.scalar(counted.where(or_(changed, *(c for ch in changes for _, c in ch.wanted))))
-    if added:
-        connection.execute(insert(_labels).from_select(
-            ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
-             "skipped", "flagged"], wanted))
+    def stage_file(self, kind: str, source: Source, fmt: str, progress: Progress | None) -> None:
+        """A file's lines: a plain TREC qrels file in bulk, any other through the record readers."""
+        if fmt == "trec":
+            source = bulk.materialize(source)
+            columns = bulk.plain_qrels(source, self.scale.min, self.scale.max)
+            if columns is not None:
+                self._stage_columns(columns, progress)
+                return
+        with _numbered(kind, source, fmt, self.file, progress) as records:
+            self.stage_records(records)
+
+    def _stage_columns(self, columns: bulk.QrelsColumns, progress: Progress | None) -> None:
+        _check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, self.file)
+        n = len(columns)
+        self.result.read = n
+        if n:
+            self.annotators.add(self.annotator)
+        queries, chunks = bulk.decode(columns.query_ids), bulk.decode(columns.chunk_ids)
+        lines, grades = columns.lines.tolist(), columns.grades.tolist()
+        for at in range(0, n, BATCH * 10):
+            rows = [(lines[i], queries[i], chunks[i], self.annotator, grades[i], None, None, None,
+                     None, None) for i in range(at, min(n, at + BATCH * 10))]
+            with self.session.stage() as connection:
+                self.session.write_rows(connection, self.sql, rows, self.stage_table.name, self.names)
+            if progress is not None:
+                progress(min(n, at + BATCH * 10), n, f"qrels {self.file}: staging")
+
+    def stage_records(self, records: Iterable[tuple[int, Any]]) -> None:
+        file, scale = self.file, self.scale
+        for batch in _batches(records):
+            rows = []
+            for line, record in batch:
+                if _too_long_key(record.query_id) or _too_long_key(record.chunk_id):
+                    _too_long(record.query_id, record.chunk_id, file, line)
+                if record.grade is not None and not scale.contains(record.grade):
+                    raise InputError(
+                        f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
+                        "Nothing was imported.", file=file, line=line, field="grade")
+                who = self.annotator if record.annotator is None else _check_annotator(
+                    record.annotator, file=file, line=line)
+                self.annotators.add(who)
+                created = getattr(record, "created_at", None)
+                if created is not None and created.tzinfo is not None:
+                    from datetime import timezone
+
+                    created = created.astimezone(timezone.utc).replace(tzinfo=None)
+                flagged = getattr(record, "flagged", None)
+                comment = getattr(record, "comment", None)
+                rows.append((line, record.query_id, record.chunk_id, who, record.grade, record.note,
+                             created, flagged, getattr(record, "flag_note", None), comment))
+                self.marked = self.marked or flagged is not None or comment is not None
+            with self.session.stage() as connection:
+                self.session.write_rows(connection, self.sql, rows, self.stage_table.name, self.names)
+            self.result.read += len(rows)
+
+    def check(self) -> None:
+        """Ids the project lacks: refused (or, with ``create_missing``, made at the publish)."""
+        if self.result.read == 0:
+            return
+        with self.session.read() as connection:
+            self.refs = _References(connection, self.create_missing, self.result)
+            self.refs.check_staged(self.stage_table, self.pending)
+            self.refs.raise_if_missing(self.file)
+
+    def publish(self, connection: Connection) -> None:
+        result, stage = self.result, self.stage_table
+        if result.read == 0:
+            result.notes.append("The file holds no labels.")
+            return
+        if self.refs is not None:
+            self.refs.create_staged(connection)
+        _ensure_annotators(connection, self.annotators)
+        newest = (select(func.max(_labels.c.id)).where(
+            _labels.c.annotator == stage.c.annotator, _labels.c.query_id == stage.c.query_id,
+            _labels.c.chunk_id == stage.c.chunk_id).scalar_subquery())
+        current = _labels.alias("current")
+        changed = or_(
+            current.c.id.is_(None), current.c.grade.is_(None), current.c.grade != stage.c.grade,
+            current.c.skipped.is_(True),
+            and_(stage.c.note.is_not(None), or_(current.c.note.is_(None), current.c.note != stage.c.note)),
+        )
+        changed = and_(stage.c.grade.is_not(None), changed)
+        now = utcnow()
+        when = func.coalesce(stage.c.created_at, literal(now, DateTime))
+        wanted = (select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
+                         stage.c.note, when, literal("import", String), false(), false())
+                  .select_from(stage.outerjoin(current, current.c.id == newest))
+                  .where(changed).order_by(stage.c.line))
+        changes = _mark_changes(stage) if self.marked else ()
+        counted = select(func.count()).select_from(stage).outerjoin(current, current.c.id == newest)
         for change in changes:
-            for action, condition in change.wanted:
-                text = stage.c.flag_note if change.kind == "flag" else stage.c.comment
-                connection.execute(insert(_marks).from_select(
-                    ["query_id", "chunk_id", "annotator", "kind", "action", "text", "created_at",
-                     "source"],
-                    select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator,
-                           literal(change.kind, String), literal(action, String),
-                           text if action == "set" else null(), when, literal("import", String))
-                    .select_from(stage.outerjoin(change.current, change.current.c.id == change.newest))
-                    .where(condition).order_by(stage.c.line)))
-    result.added = added or 0
-    result.unchanged = result.read - result.added
-    stage.drop(connection)
+            counted = counted.outerjoin(change.current, change.current.c.id == change.newest)
+        added = connection.scalar(counted.where(or_(changed, *(c for ch in changes for _, c in ch.wanted))))
+        if added:
+            connection.execute(insert(_labels).from_select(
+                ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
+                 "skipped", "flagged"], wanted))
+            for change in changes:
+                for action, condition in change.wanted:
+                    text = stage.c.flag_note if change.kind == "flag" else stage.c.comment
+                    connection.execute(insert(_marks).from_select(
+                        ["query_id", "chunk_id", "annotator", "kind", "action", "text", "created_at",
+                         "source"],
+                        select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator,
+                               literal(change.kind, String), literal(action, String),
+                               text if action == "set" else null(), when, literal("import", String))
+                        .select_from(stage.outerjoin(change.current, change.current.c.id == change.newest))
+                        .where(condition).order_by(stage.c.line)))
+        result.added = added or 0
+        result.unchanged = result.read - result.added
 
 
 @dataclass

@@ -33,9 +33,12 @@ from ragjudge.store.schema import (
     Label,
     Nugget,
     NuggetSupport,
+    PUBLISHED,
     PairMark,
     utcnow,
 )
+
+_PUBLISHED = PUBLISHED.format(alias="re")
 
 SUPPORT_LEVELS = ("full", "partial", "none")
 IMPORTANCE_LEVELS = ("vital", "okay")
@@ -714,7 +717,7 @@ class JudgingQueue:
             params = {"annotator": self.annotator}
         else:
             sql = ("SELECT q.id FROM queries q WHERE EXISTS (SELECT 1 FROM run_entries re "
-                   f"WHERE re.query_id = q.id AND re.rank <= :depth{runs_sql})")
+                   f"WHERE re.query_id = q.id AND re.rank <= :depth{runs_sql} AND {_PUBLISHED})")
             params["depth"] = self.depth
         if category is not None:
             sql += " AND q.category = :category"
@@ -769,11 +772,11 @@ class JudgingQueue:
         params.update(query=query_id, depth=self.depth, annotator=self.annotator)
         if self.assigned:
             sql = ("SELECT a.chunk_id, re.run, re.rank FROM assignments a LEFT JOIN run_entries re "
-                   "ON re.query_id = a.query_id AND re.chunk_id = a.chunk_id "
+                   f"ON re.query_id = a.query_id AND re.chunk_id = a.chunk_id AND {_PUBLISHED} "
                    "WHERE a.annotator = :annotator AND a.query_id = :query")
         else:
             sql = ("SELECT re.chunk_id, re.run, re.rank FROM run_entries re "
-                   f"WHERE re.query_id = :query AND re.rank <= :depth{runs_sql}")
+                   f"WHERE re.query_id = :query AND re.rank <= :depth{runs_sql} AND {_PUBLISHED}")
         ranks: dict[str, list[tuple[str, int]]] = {}
         with self.project.connect() as connection:
             for chunk_id, run, rank in connection.execute(text(sql), params):
@@ -847,7 +850,7 @@ class JudgingQueue:
         params.update(depth=self.depth, annotator=self.annotator, queries=batch)
         sql = text(
             "SELECT re.query_id, MIN(re.rank) FROM run_entries re "
-            f"WHERE re.query_id IN :queries AND re.rank <= :depth{runs_sql} AND NOT EXISTS ("
+            f"WHERE re.query_id IN :queries AND re.rank <= :depth{runs_sql} AND {_PUBLISHED} AND NOT EXISTS ("
             " SELECT 1 FROM labels l WHERE l.id = (SELECT MAX(l2.id) FROM labels l2"
             "  WHERE l2.annotator = :annotator AND l2.query_id = re.query_id"
             "  AND l2.chunk_id = re.chunk_id AND (l2.source IS NULL OR l2.source <> 'recheck'))"
@@ -1024,7 +1027,7 @@ class JudgingQueue:
             pool_sql = "SELECT query_id, chunk_id FROM assignments re WHERE re.annotator = :annotator"
         else:
             pool_sql = (f"SELECT DISTINCT re.query_id, re.chunk_id FROM run_entries re "
-                        f"WHERE re.rank <= :depth{runs_sql}")
+                        f"WHERE re.rank <= :depth{runs_sql} AND {_PUBLISHED}")
         subset = len(self.query_ids)
         with self.project.connect() as connection:
             total_queries = connection.execute(text("SELECT COUNT(*) FROM queries")).scalar()

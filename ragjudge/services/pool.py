@@ -5,14 +5,15 @@ from __future__ import annotations
 from sqlalchemy import and_, exists, func, select
 
 from ragjudge.services.qrels import newest_label_ids
-from ragjudge.store.schema import Label, RunEntry
+from ragjudge.store.schema import Label, RunEntry, published
 
 DEFAULT_DEPTH = 10
 
 
 def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None):
     """A select of distinct (query_id, chunk_id) pairs in the pool."""
-    stmt = select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.rank <= depth).distinct()
+    stmt = (select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.rank <= depth, published())
+            .distinct())
     if runs:
         stmt = stmt.where(RunEntry.run.in_(runs))
     return stmt

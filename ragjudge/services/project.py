@@ -23,7 +23,7 @@ from ragjudge.models import Scale, ScaleLevel
 from ragjudge.store import engine as engine_settings
 from ragjudge.store import migrate
 from ragjudge.store.engine import env_db, is_url, make_engine, sqlite_path, with_retry
-from ragjudge.store.schema import Annotator, Base, Chunk, Label, Query, Run, RunEntry, Setting
+from ragjudge.store.schema import Annotator, Base, Chunk, Label, Query, Run, RunEntry, Setting, published
 
 T = TypeVar("T")
 
@@ -68,6 +68,10 @@ class Project:
         except BaseException:
             engine.dispose()
             raise
+        if path is not None:
+            from ragjudge.services.staging import clean_on_open
+
+            clean_on_open(project)  # what a killed import left, when one did
         return project
 
     def _prepare(self, *, create: bool, path: Path | None) -> None:
@@ -252,7 +256,8 @@ class Project:
             )
             run_rows = session.execute(
                 select(RunEntry.run, func.count(), func.count(func.distinct(RunEntry.query_id)),
-                       func.max(RunEntry.rank)).group_by(RunEntry.run).order_by(RunEntry.run)
+                       func.max(RunEntry.rank)).where(published())
+                .group_by(RunEntry.run).order_by(RunEntry.run)
             ).all()
         pool = pool_size_and_judged(self)
         return {

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    LargeBinary,
     CheckConstraint,
     DateTime,
     Float,
@@ -20,9 +21,13 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Text,
     UniqueConstraint,
+    and_,
+    exists,
+    select,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -88,23 +93,77 @@ class Chunk(Base):
 
 
 class Run(Base):
+    """A run. ``generation`` names which of the run's entries are its own: an import writes a
+    run's entries under a new generation in short transactions, then publishes them by setting
+    this column in one small one (see :data:`PUBLISHED`)."""
+
     __tablename__ = "runs"
     name: Mapped[str] = mapped_column(KEY, primary_key=True)
     meta: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class RunEntry(Base):
-    """One retrieved chunk. ``rank`` is the 1-based position after trec_eval's ordering."""
+    """One retrieved chunk. ``rank`` is the 1-based position after trec_eval's ordering.
+
+    An entry belongs to its run only while ``generation`` is the run's (a published run);
+    entries of another generation are an import not yet published, or the entries a replaced
+    run had, being removed: every reader selects through :data:`PUBLISHED`. ``run`` is no
+    foreign key for that reason (an import's entries exist before its run does).
+    """
 
     __tablename__ = "run_entries"
-    run: Mapped[str] = mapped_column(ForeignKey("runs.name", ondelete="CASCADE"), primary_key=True)
+    run: Mapped[str] = mapped_column(KEY, primary_key=True)
     query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"), primary_key=True)
     chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"), primary_key=True)
     rank: Mapped[int] = mapped_column(Integer)
     score: Mapped[float | None] = mapped_column(Float)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True, default=0, server_default="0")
 
-    __table_args__ = (Index("ix_run_entries_query_rank", "query_id", "rank"),)
+    __table_args__ = (PrimaryKeyConstraint("run", "generation", "query_id", "chunk_id"),
+                      Index("ix_run_entries_query_rank", "query_id", "rank"))
+
+
+PUBLISHED = ("EXISTS (SELECT 1 FROM runs published WHERE published.name = {alias}.run "
+             "AND published.generation = {alias}.generation)")
+"""The SQL condition that a ``run_entries`` row (under the alias given) belongs to a published
+run: ``PUBLISHED.format(alias="re")``."""
+
+
+def published(entries=None):  # noqa: ANN001, ANN201
+    """:data:`PUBLISHED` as a Core clause over ``entries`` (the table or an alias of it)."""
+    entries = RunEntry.__table__ if entries is None else entries
+    runs = Run.__table__.alias("published")
+    return exists(select(runs.c.name).where(and_(runs.c.name == entries.c.run,
+                                                 runs.c.generation == entries.c.generation)))
+
+
+class RunArray(Base):
+    """A run's entries as numpy arrays (raw bytes in parts), written by the import with the
+    entries of the same generation, so that evaluating reads arrays instead of rows. Arrays:
+    ``query_ids`` (the sorted distinct query ids), ``offsets`` (each query's rows), ``chunk_ids``
+    and ``scores`` in rank order; ids as UTF-8 bytes with their lengths."""
+
+    __tablename__ = "run_arrays"
+    run: Mapped[str] = mapped_column(KEY, primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dtype: Mapped[str] = mapped_column(String(16))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class RunImport(Base):
+    """A run import under way (or killed): its ``generation`` of entries, and the generation of
+    the run it replaces. The import deletes its row when done; a row left behind tells the next
+    import (or the next opening of the project) which entries to remove."""
+
+    __tablename__ = "run_imports"
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    run: Mapped[str] = mapped_column(KEY)
+    replaces: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Annotator(Base):
