@@ -156,11 +156,7 @@ def writing(target: str | os.PathLike, *, compress: bool | None = None) -> Itera
             yield stream
         return
     with replacing(path) as partial:
-        try:
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-        except OSError as exc:
-            raise _error(path, exc, existed=_mode_of(path) is not None) from None
-        output = _Output(_Raw(fd, "wb"), compress=compress)
+        output = _Output(_Raw(partial, "wb"), compress=compress)
         try:
             yield output.text
             output.finish(fsync=True)
@@ -185,6 +181,12 @@ def replacing(target: str | os.PathLike, *, replace_demo: bool = False) -> Itera
     partial = partial_path(path)
     _remove(partial)
     mode = _mode_of(path)
+    try:
+        # made here, empty, so that a folder without permission is told as such whatever the
+        # writer (SQLite would only say "unable to open database file")
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as exc:
+        raise _error(Path(target), exc, existed=mode is not None) from None
     try:
         yield partial
         if mode is not None:

@@ -367,16 +367,20 @@ def test_a_name_just_short_enough_is_written(capsys, db, tmp_path):
     assert target.read_text().startswith("q1 0 c01")
 
 
-def test_a_folder_without_permission_says_so(capsys, db, tmp_path, monkeypatch):
-    target = tmp_path / "locked" / "gold.qrels"
+@pytest.mark.parametrize("command", [("export", "qrels"), ("backup",)])
+def test_a_folder_without_permission_says_so(capsys, db, tmp_path, monkeypatch, command):
+    target = tmp_path / "locked" / "gold.out"
     target.parent.mkdir()
+    real = os.open
 
-    def denied(*args, **kwargs):  # noqa: ANN002, ANN003
-        raise PermissionError(errno.EACCES, "Permission denied")
+    def denied(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        if Path(path).parent == target.parent:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(path, *args, **kwargs)
 
     monkeypatch.setattr(files.os, "open", denied)
-    code, _, err = run(capsys, "--db", db, "export", "qrels", "-o", target)
-    assert code == 2 and "permission" in err.lower() and str(target) in err and one_paragraph(err)
+    code, _, err = run(capsys, "--db", db, *command, "-o", target)
+    assert code == 2 and "permission denied" in err and str(target) in err and one_paragraph(err), err
     assert list(target.parent.iterdir()) == []
 
 
