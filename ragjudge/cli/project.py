@@ -142,7 +142,7 @@ def _print_status(data: dict) -> None:
 )
 def demo(
     no_tui: Annotated[bool, typer.Option("--no-tui", help="Build the project only; do not open the app.")] = False,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the demo project even if it exists.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the demo project even if it exists (only a project 'ragjudge demo' built; anything else is refused).")] = False,
 ) -> None:
     """Build the bundled demo project (a parcel-delivery support knowledge base) and open the app."""
     from ragjudge.cli.common import db_given, set_db

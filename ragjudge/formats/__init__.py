@@ -15,7 +15,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ragjudge.errors import InputError, UsageError
+from ragjudge.files import is_terminal
 from ragjudge.formats.beir import (
     read_beir_corpus, read_beir_qrels, read_beir_queries, write_beir,
 )
@@ -34,6 +37,7 @@ from ragjudge.formats.trec import (
 from ragjudge.formats.trec_sgml import (
     SGML_FORMATS, read_trec_documents, read_trec_sgml, read_trec_topics, sgml_format,
 )
+from ragjudge.safetext import visible
 
 FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS)
 
@@ -156,7 +160,15 @@ def _as_labels(judgments: Iterator[Any], kind: str, numbered: bool) -> Iterator[
 
 def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag: str = "ragjudge") -> int:
     """Write ``records`` of ``kind`` to ``dest`` (a path, ``-`` or a text file) in ``fmt``;
-    returns the number written."""
+    returns the number written.
+
+    Shown on a terminal, every text field goes through :func:`ragjudge.safetext.visible`, so that
+    a note or an id cannot send control sequences to it; anywhere else (a file, a pipe) the
+    bytes are written exactly as stored."""
+    if is_terminal(dest):
+        multiline = fmt == "jsonl"  # JSON escapes a line break; in TREC and CSV it would split the row
+        records = (_visible_fields(record, multiline) for record in records)
+        tag = visible(tag)
     if fmt == "jsonl":
         return write_jsonl(records, dest, kind=kind)
     if fmt == "csv":
@@ -168,3 +180,17 @@ def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag
             return write_trec_qrels(records, dest)
         raise UsageError(f"{kind} cannot be written in TREC format; use --format jsonl or csv.")
     raise UsageError(f"unknown output format '{fmt}'; one of: trec, jsonl, csv.")
+
+
+def _visible_fields(value: Any, multiline: bool) -> Any:
+    """``value`` (a record, a dict, a tuple or a list) with every string in it made visible."""
+    if isinstance(value, str):
+        return visible(value, multiline=multiline)
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={name: _visible_fields(field, multiline) for name, field in value
+                                        if isinstance(field, (str, dict, list, tuple))})
+    if isinstance(value, dict):
+        return {key: _visible_fields(field, multiline) for key, field in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_visible_fields(field, multiline) for field in value)
+    return value

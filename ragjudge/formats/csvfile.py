@@ -9,11 +9,12 @@ have are refused, as unknown JSONL fields are.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel
 
@@ -151,13 +152,34 @@ def write_csv(records: Iterable[BaseModel | dict[str, Any]], dest: Destination, 
     fields = fields or FIELDS[kind]
     count = 0
     with open_output(dest) as out:
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(fields)
+        row = _RowWriter(out)
+        row.write(fields)
         for record in records:
             data = record_dict(record) if isinstance(record, BaseModel) else record
-            writer.writerow([_cell(data.get(field)) for field in fields])
+            row.write([_cell(data.get(field)) for field in fields])
             count += 1
     return count
+
+
+class _RowWriter:
+    """CSV rows ending in ``\\n``, with every cell that holds a CR or an LF quoted.
+
+    Python's writer quotes a cell only for the characters of its own line terminator, so with
+    ``\\n`` a bare CR would go out unquoted and no reader could read the row back. The rows are
+    made with ``\\r\\n`` (every CR and LF quoted, as well as commas and quotes) and written
+    with ``\\n``."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.buffer = io.StringIO()
+        self.writer = csv.writer(self.buffer, lineterminator="\r\n")
+
+    def write(self, cells: list[str] | tuple[str, ...]) -> None:
+        self.writer.writerow(cells)
+        line = self.buffer.getvalue()
+        self.buffer.seek(0)
+        self.buffer.truncate()
+        self.out.write(line[:-2] + "\n")
 
 
 def _cell(value: Any) -> str:

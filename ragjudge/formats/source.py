@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Union
 
 from ragjudge.errors import InputError
+from ragjudge.files import writing
 
 Source = Union[str, bytes, os.PathLike, IO[Any]]
 
@@ -217,21 +218,10 @@ Destination = Union[str, os.PathLike, IO[str]]
 @contextmanager
 def open_output(dest: Destination) -> Iterator[IO[str]]:
     """A text stream to write to: a path (``.gz`` compressed; ``-`` is standard output) or an
-    open text file, which is left open. Files are written as UTF-8 with ``\\n`` line ends."""
+    open text file, which is left open. Paths are written through :func:`ragjudge.files.writing`
+    (UTF-8, ``\\n`` line ends, atomically, never over a project)."""
     if isinstance(dest, (str, os.PathLike)):
-        if str(dest) == "-":
-            yield sys.stdout
-            sys.stdout.flush()
-            return
-        path = Path(dest)
-        try:
-            if path.name.endswith(".gz"):
-                handle: IO[str] = gzip.open(path, "wt", encoding="utf-8", newline="\n")
-            else:
-                handle = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-        except OSError as exc:
-            raise InputError(f"cannot be written: {exc.strerror}.", file=str(dest)) from None
-        with handle:
+        with writing(dest) as handle:
             yield handle
         return
     yield dest
