@@ -41,9 +41,7 @@ EXPORT_EPILOG = (
     "annotator, time and note, and their flags and comments), run NAME, facets, nuggets. Output "
     "goes to standard output unless -o names a file (a .gz name is compressed). The file is "
     "written whole or not at all, and never over a ragjudge project or its -wal, -shm, -journal "
-    "or .writelock files.
-
-"
+    "or .writelock files.\n\n"
     "Examples:\n\n"
     "  ragjudge export qrels -o gold.qrels               # TREC, project's rule (median)\n\n"
     "  ragjudge export qrels --rule majority --format jsonl\n\n"
