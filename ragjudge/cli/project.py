@@ -102,7 +102,7 @@ def _print_status(data: dict) -> None:
     pool = data["pool"]
     share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "-"
     console.print(f"[bold]{safe(data['project'])}[/]  ({safe(data['db'])})")
-    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {data['rule']}")
+    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {safe(data['rule'])}")
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(justify="right")
