@@ -76,7 +76,7 @@ def is_clean(text: str, *, multiline: bool = False) -> bool:
 
 
 # A '[' and the backslashes before it; with what would make it a Rich tag ("[bold]", "[/]").
-_BRACKET = re.compile(r"(\\*)\[((?:[a-z#/@][^\[]*?\])?)")
+_BRACKET = re.compile(r"(?<!\\)(\\*)\[((?:[a-z#/@][^\[]*?\])?)")
 
 
 def _escape_bracket(match: re.Match[str]) -> str:
@@ -97,18 +97,40 @@ def markup(text: object, *, multiline: bool = False) -> str:
     return value + "\\" * (len(value) - len(value.rstrip("\\")))
 
 
-# scheme://user:password@host -> scheme://user:***@host. The user part stops at ':' '/' '@' or
-# whitespace; the password runs to the last '@' before whitespace (a password may hold '@' or '/'
-# only percent-encoded, but people type them raw; taking the last '@' masks all of it, and at
-# worst a path after it too). A password given as a query parameter (?password=...) is masked.
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:)(?P<password>\S*)@")
+# scheme://user:password@host -> scheme://user:***@host, in every whitespace-free token of a text.
+# The user part stops at ':' '/' or '@'; the password runs to the last '@' of the token (a
+# password may hold '@' or '/' only percent-encoded, but people type them raw; taking the last
+# '@' masks all of it, and at worst a path after it too). Plain string scans, not a regex: a
+# regex for the scheme is quadratic on a long run of letters, and a chunk may hold one.
+_SCHEME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+_TOKEN = re.compile(r"\S+")
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|passwd|pwd)=)[^&\s]*", re.IGNORECASE)
+
+
+def _mask_token(token: str) -> str:
+    at = token.rfind("@")
+    start = token.find("://")
+    while 0 < start < at:
+        scheme = start
+        while scheme > 0 and token[scheme - 1] in _SCHEME:
+            scheme -= 1
+        user_end = start + 3
+        while user_end < at and token[user_end] not in ":/@":
+            user_end += 1
+        if token[user_end] == ":" and any(ch.isalpha() for ch in token[scheme:start]):
+            return token[: user_end + 1] + "***" + token[at:]
+        start = token.find("://", start + 1)
+    return token
 
 
 def mask_secrets(text: object) -> str:
     """The text with the password of every ``scheme://user:password@host`` URL as ``***``."""
-    value = _URL_PASSWORD.sub(lambda m: m.group("head") + "***@", str(text))
-    return _QUERY_PASSWORD.sub(lambda m: m.group("head") + "***", value)
+    value = str(text)
+    if "://" in value and "@" in value:
+        value = _TOKEN.sub(lambda m: _mask_token(m.group(0)), value)
+    if "=" in value:
+        value = _QUERY_PASSWORD.sub(lambda m: m.group("head") + "***", value)
+    return value
 
 
 _URL_HEAD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:")

@@ -382,3 +382,18 @@ def test_agreement_screen_every_tab_and_adjudication_of_a_markup_pair(project):
         assert rows == [(2, "[/]because", "[bold]ann[/]")] or rows[-1][:2] == (2, "[/]because")
 
     run(scenario)
+
+
+def test_the_exit_message_is_printed_as_text(project, capsys):
+    bogus = f"[/]bogus{OSC0}"
+
+    async def scenario() -> None:
+        app = make_app(project, annotator=ANNOTATOR, start="judge", runs=[bogus])
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+        assert app.return_code == 2
+
+    run(scenario)
+    err = capsys.readouterr().err
+    assert "ragjudge: --runs: no run named [/]bogus␛]0;owned␇ in this project" in err
+    assert "\x1b]0;owned" not in err

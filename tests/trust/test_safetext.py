@@ -57,6 +57,8 @@ def test_markup_is_shown_literally_by_rich() -> None:
         ("cannot reach postgresql://u:pw@h/x (refused)", "cannot reach postgresql://u:***@h/x (refused)"),
         ("labels.db", "labels.db"),
         ("postgresql://u:pa/ss@h/x", "postgresql://u:***@h/x"),
+        ("db=postgresql://u:pw@h/x,", "db=postgresql://u:***@h/x,"),
+        ("mailto:ann@example.com and ann:pw@host", "mailto:ann@example.com and ann:pw@host"),
         ("postgresql://u@h/x?sslmode=require&password=pw", "postgresql://u@h/x?sslmode=require&password=***"),
     ],
 )
@@ -97,3 +99,11 @@ def test_backslashes_and_brackets_are_shown_as_they_are(text: str) -> None:
     for before, after, tail in (("[bold]", "[/bold]", ""), ("", "[red]!", "!")):
         rendered = Text.from_markup(before + markup(text) + after).plain
         assert rendered == text + tail
+
+
+def test_long_runs_are_handled_in_one_pass() -> None:
+    # a chunk may hold a long token (base64, a hash): every step is linear in the text
+    long = "a" * 200_000
+    assert for_terminal(long + " postgresql://u:pw@h/x") == long + " postgresql://u:***@h/x"
+    assert markup("\\" * 200_000) == "\\" * 400_000
+    assert Text.from_markup("[bold]" + markup("[x" * 50_000) + "[/bold]").plain == "[x" * 50_000
