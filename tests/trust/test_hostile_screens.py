@@ -299,7 +299,7 @@ def test_evaluation_screen_every_tab_and_a_bad_measure(project):
             assert "bm25␛]52;c;aGFja2Vk␇[/]" in text
             for key, tab in (("p", "per-query"), ("v", "curves"), ("s", "strata")):
                 await pilot.press(key)
-                await until(pilot, lambda: screen._rendered.get(tab) is not None, f"tab {tab}")
+                await until(pilot, lambda tab=tab: screen._rendered.get(tab) is not None, f"tab {tab}")
                 await settle(pilot)
                 check(app, f"evaluation {tab}")
             for _ in range(3):  # strata: the next query fields (hostile names and values)
@@ -377,9 +377,9 @@ def test_agreement_screen_every_tab_and_adjudication_of_a_markup_pair(project):
             text = check(app, "adjudicated")
             assert "Adjudicated q[/]2 / c[/]2: grade 2." in text
         with project.read() as session:
-            rows = session.execute(select(Adjudication.grade, Adjudication.reason, Adjudication.by)
+            rows = session.execute(select(Adjudication.grade, Adjudication.reason)
                                    .where(Adjudication.query_id == Q_MARKUP)).all()
-        assert rows == [(2, "[/]because", "[bold]ann[/]")] or rows[-1][:2] == (2, "[/]because")
+        assert [tuple(row) for row in rows] == [(2, "[/]because")]
 
     run(scenario)
 

@@ -150,5 +150,5 @@ def test_status_table_shows_hostile_names_literally(capsys, db):
 def test_status_json_is_escaped_json(capsys, db):
     name = add_hostile_run(db)
     code, out, err = run_cli(capsys, "--db", db, "status", "--format", "json")
-    assert code == 0 and is_clean(out, multiline=True)
+    assert code == 0 and err == "" and is_clean(out, multiline=True)
     assert [r["name"] for r in json.loads(out)["run_summary"]] == ["bm25", name]

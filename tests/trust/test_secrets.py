@@ -78,11 +78,11 @@ def test_project_error_message_is_masked_where_it_is_made():
 
 
 def test_demo_messages_mask_the_password(capsys, monkeypatch):
-    import ragjudge.services.demo as demo
+    from ragjudge.services import demo
 
     monkeypatch.setattr(demo, "build_demo", lambda db, **_: True)
     url = f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:1/demo"
-    code, out, err = run_cli(capsys, "demo", "--no-tui", "--db", url)
+    code, _, err = run_cli(capsys, "demo", "--no-tui", "--db", url)
     assert code == 0
     assert "Built the demo project at" in err and "postgres:***@127.0.0.1:1/demo" in err
 
@@ -118,7 +118,7 @@ def test_eval_and_verify_json_mask_the_password(capsys, secret_db):
 @pytest.mark.postgres
 def test_a_missing_database_on_the_server(capsys, pg_url):
     db = with_password(pg_url).rsplit("/", 1)[0] + "/rj_no_such_database"
-    code, out, err = run_cli(capsys, "--db", db, "status")
+    code, _, err = run_cli(capsys, "--db", db, "status")
     assert code == 2 and "postgres:***@" in err and "rj_no_such_database" in err
     assert err.count("\n") == 1
 
@@ -127,8 +127,9 @@ def test_a_missing_database_on_the_server(capsys, pg_url):
 def test_home_screen_masks_the_password(secret_db):
     import asyncio
 
-    from ragjudge.tui import make_app
     from drawn import drawn_text
+
+    from ragjudge.tui import make_app
 
     async def scenario() -> str:
         with Project.open(secret_db) as project:
