@@ -1,17 +1,27 @@
 """Errors a user can cause, and how they are told.
 
-This module imports nothing, so every layer (the numpy-only ``ragjudge.metrics`` included) may
-raise these. The command line turns any :class:`RagjudgeError` into one paragraph on stderr and
-exit code 2; the TUI shows the same text in a notification. Neither shows a traceback.
+This module imports only :mod:`ragjudge.safetext` (the standard library), so every layer (the
+numpy-only ``ragjudge.metrics`` included) may raise these. The command line turns any
+:class:`RagjudgeError` into one paragraph on stderr and exit code 2; the TUI shows the same text
+in a notification. Neither shows a traceback.
 """
 
 from __future__ import annotations
 
+from ragjudge.safetext import mask_secrets
+
 
 class RagjudgeError(Exception):
-    """A mistake in what the user gave ragjudge: a file, an option, a database."""
+    """A mistake in what the user gave ragjudge: a file, an option, a database.
+
+    The message never holds a password: a database URL quoted in it has its password masked
+    here, whichever layer wrote the message and wherever it is shown.
+    """
 
     exit_code = 2
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(mask_secrets(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class InputError(RagjudgeError, ValueError):

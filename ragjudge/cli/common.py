@@ -8,11 +8,12 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
+from ragjudge.safetext import markup, mask_secrets
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+# no emoji codes: a run named ":a:" is shown as typed (markup is escaped by safe())
+console = Console(highlight=False, soft_wrap=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 _state: dict[str, str | None] = {"db": None}
 
@@ -69,6 +70,6 @@ def print_json(data: Any) -> None:
 
 
 def safe(text: object) -> str:
-    """User text for a Rich renderable, shown literally (no markup, no escape sequences)."""
-    cleaned = "".join(ch if ch.isprintable() or ch in "\n\t" else "\ufffd" for ch in str(text))
-    return escape(cleaned)
+    """User text for a Rich markup string, shown literally: control characters visible, markup
+    escaped, a URL's password masked (see :mod:`ragjudge.safetext`)."""
+    return markup(mask_secrets(text), multiline=True)

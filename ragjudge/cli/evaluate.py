@@ -82,7 +82,7 @@ class Inputs:
         else:
             self.project = open_project()
             self.qrels, self.rule = svc.project_qrels(self.project, rule)
-            self.source = f"project {self.project.db}"
+            self.source = f"project {self.project.shown_db}"
             self.threshold = self.project.scale.threshold if threshold is None else threshold
         if self.threshold < 0:
             raise UsageError(f"--threshold {self.threshold}: a grade threshold is at least 0.")
@@ -176,7 +176,7 @@ def _wide_console() -> Any:
         return console
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False, width=max(console.width, 160))
+    return Console(highlight=False, soft_wrap=False, emoji=False, width=max(console.width, 160))
 
 
 def _csv_writer() -> Any:

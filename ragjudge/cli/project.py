@@ -50,7 +50,7 @@ def init(
     project = Project.init(project_db(), scale=parsed, name=name, description=description, guidelines=text)
     with project:
         console.print(
-            f"Created project [bold]{safe(project.name)}[/] at {safe(project_db())} "
+            f"Created project [bold]{safe(project.name)}[/] at {safe(project.shown_db)} "
             f"(scale {parsed.describe()}, relevant from grade {parsed.threshold})."
         )
         console.print("Next: ragjudge import queries FILE, ragjudge import chunks FILE, "
@@ -102,7 +102,7 @@ def _print_status(data: dict) -> None:
     pool = data["pool"]
     share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "-"
     console.print(f"[bold]{safe(data['project'])}[/]  ({safe(data['db'])})")
-    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {data['rule']}")
+    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {safe(data['rule'])}")
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(justify="right")
@@ -146,19 +146,21 @@ def demo(
 ) -> None:
     """Build the bundled demo project (a parcel-delivery support knowledge base) and open the app."""
     from ragjudge.cli.common import db_given, set_db
+    from ragjudge.safetext import mask_url
     from ragjudge.services.demo import build_demo
 
     if not db_given():
         set_db("ragjudge-demo.db")
     db = project_db()
     built = build_demo(db, fresh=fresh, progress=err_console if err_console.is_terminal else None)
+    shown = safe(mask_url(db))
     if built:
-        err_console.print(f"Built the demo project at {safe(db)}.")
+        err_console.print(f"Built the demo project at {shown}.")
     else:
-        err_console.print(f"Using the demo project already at {safe(db)} (--fresh rebuilds it).")
+        err_console.print(f"Using the demo project already at {shown} (--fresh rebuilds it).")
     if no_tui:
         # every later command needs to be told where the project is (the default is ragjudge.db)
-        err_console.print(f"Next: ragjudge --db {safe(db)} status, or export RAGJUDGE_DB={safe(db)}.",
+        err_console.print(f"Next: ragjudge --db {shown} status, or export RAGJUDGE_DB={shown}.",
                           soft_wrap=True)
         return
     from ragjudge.tui import run_app

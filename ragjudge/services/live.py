@@ -948,7 +948,7 @@ class LiveEvaluation:
             return Evaluation(measures=list(self.measures), results=results, query_ids=qids,
                               averaging=first.averaging, queries_mode="judged",
                               threshold=self.threshold, rule=self.rule,
-                              qrels_source=f"project {self.project.db}")
+                              qrels_source=f"project {self.project.shown_db}")
 
     def details(self, *, resamples: int | None = None) -> LiveDetails:
         """Bootstrap intervals of every mean, the annotators' agreement, pool coverage."""

@@ -218,7 +218,7 @@ def verify(project, *, now: datetime | None = None) -> VerifyReport:  # noqa: AN
     backend = project.engine.dialect.name
     with project.connect() as connection:
         revision = migrate.current_revision(connection)
-        report = VerifyReport(project.db, backend, revision)
+        report = VerifyReport(project.shown_db, backend, revision)
         report.checks.append(_integrity(connection, backend))
         report.checks.append(
             Check("schema revision", "ok" if revision == migrate.HEAD else "fail",

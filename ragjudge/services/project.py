@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ragjudge.errors import ProjectError
 from ragjudge.models import Scale, ScaleLevel
+from ragjudge.safetext import mask_url
 from ragjudge.store import engine as engine_settings
 from ragjudge.store import migrate
 from ragjudge.store.engine import env_db, is_url, make_engine, sqlite_path, with_retry
@@ -62,7 +63,7 @@ class Project:
         project = cls(db, engine)
         try:
             project._prepare(create=create, path=path)
-        except (OperationalError, DatabaseError) as exc:
+        except DBAPIError as exc:  # the server refused the connection, the file is damaged, ...
             engine.dispose()
             raise ProjectError(_describe_db_error(db, exc)) from None
         except BaseException:
@@ -77,17 +78,17 @@ class Project:
         if revision is None:
             if has_tables:
                 raise ProjectError(
-                    f"{self.db} is a database but not a ragjudge project (it has tables of its "
+                    f"{self.shown_db} is a database but not a ragjudge project (it has tables of its "
                     "own and no ragjudge schema). Name another file with --db. Nothing was changed."
                 )
             if not create:
                 raise ProjectError(
-                    f"{self.db} holds no ragjudge project yet. Create one with "
-                    f"'ragjudge init --db {self.db}' or try 'ragjudge demo'."
+                    f"{self.shown_db} holds no ragjudge project yet. Create one with "
+                    f"'ragjudge init --db {self.shown_db}' or try 'ragjudge demo'."
                 )
             self._create_schema()
             return
-        migrate.check_revision(revision, self.db)
+        migrate.check_revision(revision, self.shown_db)
         if revision != migrate.HEAD:
             if path is not None:
                 migrate.backup_before_migration(path, revision)
@@ -131,7 +132,7 @@ class Project:
         project = cls.open(db, create=True)
         if not exist_ok and project.get_setting("scale") is not None:
             project.close()
-            raise ProjectError(f"{db} is already a ragjudge project. Nothing was changed.")
+            raise ProjectError(f"{mask_url(db)} is already a ragjudge project. Nothing was changed.")
         scale = scale or Scale.parse("0-3")
         values: dict[str, Any] = {
             "scale": scale.model_dump(mode="json"),
@@ -147,6 +148,11 @@ class Project:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @property
+    def shown_db(self) -> str:
+        """The database as screens, reports and messages name it: a URL's password masked."""
+        return mask_url(self.db)
 
     def __enter__(self) -> "Project":
         return self
@@ -257,7 +263,7 @@ class Project:
         pool = pool_size_and_judged(self)
         return {
             "project": self.name,
-            "db": self.db,
+            "db": self.shown_db,
             "scale": self.scale.describe(),
             "threshold": self.scale.threshold,
             "rule": self.rule,
@@ -341,6 +347,7 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
 
 
 def _describe_db_error(db: str, exc: BaseException) -> str:
+    db = mask_url(db)
     orig = getattr(exc, "orig", exc)
     text = " ".join(str(orig).split())  # drivers' messages span lines; ours are one paragraph
     lowered = text.lower()

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from ragjudge.errors import ProjectError
+from ragjudge.safetext import mask_url
 
 DEFAULT_DB = "ragjudge.db"
 BUSY_TIMEOUT_MS = int(os.environ.get("RAGJUDGE_BUSY_TIMEOUT_MS", "15000"))
@@ -42,7 +43,7 @@ def database_url(db: str) -> str:
             url = make_url(db)
             url.port  # noqa: B018 - a bad port only fails when read
         except (ArgumentError, ValueError) as exc:
-            raise ProjectError(f"--db '{db}' is not a valid database URL: {exc}.") from None
+            raise ProjectError(f"--db '{mask_url(db)}' is not a valid database URL: {exc}.") from None
         return db
     return "sqlite:///" + str(Path(db).expanduser())
 
@@ -95,14 +96,14 @@ def make_engine(db: str, *, readonly: bool = False) -> Engine:
         return create_engine(url, pool_pre_ping=True)
     except NoSuchModuleError:
         raise ProjectError(
-            f"--db '{db}': ragjudge knows no database of the kind '{make_url(url).drivername}'. "
+            f"--db '{mask_url(db)}': ragjudge knows no database of the kind '{make_url(url).drivername}'. "
             "Use a file path for SQLite or postgresql+psycopg://USER@HOST/DB for PostgreSQL."
         ) from None
     except ArgumentError as exc:
-        raise ProjectError(f"--db '{db}' is not a valid database URL: {exc}.") from None
+        raise ProjectError(f"--db '{mask_url(db)}' is not a valid database URL: {exc}.") from None
     except ModuleNotFoundError as exc:
         raise ProjectError(
-            f"--db '{db}' needs the database driver '{exc.name}', which is not installed. "
+            f"--db '{mask_url(db)}' needs the database driver '{exc.name}', which is not installed. "
             "For PostgreSQL install ragjudge with the postgres extra: pip install 'ragjudge[postgres]'."
         ) from None
 

@@ -6,10 +6,13 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
+from rich.text import Text
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from ragjudge.errors import RagjudgeError
+from ragjudge.safetext import for_terminal
 
 
 class RagjudgeApp(App):
@@ -31,6 +34,21 @@ class RagjudgeApp(App):
         self.start = start
         self.queue_options = queue_options
         self.judge_screen = None
+
+    # -- every notification and the exit message: text, never markup or control ------------
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification of every screen comes here: messages quote the user's data (ids,
+        names, what was typed), so they are shown as text, with control characters visible."""
+        super().notify(for_terminal(message), title=for_terminal(title), severity=severity,
+                       timeout=timeout, markup=False)
+
+    def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None:
+        """Quit; a message (printed to the terminal afterwards) is shown as text, not markup."""
+        if isinstance(message, str):
+            message = Text(for_terminal(message))
+        super().exit(result, return_code, message)
 
     def on_mount(self) -> None:
         from ragjudge.tui.screens.home import HomeScreen
