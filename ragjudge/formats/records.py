@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ragjudge.errors import InputError
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
+from ragjudge.numeric import grade_problem, parse_integer, rank_problem
 
 KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers")
 
@@ -154,6 +155,10 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         except ValueError:
             raise InputError("meta holds NaN or an infinity, which JSON cannot store.",
                              file=file, line=line, field="meta") from None
+    for name, problem in (("grade", grade_problem), ("rank", rank_problem)):
+        number = getattr(record, name, None)
+        if isinstance(number, int) and problem(number):
+            raise InputError(problem(number) or "", file=file, line=line, field=name)
     score = getattr(record, "score", None)
     if score is not None and not math.isfinite(score):
         raise InputError(f"the score is {score}; scores must be finite numbers.",
@@ -163,6 +168,19 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         raise InputError(f"the weight is {weight}; weights must be finite numbers.",
                          file=file, line=line, field="weight")
     return record
+
+
+def read_grade(text: str, *, file: str, line: int, field: str = "grade") -> int:
+    """A grade written as text (a TREC or BEIR qrels column): an ASCII integer
+    (:func:`ragjudge.numeric.parse_integer`) within the bounds of every grade."""
+    grade = parse_integer(text)
+    if grade is None:
+        raise InputError(f"{short(text)} is not an integer grade.", file=file, line=line,
+                         field=field)
+    problem = grade_problem(grade)
+    if problem:
+        raise InputError(problem, file=file, line=line, field=field)
+    return grade
 
 
 def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> InputError:

@@ -169,15 +169,19 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
 
 
 def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noqa: ANN001
-    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule."""
+    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
+
+    The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
+    depend on the grades other queries happen to have."""
     from ragjudge.services.qrels import check_rule, gold_qrels
 
     rule = check_rule(rule or project.rule)
     triples = gold_qrels(project, rule)
+    top = project.scale.max
     if not triples:
-        return Qrels([], [], np.zeros(0, dtype=np.int64)), rule
+        return Qrels([], [], np.zeros(0, dtype=np.int64), top_grade=top), rule
     q, c, g = zip(*triples)
-    return Qrels(list(q), list(c), np.array(g, dtype=np.int64)), rule
+    return Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=top), rule
 
 
 def project_run_names(project) -> list[str]:  # noqa: ANN001
