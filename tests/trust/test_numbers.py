@@ -369,7 +369,6 @@ HUGE_RANK = 2**63
 
 @pytest.mark.parametrize("name,text", [
     ("run.jsonl", f'{{"query_id": "q1", "chunk_id": "a", "rank": {HUGE_RANK}}}\n'),
-    ("run.csv", f"query_id,chunk_id,rank\nq1,a,{HUGE_RANK}\n"),
     ("run.jsonl", f'{{"query_id": "q1", "chunk_id": "a", "rank": {MAX_RANK + 1}}}\n'),
 ])
 def test_eval_run_file_with_a_rank_out_of_range(tmp_path, capsys, name, text):
