@@ -681,7 +681,7 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
 # -- gate --------------------------------------------------------------------------------------
 
 _REQUIREMENT = re.compile(
-    r"^\s*(?P<measure>\S.*?)\s*(?P<op>>=|<=|==|=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<pct>%?)\s*$"
+    r"^\s*(?P<measure>\S.*?)\s*(?P<op>>=|<=|==|=|>|<)\s*(?P<value>[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$"
 )
 _OPS = {
     ">=": lambda a, b: a >= b,

@@ -572,3 +572,12 @@ def test_compare_means_are_the_means_eval_gives_under_the_same_averaging(tmp_pat
         assert row["mean_a"] == runs["a"]["aggregate"][row["measure"]]
         assert row["mean_b"] == runs["b"]["aggregate"][row["measure"]]
         assert row["queries"] == 5  # q3..q6, q8: answered by both, where the pairs are
+
+
+def test_a_gate_requirement_is_written_in_ascii_digits():
+    from ragjudge.cli.evaluate import parse_requirement
+
+    assert parse_requirement("P@5>=0.9") == ("P@5", ">=", 0.9)
+    for text in ("P@5>=\uff10.\uff19", "P@5>=0_9", "P@5>=nan"):
+        with pytest.raises(UsageError):
+            parse_requirement(text)
