@@ -155,10 +155,11 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         except ValueError:
             raise InputError("meta holds NaN or an infinity, which JSON cannot store.",
                              file=file, line=line, field="meta") from None
-    for name, problem in (("grade", grade_problem), ("rank", rank_problem)):
+    for name, check in (("grade", grade_problem), ("rank", rank_problem)):
         number = getattr(record, name, None)
-        if isinstance(number, int) and problem(number):
-            raise InputError(problem(number) or "", file=file, line=line, field=name)
+        problem = check(number) if isinstance(number, int) else None
+        if problem:
+            raise InputError(problem, file=file, line=line, field=name)
     score = getattr(record, "score", None)
     if score is not None and not math.isfinite(score):
         raise InputError(f"the score is {score}; scores must be finite numbers.",

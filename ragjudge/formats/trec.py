@@ -83,9 +83,9 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
             raise InputError(f"{short(rank_text)} is not an integer rank.", file=lines.name,
                              line=number, field="rank",
                              hint=stdin_format_hint(lines.name, number))
-        if rank_problem(rank):
-            raise InputError(rank_problem(rank) or "", file=lines.name, line=number,
-                             field="rank")
+        too_high = rank_problem(rank)
+        if too_high:
+            raise InputError(too_high, file=lines.name, line=number, field="rank")
         score = parse_number(score_text)
         if score is None:
             raise InputError(f"{short(score_text)} is not a number.", file=lines.name,

@@ -132,7 +132,7 @@ def _query_set(qrels: Qrels, run: Run | None, queries: Any,
 def _labelled(measures: Sequence[Measure], extras: Mapping[str, Any] | None
               ) -> tuple[np.ndarray | None, set[str]]:
     """The queries the RAG measures' labels cover (an extra's ``labelled_query_ids``: queries
-    with facets, nuggets, claims, entities or an answer), and the extras keys that say so.
+    with facets, nuggets, claims or entities), and the extras keys that say so.
 
     Such a query is evaluated although it may have no relevance grade: its RAG measures are
     defined there, the measures that need grades are not (NaN, counted as undefined)."""
@@ -197,9 +197,9 @@ def evaluate(
     answers but the qrels do not judge is ignored. ``extras`` carries data some measures need
     (``corpus_size`` for Accuracy, facet links, nugget support ...).
 
-    A query that has labels for a RAG measure (facets, nuggets, claims, entities, an answer:
-    see ``ragjudge.metrics.rag``) but no relevance grade is evaluated as well: the RAG measure
-    is computed there, every measure that needs grades is NaN (undefined, counted).
+    A query that has labels for a RAG measure (facets, nuggets, claims or entities: see
+    ``ragjudge.metrics.rag``) but no relevance grade is evaluated as well: the RAG measure is
+    computed there, every measure that needs grades is NaN (undefined, counted).
     """
     if isinstance(measures, (str, Measure)):
         measures = [measures]

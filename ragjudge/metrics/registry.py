@@ -305,8 +305,9 @@ def parse_measure(text: str | Measure) -> Measure:
         if definition.cutoff == "none":
             raise UsageError(f"{where}: {definition.name} takes no cutoff (@k).")
         cutoff = _convert(definition.cutoff_kind, match["cutoff"], where)
-        if definition.cutoff_kind is int and cutoff_problem(cutoff):
-            raise UsageError(f"{where}: {cutoff_problem(cutoff)}")
+        problem = cutoff_problem(cutoff) if definition.cutoff_kind is int else None
+        if problem:
+            raise UsageError(f"{where}: {problem}")
         if definition.cutoff_kind is float and not 0.0 <= cutoff <= 1.0:
             raise UsageError(f"{where}: the level must be between 0 and 1.")
     elif definition.cutoff == "required":
@@ -337,8 +338,8 @@ def parse_measure(text: str | Measure) -> Measure:
                                      f"is {p.rule}.")
     rel = values.get("rel")
     if rel is not None and not 0 <= rel <= MAX_GRADE:
-        raise UsageError(f"{where}: rel={short_int(rel)} is out of range; a relevance threshold is a grade "
-                         f"from 0 to {MAX_GRADE:,}.")
+        raise UsageError(f"{where}: rel={short_int(rel)} is out of range; a relevance "
+                         f"threshold is a grade from 0 to {MAX_GRADE:,}.")
     return Measure(definition, cutoff, tuple(sorted(values.items())), raw.strip())
 
 

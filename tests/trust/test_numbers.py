@@ -359,7 +359,7 @@ def test_jsonl_qrels_grade_out_of_range_is_located(tmp_path, capsys):
 def test_trec_qrels_grade_out_of_range_in_eval_is_located(tmp_path, capsys):
     r = _write(tmp_path / "r.trec", RUN_AB)
     q = _write(tmp_path / "q.qrels", "q1 0 a 1\nq1 0 b 99999999999999999999\n")
-    code, out, err = _run(capsys, "eval", "--qrels", q, "--run", r, "-m", "nDCG@2")
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", r, "-m", "nDCG@2")
     assert code == 2 and "line 2, field 'grade'" in err and f"{MAX_GRADE:,}" in err
     _one_paragraph(err)
 
@@ -394,7 +394,7 @@ def test_import_run_with_a_rank_out_of_range_changes_nothing(tmp_path, capsys, n
     db = str(tmp_path / "p.db")
     make_small_project(db).close()
     path = _write(tmp_path / name, text)
-    code, out, err = _run(capsys, "--db", db, "import", "run", path)
+    code, _, err = _run(capsys, "--db", db, "import", "run", path)
     assert code == 2
     assert "line" in err and "'rank'" in err and f"{MAX_RANK:,}" in err
     _one_paragraph(err)
@@ -405,7 +405,7 @@ def test_import_run_with_a_rank_out_of_range_changes_nothing(tmp_path, capsys, n
 def test_a_threshold_out_of_range_is_refused(tmp_path, capsys):
     q = _write(tmp_path / "q.qrels", QRELS_TOP2)
     r = _write(tmp_path / "r.trec", RUN_AB)
-    code, out, err = _run(capsys, "eval", "--qrels", q, "--run", r, "-m", "P@1",
+    code, _, err = _run(capsys, "eval", "--qrels", q, "--run", r, "-m", "P@1",
                           "--threshold", str(10**30))
     assert code == 2 and f"{MAX_GRADE:,}" in err
     _one_paragraph(err)
