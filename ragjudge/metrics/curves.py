@@ -21,6 +21,10 @@ from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.numeric import cutoff_problem
 
 
+#: the most per-query values a Metric@K curve holds (queries x cutoffs; 8 bytes each)
+MAX_CURVE_VALUES = 50_000_000
+
+
 @dataclass
 class Curve:
     """One curve: ``x`` (K or recall level), ``y`` (mean over queries), ``per_query`` (Q, len(x))."""
@@ -95,6 +99,11 @@ def metric_at_k(
         raise UsageError(f"{parsed}: {problem}")
     ctx = build_context(qrels, run, threshold=threshold, queries=queries, depth=max(ks),
                         extras=extras, measures=[parsed])
+    if ctx.n_queries * len(ks) > MAX_CURVE_VALUES:
+        raise UsageError(
+            f"{parsed}: a curve of {len(ks):,} cutoffs over {ctx.n_queries:,} queries holds "
+            f"{ctx.n_queries * len(ks):,} values, more than {MAX_CURVE_VALUES:,}; ask for fewer "
+            "cutoffs (e.g. --k 1,5,10,20,50,100).")
     values = np.empty((ctx.n_queries, len(ks)))
     for j, k in enumerate(ks):
         values[:, j] = Measure(parsed.definition, k, parsed.params)(ctx)

@@ -581,3 +581,36 @@ def test_a_gate_requirement_is_written_in_ascii_digits():
     for text in ("P@5>=\uff10.\uff19", "P@5>=0_9", "P@5>=nan"):
         with pytest.raises(UsageError):
             parse_requirement(text)
+
+
+def test_the_highest_rank_fits_the_database(any_db, tmp_path, capsys):
+    """MAX_RANK is the rank column's limit on PostgreSQL too (a 32-bit integer)."""
+    from projectkit import make_small_project
+
+    from ragjudge.services import evaluation as svc
+    from ragjudge.services.project import Project
+
+    make_small_project(any_db).close()
+    ok = _write(tmp_path / "deep.jsonl",
+                f'{{"query_id": "q1", "chunk_id": "c05", "rank": {MAX_RANK}}}\n'
+                f'{{"query_id": "q1", "chunk_id": "c06", "rank": 1}}\n')
+    code, _, err = _run(capsys, "--db", any_db, "import", "run", ok)
+    assert code == 0, err
+    with Project.open(any_db) as project:
+        assert svc.project_run(project, "deep").to_ranked() == {"q1": ["c06", "c05"]}
+    too_deep = _write(tmp_path / "deeper.jsonl",
+                      f'{{"query_id": "q1", "chunk_id": "c05", "rank": {MAX_RANK + 1}}}\n')
+    code, _, err = _run(capsys, "--db", any_db, "import", "run", too_deep)
+    assert code == 2 and f"{MAX_RANK:,}" in err
+    with Project.open(any_db) as project:
+        assert svc.project_run_names(project) == ["bm25", "deep"]
+
+
+def test_a_curve_too_big_for_memory_is_refused_before_it_is_built(monkeypatch):
+    from ragjudge.metrics import curves
+
+    monkeypatch.setattr(curves, "MAX_CURVE_VALUES", 30)
+    qrels, run = Qrels.from_trec(QRELS_TOP2), Run.from_trec(RUN_AB)
+    assert len(curves.metric_at_k(qrels, run, "P", range(1, 16)).x) == 15  # 2 queries x 15
+    with pytest.raises(UsageError, match="2 queries"):
+        curves.metric_at_k(qrels, run, "P", range(1, 17))
