@@ -555,7 +555,7 @@ class LiveEvaluation:
     def _full(self, view: _View) -> None:
         qrels = self._qrels_of(view)
         view.present[:] = False
-        if qrels.n_queries == 0:
+        if qrels.n_queries == 0 and not view.rag:  # type: ignore[attr-defined]
             for matrix in view.values.values():
                 matrix[:] = np.nan
             view.resum()
@@ -828,7 +828,8 @@ class LiveEvaluation:
             unjudged = {}
             for name, matrix in gold.values.items():
                 shown = np.minimum(self.run_lengths[name], 10)
-                judged = np.rint(matrix[:, col[JUDGED]] * 10)
+                # a query evaluated for its nuggets alone has no grade: its top 10 is unjudged
+                judged = np.nan_to_num(np.rint(matrix[:, col[JUDGED]] * 10))
                 unjudged[name] = int(np.where(gold.present, shown - judged, 0).sum())
             curve = {n: [float(v[col[f"{self.curve}@{k}"]]) for k in CURVE_K] for n, v in means.items()}
             pr = {n: [float(v[col[p]]) for p in _PR_NAMES] for n, v in means.items()}

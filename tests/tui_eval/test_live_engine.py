@@ -371,3 +371,28 @@ def test_explain_on_the_screen_covers_rag_measures_and_both_context_precisions(d
     assert coverage.startswith("Coverage@5 = ") and "facet" in coverage
     precision = engine.explain("hybrid", "m01", "ContextPrecision@5")
     assert "AP (seed 000" in precision and "RAGAS" in precision
+
+
+def test_rag_measures_count_queries_with_nuggets_and_no_grade_as_eval_does(project):
+    """A query with nuggets and no grade is scored on NuggetRecall (as ``ragjudge eval`` does);
+    a project without any grade still shows its RAG measures."""
+    from ragjudge.store.schema import Annotator, Nugget, NuggetSupport
+
+    def fill(session) -> None:  # noqa: ANN001
+        session.add(Annotator(name="ann"))
+        for i, chunk in enumerate(["c05", "c07", "c20"]):  # q1 ranks c05, c06, c07 first
+            nugget = Nugget(query_id="q1", text=f"fact {i}", importance="vital")
+            session.add(nugget)
+            session.flush()
+            session.add(NuggetSupport(nugget_id=nugget.id, chunk_id=chunk, annotator="ann",
+                                      support="full"))
+
+    project.write(fill)
+    measures = ["NuggetRecall@3", "P@1"]
+    engine = live.LiveEvaluation(project, measures=measures)
+    engine.load()
+    assert engine.snapshot().means["bm25"]["NuggetRecall@3"] == pytest.approx(2 / 3)
+    assert_same(engine, project)
+    judging.record_label(project, annotator="ann", query_id="q2", chunk_id="c08", grade=2)
+    engine.poll()
+    assert_same(engine, project)
