@@ -17,7 +17,7 @@ from typing import Any
 
 from ragjudge.errors import InputError
 from ragjudge.formats.jsonl import parse_object
-from ragjudge.formats.records import Duplicates, build, json_type, short
+from ragjudge.formats.records import Duplicates, build, json_type, read_grade, short
 from ragjudge.formats.source import Lines, open_output
 from ragjudge.models import Chunk, Judgment, Query
 
@@ -123,12 +123,9 @@ def read_beir_qrels(folder: str | Path, *, split: str | None = None, numbered: b
                 raise InputError(f"a BEIR qrels line has 3 tab-separated fields 'query-id "
                                  f"corpus-id score', this one has {len(parts)}: {short(text)}.",
                                  file=file, line=number)
-            qid, docid, grade_text = (p.strip() for p in parts)
-            try:
-                grade = int(grade_text)
-            except ValueError:
-                raise InputError(f"{short(grade_text)} is not an integer grade.", file=file,
-                                 line=number, field="score") from None
+            qid, docid = (p.strip() for p in parts[:2])
+            # blanks around the grade are padding; other white space is no part of a number
+            grade = read_grade(parts[2].strip(" \t\r"), file=file, line=number, field="score")
             if not qid or not docid:
                 raise InputError("an empty id.", file=file, line=number,
                                  field="query-id" if not qid else "corpus-id")

@@ -22,6 +22,7 @@ from ragjudge.errors import InputError
 from ragjudge.formats.jsonl import record_dict
 from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
+from ragjudge.numeric import parse_integer, parse_number
 
 _INT = {"grade", "rank"}
 _FLOAT = {"score", "weight"}
@@ -30,6 +31,7 @@ _OBJECT = {"meta"}
 _LIST = {"cited"}
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
+_BLANKS = " \t"
 
 csv.field_size_limit(2**31 - 1)
 
@@ -104,14 +106,16 @@ def _header(kind: str, row: list[str], *, file: str, line: int) -> list[str]:
 
 def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
     if column in _INT or column in _FLOAT:
-        try:
-            number = int(cell.strip()) if column in _INT else float(cell.strip())
-        except ValueError:
+        # blanks around a number are padding (CSV aligned by hand); the number itself is in
+        # the one syntax of every reader (ragjudge.numeric: no "1_0", no "１")
+        text = cell.strip(_BLANKS)
+        number = parse_integer(text) if column in _INT else parse_number(text)
+        if number is None:
             what = "an integer" if column in _INT else "a number"
             raise InputError(f"{short(cell)} is not {what}.", file=file, line=line,
-                             field=column) from None
+                             field=column)
         if isinstance(number, float) and not math.isfinite(number):
-            raise InputError(f"the {column} is {cell.strip()}; it must be a finite number.",
+            raise InputError(f"the {column} is {text}; it must be a finite number.",
                              file=file, line=line, field=column)
         return number
     if column in _BOOL:

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ragjudge.errors import InputError
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
+from ragjudge.numeric import grade_problem, parse_integer, rank_problem
 
 KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers")
 
@@ -179,6 +180,11 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         except ValueError:
             raise InputError("meta holds NaN or an infinity, which JSON cannot store.",
                              file=file, line=line, field="meta") from None
+    for name, check in (("grade", grade_problem), ("rank", rank_problem)):
+        number = getattr(record, name, None)
+        problem = check(number) if isinstance(number, int) else None
+        if problem:
+            raise InputError(problem, file=file, line=line, field=name)
     score = getattr(record, "score", None)
     if score is not None and not math.isfinite(score):
         raise InputError(f"the score is {score}; scores must be finite numbers.",
@@ -205,6 +211,19 @@ def _check_label_grade(data: dict[str, Any], *, file: str, line: int) -> None:
         message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
                     "is this a labels file?")
     raise InputError(message, file=file, line=line, field="grade")
+
+
+def read_grade(text: str, *, file: str, line: int, field: str = "grade") -> int:
+    """A grade written as text (a TREC or BEIR qrels column): an ASCII integer
+    (:func:`ragjudge.numeric.parse_integer`) within the bounds of every grade."""
+    grade = parse_integer(text)
+    if grade is None:
+        raise InputError(f"{short(text)} is not an integer grade.", file=file, line=line,
+                         field=field)
+    problem = grade_problem(grade)
+    if problem:
+        raise InputError(problem, file=file, line=line, field=field)
+    return grade
 
 
 def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> InputError:

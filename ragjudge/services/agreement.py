@@ -601,7 +601,7 @@ def verdict_stability(
             scores[variant] = np.full((len(labels), len(runs)), np.nan)
             continue
         (q, c), g = zip(*judgments.keys()), list(judgments.values())
-        qrels = Qrels(list(q), list(c), np.array(g, dtype=np.int64))
+        qrels = Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=project.scale.max)
         results = evaluate_runs(qrels, runs, names, threshold=threshold)
         scores[variant] = np.array([[results[r].means[k] for r in run_names]
                                     for k in range(len(labels))])

@@ -15,9 +15,10 @@ Nothing here prints: the CLI and the TUI render what these functions return.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,15 +170,19 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
 
 
 def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noqa: ANN001
-    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule."""
+    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
+
+    The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
+    depend on the grades other queries happen to have."""
     from ragjudge.services.qrels import check_rule, gold_qrels
 
     rule = check_rule(rule or project.rule)
     triples = gold_qrels(project, rule)
+    top = project.scale.max
     if not triples:
-        return Qrels([], [], np.zeros(0, dtype=np.int64)), rule
+        return Qrels([], [], np.zeros(0, dtype=np.int64), top_grade=top), rule
     q, c, g = zip(*triples)
-    return Qrels(list(q), list(c), np.array(g, dtype=np.int64)), rule
+    return Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=top), rule
 
 
 def project_run_names(project) -> list[str]:  # noqa: ANN001
@@ -468,14 +473,16 @@ def evaluate_all(
     by: str | None = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
-    labelled facets, nuggets, claims, entities or citations get them from it."""
-    if qrels.n_queries == 0:
-        raise UsageError(
-            "there are no judged queries to evaluate against"
-            + (" (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
-               if project is not None else ".")
-        )
+    labelled facets, nuggets, claims, entities or citations get them from it; a query with such
+    labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
     parsed = [parse_measure(m) for m in measures]
+    nothing = UsageError(
+        "there are no judged queries to evaluate against"
+        + (" (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
+           if project is not None else ".")
+    )
+    if qrels.n_queries == 0 and not any(m.needs for m in parsed):
+        raise nothing
     results: dict[str, EvalResult] = {}
     for name, run in runs.items():
         extras = _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
@@ -483,6 +490,8 @@ def evaluate_all(
         result.run_name = name
         results[name] = result
     first = next(iter(results.values()))
+    if qrels.n_queries == 0 and first.n_queries == 0:
+        raise nothing
     evaluation = Evaluation(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
@@ -545,8 +554,11 @@ def compare(
 ) -> list[PairedComparison]:
     """Paired comparison of the baseline (default: the first run) with each other run.
 
-    The runs are paired on the evaluated queries. A measure undefined (NaN) on some queries is
-    compared on the queries where every run has it.
+    The runs are paired on the evaluated queries (with averaging over the queries a run
+    answers: those every run answers). A measure undefined (NaN) on some queries is compared
+    on the queries where every run has it. ``mean_a`` and ``mean_b`` are each run's mean as
+    ``evaluate_all`` gives it (what ``ragjudge eval`` prints under the same averaging); the
+    difference, its interval and the tests are over the paired queries.
     """
     names = evaluation.run_names
     if len(names) < 2:
@@ -579,4 +591,17 @@ def compare(
         rows = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()}, [labels[j]],
                             **options)
         by_label[labels[j]] = rows
-    return [row for label in labels for row in by_label.get(label, [])]
+    return [_with_run_means(row, evaluation)
+            for label in labels for row in by_label.get(label, [])]
+
+
+def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComparison:
+    """``row`` with each run's own mean (the one ``eval`` gives) instead of the mean over the
+    paired queries, which differs when the runs do not share every query."""
+    means = {side: evaluation.aggregate(name)[row.measure]
+             for side, name in (("mean_a", row.run_a), ("mean_b", row.run_b))}
+    undefined = {k: v for k, v in row.undefined.items() if k not in means}
+    for side, value in means.items():
+        if math.isnan(value):
+            undefined[side] = "the measure is undefined on every query of the run"
+    return replace(row, **means, undefined=undefined)
