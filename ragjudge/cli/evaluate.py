@@ -16,7 +16,9 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, db_given, open_project, print_json, safe
+from ragjudge.cli.common import (
+    MAX_DRAWS, MAX_SEED, check_int, console, db_given, open_project, print_json, safe,
+)
 from ragjudge.errors import CheckFailed, UsageError
 
 FORMATS = ("table", "json", "csv")
@@ -450,23 +452,29 @@ def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
 
 
 
+MAX_K = 100_000
+"""The largest cutoff of a curve."""
+
+
 def parse_k(text: str) -> list[int]:
-    """``1-20`` -> 1..20; ``1,3,5,10``; ``20`` -> 1..20."""
+    """``1-20`` -> 1..20; ``1,3,5,10``; ``20`` -> 1..20. The bounds are checked before the list
+    of cutoffs is made, so that ``--k 1-10000000000`` is a message, not an allocation."""
     text = text.strip()
     try:
         if re.fullmatch(r"\d+", text):
-            ks = list(range(1, int(text) + 1))
+            bounds = [1, int(text)]
         elif re.fullmatch(r"\d+\s*-\s*\d+", text):
-            lo, hi = (int(x) for x in text.split("-"))
-            ks = list(range(lo, hi + 1))
+            bounds = [int(x) for x in text.split("-")]
         else:
-            ks = sorted({int(x) for x in text.split(",") if x.strip()})
+            bounds = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
-        ks = []
-    if not ks or min(ks) < 1 or max(ks) > 100_000:
+        bounds = []
+    if not bounds or bounds[0] < 1 or bounds[-1] > MAX_K or bounds[0] > bounds[-1]:
         raise UsageError(f"--k {text}: give cutoffs as a range 1-20, a list 1,3,5,10 or a "
-                         "largest K such as 20 (each at least 1).")
-    return ks
+                         f"largest K such as 20 (each from 1 to {MAX_K:,}).")
+    if re.fullmatch(r"\d+(\s*-\s*\d+)?", text):
+        return list(range(bounds[0], bounds[-1] + 1))
+    return bounds
 
 
 def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
@@ -567,8 +575,9 @@ def compare(
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...].")
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha}: a significance level is between 0 and 1.")
-    if permutations < 1 or resamples < 1:
-        raise UsageError("--permutations and --resamples must be at least 1.")
+    check_int("--permutations", permutations, 1, MAX_DRAWS, "the number of sign flips")
+    check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
+    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
         inputs.check_measures(measures)

@@ -24,7 +24,7 @@ from ragjudge.formats.records import (
     FIELDS, KINDS, EntityRecord, FacetRecord, LabelRecord, NuggetRecord, RankedList,
 )
 from ragjudge.formats.source import (
-    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, read_text, source_name,
+    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
 )
 from ragjudge.formats.trec import (
     read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
@@ -41,7 +41,7 @@ _EXTENSIONS = {
 
 __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "EntityRecord", "FacetRecord", "LabelRecord",
-    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output",
+    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output", "path_kind",
     "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
     "read_records", "read_text", "read_trec_qrels", "read_trec_run", "read_tsv_texts",
     "record_dict", "source_name", "trec_order", "trec_run_rows", "write_beir", "write_csv", "write_jsonl", "write_records",
@@ -56,7 +56,8 @@ def detect_format(source: Source, kind: str | None = None) -> str:
     → jsonl, a header of known field names → csv, else trec)."""
     if isinstance(source, (str, Path)) and not is_inline(source) and str(source) != "-":
         path = Path(source)
-        if path.is_dir():
+        found = path_kind(path)
+        if found == "folder":
             return "beir"
         name = path.name.lower()
         if name.endswith(".gz"):
@@ -64,7 +65,7 @@ def detect_format(source: Source, kind: str | None = None) -> str:
         suffix = Path(name).suffix
         if suffix in _EXTENSIONS:
             return _EXTENSIONS[suffix]
-        if not path.exists():
+        if found == "missing":
             raise InputError("the file does not exist.", file=str(source))
     elif not is_inline(source):
         return "trec" if kind in ("run", "qrels") else "jsonl"
@@ -123,7 +124,8 @@ def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | No
             if numbered:
                 qrels = ((line, judgment) for _, line, judgment in qrels)
             return _as_labels(qrels, kind, numbered)
-        raise UsageError(f"a BEIR folder holds no {kind}.")
+        raise UsageError(f"{source_name(source)} is read as a BEIR dataset (a folder), which holds "
+                         f"no {kind}; give a TREC, JSONL or CSV file.")
     raise UsageError(f"unknown format '{fmt}'; one of: auto, {', '.join(FORMATS)}.")
 
 

@@ -114,10 +114,12 @@ def _is_jsonl(path: str | os.PathLike) -> bool:
 
 
 def _check_file(path: str | os.PathLike, what: str) -> None:
-    p = Path(path)
-    if not p.exists():
+    from ragjudge.formats.source import path_kind
+
+    found = path_kind(path)
+    if found == "missing":
         raise InputError(f"no such {what} file.", file=str(path))
-    if p.is_dir():
+    if found == "folder":
         raise InputError(f"is a folder, not a {what} file.", file=str(path))
 
 
@@ -364,13 +366,21 @@ def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
     file is missing (InputError). ``names`` (``--name``) rename the runs in order. Two runs may
     not end up with one name.
     """
+    from ragjudge.formats.source import path_kind
+
     names = list(names or [])
     if len(names) > len(texts):
         raise UsageError(f"{len(names)} --name for {len(texts)} --run: give one name per run.")
     specs: list[RunSpec] = []
     for i, text in enumerate(texts):
         given = names[i] if i < len(names) else None
-        if Path(text).is_file():
+        try:
+            is_file = path_kind(text) == "file"
+        except InputError:  # no file can have this name; a stored run still may
+            if project_runs is None or text not in project_runs:
+                raise
+            is_file = False
+        if is_file:
             specs.append(RunSpec(text, given or run_name_of(text), str(text)))
         elif project_runs is not None and text in project_runs:
             specs.append(RunSpec(text, given or text, None))
