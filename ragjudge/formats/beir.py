@@ -18,7 +18,7 @@ from typing import Any
 
 from ragjudge.errors import InputError, why_unusable
 from ragjudge.formats.jsonl import parse_object
-from ragjudge.formats.records import Duplicates, build, json_type, short
+from ragjudge.formats.records import Duplicates, build, check_text, json_type, short
 from ragjudge.formats.source import Lines, open_output, path_kind
 from ragjudge.models import Chunk, Judgment, Query
 
@@ -129,6 +129,9 @@ def read_beir_qrels(folder: str | Path, *, split: str | None = None, numbered: b
                                  f"corpus-id score', this one has {len(parts)}: {short(text)}.",
                                  file=file, line=number)
             qid, docid, grade_text = (p.strip() for p in parts)
+            if "\x00" in text:
+                check_text(zip(("query-id", "corpus-id", "score"), (qid, docid, grade_text)),
+                           file=file, line=number)
             try:
                 grade = int(grade_text)
             except ValueError:

@@ -24,6 +24,11 @@ answers    ``query_id, run, text, cited``
 **Unknown fields are refused** (with the field named), in every kind: a misspelt optional field
 (``"socre"``) would otherwise be dropped without a word and the import would silently mean
 something else. Extra data about a query or chunk belongs under ``meta``.
+
+**Text is checked alike for every kind and format** (:func:`check_text`): no field, ``meta``
+included, may hold a NUL character (PostgreSQL cannot store one and SQLite would, so a project
+would hold different things on the two backends), and an id or name (:data:`NAME_FIELDS`) of
+only spaces names nothing anyone can see or type.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, UsageError
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
+from ragjudge.safetext import visible
 
 KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers")
 
@@ -119,6 +125,59 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     for kind, model in MODELS.items()
 }
 
+NAME_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "run", "chunks",
+                         "cited", "facet", "nugget", "entity"})
+"""Fields that name or point at something: refused when they are only spaces."""
+
+
+def text_problem(value: str, *, name: bool = False) -> str | None:
+    """What is wrong with one text value, as the end of a sentence about it, or None: a NUL
+    character anywhere, or (``name``: an id or a name) nothing but spaces."""
+    at = value.find("\x00")
+    if at >= 0:
+        return (f"holds a NUL character (\\0) at character {at + 1:,}; ragjudge stores no NUL "
+                "characters (PostgreSQL cannot hold them). Remove it (a file full of them is "
+                "often UTF-16: convert it to UTF-8).")
+    if name and not value.strip():
+        return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
+    return None
+
+
+def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
+    """Refuse the first text of ``fields`` with a :func:`text_problem`, as an :class:`InputError`
+    naming the file, the line (the line the NUL is on, for text spanning lines) and the field
+    (``meta.source``, ``cited[2]`` for nested values). ``fields``: a record, or ``(name, value)``
+    pairs; every importer's text passes here."""
+    for field, value in fields:
+        _check_value(field, value, field.split(".", 1)[0] in NAME_FIELDS, file, line)
+
+
+def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
+    """:func:`text_problem` for text typed in the app or given as an option (a note, a reason, a
+    facet, a run name): a :class:`UsageError` that starts with ``what``, so that the same text is
+    refused there as in a file."""
+    problem = None if value is None else text_problem(value, name=name)
+    if problem is not None:
+        raise UsageError(f"{what} {problem}")
+
+
+def _check_value(field: str, value: Any, name: bool, file: str | None, line: int | None) -> None:
+    if isinstance(value, str):
+        problem = text_problem(value, name=name)
+        if problem is not None:
+            if line is not None and "\x00" in value:
+                line += value.count("\n", 0, value.find("\x00"))
+            raise InputError(f"the value {problem}", file=file, line=line, field=field)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{field}.{visible(key)}"
+            _check_value(path, key, False, file, line)
+            _check_value(path, item, False, file, line)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_value(f"{field}[{index}]", item, name, file, line)
+
+
 _JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                dict: "an object", list: "a list", type(None): "null"}
 
@@ -147,6 +206,7 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         record = model.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise _input_error(exc, kind, file=file, line=line) from None
+    check_text(record, file=file, line=line)
     meta = getattr(record, "meta", None)
     if meta:
         try:
@@ -230,9 +290,12 @@ class Duplicates:
         if kind == "run":
             return self._pair_once(record, line)  # type: ignore[arg-type]
         if kind in ("queries", "chunks"):
-            meta = json.dumps(record.meta, sort_keys=True, default=str)  # type: ignore[attr-defined]
-            value = hash(tuple(v for k, v in record if k != "meta") + (meta,))
-            return self._same(record.id, value, line, "id", f"{kind[:-1]} '{record.id}'")  # type: ignore[attr-defined]
+            # a hash per field (not the texts themselves: a corpus may be large), so that a
+            # contradiction names the field that differs
+            values = {k: hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
+                      for k, v in record if k != "id"}
+            what = f"{'query' if kind == 'queries' else 'chunk'} '{record.id}'"  # type: ignore[attr-defined]
+            return self._same(record.id, values, line, "text", what)  # type: ignore[attr-defined]
         if kind in ("qrels", "labels"):
             key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
             return self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
@@ -266,19 +329,23 @@ class Duplicates:
             return self._same((record.query_id, record.entity), None, line, "entity", "")  # type: ignore[attr-defined]
         if kind == "answers":
             r = record
-            return self._same((r.query_id, r.run), (r.text, tuple(r.cited)), line, "text",
-                              f"the answer of run '{r.run}' to query {r.query_id}")
+            return self._same((r.query_id, r.run), {"text": r.text, "cited": tuple(r.cited)}, line,
+                              "text", f"the answer of run '{r.run}' to query {r.query_id}")
         return False
 
     def _same(self, key: Any, value: Any, line: int, field: str, what: str) -> bool:
+        """``value`` is the line's value of ``field``, or a dict of several fields' values (the
+        first that differs is named)."""
         earlier = self._seen.get(key)
         if earlier is None:
             self._seen[key] = (line, value)
             return False
         if earlier[1] != value:
+            if isinstance(value, dict):
+                field = next(k for k in value if earlier[1].get(k) != value[k])
             raise InputError(
-                f"this line contradicts line {earlier[0]}: both are about {what}, with different "
-                f"{field}s.", file=self.file, line=line, field=field)
+                f"this line contradicts line {earlier[0]}: both are about {what}, but the "
+                f"{field!r} differs.", file=self.file, line=line, field=field)
         return True
 
     def _pair_once(self, record: RunEntry, line: int) -> bool:

@@ -325,7 +325,12 @@ def file_strata(path: str | os.PathLike, by: str) -> dict[str, str]:
 def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dict[str, str]:
     out: dict[str, str] = {}
     seen_field = False
+    fields: dict[str, None] = {}  # the fields the queries do have, for the message
     for qid, category, meta in rows:
+        if category is not None:
+            fields.setdefault("category")
+        if isinstance(meta, dict):
+            fields.update(dict.fromkeys(str(k) for k in meta))
         if by == "category":
             value = category
         else:
@@ -334,11 +339,15 @@ def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dic
             seen_field = True
         out[str(qid)] = _stratum(value)
     if not seen_field:
-        raise UsageError(
-            f"--by {by}: no query in {where} has a {by!r} "
-            f"{'value' if by == 'category' else 'key in its meta'}. Use --by category or a key "
-            "of the queries' meta."
-        )
+        what = "value" if by == "category" else "key in its meta"
+        if fields:
+            names = sorted(fields, key=lambda f: (f != "category", f))
+            listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+            advice = f"The queries have: {listed}; give one of them to --by."
+        else:
+            advice = ("The queries have no category and nothing in their meta to stratify by; "
+                      "give them a 'category' or a meta field and import them again.")
+        raise UsageError(f"--by {by}: no query in {where} has a {by!r} {what}. {advice}")
     return out
 
 
@@ -480,9 +489,12 @@ def evaluate_all(
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it."""
     if qrels.n_queries == 0:
+        # qrels from a file have no rule; the project's gold labels always have one
+        from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
         raise UsageError(
             "there are no judged queries to evaluate against"
-            + (" (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
+            + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
+               else " (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
                if project is not None else ".")
         )
     parsed = [parse_measure(m) for m in measures]

@@ -53,6 +53,7 @@ from ragjudge.formats import detect_format, read_records, read_text, source_name
 from ragjudge.formats.beir import (
     beir_file, beir_qrels_files, read_beir_corpus, read_beir_qrels, read_beir_queries,
 )
+from ragjudge.formats.records import check_text, check_typed
 from ragjudge.formats.source import Source, is_inline, path_kind
 from ragjudge.formats.trec import trec_run_rows
 from ragjudge.store.annotators import ensure_annotators
@@ -131,6 +132,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         name = run_name_for(source)
     elif kind == "run" and not name.strip():  # was imported silently as a run named 'run'
         raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
+    check_typed(name, "--name")
     scale = project.scale
 
     def work(session: Session) -> ImportResult:
@@ -163,6 +165,7 @@ def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
     """Store a Markdown file as the project's judging guidelines (setting ``guidelines``)."""
     file = source_name(source)
     text = read_text(source)
+    check_text([("guidelines", text)], file=file, line=1)
     result = ImportResult(kind="guidelines", file=file, read=1)
 
     def work(session: Session) -> ImportResult:

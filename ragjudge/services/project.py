@@ -143,6 +143,11 @@ class Project:
     ) -> "Project":
         """Create a new project with its relevance scale. Refuses an existing project unless
         ``exist_ok``."""
+        from ragjudge.formats.records import check_typed
+
+        for value, what in ((name, "--name"), (description, "--description"),
+                            (guidelines, "The guidelines")):
+            check_typed(value, what)
         db = db or env_db()
         path = sqlite_path(db)
         if path is not None:

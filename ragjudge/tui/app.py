@@ -31,6 +31,8 @@ class RagjudgeApp(App):
         self.start = start
         self.queue_options = queue_options
         self.judge_screen = None
+        self.closing = False
+        """True once the app is exiting: no action starts any more (see :meth:`run_action`)."""
 
     def on_mount(self) -> None:
         from ragjudge.tui.screens.home import HomeScreen
@@ -39,6 +41,21 @@ class RagjudgeApp(App):
             self.start_judging(from_home=False)
         else:
             self.push_screen(HomeScreen(self.project))
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def exit(self, *args: Any, **kwargs: Any) -> None:
+        self.closing = True
+        super().exit(*args, **kwargs)
+
+    async def run_action(self, action: Any, default_namespace: Any = None,
+                         namespaces: Any = None) -> bool:
+        """Every key, click and palette entry runs its action here. Keys already queued when
+        the app began to exit (``q`` then ``e`` typed quickly) are dropped: their action would
+        open or query a screen that is being torn down."""
+        if self.closing:
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # -- judging ---------------------------------------------------------------------------
 
