@@ -32,8 +32,14 @@ def parse_queries(value: str | None) -> list[str] | None:
             raise InputError(f"not UTF-8 text (byte {exc.start}).", file=value) from None
         except OSError as exc:
             raise InputError(why_unusable(exc, path), file=value) from None
-        ids = [line.split("#", 1)[0].strip() for line in lines]
-        ids = [i for i in ids if i]
+        from ragjudge.formats.records import check_text
+
+        ids = []
+        for number, line in enumerate(lines, start=1):
+            ident = line.split("#", 1)[0].strip()
+            if ident:
+                check_text([("query_id", ident)], file=value, line=number)
+                ids.append(ident)
         if not ids:
             raise InputError("holds no query ids (one a line).", file=value)
         return ids

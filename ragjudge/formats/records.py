@@ -149,7 +149,24 @@ def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
     (``meta.source``, ``cited[2]`` for nested values). ``fields``: a record, or ``(name, value)``
     pairs; every importer's text passes here."""
     for field, value in fields:
-        _check_value(field, value, field.split(".", 1)[0] in NAME_FIELDS, file, line)
+        if isinstance(value, str):  # the common case, inline: this runs for every line read
+            if "\x00" not in value and (field not in NAME_FIELDS or value.strip()):
+                continue
+        elif not value or not isinstance(value, (dict, list, tuple)):
+            continue
+        elif isinstance(value, dict) and not _has_nul(value):
+            continue
+        _check_value(field, value, field in NAME_FIELDS, file, line)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in str(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
@@ -206,7 +223,7 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         record = model.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise _input_error(exc, kind, file=file, line=line) from None
-    check_text(record, file=file, line=line)
+    check_text(record.__dict__.items(), file=file, line=line)
     meta = getattr(record, "meta", None)
     if meta:
         try:
@@ -292,10 +309,12 @@ class Duplicates:
         if kind in ("queries", "chunks"):
             # a hash per field (not the texts themselves: a corpus may be large), so that a
             # contradiction names the field that differs
-            values = {k: hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
-                      for k, v in record if k != "id"}
+            fields = record.__dict__
+            values = tuple(hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
+                           for k, v in fields.items() if k != "id")
             what = f"{'query' if kind == 'queries' else 'chunk'} '{record.id}'"  # type: ignore[attr-defined]
-            return self._same(record.id, values, line, "text", what)  # type: ignore[attr-defined]
+            return self._same(record.id, values, line, "text", what,  # type: ignore[attr-defined]
+                              names=tuple(k for k in fields if k != "id"))
         if kind in ("qrels", "labels"):
             key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
             return self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
@@ -329,20 +348,22 @@ class Duplicates:
             return self._same((record.query_id, record.entity), None, line, "entity", "")  # type: ignore[attr-defined]
         if kind == "answers":
             r = record
-            return self._same((r.query_id, r.run), {"text": r.text, "cited": tuple(r.cited)}, line,
-                              "text", f"the answer of run '{r.run}' to query {r.query_id}")
+            return self._same((r.query_id, r.run), (r.text, tuple(r.cited)), line, "text",
+                              f"the answer of run '{r.run}' to query {r.query_id}",
+                              names=("text", "cited"))
         return False
 
-    def _same(self, key: Any, value: Any, line: int, field: str, what: str) -> bool:
-        """``value`` is the line's value of ``field``, or a dict of several fields' values (the
-        first that differs is named)."""
+    def _same(self, key: Any, value: Any, line: int, field: str, what: str,
+              names: tuple[str, ...] | None = None) -> bool:
+        """``value`` is the line's value of ``field``, or with ``names`` a tuple of the values
+        of those fields (the first that differs is named)."""
         earlier = self._seen.get(key)
         if earlier is None:
             self._seen[key] = (line, value)
             return False
         if earlier[1] != value:
-            if isinstance(value, dict):
-                field = next(k for k in value if earlier[1].get(k) != value[k])
+            if names is not None:
+                field = next(n for n, old, new in zip(names, earlier[1], value) if old != new)
             raise InputError(
                 f"this line contradicts line {earlier[0]}: both are about {what}, but the "
                 f"{field!r} differs.", file=self.file, line=line, field=field)

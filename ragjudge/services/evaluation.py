@@ -142,10 +142,17 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
     """A run from a TREC run file (bulk parser; order by score as trec_eval) or a JSONL run.
 
     A JSONL run with scores is ordered by score like a TREC run; one without scores keeps its
-    ranks (or line order), as a ranked list does.
+    ranks (or line order), as a ranked list does. A file with no run lines is refused, as
+    ``ragjudge import run`` refuses it (it would score 0 everywhere without a word).
     """
     _check_file(path, "run")
-    name = name or run_name_of(path)
+    run = _read_run_file(path, name or run_name_of(path))
+    if len(run) == 0:
+        raise InputError("the file holds no run lines.", file=str(path))
+    return run
+
+
+def _read_run_file(path: str | os.PathLike, name: str) -> Run:
     if not _is_jsonl(path):
         return Run.from_trec(str(path), name=name)
     from ragjudge.formats.jsonl import read_jsonl

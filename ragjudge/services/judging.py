@@ -892,6 +892,8 @@ class JudgingQueue:
         """Queries of the queue whose id or text contains ``text_`` (for the ``/`` finder)."""
         from ragjudge.store.schema import Query
 
+        if "\x00" in text_:  # no query holds one (none is stored); PostgreSQL would refuse it
+            return []
         pattern = f"%{text_.strip()}%"
         out = []
         with self.project.read() as session:

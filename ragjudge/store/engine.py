@@ -20,10 +20,28 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import QueuePool
 
-from ragjudge.errors import ProjectError
+from ragjudge.errors import ProjectError, UsageError
 
 DEFAULT_DB = "ragjudge.db"
-BUSY_TIMEOUT_MS = int(os.environ.get("RAGJUDGE_BUSY_TIMEOUT_MS", "15000"))
+
+
+def _env_ms(name: str, default: int, high: int) -> int:
+    """A duration in milliseconds from the environment; a :class:`UsageError` naming the
+    variable and the range when it is not a whole number from 0 to ``high``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= high:
+        raise UsageError(f"{name}={text[:40]!r}: give a time in milliseconds, a whole number "
+                         f"from 0 to {high:,} (unset, it is {default:,}).")
+    return value
+
+
+BUSY_TIMEOUT_MS = _env_ms("RAGJUDGE_BUSY_TIMEOUT_MS", 15000, 3_600_000)
 """How long one SQLite statement waits for another writer's lock."""
 RETRY_LIMIT_S = 30.0
 """How long a write keeps retrying a busy database before the user is told."""

@@ -432,6 +432,26 @@ def test_nul_typed_in_the_app_or_given_to_a_service_is_refused(any_db):
     assert _rows(any_db) == before
 
 
+def test_nul_in_what_a_command_reads_is_refused_alike(capsys, any_db, tmp_path, monkeypatch):
+    # was on PostgreSQL: a DataError traceback from an id with a NUL in a --queries file, and
+    # from the app's query finder given one
+    import ragjudge.tui
+    from ragjudge.services.judging import JudgingQueue
+    from ragjudge.services.project import Project
+
+    monkeypatch.setattr(ragjudge.tui, "run_app", lambda *a, **k: pytest.fail("the app opened"))
+    make_small_project(any_db).close()
+    ids = tmp_path / "ids.txt"
+    ids.write_text("q1\nq2\x00\n", encoding="utf-8")
+    code, _, err = _run(capsys, "--db", any_db, "annotate", "--annotator", "ana", "--queries", ids)
+    _one_paragraph(code, err)
+    assert f"{ids}, line 2, field 'query_id'" in err and "NUL" in err
+    with Project.open(any_db) as project:
+        queue = JudgingQueue(project, "ana")
+        assert queue.find_queries("query\x00") == []
+        assert [q for q, _ in queue.find_queries("query 2")] == ["q2"]
+
+
 @pytest.mark.parametrize(("kind", "content", "field"), [
     ("queries", '{"id": "   ", "text": "x"}\n', "id"),
     ("chunks", "id,text\n\"  \",x\n", "id"),
@@ -518,6 +538,27 @@ def test_empty_qrels_file_is_named_not_the_project(capsys, db, tmp_path):
     err = _refused(capsys, db, "eval", "--qrels", qrels, "--run", "bm25")
     assert f"the qrels file {qrels} holds no judgments" in err
     assert "the project has no labels" not in err
+
+
+def test_empty_run_file_is_refused_by_eval_as_by_import(capsys, db, tmp_path):
+    # was: eval scored the empty run 0 on every query without a word; import refuses it
+    run = tmp_path / "empty.trec"
+    run.write_text("\n", encoding="utf-8")
+    for args in (("eval", "--run", run), ("import", "run", run)):
+        err = _refused(capsys, db, *args)
+        assert f"{run}: the file holds no run lines." in err
+
+
+def test_busy_timeout_from_the_environment_is_checked(db, tmp_path):
+    # was: ValueError: invalid literal for int() with base 10: 'abc', as a traceback
+    env = dict(os.environ, RAGJUDGE_BUSY_TIMEOUT_MS="abc")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(ragjudge.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, "-m", "ragjudge", "--db", db, "status"],
+                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    _one_paragraph(result.returncode, result.stderr)
+    assert "RAGJUDGE_BUSY_TIMEOUT_MS='abc'" in result.stderr
+    assert "from 0 to 3,600,000" in result.stderr
 
 
 # -- the app: no action on a closing app ----------------------------------------------------------
