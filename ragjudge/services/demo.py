@@ -34,10 +34,12 @@ def build_demo(db: str, *, fresh: bool = False, progress=None) -> bool:  # noqa:
     A SQLite project is built in a temporary file next to ``db`` and renamed into place, so an
     interrupted build never leaves half a project behind.
     """
-    from ragjudge.services.project import Project
+    from ragjudge.services.project import Project, check_sqlite_file
 
     folder = demo_folder()
     path = sqlite_path(db)
+    if path is not None:  # before the build: its rename would replace a device such as /dev/null
+        check_sqlite_file(path, db, create=True)
     if path is not None and path.exists() and path.stat().st_size > 0 and not fresh:
         with Project.open(db) as project:
             if project.get_setting("demo"):

@@ -64,7 +64,7 @@ class Project:
             raise ProjectError(f"--db {db} is a database in memory, which is gone when the command "
                                "ends; give a file path such as labels.db.")
         if path is not None:
-            _check_sqlite_file(path, db, create=create)
+            check_sqlite_file(path, db, create=create)
             # Look before touching: the engine switches a file to WAL on connect, which must
             # never happen to a file that turns out not to be a ragjudge project.
             _inspect_sqlite_file(path, db, create=create)
@@ -151,7 +151,7 @@ class Project:
         db = db or env_db()
         path = sqlite_path(db)
         if path is not None:
-            _check_sqlite_file(path, db, create=True)  # a folder, a device: said as such
+            check_sqlite_file(path, db, create=True)  # a folder, a device: said as such
         if not exist_ok and path is not None and path.exists() and path.stat().st_size > 0:
             raise ProjectError(
                 f"{db} already exists. Open it with 'ragjudge --db {db} status', or choose another "
@@ -321,7 +321,11 @@ def _in_memory(db: str) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def _check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
+def check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
+    """A :class:`ProjectError` unless ``path`` can be a SQLite project (``create``: can become
+    one): its folder exists, and it is a readable regular file or (``create``) nothing yet in a
+    folder this user may write. A folder, a device such as /dev/null, a name too long, a file
+    that is not SQLite: each is said as such before anything is opened or written."""
     parent = _stat(path.parent, db)
     if parent is None or not stat.S_ISDIR(parent.st_mode):
         raise ProjectError(

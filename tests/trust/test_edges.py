@@ -241,17 +241,23 @@ def test_annotate_queries_long_value_is_read_as_ids(capsys, db, monkeypatch):
     ("~no-such-user-here/x.db", "'~no-such-user-here' names no home folder"),  # was RuntimeError
     (f"{LONG_NAME}.db", "at most 255 bytes"),  # was OSError ENAMETOOLONG
     (f"{LONG_NAME}/x.db", "at most 255 bytes"),
-    ("/dev/null", "is not a regular file"),  # was "empty file ... create one with init"
+    ("pipe.db", "is not a regular file"),  # a named pipe; was "empty file ... create one"
     ("sqlite://", "in memory"),  # init said "Created project" and kept nothing
     ("sqlite:///:memory:", "in memory"),
 ])
-@pytest.mark.parametrize("command", ["status", "init"])
+@pytest.mark.parametrize("command", [("status",), ("init",), ("demo", "--no-tui")])
 def test_db_paths_that_cannot_be_a_project(capsys, tmp_path, monkeypatch, given, needle, command):
+    # 'demo' built the project beside a device or pipe and renamed it over it: run as root
+    # with --db /dev/null, that replaced the system's /dev/null with a file
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(capsys, "--db", given, command)
+    if given == "pipe.db":
+        os.mkfifo(tmp_path / given)
+    code, out, err = _run(capsys, "--db", given, *command)
     _one_paragraph(code, err)
     assert needle in err
-    assert sorted(os.listdir(tmp_path)) == []
+    assert sorted(os.listdir(tmp_path)) == (["pipe.db"] if given == "pipe.db" else [])
+    if given == "pipe.db":
+        assert not (tmp_path / given).is_file()
 
 
 def test_db_folder_and_text_file_and_missing_folder(capsys, tmp_path):
