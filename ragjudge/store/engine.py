@@ -145,11 +145,13 @@ def _sqlite_read_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - D
 def make_engine(db: str, *, readonly: bool = False) -> Engine:
     """A SQLAlchemy engine for ``db`` with ragjudge's connection settings.
 
-    A file path is opened exactly as named, and with ``readonly`` read-only (for a project this
-    user may read but not write), as :func:`sqlite_uri` says.
+    A SQLite file (a path, or a ``sqlite:///`` URL) is opened exactly as named, and with
+    ``readonly`` read-only (for a project this user may read but not write), as
+    :func:`sqlite_uri` says.
     """
-    if not is_url(db):
-        uri = sqlite_uri(expand_path(db), readonly=readonly)
+    path = sqlite_path(db)
+    if path is not None:
+        uri = sqlite_uri(path, readonly=readonly)
 
         def connect() -> sqlite3.Connection:
             return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
