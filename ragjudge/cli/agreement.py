@@ -11,7 +11,15 @@ from rich.table import Table
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
-    MAX_DEPTH, MAX_LIMIT, MAX_SEED, check_int, console, err_console, open_project, print_json, safe,
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_SEED,
+    check_int,
+    console,
+    err_console,
+    open_project,
+    print_json,
+    safe,
 )
 from ragjudge.errors import UsageError
 

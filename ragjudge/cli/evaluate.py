@@ -17,7 +17,14 @@ from rich.table import Table
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
-    MAX_DRAWS, MAX_SEED, check_int, console, db_given, open_project, print_json, safe,
+    MAX_DRAWS,
+    MAX_SEED,
+    check_int,
+    console,
+    db_given,
+    open_project,
+    print_json,
+    safe,
 )
 from ragjudge.errors import CheckFailed, UsageError
 

@@ -59,7 +59,6 @@ def init(
 
 def _read_text(path: Path) -> str:
     from ragjudge.errors import InputError
-
     from ragjudge.formats.records import check_text
 
     try:

@@ -152,9 +152,8 @@ def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
         if isinstance(value, str):  # the common case, inline: this runs for every line read
             if "\x00" not in value and (field not in NAME_FIELDS or value.strip()):
                 continue
-        elif not value or not isinstance(value, (dict, list, tuple)):
-            continue
-        elif isinstance(value, dict) and not _has_nul(value):
+        elif (not value or not isinstance(value, (dict, list, tuple))
+              or (isinstance(value, dict) and not _has_nul(value))):
             continue
         _check_value(field, value, field in NAME_FIELDS, file, line)
 

@@ -347,6 +347,8 @@ def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dic
         out[str(qid)] = _stratum(value)
     if not seen_field:
         what = "value" if by == "category" else "key in its meta"
+        if not out:
+            raise UsageError(f"--by {by}: {where} holds no queries.")
         if fields:
             names = sorted(fields, key=lambda f: (f != "category", f))
             listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")

@@ -460,7 +460,7 @@ def annotator_seed(annotator: str) -> int:
 # -- choosing queries ------------------------------------------------------------------------
 
 
-def check_queries(project, ids: list[str] | None, option: str = "--queries") -> None:  # noqa: ANN001
+def check_queries(project, ids: list[str] | None, option: str = "--queries") -> None:
     """Ids the project does not have are a typo (or the wrong project): refused, naming them,
     instead of being left out of the queue without a word."""
     if not ids:
@@ -480,7 +480,7 @@ def check_queries(project, ids: list[str] | None, option: str = "--queries") -> 
                          "not in this project.")
 
 
-def check_category(project, category: str | None, option: str = "--category") -> None:  # noqa: ANN001
+def check_category(project, category: str | None, option: str = "--category") -> None:
     """A category no query has is a typo: refused, naming the project's categories, instead of
     an empty queue."""
     if category is None:

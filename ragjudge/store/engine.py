@@ -134,7 +134,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
         pass
 
 
-def _sqlite_read_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI connection
+def _sqlite_read_pragmas(dbapi_connection, _record) -> None:
     # A read-only connection leaves the journal mode as the file has it (switching is a write).
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -21,7 +21,7 @@ from projectkit import make_small_project
 
 import ragjudge
 from ragjudge.cli import common, main
-from ragjudge.errors import InputError, UsageError
+from ragjudge.errors import UsageError
 
 HUGE = "1" + "0" * 30
 LONG_NAME = "a" * 300  # over the 255 bytes a file name may have
@@ -147,7 +147,8 @@ def _restricted(*commands: list[str], cwd: Path) -> list[tuple[int, str, str]]:
     env.pop("RAGJUDGE_DB", None)
     result = subprocess.run([*_restricted_prefix(), sys.executable, "-c", BATCH,
                              json.dumps([[str(a) for a in c] for c in commands])],
-                            capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+                            capture_output=True, text=True, timeout=300, cwd=cwd, env=env,
+                            check=False)
     assert result.returncode == 0, result.stderr
     return [tuple(r) for r in json.loads(result.stdout)]
 
@@ -157,7 +158,7 @@ def _check_binds(path: Path, mode: str) -> None:
     ``R_OK``, ``W_OK``) on ``path`` (some file systems ignore permissions)."""
     probe = subprocess.run([*_restricted_prefix(), sys.executable, "-c",
                             f"import os, sys; sys.exit(os.access({str(path)!r}, os.{mode}))"],
-                           timeout=60)
+                           timeout=60, check=False)
     if probe.returncode != 0:
         pytest.skip("permissions do not bind here")
 
@@ -252,7 +253,7 @@ def test_db_paths_that_cannot_be_a_project(capsys, tmp_path, monkeypatch, given,
     monkeypatch.chdir(tmp_path)
     if given == "pipe.db":
         os.mkfifo(tmp_path / given)
-    code, out, err = _run(capsys, "--db", given, *command)
+    code, _, err = _run(capsys, "--db", given, *command)
     _one_paragraph(code, err)
     assert needle in err
     assert sorted(os.listdir(tmp_path)) == (["pipe.db"] if given == "pipe.db" else [])
@@ -561,7 +562,8 @@ def test_busy_timeout_from_the_environment_is_checked(db, tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(ragjudge.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     result = subprocess.run([sys.executable, "-m", "ragjudge", "--db", db, "status"],
-                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+                            check=False)
     _one_paragraph(result.returncode, result.stderr)
     assert "RAGJUDGE_BUSY_TIMEOUT_MS='abc'" in result.stderr
     assert "from 0 to 3,600,000" in result.stderr
