@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -218,6 +218,13 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         except ValueError:
             raise InputError(f"{short(data['created_at'])} is not an ISO 8601 time such as "
                              "2026-01-31T12:00:00.", file=file, line=line, field="created_at") from None
+        stamp = data["created_at"]
+        try:  # times are stored in UTC, which for this one may fall outside years 1-9999
+            if stamp.tzinfo is not None:
+                stamp.astimezone(timezone.utc)
+        except OverflowError:
+            raise InputError(f"{short(str(stamp))} in UTC is outside the years 1 to 9999.",
+                             file=file, line=line, field="created_at") from None
     try:
         record = model.model_validate(data, strict=strict)
     except ValidationError as exc:

@@ -547,6 +547,16 @@ def test_empty_qrels_file_is_named_not_the_project(capsys, db, tmp_path):
     assert "the project has no labels" not in err
 
 
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_label_time_outside_the_years_utc_holds_is_refused(capsys, db, tmp_path, stamp):
+    # was: OverflowError: date value out of range, as a traceback
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(json.dumps({"query_id": "q1", "chunk_id": "c01", "grade": 1,
+                                  "created_at": stamp}) + "\n", encoding="utf-8")
+    err = _refused(capsys, db, "import", "labels", labels)
+    assert f"{labels}, line 1, field 'created_at'" in err and "outside the years 1 to 9999" in err
+
+
 def test_empty_run_file_is_refused_by_eval_as_by_import(capsys, db, tmp_path):
     # was: eval scored the empty run 0 on every query without a word; import refuses it
     run = tmp_path / "empty.trec"
