@@ -389,6 +389,8 @@ def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
     names = list(names or [])
     if len(names) > len(texts):
         raise UsageError(f"{len(names)} --name for {len(texts)} --run: give one name per run.")
+    if any(not n.strip() for n in names):
+        raise UsageError("--name is empty or only spaces: a run's name needs a visible character.")
     specs: list[RunSpec] = []
     for i, text in enumerate(texts):
         given = names[i] if i < len(names) else None

@@ -475,6 +475,15 @@ def test_ids_of_only_spaces_are_refused(capsys, db, tmp_path, kind, content, fie
     assert f"{path}, line " in err and f"field '{field}'" in err and "only spaces" in err
 
 
+def test_run_names_of_only_spaces_are_refused(capsys, db, tmp_path):
+    # was: eval printed a run named ' ' (import already refused one)
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 c05 1 1.0 t\n", encoding="utf-8")
+    for args in (("eval", "--run", run, "--name", "  "), ("import", "run", run, "--name", "  ")):
+        err = _refused(capsys, db, *args)
+        assert "--name is empty" in err
+
+
 # -- silent oddities, said out loud ----------------------------------------------------------------
 
 
