@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ragjudge.numeric import MAX_GRADE
+
 AGGREGATION_RULES = ("median", "majority", "mean", "min", "max")
 """Rules that turn several annotators' grades into one gold grade (plus ``annotator:NAME``)."""
 
@@ -109,9 +111,12 @@ class Scale(_Record):
                 ScaleLevel(grade=1, name="Relevant", description="Helps answer the query."),
             )
             return cls(levels=levels, threshold=1 if threshold is None else threshold)
-        match = re.fullmatch(r"(\d+)\s*-\s*(\d+)", spec)
+        match = re.fullmatch(r"([0-9]+)\s*-\s*([0-9]+)", spec)
         if not match:
             raise ValueError(f"scale '{spec}' is neither 'binary' nor MIN-MAX such as 0-3")
+        if len(match.group(2)) > len(str(MAX_GRADE)) or int(match.group(2)) > MAX_GRADE:
+            raise ValueError(f"scale '{spec}' goes above {MAX_GRADE:,}, the highest grade "
+                             "ragjudge reads")
         lo, hi = int(match.group(1)), int(match.group(2))
         if hi <= lo or hi - lo > 9:
             raise ValueError(f"scale '{spec}' needs MIN < MAX and at most 10 levels (one digit key each)")

@@ -13,8 +13,7 @@ resets the screen) or be read by Rich as markup (``[/]`` raises, ``[link=...]`` 
 - :func:`mask_secrets` replaces the password of every URL in a text with ``***``.
 - :func:`for_terminal` is what every message to a terminal goes through: both of the above.
 
-This module imports only the standard library (Rich lazily, in :func:`markup`), so every layer
-may use it.
+This module imports only the standard library, so every layer may use it.
 """
 
 from __future__ import annotations
@@ -76,27 +75,79 @@ def is_clean(text: str, *, multiline: bool = False) -> bool:
     return visible(value, multiline=multiline) == value
 
 
+# A '[' and the backslashes before it; with what would make it a Rich tag ("[bold]", "[/]").
+_BRACKET = re.compile(r"(?<!\\)(\\*)\[((?:[a-z#/@][^\[]*?\])?)")
+
+
+def _escape_bracket(match: re.Match[str]) -> str:
+    slashes, tag = match.group(1), match.group(2)
+    if tag:  # Rich reads 2k+1 backslashes before a tag as k backslashes and a literal tag
+        return slashes * 2 + "\\[" + tag
+    return slashes + "\\["  # before a lone '[' Rich drops one backslash
+
+
 def markup(text: object, *, multiline: bool = False) -> str:
-    """:func:`visible`, escaped so that Rich shows it literally inside a markup string."""
-    from rich.markup import escape
+    """:func:`visible`, escaped so that Rich shows it literally inside a markup string.
 
-    return escape(visible(text, multiline=multiline))
+    Every '[' is escaped (Rich's own ``escape`` leaves one that does not look like a tag, and
+    drops a backslash before it); backslashes at the end are doubled so that they cannot escape
+    the tag that follows the text in the markup string.
+    """
+    value = _BRACKET.sub(_escape_bracket, visible(text, multiline=multiline))
+    return value + "\\" * (len(value) - len(value.rstrip("\\")))
 
 
-# scheme://user:password@host -> scheme://user:***@host. The user part stops at ':' '/' '@' or
-# whitespace; the password runs to the last '@' before the host (a password may hold '@' only
-# percent-encoded, but people type it raw; taking the last '@' masks all of it).
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:)(?P<password>[^\s/]*)@")
+# scheme://user:password@host -> scheme://user:***@host, in every whitespace-free token of a text.
+# The user part stops at ':' '/' or '@'; the password runs to the last '@' of the token (a
+# password may hold '@' or '/' only percent-encoded, but people type them raw; taking the last
+# '@' masks all of it, and at worst a path after it too). Plain string scans, not a regex: a
+# regex for the scheme is quadratic on a long run of letters, and a chunk may hold one.
+_SCHEME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+_TOKEN = re.compile(r"\S+")
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|passwd|pwd)=)[^&\s]*", re.IGNORECASE)
+
+
+def _mask_token(token: str) -> str:
+    at = token.rfind("@")
+    start = token.find("://")
+    while 0 < start < at:
+        scheme = start
+        while scheme > 0 and token[scheme - 1] in _SCHEME:
+            scheme -= 1
+        user_end = start + 3
+        while user_end < at and token[user_end] not in ":/@":
+            user_end += 1
+        if token[user_end] == ":" and any(ch.isalpha() for ch in token[scheme:start]):
+            return token[: user_end + 1] + "***" + token[at:]
+        start = token.find("://", start + 1)
+    return token
 
 
 def mask_secrets(text: object) -> str:
     """The text with the password of every ``scheme://user:password@host`` URL as ``***``."""
-    return _URL_PASSWORD.sub(lambda m: m.group("head") + "***@", str(text))
+    value = str(text)
+    if "://" in value and "@" in value:
+        value = _TOKEN.sub(lambda m: _mask_token(m.group(0)), value)
+    if "=" in value:
+        value = _QUERY_PASSWORD.sub(lambda m: m.group("head") + "***", value)
+    return value
+
+
+_URL_HEAD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:")
 
 
 def mask_url(url: object) -> str:
-    """One database URL with its password masked (a plain file path is returned as it is)."""
-    return mask_secrets(url)
+    """One database URL with its password masked (a plain file path is returned as it is).
+
+    Unlike :func:`mask_secrets` (which reads free text, where whitespace ends a URL), the whole
+    value is one URL: the password runs from the user's ':' to the last '@', spaces included.
+    """
+    value = str(url)
+    head = _URL_HEAD.match(value)
+    at = value.rfind("@")
+    if head is not None and at >= head.end():
+        value = head.group(0) + "***" + value[at:]
+    return mask_secrets(value)
 
 
 def for_terminal(text: object, *, multiline: bool = False) -> str:

@@ -60,6 +60,7 @@ def hoist_db(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
     from ragjudge.errors import CheckFailed, RagjudgeError
+    from ragjudge.safetext import for_terminal
 
     _register()
     try:
@@ -70,10 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         return code if isinstance(code, int) else (0 if code is None else 2)
     except CheckFailed as exc:
         if str(exc):
-            print(str(exc), file=sys.stderr)
+            print(for_terminal(exc), file=sys.stderr)
         return 1
     except RagjudgeError as exc:
-        print(f"ragjudge: {exc}", file=sys.stderr)
+        # the one place a user's mistake is told: quoted data is shown, never obeyed by the terminal
+        print(f"ragjudge: {for_terminal(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ragjudge: interrupted.", file=sys.stderr)

@@ -8,11 +8,14 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+
+from ragjudge.safetext import markup, mask_secrets
+from ragjudge.errors import UsageError
 
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+# no emoji codes: a run named ":a:" is shown as typed (markup is escaped by safe())
+console = Console(highlight=False, soft_wrap=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 _state: dict[str, str | None] = {"db": None}
 
@@ -42,6 +45,27 @@ def open_project(*, create: bool = False):  # noqa: ANN201 - Project
     return Project.open(project_db(), create=create)
 
 
+MAX_DEPTH = 100_000
+"""The deepest pool: the top K chunks of each run, K at most this."""
+MAX_SEED = 2**32 - 1
+"""Seeds are 32-bit, as numpy's and most tools' are: a seed printed anywhere can be given back."""
+MAX_DRAWS = 1_000_000
+"""The most resamples or sign flips of a significance test (memory grows with them)."""
+MAX_LIMIT = 1_000_000_000
+"""The most rows a listing is asked for (a database integer must hold it)."""
+
+
+def check_int(option: str, value: int, low: int, high: int, what: str) -> int:
+    """``value`` of the integer ``option`` when ``low <= value <= high``; a :class:`UsageError`
+    stating the range otherwise. Checked as the command starts, before the value sizes a list, a
+    pool or a database query (a 31-digit --depth would otherwise reach SQLite's 64-bit integers)."""
+    if low <= value <= high:
+        return value
+    digits = str(value)
+    shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits):,} digits)"
+    raise UsageError(f"{option} {shown}: {what} is a whole number from {low:,} to {high:,}.")
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
@@ -69,6 +93,6 @@ def print_json(data: Any) -> None:
 
 
 def safe(text: object) -> str:
-    """User text for a Rich renderable, shown literally (no markup, no escape sequences)."""
-    cleaned = "".join(ch if ch.isprintable() or ch in "\n\t" else "\ufffd" for ch in str(text))
-    return escape(cleaned)
+    """User text for a Rich markup string, shown literally: control characters visible, markup
+    escaped, a URL's password masked (see :mod:`ragjudge.safetext`)."""
+    return markup(mask_secrets(text), multiline=True)

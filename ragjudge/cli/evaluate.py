@@ -16,8 +16,18 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, db_given, open_project, print_json, safe
+from ragjudge.cli.common import (
+    MAX_DRAWS,
+    MAX_SEED,
+    check_int,
+    console,
+    db_given,
+    open_project,
+    print_json,
+    safe,
+)
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.numeric import MAX_GRADE, short_int
 
 FORMATS = ("table", "json", "csv")
 
@@ -82,10 +92,11 @@ class Inputs:
         else:
             self.project = open_project()
             self.qrels, self.rule = svc.project_qrels(self.project, rule)
-            self.source = f"project {self.project.db}"
+            self.source = f"project {self.project.shown_db}"
             self.threshold = self.project.scale.threshold if threshold is None else threshold
-        if self.threshold < 0:
-            raise UsageError(f"--threshold {self.threshold}: a grade threshold is at least 0.")
+        if not 0 <= self.threshold <= MAX_GRADE:
+            raise UsageError(f"--threshold {short_int(self.threshold)}: a grade threshold is a "
+                             f"grade from 0 to {MAX_GRADE:,}.")
         self.max_grade = self.project.scale.max if self.project is not None and qrels_file is None else None
         if self.max_grade is not None and self.threshold > self.max_grade:
             raise UsageError(
@@ -176,7 +187,7 @@ def _wide_console() -> Any:
         return console
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False, width=max(console.width, 160))
+    return Console(highlight=False, soft_wrap=False, emoji=False, width=max(console.width, 160))
 
 
 def _csv_writer() -> Any:
@@ -409,7 +420,7 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     for measure, counts in left_out.items():
         n = "/".join(str(c) for c in sorted(counts))
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
-                     "where it is undefined (nothing to count, e.g. no facets or nuggets).")
+                     f"where it is undefined ({_nothing_to_count(measure)}).")
     source = f"qrels: {evaluation.qrels_source}"
     if evaluation.rule is not None:
         source += f", gold rule: {evaluation.rule}"
@@ -418,6 +429,20 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     if n_runs > 1:
         lines.append("* best value in its column.")
     return "\n".join(safe(line) for line in lines)
+
+
+_NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
+            "entities": "no entities", "citations": "no answer of the run, or nothing retrieved"}
+
+
+def _nothing_to_count(measure: str) -> str:
+    """Why a measure can be undefined on a query: what the query lacks."""
+    from ragjudge.metrics.registry import parse_measure
+
+    needs = [_NOTHING[k] for k in parse_measure(measure).needs if k in _NOTHING]
+    if needs:
+        return "the query has " + " or ".join(needs)
+    return "the query has no relevance grade; it is evaluated for its facets or nuggets"
 
 
 def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
@@ -451,22 +476,30 @@ def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
 
 
 def parse_k(text: str) -> list[int]:
-    """``1-20`` -> 1..20; ``1,3,5,10``; ``20`` -> 1..20."""
+    """``1-20`` -> 1..20; ``1,3,5,10``; ``20`` -> 1..20. Every K is checked against
+    ``MAX_CUTOFF`` before the list of cutoffs is built."""
+    from ragjudge.numeric import MAX_CUTOFF, parse_integer
+
     text = text.strip()
-    try:
-        if re.fullmatch(r"\d+", text):
-            ks = list(range(1, int(text) + 1))
-        elif re.fullmatch(r"\d+\s*-\s*\d+", text):
-            lo, hi = (int(x) for x in text.split("-"))
-            ks = list(range(lo, hi + 1))
-        else:
-            ks = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        ks = []
-    if not ks or min(ks) < 1 or max(ks) > 100_000:
-        raise UsageError(f"--k {text}: give cutoffs as a range 1-20, a list 1,3,5,10 or a "
-                         "largest K such as 20 (each at least 1).")
-    return ks
+    if re.fullmatch(r"[0-9]+", text):
+        parts, span = [text], True
+    elif re.fullmatch(r"[0-9]+\s*-\s*[0-9]+", text):
+        parts, span = [x.strip() for x in text.split("-")], True
+    else:
+        parts, span = [x.strip() for x in text.split(",") if x.strip()], False
+    numbers = [parse_integer(x) for x in parts]
+    if (not numbers or any(k is None or k < 1 or k > MAX_CUTOFF for k in numbers)
+            or (len(numbers) == 2 and span and numbers[0] > numbers[1])):
+        raise UsageError(f"--k {_short(text)}: give cutoffs as a range 1-20, a list 1,3,5,10 or "
+                         f"a largest K such as 20, each from 1 to {MAX_CUTOFF:,}.")
+    if span:
+        lo, hi = (1, numbers[0]) if len(numbers) == 1 else numbers
+        return list(range(lo, hi + 1))
+    return sorted(set(numbers))  # type: ignore[arg-type]
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
@@ -531,8 +564,9 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
 # -- compare -----------------------------------------------------------------------------------
 
 COMPARE_EPILOG = (
-    "The first run is the baseline A; every other run is B in turn. Per measure: the mean "
-    "difference B - A over the same queries, its 95 % paired bootstrap interval, the p-values of "
+    "The first run is the baseline A; every other run is B in turn. Per measure: each run's mean "
+    "(as eval gives it under the same --averaging), the mean difference B - A over the queries "
+    "both runs have, its 95 % paired bootstrap interval, the p-values of "
     "a paired randomization test (10,000 sign flips) and a paired t-test, Holm-adjusted over the "
     "runs compared with A when there are more than two runs. The verdict ('B better', 'A "
     "better', 'within noise') follows the randomization test at --alpha.\n\n"
@@ -567,8 +601,9 @@ def compare(
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...].")
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha}: a significance level is between 0 and 1.")
-    if permutations < 1 or resamples < 1:
-        raise UsageError("--permutations and --resamples must be at least 1.")
+    check_int("--permutations", permutations, 1, MAX_DRAWS, "the number of sign flips")
+    check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
+    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
         inputs.check_measures(measures)
@@ -636,7 +671,11 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
         table.add_row(*cells)
     _wide_console().print(table)
     paired = rows[0].queries if rows else 0
-    notes = [f"{paired:,} queries paired; averaging: {evaluation.averaging}."]
+    notes = [f"A and B: each run's mean as eval gives it (averaging: {evaluation.averaging}); "
+             f"B - A, its interval and the tests: over the {paired:,} queries paired."]
+    notes += list(dict.fromkeys(
+        f"{row.measure}" + (f" ({row.run_b})" if multi else "") + f": {name} is undefined: "
+        f"{reason}." for row in rows for name, reason in row.undefined.items()))
     notes.append(f"Verdict: randomization test at alpha = {alpha:g}"
                  + ("; p-values Holm-adjusted over the runs compared with A, per measure." if adjusted else "."))
     if evaluation.rule is not None:
@@ -647,7 +686,7 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
 # -- gate --------------------------------------------------------------------------------------
 
 _REQUIREMENT = re.compile(
-    r"^\s*(?P<measure>\S.*?)\s*(?P<op>>=|<=|==|=|>|<)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<pct>%?)\s*$"
+    r"^\s*(?P<measure>\S.*?)\s*(?P<op>>=|<=|==|=|>|<)\s*(?P<value>[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$"
 )
 _OPS = {
     ">=": lambda a, b: a >= b,

@@ -30,7 +30,7 @@ def backup(
         typer.Option("-o", "--output", help="The backup file (default: <project>-backup-<UTC time>.db "
                      "next to the project).", show_default=False),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace the output file if it exists.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace the output file if it exists (never a ragjudge project).")] = False,
 ) -> None:
     """Copy the project to a backup file, safely while annotators keep working."""
     from ragjudge.services.maintenance import backup as make_backup

@@ -50,7 +50,7 @@ def init(
     project = Project.init(project_db(), scale=parsed, name=name, description=description, guidelines=text)
     with project:
         console.print(
-            f"Created project [bold]{safe(project.name)}[/] at {safe(project_db())} "
+            f"Created project [bold]{safe(project.name)}[/] at {safe(project.shown_db)} "
             f"(scale {parsed.describe()}, relevant from grade {parsed.threshold})."
         )
         console.print("Next: ragjudge import queries FILE, ragjudge import chunks FILE, "
@@ -59,9 +59,12 @@ def init(
 
 def _read_text(path: Path) -> str:
     from ragjudge.errors import InputError
+    from ragjudge.formats.records import check_text
 
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+        check_text([("guidelines", text)], file=str(path), line=1)
+        return text
     except FileNotFoundError:
         raise InputError("no such file.", file=str(path)) from None
     except UnicodeDecodeError as exc:
@@ -102,7 +105,7 @@ def _print_status(data: dict) -> None:
     pool = data["pool"]
     share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "-"
     console.print(f"[bold]{safe(data['project'])}[/]  ({safe(data['db'])})")
-    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {data['rule']}")
+    console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {safe(data['rule'])}")
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(justify="right")
@@ -142,23 +145,25 @@ def _print_status(data: dict) -> None:
 )
 def demo(
     no_tui: Annotated[bool, typer.Option("--no-tui", help="Build the project only; do not open the app.")] = False,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the demo project even if it exists.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the demo project even if it exists (only a project 'ragjudge demo' built; anything else is refused).")] = False,
 ) -> None:
     """Build the bundled demo project (a parcel-delivery support knowledge base) and open the app."""
     from ragjudge.cli.common import db_given, set_db
+    from ragjudge.safetext import mask_url
     from ragjudge.services.demo import build_demo
 
     if not db_given():
         set_db("ragjudge-demo.db")
     db = project_db()
     built = build_demo(db, fresh=fresh, progress=err_console if err_console.is_terminal else None)
+    shown = safe(mask_url(db))
     if built:
-        err_console.print(f"Built the demo project at {safe(db)}.")
+        err_console.print(f"Built the demo project at {shown}.")
     else:
-        err_console.print(f"Using the demo project already at {safe(db)} (--fresh rebuilds it).")
+        err_console.print(f"Using the demo project already at {shown} (--fresh rebuilds it).")
     if no_tui:
         # every later command needs to be told where the project is (the default is ragjudge.db)
-        err_console.print(f"Next: ragjudge --db {safe(db)} status, or export RAGJUDGE_DB={safe(db)}.",
+        err_console.print(f"Next: ragjudge --db {shown} status, or export RAGJUDGE_DB={shown}.",
                           soft_wrap=True)
         return
     from ragjudge.tui import run_app

@@ -39,8 +39,9 @@ IMPORT_EPILOG = (
 EXPORT_EPILOG = (
     "KIND is one of: qrels (the gold qrels), labels (every annotator's current labels with "
     "annotator, time and note, and their flags and comments), run NAME, facets, nuggets. Output "
-    "goes to standard output unless "
-    "-o names a file (a .gz name is compressed).\n\n"
+    "goes to standard output unless -o names a file (a .gz name is compressed). The file is "
+    "written whole or not at all, and never over a ragjudge project or its -wal, -shm, -journal, "
+    ".writelock or .importlock files.\n\n"
     "Examples:\n\n"
     "  ragjudge export qrels -o gold.qrels               # TREC, project's rule (median)\n\n"
     "  ragjudge export qrels --rule majority --format jsonl\n\n"

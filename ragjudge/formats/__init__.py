@@ -15,7 +15,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ragjudge.errors import InputError, UsageError
+from ragjudge.files import is_terminal
 from ragjudge.formats.beir import (
     read_beir_corpus, read_beir_qrels, read_beir_queries, write_beir,
 )
@@ -25,7 +28,7 @@ from ragjudge.formats.records import (
     FIELDS, KINDS, EntityRecord, FacetRecord, LabelRecord, NuggetRecord, RankedList,
 )
 from ragjudge.formats.source import (
-    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, read_text, source_name,
+    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
 )
 from ragjudge.formats.trec import (
     read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
@@ -34,6 +37,7 @@ from ragjudge.formats.trec import (
 from ragjudge.formats.trec_sgml import (
     SGML_FORMATS, read_trec_documents, read_trec_sgml, read_trec_topics, sgml_format,
 )
+from ragjudge.safetext import visible
 
 FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS)
 
@@ -45,7 +49,7 @@ _EXTENSIONS = {
 
 __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "EntityRecord", "FacetRecord", "LabelRecord",
-    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output",
+    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output", "path_kind",
     "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
     "read_records", "read_text", "read_trec_documents", "read_trec_qrels", "read_trec_run",
     "read_trec_topics", "read_tsv_texts",
@@ -63,7 +67,8 @@ def detect_format(source: Source, kind: str | None = None) -> str:
     (TREC ships topics as ``.txt`` as often as not) are SGML when their first tag says so."""
     if isinstance(source, (str, Path)) and not is_inline(source) and str(source) != "-":
         path = Path(source)
-        if path.is_dir():
+        found = path_kind(path)
+        if found == "folder":
             return "beir"
         name = path.name.lower()
         if name.endswith(".gz"):
@@ -73,7 +78,7 @@ def detect_format(source: Source, kind: str | None = None) -> str:
             if _EXTENSIONS[suffix] == "trec" and kind in ("queries", "chunks"):
                 return sgml_format(source) or "trec"
             return _EXTENSIONS[suffix]
-        if not path.exists():
+        if found == "missing":
             raise InputError("the file does not exist.", file=str(source))
     elif not is_inline(source):
         return "trec" if kind in ("run", "qrels") else "jsonl"
@@ -138,7 +143,8 @@ def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | No
             if numbered:
                 qrels = ((line, judgment) for _, line, judgment in qrels)
             return _as_labels(qrels, kind, numbered)
-        raise UsageError(f"a BEIR folder holds no {kind}.")
+        raise UsageError(f"{source_name(source)} is read as a BEIR dataset (a folder), which holds "
+                         f"no {kind}; give a TREC, JSONL or CSV file.")
     raise UsageError(f"unknown format '{fmt}'; one of: auto, {', '.join(FORMATS)}.")
 
 
@@ -156,7 +162,15 @@ def _as_labels(judgments: Iterator[Any], kind: str, numbered: bool) -> Iterator[
 
 def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag: str = "ragjudge") -> int:
     """Write ``records`` of ``kind`` to ``dest`` (a path, ``-`` or a text file) in ``fmt``;
-    returns the number written."""
+    returns the number written.
+
+    Shown on a terminal, every text field goes through :func:`ragjudge.safetext.visible`, so that
+    a note or an id cannot send control sequences to it; anywhere else (a file, a pipe) the
+    bytes are written exactly as stored."""
+    if is_terminal(dest):
+        multiline = fmt == "jsonl"  # JSON escapes a line break; in TREC and CSV it would split the row
+        records = (_visible_fields(record, multiline) for record in records)
+        tag = visible(tag)
     if fmt == "jsonl":
         return write_jsonl(records, dest, kind=kind)
     if fmt == "csv":
@@ -168,3 +182,17 @@ def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag
             return write_trec_qrels(records, dest)
         raise UsageError(f"{kind} cannot be written in TREC format; use --format jsonl or csv.")
     raise UsageError(f"unknown output format '{fmt}'; one of: trec, jsonl, csv.")
+
+
+def _visible_fields(value: Any, multiline: bool) -> Any:
+    """``value`` (a record, a dict, a tuple or a list) with every string in it made visible."""
+    if isinstance(value, str):
+        return visible(value, multiline=multiline)
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={name: _visible_fields(field, multiline) for name, field in value
+                                        if isinstance(field, (str, dict, list, tuple))})
+    if isinstance(value, dict):
+        return {key: _visible_fields(field, multiline) for key, field in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_visible_fields(field, multiline) for field in value)
+    return value

@@ -9,11 +9,12 @@ have are refused, as unknown JSONL fields are.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel
 
@@ -21,6 +22,7 @@ from ragjudge.errors import InputError
 from ragjudge.formats.jsonl import record_dict
 from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
+from ragjudge.numeric import parse_integer, parse_number
 
 _INT = {"grade", "rank"}
 _FLOAT = {"score", "weight"}
@@ -29,6 +31,7 @@ _OBJECT = {"meta"}
 _LIST = {"cited"}
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
+_BLANKS = " \t"
 
 csv.field_size_limit(2**31 - 1)
 
@@ -103,14 +106,16 @@ def _header(kind: str, row: list[str], *, file: str, line: int) -> list[str]:
 
 def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
     if column in _INT or column in _FLOAT:
-        try:
-            number = int(cell.strip()) if column in _INT else float(cell.strip())
-        except ValueError:
+        # blanks around a number are padding (CSV aligned by hand); the number itself is in
+        # the one syntax of every reader (ragjudge.numeric: no "1_0", no "１")
+        text = cell.strip(_BLANKS)
+        number = parse_integer(text) if column in _INT else parse_number(text)
+        if number is None:
             what = "an integer" if column in _INT else "a number"
             raise InputError(f"{short(cell)} is not {what}.", file=file, line=line,
-                             field=column) from None
+                             field=column)
         if isinstance(number, float) and not math.isfinite(number):
-            raise InputError(f"the {column} is {cell.strip()}; it must be a finite number.",
+            raise InputError(f"the {column} is {text}; it must be a finite number.",
                              file=file, line=line, field=column)
         return number
     if column in _BOOL:
@@ -151,13 +156,34 @@ def write_csv(records: Iterable[BaseModel | dict[str, Any]], dest: Destination, 
     fields = fields or FIELDS[kind]
     count = 0
     with open_output(dest) as out:
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(fields)
+        row = _RowWriter(out)
+        row.write(fields)
         for record in records:
             data = record_dict(record) if isinstance(record, BaseModel) else record
-            writer.writerow([_cell(data.get(field)) for field in fields])
+            row.write([_cell(data.get(field)) for field in fields])
             count += 1
     return count
+
+
+class _RowWriter:
+    """CSV rows ending in ``\\n``, with every cell that holds a CR or an LF quoted.
+
+    Python's writer quotes a cell only for the characters of its own line terminator, so with
+    ``\\n`` a bare CR would go out unquoted and no reader could read the row back. The rows are
+    made with ``\\r\\n`` (every CR and LF quoted, as well as commas and quotes) and written
+    with ``\\n``."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.buffer = io.StringIO()
+        self.writer = csv.writer(self.buffer, lineterminator="\r\n")
+
+    def write(self, cells: list[str] | tuple[str, ...]) -> None:
+        self.writer.writerow(cells)
+        line = self.buffer.getvalue()
+        self.buffer.seek(0)
+        self.buffer.truncate()
+        self.out.write(line[:-2] + "\n")
 
 
 def _cell(value: Any) -> str:

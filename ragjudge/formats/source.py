@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -23,7 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Union
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, why_unusable
+from ragjudge.files import writing
 
 Source = Union[str, bytes, os.PathLike, IO[Any]]
 
@@ -46,6 +48,22 @@ def source_name(source: Source) -> str:
         return "<stdin>" if str(source) == "-" else str(source)
     name = getattr(source, "name", None)
     return name if isinstance(name, str) else "<input>"
+
+
+def path_kind(path: str | os.PathLike, *, name: str | None = None) -> str:
+    """``'file'``, ``'folder'`` or ``'missing'`` for an input path (a device or pipe counts as a
+    file: it is read as one). A path the system will not even look at (a folder on the way this
+    user may not enter, a name too long) is an :class:`InputError` naming it, where
+    ``Path.exists()`` would raise a traceback."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        raise InputError(why_unusable(exc, path), file=name or str(path)) from None
+    except ValueError:  # an embedded NUL byte: no file has such a name
+        return "missing"
+    return "folder" if stat.S_ISDIR(mode) else "file"
 
 
 class Lines:
@@ -104,7 +122,7 @@ class Lines:
             except IsADirectoryError:
                 raise InputError("is a folder, not a file.", file=self.name) from None
             except OSError as exc:
-                raise InputError(f"cannot be read: {exc.strerror}.", file=self.name) from None
+                raise InputError(why_unusable(exc, path), file=self.name) from None
             try:
                 self._raw = raw
                 try:
@@ -217,21 +235,10 @@ Destination = Union[str, os.PathLike, IO[str]]
 @contextmanager
 def open_output(dest: Destination) -> Iterator[IO[str]]:
     """A text stream to write to: a path (``.gz`` compressed; ``-`` is standard output) or an
-    open text file, which is left open. Files are written as UTF-8 with ``\\n`` line ends."""
+    open text file, which is left open. Paths are written through :func:`ragjudge.files.writing`
+    (UTF-8, ``\\n`` line ends, atomically, never over a project)."""
     if isinstance(dest, (str, os.PathLike)):
-        if str(dest) == "-":
-            yield sys.stdout
-            sys.stdout.flush()
-            return
-        path = Path(dest)
-        try:
-            if path.name.endswith(".gz"):
-                handle: IO[str] = gzip.open(path, "wt", encoding="utf-8", newline="\n")
-            else:
-                handle = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-        except OSError as exc:
-            raise InputError(f"cannot be written: {exc.strerror}.", file=str(dest)) from None
-        with handle:
+        with writing(dest) as handle:
             yield handle
         return
     yield dest

@@ -2,9 +2,10 @@
 
 Fields are separated by any whitespace; blank lines are skipped. As in trec_eval, a run's order
 is its scores' order, not its rank column: score descending, ties broken by docid descending
-compared as byte strings (:func:`trec_order`). The rank column must be an integer; it is kept in
-:class:`~ragjudge.models.RunEntry` when it is 1 or more (many runs count from 0), and is otherwise
-ignored.
+compared as byte strings (:func:`trec_order`). The rank column must be an integer (at most
+``ragjudge.numeric.MAX_RANK``); it is kept in :class:`~ragjudge.models.RunEntry` when it is 1 or
+more (many runs count from 0), and is otherwise ignored. Numbers are read in the one syntax of
+:mod:`ragjudge.numeric` (``1_0`` is no grade, as ``2.0`` is none).
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ragjudge.errors import InputError
-from ragjudge.formats.records import Duplicates, short
+from ragjudge.formats.records import Duplicates, check_text, read_grade, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output, source_name, stdin_format_hint
 from ragjudge.models import Judgment, RunEntry
+from ragjudge.numeric import parse_integer, parse_number, rank_problem
+
+
+_QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
+_RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
 
 
 def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates: bool = True,
@@ -37,12 +43,10 @@ def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates
                 f"a qrels line has 4 fields 'query_id 0 chunk_id grade', this one has {len(parts)}: "
                 f"{short(text)}.", file=lines.name, line=number,
                 hint=stdin_format_hint(lines.name, number))
+        if "\x00" in text:
+            check_text(zip(_QRELS_FIELDS, parts), file=lines.name, line=number)
         qid, _, docid, grade_text = parts
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise InputError(f"{short(grade_text)} is not an integer grade.", file=lines.name,
-                             line=number, field="grade") from None
+        grade = read_grade(grade_text, file=lines.name, line=number)
         judgment = Judgment(query_id=qid, chunk_id=docid, grade=grade)
         if duplicates is not None and duplicates.seen(judgment, number):
             continue
@@ -79,19 +83,22 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
                 f"a run line has 6 fields 'query_id Q0 chunk_id rank score tag', this one has "
                 f"{len(parts)}: {short(text)}.", file=lines.name, line=number,
                 hint=stdin_format_hint(lines.name, number))
+        if "\x00" in text:  # one test of the whole line keeps this path fast
+            check_text(zip(_RUN_FIELDS, parts), file=lines.name, line=number)
         qid, _, docid, rank_text, score_text, _tag = parts
-        try:
-            rank: int | None = int(rank_text)
-        except ValueError:
+        rank: int | None = parse_integer(rank_text)
+        if rank is None:
             raise InputError(f"{short(rank_text)} is not an integer rank.", file=lines.name,
                              line=number, field="rank",
-                             hint=stdin_format_hint(lines.name, number)) from None
-        try:
-            score = float(score_text)
-        except ValueError:
+                             hint=stdin_format_hint(lines.name, number))
+        too_high = rank_problem(rank)
+        if too_high:
+            raise InputError(too_high, file=lines.name, line=number, field="rank")
+        score = parse_number(score_text)
+        if score is None:
             raise InputError(f"{short(score_text)} is not a number.", file=lines.name,
                              line=number, field="score",
-                             hint=stdin_format_hint(lines.name, number)) from None
+                             hint=stdin_format_hint(lines.name, number))
         if not isfinite(score):
             raise InputError(f"the score is {score_text}; scores must be finite numbers.",
                              file=lines.name, line=number, field="score")
@@ -176,6 +183,7 @@ def read_tsv_texts(kind: str, source: Source, *, name: str | None = None,
         if not ident.strip():
             raise InputError("the id is empty.", file=lines.name, line=number, field="id")
         record = model(id=ident.strip(), text=body)
+        check_text(record, file=lines.name, line=number)
         if duplicates is not None and duplicates.seen(record, number):
             continue
         yield (number, record) if numbered else record

@@ -25,6 +25,7 @@ import numpy as np
 from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
+from ragjudge.numeric import MAX_GRADE, short_int
 
 
 class _Extras(Mapping):
@@ -65,8 +66,9 @@ class EvalContext:
         depth: int | None = None,
         extras: Mapping[str, Any] | None = None,
     ) -> None:
-        if threshold < 0:
-            raise UsageError(f"the relevance threshold must be at least 0, not {threshold}.")
+        if not 0 <= threshold <= MAX_GRADE:
+            raise UsageError(f"the relevance threshold {short_int(int(threshold))} is out of "
+                             f"range: it is a grade from 0 to {MAX_GRADE:,}.")
         self.qrels = qrels
         self.run = run
         self._qids = query_ids
@@ -238,7 +240,7 @@ class EvalContext:
 
     @cached_property
     def max_grade(self) -> int:
-        """The highest grade in the qrels (used as the top of the scale by ERR)."""
+        """The top of the qrels' grade scale (ERR's g_max): ``Qrels.max_grade``."""
         return self.qrels.max_grade
 
     def ideal_dcg(self, k: int | None = None, gain: str = "grade") -> np.ndarray:

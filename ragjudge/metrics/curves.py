@@ -18,6 +18,11 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import AVERAGING, build_context
 from ragjudge.metrics.measures import RECALL_LEVELS, interpolated_precision
 from ragjudge.metrics.registry import Measure, parse_measure
+from ragjudge.numeric import cutoff_problem
+
+
+#: the most per-query values a Metric@K curve holds (queries x cutoffs; 8 bytes each)
+MAX_CURVE_VALUES = 50_000_000
 
 
 @dataclass
@@ -84,11 +89,21 @@ def metric_at_k(
     if ks is None:
         top = given if given is not None else min(max(run.depth, 1), 100)
         ks = range(1, top + 1)
+    if isinstance(ks, range) and len(ks) and cutoff_problem(max(ks[0], ks[-1])):
+        raise UsageError(f"{parsed}: {cutoff_problem(max(ks[0], ks[-1]))}")  # before listing it
     ks = [int(k) for k in ks]
-    if not ks or min(ks) < 1:
-        raise UsageError("K values must be at least 1.")
+    if not ks:
+        raise UsageError("a Metric@K curve needs at least one K.")
+    problem = cutoff_problem(min(ks)) or cutoff_problem(max(ks))
+    if problem:
+        raise UsageError(f"{parsed}: {problem}")
     ctx = build_context(qrels, run, threshold=threshold, queries=queries, depth=max(ks),
-                        extras=extras)
+                        extras=extras, measures=[parsed])
+    if ctx.n_queries * len(ks) > MAX_CURVE_VALUES:
+        raise UsageError(
+            f"{parsed}: a curve of {len(ks):,} cutoffs over {ctx.n_queries:,} queries holds "
+            f"{ctx.n_queries * len(ks):,} values, more than {MAX_CURVE_VALUES:,}; ask for fewer "
+            "cutoffs (e.g. --k 1,5,10,20,50,100).")
     values = np.empty((ctx.n_queries, len(ks)))
     for j, k in enumerate(ks):
         values[:, j] = Measure(parsed.definition, k, parsed.params)(ctx)

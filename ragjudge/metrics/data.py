@@ -11,15 +11,17 @@ Ids are kept as fixed-width byte strings (see ``_keys``), never as a Python obje
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, id_hash, pair_hash, words
+from ragjudge.numeric import MAX_GRADE, grade_problem
 
 
 def _where(file: str | None, lines: np.ndarray | None, row: int,
@@ -30,12 +32,28 @@ def _where(file: str | None, lines: np.ndarray | None, row: int,
     return {"file": file, "line": int(lines[row]) if lines is not None else row + 1}
 
 
-def _integer_grades(grades: Any) -> np.ndarray:
-    array = np.asarray(grades)
-    if array.dtype.kind in "iu":
-        return array.astype(np.int64, copy=False)
+def _row_or_line(file: str | None, lines: np.ndarray | None, located: bool):  # noqa: ANN202
+    """``where(row)`` for an InputError: the file and line of a row read from a file, else
+    its 1-based row in a hint."""
+    def where(row: int) -> dict[str, Any]:
+        if located:
+            return _where(file, lines, row)
+        return {"hint": f"(row {row + 1} of the grades)"}
+    return where
+
+
+def _integer_grades(grades: Any, where) -> np.ndarray:  # noqa: ANN001
+    """Grades as int64: whole numbers within ±MAX_GRADE, else an InputError naming the first
+    that is not (``where(row)`` locates a row: its file and line, when it has them)."""
+    array = np.asarray(grades).ravel()
     if array.dtype.kind == "b":
         return array.astype(np.int64)
+    if array.dtype.kind == "O":  # Python numbers, e.g. an int too large for int64
+        return np.array([_one_grade(v, i, where) for i, v in enumerate(array.tolist())],
+                        dtype=np.int64)
+    if array.dtype.kind in "iu":
+        _check_range(array, array, where)
+        return array.astype(np.int64, copy=False)
     try:
         as_float = array.astype(np.float64)
     except (TypeError, ValueError):
@@ -43,8 +61,29 @@ def _integer_grades(grades: Any) -> np.ndarray:
     whole = np.isfinite(as_float) & (as_float == np.round(as_float))
     if not whole.all():
         bad = int(np.flatnonzero(~whole)[0])
-        raise InputError(f"grade {array[bad]!r} (row {bad + 1}) is not an integer.", field="grade")
+        raise InputError(f"grade {array[bad]!r} is not an integer.", field="grade", **where(bad))
+    _check_range(as_float, array, where)
     return as_float.astype(np.int64)
+
+
+def _check_range(values: np.ndarray, shown: np.ndarray, where) -> None:  # noqa: ANN001
+    out = np.flatnonzero((values > MAX_GRADE) | (values < -MAX_GRADE))
+    if len(out):
+        bad = int(out[0])
+        raise InputError(grade_problem(int(shown[bad])) or "", field="grade", **where(bad))
+
+
+def _one_grade(value: Any, row: int, where) -> int:  # noqa: ANN001
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
+        value = int(value)
+    if not isinstance(value, (int, np.integer)):
+        raise InputError(f"grade {value!r} is not an integer.", field="grade", **where(row))
+    problem = grade_problem(int(value))
+    if problem:
+        raise InputError(problem, field="grade", **where(row))
+    return int(value)
 
 
 class _ByQuery:
@@ -80,7 +119,12 @@ class Qrels(_ByQuery):
 
     Build with ``Qrels(query_ids, chunk_ids, grades)`` (parallel arrays or sequences),
     ``Qrels.from_dict({qid: {chunk_id: grade}})`` or ``Qrels.from_trec(path_or_text)``.
-    A (query, chunk) pair judged twice is an ``InputError``.
+    A (query, chunk) pair judged twice, or a grade outside ±``ragjudge.numeric.MAX_GRADE``, is
+    an ``InputError``.
+
+    ``top_grade`` is the top of the grade scale the grades come from (a project passes its
+    scale's); without it the top is the highest grade in these qrels. It is ERR's g_max, so
+    the same for every query, whichever queries are evaluated.
 
     Everything the measures need from the qrels (the pair index used to look up a run's
     chunks, judged grades per query sorted for the ideal ranking, relevant counts per
@@ -96,16 +140,20 @@ class Qrels(_ByQuery):
         file: str | None = None,
         lines: np.ndarray | None = None,
         from_file: bool = False,
+        top_grade: int | None = None,
     ) -> None:
         located = from_file or file is not None or lines is not None
         qids, cids = as_ids(query_ids), as_ids(chunk_ids)
-        grade_array = _integer_grades(grades).ravel()
+        grade_array = _integer_grades(grades, _row_or_line(file, lines, located))
         if not (len(qids) == len(cids) == len(grade_array)):
             raise InputError(
                 f"query_ids, chunk_ids and grades differ in length "
                 f"({len(qids)}, {len(cids)}, {len(grade_array)})."
             )
         self.file = file
+        self.top_grade = None if top_grade is None else int(top_grade)
+        if top_grade is not None:
+            self._check_scale(qids, cids, grade_array, _row_or_line(file, lines, located))
         unique, qidx = factorize(qids)
         hashes = pair_hash(id_hash(unique)[qidx], cids)
         dup = first_duplicate(hashes, qidx, cids)
@@ -129,13 +177,27 @@ class Qrels(_ByQuery):
         #: 1-based position of each row in its query's ideal ranking (judged rows first)
         self.ideal_rank = np.arange(len(self.qidx)) - self.offsets[self.qidx] + 1
 
-    @classmethod
-    def from_arrays(cls, query_ids, chunk_ids, grades) -> Qrels:
-        """Same as the constructor (query ids, chunk ids, integer grades)."""
-        return cls(query_ids, chunk_ids, grades)
+    def _check_scale(self, qids: np.ndarray, cids: np.ndarray, grades: np.ndarray,
+                     where) -> None:  # noqa: ANN001
+        top = self.top_grade
+        if not 1 <= top <= MAX_GRADE:
+            raise UsageError(f"the top of a grade scale is from 1 to {MAX_GRADE:,}, not {top}.")
+        above = np.flatnonzero(grades > top)
+        if len(above):
+            i = int(above[0])
+            raise InputError(
+                f"query {decode(qids[i:i + 1])[0]!r} judges chunk {decode(cids[i:i + 1])[0]!r} "
+                f"with grade {int(grades[i])}, above the top of the scale ({top}).",
+                field="grade", **where(i))
 
     @classmethod
-    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
+    def from_arrays(cls, query_ids, chunk_ids, grades, *, top_grade: int | None = None) -> Qrels:
+        """Same as the constructor (query ids, chunk ids, integer grades)."""
+        return cls(query_ids, chunk_ids, grades, top_grade=top_grade)
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]], *,
+                  top_grade: int | None = None) -> Qrels:
         """From ``{query_id: {chunk_id: grade}}`` (pytrec_eval's layout)."""
         q, c, g = [], [], []
         for qid, chunks in judgments.items():
@@ -143,7 +205,7 @@ class Qrels(_ByQuery):
                 q.append(qid)
                 c.append(cid)
                 g.append(grade)
-        return cls(q, c, np.array(g, dtype=np.int64))
+        return cls(q, c, g, top_grade=top_grade)
 
     @classmethod
     def from_trec(cls, source: Any) -> Qrels:
@@ -167,7 +229,10 @@ class Qrels(_ByQuery):
 
     @cached_property
     def max_grade(self) -> int:
-        """The highest judged grade (the top of the scale as far as these qrels show)."""
+        """The top of the grade scale: ``top_grade`` when given, else the highest grade in
+        these qrels (the scale as far as they show it; 0 without grades)."""
+        if self.top_grade is not None:
+            return self.top_grade
         return int(self.grades.max()) if len(self.grades) else 0
 
     def to_dict(self) -> dict[str, dict[str, int]]:

@@ -105,22 +105,52 @@ class EvalResult:
                           self.threshold, self.averaging)
 
 
-def _query_set(qrels: Qrels, run: Run | None, queries: Any) -> tuple[np.ndarray, str]:
+def _query_set(qrels: Qrels, run: Run | None, queries: Any,
+               labelled: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    """The evaluated queries (sorted unique id bytes) and the averaging mode. ``labelled``:
+    queries the labels of RAG measures cover (facets, nuggets ...), evaluated as if judged."""
+    judged = qrels.query_id_bytes
+    if labelled is not None and len(labelled):
+        width = max(judged.dtype.itemsize, labelled.dtype.itemsize)
+        judged = np.union1d(_keys.widen(judged, width), _keys.widen(labelled, width))
     if isinstance(queries, str):
         if queries == "judged":
-            return qrels.query_id_bytes, "judged"
+            return judged, "judged"
         if queries == "run":
             if run is None:
-                return qrels.query_id_bytes[:0], "run"
-            q = qrels.query_id_bytes
-            keep = _keys.lookup(run.query_id_bytes, q) >= 0
-            return q[keep], "run"
+                return judged[:0], "run"
+            keep = _keys.lookup(run.query_id_bytes, judged) >= 0
+            return judged[keep], "run"
         raise UsageError(f"queries must be 'judged', 'run' or a list of query ids, not {queries!r}.")
     wanted = _keys.as_ids(list(queries))
-    keep = _keys.lookup(qrels.query_id_bytes, wanted) >= 0
+    keep = _keys.lookup(judged, wanted) >= 0
     wanted = wanted[keep]
     unique = np.unique(wanted)
     return unique, "list"
+
+
+def _labelled(measures: Sequence[Measure], extras: Mapping[str, Any] | None
+              ) -> tuple[np.ndarray | None, set[str]]:
+    """The queries the RAG measures' labels cover (an extra's ``labelled_query_ids``: queries
+    with facets, nuggets, claims or entities), and the extras keys that say so.
+
+    Such a query is evaluated although it may have no relevance grade: its RAG measures are
+    defined there, the measures that need grades are not (NaN, counted as undefined)."""
+    if not extras:
+        return None, set()
+    ids: list[str] = []
+    keys: set[str] = set()
+    for key in sorted({k for m in measures for k in m.needs}):
+        labelled = getattr(extras.get(key), "labelled_query_ids", None) if key in extras else None
+        if labelled is not None:
+            ids.extend(labelled)
+            keys.add(key)
+    return (np.unique(_keys.as_ids(ids)) if ids else None), keys
+
+
+def _without_grades(ctx: EvalContext, qrels: Qrels) -> np.ndarray:
+    """(Q,) bool: the evaluated queries the qrels do not judge."""
+    return _keys.lookup(qrels.query_id_bytes, ctx.query_id_bytes) < 0
 
 
 def max_depth(measures: Sequence[Measure]) -> int | None:
@@ -139,9 +169,14 @@ def build_context(
     queries: Any = "judged",
     depth: int | None = None,
     extras: Mapping[str, Any] | None = None,
+    measures: Iterable[Measure] | None = None,
 ) -> EvalContext:
-    """Build the rank matrices of ``run`` on the chosen queries (for kernels, curves, explain)."""
-    qids, _ = _query_set(qrels, run, queries)
+    """Build the rank matrices of ``run`` on the chosen queries (for kernels, curves, explain).
+
+    With ``measures``, the queries their labels cover (``extras``) are evaluated too, as in
+    :func:`evaluate`."""
+    labelled, _ = _labelled(list(measures or ()), extras)
+    qids, _ = _query_set(qrels, run, queries, labelled)
     return EvalContext(qrels, run, qids, threshold=threshold, depth=depth, extras=extras)
 
 
@@ -161,18 +196,26 @@ def evaluate(
     without -c) or an explicit list of query ids (those in the qrels are kept). A query the run
     answers but the qrels do not judge is ignored. ``extras`` carries data some measures need
     (``corpus_size`` for Accuracy, facet links, nugget support ...).
+
+    A query that has labels for a RAG measure (facets, nuggets, claims or entities: see
+    ``ragjudge.metrics.rag``) but no relevance grade is evaluated as well: the RAG measure is
+    computed there, every measure that needs grades is NaN (undefined, counted).
     """
     if isinstance(measures, (str, Measure)):
         measures = [measures]
     parsed = [parse_measure(m) for m in measures]
     if not parsed:
         raise UsageError("no measures to evaluate.")
-    qids, mode = _query_set(qrels, run, queries)
+    labelled, label_keys = _labelled(parsed, extras)
+    qids, mode = _query_set(qrels, run, queries, labelled)
     ctx = EvalContext(qrels, run, qids, threshold=threshold, depth=max_depth(parsed),
                       extras=extras)
     values = np.empty((ctx.n_queries, len(parsed)))
+    ungraded = _without_grades(ctx, qrels) if labelled is not None else None
     for j, m in enumerate(parsed):
         values[:, j] = m(ctx)
+        if ungraded is not None and not label_keys.intersection(m.needs):
+            values[ungraded, j] = np.nan  # no relevance grade to count on that query
     return EvalResult(run.name if run is not None else None, ctx.query_ids, parsed, values,
                       ctx.answered.copy(), mode, int(threshold))
 

@@ -12,12 +12,14 @@ Every kernel is a vectorised expression over the (queries x depth) matrices of t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from ragjudge.errors import UsageError
+from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics.registry import Param, measure
+from ragjudge.numeric import MAX_GRADE
 
 REL = {"rel": Param(int, None, doc="relevance threshold of this measure (grade >= rel)")}
 
@@ -90,7 +92,9 @@ def f1(ctx, m):
 
 
 @measure("F", cutoff="optional",
-         params={**REL, "beta": Param(float, 1.0, doc="weight of recall")})
+         params={**REL, "beta": Param(float, 1.0, doc="weight of recall",
+                                      check=lambda b: 0.0 < b < math.inf,
+                                      rule="a positive finite number")})
 def f_beta(ctx, m):
     """F-beta at k: ``(1 + b^2) P R / (b^2 P + R)``, textbook (van Rijsbergen) form.
 
@@ -140,7 +144,11 @@ def judged(ctx, m):
 
     How much of what the run shows in its top k the qrels cover (any grade >= 0). Unjudged
     chunks silently count as not relevant in every other measure, so a low value warns that
-    the scores are lower bounds. Same as ir_measures' ``Judged@k``.
+    the scores are lower bounds. The top k is the run in trec_eval's order (tied scores by
+    chunk id descending) and a negative grade is unjudged, as everywhere in ragjudge.
+    ir_measures' ``Judged@k`` differs on both: it breaks ties by id ascending and counts a
+    chunk with a negative grade as judged (the two agree on runs without tied scores and
+    qrels without negative grades).
     """
     cols = ctx.columns(m.cutoff)
     return _div(np.count_nonzero(ctx.judged[:, :cols], axis=1), ctx.retrieved_at(m.cutoff))
@@ -274,30 +282,55 @@ def _err(ctx, m, stop: np.ndarray) -> np.ndarray:
     return (reach * stop) @ (1.0 / ctx.ranks[:cols])
 
 
-MAX_GRADE = {"max_grade": Param(int, None, doc="top of the grade scale (default: highest grade in the qrels)")}
+TOP_GRADE = {"max_grade": Param(
+    int, None, doc="top of the grade scale (default: the project's scale, or the highest grade "
+                   "in a qrels file)",
+    check=lambda g: 1 <= g <= MAX_GRADE, rule=f"a grade from 1 to {MAX_GRADE:,}")}
 
 
-@measure("ERR", cutoff="optional", graded=True, params=MAX_GRADE)
+def _top_grade(ctx, m) -> int:
+    """g_max of ERR: ``max_grade=`` or else the top of the qrels' scale (``Qrels.max_grade``).
+
+    A judged grade above a given ``max_grade`` is refused, as gdeval (ir_measures' ERR, whose
+    top grade is 4) refuses it: the satisfaction probability would exceed 1."""
+    given = m.get("max_grade")
+    if given is None:
+        return ctx.max_grade
+    above = np.flatnonzero(ctx.qrels.grades > given)
+    if len(above):
+        row = int(above[0])
+        query = ctx.qrels.query_ids[int(ctx.qrels.qidx[row])]
+        raise InputError(
+            f"query {query!r} has grade {int(ctx.qrels.grades[row])}, above {m}'s "
+            f"max_grade={given}: its satisfaction probability (2^g - 1) / 2^max_grade would "
+            "exceed 1. Give the top of the scale as max_grade (or leave it out).",
+            file=ctx.qrels.file, field="grade")
+    return int(given)
+
+
+@measure("ERR", cutoff="optional", graded=True, params=TOP_GRADE)
 def err(ctx, m):
     """Expected reciprocal rank (Chapelle, Metzler, Zhang & Grinspan 2009):
 
     ``ERR@k = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``, ``R_i = (2^g_i - 1) / 2^g_max``.
-    g_max is the top of the scale: ``max_grade=`` or else the highest grade in the qrels
-    (gdeval, used by ir_measures, fixes it at 4: ``ERR(max_grade=4)@k`` reproduces it).
+    g_max is the top of the scale: ``max_grade=`` if given (a higher grade in the qrels is
+    refused), else the project's scale, else (qrels from a file or arrays) the highest grade of
+    the whole qrels, the same for every query. gdeval, used by ir_measures, fixes it at 4:
+    ``ERR(max_grade=4)@k`` reproduces it.
     """
-    top = m.get("max_grade", ctx.max_grade)
+    top = _top_grade(ctx, m)
     cols = ctx.columns(m.cutoff)
     stop = (np.exp2(ctx.gains[:, :cols]) - 1.0) / np.exp2(float(top))
     return _err(ctx, m, stop)
 
 
-@measure("ERR_seed", cutoff="optional", graded=True, params=MAX_GRADE, aliases=("ERR_linear",))
+@measure("ERR_seed", cutoff="optional", graded=True, params=TOP_GRADE, aliases=("ERR_linear",))
 def err_seed(ctx, m):
     """ERR with seed 000's linear satisfaction probability ``R_i = g_i / g_max`` (§3.4):
 
     ``sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``; g_max as in ``ERR``. 0 when g_max = 0.
     """
-    top = m.get("max_grade", ctx.max_grade)
+    top = _top_grade(ctx, m)
     cols = ctx.columns(m.cutoff)
     if top <= 0:
         return np.zeros(ctx.n_queries)

@@ -20,7 +20,12 @@ name                                      value for one query
 
 A query for which a measure has nothing to count — no facets, no nuggets (no vital nuggets for
 the vital variants), no claims, no entities, no generated answer, or (Attribution) no retrieved
-chunk — gets NaN: undefined, left out of the mean and counted, never a silent 0.
+chunk — gets NaN: undefined, left out of the mean and counted, never a silent 0. A query with
+facets, nuggets, claims or entities but no relevance grade is evaluated all the same
+(``labelled_query_ids`` of :class:`ItemLabels` and :class:`EntityLabels`): its RAG measures are
+computed, the measures that need grades are NaN there. (Answers belong to one run, and every
+run is evaluated on the same queries: Attribution counts on the queries evaluated for the other
+reasons.)
 
 The data (``extras`` of an evaluation)
 --------------------------------------
@@ -329,6 +334,11 @@ class ItemLabels:
     support_chunks: Sequence[str] = ()
     support_levels: Sequence[int] = ()
 
+    @property
+    def labelled_query_ids(self) -> list[str]:
+        """The queries that have items: evaluated even without a relevance grade."""
+        return [_as_str(q) for q in self.query_ids]
+
     def align(self, query_ids: Sequence[str], positions) -> ItemSupport:  # noqa: ANN001
         """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
         each (query, chunk) pair's row and 0-based column (-1 when absent)."""
@@ -382,6 +392,11 @@ class EntityLabels:
     texts: Sequence[str]
     chunk_text: Any
     matches: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def labelled_query_ids(self) -> list[str]:
+        """The queries that have entities: evaluated even without a relevance grade."""
+        return [_as_str(q) for q in self.query_ids]
 
     def align(self, query_ids: Sequence[str], chunk_matrix: Any) -> ItemSupport:
         """ItemSupport over the evaluated ``query_ids`` and their ranked ``chunk_matrix``."""
@@ -1008,6 +1023,8 @@ def explain_rag(qrels: Any, run: Any, query_id: str, measure: Any, *,
     """:func:`explain_in_context` from a qrels, a run and the extras (e.g. from
     ``ragjudge.services.rag.rag_extras``). None for a measure this module does not explain."""
     from ragjudge.metrics.evaluate import build_context
+    from ragjudge.metrics.registry import parse_measure
 
-    ctx = build_context(qrels, run, threshold=threshold, queries=[query_id], extras=extras)
+    ctx = build_context(qrels, run, threshold=threshold, queries=[query_id], extras=extras,
+                        measures=[parse_measure(measure)])
     return explain_in_context(ctx, query_id, measure)

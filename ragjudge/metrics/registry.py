@@ -30,6 +30,7 @@ lazily by :func:`parse_measure` (see ``MEASURE_MODULES``); a new module adds its
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ragjudge.errors import UsageError
+from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_number, short_int
 
 #: modules whose import registers measures; imported on the first lookup
 MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag")
@@ -50,12 +52,16 @@ class Param:
     """A parameter of a measure: ``kind`` converts the text; ``default`` when not given.
 
     A ``flag`` parameter is written bare (``NuggetRecall(strict)``) and is then True.
+    ``check`` says whether a given value is allowed and ``rule`` what an allowed value is
+    (``"a positive finite number"``), for the message that refuses the others.
     """
 
     kind: type = int
     default: Any = None
     flag: bool = False
     doc: str = ""
+    check: Callable[[Any], bool] | None = None
+    rule: str = ""
 
 
 @dataclass(frozen=True)
@@ -244,16 +250,28 @@ _TREC = re.compile(r"^(?P<name>[A-Za-z_]+?)(?:_(?P<cutoff>[0-9]+(?:\.[0-9]+)?))?
 
 
 def _convert(kind: type, text: str, what: str) -> Any:
-    try:
-        if kind is bool:
-            if text.lower() in ("1", "true", "yes"):
-                return True
-            if text.lower() in ("0", "false", "no"):
-                return False
-            raise ValueError(text)
-        return kind(text)
-    except ValueError:
-        raise UsageError(f"{what}: {text!r} is not a valid {kind.__name__}.") from None
+    """A parameter or cutoff as written in a measure name, in the syntax of every number
+    ragjudge reads (:mod:`ragjudge.numeric`: ``1_0``, ``"１"`` or ``nan`` are no numbers)."""
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes"):
+            return True
+        if text.lower() in ("0", "false", "no"):
+            return False
+        value = None
+    elif kind is int:
+        value = parse_integer(text)
+    elif kind is float:
+        value = parse_number(text)
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"{what}: {text!r} is not a finite number.")
+    else:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+    if value is None:
+        raise UsageError(f"{what}: {text!r} is not a valid {kind.__name__}.")
+    return value
 
 
 def parse_measure(text: str | Measure) -> Measure:
@@ -287,14 +305,16 @@ def parse_measure(text: str | Measure) -> Measure:
         if definition.cutoff == "none":
             raise UsageError(f"{where}: {definition.name} takes no cutoff (@k).")
         cutoff = _convert(definition.cutoff_kind, match["cutoff"], where)
-        if definition.cutoff_kind is int and cutoff < 1:
-            raise UsageError(f"{where}: the cutoff must be at least 1.")
+        problem = cutoff_problem(cutoff) if definition.cutoff_kind is int else None
+        if problem:
+            raise UsageError(f"{where}: {problem}")
         if definition.cutoff_kind is float and not 0.0 <= cutoff <= 1.0:
             raise UsageError(f"{where}: the level must be between 0 and 1.")
     elif definition.cutoff == "required":
         raise UsageError(f"{where}: {definition.name} needs a cutoff, e.g. {definition.name}@10.")
     # parameters
     values = {key: p.default for key, p in definition.params.items()}
+    given: set[str] = set()
     if match["params"] is not None and match["params"].strip():
         for item in match["params"].split(","):
             item = item.strip()
@@ -303,6 +323,9 @@ def parse_measure(text: str | Measure) -> Measure:
             if key not in definition.params:
                 known = ", ".join(definition.params) or "none"
                 raise UsageError(f"{where}: unknown parameter {key!r} (parameters: {known}).")
+            if key in given:  # one of them would silently win
+                raise UsageError(f"{where}: parameter {key!r} is given twice; give it once.")
+            given.add(key)
             p = definition.params[key]
             if not eq:
                 if not p.flag:
@@ -310,9 +333,13 @@ def parse_measure(text: str | Measure) -> Measure:
                 values[key] = True
             else:
                 values[key] = _convert(p.kind, value.strip(), where)
+                if p.check is not None and not p.check(values[key]):
+                    raise UsageError(f"{where}: {key}={value.strip()} is out of range; {key} "
+                                     f"is {p.rule}.")
     rel = values.get("rel")
-    if rel is not None and rel < 0:
-        raise UsageError(f"{where}: rel must be at least 0.")
+    if rel is not None and not 0 <= rel <= MAX_GRADE:
+        raise UsageError(f"{where}: rel={short_int(rel)} is out of range; a relevance "
+                         f"threshold is a grade from 0 to {MAX_GRADE:,}.")
     return Measure(definition, cutoff, tuple(sorted(values.items())), raw.strip())
 
 

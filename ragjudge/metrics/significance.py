@@ -24,7 +24,7 @@ batches small enough to bound memory; the seed is fixed, so results repeat exact
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -348,15 +348,37 @@ class PairedComparison:
     p_t_test_adjusted: float
     verdict: str
     """``"B better"``, ``"A better"`` or ``"within noise"`` from the adjusted randomization p"""
+    undefined: dict[str, str] = field(default_factory=dict)
+    """``{field: reason}`` for every statistic that is NaN or infinite (null in JSON)"""
 
     @property
     def winner(self) -> str | None:
         return {BETTER_A: self.run_a, BETTER_B: self.run_b}.get(self.verdict)
 
     def as_dict(self) -> dict:
+        """The fields as JSON-ready values; ``undefined`` (only when some statistic is) says
+        why each null is one."""
         record = asdict(self)
         record["winner"] = self.winner
+        if not record["undefined"]:
+            del record["undefined"]
         return record
+
+
+def _undefined(n: int, difference: float, t: float) -> dict[str, str]:
+    """Why the statistics of one comparison over ``n`` paired queries are NaN or infinite."""
+    if n == 0:
+        reason = "no query is paired (the runs share no query where the measure is defined)"
+        return {name: reason for name in ("mean_a", "mean_b", "difference", "ci_low", "ci_high",
+                                          "p_randomization", "p_t_test", "t",
+                                          "p_randomization_adjusted", "p_t_test_adjusted")}
+    if n == 1:
+        reason = "a t-test needs at least two paired queries; there is one"
+        return {"t": reason, "p_t_test": reason, "p_t_test_adjusted": reason}
+    if math.isinf(t):
+        return {"t": f"every paired query differs by the same amount ({difference:+g}): the "
+                     "differences have no spread, so t is infinite (and the t-test's p is 0)"}
+    return {}
 
 
 def compare_runs(
@@ -431,6 +453,7 @@ def compare_runs(
                     p_randomization_adjusted=float(p_rand_adj[j]),
                     p_t_test_adjusted=float(p_t_adj[j]),
                     verdict=verdict(difference, float(p_rand_adj[j]), alpha),
+                    undefined=_undefined(n, difference, float(row["t"][i])),
                 )
             )
     return results

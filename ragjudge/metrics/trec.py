@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ import numpy as np
 
 from ragjudge.errors import InputError
 from ragjudge.metrics._keys import MASKS, padded_width, widen
+from ragjudge.numeric import grade_problem, parse_integer, parse_number
 
 QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
 RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
@@ -44,6 +46,9 @@ THREADS = min(2, os.cpu_count() or 1)
 #: inputs of at least this many bytes try pyarrow's CSV reader first, when it is installed
 #: (see ``_arrow``: only files with one space between fields take that path)
 ARROW_MIN_BYTES = 8 << 20
+
+_UNDERSCORE = ord("_")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -237,9 +242,14 @@ def _concat(parts: list[np.ndarray], default: str) -> np.ndarray:
 
 
 def _numbers(tokens: np.ndarray, dtype, lines_of, name, field: str, what: str) -> np.ndarray:
+    """The tokens converted by numpy, in the number syntax of every ragjudge reader
+    (``ragjudge.numeric``): numpy also reads Python's digit separator (``1_0`` as 10), so a
+    token holding ``_`` takes the slow path, which names the first bad token and its line."""
     try:
         values = tokens.astype(dtype)
     except (ValueError, OverflowError):
+        values = None
+    if values is not None and len(tokens) and np.any(tokens.view(np.uint8) == _UNDERSCORE):
         values = None
     if values is not None and dtype is np.float64:
         finite = np.isfinite(values)
@@ -250,14 +260,20 @@ def _numbers(tokens: np.ndarray, dtype, lines_of, name, field: str, what: str) -
                          file=name, line=lines_of(bad), field=field)
     if values is not None:
         return values
-    convert = float if dtype is np.float64 else int
+    strict = parse_number if dtype is np.float64 else parse_integer
     for i, token in enumerate(tokens.tolist()):
-        try:
-            convert(token)
-        except ValueError:
-            raise InputError(f"{token.decode('utf-8', 'replace')!r} is not {what}.",
-                             file=name, line=lines_of(i), field=field) from None
-    raise InputError(f"a {field} value is out of range.", file=name, field=field)
+        text = token.decode("utf-8", "replace")
+        value = strict(text)
+        if value is None:
+            raise InputError(f"{text!r} is not {what}.", file=name, line=lines_of(i),
+                             field=field)
+        if dtype is np.float64 and not math.isfinite(value):
+            raise InputError(f"{text!r} is not a finite number.", file=name, line=lines_of(i),
+                             field=field)
+        if dtype is not np.float64 and not _INT64_MIN <= value <= _INT64_MAX:
+            problem = grade_problem(value) if field == "grade" else f"{text!r} is out of range."
+            raise InputError(problem or "", file=name, line=lines_of(i), field=field)
+    raise InputError(f"a {field} value cannot be read.", file=name, field=field)
 
 
 def _parse_block(buf, view, lo, hi, fields, id_cols, num_col, dtype, what, name):

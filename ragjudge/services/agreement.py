@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from ragjudge.errors import InputError, UsageError
+from ragjudge.formats.records import check_typed
 from ragjudge.metrics.agreement import (
     AgreementReport,
     DisputedUnit,
@@ -413,6 +414,8 @@ def adjudicate(
         raise UsageError("an adjudication needs a reason (--reason): it is what later readers see.")
     if not by or not by.strip():
         raise UsageError("an adjudication needs the name of who decided (--by).")
+    check_typed(reason, "The reason")
+    check_typed(by, "The name of who decided")
     with project.read() as session:
         if session.get(Query, query_id) is None:
             raise UsageError(f"there is no query '{query_id}' in this project.")
@@ -601,7 +604,7 @@ def verdict_stability(
             scores[variant] = np.full((len(labels), len(runs)), np.nan)
             continue
         (q, c), g = zip(*judgments.keys()), list(judgments.values())
-        qrels = Qrels(list(q), list(c), np.array(g, dtype=np.int64))
+        qrels = Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=project.scale.max)
         results = evaluate_runs(qrels, runs, names, threshold=threshold)
         scores[variant] = np.array([[results[r].means[k] for r in run_names]
                                     for k in range(len(labels))])

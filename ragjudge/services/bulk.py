@@ -43,7 +43,6 @@ _INTEGER = rb"^-?[0-9]{1,9}$"
 _NUMBER = rb"^[-+]?([0-9]{1,40}(\.[0-9]{0,40})?|\.[0-9]{1,40})([eE][-+]?[0-9]{1,3})?$"
 _UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _BOM = b"\xef\xbb\xbf"
-_RANK_CAP = 1 << 62  # a rank beyond any run's length orders alike; numpy holds it
 
 
 @dataclass
@@ -221,7 +220,7 @@ def record_run(rows: Iterable[tuple[int, str, str, int | None, float | None]]) -
         lines.append(line)
         queries.append(query_id)
         chunks.append(chunk_id)
-        ranks.append(min(rank, _RANK_CAP) if rank else 0)
+        ranks.append(rank or 0)
         scores.append(nan if score is None else score)
     return RunColumns(_encode(queries), _encode(chunks), np.array(scores, dtype=np.float64),
                       np.array(ranks, dtype=np.int64), np.array(lines, dtype=np.int64))

@@ -15,9 +15,10 @@ Nothing here prints: the CLI and the TUI render what these functions return.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,12 @@ def _is_jsonl(path: str | os.PathLike) -> bool:
 
 
 def _check_file(path: str | os.PathLike, what: str) -> None:
-    p = Path(path)
-    if not p.exists():
+    from ragjudge.formats.source import path_kind
+
+    found = path_kind(path)
+    if found == "missing":
         raise InputError(f"no such {what} file.", file=str(path))
-    if p.is_dir():
+    if found == "folder":
         raise InputError(f"is a folder, not a {what} file.", file=str(path))
 
 
@@ -140,10 +143,17 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
     """A run from a TREC run file (bulk parser; order by score as trec_eval) or a JSONL run.
 
     A JSONL run with scores is ordered by score like a TREC run; one without scores keeps its
-    ranks (or line order), as a ranked list does.
+    ranks (or line order), as a ranked list does. A file with no run lines is refused, as
+    ``ragjudge import run`` refuses it (it would score 0 everywhere without a word).
     """
     _check_file(path, "run")
-    name = name or run_name_of(path)
+    run = _read_run_file(path, name or run_name_of(path))
+    if len(run) == 0:
+        raise InputError("the file holds no run lines.", file=str(path))
+    return run
+
+
+def _read_run_file(path: str | os.PathLike, name: str) -> Run:
     if not _is_jsonl(path):
         return Run.from_trec(str(path), name=name)
     from ragjudge.formats.jsonl import read_jsonl
@@ -169,15 +179,19 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
 
 
 def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noqa: ANN001
-    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule."""
+    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
+
+    The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
+    depend on the grades other queries happen to have."""
     from ragjudge.services.qrels import check_rule, gold_qrels
 
     rule = check_rule(rule or project.rule)
     triples = gold_qrels(project, rule)
+    top = project.scale.max
     if not triples:
-        return Qrels([], [], np.zeros(0, dtype=np.int64)), rule
+        return Qrels([], [], np.zeros(0, dtype=np.int64), top_grade=top), rule
     q, c, g = zip(*triples)
-    return Qrels(list(q), list(c), np.array(g, dtype=np.int64)), rule
+    return Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=top), rule
 
 
 def project_run_names(project) -> list[str]:  # noqa: ANN001
@@ -365,7 +379,12 @@ def file_strata(path: str | os.PathLike, by: str) -> dict[str, str]:
 def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dict[str, str]:
     out: dict[str, str] = {}
     seen_field = False
+    fields: dict[str, None] = {}  # the fields the queries do have, for the message
     for qid, category, meta in rows:
+        if category is not None:
+            fields.setdefault("category")
+        if isinstance(meta, dict):
+            fields.update(dict.fromkeys(str(k) for k in meta))
         if by == "category":
             value = category
         else:
@@ -374,11 +393,17 @@ def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dic
             seen_field = True
         out[str(qid)] = _stratum(value)
     if not seen_field:
-        raise UsageError(
-            f"--by {by}: no query in {where} has a {by!r} "
-            f"{'value' if by == 'category' else 'key in its meta'}. Use --by category or a key "
-            "of the queries' meta."
-        )
+        what = "value" if by == "category" else "key in its meta"
+        if not out:
+            raise UsageError(f"--by {by}: {where} holds no queries.")
+        if fields:
+            names = sorted(fields, key=lambda f: (f != "category", f))
+            listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+            advice = f"The queries have: {listed}; give one of them to --by."
+        else:
+            advice = ("The queries have no category and nothing in their meta to stratify by; "
+                      "give them a 'category' or a meta field and import them again.")
+        raise UsageError(f"--by {by}: no query in {where} has a {by!r} {what}. {advice}")
     return out
 
 
@@ -406,13 +431,23 @@ def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
     file is missing (InputError). ``names`` (``--name``) rename the runs in order. Two runs may
     not end up with one name.
     """
+    from ragjudge.formats.source import path_kind
+
     names = list(names or [])
     if len(names) > len(texts):
         raise UsageError(f"{len(names)} --name for {len(texts)} --run: give one name per run.")
+    if any(not n.strip() for n in names):
+        raise UsageError("--name is empty or only spaces: a run's name needs a visible character.")
     specs: list[RunSpec] = []
     for i, text in enumerate(texts):
         given = names[i] if i < len(names) else None
-        if Path(text).is_file():
+        try:
+            is_file = path_kind(text) == "file"
+        except InputError:  # no file can have this name; a stored run still may
+            if project_runs is None or text not in project_runs:
+                raise
+            is_file = False
+        if is_file:
             specs.append(RunSpec(text, given or run_name_of(text), str(text)))
         elif project_runs is not None and text in project_runs:
             specs.append(RunSpec(text, given or text, None))
@@ -510,14 +545,19 @@ def evaluate_all(
     by: str | None = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
-    labelled facets, nuggets, claims, entities or citations get them from it."""
-    if qrels.n_queries == 0:
-        raise UsageError(
-            "there are no judged queries to evaluate against"
-            + (" (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
-               if project is not None else ".")
-        )
+    labelled facets, nuggets, claims, entities or citations get them from it; a query with such
+    labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
     parsed = [parse_measure(m) for m in measures]
+    # qrels from a file have no rule; the project's gold labels always have one
+    from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
+    nothing = UsageError(
+        "there are no judged queries to evaluate against"
+        + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
+           else " (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
+           if project is not None else ".")
+    )
+    if qrels.n_queries == 0 and not any(m.needs for m in parsed):
+        raise nothing
     results: dict[str, EvalResult] = {}
     for name, run in runs.items():
         extras = _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
@@ -525,6 +565,8 @@ def evaluate_all(
         result.run_name = name
         results[name] = result
     first = next(iter(results.values()))
+    if qrels.n_queries == 0 and first.n_queries == 0:
+        raise nothing
     evaluation = Evaluation(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
@@ -587,8 +629,11 @@ def compare(
 ) -> list[PairedComparison]:
     """Paired comparison of the baseline (default: the first run) with each other run.
 
-    The runs are paired on the evaluated queries. A measure undefined (NaN) on some queries is
-    compared on the queries where every run has it.
+    The runs are paired on the evaluated queries (with averaging over the queries a run
+    answers: those every run answers). A measure undefined (NaN) on some queries is compared
+    on the queries where every run has it. ``mean_a`` and ``mean_b`` are each run's mean as
+    ``evaluate_all`` gives it (what ``ragjudge eval`` prints under the same averaging); the
+    difference, its interval and the tests are over the paired queries.
     """
     names = evaluation.run_names
     if len(names) < 2:
@@ -621,4 +666,17 @@ def compare(
         rows = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()}, [labels[j]],
                             **options)
         by_label[labels[j]] = rows
-    return [row for label in labels for row in by_label.get(label, [])]
+    return [_with_run_means(row, evaluation)
+            for label in labels for row in by_label.get(label, [])]
+
+
+def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComparison:
+    """``row`` with each run's own mean (the one ``eval`` gives) instead of the mean over the
+    paired queries, which differs when the runs do not share every query."""
+    means = {side: evaluation.aggregate(name)[row.measure]
+             for side, name in (("mean_a", row.run_a), ("mean_b", row.run_b))}
+    undefined = {k: v for k, v in row.undefined.items() if k not in means}
+    for side, value in means.items():
+        if math.isnan(value):
+            undefined[side] = "the measure is undefined on every query of the run"
+    return replace(row, **means, undefined=undefined)

@@ -151,7 +151,10 @@ def export_run(project, name: str, dest: Destination, *, fmt: str = "trec") -> i
         yield first
         yield from entries
 
-    return write_records("run", chained(), dest, fmt, tag=name)
+    try:
+        return write_records("run", chained(), dest, fmt, tag=name)
+    finally:
+        entries.close()  # a refused or failed write ends the read (and its connection) now
 
 
 def facet_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001

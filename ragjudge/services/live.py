@@ -63,7 +63,6 @@ CURVE_K = tuple(range(1, 21))
 PR_LEVELS = tuple(j / 10 for j in range(11))
 _PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
 _SEP = "\x1f"  # between run index and query id in the rows of an incremental context
-_MAX_ROW = b"\x00"  # a query never evaluated that carries the qrels' top grade (ERR's scale)
 SMALL_VIEW_CELLS = 50_000
 """Up to this many (query x column) cells a view's sums are recomputed exactly after every
 update (well under a millisecond); beyond, running sums are kept and made exact again by
@@ -168,7 +167,6 @@ class _View:
     measures: list[str]
     values: dict[str, np.ndarray] = field(default_factory=dict)
     present: np.ndarray | None = None
-    max_grade: int = 0
     totals: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: sum of the defined values (exact after a full pass, then running)"""
     counts: dict[str, np.ndarray] = field(default_factory=dict)
@@ -222,15 +220,6 @@ class _View:
         ec = np.array([e[1] for e in extra], dtype=object)
         eg = np.array([e[2] for e in extra], dtype=np.int64)
         return np.concatenate([q[keep], eq]), np.concatenate([c[keep], ec]), np.concatenate([g[keep], eg])
-
-    def top_grade(self) -> int:
-        q, _, g = self.base
-        tops = [max(j.values()) for j in self.override.values() if j]
-        if len(g):
-            keep = g if not self.override else g[[qid not in self.override for qid in q.tolist()]]
-            if len(keep):
-                tops.append(int(keep.max()))
-        return max(tops, default=0)
 
     def n_pairs(self) -> int:
         return len(self.base[0]) - sum(self.spans.get(q, (0, 0))[1] - self.spans.get(q, (0, 0))[0]
@@ -355,10 +344,6 @@ def _encode_runs(values: Any) -> np.ndarray:
         return _encode(values)
     starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
     return np.repeat(_encode(values[starts]), np.diff(np.r_[starts, len(values)]))
-
-
-def _err_like(measures: Iterable[Any]) -> bool:
-    return any(m.definition.name.startswith("ERR") and m.get("max_grade") is None for m in measures)
 
 
 class LiveEvaluation:
@@ -564,13 +549,13 @@ class LiveEvaluation:
             g = np.array(g, dtype=np.int64)
         chunks = _encode(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
-        return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64))
+        return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64),
+                     top_grade=self.project.scale.max)
 
     def _full(self, view: _View) -> None:
         qrels = self._qrels_of(view)
-        view.max_grade = int(qrels.grades.max()) if len(qrels.grades) else 0
         view.present[:] = False
-        if qrels.n_queries == 0:
+        if qrels.n_queries == 0 and not view.rag:  # type: ignore[attr-defined]
             for matrix in view.values.values():
                 matrix[:] = np.nan
             view.resum()
@@ -603,16 +588,12 @@ class LiveEvaluation:
                                  queries, view.rule)
         return evaluate(qrels, run, measures, threshold=self.threshold, queries=queries, extras=extras)
 
-    def _begin(self, view: _View, touched: list[str], judgments: dict[str, dict[str, int]]) -> list[str] | None:
+    def _begin(self, view: _View, touched: list[str], judgments: dict[str, dict[str, int]]) -> list[str]:
         """Take the touched queries' new judgments into ``view`` and clear their rows; returns
-        the touched queries still judged (to evaluate), or None when the whole view had to be
-        recomputed instead."""
+        the touched queries still judged (to evaluate). No other query moves: ERR's scale is
+        the project's, not the labels' top grade."""
         for q in touched:
             view.override[q] = judgments.get(q, {})
-        if _err_like(view.parsed):  # type: ignore[attr-defined]
-            if view.top_grade() != view.max_grade:
-                self._full(view)  # ERR's scale is the qrels' top grade: every query moves
-                return None
         rows = self._rows(touched)
         if not self._small(view):
             view.add_rows(rows, -1.0)
@@ -663,11 +644,6 @@ class LiveEvaluation:
         jobs = [(view, judged) for view, judged in jobs if judged and view.plain]  # type: ignore[attr-defined]
         if not jobs:
             return
-        if any(_err_like(view.parsed) for view, _ in jobs):  # type: ignore[attr-defined]
-            if len(jobs) > 1:  # one top grade per context: views one by one
-                for job in jobs:
-                    self._evaluate_plain([job])
-                return
         columns: dict[str, int] = {}
         parsed = []
         for view, _ in jobs:
@@ -701,14 +677,11 @@ class LiveEvaluation:
                         ranked = run.chunk_ids[run.offsets[r]:run.offsets[r + 1]]
                         rq.append(np.full(len(ranked), key))
                         rc.append(ranked)
-        if _err_like(parsed):
-            qq.append(_MAX_ROW)
-            qc.append(_MAX_ROW)
-            qg.append(jobs[0][0].max_grade)
         # one width for the chunk ids of both sides: the pair index compares them as words
         qc_array = _keys.as_ids(qc)
         width = max([qc_array.dtype.itemsize] + [a.dtype.itemsize for a in rc])
-        qrels = Qrels(np.array(qq), qc_array.astype(f"S{width}"), np.array(qg, dtype=np.int64))
+        qrels = Qrels(np.array(qq), qc_array.astype(f"S{width}"), np.array(qg, dtype=np.int64),
+                      top_grade=self.project.scale.max)
         if rq:
             run = Run(np.concatenate(rq), np.concatenate([a.astype(f"S{width}") for a in rc]),
                       None, ordered=True)
@@ -785,9 +758,7 @@ class LiveEvaluation:
             judgments: dict[str, dict[str, int]] = {}
             for q, c, g in zip(*(a.tolist() for a in gold_arrays(labels, decided, rule))):
                 judgments.setdefault(q, {})[c] = g
-            judged = self._begin(view, touched, judgments)
-            if judged is not None:
-                jobs.append((view, judged))
+            jobs.append((view, self._begin(view, touched, judgments)))
         self._evaluate_plain(jobs)
         for view, judged in jobs:
             self._evaluate_rag(view, judged)
@@ -857,7 +828,8 @@ class LiveEvaluation:
             unjudged = {}
             for name, matrix in gold.values.items():
                 shown = np.minimum(self.run_lengths[name], 10)
-                judged = np.rint(matrix[:, col[JUDGED]] * 10)
+                # a query evaluated for its nuggets alone has no grade: its top 10 is unjudged
+                judged = np.nan_to_num(np.rint(matrix[:, col[JUDGED]] * 10))
                 unjudged[name] = int(np.where(gold.present, shown - judged, 0).sum())
             curve = {n: [float(v[col[f"{self.curve}@{k}"]]) for k in CURVE_K] for n, v in means.items()}
             pr = {n: [float(v[col[p]]) for p in _PR_NAMES] for n, v in means.items()}
@@ -948,7 +920,7 @@ class LiveEvaluation:
             return Evaluation(measures=list(self.measures), results=results, query_ids=qids,
                               averaging=first.averaging, queries_mode="judged",
                               threshold=self.threshold, rule=self.rule,
-                              qrels_source=f"project {self.project.db}")
+                              qrels_source=f"project {self.project.shown_db}")
 
     def details(self, *, resamples: int | None = None) -> LiveDetails:
         """Bootstrap intervals of every mean, the annotators' agreement, pool coverage."""
@@ -1043,7 +1015,8 @@ class LiveEvaluation:
         with self.lock:
             judgments = dict(self.views[self.rule].judgments_of(query_id))
         qrels = Qrels([query_id] * len(judgments), list(judgments),
-                      np.array(list(judgments.values()), dtype=np.int64))
+                      np.array(list(judgments.values()), dtype=np.int64),
+                      top_grade=self.project.scale.max)
         sub = self._sub_run(run, [query_id]) if query_id in self.row else Run([], [], None, ordered=True)
         from ragjudge.services.evaluation import explain_query
 

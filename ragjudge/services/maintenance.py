@@ -5,9 +5,10 @@ Backup uses SQLite's online backup API in one step: it reads one consistent snap
 database (in WAL mode a reader never blocks writers, so annotators keep labelling), writes it to
 a temporary file next to the target, checks the copy with ``PRAGMA integrity_check``, makes it a
 self-contained single file (rollback journal instead of WAL), flushes it to disk and only then
-renames it to the target name. A crash during a backup leaves at most a ``.partial`` file, never
-a half-written backup under the real name. PostgreSQL projects are backed up with ``pg_dump``;
-:func:`pg_dump_advice` says how.
+renames it to the target name (:func:`ragjudge.files.replacing`, as every file ragjudge writes).
+A crash during a backup leaves at most a ``.partial`` file, never a half-written backup under the
+real name, and the next backup into that folder removes it. PostgreSQL projects are backed up
+with ``pg_dump``; :func:`pg_dump_advice` says how.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, make_url
 
+from ragjudge import files
 from ragjudge.errors import ProjectError, UsageError
 from ragjudge.store import migrate
-from ragjudge.store.engine import sqlite_path
+from ragjudge.store.engine import sqlite_path, sqlite_uri
 from ragjudge.store.schema import (
     Adjudication,
     Annotator,
@@ -96,29 +98,21 @@ def pg_dump_advice(db: str) -> str:
 def backup(project, target: str | os.PathLike | None = None, *, overwrite: bool = False) -> BackupResult:  # noqa: ANN001
     """Write a consistent copy of a SQLite project to ``target`` (default: a time-stamped file
     next to the project). Safe while annotators write. Raises :class:`UsageError` for a
-    PostgreSQL project (see :func:`pg_dump_advice`) and :class:`ProjectError` when the target
-    cannot be written."""
+    PostgreSQL project (see :func:`pg_dump_advice`), :class:`ragjudge.files.OutputError` when
+    the target may not or cannot be written (a project is never written over) and
+    :class:`ProjectError` when the copy fails."""
     source_path = sqlite_path(project.db)
     if source_path is None:
         raise UsageError(pg_dump_advice(project.db))
     dest = Path(target).expanduser() if target is not None else default_backup_path(source_path)
-    _check_target(dest, source_path, overwrite=overwrite)
-    partial = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
+    _check_target(dest, overwrite=overwrite)
     started = time.perf_counter()
     try:
-        _copy(source_path, partial)
-        os.replace(partial, dest)
-        _fsync_dir(dest.parent)
+        with files.replacing(dest) as partial:
+            _copy(source_path, partial)
     except sqlite3.Error as exc:
         raise ProjectError(f"Backup of {project.db} to {dest} failed: {exc}. "
                            "The project itself was not changed.") from None
-    except OSError as exc:
-        raise ProjectError(f"Backup to {dest} failed: {exc.strerror or exc}. "
-                           "The project itself was not changed.") from None
-    finally:
-        for leftover in (partial, partial.with_name(partial.name + "-journal")):
-            if leftover.exists():
-                leftover.unlink()
     seconds = time.perf_counter() - started
     with sqlite3.connect(f"file:{dest}?mode=ro", uri=True) as check:
         events = {name: check.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in EVENT_TABLES}
@@ -126,20 +120,18 @@ def backup(project, target: str | os.PathLike | None = None, *, overwrite: bool 
     return BackupResult(dest, dest.stat().st_size, seconds, events)
 
 
-def _check_target(dest: Path, source: Path, *, overwrite: bool) -> None:
-    if not dest.parent.is_dir():
-        raise ProjectError(f"Cannot write the backup to {dest}: the folder {dest.parent} does not exist.")
-    if dest.exists():
-        if dest.resolve() == source.resolve():
-            raise UsageError(f"The backup target {dest} is the project itself; choose another file.")
-        if dest.is_dir():
-            raise UsageError(f"The backup target {dest} is a folder; give a file name.")
-        if not overwrite:
-            raise UsageError(f"{dest} already exists; choose another file with -o, or add --force.")
+def _check_target(dest: Path, *, overwrite: bool) -> None:
+    """A project (this one or another) is never written over, --force or not; any other
+    existing file only with --force. The folder, the name and the rest are checked by
+    :func:`ragjudge.files.replacing` as for every file ragjudge writes."""
+    files.check_target(dest)
+    if os.path.lexists(dest) and not os.path.isdir(dest) and not overwrite:
+        raise UsageError(f"{dest} already exists; choose another file with -o, or add --force.")
 
 
 def _copy(source: Path, partial: Path) -> None:
-    src = sqlite3.connect(source, timeout=30)
+    # read-only: a backup only reads, and so works for a user who may not write the project
+    src = sqlite3.connect(sqlite_uri(source, readonly=True), uri=True, timeout=30)
     try:
         dst = sqlite3.connect(partial)
         try:
@@ -156,21 +148,6 @@ def _copy(source: Path, partial: Path) -> None:
             dst.close()
     finally:
         src.close()
-    with open(partial, "rb+") as handle:
-        os.fsync(handle.fileno())
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # -- verify ----------------------------------------------------------------------------------
@@ -242,7 +219,7 @@ def verify(project, *, now: datetime | None = None) -> VerifyReport:  # noqa: AN
     backend = project.engine.dialect.name
     with project.connect() as connection:
         revision = migrate.current_revision(connection)
-        report = VerifyReport(project.db, backend, revision)
+        report = VerifyReport(project.shown_db, backend, revision)
         report.checks.append(_integrity(connection, backend))
         report.checks.append(
             Check("schema revision", "ok" if revision == migrate.HEAD else "fail",

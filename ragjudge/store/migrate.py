@@ -49,14 +49,19 @@ def backup_before_migration(path: Path, revision: str) -> Path:
     target = path.with_name(f"{path.name}.before-{HEAD}-from-{revision}-{stamp}.bak")
     import sqlite3
 
-    source = sqlite3.connect(path)
-    try:
-        dest = sqlite3.connect(target)
-        with dest:
-            source.backup(dest)
-        dest.close()
-    finally:
-        source.close()
+    from ragjudge import files
+
+    with files.replacing(target) as partial:  # whole or not at all, as every file ragjudge writes
+        source = sqlite3.connect(path)
+        try:
+            dest = sqlite3.connect(partial)
+            try:
+                with dest:
+                    source.backup(dest)
+            finally:
+                dest.close()
+        finally:
+            source.close()
     return target
 
 

@@ -6,10 +6,13 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
+from rich.text import Text
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from ragjudge.errors import RagjudgeError
+from ragjudge.safetext import for_terminal
 
 
 class RagjudgeApp(App):
@@ -31,6 +34,25 @@ class RagjudgeApp(App):
         self.start = start
         self.queue_options = queue_options
         self.judge_screen = None
+        self.closing = False
+        """True once the app is exiting: no action starts any more (see :meth:`run_action`)."""
+
+    # -- every notification and the exit message: text, never markup or control ------------
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification of every screen comes here: messages quote the user's data (ids,
+        names, what was typed), so they are shown as text, with control characters visible."""
+        super().notify(for_terminal(message), title=for_terminal(title), severity=severity,
+                       timeout=timeout, markup=False)
+
+    def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None:
+        """Quit; a message (printed to the terminal afterwards) is shown as text, not markup.
+        From here on no action runs (see :meth:`run_action`)."""
+        self.closing = True
+        if isinstance(message, str):
+            message = Text(for_terminal(message))
+        super().exit(result, return_code, message)
 
     def on_mount(self) -> None:
         from ragjudge.tui.screens.home import HomeScreen
@@ -39,6 +61,17 @@ class RagjudgeApp(App):
             self.start_judging(from_home=False)
         else:
             self.push_screen(HomeScreen(self.project))
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def run_action(self, action: Any, default_namespace: Any = None,
+                         namespaces: Any = None) -> bool:
+        """Every key, click and palette entry runs its action here. Keys already queued when
+        the app began to exit (``q`` then ``e`` typed quickly) are dropped: their action would
+        open or query a screen that is being torn down."""
+        if self.closing:
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # -- judging ---------------------------------------------------------------------------
 

@@ -127,7 +127,7 @@ def test_parse_names_and_aliases(text, canonical):
     ("P", "needs a cutoff"),
     ("bpref@5", "takes no cutoff"),
     ("P(beta=2)@5", "unknown parameter 'beta'"),
-    ("P@0", "at least 1"),
+    ("P@0", "from 1 to 100,000"),
     ("iprec@1.5", "between 0 and 1"),
 ])
 def test_parse_errors_are_usage_errors(text, fragment):

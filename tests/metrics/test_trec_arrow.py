@@ -103,11 +103,11 @@ RUN_FALLBACK = [
 QRELS_PLAIN = [
     b"q1 0 d1 3\nq1 0 d2 0\nq1 0 d3 -1\nq2 0 d1 +2\nq2 0 d2 007\n",
     "q\u00e9 0 \u6587\u6863 1\r\nq\u00e9 0 d 2\r\n".encode(),
-    b"q1 0 d1 1_0\n",      # grades are converted by numpy on both paths
 ]
 
 QRELS_FALLBACK = [
     b"q1 0 d1 0x10\n",      # pyarrow alone would read hex; numpy does not
+    b"q1 0 d1 1_0\n",       # numpy alone would read Python's digit separator (10)
     b"q1 0 d1 1.5\n",
     b"q1 0 d1 99999999999999999999\n",
     b"q1 0 d1 1\nq1 0 d1\n",

@@ -101,7 +101,7 @@ def test_backup_default_name_and_refusals(tmp_path):
 
     before = db.read_bytes()
     itself = run("--db", str(db), "backup", "-o", str(db), "--force")
-    assert itself.returncode == 2 and "project itself" in itself.stderr
+    assert itself.returncode == 2 and "is a ragjudge project" in itself.stderr
     missing = run("--db", str(db), "backup", "-o", str(tmp_path / "nope" / "b.db"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     assert db.read_bytes() == before

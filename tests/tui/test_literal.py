@@ -5,11 +5,12 @@ from __future__ import annotations
 from ragjudge.tui.widgets.literal import clean, highlighted, literal, query_terms
 
 
-def test_markup_is_not_parsed_and_control_characters_are_replaced():
+def test_markup_is_not_parsed_and_control_characters_are_shown():
     text = literal("[bold red]x[/] \x1b[31mred\x1b[0m\x07 tab\tok\nline")
-    assert text.plain == "[bold red]x[/] \ufffd[31mred\ufffd[0m\ufffd tab\tok\nline"
+    assert text.plain == "[bold red]x[/] ␛[31mred␛[0m␇ tab\tok\nline"
     assert text.spans == []
-    assert clean("\x9b2J") == "\ufffd2J"  # the 8-bit CSI too
+    assert clean("\x9b2J") == "⟨U+009B⟩2J"  # the 8-bit CSI too
+    assert clean("db postgresql://ann:pw@h/x") == "db postgresql://ann:***@h/x"
 
 
 def test_style_stays_with_its_characters_when_appended():

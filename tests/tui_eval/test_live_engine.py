@@ -80,19 +80,21 @@ def test_a_recheck_event_does_not_change_the_gold_grade(demo):
     assert_same(engine, demo)
 
 
-def test_a_new_top_grade_rescales_err_on_every_query(project):
-    """ERR's scale is the qrels' top grade: the first grade 3 changes ERR of other queries."""
+def test_err_is_on_the_projects_scale_so_a_new_top_grade_moves_no_other_query(project):
+    """ERR's g_max is the top of the project's scale (3), not the highest label so far: the
+    first grade 3 changes ERR of its own query only."""
     ranked = _ranked(project)["bm25"]
     for q in ("q1", "q2", "q3"):
         judging.record_label(project, annotator="ann", query_id=q, chunk_id=ranked[q][0], grade=1)
     engine = live.LiveEvaluation(project, measures=["ERR@10", "nDCG@10"])
     engine.load()
     before = engine.snapshot().means["bm25"]["ERR@10"]
+    assert before == pytest.approx(1 / 8)  # grade 1 at rank 1: R = (2^1 - 1) / 2^3
     judging.record_label(project, annotator="ann", query_id="q4", chunk_id=ranked["q4"][5], grade=3)
     engine.poll()
     assert_same(engine, project)
     q123 = engine.evaluation().results["bm25"].subset(["q1", "q2", "q3"]).aggregate()["ERR@10"]
-    assert q123 < before  # the old queries' ERR fell: 1 is now a third of the scale, not all of it
+    assert q123 == before
 
 
 @pytest.mark.parametrize("rule", ["majority", "mean", "min", "max", "annotator:ben", "adjudicated"])
@@ -369,3 +371,28 @@ def test_explain_on_the_screen_covers_rag_measures_and_both_context_precisions(d
     assert coverage.startswith("Coverage@5 = ") and "facet" in coverage
     precision = engine.explain("hybrid", "m01", "ContextPrecision@5")
     assert "AP (seed 000" in precision and "RAGAS" in precision
+
+
+def test_rag_measures_count_queries_with_nuggets_and_no_grade_as_eval_does(project):
+    """A query with nuggets and no grade is scored on NuggetRecall (as ``ragjudge eval`` does);
+    a project without any grade still shows its RAG measures."""
+    from ragjudge.store.schema import Annotator, Nugget, NuggetSupport
+
+    def fill(session) -> None:  # noqa: ANN001
+        session.add(Annotator(name="ann"))
+        for i, chunk in enumerate(["c05", "c07", "c20"]):  # q1 ranks c05, c06, c07 first
+            nugget = Nugget(query_id="q1", text=f"fact {i}", importance="vital")
+            session.add(nugget)
+            session.flush()
+            session.add(NuggetSupport(nugget_id=nugget.id, chunk_id=chunk, annotator="ann",
+                                      support="full"))
+
+    project.write(fill)
+    measures = ["NuggetRecall@3", "P@1"]
+    engine = live.LiveEvaluation(project, measures=measures)
+    engine.load()
+    assert engine.snapshot().means["bm25"]["NuggetRecall@3"] == pytest.approx(2 / 3)
+    assert_same(engine, project)
+    judging.record_label(project, annotator="ann", query_id="q2", chunk_id="c08", grade=2)
+    engine.poll()
+    assert_same(engine, project)

@@ -87,8 +87,8 @@ class AdjudicateScreen(Screen[bool]):
             labels.add_column(col, justify="right" if col == "time" else "left")
         for lab in detail.labels:
             if lab.grade is not None:
-                grade = Text(f"{lab.grade} {scale.level(lab.grade).name}" if scale.contains(lab.grade)
-                             else str(lab.grade))
+                grade = literal(f"{lab.grade} {scale.level(lab.grade).name}" if scale.contains(lab.grade)
+                                else str(lab.grade))
             else:
                 grade = Text("skipped" if lab.skipped else "–", style="dim")
             if lab.flagged:

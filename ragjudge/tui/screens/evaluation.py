@@ -452,9 +452,11 @@ class EvaluationScreen(Screen):
         if self.category is not None and self.category not in categories:
             self.category = None
         hint = Text()
-        hint.append(f"{rows.measure}", style="bold")
-        hint.append(f" per query · category: {self.category or 'all'} · sort: {SORTS[self.sort]} · "
-                    "m measure · f category · t sort · Enter: explain and judge")
+        hint.append_text(literal(rows.measure, "bold"))
+        hint.append(" per query · category: ")
+        hint.append_text(literal(self.category or "all"))
+        hint.append(f" · sort: {SORTS[self.sort]} · m measure · f category · t sort · "
+                    "Enter: explain and judge")
         self.query_one("#per-query-hint", Static).update(hint)
         order = [i for i in range(len(rows.query_ids))
                  if self.category is None or (rows.categories[i] or "(none)") == self.category]
@@ -560,11 +562,11 @@ class EvaluationScreen(Screen):
         note = Text()
         note.append(f"{s.curve}@K for K = 1..20 (m: next family) · ")
         if mark is not None:
-            note.append(f"{best}'s curve flattens at K = {mark}", style="bold")
+            note.append_text(literal(f"{best}'s curve flattens at K = {mark}", "bold"))
             note.append(" (each further chunk moves it by < 0.01): passing more chunks to the LLM "
                         "adds little.")
         else:
-            note.append(f"{best}'s curve is still rising at K = 20.")
+            note.append_text(literal(f"{best}'s curve is still rising at K = 20."))
         self.query_one("#curves-note", Static).update(note)
 
     # -- strata ------------------------------------------------------------------------------
@@ -574,9 +576,9 @@ class EvaluationScreen(Screen):
         if s is None or s.strata_field is None:
             return
         hint = Text()
-        hint.append(f"by {s.strata_field}", style="bold")
-        hint.append(f" (f: next field of {', '.join(self._fields)}) · the lowest value per "
-                    "measure is red, so an aggregate cannot hide a failing group")
+        hint.append_text(literal(f"by {s.strata_field}", "bold"))
+        hint.append_text(literal(f" (f: next field of {', '.join(self._fields)})"))
+        hint.append(" · the lowest value per measure is red, so an aggregate cannot hide a failing group")
         self.query_one("#strata-hint", Static).update(hint)
         table = self.query_one("#strata-table", DataTable)
         table.clear(columns=True)

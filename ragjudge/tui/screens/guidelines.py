@@ -8,6 +8,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Markdown
 
+from ragjudge.tui.widgets.literal import clean
+
 NO_GUIDELINES = (
     "# No guidelines yet\n\n"
     "This project has no judging guidelines. A lead sets them with "
@@ -35,8 +37,10 @@ class GuidelinesScreen(ModalScreen[None]):
                 yield Label("Welcome! Please read the judging guidelines before your first pair.",
                             id="guidelines-welcome")
             with VerticalScroll(id="guidelines-scroll"):
-                # Markdown renders the project's own document; it never executes or fetches anything.
-                yield Markdown(self.markdown, id="guidelines-text")
+                # Markdown renders the project's own document; it never executes or fetches
+                # anything. Control characters are shown, not passed on: every new annotator
+                # sees this document, and it comes from a file someone else wrote.
+                yield Markdown(clean(self.markdown), id="guidelines-text")
             yield Label("Enter or Escape to close · h opens this again while judging",
                         classes="prompt-hint")
 

@@ -89,9 +89,9 @@ class HomeScreen(Screen):
         else:
             text.append("order: query", style="bold")
             text.append(" — a query's whole pool before the next.", style="dim")
-        text.append(f"\npool: top {opts.get('depth', 10)} of "
-                    f"{', '.join(opts['runs']) if opts.get('runs') else 'every run'}, blind "
-                    f"{'off' if opts.get('show_source') else 'on'}")
+        text.append(f"\npool: top {opts.get('depth', 10)} of ")
+        text.append_text(literal(', '.join(opts['runs']) if opts.get('runs') else 'every run'))
+        text.append(f", blind {'off' if opts.get('show_source') else 'on'}")
         self.query_one("#home-start", Static).update(text)
 
     @work(thread=True, exclusive=True, group="home-count")
@@ -107,8 +107,8 @@ class HomeScreen(Screen):
         summary.add_column(style="bold")
         summary.add_column(justify="right")
         summary.add_row("database", literal(s["db"]))
-        summary.add_row("scale", f"{s['scale']} (relevant from {s['threshold']})")
-        summary.add_row("gold rule", s["rule"])
+        summary.add_row("scale", literal(f"{s['scale']} (relevant from {s['threshold']})"))
+        summary.add_row("gold rule", literal(s["rule"]))
         for key in ("queries", "chunks", "runs", "annotators", "labels", "flagged"):
             summary.add_row(key, f"{s[key]:,}")
         share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "–"

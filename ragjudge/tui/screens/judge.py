@@ -183,8 +183,8 @@ class JudgeScreen(Screen):
             title.append_text(literal(c.doc_id))
         if pair.sources:
             title.append("  ")
-            title.append(", ".join(f"{run} #{rank}" for run, rank in pair.sources[:4]),
-                         style="italic")
+            title.append_text(literal(", ".join(f"{run} #{rank}" for run, rank in pair.sources[:4]),
+                                      "italic"))
         scroll.border_title = title
         self.query_one("#chunk-text", Static).update(highlighted(c.text, query_terms(q.text)))
         if scroll.scroll_y:

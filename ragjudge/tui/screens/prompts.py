@@ -11,11 +11,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from ragjudge.safetext import for_terminal
 from ragjudge.tui.widgets.literal import literal
 
 
 class TextPrompt(ModalScreen[str | None]):
-    """Ask for one line of text; Enter returns it, Escape returns None."""
+    """Ask for one line of text; Enter returns it, Escape returns None.
+
+    A ``value`` to edit (a note, a facet's name) is shown as one line with its control
+    characters visible, and what is saved is what was on screen.
+    """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -31,7 +36,7 @@ class TextPrompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="prompt"):
             yield Label(literal(self.title_text), classes="prompt-title")
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Input(value=for_terminal(self.value), placeholder=self.placeholder, id="prompt-input")
             if self.note:
                 yield Label(literal(self.note), classes="prompt-hint")
             yield Label(literal("Enter to confirm · Escape to cancel"), classes="prompt-hint")

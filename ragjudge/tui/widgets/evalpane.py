@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from ragjudge.tui.widgets.literal import literal
+from ragjudge.tui.widgets.literal import clean, literal
 
 __all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee"]
 
@@ -56,11 +56,12 @@ class CurvePlot(PlotextPlot):
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(title)
-        plt.xlabel(x_label)
+        # plotext writes ANSI that Text.from_ansi reads back: names must not hold escapes
+        plt.title(clean(title))
+        plt.xlabel(clean(x_label))
         for name, ys in lines.items():
-            clean = [0.0 if y is None or math.isnan(y) else y for y in ys]
-            plt.plot(xs, clean, label=name, marker="braille")
+            values = [0.0 if y is None or math.isnan(y) else y for y in ys]
+            plt.plot(xs, values, label=clean(name), marker="braille")
         if mark is not None:
             plt.vline(mark, "red")
         plt.ylim(0, 1)

@@ -6,6 +6,8 @@ import re
 
 from rich.text import Text
 
+from ragjudge.safetext import for_terminal
+
 _STOPWORDS = frozenset(
     "a an and are as at be but by can could do does for from has have how i if in is it me my of "
     "on or should that the this to was what when where which who why will with would you your".split()
@@ -14,8 +16,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def clean(value: object) -> str:
-    """The text with control characters (escape sequences' ESC among them) replaced by U+FFFD."""
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else "\ufffd" for ch in str(value))
+    """The text as the screen may draw it: control characters (escape sequences' ESC among them)
+    shown as visible stand-ins, a URL's password masked (see :mod:`ragjudge.safetext`)."""
+    return for_terminal(value, multiline=True)
 
 
 def literal(value: object, style: str = "") -> Text:
