@@ -764,18 +764,20 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
     total = len(ranked)
     description = f"run {name}: writing entries"
 
-    def write(connection: Connection, start: int, stop: int) -> None:
+    def prepare(start: int, stop: int) -> list[tuple]:
         part = scores[start:stop]
         values = (np.where(np.isnan(part), None, part).tolist() if has_none else part.tolist())
-        rows = list(zip(repeat(name), repeat(generation), queries[ranked.qidx[start:stop]].tolist(),
+        return list(zip(repeat(name), repeat(generation), queries[ranked.qidx[start:stop]].tolist(),
                         bulk.decode(ranked.chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
+
+    def write(connection: Connection, rows: list[tuple]) -> None:
         session.write_rows(connection, sql, rows, "run_entries",
                            ("run", "generation", "query_id", "chunk_id", "rank", "score"))
 
     report = None if progress is None else (lambda done: progress(done, total, description))
     if report is not None:
         report(0)
-    session.batches(total, write, report)
+    session.batches(total, prepare, write, report)
 
 
 def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> None:

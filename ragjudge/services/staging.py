@@ -46,8 +46,9 @@ _runs = Run.__table__
 _entries = RunEntry.__table__
 _imports = RunImport.__table__
 
-TARGET_SECONDS = 0.025
-"""How long one batch of a run's entries holds SQLite's write lock, about."""
+TARGET_SECONDS = 0.04
+"""How long one batch of a run's entries holds SQLite's write lock, about (each batch also
+writes the index pages it touched to the log: smaller batches write them more often)."""
 FIRST_BATCH = 1_000
 MAX_BATCH = 50_000
 DELETE_BATCH = 5_000
@@ -188,25 +189,35 @@ class ImportSession:
         finally:
             self.connection.execution_options(ragjudge_write=False)
 
-    def batches(self, total: int, write: Callable[[Connection, int, int], None],
+    def batches(self, total: int, prepare: Callable[[int, int], Any],
+                write: Callable[[Connection, Any], None],
                 progress: Callable[[int], None] | None = None) -> None:
-        """Call ``write(connection, start, stop)`` over ``range(total)`` in write transactions
-        of about :data:`TARGET_SECONDS` each (the batch size adapts to the machine)."""
+        """Write ``range(total)`` in write transactions of about :data:`TARGET_SECONDS` each
+        (the batch size adapts to the machine): ``prepare(start, stop)`` makes a batch's rows,
+        ``write(connection, rows)`` writes them. The next batch is prepared on a thread while
+        the database writes the current one (SQLite lets other threads run meanwhile)."""
+        from concurrent.futures import ThreadPoolExecutor
+
         start = 0
-        while start < total:
+        with ThreadPoolExecutor(max_workers=1) as pool:
             stop = min(total, start + self.batch_rows)
-            began = time.perf_counter()
-            with self.write() as connection:
-                write(connection, start, stop)
-            took = time.perf_counter() - began
-            if self.sqlite:
-                rate = (stop - start) / max(took, 1e-4)
-                self.batch_rows = int(min(MAX_BATCH, max(200, rate * TARGET_SECONDS)))
-            else:
-                self.batch_rows = MAX_BATCH
-            start = stop
-            if progress is not None:
-                progress(start)
+            pending = pool.submit(prepare, start, stop) if start < total else None
+            while pending is not None:
+                rows = pending.result()
+                following = min(total, stop + self.batch_rows)
+                pending = pool.submit(prepare, stop, following) if stop < total else None
+                began = time.perf_counter()
+                with self.write() as connection:
+                    write(connection, rows)
+                took = time.perf_counter() - began
+                if self.sqlite:
+                    rate = (stop - start) / max(took, 1e-4)
+                    self.batch_rows = int(min(MAX_BATCH, max(200, rate * TARGET_SECONDS)))
+                else:
+                    self.batch_rows = MAX_BATCH
+                start, stop = stop, following
+                if progress is not None:
+                    progress(start)
 
     # -- run generations ------------------------------------------------------------------
 
@@ -388,14 +399,30 @@ def publish_run(connection: Connection, name: str, generation: int, meta: dict, 
                                                 generation=generation))
 
 
-def ids_in(connection: Connection, table: Any, ids: Iterable[str], batch: int = 5_000) -> set[str]:
-    """The ids of ``ids`` that ``table`` holds."""
-    found: set[str] = set()
-    ids = list(ids)
-    for at in range(0, len(ids), batch):
-        part = ids[at:at + batch]
-        found.update(connection.scalars(select(table.c.id).where(table.c.id.in_(part))))
-    return found
+def ids_in(connection: Connection, table: Any, ids: Sequence[str], batch: int = 500) -> set[str]:
+    """The ids of ``ids`` that ``table`` holds, through the driver's cursor: looked up
+    ``batch`` at a time (one statement text, prepared once), or, when they are many for the
+    size of the table, by reading every id of the table once."""
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    cursor = connection.connection.driver_connection.cursor()
+    try:
+        if len(ids) > 20_000:
+            cursor.execute(f"SELECT count(*) FROM {table.name}")
+            if len(ids) * 4 > cursor.fetchone()[0]:
+                cursor.execute(f"SELECT id FROM {table.name}")
+                every = {row[0] for row in cursor.fetchall()}
+                return {i for i in ids if i in every}
+        found: set[str] = set()
+        full = f"SELECT id FROM {table.name} WHERE id IN ({', '.join([mark] * batch)})"
+        for at in range(0, len(ids), batch):
+            part = ids[at:at + batch]
+            sql = full if len(part) == batch else (
+                f"SELECT id FROM {table.name} WHERE id IN ({', '.join([mark] * len(part))})")
+            cursor.execute(sql, part)
+            found.update(row[0] for row in cursor.fetchall())
+        return found
+    finally:
+        cursor.close()
 
 
 __all__ = ["ImportSession", "clean_on_open", "ids_in", "publish_run", "remove_generation",
