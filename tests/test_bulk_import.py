@@ -140,3 +140,44 @@ def test_the_plain_reader_takes_plain_files_and_leaves_the_rest(tmp_path):
     assert bulk.plain_qrels(QRELS["plain"], 0, 3) is not None
     assert bulk.plain_qrels(QRELS["grade off the scale"], 0, 3) is None
     assert bulk.plain_qrels(QRELS["repeat"], 0, 3) is None
+
+
+# -- the shortcut for plain JSON lines -------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2000, 2000), st.floats(allow_nan=True),
+                    st.text(alphabet=st.sampled_from("ab \x00\u3000\n"), max_size=4),
+                    st.dictionaries(st.text(alphabet="ab\x00", max_size=2),
+                                    st.one_of(st.floats(), st.text(alphabet="a\x00", max_size=2)),
+                                    max_size=2),
+                    st.lists(st.integers(), max_size=2))
+_KEYS = st.sampled_from(["id", "text", "doc_id", "meta", "description", "category", "query_id",
+                         "chunk_id", "grade", "annotator", "note", "score", "flagged"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["queries", "chunks", "qrels", "labels"]), st.dictionaries(_KEYS, _VALUES, max_size=6))
+def test_the_shortcut_for_plain_lines_accepts_only_what_validation_accepts(kind, data):
+    from ragjudge.errors import InputError
+    from ragjudge.formats.records import build, plain_record
+
+    quick = plain_record(kind, data)
+    if quick is None:
+        return
+    try:
+        full = build(kind, data, file="f", line=1)
+    except InputError as error:
+        raise AssertionError(f"the shortcut accepted what validation refuses: {error}") from None
+    assert quick == full and quick.model_fields_set == full.model_fields_set
+
+
+def test_the_shortcut_takes_the_common_lines():
+    from ragjudge.formats.records import plain_record
+
+    assert plain_record("chunks", {"id": "c1", "text": "t", "meta": {"a": [1, 2.5, "x"]}}) is not None
+    assert plain_record("queries", {"id": "q1", "text": "t", "category": "c"}) is not None
+    assert plain_record("labels", {"query_id": "q", "chunk_id": "c", "grade": 2, "annotator": "a"}) is not None
+    assert plain_record("qrels", {"query_id": "q", "chunk_id": "c", "grade": True}) is None
+    assert plain_record("chunks", {"id": " ", "text": "t"}) is None

@@ -18,7 +18,7 @@ from typing import Any
 
 from ragjudge.errors import InputError, why_unusable
 from ragjudge.formats.jsonl import parse_object
-from ragjudge.formats.records import Duplicates, build, check_text, json_type, read_grade, short
+from ragjudge.formats.records import Duplicates, build, plain_record, check_text, json_type, read_grade, short
 from ragjudge.formats.source import Lines, open_output, path_kind
 from ragjudge.models import Chunk, Judgment, Query
 
@@ -84,7 +84,8 @@ def _documents(path: Path, what: str, *, numbered: bool, check_duplicates: bool)
             if isinstance(meta.get(key), str):
                 fields[key] = meta.pop(key)
         fields["meta"] = meta or None
-        record = build("chunks" if what == "corpus" else "queries", fields, file=file, line=number)
+        kind = "chunks" if what == "corpus" else "queries"
+        record = plain_record(kind, fields) or build(kind, fields, file=file, line=number)
         if duplicates is not None and duplicates.seen(record, number):
             continue
         yield (number, record) if numbered else record

@@ -30,7 +30,7 @@ from enum import Enum
 from typing import Any
 
 from ragjudge.errors import InputError, RagjudgeError, UsageError
-from ragjudge.formats.records import Duplicates, build
+from ragjudge.formats.records import Duplicates, build, plain_record
 
 INSTALL_HINT = "pip install 'ragjudge[ir-datasets]' (or pip install ir_datasets)"
 
@@ -159,7 +159,7 @@ def _chunk(item: Any, file: str, number: int) -> Any:
         values.pop(name, None)
     fields = {"id": doc_id, "text": "" if text is None else text,
               "doc_id": doc_id if isinstance(doc_id, str) else None, "meta": _meta(values)}
-    return build("chunks", fields, file=file, line=number)
+    return plain_record("chunks", fields) or build("chunks", fields, file=file, line=number)
 
 
 def _query(item: Any, file: str, number: int) -> Any:
@@ -173,7 +173,7 @@ def _query(item: Any, file: str, number: int) -> Any:
         fields["description"] = description
     elif description not in (None, ""):
         fields["meta"] = {**(meta or {}), "description": _plain(description)}
-    return build("queries", fields, file=file, line=number)
+    return plain_record("queries", fields) or build("queries", fields, file=file, line=number)
 
 
 def _qrel(item: Any, file: str, number: int) -> Any:
@@ -182,7 +182,7 @@ def _qrel(item: Any, file: str, number: int) -> Any:
     if hasattr(grade, "__index__") and not isinstance(grade, bool):
         grade = int(grade)  # numpy integers too; anything else is refused as not an integer
     fields = {"query_id": values.get("query_id"), "chunk_id": values.get("doc_id"), "grade": grade}
-    return build("qrels", fields, file=file, line=number)
+    return plain_record("qrels", fields) or build("qrels", fields, file=file, line=number)
 
 
 def _meta(values: dict[str, Any]) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ragjudge.errors import InputError
 from ragjudge.formats.records import (
-    FIELDS, KINDS, Duplicates, RankedList, build, json_type, short,
+    FIELDS, KINDS, Duplicates, RankedList, build, json_type, plain_record, short,
 )
 from ragjudge.formats.source import Destination, Lines, Source, open_output, stdin_format_hint
 from ragjudge.models import RunEntry
@@ -59,7 +59,7 @@ def read_jsonl(kind: str, source: Source, *, name: str | None = None,
                     duplicates.seen(entry, number)
                 yield (number, entry) if numbered else entry
             continue
-        record = build(kind, data, file=file, line=number)
+        record = plain_record(kind, data) or build(kind, data, file=file, line=number)
         if duplicates is not None and duplicates.seen(record, number):
             continue
         yield (number, record) if numbered else record

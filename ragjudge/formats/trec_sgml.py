@@ -37,7 +37,7 @@ from html.entities import html5
 from typing import Any, NamedTuple
 
 from ragjudge.errors import InputError, UsageError
-from ragjudge.formats.records import Duplicates, build, short
+from ragjudge.formats.records import Duplicates, build, plain_record, short
 from ragjudge.formats.source import Lines, Source
 
 SGML_FORMATS = {"trec-sgml": "chunks", "trec-topics": "queries"}
@@ -274,7 +274,7 @@ def _chunk(reader: _Reader, doc: _Document) -> Any:
     for key, value in attributes.items():
         meta.setdefault(key, value)
     fields = {"id": docno, "text": "\n\n".join(texts), "doc_id": docno, "meta": meta or None}
-    return build("chunks", fields, file=reader.file, line=doc.line)
+    return plain_record("chunks", fields) or build("chunks", fields, file=reader.file, line=doc.line)
 
 
 def _put(meta: dict[str, Any], key: str, value: str) -> None:
@@ -390,7 +390,7 @@ def _query(reader: _Reader, topic: _Topic) -> Any:
         meta.setdefault(key, value)
     fields = {"id": number, "text": title if title is not None else description,
               "description": description, "meta": meta or None}
-    return build("queries", fields, file=reader.file, line=topic.line)
+    return plain_record("queries", fields) or build("queries", fields, file=reader.file, line=topic.line)
 
 
 # -- detection and dispatch ----------------------------------------------------------------
