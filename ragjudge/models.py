@@ -70,7 +70,7 @@ class Scale(_Record):
     """Grades at or above this are "relevant" for binary measures."""
 
     @model_validator(mode="after")
-    def _check(self) -> "Scale":
+    def _check(self) -> Scale:
         grades = [level.grade for level in self.levels]
         if not grades:
             raise ValueError("a scale needs at least two levels")
@@ -102,7 +102,7 @@ class Scale(_Record):
         return "binary" if self.is_binary else f"{self.min}-{self.max}"
 
     @classmethod
-    def parse(cls, spec: str, threshold: int | None = None) -> "Scale":
+    def parse(cls, spec: str, threshold: int | None = None) -> Scale:
         """``binary``, or ``MIN-MAX`` such as ``0-3`` (TREC DL names) or ``1-5``."""
         spec = spec.strip().lower()
         if spec == "binary":

@@ -38,7 +38,7 @@ class Scenario:
 
 
 def _seen(name: str) -> Callable:
-    def prepare(project) -> None:  # noqa: ANN001
+    def prepare(project) -> None:
         from ragjudge.services.judging import mark_guidelines_seen
 
         mark_guidelines_seen(project, name)
@@ -49,7 +49,7 @@ def _seen(name: str) -> Callable:
 FACET_QUERY = ["m01"]  # a demo query with facets and nuggets
 
 
-def _judged_a_few(project) -> None:  # noqa: ANN001
+def _judged_a_few(project) -> None:
     """dana has judged six pairs of m01, flagged one, marked a facet and a nugget; the screen is
     back on it."""
     from ragjudge.services import judging as J

@@ -82,7 +82,7 @@ def test_counts(demo):
     assert len(chunks) >= 400
     assert len({c["doc_id"] for c in chunks}) >= 40
     words = [len(c["text"].split()) for c in chunks]
-    assert 40 <= min(words) and max(words) <= 150, (min(words), max(words))
+    assert min(words) >= 40 and max(words) <= 150, (min(words), max(words))
     assert all(c["meta"]["title"] and c["meta"]["section"] for c in chunks)
     assert {label["annotator"] for label in demo["labels"]} == {"ana", "ben", "chen"}
     assert any("note" in label for label in demo["labels"])
@@ -127,22 +127,22 @@ def test_runs_are_deep_ranked_and_unambiguous(demo):
 def test_labels_cover_part_of_the_pool_with_overlap(demo):
     pool = {(q, d) for run in demo["runs"].values() for q, entries in run.items() for d, _, _ in entries[:10]}
     labels = demo["labels"]
-    pairs = {(l["query_id"], l["chunk_id"]) for l in labels}
+    pairs = {(lab["query_id"], lab["chunk_id"]) for lab in labels}
     assert pairs <= pool
     assert 0.8 <= len(pairs) / len(pool) < 1.0  # part of the pool is left unjudged
-    per_annotator = Counter(l["annotator"] for l in labels)
+    per_annotator = Counter(lab["annotator"] for lab in labels)
     for annotator, n in per_annotator.items():
         assert 0.5 <= n / len(pool) <= 0.8, (annotator, n, len(pool))
-    seen = Counter((l["query_id"], l["chunk_id"], l["annotator"]) for l in labels)
+    seen = Counter((lab["query_id"], lab["chunk_id"], lab["annotator"]) for lab in labels)
     assert max(seen.values()) == 1
-    by_pair = Counter((l["query_id"], l["chunk_id"]) for l in labels)
+    by_pair = Counter((lab["query_id"], lab["chunk_id"]) for lab in labels)
     assert sum(1 for n in by_pair.values() if n == 3) > 100
 
 
 def test_annotators_disagree_realistically(demo):
     grades: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    for l in demo["labels"]:
-        grades[(l["query_id"], l["chunk_id"])][l["annotator"]] = l["grade"]
+    for lab in demo["labels"]:
+        grades[(lab["query_id"], lab["chunk_id"])][lab["annotator"]] = lab["grade"]
     shared = [g for g in grades.values() if len(g) >= 2]
     exact = np.mean([len(set(g.values())) == 1 for g in shared])
     assert 0.5 < exact < 0.9, exact
@@ -151,7 +151,7 @@ def test_annotators_disagree_realistically(demo):
     ana, chen = np.array(both).T
     assert ana.mean() - chen.mean() > 0.2
     assert np.any(np.abs(ana - chen) >= 2)  # a few big misses
-    assert set(Counter(l["grade"] for l in demo["labels"])) == {0, 1, 2, 3}
+    assert set(Counter(lab["grade"] for lab in demo["labels"])) == {0, 1, 2, 3}
 
 
 def _precision_at_5(run, gold, rel):
@@ -192,7 +192,7 @@ def test_facets_are_defined_and_links_follow_labels(demo):
     links = [f for f in facets if "chunk_id" in f]
     assert len({q for q, _ in defined}) >= 10
     assert links and all((f["query_id"], f["facet"]) in defined for f in links)
-    grade = {(l["query_id"], l["chunk_id"], l["annotator"]): l["grade"] for l in demo["labels"]}
+    grade = {(lab["query_id"], lab["chunk_id"], lab["annotator"]): lab["grade"] for lab in demo["labels"]}
     for link in links:
         # A chunk covering a facet is relevant in the same annotator's own label.
         assert grade[(link["query_id"], link["chunk_id"], link["annotator"])] >= 2, link
@@ -213,7 +213,7 @@ def test_nuggets_and_claims(demo):
     # are stated only in chunks no run retrieved, so Nugget Recall stays below 1 as in real pools.
     full = {(n["query_id"], n["nugget"]) for n in support if n["support"] == "full"}
     assert 0.6 <= len(full) / len(defined) < 1.0, (len(full), len(defined))
-    labelled = {(l["query_id"], l["chunk_id"], l["annotator"]) for l in demo["labels"] if l["grade"] >= 1}
+    labelled = {(lab["query_id"], lab["chunk_id"], lab["annotator"]) for lab in demo["labels"] if lab["grade"] >= 1}
     assert all((n["query_id"], n["chunk_id"], n["annotator"]) in labelled for n in support)
 
 
@@ -263,8 +263,8 @@ def test_make_large_writes_a_consistent_project(tmp_path):
     subprocess.run([sys.executable, str(FIXTURES / "make_large.py"), "--queries", "40", "--depth", "25",
                     "--runs", "2", "--out", str(out), "--chunks", "500"],
                    check=True, capture_output=True, timeout=120)
-    queries = [json.loads(l) for l in (out / "queries.jsonl").read_text().splitlines()]
-    chunks = {json.loads(l)["id"] for l in (out / "chunks.jsonl").read_text().splitlines()}
+    queries = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
+    chunks = {json.loads(line)["id"] for line in (out / "chunks.jsonl").read_text().splitlines()}
     assert len(queries) == 40 and len(chunks) == 500
     qids = {q["id"] for q in queries}
     runs = {}
@@ -278,9 +278,9 @@ def test_make_large_writes_a_consistent_project(tmp_path):
         assert all(len(v) == 25 and len({d for d, _ in v}) == 25 for v in ranked.values())
         assert all(a[1] >= b[1] for v in ranked.values() for a, b in zip(v, v[1:]))
         runs[name] = ranked
-    labels = [json.loads(l) for l in (out / "labels.jsonl").read_text().splitlines()]
-    assert labels and all(l["query_id"] in qids and l["chunk_id"] in chunks and 0 <= l["grade"] <= 3
-                          for l in labels)
+    labels = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    assert labels and all(lab["query_id"] in qids and lab["chunk_id"] in chunks and 0 <= lab["grade"] <= 3
+                          for lab in labels)
     gold = _gold(labels)
     as_run = lambda r: {q: [(d, i, s) for i, (d, s) in enumerate(v, 1)] for q, v in r.items()}  # noqa: E731
     assert _mrr(as_run(runs["run1"]), gold, 1) > _mrr(as_run(runs["run2"]), gold, 1) + 0.2

@@ -4,7 +4,7 @@ made by several annotators."""
 from __future__ import annotations
 
 import getpass
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -49,12 +49,12 @@ def _check_limit(limit: int) -> None:
 
 @app.command(epilog=AGREE_EPILOG)
 def agree(
-    labels: Annotated[Optional[str], typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
-    scale: Annotated[Optional[str], typer.Option("--scale", help="The declared scale: binary or MIN-MAX (default: the project's; for --labels the lowest to highest grade seen).")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Also break down by query or annotator.")] = None,
+    labels: Annotated[str | None, typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
+    scale: Annotated[str | None, typer.Option("--scale", help="The declared scale: binary or MIN-MAX (default: the project's; for --labels the lowest to highest grade seen).")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Also break down by query or annotator.")] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     verdict: Annotated[bool, typer.Option("--verdict", help="Score every run with each annotator's labels as qrels and compare the rankings (project only).")] = False,
-    measures: Annotated[Optional[str], typer.Option("--measures", help="With --verdict: comma-separated measures (default: AP,nDCG@10,P@5,RR).")] = None,
+    measures: Annotated[str | None, typer.Option("--measures", help="With --verdict: comma-separated measures (default: AP,nDCG@10,P@5,RR).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Disputed pairs to list in the table.")] = 10,
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
@@ -261,7 +261,7 @@ def assign(
     overlap: Annotated[float, typer.Option("--overlap", help="Share of the pool judged by several annotators.")] = 0.2,
     judges_per_overlap: Annotated[int, typer.Option("--judges-per-overlap", help="Annotators per overlap pair.")] = 2,
     depth: Annotated[int, typer.Option("--depth", help="Pool depth: the top K chunks of each run.")] = 10,
-    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
+    runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random choice of overlap pairs.")] = 0,
     replace: Annotated[bool, typer.Option("--replace", help="Drop the existing assignment first.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
@@ -339,9 +339,9 @@ def disputes(
 def adjudicate(
     query: Annotated[str, typer.Option("--query", help="The query id.", show_default=False)],
     chunk: Annotated[str, typer.Option("--chunk", help="The chunk id.", show_default=False)],
-    grade: Annotated[Optional[int], typer.Option("--grade", help="The final grade.")] = None,
-    reason: Annotated[Optional[str], typer.Option("--reason", help="Why (shown with the decision).")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Who decides (default: your login name).")] = None,
+    grade: Annotated[int | None, typer.Option("--grade", help="The final grade.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why (shown with the decision).")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your login name).")] = None,
     show: Annotated[bool, typer.Option("--show", help="Only show the pair's labels and adjudications.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -46,13 +46,13 @@ def parse_queries(value: str | None) -> list[str] | None:
     )
 )
 def annotate(
-    annotator: Annotated[Optional[str], typer.Option(help="Your name; asked for when not given.")] = None,
-    runs: Annotated[Optional[str], typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
+    annotator: Annotated[str | None, typer.Option(help="Your name; asked for when not given.")] = None,
+    runs: Annotated[str | None, typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
     depth: Annotated[int, typer.Option(help="Pool depth K: the top K of each run per query.")] = 10,
     order: Annotated[str, typer.Option(help="depth (rounds of growing depth) or query (a query's whole pool at a time).")] = "depth",
     show_source: Annotated[bool, typer.Option("--show-source", help="Show which runs retrieved the chunk and at which rank (judging is blind otherwise).")] = False,
-    queries: Annotated[Optional[str], typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
-    category: Annotated[Optional[str], typer.Option(help="Judge only queries of this category.")] = None,
+    queries: Annotated[str | None, typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
+    category: Annotated[str | None, typer.Option(help="Judge only queries of this category.")] = None,
     recheck: Annotated[float, typer.Option(help="Share of your own earlier pairs shown again unannounced, to measure consistency (e.g. 0.05).")] = 0.0,
 ) -> None:
     """Judge query-chunk pairs in the terminal, starting at your first unjudged pair."""

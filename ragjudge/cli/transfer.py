@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
+from collections.abc import Iterator
 
 import typer
 
@@ -56,12 +57,12 @@ EXPORT_EPILOG = (
 def import_command(
     kind: Annotated[str, typer.Argument(help="What the file holds (see below).", show_default=False)],
     file: Annotated[str, typer.Argument(help="The file (a folder for beir, a dataset name for ir-datasets; '-' for stdin).", show_default=False)],
-    name: Annotated[Optional[str], typer.Option("--name", help="The run's name (default: the file's stem).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The run's name (default: the file's stem).")] = None,
     format: Annotated[str, typer.Option("--format", help="auto, trec, jsonl, csv, beir, trec-sgml (TREC documents) or trec-topics.")] = "auto",
-    annotator: Annotated[Optional[str], typer.Option("--annotator", help="Annotator of qrels/labels/facet and nugget lines that name none (default: imported; for ir-datasets the dataset's name).")] = None,
+    annotator: Annotated[str | None, typer.Option("--annotator", help="Annotator of qrels/labels/facet and nugget lines that name none (default: imported; for ir-datasets the dataset's name).")] = None,
     create_missing: Annotated[bool, typer.Option("--create-missing", help="Add unknown query and chunk ids as placeholders with empty text instead of refusing the file.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Replace a run of the same name, and queries, chunks or answers whose fields differ.")] = False,
-    split: Annotated[Optional[str], typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
+    split: Annotated[str | None, typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     guidelines, a BEIR folder or an ir_datasets dataset into the project."""
@@ -109,10 +110,10 @@ def import_command(
 @app.command("export", epilog=EXPORT_EPILOG)
 def export_command(
     kind: Annotated[str, typer.Argument(help="qrels, labels, run, facets or nuggets.", show_default=False)],
-    name: Annotated[Optional[str], typer.Argument(help="The run to export (export run NAME).", show_default=False)] = None,
-    rule: Annotated[Optional[str], typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
+    name: Annotated[str | None, typer.Argument(help="The run to export (export run NAME).", show_default=False)] = None,
+    rule: Annotated[str | None, typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
+    format: Annotated[str | None, typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets or nuggets."""
     from ragjudge.services import exporting
@@ -132,7 +133,7 @@ def export_command(
 
 
 @contextmanager
-def _progress(counting: str = "bytes") -> Iterator[Optional[object]]:
+def _progress(counting: str = "bytes") -> Iterator[object | None]:
     """A progress callback drawing a Rich bar on stderr, or None when stderr is not a terminal.
     ``counting`` is what the callback's numbers count: ``bytes`` or ``records``."""
     if not sys.stderr.isatty():

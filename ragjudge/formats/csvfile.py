@@ -77,10 +77,10 @@ def read_csv(kind: str, source: Source, *, name: str | None = None,
             if cell != "":
                 data[column] = _convert(column, cell, file=file, line=start)
             elif column in required_text:
-                data[column] = ""  # an empty required text is empty; ids then say "empty" 
+                data[column] = ""  # an empty required text is empty; ids then say "empty"
         record = build(kind, data, file=file, line=start)
         if kind == "run":
-            has_score = getattr(record, "score") is not None
+            has_score = record.score is not None
             if scored is None:
                 scored = has_score
             elif scored != has_score:

@@ -77,7 +77,7 @@ class NuggetRecord(_Record):
     support: Literal["full", "partial", "none"] | None = None
 
     @model_validator(mode="after")
-    def _support_needs_chunk(self) -> "NuggetRecord":
+    def _support_needs_chunk(self) -> NuggetRecord:
         if self.support is not None and self.chunk_id is None:
             raise ValueError("'support' needs a 'chunk_id' (the chunk that supports the nugget)")
         if self.chunk_id is not None and self.support is None:

@@ -143,7 +143,7 @@ class ItemSupport:
             object.__setattr__(self, "weight", weight)
 
     @classmethod
-    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs) -> "ItemSupport":
+    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs) -> ItemSupport:
         """From a dense int (Q, D, M) tensor: ``levels[q, r, m]`` = support of item ``m`` by the
         chunk at rank ``r + 1`` of query ``q`` (0 none, 1 partial, 2 full)."""
         levels = np.asarray(levels)
@@ -151,7 +151,7 @@ class ItemSupport:
         return cls(valid, q, r + 1, m, levels[q, r, m], **kwargs)
 
     @classmethod
-    def empty(cls, queries: int) -> "ItemSupport":
+    def empty(cls, queries: int) -> ItemSupport:
         """No items for any of ``queries`` rows (every measure NaN)."""
         return cls(np.zeros((queries, 0), dtype=bool))
 
@@ -175,7 +175,7 @@ class ItemSupport:
         np.minimum.at(first, (self.rows[keep], self.items[keep]), self.ranks[keep])
         return first
 
-    def take(self, rows: np.ndarray) -> "ItemSupport":
+    def take(self, rows: np.ndarray) -> ItemSupport:
         """The same data for a subset (or reordering) of query rows."""
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_queries, -1, dtype=np.int64)
@@ -218,7 +218,7 @@ class Citations:
 
     @classmethod
     def from_flags(cls, cited: np.ndarray, answered: np.ndarray, retrieved: np.ndarray,
-                   **kwargs) -> "Citations":
+                   **kwargs) -> Citations:
         """From a dense bool (Q, D) matrix: ``cited[q, r]`` = the chunk at rank ``r + 1`` is
         cited by the run's answer to query ``q``."""
         q, r = np.nonzero(np.asarray(cited, dtype=bool))
@@ -228,7 +228,7 @@ class Citations:
     def n_queries(self) -> int:
         return len(self.answered)
 
-    def take(self, rows: np.ndarray) -> "Citations":
+    def take(self, rows: np.ndarray) -> Citations:
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_queries, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
@@ -656,13 +656,13 @@ def required_extras(measures: Iterable | None) -> set[str]:
     if isinstance(measures, str):
         measures = [measures]
     needed: set[str] = set()
-    for measure in measures:
-        requires = getattr(measure, "requires", None)
-        if requires is not None and not isinstance(measure, str):
+    for given in measures:
+        requires = getattr(given, "requires", None)
+        if requires is not None and not isinstance(given, str):
             needed.update(k for k in ([requires] if isinstance(requires, str) else requires)
                           if k in EXTRAS_KEYS)
             continue
-        name = str(measure)
+        name = str(given)
         family = re.split(r"[(@]", name, maxsplit=1)[0].strip()
         if family in _PREFIX_EXTRAS:
             needed.add(_PREFIX_EXTRAS[family])

@@ -315,7 +315,7 @@ def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_co
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
-            results = list(pool.map(lambda b: _parse_block(buf, view, b[0], b[1], *args), blocks))
+            results = list(pool.map(lambda b: _parse_block(buf, view, b[0], b[1], *args), blocks))  # noqa: F821 - bound again after the del
     else:
         results = [_parse_block(buf, view, lo, hi, *args) for lo, hi in blocks]
     qparts, cparts, nparts, lparts = [], [], [], []

@@ -63,6 +63,7 @@ from ragjudge.store.schema import (
     Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
     MAX_KEY_BYTES, PairMark, Query, Run, RunEntry, Setting, key_bytes, utcnow,
 )
+from datetime import UTC
 
 BATCH = 5000
 """Rows per executemany batch (and ids per ``IN (...)`` lookup: SQLite allows 32,766 variables)."""
@@ -566,7 +567,7 @@ def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file
            f"VALUES ({', '.join([mark] * 5)})")
     scored = None
     for batch in _batches(records):
-        for line, query_id, chunk_id, _rank, score in batch:
+        for line, query_id, chunk_id, _rank, _score in batch:
             if _too_long_key(query_id) or _too_long_key(chunk_id):
                 _too_long(query_id, chunk_id, file, line)
         if scored is None:
@@ -670,9 +671,8 @@ def _import_labels(connection: Connection, records: Iterable[tuple[int, Any]], f
             annotators.add(who)
             created = getattr(record, "created_at", None)
             if created is not None and created.tzinfo is not None:
-                from datetime import timezone
 
-                created = created.astimezone(timezone.utc).replace(tzinfo=None)
+                created = created.astimezone(UTC).replace(tzinfo=None)
             rows.append({"line": line, "query_id": record.query_id, "chunk_id": record.chunk_id,
                          "annotator": who, "grade": record.grade, "note": record.note,
                          "created_at": created, "flagged": getattr(record, "flagged", None),

@@ -84,7 +84,7 @@ class PairMarks:
     flag_note: str | None = None
     comment: str | None = None
 
-    def with_event(self, kind: str, action: str, text: str | None) -> "PairMarks":
+    def with_event(self, kind: str, action: str, text: str | None) -> PairMarks:
         """The marks after one more ``pair_marks`` event."""
         if kind == "flag":
             return PairMarks(action == "set", text if action == "set" else None, self.comment)
@@ -574,7 +574,7 @@ def depth_rounds(depth: int) -> tuple[int, ...]:
 
 
 def _shuffle_key(seed: bytes, query_id: str, chunk_id: str) -> bytes:
-    return hashlib.blake2b(f"{query_id}\x00{chunk_id}".encode("utf-8"), digest_size=8, key=seed).digest()
+    return hashlib.blake2b(f"{query_id}\x00{chunk_id}".encode(), digest_size=8, key=seed).digest()
 
 
 @dataclass

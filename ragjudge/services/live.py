@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 import numpy as np
@@ -274,7 +274,7 @@ class _LabelCopy:
         self.decided = {k: g for k, g in self.decided.items() if k[0] not in touched}
         self.decided.update(decided)
 
-    def merged(self):  # noqa: ANN201
+    def merged(self):
         """Every current label, sorted by query, chunk, annotator (then kept as the base)."""
         if not self.override:
             return self.base
@@ -372,7 +372,7 @@ class LiveEvaluation:
         self.stamp = (0, 0)
         self.touched: tuple[str, ...] = ()
         self.compute_ms = 0.0
-        self.updated_at = datetime.now(timezone.utc)
+        self.updated_at = datetime.now(UTC)
         self.views: dict[str, _View] = {}
         self.runs: dict[str, Run] = {}
         self._labels: _LabelCopy | None = None
@@ -530,7 +530,7 @@ class LiveEvaluation:
     def _stamp_done(self, t0: float) -> None:
         self.compute_ms = (time.perf_counter() - t0) * 1000
         self.version += 1
-        self.updated_at = datetime.now(timezone.utc)
+        self.updated_at = datetime.now(UTC)
 
     # -- evaluation of a view ----------------------------------------------------------------
 
@@ -666,7 +666,7 @@ class LiveEvaluation:
                 grades = list(items.values())
                 row = self.row[qid]
                 for i, name in enumerate(names):
-                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode("utf-8")
+                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode()
                     wanted.append(key)
                     qq.extend([key] * len(chunks))
                     qc.extend(chunks)
@@ -945,7 +945,7 @@ class LiveEvaluation:
         """Pairs in the union of every run's top 10, and how many have a gold grade."""
         pairs = covered = 0
         tops = []
-        for name, run in self.runs.items():
+        for run in self.runs.values():
             starts = run.offsets[:-1]
             keep = (np.arange(len(run)) - starts[run.qidx]) < 10
             tops.append((run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep]))
@@ -1025,7 +1025,7 @@ class LiveEvaluation:
         return explanation.render()
 
 
-def gold_arrays(labels, decided: dict[tuple[str, str], int], rule: str):  # noqa: ANN001, ANN201
+def gold_arrays(labels, decided: dict[tuple[str, str], int], rule: str):  # noqa: ANN001
     """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
     :func:`ragjudge.services.qrels.gold_qrels` (adjudication first, else the rule over the
     annotators' current grades), computed for every pair at once.

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ class BackupResult:
 
 def default_backup_path(db_file: Path, now: datetime | None = None) -> Path:
     """``<name>-backup-<UTC time>.db`` next to the project file."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     suffix = db_file.suffix or ".db"
     return db_file.with_name(f"{db_file.stem}-backup-{stamp}{suffix}")
@@ -84,7 +84,7 @@ def pg_dump_advice(db: str) -> str:
     """How to back up (and restore) a PostgreSQL project with PostgreSQL's own tools."""
     url = make_url(db)
     plain = url.set(drivername="postgresql", password=None).render_as_string(hide_password=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     dump = f"{url.database or 'ragjudge'}-{stamp}.dump"
     return (
         f"{db.split('@')[-1]} is a PostgreSQL project; back it up with PostgreSQL's own tool, "
@@ -233,7 +233,7 @@ def verify(project, *, now: datetime | None = None) -> VerifyReport:  # noqa: AN
             report.checks.append(_gaps(connection, name, model, report.tables[name], backend))
         report.checks.extend(_references(connection))
         report.checks.append(_undo_references(connection))
-        report.checks.append(_clock(report, now or datetime.now(timezone.utc).replace(tzinfo=None)))
+        report.checks.append(_clock(report, now or datetime.now(UTC).replace(tzinfo=None)))
     return report
 
 

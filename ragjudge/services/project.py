@@ -45,7 +45,7 @@ class Project:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, db: str | None = None, *, create: bool = False) -> "Project":
+    def open(cls, db: str | None = None, *, create: bool = False) -> Project:
         """Open the project at ``db`` (a path or URL; default ``RAGJUDGE_DB`` or ./ragjudge.db).
 
         An older schema is migrated after a backup copy is written next to the file; a newer
@@ -119,7 +119,7 @@ class Project:
         description: str | None = None,
         guidelines: str | None = None,
         exist_ok: bool = False,
-    ) -> "Project":
+    ) -> Project:
         """Create a new project with its relevance scale. Refuses an existing project unless
         ``exist_ok``."""
         db = db or env_db()
@@ -154,7 +154,7 @@ class Project:
         """The database as screens, reports and messages name it: a URL's password masked."""
         return mask_url(self.db)
 
-    def __enter__(self) -> "Project":
+    def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc: object) -> None:

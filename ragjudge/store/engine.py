@@ -153,7 +153,7 @@ class WriterQueue:
         self.path = Path(f"{db_path}.writelock")
         self.wait_s = wait_s
 
-    def __enter__(self) -> "WriterQueue":
+    def __enter__(self) -> WriterQueue:
         self._fd = None
         try:
             import fcntl

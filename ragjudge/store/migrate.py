@@ -3,7 +3,7 @@ backup copy), refuse a newer one."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from sqlalchemy import inspect, text
@@ -45,7 +45,7 @@ def current_revision(connection: Connection) -> str | None:
 
 def backup_before_migration(path: Path, revision: str) -> Path:
     """Copy an older project next to itself before migrating it; return the copy's path."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     target = path.with_name(f"{path.name}.before-{HEAD}-from-{revision}-{stamp}.bak")
     import sqlite3
 

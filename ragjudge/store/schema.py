@@ -7,7 +7,7 @@ event (highest ``id``). Definitions (queries, chunks, runs, facets, nuggets) are
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 from sqlalchemy import (
@@ -55,7 +55,7 @@ def key_bytes(value: str) -> int:
 
 def utcnow() -> datetime:
     """Now, in UTC, without tzinfo (SQLite stores naive datetimes; every time here is UTC)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):

@@ -206,7 +206,7 @@ def test_a_failed_backup_leaves_no_file_under_the_target_name(tmp_path, monkeypa
     make_small_project(db).close()
     real_copy = maintenance._copy
 
-    def copy_then_fail(source, partial):  # noqa: ANN001
+    def copy_then_fail(source, partial):
         real_copy(source, partial)
         assert partial.exists() and partial.name.startswith(".")
         raise sqlite3.DatabaseError("disk full (simulated)")
