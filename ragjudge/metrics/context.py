@@ -16,7 +16,7 @@ Conventions (ragjudge/ARCHITECTURE.md, trec_eval):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -41,7 +41,7 @@ class _Extras(Mapping):
             self._done[key] = value(self._ctx) if callable(value) else value
         return self._done[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
     def __len__(self) -> int:

@@ -191,7 +191,7 @@ class Qrels(_ByQuery):
                 field="grade", **where(i))
 
     @classmethod
-    def from_arrays(cls, query_ids, chunk_ids, grades, *, top_grade: int | None = None) -> Qrels:
+    def from_arrays(cls, query_ids: Any, chunk_ids: Any, grades: Any, *, top_grade: int | None = None) -> Qrels:
         """Same as the constructor (query ids, chunk ids, integer grades)."""
         return cls(query_ids, chunk_ids, grades, top_grade=top_grade)
 
@@ -330,7 +330,7 @@ class Run(_ByQuery):
         self.offsets = np.concatenate(([0], np.cumsum(counts)))
 
     @staticmethod
-    def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool):
+    def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> np.ndarray | None:
         """A permutation grouping the rows by query with scores descending (ties are settled
         by ``_tie_order``), or None when the rows already are so.
 
@@ -349,7 +349,7 @@ class Run(_ByQuery):
         return np.lexsort((-scores, qidx))
 
     @staticmethod
-    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray):
+    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
         """For rows grouped by query, scores descending: the permutation that puts tied scores
         in chunk id descending order (trec_eval's tie rule), or None when they already are."""
         if len(qidx) < 2:
@@ -380,7 +380,7 @@ class Run(_ByQuery):
         return order
 
     @classmethod
-    def from_arrays(cls, query_ids, chunk_ids, scores, *, name: str | None = None) -> Run:
+    def from_arrays(cls, query_ids: Any, chunk_ids: Any, scores: Any, *, name: str | None = None) -> Run:
         """Same as the constructor (query ids, chunk ids, scores)."""
         return cls(query_ids, chunk_ids, scores, name=name)
 

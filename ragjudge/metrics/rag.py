@@ -66,11 +66,14 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragjudge.metrics import _keys
+
+if TYPE_CHECKING:
+    from ragjudge.metrics.context import EvalContext
 
 __all__ = [
     "NONE", "PARTIAL", "FULL", "SUPPORT_LEVELS", "EXTRAS_KEYS",
@@ -143,7 +146,7 @@ class ItemSupport:
             object.__setattr__(self, "weight", weight)
 
     @classmethod
-    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs) -> ItemSupport:
+    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs: Any) -> ItemSupport:
         """From a dense int (Q, D, M) tensor: ``levels[q, r, m]`` = support of item ``m`` by the
         chunk at rank ``r + 1`` of query ``q`` (0 none, 1 partial, 2 full)."""
         levels = np.asarray(levels)
@@ -218,7 +221,7 @@ class Citations:
 
     @classmethod
     def from_flags(cls, cited: np.ndarray, answered: np.ndarray, retrieved: np.ndarray,
-                   **kwargs) -> Citations:
+                   **kwargs: Any) -> Citations:
         """From a dense bool (Q, D) matrix: ``cited[q, r]`` = the chunk at rank ``r + 1`` is
         cited by the run's answer to query ``q``."""
         q, r = np.nonzero(np.asarray(cited, dtype=bool))
@@ -851,7 +854,7 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
 # The registry (``ragjudge.metrics.registry``) imports this module on the first measure lookup.
 
 from ragjudge.errors import UsageError  # noqa: E402
-from ragjudge.metrics.registry import Param, measure  # noqa: E402
+from ragjudge.metrics.registry import Measure, Param, measure  # noqa: E402
 
 _EXPECTED = {"facets": ItemLabels, "nuggets": ItemLabels, "claims": ItemLabels,
              "entities": EntityLabels, "citations": CitationLabels}
@@ -907,7 +910,7 @@ _FLAG = lambda doc: Param(bool, False, flag=True, doc=doc)  # noqa: E731
 
 @measure("Coverage", cutoff="optional", needs=("facets",),
          aliases=("CoverageRecall", "Coverage_Recall"))
-def _coverage_measure(ctx, m):
+def _coverage_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Coverage Recall at k (seed 000 §2.2): does the top k cover every facet of the query?
 
     ``Coverage@k = |{facets f : some chunk in the top k covers f}| / |facets of the query|``
@@ -923,7 +926,7 @@ def _coverage_measure(ctx, m):
                  "all": _FLAG("every nugget (the default)"),
                  "weighted": _FLAG("each nugget counts with its weight (pyramid)")},
          aliases=("Nugget_Recall",))
-def _nugget_recall_measure(ctx, m):
+def _nugget_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Nugget Recall at k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024).
 
     A nugget's score at k: 1 if a top-k chunk supports it fully, 0.5 if the best support in
@@ -941,7 +944,7 @@ def _nugget_recall_measure(ctx, m):
 @measure("ContextRecall", cutoff="optional", needs=("claims",),
          params={"partial": _FLAG("partial support counts 0.5")},
          aliases=("Context_Recall",))
-def _context_recall_measure(ctx, m):
+def _context_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Context Recall at k (seed 000 §4.2, seed 001; RAGAS's definition, people as the judge).
 
     ``ContextRecall@k = |{claims of the reference answer fully supported by a top-k chunk}|
@@ -952,7 +955,7 @@ def _context_recall_measure(ctx, m):
 
 @measure("EntityRecall", cutoff="optional", needs=("entities",),
          aliases=("ContextEntityRecall", "ContextEntitiesRecall"))
-def _entity_recall_measure(ctx, m):
+def _entity_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Context Entities Recall at k (seed 001).
 
     ``EntityRecall@k = |RE ∩ RCE_k| / |RE|``: RE = the entities of the reference answer,
@@ -964,7 +967,7 @@ def _entity_recall_measure(ctx, m):
 
 @measure("Attribution", cutoff="optional", needs=("citations",),
          aliases=("AttributionRate", "ChunkAttribution"))
-def _attribution_measure(ctx, m):
+def _attribution_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Chunk Attribution Rate at k (seed 000 §4.4).
 
     ``Attribution@k = |{top-k chunks cited by the run's generated answer}| / min(k, retrieved)``

@@ -36,10 +36,7 @@ from sqlalchemy import select
 from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
-try:
-    from ragjudge.metrics.evaluation import EvalResult, evaluate
-except ImportError:  # the module's name before the metrics library renamed it
-    from ragjudge.metrics.evaluate import EvalResult, evaluate
+from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
 
