@@ -769,9 +769,9 @@ class AgreementReport:
         for t in self.binarised:
             for name in ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1"):
                 note(f"binarised[{t.threshold}].{name}", getattr(t, name))
-            for p in t.pairwise:
+            for pair in t.pairwise:
                 for name in ("cohen_kappa", "overlap"):
-                    note(f"binarised[{t.threshold}].pairwise[{p['a']},{p['b']}].{name}", p[name])
+                    note(f"binarised[{t.threshold}].pairwise[{pair['a']},{pair['b']}].{name}", pair[name])
         return out
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:

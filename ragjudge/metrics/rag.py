@@ -66,7 +66,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -365,11 +365,11 @@ class ItemLabels:
             out[item_row[keep], item_col[keep]] = np.asarray(values, dtype=dtype)[keep]
             return out
 
-        names = None
+        names: list[list[str]] | None = None
         if self.names is not None:
             names = [[] for _ in range(n_rows)]
             for i in np.flatnonzero(keep):
-                names[item_row[i]].append(str(self.names[i]))
+                names[item_row[i]].append(str(self.names[int(i)]))
         items = np.asarray(self.support_items, dtype=np.int64)
         levels = np.asarray(self.support_levels, dtype=np.int64)
         rows = cols = np.zeros(0, dtype=np.int64)
@@ -439,7 +439,8 @@ class EntityLabels:
         valid = np.zeros((len(query_ids), width), dtype=bool)
         for r, names in enumerate(entities):
             valid[r, : len(names)] = True
-        return ItemSupport(valid, rows, ranks, items, np.full(len(rows), FULL, np.int8),
+        return ItemSupport(valid, np.asarray(rows), np.asarray(ranks), np.asarray(items),
+                           np.full(len(rows), FULL, np.int8),
                            names=entities)
 
     def _texts(self, ids: list[str]) -> Mapping[str, str]:
@@ -751,7 +752,7 @@ def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *
         score = 1.0 if full <= kk else (0.5 if partial <= kk and not strict else 0.0)
         counted = not vital_only or support.vital is None or bool(support.vital[row, m])
         w = float(support.weight[row, m]) if weighted and support.weight is not None else 1.0
-        cells = [names[m] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
+        cells: list[Any] = [names[int(m)] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
         if not binary:
             cells.append(_rank_text(partial, chunk_ids) if partial < full else None)
             if support.vital is not None:
@@ -860,6 +861,10 @@ _EXPECTED = {"facets": ItemLabels, "nuggets": ItemLabels, "claims": ItemLabels,
              "entities": EntityLabels, "citations": CitationLabels}
 
 
+@overload
+def aligned_extra(ctx: Any, key: Literal["citations"]) -> Citations: ...
+@overload
+def aligned_extra(ctx: Any, key: str) -> ItemSupport: ...
 def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
     """``ctx.extras[key]`` aligned with the context's rows and ranks (once per context).
 

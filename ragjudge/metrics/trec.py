@@ -27,6 +27,7 @@ import io
 import math
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -117,7 +118,7 @@ def read_bytes(source: Any) -> tuple[np.ndarray, int, str | None]:
                     size = path.stat().st_size
                     buf = np.zeros(size + 9, dtype=np.uint8)
                     handle.seek(0)
-                    got = handle.readinto(memoryview(buf)[:size])
+                    got = handle.readinto(memoryview(buf)[:size])  # type: ignore[arg-type]  # an ndarray is a buffer; numpy's stubs omit it
                     return _finish(buf, got, name)
         except FileNotFoundError:
             raise InputError("no such file.", file=name) from None
@@ -179,7 +180,7 @@ def _split(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, 
     (None when line i of the block holds record i)."""
     # fast path: exactly one separator byte between fields and "\n" right after the last one,
     # so the separators are the token ends and each token starts one byte after a separator
-    seps = np.flatnonzero(block <= 32)
+    seps: np.ndarray = np.flatnonzero(block <= 32)
     n, rest = divmod(len(seps), nfields)
     if n and not rest:
         seps = seps.reshape(n, nfields)
@@ -239,7 +240,7 @@ def _gather(view: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     return out.view(f"S{8 * k}").ravel()
 
 
-def _concat(parts: list[np.ndarray], default: str) -> np.ndarray:
+def _concat(parts: list[np.ndarray], default: DTypeLike) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=default)
     if parts[0].dtype.kind == "S":
@@ -279,7 +280,7 @@ def _numbers(tokens: np.ndarray, dtype: DTypeLike, lines_of: Callable[[int], int
             raise InputError(f"{text!r} is not a finite number.", file=name, line=lines_of(i),
                              field=field)
         if dtype is not np.float64 and not _INT64_MIN <= value <= _INT64_MAX:
-            problem = grade_problem(value) if field == "grade" else f"{text!r} is out of range."
+            problem = grade_problem(int(value)) if field == "grade" else f"{text!r} is out of range."
             raise InputError(problem or "", file=name, line=lines_of(i), field=field)
     raise InputError(f"a {field} value cannot be read.", file=name, field=field)
 
@@ -299,7 +300,7 @@ def _parse_block(buf: np.ndarray, view: np.ndarray, lo: int, hi: int, fields: tu
         q = _gather(view, s[:, id_cols[0]], e[:, id_cols[0]] - s[:, id_cols[0]])
         c = _gather(view, s[:, id_cols[1]], e[:, id_cols[1]] - s[:, id_cols[1]])
         tokens = _gather(view, s[:, num_col], e[:, num_col] - s[:, num_col])
-        nums = _numbers(tokens, dtype, lambda i, L=lines: _line_of(L, 0, i), name,
+        nums = _numbers(tokens, dtype, partial(_line_of, lines, 0), name,
                         fields[num_col], what)
     except InputError as error:
         return error
