@@ -8,7 +8,7 @@ event (highest ``id``). Definitions (queries, chunks, runs, facets, nuggets) are
 from __future__ import annotations
 
 from datetime import datetime, UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -21,6 +21,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -60,6 +61,9 @@ def utcnow() -> datetime:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+    if TYPE_CHECKING:
+        # every model maps one Table (SQLAlchemy types it as any FromClause)
+        __table__: ClassVar[Table]
 
 
 class Setting(Base):
