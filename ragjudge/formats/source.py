@@ -26,7 +26,7 @@ from typing import IO, Any
 from ragjudge.errors import InputError
 from ragjudge.files import writing
 
-Source = str | bytes | os.PathLike | IO[Any]
+Source = str | bytes | os.PathLike | IO[Any] | io.IOBase
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest line a reader accepts (64 MiB): longer is almost surely not a line-based file."""

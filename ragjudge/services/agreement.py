@@ -616,7 +616,7 @@ def verdict_stability(
                 tau_undefined[a] = tau.reason
             taus[a] = tau.value
         defined = [t for t in taus.values() if t is not None]
-        largest = None
+        largest: dict[str, Any] | None = None
         for a in annotators:
             delta = scores[a][k] - base
             if len(delta) and np.isfinite(delta).any():

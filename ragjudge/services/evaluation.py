@@ -249,8 +249,8 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
         raw.text_factory = before
     if not rows:
         return np.zeros(0, dtype="S8"), np.zeros(0, dtype="S8")
-    queries, counts, chunks, ranks = zip(*rows)
-    counts = np.array(counts, dtype=np.int64)
+    queries, per_query, chunks, ranks = zip(*rows)
+    counts = np.array(per_query, dtype=np.int64)
     chunk_ids = np.array(_RUN_SEP.join(chunks).split(_RUN_SEP))
     rank_text = b",".join(r if isinstance(r, bytes) else str(r).encode() for r in ranks).split(b",")
     if len(chunk_ids) != int(counts.sum()) or len(rank_text) != len(chunk_ids):
@@ -575,22 +575,21 @@ def compare(
         values[name] = result.values[rows].T  # (measures, queries)
     defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
     complete = defined.all(axis=1)
-    options = dict(baseline=baseline, alpha=alpha, resamples=resamples,
+    options: dict[str, Any] = dict(baseline=baseline, alpha=alpha, resamples=resamples,
                    permutations=permutations, seed=seed)
     by_label: dict[str, list[PairedComparison]] = {}
     whole = [j for j in range(len(labels)) if complete[j]]
     if whole:
-        rows = compare_runs({n: v[whole] for n, v in values.items()},
-                            [labels[j] for j in whole], **options)
-        for row in rows:
+        compared = compare_runs({n: v[whole] for n, v in values.items()},
+                                [labels[j] for j in whole], **options)
+        for row in compared:
             by_label.setdefault(row.measure, []).append(row)
     for j in range(len(labels)):
         if complete[j]:
             continue
         keep = defined[j]
-        rows = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()}, [labels[j]],
-                            **options)
-        by_label[labels[j]] = rows
+        by_label[labels[j]] = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
+                                           [labels[j]], **options)
     return [_with_run_means(row, evaluation)
             for label in labels for row in by_label.get(label, [])]
 
@@ -604,4 +603,4 @@ def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComp
     for side, value in means.items():
         if math.isnan(value):
             undefined[side] = "the measure is undefined on every query of the run"
-    return replace(row, **means, undefined=undefined)
+    return replace(row, mean_a=means["mean_a"], mean_b=means["mean_b"], undefined=undefined)

@@ -15,7 +15,7 @@ Rows stream from SQL to the file; nothing is held whole except the gold qrels.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -127,7 +127,7 @@ def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # 
     return write_records("labels", label_lines(project), dest, fmt)
 
 
-def run_entries(project, name: str) -> Iterator[RunEntry]:  # noqa: ANN001
+def run_entries(project, name: str) -> Generator[RunEntry, None, None]:  # noqa: ANN001
     """The entries of run ``name`` in rank order per query (queries sorted by id)."""
     entries = RunEntryRow.__table__
     with project.connect() as connection:

@@ -47,7 +47,7 @@ from sqlalchemy import (
     Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text, and_, bindparam, delete,
     exists, false, func, insert, literal, null, or_, select, update,
 )
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -133,7 +133,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         raise UsageError(f"a BEIR folder holds no {kind}; give a TREC, JSONL or CSV file.")
     if kind == "run" and name is None:
         name = run_name_for(source)
-    elif kind == "run" and not name.strip():  # was imported silently as a run named 'run'
+    elif kind == "run" and name is not None and not name.strip():  # was imported silently as a run named 'run'
         raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
     scale = project.scale
 
@@ -241,7 +241,7 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
             result = ImportResult(kind=kind, file=file)
             total = dataset_count(dataset, kind)
             report = None if progress is None else (
-                lambda done, total=total, file=file: progress(done, total, file))  # type: ignore[misc]
+                lambda done, total=total, file=file: progress(done, total, file))
             records = read_dataset(dataset, full, kind, numbered=True, progress=report)
             if kind == "qrels":
                 refs = _References(connection, create_missing, result)
@@ -805,9 +805,8 @@ def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], f
         key = (record.query_id, record.facet)
         created = False
         if key not in facet_ids:
-            facet_ids[key] = connection.execute(insert(facets_t).values(
-                query_id=record.query_id, name=record.facet, removed=False, created_at=utcnow())
-            ).inserted_primary_key[0]
+            facet_ids[key] = _new_id(connection.execute(insert(facets_t).values(
+                query_id=record.query_id, name=record.facet, removed=False, created_at=utcnow())))
             created = True
         if record.chunk_id is None:
             if created:
@@ -836,10 +835,10 @@ def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], 
     items, who_of = _judgment_lines(connection, records, file, annotator, refs, result)
     known: dict[tuple[str, str], Any] = {}
     for part in _batches(sorted({r.query_id for _, r in items})):
-        for row in connection.execute(select(nuggets_t).where(nuggets_t.c.query_id.in_(part),
-                                                              nuggets_t.c.removed.is_(False))
-                                      .order_by(nuggets_t.c.id)):
-            known.setdefault((row.query_id, row.text), row)
+        for found in connection.execute(select(nuggets_t).where(nuggets_t.c.query_id.in_(part),
+                                                                nuggets_t.c.removed.is_(False))
+                                        .order_by(nuggets_t.c.id)):
+            known.setdefault((found.query_id, found.text), found)
     attributes = ("importance", "kind", "weight")
     updated: set[int] = set()
     for line, record in items:
@@ -849,9 +848,9 @@ def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], 
         changed = False
         if row is None:
             values = {a: getattr(record, a) for a in attributes}
-            nugget_id = connection.execute(insert(nuggets_t).values(
+            nugget_id = _new_id(connection.execute(insert(nuggets_t).values(
                 query_id=record.query_id, text=record.nugget, removed=False, created_at=utcnow(),
-                **values)).inserted_primary_key[0]
+                **values)))
             known[key] = row = _Row(id=nugget_id, **values)
             changed = True
         else:
@@ -881,8 +880,18 @@ def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], 
 
 
 class _Row:
+    id: int
+
     def __init__(self, **values: Any) -> None:
         self.__dict__.update(values)
+
+
+def _new_id(result: CursorResult[Any]) -> int:
+    """The id of the one row an INSERT added."""
+    key = result.inserted_primary_key
+    if key is None:  # pragma: no cover - a one-row INSERT always reports its key
+        raise RuntimeError("the database reported no id for an inserted row")
+    return key[0]
 
 
 def _import_entities(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
@@ -938,8 +947,8 @@ def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], 
             answer_id = row.id
             result.updated += 1
         else:
-            answer_id = connection.execute(insert(answers_t).values(
-                query_id=record.query_id, run=record.run, text=record.text)).inserted_primary_key[0]
+            answer_id = _new_id(connection.execute(insert(answers_t).values(
+                query_id=record.query_id, run=record.run, text=record.text)))
             result.added += 1
         if cited:
             connection.execute(insert(citations_t), [

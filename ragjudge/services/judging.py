@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -134,7 +135,9 @@ def annotator_seen_guidelines(project, name: str) -> bool:  # noqa: ANN001
 def mark_guidelines_seen(project, name: str) -> None:  # noqa: ANN001
     def work(session: Session) -> None:
         _ensure_annotator(session, name)
-        session.get(Annotator, name).seen_guidelines = True
+        annotator = session.get(Annotator, name)
+        assert annotator is not None  # ensured just above, in the same transaction
+        annotator.seen_guidelines = True
 
     project.write(work)
 
@@ -244,7 +247,7 @@ def _add_event(project, *, annotator: str, query_id: str, chunk_id: str, grade: 
     return project.write(work)
 
 
-def record_label(project, *, annotator: str, query_id: str, chunk_id: str, grade: int,  # noqa: ANN001
+def record_label(project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,  # noqa: ANN001
                  duration_ms: int | None = None, note: str | None = None, source: str = "tui") -> int:
     """Record ``grade`` for the pair as one committed event; returns the event id.
 
@@ -345,6 +348,7 @@ def undo_last(project, annotator: str) -> UndoResult | None:  # noqa: ANN001
         ).first()
         if target is None:
             return None
+        source: str | None
         if target.source == RECHECK:
             grade, skipped, note, source = None, False, None, RECHECK
         else:
@@ -384,8 +388,8 @@ class NuggetView:
     """The annotator's support of this nugget by the chunk in view: full, partial or none."""
 
 
-def _newest_marks(session: Session, model, key_col, ids: list[int], annotator: str | None,  # noqa: ANN001
-                  chunk_id: str | None) -> dict[int, object]:
+def _newest_marks(session: Session, model: type[FacetLink] | type[NuggetSupport], key_col: Any, ids: list[int],
+                  annotator: str | None, chunk_id: str | None) -> dict[int, Any]:
     """The newest mark event per facet/nugget id for the annotator and chunk (one select)."""
     if not ids or not annotator or not chunk_id:
         return {}

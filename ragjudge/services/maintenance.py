@@ -42,7 +42,8 @@ from ragjudge.store.schema import (
     RunEntry,
 )
 
-EVENT_TABLES = {
+EVENT_TABLES: dict[str, type[Label] | type[FacetLink] | type[NuggetSupport] | type[Adjudication]
+                   | type[PairMark]] = {
     "labels": Label,
     "facet_links": FacetLink,
     "nugget_support": NuggetSupport,
@@ -262,8 +263,8 @@ def _gaps(connection: Connection, name: str, model: Any, summary: TableSummary, 
     a hole is a lost event). PostgreSQL sequences skip numbers on rolled-back inserts, so holes
     there are reported, not failed."""
     check = f"{name}: no missing events"
-    if summary.events == 0:
-        return Check(check, "ok", "no events yet")
+    if summary.events == 0 or summary.first_id is None or summary.last_id is None:
+        return Check(check, "ok", "no events yet")  # (a table with events has their ids)
     expected = summary.last_id - (1 if backend == "sqlite" else summary.first_id) + 1
     missing = expected - summary.events
     if missing == 0:

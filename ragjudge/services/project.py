@@ -191,9 +191,10 @@ class Project:
             finally:
                 connection.close()
 
-        if self._writers is not None:
+        writers = self._writers
+        if writers is not None:
             def queued() -> T:
-                with self._writers:
+                with writers:
                     return attempt()
             return self._retry(queued)
         return self._retry(attempt)

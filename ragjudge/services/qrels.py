@@ -14,10 +14,13 @@ current grade under a rule (ragjudge/ARCHITECTURE.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from ragjudge.errors import UsageError
 from ragjudge.models import AGGREGATION_RULES
@@ -85,17 +88,21 @@ def current_labels(connection: Connection, *, annotator: str | None = None) -> L
     return _to_arrays(raw_rows(connection, stmt))
 
 
-def raw_rows(connection: Connection, stmt) -> list[tuple]:  # noqa: ANN001
+def raw_rows(connection: Connection, stmt: ClauseElement) -> list[tuple]:
     """All rows of a Core select as plain tuples from the database driver's own cursor: the
     same SQL and parameters as ``connection.execute(stmt).all()``, without building a
     SQLAlchemy row per result row (a third of the time on a million labels)."""
     compiled = stmt.compile(dialect=connection.dialect,
                             compile_kwargs={"render_postcompile": True})
+    assert isinstance(compiled, SQLCompiler)  # a select compiles with the dialect's SQL compiler
+    params: tuple[Any, ...] | dict[str, Any]
     if compiled.positional:
-        params = tuple(compiled.params[name] for name in compiled.positiontup)
+        params = tuple(compiled.params[name] for name in compiled.positiontup or ())
     else:
         params = dict(compiled.params)
-    cursor = connection.connection.driver_connection.cursor()
+    driver = connection.connection.driver_connection
+    assert driver is not None  # an open connection has its driver's connection
+    cursor = driver.cursor()
     try:
         cursor.execute(str(compiled), params)
         return cursor.fetchall()

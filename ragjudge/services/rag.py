@@ -140,8 +140,8 @@ def _combine(keys: list[str], chunks: list[str], annotators: list[str], values: 
     if rule.startswith("annotator:"):
         who = rule.split(":", 1)[1]
         keep = [i for i, a in enumerate(annotators) if a == who]
-        keys, chunks, annotators, values = ([xs[i] for i in keep]
-                                            for xs in (keys, chunks, annotators, values))
+        keys, chunks = [keys[i] for i in keep], [chunks[i] for i in keep]
+        annotators, values = [annotators[i] for i in keep], [values[i] for i in keep]
     if not keys:
         return []
     order = sorted(range(len(keys)), key=lambda i: (keys[i], chunks[i], annotators[i]))
