@@ -37,7 +37,7 @@ from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
-from ragjudge.metrics.registry import parse_measure
+from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
 
 __all__ = [
@@ -163,17 +163,24 @@ class _View:
     rule: str
     measures: list[str]
     values: dict[str, np.ndarray] = field(default_factory=dict)
-    present: np.ndarray | None = None
+    present: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     totals: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: sum of the defined values (exact after a full pass, then running)"""
     counts: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: queries where the value is defined"""
-    base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    base: tuple[np.ndarray, np.ndarray, np.ndarray] = field(default_factory=lambda: (
+        np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64)))
     """the judgments of the last full pass: (query ids, chunk ids, grades), grouped by query"""
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     """query -> its rows in ``base``"""
     override: dict[str, dict[str, int]] = field(default_factory=dict)
     """query -> its judgments since (empty: none left), replacing its rows in ``base``"""
+    parsed: list[Measure] = field(default_factory=list)
+    """``measures`` parsed"""
+    plain: list[int] = field(default_factory=list)
+    """columns of the measures that need only the qrels and the run"""
+    rag: list[int] = field(default_factory=list)
+    """columns of the measures that need the project's facets, nuggets, ..."""
 
     def set_base(self, q: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
         if len(q) and np.any(q[1:] < q[:-1]):
@@ -476,6 +483,7 @@ class LiveEvaluation:
                     old = {}
             if not reuse:
                 old = {}
+            assert self._labels is not None  # read or brought up to date just above
             labels, decided = self._labels.merged(), self._labels.decided
             self.annotators = sorted(set(labels.annotators.tolist()))
             self.views = {}
@@ -516,9 +524,9 @@ class LiveEvaluation:
         measures = self._view_measures(rule)
         n = len(self.query_ids)
         view = _View(rule, measures, present=np.zeros(n, dtype=bool))
-        view.parsed = [parse_measure(m) for m in measures]  # type: ignore[attr-defined]
-        view.plain = [j for j, m in enumerate(view.parsed) if not m.needs]  # type: ignore[attr-defined]
-        view.rag = [j for j, m in enumerate(view.parsed) if m.needs]  # type: ignore[attr-defined]
+        view.parsed = [parse_measure(m) for m in measures]
+        view.plain = [j for j, m in enumerate(view.parsed) if not m.needs]
+        view.rag = [j for j, m in enumerate(view.parsed) if m.needs]
         for name in self.runs:
             view.values[name] = np.full((n, len(measures)), np.nan)
         view.set_base(np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
@@ -537,13 +545,15 @@ class LiveEvaluation:
         if query_ids is None:
             q, c, g = view.pairs()
         else:
-            q, c, g = [], [], []
+            qs: list[str] = []
+            cs: list[str] = []
+            gs: list[int] = []
             for qid in query_ids:
                 for cid, grade in view.judgments_of(qid).items():
-                    q.append(qid)
-                    c.append(cid)
-                    g.append(grade)
-            g = np.array(g, dtype=np.int64)
+                    qs.append(qid)
+                    cs.append(cid)
+                    gs.append(grade)
+            q, c, g = np.array(qs, dtype=object), np.array(cs, dtype=object), np.array(gs, dtype=np.int64)
         chunks = _encode(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
         return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64),
@@ -552,13 +562,13 @@ class LiveEvaluation:
     def _full(self, view: _View) -> None:
         qrels = self._qrels_of(view)
         view.present[:] = False
-        if qrels.n_queries == 0 and not view.rag:  # type: ignore[attr-defined]
+        if qrels.n_queries == 0 and not view.rag:
             for matrix in view.values.values():
                 matrix[:] = np.nan
             view.resum()
             return
-        plain = [view.parsed[j] for j in view.plain]  # type: ignore[attr-defined]
-        rag = [view.parsed[j] for j in view.rag]  # type: ignore[attr-defined]
+        plain = [view.parsed[j] for j in view.plain]
+        rag = [view.parsed[j] for j in view.rag]
         rows = None
         for name, run in self.runs.items():
             matrix = view.values[name]
@@ -566,11 +576,11 @@ class LiveEvaluation:
             if plain:
                 result = evaluate(qrels, run, plain, threshold=self.threshold, queries="judged")
                 rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.plain)] = result.values
+                matrix[np.ix_(rows, view.plain)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             if rag:
                 result = self._rag(view, name, qrels, run, rag, "judged")
                 rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.rag)] = result.values
+                matrix[np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
         if rows is not None:
             view.present[rows] = True
         view.resum()
@@ -613,13 +623,13 @@ class LiveEvaluation:
         return view.present.size * len(view.measures) <= SMALL_VIEW_CELLS
 
     def _evaluate_rag(self, view: _View, judged: list[str]) -> None:
-        if view.rag:  # type: ignore[attr-defined]
-            rag = [view.parsed[j] for j in view.rag]  # type: ignore[attr-defined]
+        if view.rag:
+            rag = [view.parsed[j] for j in view.rag]
             qrels = self._qrels_of(view, judged)
             for name in self.runs:
                 run = self._sub_run(name, judged)
                 result = self._rag(view, name, qrels, run, rag, judged)
-                view.values[name][np.ix_(self._rows(result.query_ids), view.rag)] = result.values  # type: ignore[attr-defined]
+                view.values[name][np.ix_(self._rows(result.query_ids), view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
 
     def _sub_run(self, name: str, query_ids: list[str]) -> Run:
         run = self.runs[name]
@@ -638,17 +648,17 @@ class LiveEvaluation:
     def _evaluate_plain(self, jobs: list[tuple[_View, list[str]]]) -> None:
         """Every (view, run, touched query) as one row of a single small evaluation context:
         row ``"{v}\x1f{i}\x1f{query}"`` is run i on that query under view v's judgments."""
-        jobs = [(view, judged) for view, judged in jobs if judged and view.plain]  # type: ignore[attr-defined]
+        jobs = [(view, judged) for view, judged in jobs if judged and view.plain]
         if not jobs:
             return
         columns: dict[str, int] = {}
-        parsed = []
+        parsed: list[Measure] = []
         for view, _ in jobs:
-            for j in view.plain:  # type: ignore[attr-defined]
+            for j in view.plain:
                 label = view.measures[j]
                 if label not in columns:
                     columns[label] = len(parsed)
-                    parsed.append(view.parsed[j])  # type: ignore[attr-defined]
+                    parsed.append(view.parsed[j])
         names = list(self.runs)
         qq: list[bytes] = []
         qc: list[bytes] = []
@@ -685,13 +695,13 @@ class LiveEvaluation:
         else:
             run = Run([], [], None, ordered=True)
         result = evaluate(qrels, run, parsed, threshold=self.threshold, queries=wanted)
-        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))  # type: ignore[attr-defined]
+        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
                 for view, _ in jobs]
-        for key, values in zip(result.query_ids, result.values):
-            v, i, qid = key.split(_SEP, 2)
-            view = jobs[int(v)][0]
-            cols, source = maps[int(v)]
-            view.values[names[int(i)]][self.row[qid], cols] = values[source]
+        for row_key, values in zip(result.query_ids, result.values):
+            job, run_index, qid = row_key.split(_SEP, 2)
+            view = jobs[int(job)][0]
+            cols, source = maps[int(job)]
+            view.values[names[int(run_index)]][self.row[qid], cols] = values[source]
 
     # -- new labels --------------------------------------------------------------------------
 
@@ -907,11 +917,11 @@ class LiveEvaluation:
             rows = np.flatnonzero(gold.present)
             qids = [self.query_ids[r] for r in rows]
             cols = [gold.measures.index(m) for m in self.measures]
-            parsed = [gold.parsed[j] for j in cols]  # type: ignore[attr-defined]
+            parsed = [gold.parsed[j] for j in cols]
             results = {}
             for name in runs or list(self.runs):
                 answered = self.run_lengths[name][rows] > 0
-                results[name] = EvalResult(name, qids, parsed, gold.values[name][np.ix_(rows, cols)].copy(),
+                results[name] = EvalResult(name, qids, parsed, gold.values[name][np.ix_(rows, cols)].copy(),  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
                                            answered, "judged", self.threshold)
             first = next(iter(results.values()))
             return Evaluation(measures=list(self.measures), results=results, query_ids=qids,
@@ -926,7 +936,7 @@ class LiveEvaluation:
             gold = self.views[self.rule]
             rows = np.flatnonzero(gold.present)
             cols = [gold.measures.index(m) for m in self.measures]
-            matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}
+            matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             judged = gold.pairs()
         n = len(rows)
         budget = resamples or self.resamples
@@ -965,7 +975,7 @@ class LiveEvaluation:
         from ragjudge.services.agreement import load_ratings
 
         ratings = load_ratings(self.project)
-        out = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None, "disputed": 0,
+        out: dict[str, Any] = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None, "disputed": 0,
                "disputed_by_query": {}}
         if ratings.matrix.size == 0:
             return out
