@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import select
@@ -39,6 +39,9 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
+
+if TYPE_CHECKING:
+    from ragjudge.services.qrels import LabelArrays
 
 __all__ = [
     "CURVE_K",
@@ -278,7 +281,7 @@ class _LabelCopy:
         self.decided = {k: g for k, g in self.decided.items() if k[0] not in touched}
         self.decided.update(decided)
 
-    def merged(self):
+    def merged(self) -> LabelArrays:
         """Every current label, sorted by query, chunk, annotator (then kept as the base)."""
         if not self.override:
             return self.base
@@ -1032,7 +1035,8 @@ class LiveEvaluation:
         return explanation.render()
 
 
-def gold_arrays(labels, decided: dict[tuple[str, str], int], rule: str):  # noqa: ANN001
+def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
+                rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
     :func:`ragjudge.services.qrels.gold_qrels` (adjudication first, else the rule over the
     annotators' current grades), computed for every pair at once.

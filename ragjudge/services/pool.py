@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, exists, func, select
+from sqlalchemy import Select, and_, exists, func, select
 
 from ragjudge.services.qrels import newest_label_ids
 from ragjudge.store.schema import Label, RunEntry
@@ -10,7 +10,7 @@ from ragjudge.store.schema import Label, RunEntry
 DEFAULT_DEPTH = 10
 
 
-def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None):
+def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> Select:
     """A select of distinct (query_id, chunk_id) pairs in the pool."""
     stmt = select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.rank <= depth).distinct()
     if runs:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, ColumnElement, Subquery
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from ragjudge.errors import UsageError
@@ -58,12 +58,12 @@ RECHECK = "recheck"
 annotator's current label."""
 
 
-def not_recheck():
+def not_recheck() -> ColumnElement[bool]:
     """A clause for label events that are not blind re-checks (portable SQL: no ``IS NOT 'x'``)."""
     return or_(Label.source.is_(None), Label.source != RECHECK)
 
 
-def newest_label_ids():
+def newest_label_ids() -> Subquery:
     """A subquery of the newest non-recheck label event id per (annotator, query, chunk)."""
     return (
         select(func.max(Label.id).label("id"))

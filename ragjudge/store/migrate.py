@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime, UTC
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from ragjudge.errors import ProjectError
 
@@ -17,7 +21,7 @@ REVISIONS = ("0001", "0002", "0003")
 HEAD = REVISIONS[-1]
 
 
-def _alembic_config(connection: Connection):
+def _alembic_config(connection: Connection) -> Config:
     from alembic.config import Config
 
     config = Config()

@@ -8,6 +8,9 @@ highlighted nugget. Every mark is an append-only event of this annotator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -120,7 +123,7 @@ class FacetsScreen(ModalScreen[None]):
         kind, _, ident = option.id.partition(":")
         return kind, int(ident)
 
-    def _do(self, fn, *args, **kwargs) -> bool:  # noqa: ANN001
+    def _do(self, fn: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
         try:
             fn(*args, **kwargs)
             return True
