@@ -20,15 +20,18 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
-from ragjudge.metrics.registry import parse_measure
+from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -169,7 +172,7 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
 # -- a project ---------------------------------------------------------------------------------
 
 
-def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noqa: ANN001
+def project_qrels(project: Project, rule: str | None = None) -> tuple[Qrels, str]:
     """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
 
     The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
@@ -185,7 +188,7 @@ def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noq
     return Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=top), rule
 
 
-def project_run_names(project) -> list[str]:  # noqa: ANN001
+def project_run_names(project: Project) -> list[str]:
     """The names of the runs stored in the project, sorted."""
     from sqlalchemy import select
 
@@ -195,7 +198,7 @@ def project_run_names(project) -> list[str]:  # noqa: ANN001
         return list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
 
 
-def project_run(project, name: str, *, batch: int = 200_000) -> Run:  # noqa: ANN001
+def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
     """The run stored under ``name``, in its stored rank order (trec_eval's, set at import).
 
     Read with the database driver's own cursor straight into numpy arrays of id bytes (no
@@ -298,7 +301,7 @@ def _stratum(value: Any) -> str:
     return str(value)
 
 
-def project_strata(project, by: str) -> dict[str, str]:  # noqa: ANN001
+def project_strata(project: Project, by: str) -> dict[str, str]:
     """``{query id: stratum}`` from the queries' ``category`` (``by="category"``) or
     ``meta[by]``. Raises a UsageError when no query has the field."""
     from sqlalchemy import select
@@ -466,7 +469,7 @@ def evaluate_all(
     *,
     threshold: int = 1,
     queries: Any = "judged",
-    project=None,  # noqa: ANN001
+    project: Project | None = None,
     rule: str | None = None,
     qrels_source: str = "",
     strata: Mapping[str, str] | None = None,
@@ -506,7 +509,8 @@ def evaluate_all(
     return evaluation
 
 
-def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule):  # noqa: ANN001, ANN202
+def _project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],
+                    threshold: int | None, queries: Any, rule: str | None) -> dict[str, Any] | None:
     """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked."""
     needs = {key for m in parsed for key in m.needs}
     if not needs:
@@ -522,7 +526,7 @@ def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
     return rag_extras(project, name, measures=parsed, rule=rule)
 
 
-def explain_query(project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,  # noqa: ANN001
+def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,
                   *, threshold: int, rule: str | None = None) -> Any:
     """The step-by-step computation of ``measure`` for one query (``ragjudge explain`` and the
     evaluation screen). RAG measures get the project's facets, nuggets, entities or citations;

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
@@ -28,11 +28,14 @@ from ragjudge.models import Judgment, RunEntry
 from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, PairMark, Run
 from ragjudge.store.schema import RunEntry as RunEntryRow
 
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
 EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets")
 DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl"}
 
 
-def export(project, kind: str, dest: Destination, *, name: str | None = None,  # noqa: ANN001
+def export(project: Project, kind: str, dest: Destination, *, name: str | None = None,
            rule: str | None = None, fmt: str | None = None) -> int:
     """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file); returns the
     number of lines written (not counting a CSV header)."""
@@ -58,7 +61,7 @@ def export(project, kind: str, dest: Destination, *, name: str | None = None,  #
     return export_nuggets(project, dest, fmt=fmt)
 
 
-def export_qrels(project, dest: Destination, *, rule: str | None = None, fmt: str = "trec") -> int:  # noqa: ANN001
+def export_qrels(project: Project, dest: Destination, *, rule: str | None = None, fmt: str = "trec") -> int:
     """The gold qrels under ``rule`` (default: the project's rule)."""
     from ragjudge.services.qrels import gold_qrels
 
@@ -69,7 +72,7 @@ def export_qrels(project, dest: Destination, *, rule: str | None = None, fmt: st
                          dest, fmt)
 
 
-def label_lines(project) -> Iterator[dict[str, Any]]:  # noqa: ANN001
+def label_lines(project: Project) -> Iterator[dict[str, Any]]:
     """Every annotator's current label per pair with a grade, and every pair an annotator
     flagged or commented on, as label-line dicts sorted by query, chunk and annotator.
 
@@ -118,7 +121,7 @@ def label_lines(project) -> Iterator[dict[str, Any]]:  # noqa: ANN001
 BATCH_ROWS = 10_000
 
 
-def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+def export_labels(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
     """Every annotator's current labels with annotator, time (``created_at``, UTC), note, flag
     and comment."""
     if fmt == "trec":
@@ -127,7 +130,7 @@ def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # 
     return write_records("labels", label_lines(project), dest, fmt)
 
 
-def run_entries(project, name: str) -> Generator[RunEntry, None, None]:  # noqa: ANN001
+def run_entries(project: Project, name: str) -> Generator[RunEntry, None, None]:
     """The entries of run ``name`` in rank order per query (queries sorted by id)."""
     entries = RunEntryRow.__table__
     with project.connect() as connection:
@@ -139,7 +142,7 @@ def run_entries(project, name: str) -> Generator[RunEntry, None, None]:  # noqa:
             yield RunEntry(query_id=row.query_id, chunk_id=row.chunk_id, score=row.score, rank=row.rank)
 
 
-def export_run(project, name: str, dest: Destination, *, fmt: str = "trec") -> int:  # noqa: ANN001
+def export_run(project: Project, name: str, dest: Destination, *, fmt: str = "trec") -> int:
     """Run ``name`` with its ranks and scores (TREC tag: the run's name)."""
     entries = run_entries(project, name)
     first = next(entries, None)  # raises the unknown-run error before the file is opened
@@ -156,7 +159,7 @@ def export_run(project, name: str, dest: Destination, *, fmt: str = "trec") -> i
         entries.close()  # a refused or failed write ends the read (and its connection) now
 
 
-def facet_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
+def facet_lines(project: Project) -> list[dict[str, Any]]:
     """Facet definitions, then each annotator's current coverage (its newest link event)."""
     facets, links = Facet.__table__, FacetLink.__table__
     newest = select(func.max(links.c.id).label("id")).group_by(
@@ -175,13 +178,13 @@ def facet_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
     return lines
 
 
-def export_facets(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+def export_facets(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
     if fmt == "trec":
         raise UsageError("facets have no TREC format; use --format jsonl or csv.")
     return write_records("facets", facet_lines(project), dest, fmt)
 
 
-def nugget_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
+def nugget_lines(project: Project) -> list[dict[str, Any]]:
     """Nugget definitions, then each annotator's current support (its newest event)."""
     nuggets, support = Nugget.__table__, NuggetSupport.__table__
     newest = select(func.max(support.c.id).label("id")).group_by(
@@ -202,13 +205,13 @@ def nugget_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
     return lines
 
 
-def export_nuggets(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+def export_nuggets(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
     if fmt == "trec":
         raise UsageError("nuggets have no TREC format; use --format jsonl or csv.")
     return write_records("nuggets", nugget_lines(project), dest, fmt)
 
 
-def _run_list(project) -> str:  # noqa: ANN001
+def _run_list(project: Project) -> str:
     with project.connect() as connection:
         names = list(connection.scalars(select(Run.__table__.c.name).order_by(Run.__table__.c.name)))
     return ", ".join(names) if names else "none yet (ragjudge import run FILE)"

@@ -41,6 +41,9 @@ from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
 
 if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
+if TYPE_CHECKING:
     from ragjudge.services.qrels import LabelArrays
 
 __all__ = [
@@ -69,7 +72,7 @@ update (well under a millisecond); beyond, running sums are kept and made exact 
 :meth:`LiveEvaluation.resync` (the details pass)."""
 
 
-def saved_measures(project) -> list[str]:  # noqa: ANN001
+def saved_measures(project: Project) -> list[str]:
     """The measures the project's evaluation screen shows (the default scorecard until saved)."""
     from ragjudge.services.evaluation import DEFAULT_MEASURES
 
@@ -84,7 +87,7 @@ def saved_measures(project) -> list[str]:  # noqa: ANN001
     return list(DEFAULT_MEASURES)
 
 
-def save_measures(project, measures: Sequence[str]) -> None:  # noqa: ANN001
+def save_measures(project: Project, measures: Sequence[str]) -> None:
     """Keep the evaluation screen's measures in the project (checked first)."""
     for name in measures:
         parse_measure(name)

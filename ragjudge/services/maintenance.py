@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, make_url
@@ -41,6 +41,9 @@ from ragjudge.store.schema import (
     Query,
     RunEntry,
 )
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 EVENT_TABLES: dict[str, type[Label] | type[FacetLink] | type[NuggetSupport] | type[Adjudication]
                    | type[PairMark]] = {
@@ -96,7 +99,7 @@ def pg_dump_advice(db: str) -> str:
     )
 
 
-def backup(project, target: str | os.PathLike | None = None, *, overwrite: bool = False) -> BackupResult:  # noqa: ANN001
+def backup(project: Project, target: str | os.PathLike | None = None, *, overwrite: bool = False) -> BackupResult:
     """Write a consistent copy of a SQLite project to ``target`` (default: a time-stamped file
     next to the project). Safe while annotators write. Raises :class:`UsageError` for a
     PostgreSQL project (see :func:`pg_dump_advice`), :class:`ragjudge.files.OutputError` when
@@ -212,7 +215,7 @@ class VerifyReport:
         }
 
 
-def verify(project, *, now: datetime | None = None) -> VerifyReport:  # noqa: ANN001
+def verify(project: Project, *, now: datetime | None = None) -> VerifyReport:
     """Check the project: storage integrity, schema revision, every event table (count, newest
     event, ids without gaps), and references from events to queries, chunks, annotators, facets
     and nuggets that no longer exist. Read-only."""

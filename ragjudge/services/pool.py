@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Select, and_, exists, func, select
 
 from ragjudge.services.qrels import newest_label_ids
 from ragjudge.store.schema import Label, RunEntry
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 DEFAULT_DEPTH = 10
 
@@ -18,7 +23,7 @@ def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> Se
     return stmt
 
 
-def pool_size_and_judged(project, depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> dict:  # noqa: ANN001
+def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> dict:
     """How many pairs the pool holds and how many have a current grade from any annotator."""
     pool = pool_select(depth, runs).subquery()
     newest = newest_label_ids()

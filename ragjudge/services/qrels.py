@@ -14,7 +14,7 @@ current grade under a rule (ragjudge/ARCHITECTURE.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import func, or_, select
@@ -25,6 +25,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from ragjudge.errors import UsageError
 from ragjudge.models import AGGREGATION_RULES
 from ragjudge.store.schema import Adjudication, Annotator, Label
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 RULES = (*AGGREGATION_RULES, "annotator:NAME", "adjudicated")
 
@@ -176,7 +179,7 @@ def _check_annotator_known(connection: Connection, name: str) -> None:
         )
 
 
-def gold_qrels(project, rule: str | None = None) -> list[tuple[str, str, int]]:  # noqa: ANN001
+def gold_qrels(project: Project, rule: str | None = None) -> list[tuple[str, str, int]]:
     """The gold qrels of a project: adjudication first, else ``rule`` (default: the project's)."""
     rule = check_rule(rule or project.rule)
     with project.connect() as connection:

@@ -36,7 +36,7 @@ How the annotators' labels become one judgement (the gold rule for RAG labels)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import func, select
@@ -63,12 +63,15 @@ from ragjudge.store.schema import (
     NuggetSupport,
 )
 
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
 __all__ = ["rag_extras", "chunk_texts"]
 
 _BATCH = 500  # ids per IN (...) clause
 
 
-def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | None = None,  # noqa: ANN001
+def rag_extras(project: Project, run_name: str | None = None, query_ids: Sequence[str] | None = None,
                chunk_matrix: Any = None, measures: Iterable[Any] | None = None, *,
                rule: str | None = None) -> dict[str, Any]:
     """Extras for the RAG measures of ``run_name`` from the project's labels.
@@ -118,7 +121,7 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
     return aligned
 
 
-def chunk_texts(project, ids: Sequence[str]) -> dict[str, str]:  # noqa: ANN001
+def chunk_texts(project: Project, ids: Sequence[str]) -> dict[str, str]:
     """``{chunk id: text}`` for the given ids (read in batches)."""
     ids = list(ids)
     out: dict[str, str] = {}
