@@ -69,6 +69,31 @@ class UsageError(RagjudgeError):
     """Options that do not fit together, an unknown measure name, an unknown run, ..."""
 
 
+def why_unusable(exc: OSError, path: object) -> str:
+    """Why the system refused to open or look at ``path``, as the sentence a message ends with:
+    permission (the folders above count too), a name over the system's limit (the limit
+    stated), a loop of links, else the system's own words."""
+    import errno
+    import os
+
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return ("cannot be read: permission denied (check the permissions of the file and of "
+                "every folder above it).")
+    if exc.errno == errno.ENAMETOOLONG:
+        from pathlib import Path
+
+        longest = max((len(os.fsencode(part)) for part in Path(str(path)).parts), default=0)
+        try:
+            limit = os.pathconf("/", "PC_NAME_MAX")
+        except (OSError, ValueError):
+            limit = 255
+        return (f"the name is too long for this system: a file or folder name has at most "
+                f"{limit} bytes here, and this one has {longest}.")
+    if exc.errno == errno.ELOOP:
+        return "cannot be read: its symbolic links form a loop."
+    return f"cannot be read: {exc.strerror or exc}."
+
+
 class CheckFailed(Exception):
     """A gate or verification found a failure: exit code 1, not an input error."""
 

@@ -10,7 +10,17 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import (
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_SEED,
+    check_int,
+    console,
+    err_console,
+    open_project,
+    print_json,
+    safe,
+)
 from ragjudge.errors import UsageError
 
 AGREE_EPILOG = (
@@ -43,8 +53,7 @@ def _check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> N
 
 
 def _check_limit(limit: int) -> None:
-    if limit < 0:
-        raise UsageError(f"--limit {limit}: give a number of pairs, 0 or more.")
+    check_int("--limit", limit, 0, MAX_LIMIT, "the number of pairs to list")
 
 
 @app.command(epilog=AGREE_EPILOG)
@@ -271,6 +280,8 @@ def assign(
     from ragjudge.services.assignment import assignment_progress
 
     _check_choice("--format", format, ("table", "json"))
+    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
+    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     names = [n for n in annotators.split(",") if n.strip()]
     run_names = None if runs is None else [r.strip() for r in runs.split(",") if r.strip()]
     with open_project() as project:

@@ -10,6 +10,8 @@ from typing import Any
 from rich.console import Console
 
 from ragjudge.safetext import markup, mask_secrets
+from ragjudge.errors import UsageError
+
 
 # no emoji codes: a run named ":a:" is shown as typed (markup is escaped by safe())
 console = Console(highlight=False, soft_wrap=False, emoji=False)
@@ -41,6 +43,27 @@ def open_project(*, create: bool = False):  # noqa: ANN201 - Project
     from ragjudge.services.project import Project
 
     return Project.open(project_db(), create=create)
+
+
+MAX_DEPTH = 100_000
+"""The deepest pool: the top K chunks of each run, K at most this."""
+MAX_SEED = 2**32 - 1
+"""Seeds are 32-bit, as numpy's and most tools' are: a seed printed anywhere can be given back."""
+MAX_DRAWS = 1_000_000
+"""The most resamples or sign flips of a significance test (memory grows with them)."""
+MAX_LIMIT = 1_000_000_000
+"""The most rows a listing is asked for (a database integer must hold it)."""
+
+
+def check_int(option: str, value: int, low: int, high: int, what: str) -> int:
+    """``value`` of the integer ``option`` when ``low <= value <= high``; a :class:`UsageError`
+    stating the range otherwise. Checked as the command starts, before the value sizes a list, a
+    pool or a database query (a 31-digit --depth would otherwise reach SQLite's 64-bit integers)."""
+    if low <= value <= high:
+        return value
+    digits = str(value)
+    shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits):,} digits)"
+    raise UsageError(f"{option} {shown}: {what} is a whole number from {low:,} to {high:,}.")
 
 
 def _json_default(value: Any) -> Any:

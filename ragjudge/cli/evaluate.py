@@ -16,14 +16,20 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, db_given, open_project, print_json, safe
+from ragjudge.cli.common import (
+    MAX_DRAWS,
+    MAX_SEED,
+    check_int,
+    console,
+    db_given,
+    open_project,
+    print_json,
+    safe,
+)
 from ragjudge.errors import CheckFailed, UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
 
 FORMATS = ("table", "json", "csv")
-
-#: the most sign flips or bootstrap resamples of ``compare`` (their matrices grow with them)
-MAX_RESAMPLES = 1_000_000
 
 QrelsOption = Annotated[
     str | None,
@@ -595,10 +601,9 @@ def compare(
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...].")
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha}: a significance level is between 0 and 1.")
-    if not (1 <= permutations <= MAX_RESAMPLES and 1 <= resamples <= MAX_RESAMPLES):
-        raise UsageError(f"--permutations and --resamples go from 1 to {MAX_RESAMPLES:,} "
-                         f"(given: {permutations:,} and {resamples:,}); 10,000 (the default) "
-                         "already gives p-values and intervals to about two decimals.")
+    check_int("--permutations", permutations, 1, MAX_DRAWS, "the number of sign flips")
+    check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
+    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
         inputs.check_measures(measures)

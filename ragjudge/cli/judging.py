@@ -8,22 +8,38 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import open_project
-from ragjudge.errors import InputError, UsageError
+from ragjudge.cli.common import MAX_DEPTH, check_int, open_project
+from ragjudge.errors import InputError, UsageError, why_unusable
 
 
 def parse_queries(value: str | None) -> list[str] | None:
     """``--queries``: a file of query ids (one a line, ``#`` comments) or ``ID,ID,...``."""
     if value is None:
         return None
+    from ragjudge.formats.source import path_kind
+
     path = Path(value)
-    if path.is_file():
+    try:
+        is_file = path_kind(path) == "file"
+    except InputError:  # no file can have this name (e.g. too long): ids still may
+        if "/" in value:
+            raise
+        is_file = False
+    if is_file:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8 text (byte {exc.start}).", file=value) from None
-        ids = [line.split("#", 1)[0].strip() for line in lines]
-        ids = [i for i in ids if i]
+        except OSError as exc:
+            raise InputError(why_unusable(exc, path), file=value) from None
+        from ragjudge.formats.records import check_text
+
+        ids = []
+        for number, line in enumerate(lines, start=1):
+            ident = line.split("#", 1)[0].strip()
+            if ident:
+                check_text([("query_id", ident)], file=value, line=number)
+                ids.append(ident)
         if not ids:
             raise InputError("holds no query ids (one a line).", file=value)
         return ids
@@ -61,6 +77,7 @@ def annotate(
 
     if order not in ORDERS:
         raise UsageError(f"--order {order}: use depth or query.")
+    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
     run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
     options = dict(runs=run_list, depth=depth, order=order, show_source=show_source,
                    queries=parse_queries(queries), category=category, recheck=recheck)

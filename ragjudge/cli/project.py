@@ -59,9 +59,12 @@ def init(
 
 def _read_text(path: Path) -> str:
     from ragjudge.errors import InputError
+    from ragjudge.formats.records import check_text
 
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+        check_text([("guidelines", text)], file=str(path), line=1)
+        return text
     except FileNotFoundError:
         raise InputError("no such file.", file=str(path)) from None
     except UnicodeDecodeError as exc:

@@ -28,7 +28,7 @@ from ragjudge.formats.records import (
     FIELDS, KINDS, EntityRecord, FacetRecord, LabelRecord, NuggetRecord, RankedList,
 )
 from ragjudge.formats.source import (
-    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, read_text, source_name,
+    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
 )
 from ragjudge.formats.trec import (
     read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
@@ -49,7 +49,7 @@ _EXTENSIONS = {
 
 __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "EntityRecord", "FacetRecord", "LabelRecord",
-    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output",
+    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output", "path_kind",
     "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
     "read_records", "read_text", "read_trec_documents", "read_trec_qrels", "read_trec_run",
     "read_trec_topics", "read_tsv_texts",
@@ -67,7 +67,8 @@ def detect_format(source: Source, kind: str | None = None) -> str:
     (TREC ships topics as ``.txt`` as often as not) are SGML when their first tag says so."""
     if isinstance(source, (str, Path)) and not is_inline(source) and str(source) != "-":
         path = Path(source)
-        if path.is_dir():
+        found = path_kind(path)
+        if found == "folder":
             return "beir"
         name = path.name.lower()
         if name.endswith(".gz"):
@@ -77,7 +78,7 @@ def detect_format(source: Source, kind: str | None = None) -> str:
             if _EXTENSIONS[suffix] == "trec" and kind in ("queries", "chunks"):
                 return sgml_format(source) or "trec"
             return _EXTENSIONS[suffix]
-        if not path.exists():
+        if found == "missing":
             raise InputError("the file does not exist.", file=str(source))
     elif not is_inline(source):
         return "trec" if kind in ("run", "qrels") else "jsonl"
@@ -142,7 +143,8 @@ def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | No
             if numbered:
                 qrels = ((line, judgment) for _, line, judgment in qrels)
             return _as_labels(qrels, kind, numbered)
-        raise UsageError(f"a BEIR folder holds no {kind}.")
+        raise UsageError(f"{source_name(source)} is read as a BEIR dataset (a folder), which holds "
+                         f"no {kind}; give a TREC, JSONL or CSV file.")
     raise UsageError(f"unknown format '{fmt}'; one of: auto, {', '.join(FORMATS)}.")
 
 

@@ -11,14 +11,15 @@ fields of a BEIR line are kept in ``meta`` rather than refused: BEIR files come 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, why_unusable
 from ragjudge.formats.jsonl import parse_object
-from ragjudge.formats.records import Duplicates, build, json_type, read_grade, short
-from ragjudge.formats.source import Lines, open_output
+from ragjudge.formats.records import Duplicates, build, check_text, json_type, read_grade, short
+from ragjudge.formats.source import Lines, open_output, path_kind
 from ragjudge.models import Chunk, Judgment, Query
 
 
@@ -26,7 +27,7 @@ def beir_file(folder: str | Path, stem: str) -> Path:
     """``folder/stem`` or ``folder/stem.gz``; an :class:`InputError` when neither exists."""
     folder = Path(folder)
     for candidate in (folder / stem, folder / f"{stem}.gz"):
-        if candidate.is_file():
+        if path_kind(candidate) == "file":
             return candidate
     raise InputError(f"a BEIR folder needs a file {stem} (or {stem}.gz); there is none.",
                      file=str(folder))
@@ -37,7 +38,11 @@ def beir_qrels_files(folder: str | Path, split: str | None = None) -> list[Path]
     qrels = Path(folder) / "qrels"
     if split is not None:
         return [beir_file(qrels, f"{split}.tsv")]
-    files = sorted(p for p in qrels.glob("*.tsv*") if p.name.endswith((".tsv", ".tsv.gz")))
+    try:
+        names = os.listdir(qrels) if path_kind(qrels) == "folder" else []
+    except OSError as exc:  # a qrels folder this user may not list
+        raise InputError(why_unusable(exc, qrels), file=str(qrels)) from None
+    files = sorted(qrels / n for n in names if n.endswith((".tsv", ".tsv.gz")) and not n.startswith("."))
     if not files:
         raise InputError("a BEIR folder needs qrels/<split>.tsv files; there are none.",
                          file=str(folder))
@@ -124,6 +129,9 @@ def read_beir_qrels(folder: str | Path, *, split: str | None = None, numbered: b
                                  f"corpus-id score', this one has {len(parts)}: {short(text)}.",
                                  file=file, line=number)
             qid, docid = (p.strip() for p in parts[:2])
+            if "\x00" in text:
+                check_text(zip(("query-id", "corpus-id", "score"), (qid, docid, parts[2])),
+                           file=file, line=number)
             # blanks around the grade are padding; other white space is no part of a number
             grade = read_grade(parts[2].strip(" \t\r"), file=file, line=number, field="score")
             if not qid or not docid:

@@ -25,20 +25,26 @@ answers    ``query_id, run, text, cited``
 **Unknown fields are refused** (with the field named), in every kind: a misspelt optional field
 (``"socre"``) would otherwise be dropped without a word and the import would silently mean
 something else. Extra data about a query or chunk belongs under ``meta``.
+
+**Text is checked alike for every kind and format** (:func:`check_text`): no field, ``meta``
+included, may hold a NUL character (PostgreSQL cannot store one and SQLite would, so a project
+would hold different things on the two backends), and an id or name (:data:`NAME_FIELDS`) of
+only spaces names nothing anyone can see or type.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, UsageError
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
 from ragjudge.numeric import grade_problem, parse_integer, rank_problem
+from ragjudge.safetext import visible
 
 KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers")
 
@@ -140,6 +146,75 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     for kind, model in MODELS.items()
 }
 
+NAME_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "run", "chunks",
+                         "cited", "facet", "nugget", "entity"})
+"""Fields that name or point at something: refused when they are only spaces."""
+
+
+def text_problem(value: str, *, name: bool = False) -> str | None:
+    """What is wrong with one text value, as the end of a sentence about it, or None: a NUL
+    character anywhere, or (``name``: an id or a name) nothing but spaces."""
+    at = value.find("\x00")
+    if at >= 0:
+        return (f"holds a NUL character (\\0) at character {at + 1:,}; ragjudge stores no NUL "
+                "characters (PostgreSQL cannot hold them). Remove it (a file full of them is "
+                "often UTF-16: convert it to UTF-8).")
+    if name and not value.strip():
+        return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
+    return None
+
+
+def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
+    """Refuse the first text of ``fields`` with a :func:`text_problem`, as an :class:`InputError`
+    naming the file, the line (the line the NUL is on, for text spanning lines) and the field
+    (``meta.source``, ``cited[2]`` for nested values). ``fields``: a record, or ``(name, value)``
+    pairs; every importer's text passes here."""
+    for field, value in fields:
+        if isinstance(value, str):  # the common case, inline: this runs for every line read
+            if "\x00" not in value and (field not in NAME_FIELDS or value.strip()):
+                continue
+        elif (not value or not isinstance(value, (dict, list, tuple))
+              or (isinstance(value, dict) and not _has_nul(value))):
+            continue
+        _check_value(field, value, field in NAME_FIELDS, file, line)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in str(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
+    """:func:`text_problem` for text typed in the app or given as an option (a note, a reason, a
+    facet, a run name): a :class:`UsageError` that starts with ``what``, so that the same text is
+    refused there as in a file."""
+    problem = None if value is None else text_problem(value, name=name)
+    if problem is not None:
+        raise UsageError(f"{what} {problem}")
+
+
+def _check_value(field: str, value: Any, name: bool, file: str | None, line: int | None) -> None:
+    if isinstance(value, str):
+        problem = text_problem(value, name=name)
+        if problem is not None:
+            if line is not None and "\x00" in value:
+                line += value.count("\n", 0, value.find("\x00"))
+            raise InputError(f"the value {problem}", file=file, line=line, field=field)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{field}.{visible(key)}"
+            _check_value(path, key, False, file, line)
+            _check_value(path, item, False, file, line)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_value(f"{field}[{index}]", item, name, file, line)
+
+
 _JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                dict: "an object", list: "a list", type(None): "null"}
 
@@ -164,6 +239,13 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         except ValueError:
             raise InputError(f"{short(data['created_at'])} is not an ISO 8601 time such as "
                              "2026-01-31T12:00:00.", file=file, line=line, field="created_at") from None
+        stamp = data["created_at"]
+        try:  # times are stored in UTC, which for this one may fall outside years 1-9999
+            if stamp.tzinfo is not None:
+                stamp.astimezone(timezone.utc)
+        except OverflowError:
+            raise InputError(f"{short(str(stamp))} in UTC is outside the years 1 to 9999.",
+                             file=file, line=line, field="created_at") from None
     if model is LabelRecord:
         _check_label_grade(data, file=file, line=line)
     try:
@@ -173,6 +255,7 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
     problem = record.problem() if isinstance(record, LabelRecord) else None
     if problem is not None:
         raise InputError(problem[1], file=file, line=line, field=problem[0])
+    check_text(record.__dict__.items(), file=file, line=line)
     meta = getattr(record, "meta", None)
     if meta:
         try:
@@ -291,9 +374,14 @@ class Duplicates:
         if kind == "run":
             return self._pair_once(record, line)  # type: ignore[arg-type]
         if kind in ("queries", "chunks"):
-            meta = json.dumps(record.meta, sort_keys=True, default=str)  # type: ignore[attr-defined]
-            value = hash(tuple(v for k, v in record if k != "meta") + (meta,))
-            return self._same(record.id, value, line, "id", f"{kind[:-1]} '{record.id}'")  # type: ignore[attr-defined]
+            # a hash per field (not the texts themselves: a corpus may be large), so that a
+            # contradiction names the field that differs
+            fields = record.__dict__
+            values = tuple(hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
+                           for k, v in fields.items() if k != "id")
+            what = f"{'query' if kind == 'queries' else 'chunk'} '{record.id}'"  # type: ignore[attr-defined]
+            return self._same(record.id, values, line, "text", what,  # type: ignore[attr-defined]
+                              names=tuple(k for k in fields if k != "id"))
         if kind in ("qrels", "labels"):
             key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
             repeat = self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
@@ -333,19 +421,26 @@ class Duplicates:
         if kind == "answers":
             r = record
             return self._same((r.query_id, r.run), (r.text, tuple(r.cited)), line, "text",
-                              f"the answer of run '{r.run}' to query {r.query_id}")
+                              f"the answer of run '{r.run}' to query {r.query_id}",
+                              names=("text", "cited"))
         return False
 
     def _same(self, key: Any, value: Any, line: int, field: str, what: str,
-              noun: str | None = None) -> bool:
+              noun: str | None = None, names: tuple[str, ...] | None = None) -> bool:
+        """``value`` is the line's value of ``field``, or with ``names`` a tuple of the values
+        of those fields (the first that differs is named). ``noun`` names the field's values in
+        the message where its name would read badly."""
         earlier = self._seen.get(key)
         if earlier is None:
             self._seen[key] = (line, value)
             return False
         if earlier[1] != value:
+            if names is not None:
+                field = next(n for n, old, new in zip(names, earlier[1], value) if old != new)
             raise InputError(
-                f"this line contradicts line {earlier[0]}: both are about {what}, with different "
-                f"{noun or field + 's'}.", file=self.file, line=line, field=field)
+                f"this line contradicts line {earlier[0]}: both are about {what}, "
+                + (f"but the {field!r} differs." if noun is None else f"with different {noun}."),
+                file=self.file, line=line, field=field)
         return True
 
     def _pair_once(self, record: RunEntry, line: int) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import sys
 import zlib
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, why_unusable
 from ragjudge.files import writing
 
 Source = str | bytes | os.PathLike | IO[Any] | io.IOBase
@@ -47,6 +48,22 @@ def source_name(source: Source) -> str:
         return "<stdin>" if str(source) == "-" else str(source)
     name = getattr(source, "name", None)
     return name if isinstance(name, str) else "<input>"
+
+
+def path_kind(path: str | os.PathLike, *, name: str | None = None) -> str:
+    """``'file'``, ``'folder'`` or ``'missing'`` for an input path (a device or pipe counts as a
+    file: it is read as one). A path the system will not even look at (a folder on the way this
+    user may not enter, a name too long) is an :class:`InputError` naming it, where
+    ``Path.exists()`` would raise a traceback."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        raise InputError(why_unusable(exc, path), file=name or str(path)) from None
+    except ValueError:  # an embedded NUL byte: no file has such a name
+        return "missing"
+    return "folder" if stat.S_ISDIR(mode) else "file"
 
 
 class Lines:
@@ -105,7 +122,7 @@ class Lines:
             except IsADirectoryError:
                 raise InputError("is a folder, not a file.", file=self.name) from None
             except OSError as exc:
-                raise InputError(f"cannot be read: {exc.strerror}.", file=self.name) from None
+                raise InputError(why_unusable(exc, path), file=self.name) from None
             try:
                 self._raw = raw
                 try:

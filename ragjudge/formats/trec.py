@@ -15,10 +15,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ragjudge.errors import InputError
-from ragjudge.formats.records import Duplicates, read_grade, short
+from ragjudge.formats.records import Duplicates, check_text, read_grade, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output, source_name, stdin_format_hint
 from ragjudge.models import Judgment, RunEntry
 from ragjudge.numeric import parse_integer, parse_number, rank_problem
+
+
+_QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
+_RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
 
 
 def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates: bool = True,
@@ -39,6 +43,8 @@ def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates
                 f"a qrels line has 4 fields 'query_id 0 chunk_id grade', this one has {len(parts)}: "
                 f"{short(text)}.", file=lines.name, line=number,
                 hint=stdin_format_hint(lines.name, number))
+        if "\x00" in text:
+            check_text(zip(_QRELS_FIELDS, parts), file=lines.name, line=number)
         qid, _, docid, grade_text = parts
         grade = read_grade(grade_text, file=lines.name, line=number)
         judgment = Judgment(query_id=qid, chunk_id=docid, grade=grade)
@@ -77,6 +83,8 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
                 f"a run line has 6 fields 'query_id Q0 chunk_id rank score tag', this one has "
                 f"{len(parts)}: {short(text)}.", file=lines.name, line=number,
                 hint=stdin_format_hint(lines.name, number))
+        if "\x00" in text:  # one test of the whole line keeps this path fast
+            check_text(zip(_RUN_FIELDS, parts), file=lines.name, line=number)
         qid, _, docid, rank_text, score_text, _tag = parts
         rank: int | None = parse_integer(rank_text)
         if rank is None:
@@ -175,6 +183,7 @@ def read_tsv_texts(kind: str, source: Source, *, name: str | None = None,
         if not ident.strip():
             raise InputError("the id is empty.", file=lines.name, line=number, field="id")
         record = model(id=ident.strip(), text=body)
+        check_text(record, file=lines.name, line=number)
         if duplicates is not None and duplicates.seen(record, number):
             continue
         yield (number, record) if numbered else record

@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from ragjudge.errors import InputError, UsageError
+from ragjudge.formats.records import check_typed
 from ragjudge.metrics.agreement import (
     AgreementReport,
     DisputedUnit,
@@ -416,6 +417,8 @@ def adjudicate(
         raise UsageError("an adjudication needs a reason (--reason): it is what later readers see.")
     if not by or not by.strip():
         raise UsageError("an adjudication needs the name of who decided (--by).")
+    check_typed(reason, "The reason")
+    check_typed(by, "The name of who decided")
     with project.read() as session:
         if session.get(Query, query_id) is None:
             raise UsageError(f"there is no query '{query_id}' in this project.")

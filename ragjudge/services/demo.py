@@ -39,8 +39,12 @@ def build_demo(db: str, *, fresh: bool = False, progress=None) -> bool:  # noqa:
     (:func:`ragjudge.files.replacing`), so an interrupted build never leaves half a project
     behind.
     """
+    from ragjudge.services.project import check_sqlite_file
+
     folder = demo_folder()
     path = sqlite_path(db)
+    if path is not None:  # before the build: its rename would replace a device such as /dev/null
+        check_sqlite_file(path, db, create=True)
     existing = _existing_file(db, path) if path is not None else _existing_server(db)
     if existing == "demo" and not fresh:
         return False

@@ -118,10 +118,12 @@ def _is_jsonl(path: str | os.PathLike) -> bool:
 
 
 def _check_file(path: str | os.PathLike, what: str) -> None:
-    p = Path(path)
-    if not p.exists():
+    from ragjudge.formats.source import path_kind
+
+    found = path_kind(path)
+    if found == "missing":
         raise InputError(f"no such {what} file.", file=str(path))
-    if p.is_dir():
+    if found == "folder":
         raise InputError(f"is a folder, not a {what} file.", file=str(path))
 
 
@@ -144,10 +146,17 @@ def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
     """A run from a TREC run file (bulk parser; order by score as trec_eval) or a JSONL run.
 
     A JSONL run with scores is ordered by score like a TREC run; one without scores keeps its
-    ranks (or line order), as a ranked list does.
+    ranks (or line order), as a ranked list does. A file with no run lines is refused, as
+    ``ragjudge import run`` refuses it (it would score 0 everywhere without a word).
     """
     _check_file(path, "run")
-    name = name or run_name_of(path)
+    run = _read_run_file(path, name or run_name_of(path))
+    if len(run) == 0:
+        raise InputError("the file holds no run lines.", file=str(path))
+    return run
+
+
+def _read_run_file(path: str | os.PathLike, name: str) -> Run:
     if not _is_jsonl(path):
         return Run.from_trec(str(path), name=name)
     from ragjudge.formats.jsonl import read_jsonl
@@ -331,7 +340,12 @@ def file_strata(path: str | os.PathLike, by: str) -> dict[str, str]:
 def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dict[str, str]:
     out: dict[str, str] = {}
     seen_field = False
+    fields: dict[str, None] = {}  # the fields the queries do have, for the message
     for qid, category, meta in rows:
+        if category is not None:
+            fields.setdefault("category")
+        if isinstance(meta, dict):
+            fields.update(dict.fromkeys(str(k) for k in meta))
         if by == "category":
             value = category
         else:
@@ -340,11 +354,17 @@ def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dic
             seen_field = True
         out[str(qid)] = _stratum(value)
     if not seen_field:
-        raise UsageError(
-            f"--by {by}: no query in {where} has a {by!r} "
-            f"{'value' if by == 'category' else 'key in its meta'}. Use --by category or a key "
-            "of the queries' meta."
-        )
+        what = "value" if by == "category" else "key in its meta"
+        if not out:
+            raise UsageError(f"--by {by}: {where} holds no queries.")
+        if fields:
+            names = sorted(fields, key=lambda f: (f != "category", f))
+            listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+            advice = f"The queries have: {listed}; give one of them to --by."
+        else:
+            advice = ("The queries have no category and nothing in their meta to stratify by; "
+                      "give them a 'category' or a meta field and import them again.")
+        raise UsageError(f"--by {by}: no query in {where} has a {by!r} {what}. {advice}")
     return out
 
 
@@ -372,13 +392,23 @@ def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
     file is missing (InputError). ``names`` (``--name``) rename the runs in order. Two runs may
     not end up with one name.
     """
+    from ragjudge.formats.source import path_kind
+
     names = list(names or [])
     if len(names) > len(texts):
         raise UsageError(f"{len(names)} --name for {len(texts)} --run: give one name per run.")
+    if any(not n.strip() for n in names):
+        raise UsageError("--name is empty or only spaces: a run's name needs a visible character.")
     specs: list[RunSpec] = []
     for i, text in enumerate(texts):
         given = names[i] if i < len(names) else None
-        if Path(text).is_file():
+        try:
+            is_file = path_kind(text) == "file"
+        except InputError:  # no file can have this name; a stored run still may
+            if project_runs is None or text not in project_runs:
+                raise
+            is_file = False
+        if is_file:
             specs.append(RunSpec(text, given or run_name_of(text), str(text)))
         elif project_runs is not None and text in project_runs:
             specs.append(RunSpec(text, given or text, None))
@@ -479,9 +509,12 @@ def evaluate_all(
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
     labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
     parsed = [parse_measure(m) for m in measures]
+    # qrels from a file have no rule; the project's gold labels always have one
+    from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
     nothing = UsageError(
         "there are no judged queries to evaluate against"
-        + (" (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
+        + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
+           else " (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
            if project is not None else ".")
     )
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):

@@ -56,7 +56,8 @@ from ragjudge.formats import detect_format, read_records, read_text, source_name
 from ragjudge.formats.beir import (
     beir_file, beir_qrels_files, read_beir_corpus, read_beir_qrels, read_beir_queries,
 )
-from ragjudge.formats.source import Source, is_inline
+from ragjudge.formats.records import check_text, check_typed
+from ragjudge.formats.source import Source, is_inline, path_kind
 from ragjudge.formats.trec import trec_run_rows
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
@@ -130,11 +131,13 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
     if fmt == "auto":
         fmt = detect_format(source, kind)
     if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers"):
-        raise UsageError(f"a BEIR folder holds no {kind}; give a TREC, JSONL or CSV file.")
+        raise UsageError(f"{file} is read as a BEIR dataset (a folder), which holds no {kind}; "
+                         "give a TREC, JSONL or CSV file.")
     if kind == "run" and name is None:
         name = run_name_for(source)
     elif kind == "run" and name is not None and not name.strip():  # was imported silently as a run named 'run'
         raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
+    check_typed(name, "--name")
     scale = project.scale
 
     def work(session: Session) -> ImportResult:
@@ -167,6 +170,7 @@ def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
     """Store a Markdown file as the project's judging guidelines (setting ``guidelines``)."""
     file = source_name(source)
     text = read_text(source)
+    check_text([("guidelines", text)], file=file, line=1)
     result = ImportResult(kind="guidelines", file=file, read=1)
 
     def work(session: Session) -> ImportResult:
@@ -191,8 +195,10 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
     ``annotator``) in one transaction."""
     annotator = _check_annotator(annotator)
     folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError("is not a folder; a BEIR dataset is a folder holding corpus.jsonl, "
+    found = path_kind(folder)
+    if found != "folder":
+        what = "does not exist" if found == "missing" else "is not a folder"
+        raise InputError(f"{what}; a BEIR dataset is a folder holding corpus.jsonl, "
                          "queries.jsonl and qrels/.", file=str(folder))
     corpus = beir_file(folder, "corpus.jsonl")
     queries = beir_file(folder, "queries.jsonl")
@@ -302,7 +308,7 @@ def _numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress
         yield reader(source, numbered=True)  # type: ignore[arg-type]
         return
     if progress is not None and isinstance(source, (str, os.PathLike)) and not is_inline(source) \
-            and str(source) != "-" and fmt != "beir" and Path(source).is_file():
+            and str(source) != "-" and fmt != "beir" and path_kind(source) == "file":
         path = Path(source)
         with open(path, "rb") as raw:
             total = os.fstat(raw.fileno()).st_size

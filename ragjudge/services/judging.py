@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import UsageError
+from ragjudge.formats.records import check_typed
 from ragjudge.services.qrels import RECHECK, not_recheck
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
@@ -236,6 +237,7 @@ def _add_event(project: Project, *, annotator: str, query_id: str, chunk_id: str
                skipped: bool = False, note: str | None = None, duration_ms: int | None = None,
                source: str = "tui") -> int:
     annotator = check_annotator(annotator)
+    check_typed(note, "The note")
     duration = None if duration_ms is None else max(0, int(duration_ms))
 
     def work(session: Session) -> int:
@@ -461,6 +463,7 @@ def _text(value: str, what: str) -> str:
     cleaned = (value or "").strip()
     if not cleaned:
         raise UsageError(f"The {what} is empty.")
+    check_typed(cleaned, f"The {what}")
     return cleaned
 
 
@@ -562,6 +565,44 @@ def annotator_seed(annotator: str) -> int:
     """A 64-bit seed fixed per annotator name (stable across runs and machines)."""
     digest = hashlib.blake2b(annotator.encode("utf-8"), digest_size=8, person=b"ragjudge").digest()
     return int.from_bytes(digest, "little")
+
+
+# -- choosing queries ------------------------------------------------------------------------
+
+
+def check_queries(project, ids: list[str] | None, option: str = "--queries") -> None:
+    """Ids the project does not have are a typo (or the wrong project): refused, naming them,
+    instead of being left out of the queue without a word."""
+    if not ids:
+        return
+    from ragjudge.store.schema import Query
+
+    wanted = list(dict.fromkeys(ids))
+    found: set[str] = set()
+    with project.read() as session:
+        for start in range(0, len(wanted), 5000):
+            found.update(session.scalars(select(Query.id).where(Query.id.in_(wanted[start:start + 5000]))))
+    unknown = [q for q in wanted if q not in found]
+    if unknown:
+        listed = ", ".join(repr(q) for q in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        noun = "query id" if len(unknown) == 1 else f"{len(unknown):,} query ids"
+        raise UsageError(f"{option}: the {noun} {listed} {'is' if len(unknown) == 1 else 'are'} "
+                         "not in this project.")
+
+
+def check_category(project, category: str | None, option: str = "--category") -> None:
+    """A category no query has is a typo: refused, naming the project's categories, instead of
+    an empty queue."""
+    if category is None:
+        return
+    from ragjudge.store.schema import Query
+
+    with project.read() as session:
+        known = sorted(session.scalars(select(Query.category).where(Query.category.is_not(None))
+                                       .distinct()))
+    if category not in known:
+        raise UsageError(f"{option} {category!r}: no query of this project has that category "
+                         f"(categories: {', '.join(known) or 'none'}).")
 
 
 # -- the queue -------------------------------------------------------------------------------
@@ -670,6 +711,8 @@ class JudgingQueue:
         self._seed_bytes = self.seed.to_bytes(8, "little")
         self.rounds = depth_rounds(depth) if order == "depth" else (depth,)
         self.runs = self._check_runs(runs)
+        check_queries(project, queries)
+        check_category(project, category)
         self.assigned = use_assignment and self._has_assignment()
         self.query_ids = self._load_queries(queries, category)
         self._query_pos = {q: i for i, q in enumerate(self.query_ids)}
@@ -730,8 +773,6 @@ class JudgingQueue:
         sql += " ORDER BY q.rowid" if self.project.engine.dialect.name == "sqlite" else " ORDER BY q.id"
         with self.project.connect() as connection:
             ids = [row[0] for row in connection.execute(text(sql), params)]
-            if category is not None and not ids:
-                self._check_category(connection, category)
         if wanted is not None:
             present = set(ids)
             unknown = [q for q in wanted if q not in present]
@@ -742,17 +783,6 @@ class JudgingQueue:
             keep = set(wanted)
             ids = [q for q in ids if q in keep]
         return ids
-
-    @staticmethod
-    def _check_category(connection, category: str) -> None:  # noqa: ANN001
-        """``--category`` that no query has is a typo: say so instead of an empty queue."""
-        from sqlalchemy import text
-
-        known = sorted(row[0] for row in connection.execute(
-            text("SELECT DISTINCT category FROM queries WHERE category IS NOT NULL")))
-        if category not in known:
-            raise UsageError(f"--category {category!r}: no query of this project has that category "
-                             f"(categories: {', '.join(known) or 'none'}).")
 
     def _touched_queries(self) -> set[str]:
         with self.project.read() as session:
@@ -978,6 +1008,8 @@ class JudgingQueue:
         """Queries of the queue whose id or text contains ``text_`` (for the ``/`` finder)."""
         from ragjudge.store.schema import Query
 
+        if "\x00" in text_:  # no query holds one (none is stored); PostgreSQL would refuse it
+            return []
         pattern = f"%{text_.strip()}%"
         out = []
         with self.project.read() as session:

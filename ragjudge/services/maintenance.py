@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, make_url
 from ragjudge import files
 from ragjudge.errors import ProjectError, UsageError
 from ragjudge.store import migrate
-from ragjudge.store.engine import sqlite_path
+from ragjudge.store.engine import sqlite_path, sqlite_uri
 from ragjudge.store.schema import (
     Adjudication,
     Annotator,
@@ -134,7 +134,8 @@ def _check_target(dest: Path, *, overwrite: bool) -> None:
 
 
 def _copy(source: Path, partial: Path) -> None:
-    src = sqlite3.connect(source, timeout=30)
+    # read-only: a backup only reads, and so works for a user who may not write the project
+    src = sqlite3.connect(sqlite_uri(source, readonly=True), uri=True, timeout=30)
     try:
         dst = sqlite3.connect(partial)
         try:

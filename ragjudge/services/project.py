@@ -7,7 +7,9 @@ another annotator holds the write lock), ``project.connect()`` for bulk Core sel
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,12 +20,14 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ragjudge.errors import ProjectError
+from ragjudge.errors import ProjectError, why_unusable
 from ragjudge.models import Scale, ScaleLevel
 from ragjudge.safetext import mask_url
 from ragjudge.store import engine as engine_settings
 from ragjudge.store import migrate
-from ragjudge.store.engine import env_db, is_url, make_engine, sqlite_path, with_retry
+from ragjudge.store.engine import (
+    env_db, is_url, make_engine, sqlite_path, sqlite_uri, sqlite_writable, with_retry,
+)
 from ragjudge.store.schema import Annotator, Base, Chunk, Label, Query, Run, RunEntry, Setting
 
 T = TypeVar("T")
@@ -34,9 +38,11 @@ DEFAULT_RULE = "median"
 class Project:
     """An open ragjudge project."""
 
-    def __init__(self, db: str, engine: Engine) -> None:
+    def __init__(self, db: str, engine: Engine, *, readonly: bool = False) -> None:
         self.db = db
         self.engine = engine
+        self.readonly = readonly
+        """True when this user may read the project but not write it (opened read-only)."""
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._scale: Scale | None = None
         path = sqlite_path(db) if engine.dialect.name == "sqlite" else None
@@ -54,13 +60,22 @@ class Project:
         """
         db = db or env_db()
         path = sqlite_path(db)
+        readonly = False
+        if path is None and _in_memory(db):
+            raise ProjectError(f"--db {db} is a database in memory, which is gone when the command "
+                               "ends; give a file path such as labels.db.")
         if path is not None:
-            _check_sqlite_file(path, db, create=create)
+            check_sqlite_file(path, db, create=create)
             # Look before touching: the engine switches a file to WAL on connect, which must
             # never happen to a file that turns out not to be a ragjudge project.
             _inspect_sqlite_file(path, db, create=create)
-        engine = make_engine(db)
-        project = cls(db, engine)
+            # A project this user may only read opens read-only: every reading command works,
+            # and a write is refused with a message about permissions.
+            readonly = path.exists() and not sqlite_writable(path)
+            if readonly and create:
+                raise ProjectError(_read_only(db))
+        engine = make_engine(db, readonly=readonly)
+        project = cls(db, engine, readonly=readonly)
         try:
             project._prepare(create=create, path=path)
         except DBAPIError as exc:  # the server refused the connection, the file is damaged, ...
@@ -90,6 +105,13 @@ class Project:
             return
         migrate.check_revision(revision, self.shown_db)
         if revision != migrate.HEAD:
+            if self.readonly:
+                raise ProjectError(
+                    f"{self.db} has an older schema (revision {revision}), which this ragjudge "
+                    f"upgrades to {migrate.HEAD} when it opens the project; that needs write "
+                    "permission, and this user may only read it. Open it once as a user who may "
+                    "write it. Nothing was changed."
+                )
             if path is not None:
                 migrate.backup_before_migration(path, revision)
             migrate.upgrade(self.engine)
@@ -122,8 +144,15 @@ class Project:
     ) -> Project:
         """Create a new project with its relevance scale. Refuses an existing project unless
         ``exist_ok``."""
+        from ragjudge.formats.records import check_typed
+
+        for value, what in ((name, "--name"), (description, "--description"),
+                            (guidelines, "The guidelines")):
+            check_typed(value, what)
         db = db or env_db()
         path = sqlite_path(db)
+        if path is not None:
+            check_sqlite_file(path, db, create=True)  # a folder, a device: said as such
         if not exist_ok and path is not None and path.exists() and path.stat().st_size > 0:
             raise ProjectError(
                 f"{db} already exists. Open it with 'ragjudge --db {db} status', or choose another "
@@ -180,6 +209,8 @@ class Project:
         ``work`` must be safe to run again (it is, when it only adds rows from its arguments).
         When this returns, the transaction is on disk.
         """
+        if self.readonly:
+            raise ProjectError(_read_only(self.db))
 
         def attempt() -> T:
             connection = self.engine.connect().execution_options(ragjudge_write=True)
@@ -282,13 +313,40 @@ class Project:
         }
 
 
-def _check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
-    if not path.parent.exists():
+def _stat(path: Path, db: str) -> os.stat_result | None:
+    """``os.stat(path)``, None when nothing is there; a :class:`ProjectError` when the system
+    will not look (a folder on the way this user may not enter, a name too long)."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ProjectError(f"--db {db}: {why_unusable(exc, path)} Nothing was changed.") from None
+
+
+def _in_memory(db: str) -> bool:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
+    """A :class:`ProjectError` unless ``path`` can be a SQLite project (``create``: can become
+    one): its folder exists, and it is a readable regular file or (``create``) nothing yet in a
+    folder this user may write. A folder, a device such as /dev/null, a name too long, a file
+    that is not SQLite: each is said as such before anything is opened or written."""
+    parent = _stat(path.parent, db)
+    if parent is None or not stat.S_ISDIR(parent.st_mode):
         raise ProjectError(
             f"--db {db}: the folder {path.parent} does not exist. Create it first or choose "
             "another path. Nothing was written."
         )
-    if not path.exists():
+    found = _stat(path, db)
+    if found is None and create and not os.access(path.parent, os.W_OK):
+        raise ProjectError(f"--db {db}: this user may not write in the folder {path.parent}, so "
+                           "no project can be created there. Nothing was written.")
+    if found is None:
         if not create:
             demo = path.with_name("ragjudge-demo.db")
             if path.name == "ragjudge.db" and demo.exists():  # 'ragjudge demo' builds it by default
@@ -299,12 +357,18 @@ def _check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
                 f"There is no project at {db}. Create one with 'ragjudge init --db {db}'. {hint}"
             )
         return
-    if path.is_dir():
+    if stat.S_ISDIR(found.st_mode):
         raise ProjectError(f"--db {db} is a folder, not a project file.")
-    if path.stat().st_size == 0:
+    if not stat.S_ISREG(found.st_mode):
+        raise ProjectError(f"--db {db} is not a regular file (a device, a pipe or a socket); a "
+                           "project is a file such as labels.db. Nothing was changed.")
+    if found.st_size == 0:
         return
-    with open(path, "rb") as handle:
-        header = handle.read(16)
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(16)
+    except OSError as exc:
+        raise ProjectError(f"--db {db}: {why_unusable(exc, path)} Nothing was changed.") from None
     if header != b"SQLite format 3\x00":
         raise ProjectError(
             f"{db} is not a ragjudge project: it is not a SQLite database (corrupt, or another "
@@ -325,7 +389,7 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
         # Without a write-ahead log beside it the file is the whole database: read it as
         # immutable so that not even -wal/-shm files appear next to a file that is not ours.
         wal = Path(f"{path}-wal").exists()
-        uri = f"file:{path}?mode=ro" if wal else f"file:{path}?mode=ro&immutable=1"
+        uri = sqlite_uri(path, readonly=True, immutable=not wal)
         connection = sqlite3.connect(uri, uri=True, timeout=engine_settings.BUSY_TIMEOUT_MS / 1000)
         try:
             tables = {row[0] for row in connection.execute(
@@ -347,14 +411,18 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
         migrate.check_revision(revision, db)
 
 
+def _read_only(db: str) -> str:
+    return (f"{db} is read-only for this user, so nothing can be recorded. Check the file's "
+            "and its folder's permissions. Nothing was changed.")
+
+
 def _describe_db_error(db: str, exc: BaseException) -> str:
     db = mask_url(db)
     orig = getattr(exc, "orig", exc)
     text = " ".join(str(orig).split())  # drivers' messages span lines; ours are one paragraph
     lowered = text.lower()
     if "readonly" in lowered or "read-only" in lowered or "attempt to write" in lowered:
-        return (f"{db} is read-only for this user, so nothing can be recorded. Check the file's "
-                "and its folder's permissions. Nothing was changed.")
+        return _read_only(db)
     if "locked" in lowered or "busy" in lowered:
         return (f"{db} stayed locked by another process for too long. Is an import or a backup "
                 "running? Try again in a moment. Nothing was changed.")

@@ -18,12 +18,31 @@ from typing import TypeVar
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.pool import QueuePool
 
-from ragjudge.errors import ProjectError
+from ragjudge.errors import ProjectError, UsageError
 from ragjudge.safetext import mask_url
 
 DEFAULT_DB = "ragjudge.db"
-BUSY_TIMEOUT_MS = int(os.environ.get("RAGJUDGE_BUSY_TIMEOUT_MS", "15000"))
+
+
+def _env_ms(name: str, default: int, high: int) -> int:
+    """A duration in milliseconds from the environment; a :class:`UsageError` naming the
+    variable and the range when it is not a whole number from 0 to ``high``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= high:
+        raise UsageError(f"{name}={text[:40]!r}: give a time in milliseconds, a whole number "
+                         f"from 0 to {high:,} (unset, it is {default:,}).")
+    return value
+
+
+BUSY_TIMEOUT_MS = _env_ms("RAGJUDGE_BUSY_TIMEOUT_MS", 15000, 3_600_000)
 """How long one SQLite statement waits for another writer's lock."""
 RETRY_LIMIT_S = 30.0
 """How long a write keeps retrying a busy database before the user is told."""
@@ -45,13 +64,58 @@ def database_url(db: str) -> str:
         except (ArgumentError, ValueError) as exc:
             raise ProjectError(f"--db '{mask_url(db)}' is not a valid database URL: {exc}.") from None
         return db
-    return "sqlite:///" + str(Path(db).expanduser())
+    return "sqlite:///" + str(expand_path(db))
+
+
+def expand_path(db: str) -> Path:
+    """The file a ``--db`` path names, ``~`` and ``~user`` expanded; a :class:`ProjectError`
+    when ``~user`` names no user of this system (or ``~`` no home, HOME being unset)."""
+    try:
+        return Path(db).expanduser()
+    except RuntimeError:
+        head = db.split("/", 1)[0]
+        raise ProjectError(
+            f"--db {db}: '{head}' names no home folder on this system (no such user, or HOME is "
+            "not set). Give the path in full. Nothing was written."
+        ) from None
+
+
+def sqlite_uri(path: Path, *, readonly: bool = False, immutable: bool | None = None) -> str:
+    """The SQLite URI of ``path`` exactly as named: percent-encoded, so that a ``?``, ``#`` or
+    ``%`` in a file name stays part of it (in a URL they would end the path or be decoded, and
+    the project would land in another file).
+
+    ``readonly`` opens it read-only: with its write-ahead log when one is beside it (SQLite
+    reads a -wal and -shm file this user may not write), else, in a folder this user cannot
+    write, as an immutable file (SQLite could not create the -shm file a WAL reader needs, and
+    with no -wal file every committed transaction is in the file itself). ``immutable`` True or
+    False overrides that choice.
+    """
+    from urllib.parse import quote
+
+    uri = "file:" + quote(str(path), safe="/")
+    if readonly:
+        if immutable is None:
+            immutable = not os.path.exists(f"{path}-wal") and not os.access(path.parent, os.W_OK)
+        uri += "?mode=ro" + ("&immutable=1" if immutable else "")
+    return uri
+
+
+def sqlite_writable(path: Path) -> bool:
+    """Whether this process may write the SQLite project at ``path``: the file itself, and the
+    write-ahead log that SQLite keeps beside it (created in the folder, or already there and
+    writable when the folder is not)."""
+    if not os.access(path, os.W_OK):
+        return False
+    if os.access(path.parent, os.W_OK):
+        return True
+    return all(os.access(f"{path}{suffix}", os.W_OK) for suffix in ("-wal", "-shm"))
 
 
 def sqlite_path(db: str) -> Path | None:
     """The file of a SQLite project, or None for a server URL."""
     if not is_url(db):
-        return Path(db).expanduser()
+        return expand_path(db)
     database_url(db)  # a clear error for a malformed URL
     url = make_url(db)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
@@ -71,27 +135,38 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
         pass
 
 
+def _sqlite_read_pragmas(dbapi_connection, _record) -> None:
+    # A read-only connection leaves the journal mode as the file has it (switching is a write).
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
 def make_engine(db: str, *, readonly: bool = False) -> Engine:
-    """A SQLAlchemy engine for ``db`` with ragjudge's connection settings."""
+    """A SQLAlchemy engine for ``db`` with ragjudge's connection settings.
+
+    A SQLite file (a path, or a ``sqlite:///`` URL) is opened exactly as named, and with
+    ``readonly`` read-only (for a project this user may read but not write), as
+    :func:`sqlite_uri` says.
+    """
+    path = sqlite_path(db)
+    if path is not None:
+        uri = sqlite_uri(path, readonly=readonly)
+
+        def connect() -> sqlite3.Connection:
+            return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                   check_same_thread=False, isolation_level=None)
+
+        return _sqlite_engine(create_engine("sqlite://", creator=connect, poolclass=QueuePool),
+                              readonly)
     url = database_url(db)
     if url.startswith("sqlite"):
-        # Autocommit at the driver level; SQLAlchemy issues BEGIN itself so that each
-        # transaction is explicit and a write takes the lock at its start (BEGIN IMMEDIATE).
-        engine = create_engine(
+        return _sqlite_engine(create_engine(
             url,
             connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False,
                           "isolation_level": None},
-        )
-        event.listen(engine, "connect", _sqlite_pragmas)
-
-        @event.listens_for(engine, "begin")
-        def _begin(conn) -> None:  # noqa: ANN001
-            # Writers take the write lock at BEGIN (IMMEDIATE), so two writers queue on the busy
-            # timeout instead of failing at their first write; readers never block anyone in WAL.
-            write = conn.get_execution_options().get("ragjudge_write", False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if write and not readonly else "BEGIN")
-
-        return engine
+        ), readonly)
     try:
         return create_engine(url, pool_pre_ping=True)
     except NoSuchModuleError:
@@ -106,6 +181,21 @@ def make_engine(db: str, *, readonly: bool = False) -> Engine:
             f"--db '{mask_url(db)}' needs the database driver '{exc.name}', which is not installed. "
             "For PostgreSQL install ragjudge with the postgres extra: pip install 'ragjudge[postgres]'."
         ) from None
+
+
+def _sqlite_engine(engine: Engine, readonly: bool) -> Engine:
+    # Autocommit at the driver level; SQLAlchemy issues BEGIN itself so that each
+    # transaction is explicit and a write takes the lock at its start (BEGIN IMMEDIATE).
+    event.listen(engine, "connect", _sqlite_read_pragmas if readonly else _sqlite_pragmas)
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn) -> None:  # noqa: ANN001
+        # Writers take the write lock at BEGIN (IMMEDIATE), so two writers queue on the busy
+        # timeout instead of failing at their first write; readers never block anyone in WAL.
+        write = conn.get_execution_options().get("ragjudge_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write and not readonly else "BEGIN")
+
+    return engine
 
 
 def is_locked_error(exc: BaseException) -> bool:

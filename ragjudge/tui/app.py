@@ -34,6 +34,8 @@ class RagjudgeApp(App):
         self.start = start
         self.queue_options = queue_options
         self.judge_screen = None
+        self.closing = False
+        """True once the app is exiting: no action starts any more (see :meth:`run_action`)."""
 
     # -- every notification and the exit message: text, never markup or control ------------
 
@@ -45,7 +47,9 @@ class RagjudgeApp(App):
                        timeout=timeout, markup=False)
 
     def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None:
-        """Quit; a message (printed to the terminal afterwards) is shown as text, not markup."""
+        """Quit; a message (printed to the terminal afterwards) is shown as text, not markup.
+        From here on no action runs (see :meth:`run_action`)."""
+        self.closing = True
         if isinstance(message, str):
             message = Text(for_terminal(message))
         super().exit(result, return_code, message)
@@ -57,6 +61,17 @@ class RagjudgeApp(App):
             self.start_judging(from_home=False)
         else:
             self.push_screen(HomeScreen(self.project))
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def run_action(self, action: Any, default_namespace: Any = None,
+                         namespaces: Any = None) -> bool:
+        """Every key, click and palette entry runs its action here. Keys already queued when
+        the app began to exit (``q`` then ``e`` typed quickly) are dropped: their action would
+        open or query a screen that is being torn down."""
+        if self.closing:
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # -- judging ---------------------------------------------------------------------------
 

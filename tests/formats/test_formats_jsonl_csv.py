@@ -85,7 +85,7 @@ def test_run_lines_entry_form_and_ranked_list_form():
         ("run", jl({"query_id": "q", "chunk_id": "a", "score": 1}, {"query_id": "q", "chunk_id": "b"}),
          2, "score", "some lines"),
         ("run", jl({"query_id": "q", "chunks": ["a", 3]}), 1, "chunks[1]", "not a string"),
-        ("queries", jl({"id": "q", "text": "a"}, {"id": "q", "text": "b"}), 2, "id", "contradicts"),
+        ("queries", jl({"id": "q", "text": "a"}, {"id": "q", "text": "b"}), 2, "text", "contradicts"),
         ("queries", jl({"id": "q", "text": "a", "lang": "en"}), 1, "lang", "meta"),
         ("queries", jl({"id": "", "text": "a"}), 1, "id", "empty"),
         ("chunks", jl({"id": "c", "text": "a", "meta": [1]}), 1, "meta", "object"),
