@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -242,7 +242,7 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         stamp = data["created_at"]
         try:  # times are stored in UTC, which for this one may fall outside years 1-9999
             if stamp.tzinfo is not None:
-                stamp.astimezone(timezone.utc)
+                stamp.astimezone(UTC)
         except OverflowError:
             raise InputError(f"{short(str(stamp))} in UTC is outside the years 1 to 9999.",
                              file=file, line=line, field="created_at") from None

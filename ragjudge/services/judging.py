@@ -570,7 +570,7 @@ def annotator_seed(annotator: str) -> int:
 # -- choosing queries ------------------------------------------------------------------------
 
 
-def check_queries(project, ids: list[str] | None, option: str = "--queries") -> None:
+def check_queries(project: Project, ids: list[str] | None, option: str = "--queries") -> None:
     """Ids the project does not have are a typo (or the wrong project): refused, naming them,
     instead of being left out of the queue without a word."""
     if not ids:
@@ -590,7 +590,7 @@ def check_queries(project, ids: list[str] | None, option: str = "--queries") -> 
                          "not in this project.")
 
 
-def check_category(project, category: str | None, option: str = "--category") -> None:
+def check_category(project: Project, category: str | None, option: str = "--category") -> None:
     """A category no query has is a typo: refused, naming the project's categories, instead of
     an empty queue."""
     if category is None:
@@ -598,8 +598,8 @@ def check_category(project, category: str | None, option: str = "--category") ->
     from ragjudge.store.schema import Query
 
     with project.read() as session:
-        known = sorted(session.scalars(select(Query.category).where(Query.category.is_not(None))
-                                       .distinct()))
+        known = sorted(c for c in session.scalars(select(Query.category).where(Query.category.is_not(None))
+                                                  .distinct()) if c is not None)
     if category not in known:
         raise UsageError(f"{option} {category!r}: no query of this project has that category "
                          f"(categories: {', '.join(known) or 'none'}).")

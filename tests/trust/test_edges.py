@@ -313,7 +313,7 @@ def test_project_in_a_folder_this_user_cannot_write(tmp_path, db):
         results = _restricted(*reads, *writes, cwd=tmp_path)
     finally:
         folder.chmod(0o755)
-    for args, (code, stdout, err) in zip(reads, results):
+    for args, (code, _stdout, err) in zip(reads, results):
         assert code == 0, (args, err)
     assert json.loads(results[0][1])["queries"] == 5
     assert sqlite3.connect(out / "copy.db").execute("SELECT count(*) FROM queries").fetchone() == (5,)
