@@ -70,14 +70,14 @@ def _integer_grades(grades: Any, where: Where) -> np.ndarray:
     return as_float.astype(np.int64)
 
 
-def _check_range(values: np.ndarray, shown: np.ndarray, where) -> None:  # noqa: ANN001
+def _check_range(values: np.ndarray, shown: np.ndarray, where: Where) -> None:
     out = np.flatnonzero((values > MAX_GRADE) | (values < -MAX_GRADE))
     if len(out):
         bad = int(out[0])
         raise InputError(grade_problem(int(shown[bad])) or "", field="grade", **where(bad))
 
 
-def _one_grade(value: Any, row: int, where) -> int:  # noqa: ANN001
+def _one_grade(value: Any, row: int, where: Where) -> int:
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):

@@ -63,17 +63,21 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ragjudge.metrics import _keys
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
+
+#: ``positions(query_ids, chunk_ids) -> (rows, cols)``: where each pair is in a ranked matrix
+Positions = Callable[[Any, Any], tuple[np.ndarray, np.ndarray]]
 
 __all__ = [
     "NONE", "PARTIAL", "FULL", "SUPPORT_LEVELS", "EXTRAS_KEYS",
@@ -269,7 +273,7 @@ def _as_ids(values: Any) -> np.ndarray:
     return _keys.as_ids([_as_str(v) for v in values])
 
 
-def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any):  # noqa: ANN201
+def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any) -> Positions:
     """A ``positions(query_ids, chunk_ids) -> (rows, cols)`` function over a ranked chunk matrix
     (rank 1 in column 0; padding ``b''``, ``''`` or None), like ``EvalContext.positions``:
     row -1 for a query not in ``query_ids``, column -1 for a chunk not in that row (the first
@@ -342,7 +346,7 @@ class ItemLabels:
         """The queries that have items: evaluated even without a relevance grade."""
         return [_as_str(q) for q in self.query_ids]
 
-    def align(self, query_ids: Sequence[str], positions) -> ItemSupport:  # noqa: ANN001
+    def align(self, query_ids: Sequence[str], positions: Positions) -> ItemSupport:
         """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
         each (query, chunk) pair's row and 0-based column (-1 when absent)."""
         item_row = _row_lookup(query_ids, self.query_ids)
@@ -358,7 +362,7 @@ class ItemLabels:
         keep = item_row >= 0
         valid[item_row[keep], item_col[keep]] = True
 
-        def spread(values, dtype, fill):  # noqa: ANN001, ANN202
+        def spread(values: Any, dtype: DTypeLike, fill: Any) -> np.ndarray | None:
             if values is None:
                 return None
             out = np.full((n_rows, width), fill, dtype=dtype)
@@ -460,7 +464,7 @@ class CitationLabels:
     query_ids: Sequence[str] = ()
     chunk_ids: Sequence[str] = ()
 
-    def align(self, query_ids: Sequence[str], retrieved: np.ndarray, positions) -> Citations:  # noqa: ANN001
+    def align(self, query_ids: Sequence[str], retrieved: np.ndarray, positions: Positions) -> Citations:
         """Citations over the evaluated ``query_ids``; ``retrieved[q]`` = chunks ranked for
         row q; ``positions`` as for :meth:`ItemLabels.align`."""
         answered_rows = _row_lookup(query_ids, self.answered)
@@ -707,7 +711,7 @@ class RagExplanation:
                 "rows": [[clean(v) for v in row] for row in self.rows], "steps": list(self.steps)}
 
 
-def _cell(value) -> str:  # noqa: ANN001
+def _cell(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "-"
     if isinstance(value, float):
@@ -892,7 +896,7 @@ def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
     return value
 
 
-def _context_positions(ctx: Any):  # noqa: ANN202
+def _context_positions(ctx: Any) -> Positions:
     """``ctx.positions`` with the chunk ids encoded at the width of the run's ids.
 
     The context finds a (query, chunk) pair by a hash of the id's fixed-width bytes, so ids must
