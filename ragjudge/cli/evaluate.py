@@ -400,6 +400,15 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
     return tables
 
 
+def _needs(measure: str) -> tuple[str, ...]:
+    from ragjudge.metrics.registry import parse_measure
+
+    try:
+        return parse_measure(measure).needs
+    except UsageError:
+        return ()
+
+
 def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
     left_out: dict[str, set[int]] = {}
@@ -408,8 +417,10 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
             left_out.setdefault(measure, set()).add(n)
     for measure, counts in left_out.items():
         n = "/".join(str(c) for c in sorted(counts))
+        why = ("no answer of the run, nothing to count, or not judged yet"
+               if "answers" in _needs(measure) else "nothing to count, e.g. no facets or nuggets")
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
-                     "where it is undefined (nothing to count, e.g. no facets or nuggets).")
+                     f"where it is undefined ({why}).")
     source = f"qrels: {evaluation.qrels_source}"
     if evaluation.rule is not None:
         source += f", gold rule: {evaluation.rule}"

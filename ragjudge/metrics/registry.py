@@ -40,7 +40,7 @@ import numpy as np
 from ragjudge.errors import UsageError
 
 #: modules whose import registers measures; imported on the first lookup
-MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag")
+MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers")
 
 Kernel = Callable[["Any", "Measure"], np.ndarray]
 

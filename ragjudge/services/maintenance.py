@@ -29,6 +29,8 @@ from ragjudge.store.engine import sqlite_path
 from ragjudge.store.schema import (
     Adjudication,
     Annotator,
+    Answer,
+    AnswerJudgment,
     Chunk,
     Facet,
     FacetLink,
@@ -44,6 +46,7 @@ EVENT_TABLES = {
     "facet_links": FacetLink,
     "nugget_support": NuggetSupport,
     "adjudications": Adjudication,
+    "answer_judgments": AnswerJudgment,
 }
 """The append-only tables: rows are added, never changed or deleted."""
 
@@ -53,7 +56,7 @@ EXAMPLES = 5
 FUTURE_SLACK = timedelta(minutes=5)
 
 SINGULAR = {"queries": "query", "chunks": "chunk", "annotators": "annotator", "facets": "facet",
-            "nuggets": "nugget"}
+            "nuggets": "nugget", "answers": "answer"}
 
 
 # -- backup ----------------------------------------------------------------------------------
@@ -327,6 +330,8 @@ def _references(connection: Connection) -> list[Check]:
         ("nugget support → chunks", NuggetSupport, NuggetSupport.chunk_id, Chunk.id),
         ("adjudications → queries", Adjudication, Adjudication.query_id, Query.id),
         ("adjudications → chunks", Adjudication, Adjudication.chunk_id, Chunk.id),
+        ("answer judgments → answers", AnswerJudgment, AnswerJudgment.answer_id, Answer.id),
+        ("answer judgments → annotators", AnswerJudgment, AnswerJudgment.annotator, Annotator.name),
     ]
     checks = []
     for name, child, column, parent in pairs:
