@@ -47,3 +47,12 @@ def bare_answers_db(tmp_path, _bare_template) -> str:
     db = tmp_path / "bare.db"
     shutil.copyfile(_bare_template, db)
     return str(db)
+
+
+@pytest.fixture(autouse=True)
+def _no_default_project(monkeypatch):  # noqa: ANN001
+    """``--db`` given to one command must not become another test's default project."""
+    from ragjudge.cli import common
+
+    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
