@@ -120,9 +120,17 @@ class AgreementScreen(Screen):
         table = self.query_one("#disputed-table", DataTable)
         table.add_columns("query", "chunk", "spread", "ratings", "grades", "adjudicated")
         self.compute(force=True)
-        self.set_interval(POLL_SECONDS, self.compute)
+        self.set_interval(POLL_SECONDS, self._poll)
 
     # -- computing ---------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        """The timer: look for new labels, unless a computation is under way (starting another
+        would cancel it and throw its work away)."""
+        if any(w.group == "agreement" and w.node is self and not w.is_finished
+               for w in self.app.workers):
+            return
+        self.compute()
 
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self, force: bool = False) -> None:
