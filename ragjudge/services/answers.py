@@ -524,24 +524,24 @@ class AnswerQueue:
         rows.sort(key=lambda r: (r[1], _blind_key(seed, r[1], r[2])))
         self.answer_ids = [int(r[0]) for r in rows]
         self.query_ids = [r[1] for r in rows]
-        self._open: dict[int, int] | None = None
+        self._counts: dict[int, tuple[int, int]] | None = None
 
     def __len__(self) -> int:
         return len(self.answer_ids)
 
     def view(self, position: int) -> AnswerView:
+        """The answer at ``position`` with the annotator's current judgments."""
         view = answer_view(self.project, self.answer_ids[position], self.annotator)
-        if self._open is not None:
-            self._open[view.answer_id] = view.open
+        self.note(view)
         return view
 
-    def open_counts(self) -> dict[int, int]:
-        """Per answer, the things the annotator has not judged yet (one pass over the data)."""
-        if self._open is None:
-            self._open = self._count_open()
-        return self._open
+    def counts(self) -> dict[int, tuple[int, int]]:
+        """Per answer: (things to judge, of them not judged yet by the annotator)."""
+        if self._counts is None:
+            self._counts = self._count()
+        return self._counts
 
-    def _count_open(self) -> dict[int, int]:
+    def _count(self) -> dict[int, tuple[int, int]]:
         ids = self.answer_ids
         nuggets: dict[str, int] = {}
         cites: dict[int, int] = {}
@@ -560,28 +560,32 @@ class AnswerQueue:
             for c in current_judgments(connection, annotators=[self.annotator],
                                        query_ids=sorted(set(self.query_ids))):
                 judged[c.answer_id] = judged.get(c.answer_id, 0) + 1
-        return {a: nuggets.get(q, 0) + cites.get(a, 0) - judged.get(a, 0)
-                for a, q in zip(ids, self.query_ids)}
+        out = {}
+        for a, q in zip(ids, self.query_ids):
+            items = nuggets.get(q, 0) + cites.get(a, 0)
+            out[a] = (items, items - judged.get(a, 0))
+        return out
 
     def first_open(self, start: int = 0) -> int | None:
-        """The first answer at or after ``start`` (wrapping around) with something to judge."""
-        counts = self.open_counts()
+        """The first answer at or after ``start`` (wrapping around) with something the annotator
+        has not judged yet; None when there is none."""
+        counts = self.counts()
         n = len(self.answer_ids)
         for step in range(n):
             i = (start + step) % n
-            if counts.get(self.answer_ids[i], 0) > 0:
+            if counts.get(self.answer_ids[i], (0, 0))[1] > 0:
                 return i
         return None
 
     def note(self, view: AnswerView) -> None:
-        """Keep the open count of an answer in step with a judgment just written."""
-        if self._open is not None:
-            self._open[view.answer_id] = view.open
+        """Keep the counts of an answer in step with what was just read or written."""
+        if self._counts is not None:
+            self._counts[view.answer_id] = (len(view.items), view.open)
 
     def progress(self) -> tuple[int, int]:
         """(answers with nothing left to judge, answers with anything to judge at all)."""
-        counts = self.open_counts()
-        return sum(1 for n in counts.values() if n == 0), len(counts)
+        counts = [c for c in self.counts().values() if c[0] > 0]
+        return sum(1 for _, still in counts if still == 0), len(counts)
 
     def position_of(self, answer_id: int) -> int | None:
         try:

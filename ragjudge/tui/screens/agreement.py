@@ -297,7 +297,8 @@ class AgreementScreen(Screen):
             r = view.report
             head = Text()
             head.append(name, style="bold")
-            head.append(f" — {what}; scale 0 none, 1 partial, 2 full\n")
+            head.append(f" — {what}; scale 0 none, 1 partial, 2 full (sentences counted from 0)\n"
+                        if key == "citation_support" else f" — {what}; scale 0 none, 1 partial, 2 full\n")
             head.append(f"{r.units:,}", style="bold")
             head.append(f" {units} units judged, {r.pairable_units:,} by two or more annotators")
             stats = Table(box=None, show_header=False, padding=(0, 2))
@@ -315,7 +316,7 @@ class AgreementScreen(Screen):
                 for p in r.pairwise:
                     pairs.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
                                   _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value))
-                parts.append(pairs)
+                parts += [Text(""), pairs]
             if r.disputed:
                 disputed = Table(title=f"disputed: {len(r.disputed)} (largest spread first)",
                                  title_justify="left", header_style="bold", box=None)
@@ -325,7 +326,7 @@ class AgreementScreen(Screen):
                 for d in r.disputed[:20]:
                     support = ", ".join(f"{a}={words.get(int(g), g)}" for a, g in d.grades.items())
                     disputed.add_row(*(literal(u) for u in d.unit), str(d.spread), literal(support))
-                parts.append(disputed)
+                parts += [Text(""), disputed]
             parts.append(Text(""))
         if not any(v.report.units for v in views.values()):
             parts = [Text("No answer judged yet: judge answers with 'ragjudge annotate --answers' "
