@@ -56,3 +56,25 @@ def _no_default_project(monkeypatch):  # noqa: ANN001
 
     monkeypatch.setitem(common._state, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+
+
+@pytest.fixture(scope="session")
+def _demo_file(tmp_path_factory) -> Path:
+    from ragjudge.services.demo import build_demo
+
+    path = tmp_path_factory.mktemp("answers-demo") / "demo.db"
+    build_demo(str(path))
+    return path
+
+
+@pytest.fixture
+def demo_copy(_demo_file, tmp_path):  # noqa: ANN001, ANN201
+    """A function making fresh copies of the demo project (its ``--db`` path)."""
+    made = iter(range(100))
+
+    def copy() -> str:
+        target = tmp_path / f"demo-{next(made)}.db"
+        shutil.copyfile(_demo_file, target)
+        return str(target)
+
+    return copy

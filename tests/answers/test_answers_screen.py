@@ -156,11 +156,16 @@ def test_text_from_data_is_shown_literally(answers_db, tmp_path):
         screen = pilot.app.screen
         while screen.view.query_id != "q3":
             await pilot.press("right_square_bracket")
-        text = screen.query_one("#answer-text", Static).content
+        table = screen.query_one("#answer-text", Static).content
+        (text,) = table.columns[1]._cells  # the sentence column
         plain = text.plain
         assert "[bold red]loud[/]" in plain and "[link=http://x]y[/link]" in plain
         assert "\x1b" not in plain and "\x07" not in plain
         assert not any(span.style and "link" in str(span.style) for span in text.spans)
+        console = Console(width=100, record=True, file=io.StringIO())
+        console.print(table)
+        printed = console.export_text()
+        assert "\x1b" not in printed and "[bold red]loud[/]" in printed
 
     run(answers_db, drive)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -341,28 +342,38 @@ class AnswerJudgeScreen(Screen):
             out.append_text(literal(q.description))
         return out
 
-    def _nuggets_text(self) -> Text:
+    @staticmethod
+    def _rows() -> Table:
+        """Two columns (a mark, then text): wrapped text stays clear of the marks."""
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True)
+        table.add_column(ratio=1)
+        return table
+
+    def _nuggets_text(self) -> Table | Text:
         view = self.view
         nuggets = [(i, item) for i, item in enumerate(view.items) if item.is_nugget]
         if not nuggets:
             return Text("no nuggets yet — g to add", style="dim")
-        out = Text()
+        table = self._rows()
         for i, item in nuggets:
             focused = i == self.focus_index
             mark, style = MARKS[item.support]
-            out.append("▶ " if focused else "  ", style="bold")
-            out.append(mark + " ", style=style)
+            head = Text("▶ " if focused else "  ", style="bold")
+            head.append(mark, style=style)
+            text = Text()
             if item.vital:
-                out.append("vital ", style="bold")
-            out.append_text(literal(item.nugget, "reverse" if focused else ""))
-            out.append("\n")
-        out.append("\n\n")
+                text.append("vital ", style="bold")
+            text.append_text(literal(item.nugget, "reverse" if focused else ""))
+            table.add_row(head, text)
+        legend = Text()
         for support in ("full", "partial", "none", None):
             mark, style = MARKS[support]
-            out.append(mark + " ", style=style)
-            out.append(WORDS[support] + "  ", style="dim")
-        out.rstrip()
-        return out
+            legend.append(mark + " ", style=style)
+            legend.append(("not yet" if support is None else WORDS[support]) + "  ", style="dim")
+        table.add_row(Text(""), Text(""))
+        table.add_row(Text(""), legend.rstrip() or legend)
+        return table
 
     def _show_answer(self) -> None:
         view = self.view
@@ -372,14 +383,14 @@ class AnswerJudgeScreen(Screen):
         title.append(f"{same_query.index(view.answer_id) + 1} of {len(same_query)}", style="bold")
         title.append(" to this query")
         scroll.border_title = title
-        focus = self._item()
-        out = Text()
         if not view.sentences:
-            out.append("(the answer is empty)", style="dim")
+            self.query_one("#answer-text", Static).update(Text("(the answer is empty)", style="dim"))
+            return
+        focus = self._item()
+        table = self._rows()
         for s, sentence in enumerate(view.sentences):
             in_focus = s == self.sentence_focus and (focus is None or not focus.is_nugget)
-            out.append(f"{s + 1:>2} ", style="bold cyan" if in_focus else "dim")
-            out.append_text(literal(sentence.text, "bold" if in_focus else ""))
+            out = literal(sentence.text, "bold" if in_focus else "")
             for chunk in sentence.citations:
                 item_index = view.index((None, s, chunk))
                 support = view.items[item_index].support if item_index is not None else None
@@ -389,9 +400,8 @@ class AnswerJudgeScreen(Screen):
                 out.append_text(literal(chunk, "reverse" if focused else "italic"))
                 out.append(" " + mark, style=style)
                 out.append("]", style="dim")
-            out.append("\n")
-        out.rstrip()
-        self.query_one("#answer-text", Static).update(out)
+            table.add_row(Text(f"{s + 1:>2}", style="bold cyan" if in_focus else "dim"), out)
+        self.query_one("#answer-text", Static).update(table)
 
     def _show_chunk(self, q: judging.QueryText) -> None:
         view = self.view
