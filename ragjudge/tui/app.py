@@ -10,6 +10,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from ragjudge.errors import RagjudgeError
+from ragjudge.safetext import for_terminal
 
 
 class RagjudgeApp(App):
@@ -102,9 +103,9 @@ class RagjudgeApp(App):
             judging.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
             if from_home:
-                self.notify(str(exc), severity="error", timeout=10)
+                self.notify(for_terminal(exc), severity="error", timeout=10, markup=False)
             else:
-                self.exit(return_code=2, message=f"ragjudge: {exc}")
+                self.exit(return_code=2, message=f"ragjudge: {for_terminal(exc)}")
             return
         self.annotator = name
         self.push_screen(AnswerJudgeScreen(self.project, queue, from_home=from_home))

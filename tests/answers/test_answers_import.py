@@ -69,8 +69,8 @@ def test_plain_text_is_split_into_sentences(text, sentences):
 
 def test_sentences_their_citations_and_the_answers_citations_are_stored(bare_answers_db):
     db = bare_answers_db
-    answers = dict((run, (aid, text)) for aid, run, text in rows(
-        db, "SELECT id, run, text FROM answers WHERE query_id = 'q1'"))
+    answers = {run: (aid, text) for aid, run, text in rows(
+        db, "SELECT id, run, text FROM answers WHERE query_id = 'q1'")}
     bm25, text = answers["bm25"]
     assert text == "Parcels ship in five days. Returns are free. Thanks for asking."
     assert rows(db, f"SELECT position, text FROM answer_sentences WHERE answer_id = {bm25} "

@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ragjudge.errors import RagjudgeError
+from ragjudge.safetext import for_terminal
 from ragjudge.services import answers, judging
 from ragjudge.services.answers import AnswerItem, AnswerQueue, AnswerView
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
@@ -201,7 +202,7 @@ class AnswerJudgeScreen(Screen):
                 support=support, nugget_id=item.nugget_id, sentence=item.sentence,
                 chunk_id=item.chunk_id, duration_ms=int((time.monotonic() - self.shown_at) * 1000))
         except RagjudgeError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.notify(for_terminal(exc), severity="error", timeout=8, markup=False)
             return
         # the event is committed: now the screen moves on
         self._move_on(self.focus_index, was_open=item.support is None)
@@ -232,7 +233,7 @@ class AnswerJudgeScreen(Screen):
         try:
             result = answers.undo_last_answer_judgment(self.project, self.queue.annotator)
         except RagjudgeError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.notify(for_terminal(exc), severity="error", timeout=8, markup=False)
             return
         if result is None:
             self.notify("Nothing to undo.")
