@@ -7,6 +7,9 @@ Create Date: 2026-11-24 09:12:40.118254
 The answers a project already holds are split into sentences here (they were imported as plain
 text; their answer-level citations stay in ``citations``), so that every answer can be judged
 sentence by sentence.
+
+A column referencing an id (a chunk, an annotator) takes the type that id has in the database
+being upgraded, as a foreign key must.
 """
 from alembic import op
 import sqlalchemy as sa
@@ -18,7 +21,17 @@ branch_labels = None
 depends_on = None
 
 
+def _key_type(table: str, column: str):
+    """The type of ``table.column`` as the database being upgraded holds it."""
+    for reflected in sa.inspect(op.get_bind()).get_columns(table):
+        if reflected['name'] == column:
+            return reflected['type']
+    raise LookupError(f'{table}.{column}')
+
+
 def upgrade() -> None:
+    chunk_key = _key_type('chunks', 'id')
+    annotator_key = _key_type('annotators', 'name')
     op.create_table('answer_sentences',
     sa.Column('answer_id', sa.Integer(), nullable=False),
     sa.Column('position', sa.Integer(), nullable=False),
@@ -29,7 +42,7 @@ def upgrade() -> None:
     op.create_table('answer_citations',
     sa.Column('answer_id', sa.Integer(), nullable=False),
     sa.Column('sentence', sa.Integer(), nullable=False),
-    sa.Column('chunk_id', sa.String(length=255), nullable=False),
+    sa.Column('chunk_id', chunk_key, nullable=False),
     sa.Column('position', sa.Integer(), nullable=False),
     sa.ForeignKeyConstraint(['answer_id'], ['answers.id'], name=op.f('fk_answer_citations_answer_id_answers'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['chunk_id'], ['chunks.id'], name=op.f('fk_answer_citations_chunk_id_chunks')),
@@ -38,10 +51,10 @@ def upgrade() -> None:
     op.create_table('answer_judgments',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('answer_id', sa.Integer(), nullable=False),
-    sa.Column('annotator', sa.String(length=255), nullable=False),
+    sa.Column('annotator', annotator_key, nullable=False),
     sa.Column('nugget_id', sa.Integer(), nullable=True),
     sa.Column('sentence', sa.Integer(), nullable=True),
-    sa.Column('chunk_id', sa.String(length=255), nullable=True),
+    sa.Column('chunk_id', chunk_key, nullable=True),
     sa.Column('support', sa.String(length=8), nullable=True),
     sa.Column('created_at', sa.DateTime(), nullable=False),
     sa.Column('duration_ms', sa.Integer(), nullable=True),
