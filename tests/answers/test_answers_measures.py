@@ -25,6 +25,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragjudge.cli import main
 from ragjudge.metrics.answers import (
@@ -325,3 +327,45 @@ def test_seed000_attribution_still_holds_for_an_answer_with_sentences(tmp_path, 
     # seed 000 §4.4: retrieved c1 … c10, cited {c1, c3, c5}: 3 / 10 = 0.300
     assert json.loads(out)["runs"]["seed"]["aggregate"]["Attribution@10"] == pytest.approx(0.3)
     assert not math.isnan(0.3)
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+
+@st.composite
+def answers_of_one_query(draw):  # noqa: ANN201
+    n_nuggets = draw(st.integers(0, 5))
+    n_sentences = draw(st.integers(0, 5))
+    levels = draw(st.lists(st.sampled_from([UNJUDGED, 0, 1, 2]), min_size=n_nuggets, max_size=n_nuggets))
+    vital = draw(st.lists(st.booleans(), min_size=n_nuggets, max_size=n_nuggets))
+    cites = draw(st.lists(st.tuples(st.integers(0, max(n_sentences - 1, 0)),
+                                    st.sampled_from([UNJUDGED, 0, 1, 2])),
+                          max_size=8 if n_sentences else 0))
+    return AnswerSupport(
+        answered=np.array([True]), unplaced=np.array([False]),
+        valid=np.ones((1, n_nuggets), bool), vital=np.array([vital], dtype=bool).reshape(1, n_nuggets),
+        nugget_levels=np.array([levels], dtype=np.int64).reshape(1, n_nuggets),
+        n_sentences=np.array([n_sentences]), rows=np.zeros(len(cites), np.int64),
+        sentences=np.array([s for s, _ in cites], dtype=np.int64),
+        levels=np.array([lv for _, lv in cites], dtype=np.int64))
+
+
+@settings(max_examples=150, deadline=None)
+@given(answers_of_one_query())
+def test_scores_are_bounded_and_strict_never_exceeds_lenient(s):
+    for kernel in (lambda strict: answer_nuggets(s, strict=strict, vital_only=False),
+                   lambda strict: answer_nuggets(s, strict=strict, vital_only=True),
+                   lambda strict: citation_precision(s, strict=strict),
+                   lambda strict: citation_recall(s, strict=strict)):
+        strict, lenient = kernel(True)[0], kernel(False)[0]
+        assert math.isnan(strict) == math.isnan(lenient)
+        if not math.isnan(lenient):
+            assert 0.0 <= strict <= lenient <= 1.0
+    # every citation fully supporting its sentence: recall is the share of sentences citing
+    full = AnswerSupport(s.answered, s.unplaced, s.valid, s.vital, s.nugget_levels, s.n_sentences,
+                         s.rows, s.sentences, np.full(len(s.levels), 2))
+    if s.n_sentences[0]:
+        citing = len(set(s.sentences.tolist()))
+        assert citation_recall(full, strict=True)[0] == pytest.approx(citing / s.n_sentences[0])
+        if len(s.levels):
+            assert citation_precision(full, strict=True)[0] == 1.0
