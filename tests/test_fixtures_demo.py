@@ -22,7 +22,8 @@ from ragjudge.formats.records import build
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEMO = FIXTURES / "demo"
 RUNS = ("bm25", "hybrid", "title_only")
-JSONL = ("queries", "chunks", "labels", "facets", "nuggets", "entities", "answers")
+JSONL = ("queries", "chunks", "labels", "facets", "nuggets", "entities", "answers", "answer-labels")
+ANSWER_RUNS = ("hybrid", "bm25")
 
 
 def _jsonl(name: str) -> list[dict]:
@@ -90,7 +91,8 @@ def test_counts(demo):
 
 def test_every_line_is_a_valid_import_record(demo):
     kinds = {"queries": "queries", "chunks": "chunks", "labels": "labels", "facets": "facets",
-             "nuggets": "nuggets", "entities": "entities", "answers": "answers"}
+             "nuggets": "nuggets", "entities": "entities", "answers": "answers",
+             "answer-labels": "answer-labels"}
     for name, kind in kinds.items():
         for line, record in enumerate(demo[name], start=1):
             build(kind, record, file=f"{name}.jsonl", line=line)
@@ -101,10 +103,11 @@ def test_ids_are_unique_and_every_reference_exists(demo):
     chunk_ids = [c["id"] for c in demo["chunks"]]
     assert len(set(query_ids)) == len(query_ids) and len(set(chunk_ids)) == len(chunk_ids)
     queries, chunks = set(query_ids), set(chunk_ids)
-    for name in ("labels", "facets", "nuggets", "entities", "answers"):
+    for name in ("labels", "facets", "nuggets", "entities", "answers", "answer-labels"):
         for record in demo[name]:
             assert record["query_id"] in queries, (name, record)
-            for chunk_id in [record.get("chunk_id")] * ("chunk_id" in record) + record.get("cited", []):
+            cited = [c for s in record.get("sentences", []) for c in s["citations"]]
+            for chunk_id in [record.get("chunk_id")] * ("chunk_id" in record) + cited:
                 assert chunk_id in chunks, (name, record)
     for name, run in demo["runs"].items():
         assert set(run) == queries, name
@@ -225,19 +228,49 @@ def test_entities_appear_literally_in_chunks(demo):
         assert re.search(r"(?<!\w)" + re.escape(e["entity"].lower()) + r"(?!\w)", corpus), e
 
 
-def test_answers_cite_the_top_of_one_run(demo):
+def test_two_runs_answer_every_query_sentence_by_sentence_citing_their_top_5(demo):
     answers = demo["answers"]
-    assert {a["query_id"] for a in answers} == {q["id"] for q in demo["queries"]}
-    (run_name,) = {a["run"] for a in answers}
-    run = demo["runs"][run_name]
+    queries = {q["id"] for q in demo["queries"]}
+    assert len(answers) == 2 * len(queries)
+    for name in ANSWER_RUNS:
+        assert {a["query_id"] for a in answers if a["run"] == name} == queries
     gold = _gold(demo["labels"])
-    off_topic = 0
+    off_topic = uncited = 0
     for a in answers:
-        top5 = [d for d, _, _ in run[a["query_id"]][:5]]
-        assert 1 <= len(a["cited"]) <= 3 and set(a["cited"]) <= set(top5), a
-        assert all(f"[{n}]" in a["text"] for n in range(1, len(a["cited"]) + 1))
-        off_topic += any(gold.get((a["query_id"], c), 0) == 0 for c in a["cited"])
+        top5 = [d for d, _, _ in demo["runs"][a["run"]][a["query_id"]][:5]]
+        cited = {c for s in a["sentences"] for c in s["citations"]}
+        assert 1 <= len(cited) <= 4 and cited <= set(top5), a
+        assert all(s["text"].strip() for s in a["sentences"])
+        off_topic += any(gold.get((a["query_id"], c), 0) == 0 for c in cited)
+        uncited += any(not s["citations"] for s in a["sentences"])
     assert 0 < off_topic < len(answers) / 2  # sometimes a cited chunk does not help
+    assert 0 < uncited < len(answers) / 2  # "the retrieved articles do not answer this directly"
+
+
+def test_two_annotators_judge_most_answers_with_some_disagreement(demo):
+    lines = demo["answer-labels"]
+    assert {lab["annotator"] for lab in lines} == {"ana", "ben"}
+    answers = {(a["query_id"], a["run"]): a for a in demo["answers"]}
+    nuggets = {(n["query_id"], n["nugget"]) for n in demo["nuggets"]
+               if "chunk_id" not in n and n["kind"] == "nugget"}
+    support: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for line in lines:
+        answer = answers[(line["query_id"], line["run"])]
+        if "nugget" in line:
+            assert (line["query_id"], line["nugget"]) in nuggets, line
+            key = (line["query_id"], line["run"], line["nugget"])
+        else:
+            assert line["chunk_id"] in answer["sentences"][line["sentence"]]["citations"], line
+            key = (line["query_id"], line["run"], line["sentence"], line["chunk_id"])
+        assert line["annotator"] not in support[key], line  # one judgment per annotator
+        support[key][line["annotator"]] = line["support"]
+    judged = {(lab["query_id"], lab["run"]) for lab in lines}
+    assert 0.6 * len(answers) <= len(judged) < len(answers)  # some answers are left to judge
+    both = [v for v in support.values() if len(v) == 2]
+    disagree = [v for v in both if v["ana"] != v["ben"]]
+    assert len(both) >= 100 and 0 < len(disagree) < len(both) / 4
+    levels = Counter(line["support"] for line in lines)
+    assert all(levels[s] > 10 for s in ("full", "partial", "none")), levels
 
 
 # --------------------------------------------------------------------------------------------

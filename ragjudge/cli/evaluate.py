@@ -411,6 +411,8 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
     return tables
 
 
+
+
 def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
     left_out: dict[str, set[int]] = {}
@@ -432,7 +434,8 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
 
 
 _NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
-            "entities": "no entities", "citations": "no answer of the run, or nothing retrieved"}
+            "entities": "no entities", "citations": "no answer of the run, or nothing retrieved",
+            "answers": "no judged answer of the run (none given, or none judged yet)"}
 
 
 def _nothing_to_count(measure: str) -> str:

@@ -97,7 +97,8 @@ SUPPORT_LEVELS = {"none": NONE, "partial": PARTIAL, "full": FULL}
 NEVER = np.iinfo(np.int64).max
 """First-rank value of an item no ranked chunk reaches."""
 
-EXTRAS_KEYS = ("facets", "nuggets", "claims", "entities", "citations")
+EXTRAS_KEYS = ("facets", "nuggets", "claims", "entities", "citations", "answers")
+"""``answers``: a run's generated answers and their judgments (:mod:`ragjudge.metrics.answers`)."""
 
 
 # -- the data ------------------------------------------------------------------------------
@@ -651,6 +652,9 @@ _PREFIX_EXTRAS = {
     "ContextRecall": "claims",
     "EntityRecall": "entities",
     "Attribution": "citations",
+    "AnswerNuggets": "answers",
+    "CitationPrecision": "answers",
+    "CitationRecall": "answers",
 }
 
 
@@ -1002,6 +1006,10 @@ def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation 
 
     m = parse_measure(measure)
     name = m.definition.name
+    from ragjudge.metrics import answers
+
+    if name in answers.EXPLAINED:
+        return answers.explain_in_context(ctx, query_id, m)
     if name not in EXPLAINED:
         return None
     ids = ctx.query_ids

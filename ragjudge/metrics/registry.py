@@ -42,7 +42,7 @@ from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_number, short_int
 
 #: modules whose import registers measures; imported on the first lookup
-MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag")
+MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers")
 
 Kernel = Callable[["Any", "Measure"], np.ndarray]
 

@@ -149,20 +149,21 @@ class AgreementView:
     ratings: Ratings
     by_query: list[dict]
     by_annotator: list[dict]
+    unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
+    """What a unit is: its parts' names (a judged answer's units are longer than a pair)."""
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:
         out = self.report.to_dict(disputed_limit=disputed_limit)
-        out["disputed"] = [_disputed_json(d) for d in self.report.disputed[:disputed_limit]]
+        out["disputed"] = [_disputed_json(d, self.unit_fields)
+                           for d in self.report.disputed[:disputed_limit]]
         out["by_query"] = self.by_query
         out["by_annotator"] = self.by_annotator
         return out
 
 
-def _disputed_json(d: DisputedUnit) -> dict:
-    query_id, chunk_id = d.unit
+def _disputed_json(d: DisputedUnit, fields: tuple[str, ...] = ("query_id", "chunk_id")) -> dict:
     return {
-        "query_id": query_id,
-        "chunk_id": chunk_id,
+        **dict(zip(fields, d.unit)),
         "spread": d.spread,
         "n_ratings": d.n_ratings,
         "grades": dict(d.grades),
@@ -174,12 +175,14 @@ def project_agreement(project: Project, *, annotators: Iterable[str] | None = No
     return agreement_view(load_ratings(project, annotators=annotators))
 
 
-def agreement_view(ratings: Ratings) -> AgreementView:
+def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
+                   ) -> AgreementView:
     return AgreementView(
         report=agreement_report(ratings),
         ratings=ratings,
         by_query=query_breakdown(ratings),
         by_annotator=annotator_breakdown(ratings),
+        unit_fields=unit_fields,
     )
 
 

@@ -556,7 +556,8 @@ def _project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, 
     from ragjudge.services.rag import rag_extras
 
     # the labels come keyed by query and chunk ids; the measures align them with the run
-    return rag_extras(project, name, measures=parsed, rule=rule)
+    only = None if isinstance(queries, str) else list(queries)
+    return rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)
 
 
 def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,

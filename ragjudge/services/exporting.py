@@ -8,7 +8,9 @@
   it is a line without a grade;
 - ``run NAME``: the run's entries in rank order;
 - ``facets`` / ``nuggets``: every definition, then every annotator's current coverage or support,
-  in the lines ``ragjudge import facets|nuggets`` reads back.
+  in the lines ``ragjudge import facets|nuggets`` reads back;
+- ``answer-labels``: every annotator's current judgment of each generated answer (nugget support
+  and citation support), in the lines ``ragjudge import answer-labels`` reads back.
 
 Rows stream from SQL to the file; nothing is held whole except the gold qrels.
 """
@@ -31,8 +33,9 @@ from ragjudge.store.schema import RunEntry as RunEntryRow
 if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
-EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets")
-DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl"}
+EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets", "answer-labels")
+DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl",
+                  "answer-labels": "jsonl"}
 
 
 def export(project: Project, kind: str, dest: Destination, *, name: str | None = None,
@@ -58,6 +61,8 @@ def export(project: Project, kind: str, dest: Destination, *, name: str | None =
         return export_run(project, name, dest, fmt=fmt)
     if kind == "facets":
         return export_facets(project, dest, fmt=fmt)
+    if kind == "answer-labels":
+        return export_answer_labels(project, dest, fmt=fmt)
     return export_nuggets(project, dest, fmt=fmt)
 
 
@@ -211,6 +216,28 @@ def export_nuggets(project: Project, dest: Destination, *, fmt: str = "jsonl") -
     return write_records("nuggets", nugget_lines(project), dest, fmt)
 
 
+def answer_label_lines(project: Project) -> list[dict[str, Any]]:
+    """Every annotator's current judgment of each answer (its newest event, when it has a
+    support): the nugget lines, then the citation lines, sorted by query, run and annotator."""
+    from ragjudge.services.answers import current_judgments
+
+    with project.connect() as connection:
+        judgments = current_judgments(connection)
+    nuggets = [{"query_id": j.query_id, "run": j.run, "nugget": j.nugget, "support": j.support,
+                "annotator": j.annotator} for j in judgments if j.nugget is not None]
+    citations = [{"query_id": j.query_id, "run": j.run, "sentence": j.sentence,
+                  "chunk_id": j.chunk_id, "support": j.support, "annotator": j.annotator}
+                 for j in judgments if j.nugget is None]
+    return nuggets + citations
+
+
+def export_answer_labels(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
+    """The answer judgments, in the lines ``ragjudge import answer-labels`` reads back."""
+    if fmt == "trec":
+        raise UsageError("answer labels have no TREC format; use --format jsonl or csv.")
+    return write_records("answer-labels", answer_label_lines(project), dest, fmt)
+
+
 def _run_list(project: Project) -> str:
     with project.connect() as connection:
         names = list(connection.scalars(select(Run.__table__.c.name).order_by(Run.__table__.c.name)))
@@ -218,7 +245,8 @@ def _run_list(project: Project) -> str:
 
 
 __all__ = [
-    "DEFAULT_FORMAT", "EXPORT_KINDS", "export", "export_facets", "export_labels",
+    "DEFAULT_FORMAT", "EXPORT_KINDS", "answer_label_lines", "export", "export_answer_labels",
+    "export_facets", "export_labels",
     "export_nuggets", "export_qrels", "export_run", "facet_lines", "label_lines", "nugget_lines",
     "run_entries",
 ]

@@ -1,9 +1,9 @@
 """Importing files into a project: each import is ONE transaction, all or nothing.
 
 Every kind of file (queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
-guidelines, a BEIR folder) is read with :mod:`ragjudge.formats` and written in one transaction:
-the first bad line (an :class:`~ragjudge.errors.InputError` naming file, line and field) rolls
-everything back, so the project is exactly as before.
+answer labels, guidelines, a BEIR folder) is read with :mod:`ragjudge.formats` and written in one
+transaction: the first bad line (an :class:`~ragjudge.errors.InputError` naming file, line and
+field) rolls everything back, so the project is exactly as before.
 
 What importing means, per kind:
 
@@ -23,7 +23,12 @@ What importing means, per kind:
   (``pair_marks``) unless the annotator's current flag and comment are already so; a line
   without a grade carries only those.
 - **facets / nuggets / entities / answers**: definitions are added when new; facet coverage and
-  nugget support become append-only events unless identical to the annotator's current one.
+  nugget support become append-only events unless identical to the annotator's current one. An
+  answer is stored with its sentences (plain text is split into sentences) and citations; its run
+  must be in the project.
+- **answer-labels**: judgments of answers (how fully an answer supports a nugget; how fully a
+  cited chunk supports a sentence) become append-only events, unless identical to the
+  annotator's current judgment; the answers and nuggets they name must be in the project.
 - **guidelines**: Markdown text stored in the setting ``guidelines``.
 
 Ids the project lacks are refused with their count and the first few ids (and where they are),
@@ -57,12 +62,14 @@ from ragjudge.formats.beir import (
     beir_file, beir_qrels_files, read_beir_corpus, read_beir_qrels, read_beir_queries,
 )
 from ragjudge.formats.records import check_text, check_typed
+from ragjudge.formats.sentences import split_sentences
 from ragjudge.formats.source import Source, is_inline, path_kind
 from ragjudge.formats.trec import trec_run_rows
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
-    Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
-    MAX_KEY_BYTES, PairMark, Query, Run, RunEntry, Setting, key_bytes, utcnow,
+    Annotator, Answer, AnswerCitation, AnswerJudgment, AnswerSentence, Chunk, Citation, Entity,
+    Facet, FacetLink, Label, Nugget, NuggetSupport, MAX_KEY_BYTES, PairMark, Query, Run, RunEntry,
+    Setting, key_bytes, utcnow,
 )
 from datetime import UTC
 
@@ -72,7 +79,7 @@ BATCH = 5000
 FIRST_FEW = 5
 DEFAULT_ANNOTATOR = "imported"
 IMPORT_KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities",
-                "answers", "guidelines")
+                "answers", "guidelines", "answer-labels")
 
 Progress = Callable[[int, "int | None", str], None]
 """``progress(done_bytes, total_bytes_or_None, description)``, called now and then."""
@@ -130,7 +137,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         return import_guidelines(project, source)
     if fmt == "auto":
         fmt = detect_format(source, kind)
-    if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers"):
+    if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers", "answer-labels"):
         raise UsageError(f"{file} is read as a BEIR dataset (a folder), which holds no {kind}; "
                          "give a TREC, JSONL or CSV file.")
     if kind == "run" and name is None:
@@ -161,6 +168,8 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
                 _import_entities(connection, records, file, refs, result)
             elif kind == "answers":
                 _import_answers(connection, records, file, refs, replace, result)
+            elif kind == "answer-labels":
+                _import_answer_labels(connection, records, file, annotator, refs, result)
         return result
 
     return project.write(work)
@@ -924,47 +933,202 @@ def _import_entities(connection: Connection, records: Iterable[tuple[int, Any]],
     result.added = len(new)
 
 
-def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
-                    refs: _References, replace: bool, result: ImportResult) -> None:
-    answers_t, citations_t = Answer.__table__, Citation.__table__
-    items = list(records)
-    result.read = len(items)
-    _refs_of(refs, items, lambda r: r.cited)
-    refs.raise_if_missing(file)
-    conflicts: list[tuple[int, Any]] = []
+def _answer_parts(record: Any) -> tuple[str, list[str], list[tuple[str, list[str]]]]:
+    """An answer line as (text, the answer's cited chunks, its sentences with their citations).
+
+    Plain ``text`` is split into sentences (:func:`ragjudge.formats.sentences.split_sentences`),
+    which then cite nothing of their own; ``sentences`` give the text (joined by spaces) and the
+    answer's citations (every sentence's, in order). A chunk cited twice is one citation."""
+    if record.sentences is None:
+        sentences: list[tuple[str, list[str]]] = [(text, []) for text in split_sentences(record.text)]
+        return record.text, list(dict.fromkeys(record.cited)), sentences
+    sentences = [(s.text, list(dict.fromkeys(s.citations))) for s in record.sentences]
+    cited = list(dict.fromkeys(c for _, cites in sentences for c in cites))
+    return " ".join(text for text, _ in sentences), cited, sentences
+
+
+def _answer_chunks(record: Any) -> list[str]:
+    if record.sentences is None:
+        return list(record.cited)
+    return [c for s in record.sentences for c in s.citations]
+
+
+def _check_runs(connection: Connection, items: list[tuple[int, Any]], file: str) -> None:
+    """Refuse runs the project lacks (with their count and the first few), as unknown ids are."""
+    first_line: dict[str, int] = {}
     for line, record in items:
         if _too_long_key(record.run):
             raise InputError(f"a run name has at most {MAX_ID} bytes (in UTF-8).", file=file, line=line,
                              field="run")
-        cited = list(dict.fromkeys(record.cited))  # a chunk cited twice is one citation
+        first_line.setdefault(record.run, line)
+    runs_t = Run.__table__
+    known: set[str] = set()
+    for part in _batches(sorted(first_line)):
+        known.update(connection.scalars(select(runs_t.c.name).where(runs_t.c.name.in_(part))))
+    lacking = sorted((line, name) for name, line in first_line.items() if name not in known)
+    if lacking:
+        listed = ", ".join(f"'{name}' (line {line})" for line, name in lacking[:FIRST_FEW])
+        count = len(lacking)
+        raise InputError(
+            f"{count:,} run{'s are' if count > 1 else ' is'} not in the project (first: {listed}). "
+            "Import the runs first (ragjudge import run FILE). Nothing was imported.",
+            file=file, line=lacking[0][0], field="run")
+
+
+def _stored_answer(connection: Connection, answer_id: int) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    citations_t, sentences_t = Citation.__table__, AnswerSentence.__table__
+    cites_t = AnswerCitation.__table__
+    cited = list(connection.scalars(select(citations_t.c.chunk_id).where(
+        citations_t.c.answer_id == answer_id).order_by(citations_t.c.position)))
+    sentences: list[tuple[str, list[str]]] = [(text, []) for text in connection.scalars(select(sentences_t.c.text).where(
+        sentences_t.c.answer_id == answer_id).order_by(sentences_t.c.position))]
+    for sentence, chunk_id in connection.execute(
+            select(cites_t.c.sentence, cites_t.c.chunk_id).where(cites_t.c.answer_id == answer_id)
+            .order_by(cites_t.c.sentence, cites_t.c.position)):
+        if sentence < len(sentences):
+            sentences[sentence][1].append(chunk_id)
+    return cited, sentences
+
+
+def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                    refs: _References, replace: bool, result: ImportResult) -> None:
+    answers_t, citations_t = Answer.__table__, Citation.__table__
+    sentences_t, cites_t = AnswerSentence.__table__, AnswerCitation.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, _answer_chunks)
+    refs.raise_if_missing(file)
+    _check_runs(connection, items, file)
+    conflicts: list[tuple[int, Any]] = []
+    judged_before = 0
+    for line, record in items:
+        text, cited, sentences = _answer_parts(record)
         row = connection.execute(select(answers_t.c.id, answers_t.c.text).where(
             answers_t.c.query_id == record.query_id, answers_t.c.run == record.run)).first()
         if row is not None:
-            old_cited = list(connection.scalars(select(citations_t.c.chunk_id).where(
-                citations_t.c.answer_id == row.id).order_by(citations_t.c.position)))
-            if row.text == record.text and old_cited == cited:
+            if row.text == text and _stored_answer(connection, row.id) == (cited, sentences):
                 result.unchanged += 1
                 continue
             if not replace:
                 conflicts.append((line, record))
                 continue
-            connection.execute(update(answers_t).where(answers_t.c.id == row.id).values(text=record.text))
-            connection.execute(delete(citations_t).where(citations_t.c.answer_id == row.id))
+            connection.execute(update(answers_t).where(answers_t.c.id == row.id).values(text=text))
+            for table in (citations_t, cites_t, sentences_t):
+                connection.execute(delete(table).where(table.c.answer_id == row.id))
             answer_id = row.id
             result.updated += 1
+            judgments = AnswerJudgment.__table__
+            judged_before += bool(connection.scalar(select(func.count()).select_from(judgments)
+                                                    .where(judgments.c.answer_id == row.id)))
         else:
             answer_id = _new_id(connection.execute(insert(answers_t).values(
-                query_id=record.query_id, run=record.run, text=record.text)))
+                query_id=record.query_id, run=record.run, text=text)))
             result.added += 1
         if cited:
             connection.execute(insert(citations_t), [
                 {"answer_id": answer_id, "chunk_id": c, "position": i} for i, c in enumerate(cited)])
+        if sentences:
+            connection.execute(insert(sentences_t), [
+                {"answer_id": answer_id, "position": i, "text": s} for i, (s, _) in enumerate(sentences)])
+        cites = [{"answer_id": answer_id, "sentence": i, "chunk_id": c, "position": j}
+                 for i, (_, chunk_ids) in enumerate(sentences) for j, c in enumerate(chunk_ids)]
+        if cites:
+            connection.execute(insert(cites_t), cites)
     if conflicts:
         line, record = conflicts[0]
         raise InputError(
             f"{len(conflicts):,} answers differ from the project's answer of the same run and query "
             f"(first: run '{record.run}', query '{record.query_id}'). Pass --replace to update "
-            "them. Nothing was imported.", file=file, line=line, field="text")
+            "them. Nothing was imported.", file=file, line=line,
+            field="text" if record.sentences is None else "sentences")
+    if judged_before:
+        result.notes.append(
+            f"{judged_before:,} of the replaced answers had judgments; they are kept, and a "
+            "citation judgment counts where its sentence still cites its chunk.")
+
+
+def _import_answer_labels(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                          annotator: str, refs: _References, result: ImportResult) -> None:
+    """Answer judgments (nugget support, citation support) as events of each line's annotator
+    (else ``annotator``), source ``import``; a line equal to the annotator's current judgment of
+    the same thing adds nothing. The answer, the nugget (by its text, among the query's nuggets)
+    and the citation must exist: answers and nuggets are imported first."""
+    answers_t, nuggets_t, cites_t = Answer.__table__, Nugget.__table__, AnswerCitation.__table__
+    sentences_t, judgments_t = AnswerSentence.__table__, AnswerJudgment.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
+    refs.raise_if_missing(file)
+    _check_runs(connection, items, file)
+    query_ids = sorted({r.query_id for _, r in items})
+    answer_of: dict[tuple[str, str], int] = {}
+    nugget_of: dict[tuple[str, str], int] = {}
+    for part in _batches(query_ids):
+        answer_of.update({(q, run): i for i, q, run in connection.execute(
+            select(answers_t.c.id, answers_t.c.query_id, answers_t.c.run)
+            .where(answers_t.c.query_id.in_(part)))})
+        for i, q, text in connection.execute(
+                select(nuggets_t.c.id, nuggets_t.c.query_id, nuggets_t.c.text)
+                .where(nuggets_t.c.query_id.in_(part), nuggets_t.c.removed.is_(False),
+                       nuggets_t.c.kind == "nugget").order_by(nuggets_t.c.id)):
+            nugget_of.setdefault((q, text), i)
+    answer_ids = sorted(set(answer_of.values()))
+    sentence_count: dict[int, int] = {}
+    cited: set[tuple[int, int, str]] = set()
+    current: dict[tuple, str | None] = {}
+    for part in _batches(answer_ids):
+        sentence_count.update(connection.execute(
+            select(sentences_t.c.answer_id, func.count()).where(sentences_t.c.answer_id.in_(part))
+            .group_by(sentences_t.c.answer_id)).all())
+        cited.update(connection.execute(select(cites_t.c.answer_id, cites_t.c.sentence, cites_t.c.chunk_id)
+                                        .where(cites_t.c.answer_id.in_(part))).all())
+        for row in connection.execute(
+                select(judgments_t.c.answer_id, judgments_t.c.annotator, judgments_t.c.nugget_id,
+                       judgments_t.c.sentence, judgments_t.c.chunk_id, judgments_t.c.support)
+                .where(judgments_t.c.answer_id.in_(part)).order_by(judgments_t.c.id)):
+            current[(row.answer_id, row.annotator, row.nugget_id, row.sentence, row.chunk_id)] = row.support
+    events = []
+    annotators: set[str] = set()
+    now = utcnow()
+    for line, r in items:
+        answer_id = answer_of.get((r.query_id, r.run))
+        if answer_id is None:
+            raise InputError(f"run '{r.run}' has no answer to query '{r.query_id}' in the project. "
+                             "Import the answers first (ragjudge import answers FILE). Nothing "
+                             "was imported.", file=file, line=line, field="run")
+        nugget_id = None
+        if r.nugget is not None:
+            nugget_id = nugget_of.get((r.query_id, r.nugget))
+            if nugget_id is None:
+                raise InputError(f"query '{r.query_id}' has no nugget {r.nugget!r}. Import the "
+                                 "nuggets first (ragjudge import nuggets FILE). Nothing was "
+                                 "imported.", file=file, line=line, field="nugget")
+        else:
+            count = sentence_count.get(answer_id, 0)
+            if r.sentence >= count:
+                raise InputError(f"the answer has {count} sentence{'s' if count != 1 else ''}, "
+                                 f"numbered from 0; there is no sentence {r.sentence}. Nothing was "
+                                 "imported.", file=file, line=line, field="sentence")
+            if (answer_id, r.sentence, r.chunk_id) not in cited:
+                raise InputError(f"sentence {r.sentence} of the answer does not cite chunk "
+                                 f"'{r.chunk_id}'; only a cited chunk's support is judged. Nothing "
+                                 "was imported.", file=file, line=line, field="chunk_id")
+        who = _check_annotator(r.annotator, file=file, line=line) if r.annotator else annotator
+        key = (answer_id, who, nugget_id, r.sentence, r.chunk_id)
+        if current.get(key) == r.support:
+            result.unchanged += 1
+            continue
+        current[key] = r.support
+        annotators.add(who)
+        events.append({"answer_id": answer_id, "annotator": who, "nugget_id": nugget_id,
+                       "sentence": r.sentence, "chunk_id": r.chunk_id, "support": r.support,
+                       "created_at": now, "source": "import"})
+    _ensure_annotators(connection, annotators)
+    for batch in _batches(events):
+        connection.execute(insert(judgments_t), batch)
+    result.added = len(events)
+    if result.read == 0:
+        result.notes.append("The file holds no answer judgments.")
 
 
 __all__ = [

@@ -280,6 +280,7 @@ def _mark(project: Project, *, annotator: str, query_id: str, chunk_id: str, kin
     """Append a set or clear event of ``kind`` unless the mark is already so; returns the
     annotator's marks on the pair afterwards."""
     annotator = check_annotator(annotator)
+    check_typed(text, "The note" if kind == "flag" else "The comment")
     text = (text or "").strip() or None
 
     def work(session: Session) -> PairMarks:

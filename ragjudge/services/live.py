@@ -14,7 +14,9 @@ State (:class:`LiveEvaluation`), built once by :meth:`LiveEvaluation.load`:
 have written them), re-reads the current labels of just the queries they touch, rebuilds those
 queries' gold grades with the same rule code as :func:`ragjudge.services.qrels.gold_qrels`, and
 re-evaluates those queries only: all runs at once, each (run, query) as its own row of one small
-evaluation context. The aggregates are then column sums over the matrices.
+evaluation context. The aggregates are then column sums over the matrices. Judgments of the runs'
+generated answers (when an answer measure is shown) are taken in the same way: the answer
+measures of the queries whose answers were judged are evaluated again.
 
 Everything the screen shows comes out as an immutable :class:`LiveSnapshot` (numbers that change
 on every label) and :class:`LiveDetails` (bootstrap intervals, agreement, pool coverage: slower,
@@ -380,6 +382,8 @@ class LiveEvaluation:
         self.lock = threading.RLock()
         self.version = 0
         self.stamp = (0, 0)
+        self.answer_stamp = 0
+        """The newest answer judgment taken in (judgments of answers move the answer measures)."""
         self.touched: tuple[str, ...] = ()
         self.compute_ms = 0.0
         self.updated_at = datetime.now(UTC)
@@ -476,6 +480,8 @@ class LiveEvaluation:
             return
         with self.lock:
             t0 = time.perf_counter()
+            if self.watches_answers:
+                self.answer_stamp = self._answers_stamp()
             old = self.views
             if self._labels is None:
                 self._read_labels()
@@ -712,26 +718,77 @@ class LiveEvaluation:
     # -- new labels --------------------------------------------------------------------------
 
     def poll(self) -> bool:
-        """Take in the label events and adjudications written since the last look (by any
-        process). Returns True when something changed (and the numbers were updated)."""
+        """Take in the label events, adjudications and (when an answer measure is shown) answer
+        judgments written since the last look (by any process). Returns True when something
+        changed (and the numbers were updated)."""
         stamp = self._stamp()
-        if stamp == self.stamp:
+        judged = self._answers_stamp() if self.watches_answers else self.answer_stamp
+        if stamp == self.stamp and judged == self.answer_stamp:
             return False
         with self.lock:
             t0 = time.perf_counter()
-            touched, annotators, decided = self._events(stamp)
-            if any(q not in self.row for q in touched):
-                self._labels = None  # a query added since the screen opened: start again
-                self.recompute()
-                self.touched = tuple(touched)
-                return True
-            for name in sorted(annotators - set(self.annotators)):
-                self._add_annotator(name)
-            self._apply(touched, annotators, decided)
-            self.stamp = stamp
+            touched: list[str] = []
+            if stamp != self.stamp:
+                touched, annotators, decided = self._events(stamp)
+                if any(q not in self.row for q in touched):
+                    self._labels = None  # a query added since the screen opened: start again
+                    self.recompute()
+                    self.touched = tuple(touched)
+                    return True
+                for name in sorted(annotators - set(self.annotators)):
+                    self._add_annotator(name)
+                self._apply(touched, annotators, decided)
+                self.stamp = stamp
+            if judged != self.answer_stamp:
+                answered = self._answer_events(judged)
+                self.answer_stamp = judged
+                self._apply_answers(answered)
+                touched = sorted(set(touched) | set(answered))
             self.touched = tuple(touched)
             self._stamp_done(t0)
             return True
+
+    # -- judgments of generated answers ------------------------------------------------------
+
+    @property
+    def watches_answers(self) -> bool:
+        """True when a shown measure reads the judgments of the runs' answers."""
+        key = tuple(self.measures)
+        if getattr(self, "_watching", (None,))[0] != key:
+            self._watching = (key, any("answers" in parse_measure(m).needs for m in key))
+        return self._watching[1]
+
+    def _answers_stamp(self) -> int:
+        """The newest answer judgment's id (the table is append-only), in one driver call."""
+        with self.project.connect() as connection:
+            (newest,), = _raw(connection, "SELECT max(id) FROM answer_judgments", ())
+        return int(newest or 0)
+
+    def _answer_events(self, stamp: int) -> list[str]:
+        """The queries whose answers were judged after ``self.answer_stamp`` up to ``stamp``."""
+        with self.project.connect() as connection:
+            rows = _raw(connection, "SELECT DISTINCT a.query_id FROM answer_judgments j JOIN answers a "
+                        "ON a.id = j.answer_id WHERE j.id > ? AND j.id <= ?",
+                        (self.answer_stamp, stamp))
+        return sorted(q for q, in rows)
+
+    def _apply_answers(self, touched: list[str]) -> None:
+        """Re-evaluate the answer measures of the queries whose answers were just judged, in
+        every view where those queries are judged (the other measures do not move)."""
+        for view in self.views.values():
+            cols = [j for j in view.rag if "answers" in view.parsed[j].needs]
+            queries = [q for q in touched if q in self.row and view.present[self.row[q]]]
+            if not cols or not queries:
+                continue
+            rows = self._rows(queries)
+            if not self._small(view):
+                view.add_rows(rows, -1.0)
+            measures = [view.parsed[j] for j in cols]
+            qrels = self._qrels_of(view, queries)
+            for name in self.runs:
+                result = self._rag(view, name, qrels, self._sub_run(name, queries), measures, queries)
+                view.values[name][np.ix_(self._rows(result.query_ids), cols)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            self._finish(view, queries)
 
     def _stamp(self) -> tuple[int, int]:
         """(newest label id, newest adjudication id), as

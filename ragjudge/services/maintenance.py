@@ -31,6 +31,8 @@ from ragjudge.store.engine import sqlite_path, sqlite_uri
 from ragjudge.store.schema import (
     Adjudication,
     Annotator,
+    Answer,
+    AnswerJudgment,
     Chunk,
     Facet,
     FacetLink,
@@ -46,12 +48,13 @@ if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
 EVENT_TABLES: dict[str, type[Label] | type[FacetLink] | type[NuggetSupport] | type[Adjudication]
-                   | type[PairMark]] = {
+                   | type[PairMark] | type[AnswerJudgment]] = {
     "labels": Label,
     "facet_links": FacetLink,
     "nugget_support": NuggetSupport,
     "adjudications": Adjudication,
     "pair_marks": PairMark,
+    "answer_judgments": AnswerJudgment,
 }
 """The append-only tables: rows are added, never changed or deleted."""
 
@@ -61,7 +64,7 @@ EXAMPLES = 5
 FUTURE_SLACK = timedelta(minutes=5)
 
 SINGULAR = {"queries": "query", "chunks": "chunk", "annotators": "annotator", "facets": "facet",
-            "nuggets": "nugget"}
+            "nuggets": "nugget", "answers": "answer"}
 
 
 # -- backup ----------------------------------------------------------------------------------
@@ -313,6 +316,8 @@ def _references(connection: Connection) -> list[Check]:
         ("flags and comments → queries", PairMark, PairMark.query_id, Query.id),
         ("flags and comments → chunks", PairMark, PairMark.chunk_id, Chunk.id),
         ("flags and comments → annotators", PairMark, PairMark.annotator, Annotator.name),
+        ("answer judgments → answers", AnswerJudgment, AnswerJudgment.answer_id, Answer.id),
+        ("answer judgments → annotators", AnswerJudgment, AnswerJudgment.annotator, Annotator.name),
     ]
     checks = []
     for name, child, column, parent in pairs:

@@ -118,7 +118,7 @@ def test_only_needed_extras_are_built(rag_project):
     query_ids, matrix = run_matrix(rag_project)
     assert rag_extras(rag_project, "bm25", query_ids, matrix, ["P@5", "nDCG@10"]) == {}
     extras = rag_extras(rag_project, "bm25", query_ids, matrix, None)
-    assert set(extras) == {"facets", "nuggets", "claims", "entities", "citations"}
+    assert set(extras) == {"facets", "nuggets", "claims", "entities", "citations", "answers"}
 
 
 def test_rows_follow_the_given_order_and_str_matrices(rag_project):

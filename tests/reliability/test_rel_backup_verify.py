@@ -129,7 +129,7 @@ def test_verify_a_sound_project(tmp_path):
     report = json.loads(result.stdout)
     assert report["ok"] is True and report["schema_revision"]
     assert report["events"] == {"labels": 7, "facet_links": 0, "nugget_support": 0, "adjudications": 0,
-                                "pair_marks": 0}
+                                "pair_marks": 0, "answer_judgments": 0}
     newest = datetime.fromisoformat(report["newest_event"])
     assert abs(newest - datetime.utcnow()) < timedelta(minutes=5)
     assert {c["status"] for c in report["checks"]} == {"ok"}

@@ -46,7 +46,7 @@ class FacetsScreen(ModalScreen[None]):
     BINDINGS = [Binding(keys, action, name, tooltip=text, priority=keys != "space")
                 for keys, action, name, text in FACET_KEYS]
 
-    def __init__(self, project, annotator: str, query_id: str, chunk_id: str) -> None:  # noqa: ANN001
+    def __init__(self, project, annotator: str, query_id: str, chunk_id: str | None) -> None:  # noqa: ANN001
         super().__init__()
         self.project = project
         self.annotator = annotator
@@ -57,8 +57,11 @@ class FacetsScreen(ModalScreen[None]):
         with Vertical(id="facets-box"):
             title = Text("Facets & nuggets of query ")
             title.append_text(literal(self.query_id, "bold"))
-            title.append(" — marks for chunk ")
-            title.append_text(literal(self.chunk_id, "bold"))
+            if self.chunk_id is not None:
+                title.append(" — marks for chunk ")
+                title.append_text(literal(self.chunk_id, "bold"))
+            else:  # no chunk in view (an answer citing nothing): definitions only
+                title.append(" — no chunk in view: add, edit and remove only")
             yield Label(title, classes="prompt-title")
             yield OptionList(id="facet-list")
             yield Static(id="facet-hint", classes="prompt-hint")
@@ -131,9 +134,15 @@ class FacetsScreen(ModalScreen[None]):
             self.notify(str(exc), severity="error")
             return False
 
+    def _no_chunk(self) -> bool:
+        if self.chunk_id is None:
+            self.notify("No chunk is in view: marks need one. Here you can add, edit and remove.",
+                        severity="warning")
+        return self.chunk_id is None
+
     def action_toggle(self) -> None:
         selected = self._selected()
-        if selected is None:
+        if selected is None or self._no_chunk():
             return
         kind, ident = selected
         if kind == "f":
@@ -161,6 +170,8 @@ class FacetsScreen(ModalScreen[None]):
         selected = self._selected()
         if selected is None or selected[0] != "n":
             self.notify("Highlight a nugget first (f/p/x set a nugget's support).", severity="warning")
+            return
+        if self._no_chunk():
             return
         self._do(judging.set_nugget_support, self.project, annotator=self.annotator,
                  nugget_id=selected[1], chunk_id=self.chunk_id, support=support)
