@@ -435,16 +435,19 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
 
 _NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
             "entities": "no entities", "citations": "no answer of the run, or nothing retrieved",
-            "answers": "no judged answer of the run (none given, or none judged yet)"}
+            "answers": "no answer of the run, nothing to count, or not judged yet"}
 
 
 def _nothing_to_count(measure: str) -> str:
     """Why a measure can be undefined on a query: what the query lacks."""
     from ragjudge.metrics.registry import parse_measure
 
-    needs = [_NOTHING[k] for k in parse_measure(measure).needs if k in _NOTHING]
-    if needs:
-        return "the query has " + " or ".join(needs)
+    needs = parse_measure(measure).needs
+    if "answers" in needs:
+        return _NOTHING["answers"]
+    lacks = [_NOTHING[k] for k in needs if k in _NOTHING]
+    if lacks:
+        return "the query has " + " or ".join(lacks)
     return "the query has no relevance grade; it is evaluated for its facets or nuggets"
 
 
