@@ -148,6 +148,10 @@ def demo(
     from ragjudge.cli.common import db_given, set_db
     from ragjudge.services.demo import build_demo
 
+    if not no_tui:  # without a terminal, refuse before building anything
+        from ragjudge.tui import require_terminal
+
+        require_terminal()
     if not db_given():
         set_db("ragjudge-demo.db")
     db = project_db()

@@ -347,3 +347,17 @@ def test_hostile_file_is_imported_or_refused_cleanly(kind, data, base, workdir, 
                 "importing the same file a second time changed the project\n" + again.describe())
     finally:
         shutil.rmtree(here, ignore_errors=True)
+
+
+def test_identical_run_imported_again_with_replace_changes_nothing(base, workdir, capfd):
+    # was: "Replaced the earlier run": the run was rewritten with a new time
+    project = copy_project(base, workdir / "project" / "p.db")
+    run = workdir / "again.trec"
+    run.write_text("q1 Q0 c04 1 2.0 x\nq1 Q0 c05 2 1.0 x\n")
+    argv = ["--db", str(project), "import", "run", str(run), "--replace"]
+    assert run_cli(capfd, argv).code == 0
+    imported = project_state(project)
+    again = run_cli(capfd, argv)
+    check_promises(again, project, imported)
+    assert again.code == 0 and "nothing changed" in again.err
+    assert project_state(project) == imported

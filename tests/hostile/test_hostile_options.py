@@ -321,3 +321,20 @@ def test_hostile_options_keep_the_promises(command, data, prepared, workdir, cap
 @given(data=st.data())
 def test_hostile_options_of_slow_commands_keep_the_promises(command, data, prepared, workdir, capfd):
     check_command(data.draw(argv_for(command), label="argv"), prepared, workdir, capfd)
+
+
+def test_demo_without_a_terminal_builds_nothing(workdir, capfd):
+    # was: the demo project was built (seconds), a success line printed, then the refusal
+    outcome = run_cli(capfd, ["--db", str(workdir / "demo.db"), "demo"])
+    check_promises(outcome)
+    assert outcome.code == 2 and "needs a terminal" in outcome.err
+    assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["agree", "--limit", "abc"], ["agree", "--bogus"], ["import"],
+                                  ["eval", "--k"], ["agree", "--" + OSC52]])
+def test_usage_mistakes_are_one_clean_line(argv, prepared, workdir, capfd):
+    # was: click's box of five lines ("Usage: ...", "Try ...", a framed error)
+    outcome = run_cli(capfd, ["--db", str(prepared / "base.db"), *argv])
+    check_promises(outcome)
+    assert outcome.code == 2 and outcome.err.startswith("ragjudge: ") and "-h'." in outcome.err
