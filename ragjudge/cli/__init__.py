@@ -70,9 +70,9 @@ def usage_message(exc: Exception) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
-    from ragjudge.errors import CheckFailed, RagjudgeError
-
     from typer import Abort, BadParameter
+
+    from ragjudge.errors import CheckFailed, RagjudgeError
 
     # click's base of usage errors (vendored by recent Typer, the click package before)
     click_error = next(c for c in BadParameter.__mro__ if c.__name__ == "ClickException")

@@ -103,7 +103,7 @@ class Outcome:
     escaped: BaseException | None = None
 
     def describe(self) -> str:
-        text = f"argv={self.argv!r}\nexit={self.code!r}\nstderr={shorten(self.err)!r}"
+        text = f"argv={brief(self.argv)!r}\nexit={self.code!r}\nstderr={shorten(self.err)!r}"
         if self.escaped is not None:
             text += "\n" + "".join(traceback.format_exception(self.escaped))
         return text
@@ -111,6 +111,18 @@ class Outcome:
 
 def shorten(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit // 2] + f" …({len(text):,} chars)… " + text[-limit // 2:]
+
+
+def brief(value: object, limit: int = 120) -> object:
+    """``value`` with every long string or bytes inside it cut to its start and its length, for
+    a failing example that reads in a report (hypothesis repeats the example exactly)."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        return f"<{len(value):,} {'chars' if isinstance(value, str) else 'bytes'}: {value[:limit // 2]!r}…>"
+    if isinstance(value, (list, tuple)):
+        return type(value)(brief(v, limit) for v in value)
+    if isinstance(value, dict):
+        return {k: brief(v, limit) for k, v in value.items()}
+    return value
 
 
 def run_cli(capfd, argv: list[str], *, stdin: bytes = b"") -> Outcome:  # noqa: ANN001 - pytest's capfd

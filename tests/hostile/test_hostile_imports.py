@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from hostilekit import (
-    ATOMS, LONG, NUMBERS, check_promises, copy_project, examples, folder_files, hostile_text,
-    make_base_project, project_state, run_cli, shorten,
+    ATOMS, LONG, NUMBERS, brief, check_promises, copy_project, examples, folder_files, hostile_text,
+    make_base_project, project_state, run_cli,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -211,7 +211,7 @@ class Case:
     options: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name!r}: {shorten(repr(data), 400)}" for name, data in self.files)
+        shown = ", ".join(f"{brief(name)!r}: {brief(data, 400)!r}" for name, data in self.files)
         return f"Case(kind={self.kind!r}, fmt={self.fmt!r}, options={self.options!r}, files={{{shown}}})"
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:  # noqa: ANN001 - how hypothesis shows it
@@ -324,7 +324,7 @@ def workdir(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@examples(28)
+@examples(20)
 @given(data=st.data())
 def test_hostile_file_is_imported_or_refused_cleanly(kind, data, base, workdir, capfd):
     case = data.draw(import_case(kind), label="case")

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import typer.main
 from hostilekit import (
-    EVIL_RUN, NUMBERS, OSC52, check_promises, copy_project, examples, folder_files, hostile_text,
+    EVIL_RUN, NUMBERS, OSC52, brief, check_promises, copy_project, examples, folder_files, hostile_text,
     make_base_project, project_state, run_cli,
 )
 from hypothesis import given
@@ -184,6 +184,13 @@ def value(command: Command, param: Param) -> st.SearchStrategy[object]:
     return (st.sampled_from(plausible) | hostile) if plausible else hostile
 
 
+class Argv(list):
+    """The drawn argv, shown with long values cut (hypothesis repeats the example exactly)."""
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # noqa: ANN001
+        printer.text(repr(brief(list(self))))
+
+
 @st.composite
 def argv_for(draw, command: Command) -> list[object]:
     argv: list[object] = []
@@ -215,7 +222,7 @@ def argv_for(draw, command: Command) -> list[object]:
         argv.append(draw(st.sampled_from(UNKNOWN_OPTIONS)))
     elif extra == 2 and len(argv) > 2:  # --db after the command
         argv = argv[2:] + argv[:2]
-    return argv
+    return Argv(argv)
 
 
 # -- the prepared files ------------------------------------------------------------------
@@ -310,7 +317,7 @@ def check_command(argv_tokens: list[object], prepared: Path, workdir: Path, capf
 
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.path not in SLOW], ids=repr)
-@examples(22)
+@examples(16)
 @given(data=st.data())
 def test_hostile_options_keep_the_promises(command, data, prepared, workdir, capfd):
     check_command(data.draw(argv_for(command), label="argv"), prepared, workdir, capfd)
