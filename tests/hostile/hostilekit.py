@@ -9,7 +9,8 @@ The promises (:func:`check_promises`), for any argv and any file content:
   :func:`ragjudge.safetext.is_clean` (no C0 control but the line breaks, no DEL or C1 control, no
   bidirectional override or line separator); a refusal (exit 2) is a single message, one line;
 - after a refusal the project is as it was (:func:`project_state`), and no file is left beside it;
-- whatever the exit code, the project is still a readable ragjudge project.
+- whatever the exit code, the project is still a readable ragjudge project, and every event
+  (label, coverage, support, adjudication) it held is still there.
 
 Hypothesis runs with :data:`PROFILE`: derandomized, without an example database, no deadline,
 so that CI sees the same cases every run. ``RAGJUDGE_HOSTILE_SCALE=10`` runs ten times as many
@@ -190,6 +191,9 @@ def is_project(state: object) -> bool:
         and bool(state[1]["alembic_version"])
 
 
+EVENTS = ("labels", "facet_links", "nugget_support", "adjudications")
+"""The append-only event tables: no command removes a row from them."""
+
 SQLITE_OWN = ("-wal", "-shm", ".writelock", "-journal")
 
 
@@ -241,6 +245,8 @@ def check_promises(outcome: Outcome, project: Path | None = None, before: object
     after = project_state(project)
     if before is not None and is_project(before):
         assert is_project(after), f"the project was destroyed: {str(after)[:200]}\n" + why
+        lost = {table: len(set(before[1].get(table, ())) - set(after[1].get(table, ()))) for table in EVENTS}
+        assert not any(lost.values()), f"events the project held are gone: {lost}\n" + why
     if outcome.code == 2 and before is not None:
         assert after == before, "a refusal changed the project\n" + why
     if outcome.code == 2 and files_before is not None:

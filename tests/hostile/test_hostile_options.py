@@ -345,3 +345,14 @@ def test_usage_mistakes_are_one_clean_line(argv, prepared, workdir, capfd):
     outcome = run_cli(capfd, ["--db", str(prepared / "base.db"), *argv])
     check_promises(outcome)
     assert outcome.code == 2 and outcome.err.startswith("ragjudge: ") and "-h'." in outcome.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["export", "labels", "-o", Ref("project")],
+    ["export", "qrels", "--format", "jsonl", "-o", Ref("project")],
+    ["backup", "-o", Ref("project"), "--force"],
+    ["demo", "--fresh", "--no-tui"],
+], ids=["export labels", "export qrels", "backup", "demo"])
+def test_no_command_writes_over_the_project(argv, prepared, workdir, capfd):
+    """The options that name a file to write, pointed at the project itself."""
+    check_command(["--db", Ref("project"), *argv], prepared, workdir, capfd)
