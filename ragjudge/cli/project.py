@@ -152,6 +152,10 @@ def demo(
     from ragjudge.safetext import mask_url
     from ragjudge.services.demo import build_demo
 
+    if not no_tui:  # without a terminal, refuse before building anything
+        from ragjudge.tui import require_terminal
+
+        require_terminal()
     if not db_given():
         set_db("ragjudge-demo.db")
     db = project_db()

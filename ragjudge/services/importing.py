@@ -606,17 +606,25 @@ def _import_run(connection: Connection, records: Iterable[tuple[Any, ...]], file
     runs = Run.__table__
     entries = RunEntry.__table__
     if connection.scalar(select(func.count()).select_from(runs).where(runs.c.name == name)):
+        old = select(entries.c.query_id, entries.c.chunk_id, entries.c.rank, entries.c.score
+                     ).where(entries.c.run == name)
         if not replace:
             _duplicate_check(connection, stage, file)
-            old = select(entries.c.query_id, entries.c.chunk_id, entries.c.rank, entries.c.score
-                         ).where(entries.c.run == name)
-            new_only = connection.scalar(select(func.count()).select_from(ranked.except_(old).subquery()))
-            old_only = connection.scalar(select(func.count()).select_from(old.except_(ranked).subquery()))
+        # The identical run again changes nothing, with --replace too (a replace would rewrite
+        # the run's time); with --replace the entries are compared only when their counts match.
+        same_size = not replace or connection.scalar(select(func.count()).select_from(stage)) == \
+            connection.scalar(select(func.count()).select_from(old.subquery()))
+        new_only = connection.scalar(select(func.count()).select_from(ranked.except_(old).subquery())) \
+            if same_size else 1
+        old_only = connection.scalar(select(func.count()).select_from(old.except_(ranked).subquery())) \
+            if same_size else 1
+        if new_only == 0 and old_only == 0:
             stage.drop(connection)
-            if new_only == 0 and old_only == 0:
-                result.unchanged = result.read
-                result.notes.append("The project already holds this run; nothing changed.")
-                return
+            result.unchanged = result.read
+            result.notes.append("The project already holds this run; nothing changed.")
+            return
+        if not replace:
+            stage.drop(connection)
             raise InputError(
                 f"the project already has a run named '{name}' with other entries ({new_only:,} "
                 f"of the file's entries are not in it, {old_only:,} of its entries are not in the "
