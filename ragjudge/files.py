@@ -21,6 +21,7 @@ library, so every layer may use it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import io
@@ -94,7 +95,7 @@ def _read_kind(path: Path, *, immutable: bool) -> str | None:
         return "project"
     try:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not PROJECT_TABLES <= tables:
+        if not tables >= PROJECT_TABLES:
             return None if immutable else "other"
         row = connection.execute("SELECT value FROM settings WHERE key = 'demo'").fetchone()
         return "demo" if row is not None and str(row[0]).strip().lower() in ("true", "1") else "project"
@@ -357,10 +358,8 @@ def _real_target(path: Path) -> Path:
 def _check_folder(path: Path, given: Path) -> None:
     folder = path.parent
     name_max = 255
-    try:
+    with contextlib.suppress(OSError, ValueError):
         name_max = os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        pass
     if len(os.fsencode(path.name)) > name_max:
         raise _error(given, OSError(errno.ENAMETOOLONG, "File name too long"))
     try:
@@ -408,10 +407,8 @@ def _fsync_dir(folder: Path) -> None:
 
 def _remove(partial: Path) -> None:
     for name in (partial, *(Path(f"{partial}{suffix}") for suffix in SIDE_SUFFIXES)):
-        try:
+        with contextlib.suppress(OSError):
             name.unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 def _running(pid: int) -> bool:

@@ -70,7 +70,7 @@ class Scale(_Record):
     """Grades at or above this are "relevant" for binary measures."""
 
     @model_validator(mode="after")
-    def _check(self) -> "Scale":
+    def _check(self) -> Scale:
         grades = [level.grade for level in self.levels]
         if not grades:
             raise ValueError("a scale needs at least two levels")
@@ -102,7 +102,7 @@ class Scale(_Record):
         return "binary" if self.is_binary else f"{self.min}-{self.max}"
 
     @classmethod
-    def parse(cls, spec: str, threshold: int | None = None) -> "Scale":
+    def parse(cls, spec: str, threshold: int | None = None) -> Scale:
         """``binary``, or ``MIN-MAX`` such as ``0-3`` (TREC DL names) or ``1-5``."""
         spec = spec.strip().lower()
         if spec == "binary":
@@ -167,11 +167,32 @@ class Nugget(_Record):
     weight: float = Field(default=1.0, gt=0)
 
 
+class AnswerSentence(_Record):
+    """One sentence of a generated answer and the chunks it cites."""
+
+    text: str = Field(min_length=1)
+    citations: list[str] = Field(default_factory=list)
+
+
 class Answer(_Record):
+    """A run's generated answer to a query: plain ``text`` with the chunks the answer ``cited``
+    (split into sentences on import), or its ``sentences``, each with its own citations."""
+
     query_id: str
     run: str
-    text: str
+    text: str | None = None
     cited: list[str] = Field(default_factory=list)
+    sentences: list[AnswerSentence] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Answer:
+        if self.sentences is None and self.text is None:
+            raise ValueError("an answer needs 'text' (with 'cited') or 'sentences' (each "
+                             "{\"text\", \"citations\"})")
+        if self.sentences is not None and (self.text is not None or "cited" in self.model_fields_set):
+            raise ValueError("give an answer either as 'text' with 'cited' or as 'sentences' "
+                             "with their 'citations', not both")
+        return self
 
 
 class LabelEvent(_Record):

@@ -30,7 +30,7 @@ class Scenario:
     name: str
     """The PNG's file name without extension."""
     options: dict = field(default_factory=dict)
-    """Arguments of make_app: annotator, start ('home' or 'judge'), queue options."""
+    """Arguments of make_app: annotator, start ('home', 'judge' or 'answers'), queue options."""
     keys: tuple[str, ...] = ()
     prepare: Callable | None = None
     needs: str | None = None
@@ -38,7 +38,7 @@ class Scenario:
 
 
 def _seen(name: str) -> Callable:
-    def prepare(project) -> None:  # noqa: ANN001
+    def prepare(project) -> None:
         from ragjudge.services.judging import mark_guidelines_seen
 
         mark_guidelines_seen(project, name)
@@ -49,7 +49,7 @@ def _seen(name: str) -> Callable:
 FACET_QUERY = ["m01"]  # a demo query with facets and nuggets
 
 
-def _judged_a_few(project) -> None:  # noqa: ANN001
+def _judged_a_few(project) -> None:
     """dana has judged six pairs of m01, flagged one, marked a facet and a nugget; the screen is
     back on it."""
     from ragjudge.services import judging as J
@@ -76,6 +76,17 @@ def _judged_a_few(project) -> None:  # noqa: ANN001
                              chunk_id=last.chunk_id, support="partial")
 
 
+ANSWER_MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision",
+                   "CitationRecall", "Attribution@5"]
+
+
+def _answer_board(project) -> None:
+    """The evaluation screen shows the answer measures and chunk attribution."""
+    from ragjudge.services.live import save_measures
+
+    save_measures(project, ANSWER_MEASURES)
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("home", {"annotator": "dana"}),
     Scenario("guidelines", {"annotator": "dana", "start": "judge"}),
@@ -95,6 +106,10 @@ SCENARIOS: list[Scenario] = [
       for tab, key in (("overview", "o"), ("per-query", "p"), ("curves", "v"), ("strata", "s"),
                        ("compare", "c"))),
     Scenario("app-agreement", {"annotator": "dana"}, keys=("a",), needs="ragjudge.tui.screens.agreement"),
+    Scenario("answers", {"annotator": "dana", "start": "answers", "queries": FACET_QUERY},
+             keys=("2", "1", "2", "down"), prepare=_seen("dana")),
+    Scenario("evaluation-answers", {"annotator": "dana"}, keys=("e",), prepare=_answer_board),
+    Scenario("agreement-answers", {"annotator": "dana"}, keys=("a", "w")),
 ]
 
 

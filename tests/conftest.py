@@ -18,7 +18,7 @@ import pytest
 PG_ENV = "RAGJUDGE_TEST_PG"
 
 
-from projectkit import make_small_project  # noqa: E402,F401 - re-exported for fixtures
+from projectkit import make_small_project  # noqa: E402 - re-exported for fixtures
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def project_db(tmp_path) -> str:
 
 
 @pytest.fixture
-def project(project_db):  # noqa: ANN201
+def project(project_db):
     from ragjudge.services.project import Project
 
     with Project.open(project_db) as opened:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: int = 10,
-                       scale: str = "0-3"):  # noqa: ANN201 - Project
+                       scale: str = "0-3"):
     """Create a project at ``db`` with queries q1.., chunks c01.. and a run ``bm25``."""
     from ragjudge.models import Scale
     from ragjudge.services.project import Project
@@ -16,7 +16,7 @@ def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: in
 
     project = Project.init(db, scale=Scale.parse(scale), name="test project")
 
-    def fill(session) -> None:  # noqa: ANN001
+    def fill(session) -> None:
         session.add_all(Query(id=f"q{i}", text=f"query {i}", category="factoid" if i % 2 else "policy")
                         for i in range(1, queries + 1))
         session.add_all(Chunk(id=f"c{j:02d}", text=f"chunk {j}", doc_id=f"d{j % 7}")

@@ -22,7 +22,8 @@ from ragjudge.formats.records import build
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEMO = FIXTURES / "demo"
 RUNS = ("bm25", "hybrid", "title_only")
-JSONL = ("queries", "chunks", "labels", "facets", "nuggets", "entities", "answers")
+JSONL = ("queries", "chunks", "labels", "facets", "nuggets", "entities", "answers", "answer-labels")
+ANSWER_RUNS = ("hybrid", "bm25")
 
 
 def _jsonl(name: str) -> list[dict]:
@@ -82,7 +83,7 @@ def test_counts(demo):
     assert len(chunks) >= 400
     assert len({c["doc_id"] for c in chunks}) >= 40
     words = [len(c["text"].split()) for c in chunks]
-    assert 40 <= min(words) and max(words) <= 150, (min(words), max(words))
+    assert min(words) >= 40 and max(words) <= 150, (min(words), max(words))
     assert all(c["meta"]["title"] and c["meta"]["section"] for c in chunks)
     assert {label["annotator"] for label in demo["labels"]} == {"ana", "ben", "chen"}
     assert any("note" in label for label in demo["labels"])
@@ -90,7 +91,8 @@ def test_counts(demo):
 
 def test_every_line_is_a_valid_import_record(demo):
     kinds = {"queries": "queries", "chunks": "chunks", "labels": "labels", "facets": "facets",
-             "nuggets": "nuggets", "entities": "entities", "answers": "answers"}
+             "nuggets": "nuggets", "entities": "entities", "answers": "answers",
+             "answer-labels": "answer-labels"}
     for name, kind in kinds.items():
         for line, record in enumerate(demo[name], start=1):
             build(kind, record, file=f"{name}.jsonl", line=line)
@@ -101,10 +103,11 @@ def test_ids_are_unique_and_every_reference_exists(demo):
     chunk_ids = [c["id"] for c in demo["chunks"]]
     assert len(set(query_ids)) == len(query_ids) and len(set(chunk_ids)) == len(chunk_ids)
     queries, chunks = set(query_ids), set(chunk_ids)
-    for name in ("labels", "facets", "nuggets", "entities", "answers"):
+    for name in ("labels", "facets", "nuggets", "entities", "answers", "answer-labels"):
         for record in demo[name]:
             assert record["query_id"] in queries, (name, record)
-            for chunk_id in [record.get("chunk_id")] * ("chunk_id" in record) + record.get("cited", []):
+            cited = [c for s in record.get("sentences", []) for c in s["citations"]]
+            for chunk_id in [record.get("chunk_id")] * ("chunk_id" in record) + cited:
                 assert chunk_id in chunks, (name, record)
     for name, run in demo["runs"].items():
         assert set(run) == queries, name
@@ -127,22 +130,22 @@ def test_runs_are_deep_ranked_and_unambiguous(demo):
 def test_labels_cover_part_of_the_pool_with_overlap(demo):
     pool = {(q, d) for run in demo["runs"].values() for q, entries in run.items() for d, _, _ in entries[:10]}
     labels = demo["labels"]
-    pairs = {(l["query_id"], l["chunk_id"]) for l in labels}
+    pairs = {(lab["query_id"], lab["chunk_id"]) for lab in labels}
     assert pairs <= pool
     assert 0.8 <= len(pairs) / len(pool) < 1.0  # part of the pool is left unjudged
-    per_annotator = Counter(l["annotator"] for l in labels)
+    per_annotator = Counter(lab["annotator"] for lab in labels)
     for annotator, n in per_annotator.items():
         assert 0.5 <= n / len(pool) <= 0.8, (annotator, n, len(pool))
-    seen = Counter((l["query_id"], l["chunk_id"], l["annotator"]) for l in labels)
+    seen = Counter((lab["query_id"], lab["chunk_id"], lab["annotator"]) for lab in labels)
     assert max(seen.values()) == 1
-    by_pair = Counter((l["query_id"], l["chunk_id"]) for l in labels)
+    by_pair = Counter((lab["query_id"], lab["chunk_id"]) for lab in labels)
     assert sum(1 for n in by_pair.values() if n == 3) > 100
 
 
 def test_annotators_disagree_realistically(demo):
     grades: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    for l in demo["labels"]:
-        grades[(l["query_id"], l["chunk_id"])][l["annotator"]] = l["grade"]
+    for lab in demo["labels"]:
+        grades[(lab["query_id"], lab["chunk_id"])][lab["annotator"]] = lab["grade"]
     shared = [g for g in grades.values() if len(g) >= 2]
     exact = np.mean([len(set(g.values())) == 1 for g in shared])
     assert 0.5 < exact < 0.9, exact
@@ -151,7 +154,7 @@ def test_annotators_disagree_realistically(demo):
     ana, chen = np.array(both).T
     assert ana.mean() - chen.mean() > 0.2
     assert np.any(np.abs(ana - chen) >= 2)  # a few big misses
-    assert set(Counter(l["grade"] for l in demo["labels"])) == {0, 1, 2, 3}
+    assert set(Counter(lab["grade"] for lab in demo["labels"])) == {0, 1, 2, 3}
 
 
 def _precision_at_5(run, gold, rel):
@@ -192,7 +195,7 @@ def test_facets_are_defined_and_links_follow_labels(demo):
     links = [f for f in facets if "chunk_id" in f]
     assert len({q for q, _ in defined}) >= 10
     assert links and all((f["query_id"], f["facet"]) in defined for f in links)
-    grade = {(l["query_id"], l["chunk_id"], l["annotator"]): l["grade"] for l in demo["labels"]}
+    grade = {(lab["query_id"], lab["chunk_id"], lab["annotator"]): lab["grade"] for lab in demo["labels"]}
     for link in links:
         # A chunk covering a facet is relevant in the same annotator's own label.
         assert grade[(link["query_id"], link["chunk_id"], link["annotator"])] >= 2, link
@@ -213,7 +216,7 @@ def test_nuggets_and_claims(demo):
     # are stated only in chunks no run retrieved, so Nugget Recall stays below 1 as in real pools.
     full = {(n["query_id"], n["nugget"]) for n in support if n["support"] == "full"}
     assert 0.6 <= len(full) / len(defined) < 1.0, (len(full), len(defined))
-    labelled = {(l["query_id"], l["chunk_id"], l["annotator"]) for l in demo["labels"] if l["grade"] >= 1}
+    labelled = {(lab["query_id"], lab["chunk_id"], lab["annotator"]) for lab in demo["labels"] if lab["grade"] >= 1}
     assert all((n["query_id"], n["chunk_id"], n["annotator"]) in labelled for n in support)
 
 
@@ -225,19 +228,49 @@ def test_entities_appear_literally_in_chunks(demo):
         assert re.search(r"(?<!\w)" + re.escape(e["entity"].lower()) + r"(?!\w)", corpus), e
 
 
-def test_answers_cite_the_top_of_one_run(demo):
+def test_two_runs_answer_every_query_sentence_by_sentence_citing_their_top_5(demo):
     answers = demo["answers"]
-    assert {a["query_id"] for a in answers} == {q["id"] for q in demo["queries"]}
-    (run_name,) = {a["run"] for a in answers}
-    run = demo["runs"][run_name]
+    queries = {q["id"] for q in demo["queries"]}
+    assert len(answers) == 2 * len(queries)
+    for name in ANSWER_RUNS:
+        assert {a["query_id"] for a in answers if a["run"] == name} == queries
     gold = _gold(demo["labels"])
-    off_topic = 0
+    off_topic = uncited = 0
     for a in answers:
-        top5 = [d for d, _, _ in run[a["query_id"]][:5]]
-        assert 1 <= len(a["cited"]) <= 3 and set(a["cited"]) <= set(top5), a
-        assert all(f"[{n}]" in a["text"] for n in range(1, len(a["cited"]) + 1))
-        off_topic += any(gold.get((a["query_id"], c), 0) == 0 for c in a["cited"])
+        top5 = [d for d, _, _ in demo["runs"][a["run"]][a["query_id"]][:5]]
+        cited = {c for s in a["sentences"] for c in s["citations"]}
+        assert 1 <= len(cited) <= 4 and cited <= set(top5), a
+        assert all(s["text"].strip() for s in a["sentences"])
+        off_topic += any(gold.get((a["query_id"], c), 0) == 0 for c in cited)
+        uncited += any(not s["citations"] for s in a["sentences"])
     assert 0 < off_topic < len(answers) / 2  # sometimes a cited chunk does not help
+    assert 0 < uncited < len(answers) / 2  # "the retrieved articles do not answer this directly"
+
+
+def test_two_annotators_judge_most_answers_with_some_disagreement(demo):
+    lines = demo["answer-labels"]
+    assert {lab["annotator"] for lab in lines} == {"ana", "ben"}
+    answers = {(a["query_id"], a["run"]): a for a in demo["answers"]}
+    nuggets = {(n["query_id"], n["nugget"]) for n in demo["nuggets"]
+               if "chunk_id" not in n and n["kind"] == "nugget"}
+    support: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for line in lines:
+        answer = answers[(line["query_id"], line["run"])]
+        if "nugget" in line:
+            assert (line["query_id"], line["nugget"]) in nuggets, line
+            key = (line["query_id"], line["run"], line["nugget"])
+        else:
+            assert line["chunk_id"] in answer["sentences"][line["sentence"]]["citations"], line
+            key = (line["query_id"], line["run"], line["sentence"], line["chunk_id"])
+        assert line["annotator"] not in support[key], line  # one judgment per annotator
+        support[key][line["annotator"]] = line["support"]
+    judged = {(lab["query_id"], lab["run"]) for lab in lines}
+    assert 0.6 * len(answers) <= len(judged) < len(answers)  # some answers are left to judge
+    both = [v for v in support.values() if len(v) == 2]
+    disagree = [v for v in both if v["ana"] != v["ben"]]
+    assert len(both) >= 100 and 0 < len(disagree) < len(both) / 4
+    levels = Counter(line["support"] for line in lines)
+    assert all(levels[s] > 10 for s in ("full", "partial", "none")), levels
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,8 +296,8 @@ def test_make_large_writes_a_consistent_project(tmp_path):
     subprocess.run([sys.executable, str(FIXTURES / "make_large.py"), "--queries", "40", "--depth", "25",
                     "--runs", "2", "--out", str(out), "--chunks", "500"],
                    check=True, capture_output=True, timeout=120)
-    queries = [json.loads(l) for l in (out / "queries.jsonl").read_text().splitlines()]
-    chunks = {json.loads(l)["id"] for l in (out / "chunks.jsonl").read_text().splitlines()}
+    queries = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
+    chunks = {json.loads(line)["id"] for line in (out / "chunks.jsonl").read_text().splitlines()}
     assert len(queries) == 40 and len(chunks) == 500
     qids = {q["id"] for q in queries}
     runs = {}
@@ -278,9 +311,9 @@ def test_make_large_writes_a_consistent_project(tmp_path):
         assert all(len(v) == 25 and len({d for d, _ in v}) == 25 for v in ranked.values())
         assert all(a[1] >= b[1] for v in ranked.values() for a, b in zip(v, v[1:]))
         runs[name] = ranked
-    labels = [json.loads(l) for l in (out / "labels.jsonl").read_text().splitlines()]
-    assert labels and all(l["query_id"] in qids and l["chunk_id"] in chunks and 0 <= l["grade"] <= 3
-                          for l in labels)
+    labels = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    assert labels and all(lab["query_id"] in qids and lab["chunk_id"] in chunks and 0 <= lab["grade"] <= 3
+                          for lab in labels)
     gold = _gold(labels)
     as_run = lambda r: {q: [(d, i, s) for i, (d, s) in enumerate(v, 1)] for q, v in r.items()}  # noqa: E731
     assert _mrr(as_run(runs["run1"]), gold, 1) > _mrr(as_run(runs["run2"]), gold, 1) + 0.2

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import scipy.special
 import scipy.stats
 from statsmodels.stats.multitest import multipletests
@@ -248,9 +250,6 @@ def test_compare_runs_holm_with_three_runs():
     pair = compare_runs({"base": base, "b": runs["b"]}, ["AP"])[0]
     assert pair.p_randomization_adjusted == pair.p_randomization
 
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 _pairs = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=40)
 

@@ -57,18 +57,41 @@ def hoist_db(argv: list[str]) -> list[str]:
     return front + out
 
 
+def usage_message(exc: Exception) -> str:
+    """Click's complaint about the command line (an unknown option, a value that is not a
+    number, a missing argument) as one line naming the command, shown safely."""
+    from ragjudge.safetext import for_terminal
+
+    context = getattr(exc, "ctx", None)
+    command = context.command_path if context is not None else "ragjudge"
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    return for_terminal(f"{message.rstrip('.')}. See '{command} -h'.")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
+    from typer import Abort, BadParameter
+
     from ragjudge.errors import CheckFailed, RagjudgeError
     from ragjudge.safetext import for_terminal
 
+    # click's base of usage errors (vendored by recent Typer, the click package before)
+    click_error = next(c for c in BadParameter.__mro__ if c.__name__ == "ClickException")
     _register()
     try:
         args = hoist_db(list(sys.argv[1:] if argv is None else argv))
-        app(args=args, prog_name="ragjudge", standalone_mode=True)
-    except SystemExit as exc:  # click's usage errors (2), --help (0), typer.Exit(n)
+        # not standalone: click's usage errors come here, to be told in one line like ours
+        code = app(args=args, prog_name="ragjudge", standalone_mode=False)
+        return code if isinstance(code, int) else 0  # --help (0), typer.Exit(n)
+    except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
+    except click_error as exc:
+        print(f"ragjudge: {usage_message(exc)}", file=sys.stderr)
+        return 2
+    except Abort:
+        print("ragjudge: aborted.", file=sys.stderr)
+        return 1
     except CheckFailed as exc:
         if str(exc):
             print(for_terminal(exc), file=sys.stderr)

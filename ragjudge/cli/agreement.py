@@ -4,7 +4,7 @@ made by several annotators."""
 from __future__ import annotations
 
 import getpass
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -31,7 +31,11 @@ AGREE_EPILOG = (
     "  ragjudge agree                                   # the project's annotators\n\n"
     "  ragjudge agree --by annotator\n\n"
     "  ragjudge agree --labels labels.jsonl --scale 0-3 --format json\n\n"
-    "  ragjudge agree --verdict                         # does disagreement change which run wins?"
+    "  ragjudge agree --verdict                         # does disagreement change which run wins?\n\n"
+    "  ragjudge agree --answers                         # on judgments of generated answers\n\n"
+    "  ragjudge agree --answers --labels answer-labels.jsonl\n\n"
+    "With --answers the units are (query, run, nugget) for nugget support and (query, run, "
+    "sentence, chunk) for citation support, on the scale 0 none, 1 partial, 2 full."
 )
 
 
@@ -58,13 +62,14 @@ def _check_limit(limit: int) -> None:
 
 @app.command(epilog=AGREE_EPILOG)
 def agree(
-    labels: Annotated[Optional[str], typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
-    scale: Annotated[Optional[str], typer.Option("--scale", help="The declared scale: binary or MIN-MAX (default: the project's; for --labels the lowest to highest grade seen).")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Also break down by query or annotator.")] = None,
+    labels: Annotated[str | None, typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
+    scale: Annotated[str | None, typer.Option("--scale", help="The declared scale: binary or MIN-MAX (default: the project's; for --labels the lowest to highest grade seen).")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Also break down by query or annotator.")] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     verdict: Annotated[bool, typer.Option("--verdict", help="Score every run with each annotator's labels as qrels and compare the rankings (project only).")] = False,
-    measures: Annotated[Optional[str], typer.Option("--measures", help="With --verdict: comma-separated measures (default: AP,nDCG@10,P@5,RR).")] = None,
+    measures: Annotated[str | None, typer.Option("--measures", help="With --verdict: comma-separated measures (default: AP,nDCG@10,P@5,RR).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="Disputed pairs to list in the table.")] = 10,
+    answers: Annotated[bool, typer.Option("--answers", help="Agreement on the judgments of generated answers (nugget support and citation support) instead of the labels; --labels then reads an answer-labels file.")] = False,
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
     Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
@@ -73,6 +78,9 @@ def agree(
     _check_choice("--format", format, ("table", "json"))
     _check_choice("--by", by, ("query", "annotator"))
     _check_limit(limit)
+    if answers:
+        _agree_on_answers(labels, scale=scale, by=by, format=format, verdict=verdict, limit=limit)
+        return
     declared = _scale_option(scale)
     notes: list[str] = []
     verdict_data = None
@@ -139,10 +147,50 @@ def _fmt(value: float | None, reason: str | None = None) -> str:
     return f"{value:.3f}"
 
 
-def _print_report(view, *, by: str | None, limit: int) -> None:  # noqa: ANN001
+def _agree_on_answers(labels: str | None, *, scale: str | None, by: str | None, format: str,
+                      verdict: bool, limit: int) -> None:
+    """``agree --answers``: the same statistics on nugget support and on citation support."""
+    from ragjudge.services import answers as svc
+
+    if verdict:
+        raise UsageError("--verdict compares runs scored with each annotator's labels; it does "
+                         "not apply to --answers.")
+    if scale is not None:
+        raise UsageError("--scale does not apply to --answers: support is none, partial or full "
+                         "(0-2).")
+    if labels is not None:
+        from ragjudge.formats import read_records
+
+        views = svc.answer_views(*svc.ratings_of(read_records("answer-labels", labels)))
+    else:
+        with open_project() as project:
+            views = svc.answer_agreement(project)
+    if format == "json":
+        data = {}
+        for key, view in views.items():
+            data[key] = view.to_dict()
+            for part in ("query", "annotator"):
+                if by != part:
+                    data[key].pop(f"by_{part}")
+        print_json(data)
+        return
+    titles = {"nugget_support": ("nugget support: how fully an answer supports a nugget",
+                                 "(query, run, nugget) units"),
+              "citation_support": ("citation support: how fully a cited chunk supports a sentence",
+                                   "(query, run, sentence, chunk) units")}
+    for key, view in views.items():
+        title, noun = titles[key]
+        console.print(f"[bold]{title}[/] — scale 0 none, 1 partial, 2 full")
+        _print_report(view, by=by, limit=limit, noun=noun)
+
+
+_UNIT_COLUMNS = {"query_id": "query", "chunk_id": "chunk"}
+
+
+def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> None:  # noqa: ANN001
     r = view.report
     console.print(
-        f"[bold]{r.units}[/] pairs judged, {r.pairable_units} by two or more annotators; "
+        f"[bold]{r.units}[/] {noun} judged, {r.pairable_units} by two or more annotators; "
         f"annotators: {safe(', '.join(map(str, r.annotators))) or '-'}; scale {r.scale[0]}-{r.scale[1]}"
     )
     summary = Table(title="agreement", title_justify="left", show_header=False)
@@ -170,7 +218,8 @@ def _print_report(view, *, by: str | None, limit: int) -> None:  # noqa: ANN001
                 if p.n:
                     console.print(_confusion_table(p, r.scale))
     if r.binarised:
-        binary = Table(title="binarised (relevant = grade ≥ t)", title_justify="left")
+        binary = Table(title="binarised (relevant = grade ≥ t)" if noun == "pairs"
+                       else "binarised (supported = support ≥ t)", title_justify="left")
         for col in ("t", "agree", "α", "Fleiss' κ", "AC1", "mean overlap |A∩B|/|A∪B|"):
             binary.add_column(col, justify="right")
         for t in r.binarised:
@@ -187,12 +236,13 @@ def _print_report(view, *, by: str | None, limit: int) -> None:  # noqa: ANN001
         _print_annotators(view.by_annotator)
     disputed = r.disputed[:limit]
     if disputed:
-        table = Table(title=f"disputed pairs ({len(r.disputed)}; largest spread first)", title_justify="left")
-        for col in ("query", "chunk", "spread", "grades"):
+        what = "pairs" if noun == "pairs" else "units"
+        table = Table(title=f"disputed {what} ({len(r.disputed)}; largest spread first)", title_justify="left")
+        for col in (*(_UNIT_COLUMNS.get(f, f) for f in view.unit_fields), "spread", "grades"):
             table.add_column(col)
         for d in disputed:
             grades = ", ".join(f"{safe(a)}={g}" for a, g in d.grades.items())
-            table.add_row(safe(d.unit[0]), safe(d.unit[1]), str(d.spread), grades)
+            table.add_row(*(safe(part) for part in d.unit), str(d.spread), grades)
         console.print(table)
 
 
@@ -270,7 +320,7 @@ def assign(
     overlap: Annotated[float, typer.Option("--overlap", help="Share of the pool judged by several annotators.")] = 0.2,
     judges_per_overlap: Annotated[int, typer.Option("--judges-per-overlap", help="Annotators per overlap pair.")] = 2,
     depth: Annotated[int, typer.Option("--depth", help="Pool depth: the top K chunks of each run.")] = 10,
-    runs: Annotated[Optional[str], typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
+    runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random choice of overlap pairs.")] = 0,
     replace: Annotated[bool, typer.Option("--replace", help="Drop the existing assignment first.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
@@ -350,9 +400,9 @@ def disputes(
 def adjudicate(
     query: Annotated[str, typer.Option("--query", help="The query id.", show_default=False)],
     chunk: Annotated[str, typer.Option("--chunk", help="The chunk id.", show_default=False)],
-    grade: Annotated[Optional[int], typer.Option("--grade", help="The final grade.")] = None,
-    reason: Annotated[Optional[str], typer.Option("--reason", help="Why (shown with the decision).")] = None,
-    by: Annotated[Optional[str], typer.Option("--by", help="Who decides (default: your login name).")] = None,
+    grade: Annotated[int | None, typer.Option("--grade", help="The final grade.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why (shown with the decision).")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your login name).")] = None,
     show: Annotated[bool, typer.Option("--show", help="Only show the pair's labels and adjudications.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:

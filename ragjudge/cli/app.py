@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,7 @@ app = typer.Typer(
 )
 
 DbOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--db",
         help="The project: a SQLite file path or a SQLAlchemy URL (postgresql+psycopg://...). "

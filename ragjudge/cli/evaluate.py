@@ -10,7 +10,7 @@ import csv
 import math
 import re
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -32,23 +32,23 @@ from ragjudge.numeric import MAX_GRADE, short_int
 FORMATS = ("table", "json", "csv")
 
 QrelsOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--qrels", help="A qrels file (TREC 'qid 0 chunk grade', or JSONL). Without it "
                  "the project's gold labels are the qrels.", show_default=False),
 ]
 RuleOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--rule", help="How the project's annotators' grades become one gold grade: "
                  "median, majority, mean, min, max, adjudicated or annotator:NAME (default: the "
                  "project's rule).", show_default=False),
 ]
 MeasureOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--measure", "-m", help="A measure in ir_measures syntax (P@5, P(rel=2)@5, "
                  "nDCG@10, RR, AP, ...); repeat it or separate with commas.", show_default=False),
 ]
 ThresholdOption = Annotated[
-    Optional[int],
+    int | None,
     typer.Option("--threshold", help="Lowest grade that counts as relevant for binary measures "
                  "(default: the project's, or 1 with --qrels).", show_default=False),
 ]
@@ -118,7 +118,7 @@ class Inputs:
                     f"({self.project.scale.describe()}): nothing could count as relevant."
                 )
 
-    def __enter__(self) -> "Inputs":
+    def __enter__(self) -> Inputs:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -219,16 +219,16 @@ EVAL_EPILOG = (
 
 @app.command("eval", epilog=EVAL_EPILOG)
 def eval_command(
-    run: Annotated[Optional[list[str]], typer.Option("--run", "-r", help="A run file (TREC or JSONL) or the name of a run stored in the project; repeat for several. Default with a project: all its runs.", show_default=False)] = None,
+    run: Annotated[list[str] | None, typer.Option("--run", "-r", help="A run file (TREC or JSONL) or the name of a run stored in the project; repeat for several. Default with a project: all its runs.", show_default=False)] = None,
     qrels: QrelsOption = None,
     rule: RuleOption = None,
-    name: Annotated[Optional[list[str]], typer.Option("--name", help="Name of the run(s) in the output, in --run order.", show_default=False)] = None,
+    name: Annotated[list[str] | None, typer.Option("--name", help="Name of the run(s) in the output, in --run order.", show_default=False)] = None,
     measure: MeasureOption = None,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also give every query's values.")] = False,
-    by: Annotated[Optional[str], typer.Option("--by", help="Stratify: one block per value of a query field ('category' or a key of the queries' meta), plus the overall.", show_default=False)] = None,
-    queries: Annotated[Optional[str], typer.Option("--queries", help="With --qrels and --by: a queries file (JSONL or CSV) giving the field.", show_default=False)] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Stratify: one block per value of a query field ('category' or a key of the queries' meta), plus the overall.", show_default=False)] = None,
+    queries: Annotated[str | None, typer.Option("--queries", help="With --qrels and --by: a queries file (JSONL or CSV) giving the field.", show_default=False)] = None,
     format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
-    curve: Annotated[Optional[str], typer.Option("--curve", help="Print Metric@K for K in --k instead (P, R, nDCG, any @k measure), or PR for the 11-point interpolated precision-recall curve.", show_default=False)] = None,
+    curve: Annotated[str | None, typer.Option("--curve", help="Print Metric@K for K in --k instead (P, R, nDCG, any @k measure), or PR for the 11-point interpolated precision-recall curve.", show_default=False)] = None,
     k: Annotated[str, typer.Option("--k", help="With --curve: the cutoffs, e.g. 1-20, 1,3,5,10 or 20 (= 1-20).")] = "1-20",
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
@@ -411,6 +411,8 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
     return tables
 
 
+
+
 def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
     left_out: dict[str, set[int]] = {}
@@ -432,16 +434,20 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
 
 
 _NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
-            "entities": "no entities", "citations": "no answer of the run, or nothing retrieved"}
+            "entities": "no entities", "citations": "no answer of the run, or nothing retrieved",
+            "answers": "no answer of the run, nothing to count, or not judged yet"}
 
 
 def _nothing_to_count(measure: str) -> str:
     """Why a measure can be undefined on a query: what the query lacks."""
     from ragjudge.metrics.registry import parse_measure
 
-    needs = [_NOTHING[k] for k in parse_measure(measure).needs if k in _NOTHING]
-    if needs:
-        return "the query has " + " or ".join(needs)
+    needs = parse_measure(measure).needs
+    if "answers" in needs:
+        return _NOTHING["answers"]
+    lacks = [_NOTHING[k] for k in needs if k in _NOTHING]
+    if lacks:
+        return "the query has " + " or ".join(lacks)
     return "the query has no relevance grade; it is evaluated for its facets or nuggets"
 
 
@@ -582,7 +588,7 @@ def compare(
     runs: Annotated[list[str], typer.Argument(help="Two or more runs (files, or names of runs stored in the project); the first is the baseline.", show_default=False)],
     qrels: QrelsOption = None,
     rule: RuleOption = None,
-    name: Annotated[Optional[list[str]], typer.Option("--name", help="Names of the runs in the output, in order.", show_default=False)] = None,
+    name: Annotated[list[str] | None, typer.Option("--name", help="Names of the runs in the output, in order.", show_default=False)] = None,
     measure: MeasureOption = None,
     format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the verdict.")] = 0.05,
@@ -740,7 +746,7 @@ def gate(
     require: Annotated[list[str], typer.Option("--require", help="A requirement such as 'Success@5>=0.9'; repeat for several.", show_default=False)],
     qrels: QrelsOption = None,
     rule: RuleOption = None,
-    name: Annotated[Optional[list[str]], typer.Option("--name", help="Name of the run(s) in the output.", show_default=False)] = None,
+    name: Annotated[list[str] | None, typer.Option("--name", help="Name of the run(s) in the output.", show_default=False)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -56,24 +56,35 @@ def parse_queries(value: str | None) -> list[str] | None:
         "  ragjudge annotate --runs bm25,dense --depth 20 --order query\n\n"
         "  ragjudge annotate --queries q1,q7 --show-source\n\n"
         "  ragjudge annotate --category billing --recheck 0.05\n\n"
+        "  ragjudge annotate --answers --annotator alice     # judge the runs' generated answers\n\n"
         "Keys: 0-9 grade (y/n on a binary scale), s skip, f flag, u undo, ←/→ previous/next, "
         "[ ] previous/next query, c comment, / find, g facets & nuggets, h guidelines, "
-        "e evaluation, a agreement, ? help, q quit."
+        "e evaluation, a agreement, ? help, q quit.\n\n"
+        "With --answers: 2/f full, 1/p partial, 0/x none for the nugget or citation in focus, "
+        "↑/↓ without judging, c the next cited chunk, [ ] previous/next answer, u undo, "
+        "g nuggets, ? help, q quit. Answers are shown blind to the run (--show-source names it)."
     )
 )
 def annotate(
-    annotator: Annotated[Optional[str], typer.Option(help="Your name; asked for when not given.")] = None,
-    runs: Annotated[Optional[str], typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
+    annotator: Annotated[str | None, typer.Option(help="Your name; asked for when not given.")] = None,
+    runs: Annotated[str | None, typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
     depth: Annotated[int, typer.Option(help="Pool depth K: the top K of each run per query.")] = 10,
     order: Annotated[str, typer.Option(help="depth (rounds of growing depth) or query (a query's whole pool at a time).")] = "depth",
     show_source: Annotated[bool, typer.Option("--show-source", help="Show which runs retrieved the chunk and at which rank (judging is blind otherwise).")] = False,
-    queries: Annotated[Optional[str], typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
-    category: Annotated[Optional[str], typer.Option(help="Judge only queries of this category.")] = None,
+    queries: Annotated[str | None, typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
+    category: Annotated[str | None, typer.Option(help="Judge only queries of this category.")] = None,
     recheck: Annotated[float, typer.Option(help="Share of your own earlier pairs shown again unannounced, to measure consistency (e.g. 0.05).")] = 0.0,
+    answers: Annotated[bool, typer.Option("--answers", help="Judge the runs' generated answers instead of pairs: how fully each answer supports the query's nuggets, and each cited chunk its sentence.")] = False,
 ) -> None:
     """Judge query-chunk pairs in the terminal, starting at your first unjudged pair."""
     from ragjudge.services.judging import ORDERS, JudgingQueue, check_annotator
     from ragjudge.tui import run_app
+
+    if answers:
+        _annotate_answers(annotator, runs=runs, queries=queries, category=category,
+                          show_source=show_source, pair_options=(depth != 10 or order != "depth"
+                                                                 or recheck != 0.0))
+        return
 
     if order not in ORDERS:
         raise UsageError(f"--order {order}: use depth or query.")
@@ -87,3 +98,24 @@ def annotate(
         # check the options before the screen opens, so that mistakes are one line on stderr
         JudgingQueue(project, annotator or "-", **{k: v for k, v in options.items() if v is not None})
         run_app(project, annotator=annotator, start="judge", **options)
+
+
+def _annotate_answers(annotator: str | None, *, runs: str | None, queries: str | None,
+                      category: str | None, show_source: bool, pair_options: bool) -> None:
+    """``annotate --answers``: judge generated answers (nugget and citation support)."""
+    from ragjudge.services.answers import AnswerQueue
+    from ragjudge.services.judging import check_annotator
+    from ragjudge.tui import run_app
+
+    if pair_options:
+        raise UsageError("--depth, --order and --recheck choose pairs to judge; they do not "
+                         "apply to --answers.")
+    run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
+    options = dict(runs=run_list, queries=parse_queries(queries), category=category,
+                   show_source=show_source)
+    with open_project() as project:
+        if annotator is not None:
+            annotator = check_annotator(annotator)
+        # check the options before the screen opens, so that mistakes are one line on stderr
+        AnswerQueue(project, annotator or "-", **{k: v for k, v in options.items() if v is not None})
+        run_app(project, annotator=annotator, start="answers", **options)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -26,7 +26,7 @@ from ragjudge.errors import CheckFailed, UsageError
 )
 def backup(
     output: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("-o", "--output", help="The backup file (default: <project>-backup-<UTC time>.db "
                      "next to the project).", show_default=False),
     ] = None,

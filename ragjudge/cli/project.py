@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -24,13 +24,13 @@ from ragjudge.errors import UsageError
 )
 def init(
     scale: Annotated[str, typer.Option(help="'binary', or graded MIN-MAX such as 0-3 or 1-5.")] = "0-3",
-    name: Annotated[Optional[str], typer.Option(help="The project's name (default: the file name).")] = None,
-    description: Annotated[Optional[str], typer.Option(help="One line on what is being judged.")] = None,
+    name: Annotated[str | None, typer.Option(help="The project's name (default: the file name).")] = None,
+    description: Annotated[str | None, typer.Option(help="One line on what is being judged.")] = None,
     threshold: Annotated[
-        Optional[int], typer.Option(help="Lowest grade that counts as relevant for binary measures.")
+        int | None, typer.Option(help="Lowest grade that counts as relevant for binary measures.")
     ] = None,
     guidelines: Annotated[
-        Optional[Path], typer.Option(help="A Markdown file of judging guidelines, shown on 'h'.")
+        Path | None, typer.Option(help="A Markdown file of judging guidelines, shown on 'h'.")
     ] = None,
 ) -> None:
     """Create a new project with its relevance scale."""
@@ -152,6 +152,10 @@ def demo(
     from ragjudge.safetext import mask_url
     from ragjudge.services.demo import build_demo
 
+    if not no_tui:  # without a terminal, refuse before building anything
+        from ragjudge.tui import require_terminal
+
+        require_terminal()
     if not db_given():
         set_db("ragjudge-demo.db")
     db = project_db()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
+from collections.abc import Iterator
 
 import typer
 
@@ -15,7 +16,7 @@ from ragjudge.errors import UsageError
 
 IMPORT_EPILOG = (
     "KIND is one of: queries, chunks, run, qrels, labels, facets, nuggets, entities, answers, "
-    "guidelines, beir, ir-datasets. FILE may be gzipped (.gz); '-' reads standard input. Each import is one "
+    "answer-labels, guidelines, beir, ir-datasets. FILE may be gzipped (.gz); '-' reads standard input. Each import is one "
     "transaction: a bad line changes nothing, and importing the same file twice changes nothing "
     "the second time.\n\n"
     "Examples:\n\n"
@@ -28,6 +29,8 @@ IMPORT_EPILOG = (
     "  ragjudge import labels labels.jsonl               # annotator from each line, else 'imported'\n\n"
     "  ragjudge import run other.trec --create-missing   # add unknown ids as empty placeholders\n\n"
     "  ragjudge import nuggets nuggets.jsonl --annotator alice\n\n"
+    "  ragjudge import answers answers.jsonl             # {\"query_id\", \"run\", \"sentences\": [...]}\n\n"
+    "  ragjudge import answer-labels judged.jsonl        # nugget and citation support of answers\n\n"
     "  ragjudge import guidelines guidelines.md\n\n"
     "  zcat run.trec.gz | ragjudge import run - --name bm25\n\n"
     "  ragjudge import beir datasets/scifact --split test\n\n"
@@ -38,17 +41,19 @@ IMPORT_EPILOG = (
 
 EXPORT_EPILOG = (
     "KIND is one of: qrels (the gold qrels), labels (every annotator's current labels with "
-    "annotator, time and note, and their flags and comments), run NAME, facets, nuggets. Output "
-    "goes to standard output unless -o names a file (a .gz name is compressed). The file is "
-    "written whole or not at all, and never over a ragjudge project or its -wal, -shm, -journal, "
-    ".writelock or .importlock files.\n\n"
+    "annotator, time and note, and their flags and comments), run NAME, facets, nuggets, "
+    "answer-labels (every annotator's current nugget and citation support of the generated "
+    "answers). Output goes to standard output unless -o names a file (a .gz name is compressed). "
+    "The file is written whole or not at all, and never over a ragjudge project or its -wal, "
+    "-shm, -journal, .writelock or .importlock files.\n\n"
     "Examples:\n\n"
     "  ragjudge export qrels -o gold.qrels               # TREC, project's rule (median)\n\n"
     "  ragjudge export qrels --rule majority --format jsonl\n\n"
     "  ragjudge export qrels --rule annotator:alice -o alice.qrels\n\n"
     "  ragjudge export labels --format csv -o labels.csv\n\n"
     "  ragjudge export run bm25 -o bm25.trec\n\n"
-    "  ragjudge export nuggets -o nuggets.jsonl"
+    "  ragjudge export nuggets -o nuggets.jsonl\n\n"
+    "  ragjudge export answer-labels --format csv -o answer-labels.csv"
 )
 
 
@@ -56,15 +61,15 @@ EXPORT_EPILOG = (
 def import_command(
     kind: Annotated[str, typer.Argument(help="What the file holds (see below).", show_default=False)],
     file: Annotated[str, typer.Argument(help="The file (a folder for beir, a dataset name for ir-datasets; '-' for stdin).", show_default=False)],
-    name: Annotated[Optional[str], typer.Option("--name", help="The run's name (default: the file's stem).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The run's name (default: the file's stem).")] = None,
     format: Annotated[str, typer.Option("--format", help="auto, trec, jsonl, csv, beir, trec-sgml (TREC documents) or trec-topics.")] = "auto",
-    annotator: Annotated[Optional[str], typer.Option("--annotator", help="Annotator of qrels/labels/facet and nugget lines that name none (default: imported; for ir-datasets the dataset's name).")] = None,
+    annotator: Annotated[str | None, typer.Option("--annotator", help="Annotator of qrels/labels/facet, nugget and answer-label lines that name none (default: imported; for ir-datasets the dataset's name).")] = None,
     create_missing: Annotated[bool, typer.Option("--create-missing", help="Add unknown query and chunk ids as placeholders with empty text instead of refusing the file.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Replace a run of the same name, and queries, chunks or answers whose fields differ.")] = False,
-    split: Annotated[Optional[str], typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
+    split: Annotated[str | None, typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
-    guidelines, a BEIR folder or an ir_datasets dataset into the project."""
+    answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""
     from ragjudge.formats import FORMATS
     from ragjudge.services import importing
 
@@ -108,13 +113,13 @@ def import_command(
 
 @app.command("export", epilog=EXPORT_EPILOG)
 def export_command(
-    kind: Annotated[str, typer.Argument(help="qrels, labels, run, facets or nuggets.", show_default=False)],
-    name: Annotated[Optional[str], typer.Argument(help="The run to export (export run NAME).", show_default=False)] = None,
-    rule: Annotated[Optional[str], typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
+    kind: Annotated[str, typer.Argument(help="qrels, labels, run, facets, nuggets or answer-labels.", show_default=False)],
+    name: Annotated[str | None, typer.Argument(help="The run to export (export run NAME).", show_default=False)] = None,
+    rule: Annotated[str | None, typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
+    format: Annotated[str | None, typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
 ) -> None:
-    """Export the gold qrels, the labels, a run, facets or nuggets."""
+    """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
     from ragjudge.services import exporting
 
     kind = kind.strip().lower()
@@ -132,7 +137,7 @@ def export_command(
 
 
 @contextmanager
-def _progress(counting: str = "bytes") -> Iterator[Optional[object]]:
+def _progress(counting: str = "bytes") -> Iterator[object | None]:
     """A progress callback drawing a Rich bar on stderr, or None when stderr is not a terminal.
     ``counting`` is what the callback's numbers count: ``bytes`` or ``records``."""
     if not sys.stderr.isatty():

@@ -25,7 +25,8 @@ from ragjudge.formats.beir import (
 from ragjudge.formats.csvfile import read_csv, write_csv
 from ragjudge.formats.jsonl import read_jsonl, record_dict, write_jsonl
 from ragjudge.formats.records import (
-    FIELDS, KINDS, EntityRecord, FacetRecord, LabelRecord, NuggetRecord, RankedList,
+    FIELDS, KINDS, AnswerLabelRecord, EntityRecord, FacetRecord, LabelRecord, NuggetRecord,
+    RankedList,
 )
 from ragjudge.formats.source import (
     MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
@@ -48,8 +49,8 @@ _EXTENSIONS = {
 }
 
 __all__ = [
-    "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "EntityRecord", "FacetRecord", "LabelRecord",
-    "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output", "path_kind",
+    "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "AnswerLabelRecord", "EntityRecord", "FacetRecord",
+    "LabelRecord", "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output", "path_kind",
     "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
     "read_records", "read_text", "read_trec_documents", "read_trec_qrels", "read_trec_run",
     "read_trec_topics", "read_tsv_texts",

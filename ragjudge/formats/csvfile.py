@@ -1,7 +1,7 @@
 """CSV with a header row of the JSONL field names (:mod:`ragjudge.formats.records`).
 
 An empty cell is a missing value. ``meta`` holds a JSON object; ``cited`` a JSON list or ids
-separated by spaces; ``covered`` is ``true``/``false`` (or ``1``/``0``, ``yes``/``no``). Quoted
+separated by spaces; ``sentences`` a JSON list of ``{"text", "citations"}`` objects; ``covered`` is ``true``/``false`` (or ``1``/``0``, ``yes``/``no``). Quoted
 cells may span lines; errors name the line where the record starts. Columns a kind does not
 have are refused, as unknown JSONL fields are.
 """
@@ -24,11 +24,11 @@ from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build,
 from ragjudge.formats.source import Destination, Lines, Source, open_output
 from ragjudge.numeric import parse_integer, parse_number
 
-_INT = {"grade", "rank"}
+_INT = {"grade", "rank", "sentence"}
 _FLOAT = {"score", "weight"}
 _BOOL = {"covered", "flagged"}
 _OBJECT = {"meta"}
-_LIST = {"cited"}
+_LIST = {"cited", "sentences"}
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 _BLANKS = " \t"
@@ -77,10 +77,12 @@ def read_csv(kind: str, source: Source, *, name: str | None = None,
             if cell != "":
                 data[column] = _convert(column, cell, file=file, line=start)
             elif column in required_text:
-                data[column] = ""  # an empty required text is empty; ids then say "empty" 
+                data[column] = ""  # an empty required text is empty; ids then say "empty"
+        if kind == "answers" and "text" in header and "text" not in data and "sentences" not in data:
+            data["text"] = ""  # an empty answer, as its JSONL line {"text": ""} is
         record = build(kind, data, file=file, line=start)
         if kind == "run":
-            has_score = getattr(record, "score") is not None
+            has_score = record.score is not None
             if scored is None:
                 scored = has_score
             elif scored != has_score:

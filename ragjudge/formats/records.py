@@ -19,7 +19,11 @@ facets     ``query_id, facet`` (+ ``chunk_id, annotator?, covered?`` for a cover
 nuggets    ``query_id, nugget, importance?, kind?, weight?``
            (+ ``chunk_id, annotator?, support`` for a support judgment)
 entities   ``query_id, entity``
-answers    ``query_id, run, text, cited``
+answers    ``query_id, run, text, cited`` or ``query_id, run, sentences`` (each ``text,
+           citations``)
+answer-    ``query_id, run, nugget, support, annotator?`` (how fully the answer supports a
+labels     nugget) or ``query_id, run, sentence, chunk_id, support, annotator?`` (how fully a
+           cited chunk supports sentence ``sentence``, counted from 0)
 =========  ==================================================================================
 
 **Unknown fields are refused** (with the field named), in every kind: a misspelt optional field
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -46,7 +50,8 @@ from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
 from ragjudge.numeric import grade_problem, parse_integer, rank_problem
 from ragjudge.safetext import visible
 
-KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers")
+KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers",
+         "answer-labels")
 
 
 class _Record(BaseModel):
@@ -83,7 +88,7 @@ class NuggetRecord(_Record):
     support: Literal["full", "partial", "none"] | None = None
 
     @model_validator(mode="after")
-    def _support_needs_chunk(self) -> "NuggetRecord":
+    def _support_needs_chunk(self) -> NuggetRecord:
         if self.support is not None and self.chunk_id is None:
             raise ValueError("'support' needs a 'chunk_id' (the chunk that supports the nugget)")
         if self.chunk_id is not None and self.support is None:
@@ -126,6 +131,33 @@ class LabelRecord(_Record):
         return None
 
 
+class AnswerLabelRecord(_Record):
+    """A judgment of a run's generated answer: how fully the whole answer supports a nugget of
+    the query (``nugget``), or how fully a chunk cited by sentence ``sentence`` (from 0)
+    supports that sentence (``sentence`` and ``chunk_id``)."""
+
+    query_id: str = Field(min_length=1)
+    run: str = Field(min_length=1)
+    nugget: str | None = Field(default=None, min_length=1)
+    sentence: int | None = Field(default=None, ge=0)
+    chunk_id: str | None = Field(default=None, min_length=1)
+    support: Literal["full", "partial", "none"]
+    annotator: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> AnswerLabelRecord:
+        cites = self.sentence is not None or self.chunk_id is not None
+        if self.nugget is not None and cites:
+            raise ValueError("a line judges either a 'nugget' or a citation ('sentence' and "
+                             "'chunk_id'), not both")
+        if self.nugget is None and not cites:
+            raise ValueError("say what the support is of: a 'nugget', or a citation "
+                             "('sentence' and 'chunk_id')")
+        if cites and (self.sentence is None or self.chunk_id is None):
+            raise ValueError("a citation judgment needs both 'sentence' (from 0) and 'chunk_id'")
+        return self
+
+
 MODELS: dict[str, type[BaseModel]] = {
     "queries": Query,
     "chunks": Chunk,
@@ -136,6 +168,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "nuggets": NuggetRecord,
     "entities": EntityRecord,
     "answers": Answer,
+    "answer-labels": AnswerLabelRecord,
 }
 
 FIELDS: dict[str, tuple[str, ...]] = {kind: tuple(model.model_fields) for kind, model in MODELS.items()}
@@ -186,6 +219,8 @@ def _has_nul(value: Any) -> bool:
         return any("\x00" in str(k) or _has_nul(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return any(_has_nul(v) for v in value)
+    if isinstance(value, BaseModel):
+        return _has_nul(value.__dict__)
     return False
 
 
@@ -213,6 +248,9 @@ def _check_value(field: str, value: Any, name: bool, file: str | None, line: int
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             _check_value(f"{field}[{index}]", item, name, file, line)
+    elif isinstance(value, BaseModel):  # a nested record, e.g. an answer's sentence
+        for key, item in value.__dict__.items():
+            _check_value(f"{field}.{key}", item, key in NAME_FIELDS, file, line)
 
 
 _JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
@@ -303,7 +341,7 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         stamp = data["created_at"]
         try:  # times are stored in UTC, which for this one may fall outside years 1-9999
             if stamp.tzinfo is not None:
-                stamp.astimezone(timezone.utc)
+                stamp.astimezone(UTC)
         except OverflowError:
             raise InputError(f"{short(str(stamp))} in UTC is outside the years 1 to 9999.",
                              file=file, line=line, field="created_at") from None
@@ -411,7 +449,7 @@ def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> In
     else:
         message = f"{error.get('msg', 'invalid value')} (got {short(value)})."
     if len(loc) > 1:
-        field = f"{loc[0]}[{loc[1]}]" if loc[1].isdigit() else ".".join(loc)
+        field = loc[0] + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in loc[1:])
     return InputError(message, file=file, line=line, field=field)
 
 
@@ -482,9 +520,20 @@ class Duplicates:
             return self._same((record.query_id, record.entity), None, line, "entity", "")  # type: ignore[attr-defined]
         if kind == "answers":
             r = record
-            return self._same((r.query_id, r.run), (r.text, tuple(r.cited)), line, "text",
+            sentences = None if r.sentences is None else tuple(
+                (s.text, tuple(s.citations)) for s in r.sentences)
+            return self._same((r.query_id, r.run), (r.text, tuple(r.cited), sentences), line,
+                              "text" if r.sentences is None else "sentences",
                               f"the answer of run '{r.run}' to query {r.query_id}",
-                              names=("text", "cited"))
+                              names=("text", "cited", "sentences"))
+        if kind == "answer-labels":
+            r = record
+            target = r.nugget if r.nugget is not None else (r.sentence, r.chunk_id)
+            what = (f"nugget '{r.nugget}'" if r.nugget is not None
+                    else f"sentence {r.sentence} and chunk {r.chunk_id}")
+            return self._same((r.query_id, r.run, r.nugget is None, target, r.annotator),
+                              r.support, line, "support",
+                              f"the answer of run '{r.run}' to query {r.query_id}, {what}")
         return False
 
     def _same(self, key: Any, value: Any, line: int, field: str, what: str,

@@ -22,12 +22,12 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Union
+from typing import IO, Any
 
 from ragjudge.errors import InputError, why_unusable
 from ragjudge.files import writing
 
-Source = Union[str, bytes, os.PathLike, IO[Any]]
+Source = str | bytes | os.PathLike | IO[Any] | io.IOBase
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest line a reader accepts (64 MiB): longer is almost surely not a line-based file."""
@@ -229,7 +229,7 @@ def read_text(source: Source, *, name: str | None = None) -> str:
     return "".join(text for _, text in lines)
 
 
-Destination = Union[str, os.PathLike, IO[str]]
+Destination = str | os.PathLike | IO[str]
 
 
 @contextmanager

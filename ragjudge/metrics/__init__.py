@@ -44,13 +44,13 @@ from typing import Any
 # ``evaluate`` and ``explain`` are both a submodule and a function. Importing a submodule sets
 # the package attribute of that name to the module, so these two are bound here, once, to the
 # functions (the modules stay importable as ``ragjudge.metrics.evaluate`` / ``.explain``).
-from ragjudge.metrics.evaluate import (  # noqa: E402  (numpy-only, light)
+from ragjudge.metrics.evaluate import (
     EvalResult,
     build_context,
     evaluate,
     evaluate_runs,
 )
-from ragjudge.metrics.explain import ExplainStep, Explanation, explain  # noqa: E402
+from ragjudge.metrics.explain import ExplainStep, Explanation, explain
 
 __all__ = [
     "Qrels",

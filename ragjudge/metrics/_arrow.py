@@ -23,9 +23,12 @@ correctly rounded parser gives the same value as numpy for every token both acce
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ragjudge.errors import InputError
 from ragjudge.metrics._keys import MASKS, padded_width
@@ -86,14 +89,14 @@ def _split_points(buf: np.ndarray, size: int, parts: int) -> list[int]:
     return cuts + [size]
 
 
-def _pool_map(fn, items: list) -> list:
+def _pool_map(fn: Callable[[Any], Any], items: list) -> list:
     if len(items) > 1 and _THREADS > 1:
         with ThreadPoolExecutor(max_workers=_THREADS) as pool:
             return list(pool.map(fn, items))
     return [fn(item) for item in items]
 
 
-def _lengths(chunk) -> tuple[np.ndarray, np.ndarray]:
+def _lengths(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
     """Offsets (from the chunk's own buffer, no copy) and value lengths of a binary chunk."""
     n = len(chunk)
     bufs = chunk.buffers()
@@ -109,7 +112,7 @@ def _large_binary_id() -> int:
     return pa.large_binary().id
 
 
-def _gather_chunk(out: np.ndarray, chunk, offsets: np.ndarray, lengths: np.ndarray) -> None:
+def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.ndarray) -> None:
     """Fill the (n, k) uint64 rows ``out`` with the chunk's NUL-padded values, 8 bytes per
     gather (from a copy of its data with 8 zero bytes after it, read as unaligned words)."""
     from ragjudge.metrics.trec import _unaligned_words
@@ -126,7 +129,7 @@ def _gather_chunk(out: np.ndarray, chunk, offsets: np.ndarray, lengths: np.ndarr
         np.bitwise_and(words[at], MASKS[rest], out=out[:, j])
 
 
-def _plan_ids(columns: list):
+def _plan_ids(columns: list) -> list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]] | None:
     """Measure each binary column (chunked): None if a value is empty, else what
     ``_gather_ids`` needs (the measuring runs on threads)."""
     chunks = [[chunk for chunk in column.chunks if len(chunk)] for column in columns]
@@ -142,7 +145,7 @@ def _plan_ids(columns: list):
     return plan
 
 
-def _gather_ids(plan) -> list[np.ndarray]:
+def _gather_ids(plan: list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]]) -> list[np.ndarray]:
     """Each planned column as one ``S`` array of width 8k, its chunks gathered on threads
     straight into the result."""
     outs, jobs = [], []
@@ -159,7 +162,7 @@ def _gather_ids(plan) -> list[np.ndarray]:
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
-def _read_part(job):
+def _read_part(job: tuple) -> tuple[Any, Any] | None:
     """One piece of whole lines: the reader on one thread (its own threads gain nothing on
     two cores and hold several blocks more memory), then the whitespace counts of the piece;
     None if the reader fails."""
@@ -178,7 +181,8 @@ def _read_part(job):
     return table, _whitespace_counts(buf, lo, hi, size)
 
 
-def plain_table(buf: np.ndarray, size: int, nf: int, include: dict[int, object]):
+def plain_table(buf: np.ndarray, size: int, nf: int,
+                include: dict[int, Any]) -> tuple[Any, bool] | None:
     """``(table, crlf)``: columns ``include`` (field index -> pyarrow type, named ``f<index>``)
     of the input when every line is ``nf`` non-empty fields joined by one space (see the
     module's docstring; ``crlf``: the lines end with ``\\r\\n``), else None.
@@ -231,7 +235,8 @@ def plain_table(buf: np.ndarray, size: int, nf: int, include: dict[int, object])
 
 
 def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
-         id_cols: tuple[int, int], num_col: int, dtype, what: str):
+         id_cols: tuple[int, int], num_col: int, dtype: DTypeLike,
+         what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
     """(query ids, chunk ids, numbers, lines or None) parsed by pyarrow, or None: let numpy
     parse it.
 

@@ -26,7 +26,7 @@ def padded_width(width: int) -> int:
     return max(8, -(-int(width) // 8) * 8)
 
 
-def as_ids(values: Iterable[str] | np.ndarray) -> np.ndarray:
+def as_ids(values: Iterable[str] | Iterable[bytes] | np.ndarray) -> np.ndarray:
     """Ids (str, bytes or an ``S``/``U`` array) as a NUL-padded ``S`` array of width 8k."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "S":
         array = values

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class Statistic:
         return self.value is not None
 
     @classmethod
-    def undefined(cls, reason: str) -> "Statistic":
+    def undefined(cls, reason: str) -> Statistic:
         return cls(None, reason)
 
     def __float__(self) -> float:
@@ -108,7 +109,7 @@ class Ratings:
         annotators: Sequence[Any] | None = None,
         units: Sequence[Any] | None = None,
         source: str | None = None,
-    ) -> "Ratings":
+    ) -> Ratings:
         """Check ``matrix`` (units × annotators, NaN = missing) against ``scale``."""
         lo, hi = _check_scale(scale)
         m = np.array(matrix, dtype=np.float64)
@@ -148,7 +149,7 @@ class Ratings:
         *,
         duplicates: Literal["error", "last"] = "error",
         source: str | None = None,
-    ) -> "Ratings":
+    ) -> Ratings:
         """Build the matrix from parallel arrays, one rating per position.
 
         ``units`` is one array of unit keys, or a tuple of arrays whose positions together form
@@ -207,7 +208,7 @@ class Ratings:
         cats = (self.matrix[rated] - self.scale[0]).astype(np.int64)
         return np.bincount(rows * q + cats, minlength=self.matrix.shape[0] * q).reshape(-1, q)
 
-    def binarised(self, threshold: int) -> "Ratings":
+    def binarised(self, threshold: int) -> Ratings:
         """Grade ≥ ``threshold`` → 1 (relevant), else 0; missing stays missing."""
         m = np.where(np.isnan(self.matrix), np.nan, (self.matrix >= threshold).astype(float))
         return Ratings(m, (0, 1), self.annotators, self.units)
@@ -768,9 +769,9 @@ class AgreementReport:
         for t in self.binarised:
             for name in ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1"):
                 note(f"binarised[{t.threshold}].{name}", getattr(t, name))
-            for p in t.pairwise:
+            for pair in t.pairwise:
                 for name in ("cohen_kappa", "overlap"):
-                    note(f"binarised[{t.threshold}].pairwise[{p['a']},{p['b']}].{name}", p[name])
+                    note(f"binarised[{t.threshold}].pairwise[{pair['a']},{pair['b']}].{name}", pair[name])
         return out
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:

@@ -16,7 +16,7 @@ Conventions (ragjudge/ARCHITECTURE.md, trec_eval):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -33,7 +33,8 @@ class _Extras(Mapping):
     so data aligned to the context's rows (``ctx.query_ids``) can be built on demand."""
 
     def __init__(self, ctx: Any, raw: Mapping[str, Any]) -> None:
-        self._ctx, self._raw, self._done = ctx, dict(raw), {}
+        self._ctx, self._raw = ctx, dict(raw)
+        self._done: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._done:
@@ -41,7 +42,7 @@ class _Extras(Mapping):
             self._done[key] = value(self._ctx) if callable(value) else value
         return self._done[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
     def __len__(self) -> int:
@@ -109,6 +110,7 @@ class EvalContext:
         row_q = eval_row_of_run_query[run.qidx]
         pos = np.arange(len(run)) - run.offsets[run.qidx]
         take = (row_q >= 0) & (pos < D)
+        sel: slice | np.ndarray
         if take.all():
             sel = slice(None)
             rows_run = None
@@ -282,7 +284,7 @@ class EvalContext:
         return out.reshape(self.n_queries, self.depth)
 
     @cached_property
-    def _position_index(self) -> _keys.PairIndex:
+    def _position_index(self) -> tuple[_keys.PairIndex, np.ndarray]:
         valid = self.valid.ravel()
         flat = np.flatnonzero(valid)
         rows = flat // max(self.depth, 1)

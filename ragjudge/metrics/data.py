@@ -12,7 +12,7 @@ Ids are kept as fixed-width byte strings (see ``_keys``), never as a Python obje
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -24,6 +24,10 @@ from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, i
 from ragjudge.numeric import MAX_GRADE, grade_problem
 
 
+#: the InputError fields (file and line, or a hint) that locate a row
+Where = Callable[[int], dict[str, Any]]
+
+
 def _where(file: str | None, lines: np.ndarray | None, row: int,
            located: bool = True) -> dict[str, Any]:
     """file/line of a row read from a file (row i is line i + 1 unless ``lines`` says)."""
@@ -32,7 +36,7 @@ def _where(file: str | None, lines: np.ndarray | None, row: int,
     return {"file": file, "line": int(lines[row]) if lines is not None else row + 1}
 
 
-def _row_or_line(file: str | None, lines: np.ndarray | None, located: bool):  # noqa: ANN202
+def _row_or_line(file: str | None, lines: np.ndarray | None, located: bool) -> Where:
     """``where(row)`` for an InputError: the file and line of a row read from a file, else
     its 1-based row in a hint."""
     def where(row: int) -> dict[str, Any]:
@@ -42,7 +46,7 @@ def _row_or_line(file: str | None, lines: np.ndarray | None, located: bool):  # 
     return where
 
 
-def _integer_grades(grades: Any, where) -> np.ndarray:  # noqa: ANN001
+def _integer_grades(grades: Any, where: Where) -> np.ndarray:
     """Grades as int64: whole numbers within ±MAX_GRADE, else an InputError naming the first
     that is not (``where(row)`` locates a row: its file and line, when it has them)."""
     array = np.asarray(grades).ravel()
@@ -66,14 +70,14 @@ def _integer_grades(grades: Any, where) -> np.ndarray:  # noqa: ANN001
     return as_float.astype(np.int64)
 
 
-def _check_range(values: np.ndarray, shown: np.ndarray, where) -> None:  # noqa: ANN001
+def _check_range(values: np.ndarray, shown: np.ndarray, where: Where) -> None:
     out = np.flatnonzero((values > MAX_GRADE) | (values < -MAX_GRADE))
     if len(out):
         bad = int(out[0])
         raise InputError(grade_problem(int(shown[bad])) or "", field="grade", **where(bad))
 
 
-def _one_grade(value: Any, row: int, where) -> int:  # noqa: ANN001
+def _one_grade(value: Any, row: int, where: Where) -> int:
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
@@ -178,8 +182,9 @@ class Qrels(_ByQuery):
         self.ideal_rank = np.arange(len(self.qidx)) - self.offsets[self.qidx] + 1
 
     def _check_scale(self, qids: np.ndarray, cids: np.ndarray, grades: np.ndarray,
-                     where) -> None:  # noqa: ANN001
+                     where: Where) -> None:
         top = self.top_grade
+        assert top is not None  # only called with a declared scale
         if not 1 <= top <= MAX_GRADE:
             raise UsageError(f"the top of a grade scale is from 1 to {MAX_GRADE:,}, not {top}.")
         above = np.flatnonzero(grades > top)
@@ -191,7 +196,7 @@ class Qrels(_ByQuery):
                 field="grade", **where(i))
 
     @classmethod
-    def from_arrays(cls, query_ids, chunk_ids, grades, *, top_grade: int | None = None) -> Qrels:
+    def from_arrays(cls, query_ids: Any, chunk_ids: Any, grades: Any, *, top_grade: int | None = None) -> Qrels:
         """Same as the constructor (query ids, chunk ids, integer grades)."""
         return cls(query_ids, chunk_ids, grades, top_grade=top_grade)
 
@@ -330,7 +335,7 @@ class Run(_ByQuery):
         self.offsets = np.concatenate(([0], np.cumsum(counts)))
 
     @staticmethod
-    def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool):
+    def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> np.ndarray | None:
         """A permutation grouping the rows by query with scores descending (ties are settled
         by ``_tie_order``), or None when the rows already are so.
 
@@ -349,7 +354,7 @@ class Run(_ByQuery):
         return np.lexsort((-scores, qidx))
 
     @staticmethod
-    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray):
+    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
         """For rows grouped by query, scores descending: the permutation that puts tied scores
         in chunk id descending order (trec_eval's tie rule), or None when they already are."""
         if len(qidx) < 2:
@@ -380,7 +385,7 @@ class Run(_ByQuery):
         return order
 
     @classmethod
-    def from_arrays(cls, query_ids, chunk_ids, scores, *, name: str | None = None) -> Run:
+    def from_arrays(cls, query_ids: Any, chunk_ids: Any, scores: Any, *, name: str | None = None) -> Run:
         """Same as the constructor (query ids, chunk ids, scores)."""
         return cls(query_ids, chunk_ids, scores, name=name)
 
@@ -410,7 +415,8 @@ class Run(_ByQuery):
     @classmethod
     def from_ranked(cls, ranked: Mapping[str, Sequence[str]], *, name: str | None = None) -> Run:
         """From ``{query_id: [chunk_id, ...]}``, best first; the lists keep their order."""
-        q, c = [], []
+        q: list[str] = []
+        c: list[str] = []
         for qid, chunks in ranked.items():
             q.extend([qid] * len(chunks))
             c.extend(chunks)

@@ -156,9 +156,10 @@ def _without_grades(ctx: EvalContext, qrels: Qrels) -> np.ndarray:
 def max_depth(measures: Sequence[Measure]) -> int | None:
     """The ranks the measures read: the largest cutoff, None when one needs the whole ranking."""
     depths = [m.depth for m in measures]
-    if not depths or any(d is None for d in depths):
+    known = [d for d in depths if d is not None]
+    if not depths or len(known) < len(depths):
         return None
-    return max(depths)
+    return max(known)
 
 
 def build_context(

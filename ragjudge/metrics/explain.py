@@ -89,8 +89,8 @@ class Explanation:
         if self.ideal:
             lines.append("")
             lines.append("Ideal ranking (every judged grade of the query, best first):")
-            for rank, grade, term in self.ideal[:max_rows]:
-                lines.append(f"{rank:>5}  grade {grade:>3}  {term:.4f}")
+            for rank, ideal_grade, ideal_term in self.ideal[:max_rows]:
+                lines.append(f"{rank:>5}  grade {ideal_grade:>3}  {ideal_term:.4f}")
             if self.ideal_total is not None:
                 lines.append(f"  ideal total = {self.ideal_total:.4f}")
         lines.append("")
@@ -214,9 +214,11 @@ def explain(
             s.running = float(count)
         explanation.cutoff = cut
         if name == "P":
+            assert k is not None  # the measure requires a cutoff
             explanation.numerator, explanation.denominator = count, float(k)
             explanation.denominator_label = "k"
         elif name == "Judged":
+            assert k is not None  # the measure requires a cutoff
             explanation.numerator = count
             explanation.denominator = float(min(k, len(steps)))
             explanation.denominator_label = "chunks in the top k"

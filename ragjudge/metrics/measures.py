@@ -13,13 +13,16 @@ Every kernel is a vectorised expression over the (queries x depth) matrices of t
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragjudge.errors import InputError, UsageError
-from ragjudge.metrics.registry import Param, measure
+from ragjudge.metrics.registry import Measure, Param, measure
 from ragjudge.numeric import MAX_GRADE
+
+if TYPE_CHECKING:
+    from ragjudge.metrics.context import EvalContext
 
 REL = {"rel": Param(int, None, doc="relevance threshold of this measure (grade >= rel)")}
 
@@ -36,7 +39,7 @@ def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _relevant_positions(ctx: Any, k: int | None, rel: int | None):
+def _relevant_positions(ctx: Any, k: int | None, rel: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, 0-based ranks and hits-so-far of every relevant chunk in the top k."""
     cols = ctx.columns(k)
     rows, ranks = np.nonzero(ctx.relevant(rel)[:, :cols])
@@ -55,7 +58,7 @@ def _discount(ctx: Any, cols: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- set measures
 @measure("P", cutoff="required", params=REL, aliases=("Precision",))
-def precision(ctx, m):
+def precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Precision at k: ``P@k = hits@k / k``.
 
     Divides by k even when fewer than k chunks are ranked (trec_eval ``P_k``). Seed 000 §1.1,
@@ -65,7 +68,7 @@ def precision(ctx, m):
 
 
 @measure("R", cutoff="optional", params=REL, aliases=("Recall", "MR"))
-def recall(ctx, m):
+def recall(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Recall at k: ``R@k = hits@k / R`` (0 when R = 0); without a cutoff, the whole ranking.
 
     trec_eval ``recall_k``; seed 000 §2.1 (MR@K is its mean over queries), seeds 002, 004.
@@ -73,7 +76,7 @@ def recall(ctx, m):
     return _div(ctx.hits_at(m.cutoff, m.rel), ctx.n_relevant(m.rel))
 
 
-def _f_beta(ctx, m, beta: float) -> np.ndarray:
+def _f_beta(ctx: EvalContext, m: Measure, beta: float) -> np.ndarray:
     p = _div(ctx.hits_at(m.cutoff, m.rel), ctx.retrieved_at(m.cutoff)) if m.cutoff is None \
         else ctx.hits_at(m.cutoff, m.rel) / float(m.cutoff)
     r = _div(ctx.hits_at(m.cutoff, m.rel), ctx.n_relevant(m.rel))
@@ -82,7 +85,7 @@ def _f_beta(ctx, m, beta: float) -> np.ndarray:
 
 
 @measure("F1", cutoff="optional", params=REL)
-def f1(ctx, m):
+def f1(ctx: EvalContext, m: Measure) -> np.ndarray:
     """F1 at k: ``2 P R / (P + R)`` with P = P@k and R = R@k (0 when both are 0).
 
     Without a cutoff P is hits / chunks ranked. The harmonic mean of seed 004
@@ -95,7 +98,7 @@ def f1(ctx, m):
          params={**REL, "beta": Param(float, 1.0, doc="weight of recall",
                                       check=lambda b: 0.0 < b < math.inf,
                                       rule="a positive finite number")})
-def f_beta(ctx, m):
+def f_beta(ctx: EvalContext, m: Measure) -> np.ndarray:
     """F-beta at k: ``(1 + b^2) P R / (b^2 P + R)``, textbook (van Rijsbergen) form.
 
     b > 1 favours recall (seed 003's F2 for medical retrieval). Note: trec_eval's ``set_F``
@@ -105,7 +108,7 @@ def f_beta(ctx, m):
 
 
 @measure("Accuracy", cutoff="required", params=REL, needs=("corpus_size",))
-def accuracy(ctx, m):
+def accuracy(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Accuracy at k: ``(TP + TN) / corpus size``, taking the top k as "retrieved".
 
     TP = hits@k, FP = chunks in the top k - TP, FN = R - TP, TN = corpus - TP - FP - FN.
@@ -130,7 +133,7 @@ def accuracy(ctx, m):
 
 @measure("Success", cutoff="optional", params=REL,
          aliases=("hit_rate", "HitRate", "Hit", "Hit_Rate"))
-def success(ctx, m):
+def success(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Success (hit rate) at k: 1 when at least one relevant chunk is in the top k, else 0.
 
     trec_eval ``success_k``; seed 000 §4.3 and seeds 002/003 (hit rate, Hit@k).
@@ -139,7 +142,7 @@ def success(ctx, m):
 
 
 @measure("Judged", cutoff="required")
-def judged(ctx, m):
+def judged(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Judged at k: ``|judged chunks in the top k| / min(k, chunks ranked)`` (0 if none ranked).
 
     How much of what the run shows in its top k the qrels cover (any grade >= 0). Unjudged
@@ -156,7 +159,7 @@ def judged(ctx, m):
 
 # --------------------------------------------------------------------------- rank measures
 @measure("AP", cutoff="optional", params=REL, aliases=("MAP", "AveP", "AvgPrec"))
-def average_precision(ctx, m):
+def average_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Average precision: ``AP@k = (1/R) sum_{i<=k} P@i rel_i`` (0 when R = 0).
 
     R counts every relevant chunk of the query in the qrels, retrieved or not (trec_eval
@@ -168,7 +171,7 @@ def average_precision(ctx, m):
 
 @measure("ContextPrecisionAP", cutoff="optional", params=REL,
          aliases=("ContextPrecision_AP", "CP_AP"))
-def context_precision_ap(ctx, m):
+def context_precision_ap(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Context precision as seed 000 §4.1 defines it: average precision (divides by R).
 
     ``(1/R) sum_{i<=k} P@i rel_i`` -- the same value as ``AP@k``; offered under this name so
@@ -178,7 +181,7 @@ def context_precision_ap(ctx, m):
 
 
 @measure("ContextPrecision", cutoff="optional", params=REL, aliases=("CP",))
-def context_precision(ctx, m):
+def context_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """RAGAS context precision at k: ``sum_{i<=k} P@i rel_i / hits@k`` (0 when hits@k = 0).
 
     Divides by the relevant chunks found in the top k, not by all relevant chunks: ranking
@@ -189,7 +192,7 @@ def context_precision(ctx, m):
 
 
 @measure("Rprec", full_depth=True, params=REL, aliases=("R-Precision", "RPrec", "R_Precision"))
-def r_precision(ctx, m):
+def r_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """R-precision: ``P@R = hits@R / R`` with R the relevant chunks of the query (0 if R = 0).
 
     trec_eval ``Rprec``; seed 000 §1.4.
@@ -204,7 +207,7 @@ def r_precision(ctx, m):
 
 
 @measure("RR", cutoff="optional", params=REL, aliases=("MRR", "RecipRank", "MeanRR"))
-def reciprocal_rank(ctx, m):
+def reciprocal_rank(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Reciprocal rank: ``1 / rank of the first relevant chunk`` (within the top k), else 0.
 
     trec_eval ``recip_rank``; MRR is its mean over queries. Seed 000 §3.3, seeds 002, 004.
@@ -218,7 +221,7 @@ def reciprocal_rank(ctx, m):
 
 
 @measure("bpref", full_depth=True, params=REL, aliases=("BPref",))
-def bpref(ctx, m):
+def bpref(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Binary preference (Buckley & Voorhees 2004), as trec_eval computes it:
 
     ``bpref = (1/R) sum_{relevant retrieved r} (1 - min(n_r, R) / min(R, N))`` where n_r is the
@@ -241,7 +244,7 @@ def bpref(ctx, m):
 
 # --------------------------------------------------------------------------- graded measures
 @measure("DCG", cutoff="optional", graded=True)
-def dcg(ctx, m):
+def dcg(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Discounted cumulative gain: ``DCG@k = sum_{i<=k} g_i / log2(i + 1)``, gain = grade.
 
     Seed 000 §3.1 (DCG@5 = 3.274), seed 004.
@@ -251,7 +254,7 @@ def dcg(ctx, m):
 
 
 @measure("nDCG", cutoff="optional", graded=True, aliases=("NDCG", "ndcg"))
-def ndcg(ctx, m):
+def ndcg(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Normalised DCG: ``nDCG@k = DCG@k / IDCG@k`` with gain = grade (0 when IDCG = 0).
 
     The ideal ranking sorts every judged grade of the query, retrieved or not. Matches
@@ -262,7 +265,7 @@ def ndcg(ctx, m):
 
 
 @measure("nDCG_exp", cutoff="optional", graded=True, aliases=("NDCG_exp", "nDCG_burges"))
-def ndcg_exp(ctx, m):
+def ndcg_exp(ctx: EvalContext, m: Measure) -> np.ndarray:
     """nDCG with exponential gain ``2^g - 1`` (Burges et al. 2005; seed 003):
 
     ``sum_{i<=k} (2^g_i - 1) / log2(i + 1)`` over the same sum for the ideal ranking.
@@ -272,7 +275,7 @@ def ndcg_exp(ctx, m):
     return _div(gains @ _discount(ctx, cols), ctx.ideal_dcg(m.cutoff, "exp"))
 
 
-def _err(ctx, m, stop: np.ndarray) -> np.ndarray:
+def _err(ctx: EvalContext, m: Measure, stop: np.ndarray) -> np.ndarray:
     """sum_r (1/r) p_r prod_{i<r} (1 - p_i) for a (Q, cols) matrix of stop probabilities."""
     cols = stop.shape[1]
     if cols == 0:
@@ -288,7 +291,7 @@ TOP_GRADE = {"max_grade": Param(
     check=lambda g: 1 <= g <= MAX_GRADE, rule=f"a grade from 1 to {MAX_GRADE:,}")}
 
 
-def _top_grade(ctx, m) -> int:
+def _top_grade(ctx: EvalContext, m: Measure) -> int:
     """g_max of ERR: ``max_grade=`` or else the top of the qrels' scale (``Qrels.max_grade``).
 
     A judged grade above a given ``max_grade`` is refused, as gdeval (ir_measures' ERR, whose
@@ -309,7 +312,7 @@ def _top_grade(ctx, m) -> int:
 
 
 @measure("ERR", cutoff="optional", graded=True, params=TOP_GRADE)
-def err(ctx, m):
+def err(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Expected reciprocal rank (Chapelle, Metzler, Zhang & Grinspan 2009):
 
     ``ERR@k = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``, ``R_i = (2^g_i - 1) / 2^g_max``.
@@ -325,7 +328,7 @@ def err(ctx, m):
 
 
 @measure("ERR_seed", cutoff="optional", graded=True, params=TOP_GRADE, aliases=("ERR_linear",))
-def err_seed(ctx, m):
+def err_seed(ctx: EvalContext, m: Measure) -> np.ndarray:
     """ERR with seed 000's linear satisfaction probability ``R_i = g_i / g_max`` (§3.4):
 
     ``sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``; g_max as in ``ERR``. 0 when g_max = 0.
@@ -339,7 +342,7 @@ def err_seed(ctx, m):
 
 
 # --------------------------------------------------------------------------- curves
-def interpolated_precision(ctx, levels: np.ndarray, rel: int | None = None) -> np.ndarray:
+def interpolated_precision(ctx: EvalContext, levels: np.ndarray, rel: int | None = None) -> np.ndarray:
     """(Q, len(levels)): ``max {P@i : rel_i = 1, hits@i >= floor(level * R + 0.9)}``, else 0.
 
     Interpolated precision at a recall level is the best precision at any rank reaching that
@@ -361,7 +364,7 @@ def interpolated_precision(ctx, levels: np.ndarray, rel: int | None = None) -> n
 
 @measure("iprec", cutoff="required", cutoff_kind=float, params=REL,
          aliases=("IPrec", "iprec_at_recall"), full_depth=True)
-def iprec(ctx, m):
+def iprec(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Interpolated precision at recall level r: ``max {P@i : recall@i >= r, rel_i = 1}``.
 
     With trec_eval's rounding of r to a count of relevant chunks (see
@@ -372,7 +375,7 @@ def iprec(ctx, m):
 
 
 @measure("AUC_PR", params=REL, aliases=("AUCPR", "AUC-PR"), full_depth=True)
-def auc_pr(ctx, m):
+def auc_pr(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Area under the 11-point interpolated precision-recall curve, trapezoidal rule:
 
     ``sum_{j=0}^{9} 0.1 (p(r_j) + p(r_{j+1})) / 2`` at r = 0.0, 0.1, ..., 1.0, p = iprec.

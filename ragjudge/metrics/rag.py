@@ -63,14 +63,21 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ragjudge.metrics import _keys
+
+if TYPE_CHECKING:
+    from ragjudge.metrics.context import EvalContext
+
+#: ``positions(query_ids, chunk_ids) -> (rows, cols)``: where each pair is in a ranked matrix
+Positions = Callable[[Any, Any], tuple[np.ndarray, np.ndarray]]
 
 __all__ = [
     "NONE", "PARTIAL", "FULL", "SUPPORT_LEVELS", "EXTRAS_KEYS",
@@ -90,7 +97,8 @@ SUPPORT_LEVELS = {"none": NONE, "partial": PARTIAL, "full": FULL}
 NEVER = np.iinfo(np.int64).max
 """First-rank value of an item no ranked chunk reaches."""
 
-EXTRAS_KEYS = ("facets", "nuggets", "claims", "entities", "citations")
+EXTRAS_KEYS = ("facets", "nuggets", "claims", "entities", "citations", "answers")
+"""``answers``: a run's generated answers and their judgments (:mod:`ragjudge.metrics.answers`)."""
 
 
 # -- the data ------------------------------------------------------------------------------
@@ -143,7 +151,7 @@ class ItemSupport:
             object.__setattr__(self, "weight", weight)
 
     @classmethod
-    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs) -> "ItemSupport":
+    def from_levels(cls, levels: np.ndarray, valid: np.ndarray, **kwargs: Any) -> ItemSupport:
         """From a dense int (Q, D, M) tensor: ``levels[q, r, m]`` = support of item ``m`` by the
         chunk at rank ``r + 1`` of query ``q`` (0 none, 1 partial, 2 full)."""
         levels = np.asarray(levels)
@@ -151,7 +159,7 @@ class ItemSupport:
         return cls(valid, q, r + 1, m, levels[q, r, m], **kwargs)
 
     @classmethod
-    def empty(cls, queries: int) -> "ItemSupport":
+    def empty(cls, queries: int) -> ItemSupport:
         """No items for any of ``queries`` rows (every measure NaN)."""
         return cls(np.zeros((queries, 0), dtype=bool))
 
@@ -175,7 +183,7 @@ class ItemSupport:
         np.minimum.at(first, (self.rows[keep], self.items[keep]), self.ranks[keep])
         return first
 
-    def take(self, rows: np.ndarray) -> "ItemSupport":
+    def take(self, rows: np.ndarray) -> ItemSupport:
         """The same data for a subset (or reordering) of query rows."""
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_queries, -1, dtype=np.int64)
@@ -218,7 +226,7 @@ class Citations:
 
     @classmethod
     def from_flags(cls, cited: np.ndarray, answered: np.ndarray, retrieved: np.ndarray,
-                   **kwargs) -> "Citations":
+                   **kwargs: Any) -> Citations:
         """From a dense bool (Q, D) matrix: ``cited[q, r]`` = the chunk at rank ``r + 1`` is
         cited by the run's answer to query ``q``."""
         q, r = np.nonzero(np.asarray(cited, dtype=bool))
@@ -228,7 +236,7 @@ class Citations:
     def n_queries(self) -> int:
         return len(self.answered)
 
-    def take(self, rows: np.ndarray) -> "Citations":
+    def take(self, rows: np.ndarray) -> Citations:
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_queries, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
@@ -266,7 +274,7 @@ def _as_ids(values: Any) -> np.ndarray:
     return _keys.as_ids([_as_str(v) for v in values])
 
 
-def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any):  # noqa: ANN201
+def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any) -> Positions:
     """A ``positions(query_ids, chunk_ids) -> (rows, cols)`` function over a ranked chunk matrix
     (rank 1 in column 0; padding ``b''``, ``''`` or None), like ``EvalContext.positions``:
     row -1 for a query not in ``query_ids``, column -1 for a chunk not in that row (the first
@@ -339,7 +347,7 @@ class ItemLabels:
         """The queries that have items: evaluated even without a relevance grade."""
         return [_as_str(q) for q in self.query_ids]
 
-    def align(self, query_ids: Sequence[str], positions) -> ItemSupport:  # noqa: ANN001
+    def align(self, query_ids: Sequence[str], positions: Positions) -> ItemSupport:
         """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
         each (query, chunk) pair's row and 0-based column (-1 when absent)."""
         item_row = _row_lookup(query_ids, self.query_ids)
@@ -355,18 +363,18 @@ class ItemLabels:
         keep = item_row >= 0
         valid[item_row[keep], item_col[keep]] = True
 
-        def spread(values, dtype, fill):  # noqa: ANN001, ANN202
+        def spread(values: Any, dtype: DTypeLike, fill: Any) -> np.ndarray | None:
             if values is None:
                 return None
             out = np.full((n_rows, width), fill, dtype=dtype)
             out[item_row[keep], item_col[keep]] = np.asarray(values, dtype=dtype)[keep]
             return out
 
-        names = None
+        names: list[list[str]] | None = None
         if self.names is not None:
             names = [[] for _ in range(n_rows)]
             for i in np.flatnonzero(keep):
-                names[item_row[i]].append(str(self.names[i]))
+                names[item_row[i]].append(str(self.names[int(i)]))
         items = np.asarray(self.support_items, dtype=np.int64)
         levels = np.asarray(self.support_levels, dtype=np.int64)
         rows = cols = np.zeros(0, dtype=np.int64)
@@ -436,7 +444,8 @@ class EntityLabels:
         valid = np.zeros((len(query_ids), width), dtype=bool)
         for r, names in enumerate(entities):
             valid[r, : len(names)] = True
-        return ItemSupport(valid, rows, ranks, items, np.full(len(rows), FULL, np.int8),
+        return ItemSupport(valid, np.asarray(rows), np.asarray(ranks), np.asarray(items),
+                           np.full(len(rows), FULL, np.int8),
                            names=entities)
 
     def _texts(self, ids: list[str]) -> Mapping[str, str]:
@@ -456,7 +465,7 @@ class CitationLabels:
     query_ids: Sequence[str] = ()
     chunk_ids: Sequence[str] = ()
 
-    def align(self, query_ids: Sequence[str], retrieved: np.ndarray, positions) -> Citations:  # noqa: ANN001
+    def align(self, query_ids: Sequence[str], retrieved: np.ndarray, positions: Positions) -> Citations:
         """Citations over the evaluated ``query_ids``; ``retrieved[q]`` = chunks ranked for
         row q; ``positions`` as for :meth:`ItemLabels.align`."""
         answered_rows = _row_lookup(query_ids, self.answered)
@@ -643,6 +652,9 @@ _PREFIX_EXTRAS = {
     "ContextRecall": "claims",
     "EntityRecall": "entities",
     "Attribution": "citations",
+    "AnswerNuggets": "answers",
+    "CitationPrecision": "answers",
+    "CitationRecall": "answers",
 }
 
 
@@ -656,13 +668,13 @@ def required_extras(measures: Iterable | None) -> set[str]:
     if isinstance(measures, str):
         measures = [measures]
     needed: set[str] = set()
-    for measure in measures:
-        requires = getattr(measure, "requires", None)
-        if requires is not None and not isinstance(measure, str):
+    for given in measures:
+        requires = getattr(given, "requires", None)
+        if requires is not None and not isinstance(given, str):
             needed.update(k for k in ([requires] if isinstance(requires, str) else requires)
                           if k in EXTRAS_KEYS)
             continue
-        name = str(measure)
+        name = str(given)
         family = re.split(r"[(@]", name, maxsplit=1)[0].strip()
         if family in _PREFIX_EXTRAS:
             needed.add(_PREFIX_EXTRAS[family])
@@ -703,7 +715,7 @@ class RagExplanation:
                 "rows": [[clean(v) for v in row] for row in self.rows], "steps": list(self.steps)}
 
 
-def _cell(value) -> str:  # noqa: ANN001
+def _cell(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "-"
     if isinstance(value, float):
@@ -748,7 +760,7 @@ def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *
         score = 1.0 if full <= kk else (0.5 if partial <= kk and not strict else 0.0)
         counted = not vital_only or support.vital is None or bool(support.vital[row, m])
         w = float(support.weight[row, m]) if weighted and support.weight is not None else 1.0
-        cells = [names[m] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
+        cells: list[Any] = [names[int(m)] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
         if not binary:
             cells.append(_rank_text(partial, chunk_ids) if partial < full else None)
             if support.vital is not None:
@@ -851,12 +863,16 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
 # The registry (``ragjudge.metrics.registry``) imports this module on the first measure lookup.
 
 from ragjudge.errors import UsageError  # noqa: E402
-from ragjudge.metrics.registry import Param, measure  # noqa: E402
+from ragjudge.metrics.registry import Measure, Param, measure  # noqa: E402
 
 _EXPECTED = {"facets": ItemLabels, "nuggets": ItemLabels, "claims": ItemLabels,
              "entities": EntityLabels, "citations": CitationLabels}
 
 
+@overload
+def aligned_extra(ctx: Any, key: Literal["citations"]) -> Citations: ...
+@overload
+def aligned_extra(ctx: Any, key: str) -> ItemSupport: ...
 def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
     """``ctx.extras[key]`` aligned with the context's rows and ranks (once per context).
 
@@ -884,7 +900,7 @@ def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
     return value
 
 
-def _context_positions(ctx: Any):  # noqa: ANN202
+def _context_positions(ctx: Any) -> Positions:
     """``ctx.positions`` with the chunk ids encoded at the width of the run's ids.
 
     The context finds a (query, chunk) pair by a hash of the id's fixed-width bytes, so ids must
@@ -907,7 +923,7 @@ _FLAG = lambda doc: Param(bool, False, flag=True, doc=doc)  # noqa: E731
 
 @measure("Coverage", cutoff="optional", needs=("facets",),
          aliases=("CoverageRecall", "Coverage_Recall"))
-def _coverage_measure(ctx, m):
+def _coverage_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Coverage Recall at k (seed 000 §2.2): does the top k cover every facet of the query?
 
     ``Coverage@k = |{facets f : some chunk in the top k covers f}| / |facets of the query|``
@@ -923,7 +939,7 @@ def _coverage_measure(ctx, m):
                  "all": _FLAG("every nugget (the default)"),
                  "weighted": _FLAG("each nugget counts with its weight (pyramid)")},
          aliases=("Nugget_Recall",))
-def _nugget_recall_measure(ctx, m):
+def _nugget_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Nugget Recall at k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024).
 
     A nugget's score at k: 1 if a top-k chunk supports it fully, 0.5 if the best support in
@@ -941,7 +957,7 @@ def _nugget_recall_measure(ctx, m):
 @measure("ContextRecall", cutoff="optional", needs=("claims",),
          params={"partial": _FLAG("partial support counts 0.5")},
          aliases=("Context_Recall",))
-def _context_recall_measure(ctx, m):
+def _context_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Context Recall at k (seed 000 §4.2, seed 001; RAGAS's definition, people as the judge).
 
     ``ContextRecall@k = |{claims of the reference answer fully supported by a top-k chunk}|
@@ -952,7 +968,7 @@ def _context_recall_measure(ctx, m):
 
 @measure("EntityRecall", cutoff="optional", needs=("entities",),
          aliases=("ContextEntityRecall", "ContextEntitiesRecall"))
-def _entity_recall_measure(ctx, m):
+def _entity_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Context Entities Recall at k (seed 001).
 
     ``EntityRecall@k = |RE ∩ RCE_k| / |RE|``: RE = the entities of the reference answer,
@@ -964,7 +980,7 @@ def _entity_recall_measure(ctx, m):
 
 @measure("Attribution", cutoff="optional", needs=("citations",),
          aliases=("AttributionRate", "ChunkAttribution"))
-def _attribution_measure(ctx, m):
+def _attribution_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Chunk Attribution Rate at k (seed 000 §4.4).
 
     ``Attribution@k = |{top-k chunks cited by the run's generated answer}| / min(k, retrieved)``
@@ -990,6 +1006,10 @@ def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation 
 
     m = parse_measure(measure)
     name = m.definition.name
+    from ragjudge.metrics import answers
+
+    if name in answers.EXPLAINED:
+        return answers.explain_in_context(ctx, query_id, m)
     if name not in EXPLAINED:
         return None
     ids = ctx.query_ids

@@ -42,7 +42,7 @@ from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_number, short_int
 
 #: modules whose import registers measures; imported on the first lookup
-MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag")
+MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers")
 
 Kernel = Callable[["Any", "Measure"], np.ndarray]
 
@@ -257,7 +257,7 @@ def _convert(kind: type, text: str, what: str) -> Any:
             return True
         if text.lower() in ("0", "false", "no"):
             return False
-        value = None
+        value: float | None = None
     elif kind is int:
         value = parse_integer(text)
     elif kind is float:
@@ -291,7 +291,7 @@ def parse_measure(text: str | Measure) -> Measure:
             rebuilt = name + (f"@{trec['cutoff']}" if trec["cutoff"] else "")
             parsed = parse_measure(rebuilt)
             return Measure(parsed.definition, parsed.cutoff, parsed.params, raw.strip())
-    if definition is None:
+    if definition is None or match is None:
         name = match["name"] if match else raw
         raise UsageError(
             f"unknown measure {name!r}. Known measures: {', '.join(known_names())}. "

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,9 @@ BETTER_B = "B better"
 BETTER_A = "A better"
 NOISE = "within noise"
 
+#: per-query values: a vector (one measure) or a (measures x queries) matrix
+Values = np.ndarray | Sequence[float]
+
 #: resample-matrix cells per batch (int64 indices + float64 weights: ~64 MB at most)
 _BATCH_CELLS = 4_000_000
 
@@ -63,7 +67,7 @@ def _as_matrix(values: np.ndarray | Sequence[float]) -> tuple[np.ndarray, bool]:
     return array, False
 
 
-def _squeeze(result: np.ndarray, was_vector: bool):
+def _squeeze(result: np.ndarray, was_vector: bool) -> Any:
     return float(result[0]) if was_vector else result
 
 
@@ -95,7 +99,7 @@ def bootstrap_ci(
     confidence: float = 0.95,
     resamples: int = 10_000,
     seed: int = 0,
-):
+) -> tuple[Any, Any, Any]:
     """Mean and percentile-bootstrap confidence interval of the mean over queries.
 
     Draw ``resamples`` samples of the n queries with replacement, take each sample's mean, and
@@ -117,7 +121,7 @@ def bootstrap_ci(
     return _squeeze(mean, was_vector), _squeeze(low, was_vector), _squeeze(high, was_vector)
 
 
-def _differences(a, b) -> tuple[np.ndarray, bool]:
+def _differences(a: Values, b: Values) -> tuple[np.ndarray, bool]:
     a_matrix, was_vector = _as_matrix(a)
     b_matrix, _ = _as_matrix(b)
     if a_matrix.shape != b_matrix.shape:
@@ -128,13 +132,13 @@ def _differences(a, b) -> tuple[np.ndarray, bool]:
 
 
 def paired_bootstrap_ci(
-    a,
-    b,
+    a: Values,
+    b: Values,
     *,
     confidence: float = 0.95,
     resamples: int = 10_000,
     seed: int = 0,
-):
+) -> tuple[Any, Any, Any]:
     """Mean difference ``mean(b - a)`` and its percentile-bootstrap interval.
 
     The queries are resampled as pairs (the per-query differences are resampled), which keeps the
@@ -147,7 +151,7 @@ def paired_bootstrap_ci(
     return mean, low, high
 
 
-def _sign_batches(n: int, permutations: int, seed: int):
+def _sign_batches(n: int, permutations: int, seed: int) -> tuple[Iterator[np.ndarray], bool]:
     """Yield (batch x n) float matrices of +1/-1 signs; exact enumeration when it fits.
 
     Returns the generator and whether it enumerates all ``2**n`` patterns.
@@ -158,14 +162,14 @@ def _sign_batches(n: int, permutations: int, seed: int):
         bits = np.arange(n, dtype=np.int64)
         batch = max(1, _BATCH_CELLS // max(n, 1))
 
-        def patterns():
+        def patterns() -> Iterator[np.ndarray]:
             for start in range(0, total, batch):
                 codes = np.arange(start, min(total, start + batch), dtype=np.int64)
                 yield 1.0 - 2.0 * ((codes[:, None] >> bits) & 1)
 
         return patterns(), True
 
-    def random_patterns():
+    def random_patterns() -> Iterator[np.ndarray]:
         rng = np.random.default_rng(seed)
         batch = max(1, min(permutations, _BATCH_CELLS // max(n, 1)))
         done = 0
@@ -180,7 +184,7 @@ def _sign_batches(n: int, permutations: int, seed: int):
     return random_patterns(), False
 
 
-def randomization_test(a, b, *, permutations: int = 10_000, seed: int = 0):
+def randomization_test(a: Values, b: Values, *, permutations: int = 10_000, seed: int = 0) -> Any:
     """Two-sided p-value of the paired randomization (sign-flip) test of ``mean(b - a)``.
 
     Under the null hypothesis the two runs are exchangeable on every query, so each per-query
@@ -267,7 +271,7 @@ def student_t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
-def paired_t_test(a, b):
+def paired_t_test(a: Values, b: Values) -> tuple[Any, Any]:
     """Student's paired t-test of ``mean(b - a) = 0``; returns ``(t, two-sided p)``.
 
     t = mean(d) / (s_d / √n) with s_d the sample standard deviation (n - 1 in the denominator),

@@ -27,10 +27,13 @@ import io
 import math
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ragjudge.errors import InputError
 from ragjudge.metrics._keys import MASKS, padded_width, widen
@@ -49,6 +52,9 @@ ARROW_MIN_BYTES = 8 << 20
 
 _UNDERSCORE = ord("_")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+#: query ids, chunk ids, numbers and line numbers (None: one record a line) of a parsed input
+_Parsed = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ def read_bytes(source: Any) -> tuple[np.ndarray, int, str | None]:
                     size = path.stat().st_size
                     buf = np.zeros(size + 9, dtype=np.uint8)
                     handle.seek(0)
-                    got = handle.readinto(memoryview(buf)[:size])
+                    got = handle.readinto(memoryview(buf)[:size])  # type: ignore[arg-type]  # an ndarray is a buffer; numpy's stubs omit it
                     return _finish(buf, got, name)
         except FileNotFoundError:
             raise InputError("no such file.", file=name) from None
@@ -147,7 +153,7 @@ def _unaligned_words(buf: np.ndarray) -> np.ndarray:
     return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
 
 
-def _blocks(buf: np.ndarray, size: int):
+def _blocks(buf: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
     """(start, end) of blocks of whole lines of about BLOCK_BYTES each."""
     pos = 0
     while pos < size:
@@ -168,12 +174,13 @@ def _blocks(buf: np.ndarray, size: int):
         pos = end
 
 
-def _split(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...], name):
+def _split(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...],
+           name: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Token starts and ends (n_records, nfields) of one block, and the lines that hold them
     (None when line i of the block holds record i)."""
     # fast path: exactly one separator byte between fields and "\n" right after the last one,
     # so the separators are the token ends and each token starts one byte after a separator
-    seps = np.flatnonzero(block <= 32)
+    seps: np.ndarray = np.flatnonzero(block <= 32)
     n, rest = divmod(len(seps), nfields)
     if n and not rest:
         seps = seps.reshape(n, nfields)
@@ -187,7 +194,8 @@ def _split(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, 
     return _split_slow(block, nfields, first_line, fields, name)
 
 
-def _split_slow(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...], name):
+def _split_slow(block: np.ndarray, nfields: int, first_line: int, fields: tuple[str, ...],
+                name: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ws = block <= 32
     tok = ~ws
     start_mask = tok.copy()
@@ -232,7 +240,7 @@ def _gather(view: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     return out.view(f"S{8 * k}").ravel()
 
 
-def _concat(parts: list[np.ndarray], default: str) -> np.ndarray:
+def _concat(parts: list[np.ndarray], default: DTypeLike) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=default)
     if parts[0].dtype.kind == "S":
@@ -241,7 +249,8 @@ def _concat(parts: list[np.ndarray], default: str) -> np.ndarray:
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-def _numbers(tokens: np.ndarray, dtype, lines_of, name, field: str, what: str) -> np.ndarray:
+def _numbers(tokens: np.ndarray, dtype: DTypeLike, lines_of: Callable[[int], int], name: str | None,
+             field: str, what: str) -> np.ndarray:
     """The tokens converted by numpy, in the number syntax of every ragjudge reader
     (``ragjudge.numeric``): numpy also reads Python's digit separator (``1_0`` as 10), so a
     token holding ``_`` takes the slow path, which names the first bad token and its line."""
@@ -271,12 +280,14 @@ def _numbers(tokens: np.ndarray, dtype, lines_of, name, field: str, what: str) -
             raise InputError(f"{text!r} is not a finite number.", file=name, line=lines_of(i),
                              field=field)
         if dtype is not np.float64 and not _INT64_MIN <= value <= _INT64_MAX:
-            problem = grade_problem(value) if field == "grade" else f"{text!r} is out of range."
+            problem = grade_problem(int(value)) if field == "grade" else f"{text!r} is out of range."
             raise InputError(problem or "", file=name, line=lines_of(i), field=field)
     raise InputError(f"a {field} value cannot be read.", file=name, field=field)
 
 
-def _parse_block(buf, view, lo, hi, fields, id_cols, num_col, dtype, what, name):
+def _parse_block(buf: np.ndarray, view: np.ndarray, lo: int, hi: int, fields: tuple[str, ...],
+                 id_cols: tuple[int, int], num_col: int, dtype: DTypeLike, what: str,
+                 name: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, int] | InputError:
     """One block of whole lines -> (query ids, chunk ids, numbers, lines or None, line count),
     line numbers relative to the block; an InputError is returned, not raised, with its line
     relative too (the caller knows the block's first line only when all blocks are split)."""
@@ -289,15 +300,15 @@ def _parse_block(buf, view, lo, hi, fields, id_cols, num_col, dtype, what, name)
         q = _gather(view, s[:, id_cols[0]], e[:, id_cols[0]] - s[:, id_cols[0]])
         c = _gather(view, s[:, id_cols[1]], e[:, id_cols[1]] - s[:, id_cols[1]])
         tokens = _gather(view, s[:, num_col], e[:, num_col] - s[:, num_col])
-        nums = _numbers(tokens, dtype, lambda i, L=lines: _line_of(L, 0, i), name,
+        nums = _numbers(tokens, dtype, partial(_line_of, lines, 0), name,
                         fields[num_col], what)
     except InputError as error:
         return error
     return q, c, nums, lines, n_lines
 
 
-def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_col: int, dtype,
-          what: str):
+def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_col: int, dtype: DTypeLike,
+          what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, str | None]:
     buf, size, name = read_bytes(source)
     if size >= ARROW_MIN_BYTES:
         box = [buf]
@@ -315,7 +326,7 @@ def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_co
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
-            results = list(pool.map(lambda b: _parse_block(buf, view, b[0], b[1], *args), blocks))
+            results = list(pool.map(lambda b: _parse_block(buf, view, b[0], b[1], *args), blocks))  # noqa: F821 - bound again after the del
     else:
         results = [_parse_block(buf, view, lo, hi, *args) for lo, hi in blocks]
     qparts, cparts, nparts, lparts = [], [], [], []
@@ -342,7 +353,8 @@ def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_co
     return _concat(qparts, "S8"), _concat(cparts, "S8"), _concat(nparts, dtype), lines_all, name
 
 
-def _read_arrow(box, size, name, fields, id_cols, num_col, dtype, what):
+def _read_arrow(box: list, size: int, name: str | None, fields: tuple[str, ...], id_cols: tuple[int, int],
+                num_col: int, dtype: DTypeLike, what: str) -> _Parsed | None:
     """The columns from pyarrow's CSV reader when it is installed and the file is plain (one
     space between fields); None sends the input to the numpy tokenizer (see ``_arrow``)."""
     try:

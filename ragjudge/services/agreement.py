@@ -7,10 +7,10 @@ non-recheck event per annotator and pair with a grade) and handed to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import func, select
@@ -29,6 +29,9 @@ from ragjudge.metrics.agreement import (
 )
 from ragjudge.services.qrels import RECHECK, adjudications, newest_label_ids, not_recheck
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 __all__ = [
     "AgreementView",
@@ -55,13 +58,13 @@ __all__ = [
 # --------------------------------------------------------------------------- reading labels
 
 
-def scale_bounds(project) -> tuple[int, int]:  # noqa: ANN001 - Project
+def scale_bounds(project: Project) -> tuple[int, int]:
     scale = project.scale
     return scale.min, scale.max
 
 
 def load_ratings(
-    project,  # noqa: ANN001 - Project
+    project: Project,
     *,
     annotators: Iterable[str] | None = None,
     query_ids: Iterable[str] | None = None,
@@ -82,7 +85,7 @@ def load_ratings(
     return _ratings(rows, scale_bounds(project), source=None)
 
 
-def labels_stamp(project) -> tuple[int, int]:  # noqa: ANN001 - Project
+def labels_stamp(project: Project) -> tuple[int, int]:
     """(newest label id, newest adjudication id): changes exactly when there is something new
     to show, and costs two index lookups, so a live screen can poll it."""
     with project.connect() as connection:
@@ -91,7 +94,7 @@ def labels_stamp(project) -> tuple[int, int]:  # noqa: ANN001 - Project
     return int(label or 0), int(decided or 0)
 
 
-def _ratings(rows: list[tuple], scale: tuple[int, int], *, source: str | None) -> Ratings:
+def _ratings(rows: Sequence[Any], scale: tuple[int, int], *, source: str | None) -> Ratings:
     if not rows:
         return Ratings.from_matrix(np.empty((0, 0)), scale)
     q, c, a, g = (np.array(col, dtype=object) for col in zip(*rows))
@@ -146,37 +149,40 @@ class AgreementView:
     ratings: Ratings
     by_query: list[dict]
     by_annotator: list[dict]
+    unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
+    """What a unit is: its parts' names (a judged answer's units are longer than a pair)."""
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:
         out = self.report.to_dict(disputed_limit=disputed_limit)
-        out["disputed"] = [_disputed_json(d) for d in self.report.disputed[:disputed_limit]]
+        out["disputed"] = [_disputed_json(d, self.unit_fields)
+                           for d in self.report.disputed[:disputed_limit]]
         out["by_query"] = self.by_query
         out["by_annotator"] = self.by_annotator
         return out
 
 
-def _disputed_json(d: DisputedUnit) -> dict:
-    query_id, chunk_id = d.unit
+def _disputed_json(d: DisputedUnit, fields: tuple[str, ...] = ("query_id", "chunk_id")) -> dict:
     return {
-        "query_id": query_id,
-        "chunk_id": chunk_id,
+        **dict(zip(fields, d.unit)),
         "spread": d.spread,
         "n_ratings": d.n_ratings,
         "grades": dict(d.grades),
     }
 
 
-def project_agreement(project, *, annotators: Iterable[str] | None = None) -> AgreementView:  # noqa: ANN001
+def project_agreement(project: Project, *, annotators: Iterable[str] | None = None) -> AgreementView:
     """Every agreement statistic of the project's current labels, with breakdowns."""
     return agreement_view(load_ratings(project, annotators=annotators))
 
 
-def agreement_view(ratings: Ratings) -> AgreementView:
+def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
+                   ) -> AgreementView:
     return AgreementView(
         report=agreement_report(ratings),
         ratings=ratings,
         by_query=query_breakdown(ratings),
         by_annotator=annotator_breakdown(ratings),
+        unit_fields=unit_fields,
     )
 
 
@@ -270,7 +276,7 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
     return out
 
 
-def disputed_pairs(project, *, limit: int | None = None) -> list[dict]:  # noqa: ANN001
+def disputed_pairs(project: Project, *, limit: int | None = None) -> list[dict]:
     """Pairs whose annotators' grades differ, largest spread first, then most ratings, with the
     newest adjudication of each (``adjudicated``: grade or None)."""
     report = agreement_report(load_ratings(project))
@@ -283,7 +289,7 @@ def disputed_pairs(project, *, limit: int | None = None) -> list[dict]:  # noqa:
     return out
 
 
-def adjudicated_grades(project) -> dict[tuple[str, str], int]:  # noqa: ANN001
+def adjudicated_grades(project: Project) -> dict[tuple[str, str], int]:
     with project.connect() as connection:
         return adjudications(connection)
 
@@ -335,7 +341,7 @@ class PairDetail:
         return self.adjudications[-1]["grade"] if self.adjudications else None
 
 
-def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: ANN001
+def pair_detail(project: Project, query_id: str, chunk_id: str) -> PairDetail:
     """The query, the chunk, each annotator's current label with note and time spent, their
     flags and comments, and the pair's adjudications."""
     from ragjudge.services.judging import NO_MARKS, marks_of_pair
@@ -381,7 +387,7 @@ def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: A
                     skipped=bool(row.skipped) if row is not None else False,
                     flagged=mark.flagged,
                     note=row.note if row is not None else None,
-                    duration_ms=None if spent.get(name) is None else int(spent[name]),
+                    duration_ms=None if (ms := spent.get(name)) is None else int(ms),
                     created_at=row.created_at if row is not None else None,
                     flag_note=mark.flag_note,
                     comment=mark.comment,
@@ -397,7 +403,7 @@ def pair_detail(project, query_id: str, chunk_id: str) -> PairDetail:  # noqa: A
 
 
 def adjudicate(
-    project,  # noqa: ANN001 - Project
+    project: Project,
     *,
     query_id: str,
     chunk_id: str,
@@ -444,7 +450,7 @@ MIN_DURATION_MS = 700
 
 
 def fast_labels(
-    project,  # noqa: ANN001 - Project
+    project: Project,
     *,
     max_chars_per_second: float = MAX_CHARS_PER_SECOND,
     min_duration_ms: int = MIN_DURATION_MS,
@@ -477,7 +483,7 @@ def fast_labels(
     ]
 
 
-def grade_drift(project, *, min_labels: int = 20, threshold: float = 0.5) -> list[dict]:  # noqa: ANN001
+def grade_drift(project: Project, *, min_labels: int = 20, threshold: float = 0.5) -> list[dict]:
     """Per annotator, the grade distribution of the first half of their graded events against
     the second half (in the order made): mean grade change and total variation distance
     ``½ Σ_g |p₁(g) − p₂(g)|``; ``drifting`` when the mean moved by ``threshold`` grades or more,
@@ -491,7 +497,8 @@ def grade_drift(project, *, min_labels: int = 20, threshold: float = 0.5) -> lis
         ).all()
     by_annotator: dict[str, list[int]] = {}
     for name, grade in rows:
-        by_annotator.setdefault(name, []).append(int(grade))
+        if grade is not None:  # (the select leaves out events without a grade)
+            by_annotator.setdefault(name, []).append(int(grade))
     out = []
     q = hi - lo + 1
     for name, grades in sorted(by_annotator.items()):
@@ -512,7 +519,7 @@ def grade_drift(project, *, min_labels: int = 20, threshold: float = 0.5) -> lis
     return out
 
 
-def self_agreement(project) -> list[dict]:  # noqa: ANN001
+def self_agreement(project: Project) -> list[dict]:
     """Blind re-checks: per annotator, how often a recheck grade equals their own current grade
     for the pair (each recheck event against the label it re-asked)."""
     newest = newest_label_ids()
@@ -545,7 +552,7 @@ def self_agreement(project) -> list[dict]:  # noqa: ANN001
     ]
 
 
-def label_quality(project) -> dict:  # noqa: ANN001
+def label_quality(project: Project) -> dict:
     """Every label-quality signal at once."""
     return {
         "fast_labels": fast_labels(project),
@@ -560,7 +567,7 @@ DEFAULT_VERDICT_MEASURES = ("AP", "nDCG@10", "P@5", "RR")
 
 
 def verdict_stability(
-    project,  # noqa: ANN001 - Project
+    project: Project,
     *,
     measures: Iterable[str] | None = None,
     rule: str | None = None,
@@ -619,7 +626,7 @@ def verdict_stability(
                 tau_undefined[a] = tau.reason
             taus[a] = tau.value
         defined = [t for t in taus.values() if t is not None]
-        largest = None
+        largest: dict[str, Any] | None = None
         for a in annotators:
             delta = scores[a][k] - base
             if len(delta) and np.isfinite(delta).any():

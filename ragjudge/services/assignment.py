@@ -11,6 +11,8 @@ and distributes only pairs not yet assigned (new runs, deeper pools), unless ``r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +24,9 @@ from ragjudge.services.judging import RECHECK, check_annotator
 from ragjudge.services.pool import DEFAULT_DEPTH, pool_select
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Assignment, Label, Run, utcnow
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 __all__ = [
     "AssignmentPlan",
@@ -107,7 +112,7 @@ def _check_names(annotators: Sequence[str]) -> list[str]:
 
 
 def assign(
-    project,  # noqa: ANN001 - Project
+    project: Project,
     annotators: Sequence[str],
     *,
     overlap: float = 0.2,
@@ -137,7 +142,7 @@ def assign(
         taken: set[tuple[str, str]] = set()
         loads: dict[str, int] = {}
         if not replace:
-            taken = {tuple(r) for r in connection.execute(
+            taken = {(r.query_id, r.chunk_id) for r in connection.execute(
                 select(Assignment.query_id, Assignment.chunk_id).distinct())}
             loads = dict(connection.execute(
                 select(Assignment.annotator, func.count()).group_by(Assignment.annotator)).all())
@@ -160,7 +165,7 @@ def assign(
     return plan
 
 
-def has_assignment(project, annotator: str) -> bool:  # noqa: ANN001
+def has_assignment(project: Project, annotator: str) -> bool:
     """True when ``annotator`` has an assignment (the judging queue then follows it)."""
     with project.connect() as connection:
         return bool(connection.scalar(
@@ -176,16 +181,16 @@ def assignment_clause(annotator: str, query_col, chunk_col):  # noqa: ANN001, AN
     )
 
 
-def assigned_pairs(project, annotator: str) -> set[tuple[str, str]] | None:  # noqa: ANN001
+def assigned_pairs(project: Project, annotator: str) -> set[tuple[str, str]] | None:
     """The pairs assigned to ``annotator``, or None when they have no assignment (no restriction)."""
     with project.connect() as connection:
         rows = connection.execute(
             select(Assignment.query_id, Assignment.chunk_id).where(Assignment.annotator == annotator)
         ).all()
-    return {tuple(r) for r in rows} or None
+    return {(r.query_id, r.chunk_id) for r in rows} or None
 
 
-def assignment_progress(project) -> dict[str, dict]:  # noqa: ANN001
+def assignment_progress(project: Project) -> dict[str, dict]:
     """``{annotator: {"assigned", "overlap", "done"}}``: pairs assigned, of them in the overlap,
     and done (current label graded or skipped); empty without assignments."""
     newest = (

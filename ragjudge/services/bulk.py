@@ -86,7 +86,7 @@ def materialize(source: Source) -> Source:
     if isinstance(source, (str, os.PathLike)) and not is_inline(source) and str(source) == "-":
         return sys.stdin.buffer.read()
     if hasattr(source, "read"):
-        data = source.read()  # type: ignore[union-attr]
+        data = source.read()
         return data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     return source
 
@@ -111,7 +111,7 @@ def _plain_bytes(source: Source) -> tuple[np.ndarray, int] | None:
     view = buf[:size]
     if int(view.max()) >= 0x80:
         try:
-            text = memoryview(view).tobytes().decode("utf-8")
+            text = view.tobytes().decode("utf-8")
         except UnicodeDecodeError:
             return None
         if _UNICODE_SPACE.search(text):

@@ -2,7 +2,8 @@
 
 Built from the files in ``fixtures/demo/`` (regenerated honestly by ``fixtures/make_demo.py``):
 queries, chunks, three retriever runs, labels by three annotators, facets, nuggets, claims,
-entities, generated answers with citations, and judging guidelines.
+entities, two runs' generated answers with citations sentence by sentence, two annotators'
+judgments of those answers, and judging guidelines.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from ragjudge.errors import ProjectError
 from ragjudge.models import Scale
 from ragjudge.store.engine import sqlite_path
 
-ORDER = ("queries", "chunks", "runs", "labels", "facets", "nuggets", "entities", "answers", "guidelines")
+ORDER = ("queries", "chunks", "runs", "labels", "facets", "nuggets", "entities", "answers", "answer-labels",
+         "guidelines")
 
 
 def demo_folder() -> Path:

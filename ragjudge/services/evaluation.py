@@ -20,15 +20,18 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
-from ragjudge.metrics.registry import parse_measure
+from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 __all__ = [
     "DEFAULT_MEASURES",
@@ -178,7 +181,7 @@ def _read_run_file(path: str | os.PathLike, name: str) -> Run:
 # -- a project ---------------------------------------------------------------------------------
 
 
-def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noqa: ANN001
+def project_qrels(project: Project, rule: str | None = None) -> tuple[Qrels, str]:
     """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
 
     The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
@@ -194,7 +197,7 @@ def project_qrels(project, rule: str | None = None) -> tuple[Qrels, str]:  # noq
     return Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=top), rule
 
 
-def project_run_names(project) -> list[str]:  # noqa: ANN001
+def project_run_names(project: Project) -> list[str]:
     """The names of the runs stored in the project, sorted."""
     from sqlalchemy import select
 
@@ -204,7 +207,7 @@ def project_run_names(project) -> list[str]:  # noqa: ANN001
         return list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
 
 
-def project_run(project, name: str, *, batch: int = 200_000) -> Run:  # noqa: ANN001
+def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
     """The run stored under ``name``, in its stored rank order (trec_eval's, set at import).
 
     Read from the arrays the import stored with the run (:mod:`ragjudge.store.run_arrays`):
@@ -263,7 +266,8 @@ def stored_arrays(connection, name: str, generation: int) -> dict[str, np.ndarra
     return arrays_from_rows(rows)
 
 
-def select_entries(table, name: str, generation: int):  # noqa: ANN001, ANN201
+def select_entries(table: Any, name: str, generation: int) -> Any:
+    """The rows ``(query_id, chunk_id, rank, score)`` of one generation of a run."""
     from sqlalchemy import select
 
     return select(table.c.query_id, table.c.chunk_id, table.c.rank, table.c.score).where(
@@ -300,8 +304,8 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
         raw.text_factory = before
     if not rows:
         return np.zeros(0, dtype="S8"), np.zeros(0, dtype="S8")
-    queries, counts, chunks, ranks = zip(*rows)
-    counts = np.array(counts, dtype=np.int64)
+    queries, per_query, chunks, ranks = zip(*rows)
+    counts = np.array(per_query, dtype=np.int64)
     chunk_ids = np.array(_RUN_SEP.join(chunks).split(_RUN_SEP))
     rank_text = b",".join(r if isinstance(r, bytes) else str(r).encode() for r in ranks).split(b",")
     if len(chunk_ids) != int(counts.sum()) or len(rank_text) != len(chunk_ids):
@@ -349,7 +353,7 @@ def _stratum(value: Any) -> str:
     return str(value)
 
 
-def project_strata(project, by: str) -> dict[str, str]:  # noqa: ANN001
+def project_strata(project: Project, by: str) -> dict[str, str]:
     """``{query id: stratum}`` from the queries' ``category`` (``by="category"``) or
     ``meta[by]``. Raises a UsageError when no query has the field."""
     from sqlalchemy import select
@@ -538,7 +542,7 @@ def evaluate_all(
     *,
     threshold: int = 1,
     queries: Any = "judged",
-    project=None,  # noqa: ANN001
+    project: Project | None = None,
     rule: str | None = None,
     qrels_source: str = "",
     strata: Mapping[str, str] | None = None,
@@ -581,7 +585,8 @@ def evaluate_all(
     return evaluation
 
 
-def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule):  # noqa: ANN001, ANN202
+def _project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],
+                    threshold: int | None, queries: Any, rule: str | None) -> dict[str, Any] | None:
     """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked."""
     needs = {key for m in parsed for key in m.needs}
     if not needs:
@@ -594,10 +599,11 @@ def _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
     from ragjudge.services.rag import rag_extras
 
     # the labels come keyed by query and chunk ids; the measures align them with the run
-    return rag_extras(project, name, measures=parsed, rule=rule)
+    only = None if isinstance(queries, str) else list(queries)
+    return rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)
 
 
-def explain_query(project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,  # noqa: ANN001
+def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,
                   *, threshold: int, rule: str | None = None) -> Any:
     """The step-by-step computation of ``measure`` for one query (``ragjudge explain`` and the
     evaluation screen). RAG measures get the project's facets, nuggets, entities or citations;
@@ -650,22 +656,21 @@ def compare(
         values[name] = result.values[rows].T  # (measures, queries)
     defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
     complete = defined.all(axis=1)
-    options = dict(baseline=baseline, alpha=alpha, resamples=resamples,
+    options: dict[str, Any] = dict(baseline=baseline, alpha=alpha, resamples=resamples,
                    permutations=permutations, seed=seed)
     by_label: dict[str, list[PairedComparison]] = {}
     whole = [j for j in range(len(labels)) if complete[j]]
     if whole:
-        rows = compare_runs({n: v[whole] for n, v in values.items()},
-                            [labels[j] for j in whole], **options)
-        for row in rows:
+        compared = compare_runs({n: v[whole] for n, v in values.items()},
+                                [labels[j] for j in whole], **options)
+        for row in compared:
             by_label.setdefault(row.measure, []).append(row)
     for j in range(len(labels)):
         if complete[j]:
             continue
         keep = defined[j]
-        rows = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()}, [labels[j]],
-                            **options)
-        by_label[labels[j]] = rows
+        by_label[labels[j]] = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
+                                           [labels[j]], **options)
     return [_with_run_means(row, evaluation)
             for label in labels for row in by_label.get(label, [])]
 
@@ -679,4 +684,4 @@ def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComp
     for side, value in means.items():
         if math.isnan(value):
             undefined[side] = "the measure is undefined on every query of the run"
-    return replace(row, **means, undefined=undefined)
+    return replace(row, mean_a=means["mean_a"], mean_b=means["mean_b"], undefined=undefined)

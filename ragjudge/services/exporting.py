@@ -8,16 +8,18 @@
   it is a line without a grade;
 - ``run NAME``: the run's entries in rank order;
 - ``facets`` / ``nuggets``: every definition, then every annotator's current coverage or support,
-  in the lines ``ragjudge import facets|nuggets`` reads back.
+  in the lines ``ragjudge import facets|nuggets`` reads back;
+- ``answer-labels``: every annotator's current judgment of each generated answer (nugget support
+  and citation support), in the lines ``ragjudge import answer-labels`` reads back.
 
 Rows stream from SQL to the file; nothing is held whole except the gold qrels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
@@ -29,11 +31,15 @@ from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport
 from ragjudge.store.schema import RunEntry as RunEntryRow
 from ragjudge.store.schema import published
 
-EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets")
-DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl"}
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
+EXPORT_KINDS = ("qrels", "labels", "run", "facets", "nuggets", "answer-labels")
+DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "jsonl", "nuggets": "jsonl",
+                  "answer-labels": "jsonl"}
 
 
-def export(project, kind: str, dest: Destination, *, name: str | None = None,  # noqa: ANN001
+def export(project: Project, kind: str, dest: Destination, *, name: str | None = None,
            rule: str | None = None, fmt: str | None = None) -> int:
     """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file); returns the
     number of lines written (not counting a CSV header)."""
@@ -56,10 +62,12 @@ def export(project, kind: str, dest: Destination, *, name: str | None = None,  #
         return export_run(project, name, dest, fmt=fmt)
     if kind == "facets":
         return export_facets(project, dest, fmt=fmt)
+    if kind == "answer-labels":
+        return export_answer_labels(project, dest, fmt=fmt)
     return export_nuggets(project, dest, fmt=fmt)
 
 
-def export_qrels(project, dest: Destination, *, rule: str | None = None, fmt: str = "trec") -> int:  # noqa: ANN001
+def export_qrels(project: Project, dest: Destination, *, rule: str | None = None, fmt: str = "trec") -> int:
     """The gold qrels under ``rule`` (default: the project's rule)."""
     from ragjudge.services.qrels import gold_qrels
 
@@ -70,7 +78,7 @@ def export_qrels(project, dest: Destination, *, rule: str | None = None, fmt: st
                          dest, fmt)
 
 
-def label_lines(project) -> Iterator[dict[str, Any]]:  # noqa: ANN001
+def label_lines(project: Project) -> Iterator[dict[str, Any]]:
     """Every annotator's current label per pair with a grade, and every pair an annotator
     flagged or commented on, as label-line dicts sorted by query, chunk and annotator.
 
@@ -119,7 +127,7 @@ def label_lines(project) -> Iterator[dict[str, Any]]:  # noqa: ANN001
 BATCH_ROWS = 10_000
 
 
-def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+def export_labels(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
     """Every annotator's current labels with annotator, time (``created_at``, UTC), note, flag
     and comment."""
     if fmt == "trec":
@@ -128,7 +136,7 @@ def export_labels(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # 
     return write_records("labels", label_lines(project), dest, fmt)
 
 
-def run_entries(project, name: str) -> Iterator[RunEntry]:  # noqa: ANN001
+def run_entries(project: Project, name: str) -> Generator[RunEntry, None, None]:
     """The entries of run ``name`` in rank order per query (queries sorted by id)."""
     entries = RunEntryRow.__table__
     with project.connect() as connection:
@@ -140,7 +148,7 @@ def run_entries(project, name: str) -> Iterator[RunEntry]:  # noqa: ANN001
             yield RunEntry(query_id=row.query_id, chunk_id=row.chunk_id, score=row.score, rank=row.rank)
 
 
-def export_run(project, name: str, dest: Destination, *, fmt: str = "trec") -> int:  # noqa: ANN001
+def export_run(project: Project, name: str, dest: Destination, *, fmt: str = "trec") -> int:
     """Run ``name`` with its ranks and scores (TREC tag: the run's name)."""
     entries = run_entries(project, name)
     first = next(entries, None)  # raises the unknown-run error before the file is opened
@@ -157,7 +165,7 @@ def export_run(project, name: str, dest: Destination, *, fmt: str = "trec") -> i
         entries.close()  # a refused or failed write ends the read (and its connection) now
 
 
-def facet_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
+def facet_lines(project: Project) -> list[dict[str, Any]]:
     """Facet definitions, then each annotator's current coverage (its newest link event)."""
     facets, links = Facet.__table__, FacetLink.__table__
     newest = select(func.max(links.c.id).label("id")).group_by(
@@ -176,13 +184,13 @@ def facet_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
     return lines
 
 
-def export_facets(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+def export_facets(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
     if fmt == "trec":
         raise UsageError("facets have no TREC format; use --format jsonl or csv.")
     return write_records("facets", facet_lines(project), dest, fmt)
 
 
-def nugget_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
+def nugget_lines(project: Project) -> list[dict[str, Any]]:
     """Nugget definitions, then each annotator's current support (its newest event)."""
     nuggets, support = Nugget.__table__, NuggetSupport.__table__
     newest = select(func.max(support.c.id).label("id")).group_by(
@@ -203,20 +211,43 @@ def nugget_lines(project) -> list[dict[str, Any]]:  # noqa: ANN001
     return lines
 
 
-def export_nuggets(project, dest: Destination, *, fmt: str = "jsonl") -> int:  # noqa: ANN001
+def export_nuggets(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
     if fmt == "trec":
         raise UsageError("nuggets have no TREC format; use --format jsonl or csv.")
     return write_records("nuggets", nugget_lines(project), dest, fmt)
 
 
-def _run_list(project) -> str:  # noqa: ANN001
+def answer_label_lines(project: Project) -> list[dict[str, Any]]:
+    """Every annotator's current judgment of each answer (its newest event, when it has a
+    support): the nugget lines, then the citation lines, sorted by query, run and annotator."""
+    from ragjudge.services.answers import current_judgments
+
+    with project.connect() as connection:
+        judgments = current_judgments(connection)
+    nuggets = [{"query_id": j.query_id, "run": j.run, "nugget": j.nugget, "support": j.support,
+                "annotator": j.annotator} for j in judgments if j.nugget is not None]
+    citations = [{"query_id": j.query_id, "run": j.run, "sentence": j.sentence,
+                  "chunk_id": j.chunk_id, "support": j.support, "annotator": j.annotator}
+                 for j in judgments if j.nugget is None]
+    return nuggets + citations
+
+
+def export_answer_labels(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
+    """The answer judgments, in the lines ``ragjudge import answer-labels`` reads back."""
+    if fmt == "trec":
+        raise UsageError("answer labels have no TREC format; use --format jsonl or csv.")
+    return write_records("answer-labels", answer_label_lines(project), dest, fmt)
+
+
+def _run_list(project: Project) -> str:
     with project.connect() as connection:
         names = list(connection.scalars(select(Run.__table__.c.name).order_by(Run.__table__.c.name)))
     return ", ".join(names) if names else "none yet (ragjudge import run FILE)"
 
 
 __all__ = [
-    "DEFAULT_FORMAT", "EXPORT_KINDS", "export", "export_facets", "export_labels",
+    "DEFAULT_FORMAT", "EXPORT_KINDS", "answer_label_lines", "export", "export_answer_labels",
+    "export_facets", "export_labels",
     "export_nuggets", "export_qrels", "export_run", "facet_lines", "label_lines", "nugget_lines",
     "run_entries",
 ]

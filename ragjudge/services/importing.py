@@ -1,9 +1,9 @@
 """Importing files into a project: each import is ONE transaction, all or nothing.
 
 Every kind of file (queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
-guidelines, a BEIR folder) is read with :mod:`ragjudge.formats` and written in one transaction:
-the first bad line (an :class:`~ragjudge.errors.InputError` naming file, line and field) rolls
-everything back, so the project is exactly as before.
+answer labels, guidelines, a BEIR folder) is read with :mod:`ragjudge.formats` and written in one
+transaction: the first bad line (an :class:`~ragjudge.errors.InputError` naming file, line and
+field) rolls everything back, so the project is exactly as before.
 
 What importing means, per kind:
 
@@ -23,7 +23,12 @@ What importing means, per kind:
   (``pair_marks``) unless the annotator's current flag and comment are already so; a line
   without a grade carries only those.
 - **facets / nuggets / entities / answers**: definitions are added when new; facet coverage and
-  nugget support become append-only events unless identical to the annotator's current one.
+  nugget support become append-only events unless identical to the annotator's current one. An
+  answer is stored with its sentences (plain text is split into sentences) and citations; its run
+  must be in the project.
+- **answer-labels**: judgments of answers (how fully an answer supports a nugget; how fully a
+  cited chunk supports a sentence) become append-only events, unless identical to the
+  annotator's current judgment; the answers and nuggets they name must be in the project.
 - **guidelines**: Markdown text stored in the setting ``guidelines``.
 
 Ids the project lacks are refused with their count and the first few ids (and where they are),
@@ -42,7 +47,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import islice, repeat
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
@@ -50,7 +55,7 @@ from sqlalchemy import (
     Boolean, Column, DateTime, Integer, MetaData, String, Table, Text, and_, delete,
     exists, false, func, insert, literal, null, or_, select, update,
 )
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import InputError, UsageError
@@ -59,15 +64,18 @@ from ragjudge.formats.beir import (
     beir_file, beir_qrels_files, read_beir_corpus, read_beir_qrels, read_beir_queries,
 )
 from ragjudge.formats.records import check_text, check_typed
+from ragjudge.formats.sentences import split_sentences
 from ragjudge.formats.source import Source, is_inline, path_kind
 from ragjudge.formats.trec import trec_run_rows
 from ragjudge.services import bulk
 from ragjudge.services.staging import ImportSession, ids_in, publish_run
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
-    Annotator, Answer, Chunk, Citation, Entity, Facet, FacetLink, Label, Nugget, NuggetSupport,
-    MAX_KEY_BYTES, PairMark, Query, Run, RunEntry, Setting, key_bytes, utcnow,
+    Annotator, Answer, AnswerCitation, AnswerJudgment, AnswerSentence, Chunk, Citation, Entity,
+    Facet, FacetLink, Label, Nugget, NuggetSupport, MAX_KEY_BYTES, PairMark, Query, Run, RunEntry,
+    Setting, key_bytes, utcnow,
 )
+from datetime import UTC
 
 BATCH = 5000
 """Rows per executemany batch (and ids per ``IN (...)`` lookup: SQLite allows 32,766 variables)."""
@@ -75,7 +83,7 @@ BATCH = 5000
 FIRST_FEW = 5
 DEFAULT_ANNOTATOR = "imported"
 IMPORT_KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities",
-                "answers", "guidelines")
+                "answers", "guidelines", "answer-labels")
 
 Progress = Callable[[int, "int | None", str], None]
 """``progress(done_bytes, total_bytes_or_None, description)``, called now and then."""
@@ -135,12 +143,12 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         return import_guidelines(project, source)
     if fmt == "auto":
         fmt = detect_format(source, kind)
-    if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers"):
+    if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers", "answer-labels"):
         raise UsageError(f"{file} is read as a BEIR dataset (a folder), which holds no {kind}; "
                          "give a TREC, JSONL or CSV file.")
     if kind == "run" and name is None:
         name = run_name_for(source)
-    elif kind == "run" and not name.strip():  # was imported silently as a run named 'run'
+    elif kind == "run" and name is not None and not name.strip():  # was imported silently as a run named 'run'
         raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
     check_typed(name, "--name")
     scale = project.scale
@@ -150,14 +158,17 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
     if kind in ("queries", "chunks", "qrels", "labels"):
         result = ImportResult(kind=kind, file=file)
         with ImportSession(project) as session:
+            part: _Definitions | _Labels
             if kind in ("queries", "chunks"):
-                part: _Definitions | _Labels = _Definitions(session, kind, file, replace, result)
+                definitions = _Definitions(session, kind, file, replace, result)
                 with _numbered(kind, source, fmt, file, progress) as records:
-                    part.stage(records)
+                    definitions.stage(records)
+                part = definitions
             else:
-                part = _Labels(session, file, annotator, scale, create_missing, result)
-                part.stage_file(kind, source, fmt, progress)
-                part.check()
+                labels = _Labels(session, file, annotator, scale, create_missing, result)
+                labels.stage_file(kind, source, fmt, progress)
+                labels.check()
+                part = labels
             with session.write(durable=True) as connection:
                 part.publish(connection)
         return result
@@ -175,6 +186,8 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
                 _import_entities(connection, records, file, refs, result)
             elif kind == "answers":
                 _import_answers(connection, records, file, refs, replace, result)
+            elif kind == "answer-labels":
+                _import_answer_labels(connection, records, file, annotator, refs, result)
         return result
 
     return project.write(work)
@@ -224,11 +237,11 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
         staged: dict[str, Any] = {}
         for kind, path in (("chunks", corpus), ("queries", queries)):
             result = ImportResult(kind=kind, file=str(path))
-            part = _Definitions(session, kind, str(path), replace, result)
+            definitions = _Definitions(session, kind, str(path), replace, result)
             with _numbered(kind, folder, "beir", str(path), progress, beir=True) as records:
-                part.stage(records)
-            staged[kind] = part.new
-            parts.append(part)
+                definitions.stage(records)
+            staged[kind] = definitions.new
+            parts.append(definitions)
             results.append(result)
         for path in qrels_files:
             result = ImportResult(kind="qrels", file=str(path))
@@ -268,7 +281,7 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
             result = ImportResult(kind=kind, file=file)
             total = dataset_count(dataset, kind)
             report = None if progress is None else (
-                lambda done, total=total, file=file: progress(done, total, file))  # type: ignore[misc]
+                lambda done, total=total, file=file: progress(done, total, file))
             records = read_dataset(dataset, full, kind, numbered=True, progress=report)
             if kind == "qrels":
                 labels = _Labels(session, file, annotator, scale, create_missing, result,
@@ -664,7 +677,8 @@ def _check_long_ids(query_ids: np.ndarray, chunk_ids: np.ndarray, lines: np.ndar
     rows = np.union1d(bulk.longer_than(query_ids, MAX_ID), bulk.longer_than(chunk_ids, MAX_ID))
     if len(rows):
         row = int(rows[np.argmin(lines[rows])])
-        _too_long(*bulk.decode(np.array([query_ids[row], chunk_ids[row]])), file, int(lines[row]))
+        query_id, chunk_id = bulk.decode(np.array([query_ids[row], chunk_ids[row]]))
+        _too_long(query_id, chunk_id, file, int(lines[row]))
 
 
 def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None) -> bulk.RunColumns:
@@ -681,7 +695,7 @@ def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None)
                 progress(size or 0, size, description)
             return columns
     with _numbered("run", source, fmt, file, progress) as records:
-        return bulk.record_run(records)
+        return bulk.record_run(records)  # type: ignore[arg-type]  # runs come as plain tuples
 
 
 def _size_of(source: Source) -> int | None:
@@ -711,7 +725,6 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
         raise InputError("the file holds no run lines.", file=file)
     _check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, file)
     repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids)
-    ranked = None if repeat is not None else bulk.rank(columns)
     with ImportSession(project) as session:
         with session.read() as connection:
             refs = _References(connection, create_missing, result)
@@ -720,9 +733,10 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
             refs.raise_if_missing(file)
             if repeat is not None:
                 _duplicate(columns, repeat, file)
+            ranked = bulk.rank(columns)
             current = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
-            if current is not None and not replace:
-                _same_run_or_refuse(connection, name, current, ranked, file, result)
+            if current is not None and _same_run_or_refuse(connection, name, current, ranked,
+                                                           file, result, replace):
                 return result
         arrays = ranked.arrays()
         del columns
@@ -766,7 +780,7 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
 
     def prepare(start: int, stop: int) -> list[tuple]:
         part = scores[start:stop]
-        values = (np.where(np.isnan(part), None, part).tolist() if has_none else part.tolist())
+        values = ([None if v != v else v for v in part.tolist()] if has_none else part.tolist())
         return list(zip(repeat(name), repeat(generation), queries[ranked.qidx[start:stop]].tolist(),
                         bulk.decode(ranked.chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
 
@@ -780,7 +794,7 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
     session.batches(total, prepare, write, report)
 
 
-def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> None:
+def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> NoReturn:
     """The first line that lists a chunk its query listed before."""
     first, second = repeat
     query_id, chunk_id = bulk.decode(np.array([columns.query_ids[second], columns.chunk_ids[second]]))
@@ -791,18 +805,23 @@ def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> 
 
 
 def _same_run_or_refuse(connection: Connection, name: str, generation: int,
-                        ranked: bulk.RankedRun, file: str, result: ImportResult) -> None:
-    """A run of the same name is in the project: the same entries change nothing, others are
-    refused with how many differ."""
+                        ranked: bulk.RankedRun, file: str, result: ImportResult,
+                        replace: bool) -> bool:
+    """A run of the same name is in the project: the same entries change nothing (True), with
+    ``replace`` too (a replace would rewrite the run's time); other entries are refused with how
+    many differ, unless ``replace`` (False)."""
     from ragjudge.services.evaluation import stored_arrays
 
     old = stored_arrays(connection, name, generation)
     new = ranked.arrays()
-    same = all(np.array_equal(old[key], new[key], equal_nan=key == "scores") for key in new)
+    same = all(len(old[key]) == len(new[key]) and np.array_equal(old[key], new[key], equal_nan=key == "scores")
+               for key in new)
     if same:
         result.unchanged = result.read
         result.notes.append("The project already holds this run; nothing changed.")
-        return
+        return True
+    if replace:
+        return False
     new_keys, old_keys = _entry_keys(new), _entry_keys(old)
     new_only = int(np.count_nonzero(~np.isin(new_keys, old_keys)))
     old_only = int(np.count_nonzero(~np.isin(old_keys, new_keys)))
@@ -905,9 +924,7 @@ class _Labels:
                 self.annotators.add(who)
                 created = getattr(record, "created_at", None)
                 if created is not None and created.tzinfo is not None:
-                    from datetime import timezone
-
-                    created = created.astimezone(timezone.utc).replace(tzinfo=None)
+                    created = created.astimezone(UTC).replace(tzinfo=None)
                 flagged = getattr(record, "flagged", None)
                 comment = getattr(record, "comment", None)
                 rows.append((line, record.query_id, record.chunk_id, who, record.grade, record.note,
@@ -1049,9 +1066,8 @@ def _import_facets(connection: Connection, records: Iterable[tuple[int, Any]], f
         key = (record.query_id, record.facet)
         created = False
         if key not in facet_ids:
-            facet_ids[key] = connection.execute(insert(facets_t).values(
-                query_id=record.query_id, name=record.facet, removed=False, created_at=utcnow())
-            ).inserted_primary_key[0]
+            facet_ids[key] = _new_id(connection.execute(insert(facets_t).values(
+                query_id=record.query_id, name=record.facet, removed=False, created_at=utcnow())))
             created = True
         if record.chunk_id is None:
             if created:
@@ -1080,10 +1096,10 @@ def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], 
     items, who_of = _judgment_lines(connection, records, file, annotator, refs, result)
     known: dict[tuple[str, str], Any] = {}
     for part in _batches(sorted({r.query_id for _, r in items})):
-        for row in connection.execute(select(nuggets_t).where(nuggets_t.c.query_id.in_(part),
-                                                              nuggets_t.c.removed.is_(False))
-                                      .order_by(nuggets_t.c.id)):
-            known.setdefault((row.query_id, row.text), row)
+        for found in connection.execute(select(nuggets_t).where(nuggets_t.c.query_id.in_(part),
+                                                                nuggets_t.c.removed.is_(False))
+                                        .order_by(nuggets_t.c.id)):
+            known.setdefault((found.query_id, found.text), found)
     attributes = ("importance", "kind", "weight")
     updated: set[int] = set()
     for line, record in items:
@@ -1093,9 +1109,9 @@ def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], 
         changed = False
         if row is None:
             values = {a: getattr(record, a) for a in attributes}
-            nugget_id = connection.execute(insert(nuggets_t).values(
+            nugget_id = _new_id(connection.execute(insert(nuggets_t).values(
                 query_id=record.query_id, text=record.nugget, removed=False, created_at=utcnow(),
-                **values)).inserted_primary_key[0]
+                **values)))
             known[key] = row = _Row(id=nugget_id, **values)
             changed = True
         else:
@@ -1125,8 +1141,18 @@ def _import_nuggets(connection: Connection, records: Iterable[tuple[int, Any]], 
 
 
 class _Row:
+    id: int
+
     def __init__(self, **values: Any) -> None:
         self.__dict__.update(values)
+
+
+def _new_id(result: CursorResult[Any]) -> int:
+    """The id of the one row an INSERT added."""
+    key = result.inserted_primary_key
+    if key is None:  # pragma: no cover - a one-row INSERT always reports its key
+        raise RuntimeError("the database reported no id for an inserted row")
+    return key[0]
 
 
 def _import_entities(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
@@ -1153,47 +1179,202 @@ def _import_entities(connection: Connection, records: Iterable[tuple[int, Any]],
     result.added = len(new)
 
 
-def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
-                    refs: _References, replace: bool, result: ImportResult) -> None:
-    answers_t, citations_t = Answer.__table__, Citation.__table__
-    items = list(records)
-    result.read = len(items)
-    _refs_of(refs, items, lambda r: r.cited)
-    refs.raise_if_missing(file)
-    conflicts: list[tuple[int, Any]] = []
+def _answer_parts(record: Any) -> tuple[str, list[str], list[tuple[str, list[str]]]]:
+    """An answer line as (text, the answer's cited chunks, its sentences with their citations).
+
+    Plain ``text`` is split into sentences (:func:`ragjudge.formats.sentences.split_sentences`),
+    which then cite nothing of their own; ``sentences`` give the text (joined by spaces) and the
+    answer's citations (every sentence's, in order). A chunk cited twice is one citation."""
+    if record.sentences is None:
+        sentences: list[tuple[str, list[str]]] = [(text, []) for text in split_sentences(record.text)]
+        return record.text, list(dict.fromkeys(record.cited)), sentences
+    sentences = [(s.text, list(dict.fromkeys(s.citations))) for s in record.sentences]
+    cited = list(dict.fromkeys(c for _, cites in sentences for c in cites))
+    return " ".join(text for text, _ in sentences), cited, sentences
+
+
+def _answer_chunks(record: Any) -> list[str]:
+    if record.sentences is None:
+        return list(record.cited)
+    return [c for s in record.sentences for c in s.citations]
+
+
+def _check_runs(connection: Connection, items: list[tuple[int, Any]], file: str) -> None:
+    """Refuse runs the project lacks (with their count and the first few), as unknown ids are."""
+    first_line: dict[str, int] = {}
     for line, record in items:
         if _too_long_key(record.run):
             raise InputError(f"a run name has at most {MAX_ID} bytes (in UTF-8).", file=file, line=line,
                              field="run")
-        cited = list(dict.fromkeys(record.cited))  # a chunk cited twice is one citation
+        first_line.setdefault(record.run, line)
+    runs_t = Run.__table__
+    known: set[str] = set()
+    for part in _batches(sorted(first_line)):
+        known.update(connection.scalars(select(runs_t.c.name).where(runs_t.c.name.in_(part))))
+    lacking = sorted((line, name) for name, line in first_line.items() if name not in known)
+    if lacking:
+        listed = ", ".join(f"'{name}' (line {line})" for line, name in lacking[:FIRST_FEW])
+        count = len(lacking)
+        raise InputError(
+            f"{count:,} run{'s are' if count > 1 else ' is'} not in the project (first: {listed}). "
+            "Import the runs first (ragjudge import run FILE). Nothing was imported.",
+            file=file, line=lacking[0][0], field="run")
+
+
+def _stored_answer(connection: Connection, answer_id: int) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    citations_t, sentences_t = Citation.__table__, AnswerSentence.__table__
+    cites_t = AnswerCitation.__table__
+    cited = list(connection.scalars(select(citations_t.c.chunk_id).where(
+        citations_t.c.answer_id == answer_id).order_by(citations_t.c.position)))
+    sentences: list[tuple[str, list[str]]] = [(text, []) for text in connection.scalars(select(sentences_t.c.text).where(
+        sentences_t.c.answer_id == answer_id).order_by(sentences_t.c.position))]
+    for sentence, chunk_id in connection.execute(
+            select(cites_t.c.sentence, cites_t.c.chunk_id).where(cites_t.c.answer_id == answer_id)
+            .order_by(cites_t.c.sentence, cites_t.c.position)):
+        if sentence < len(sentences):
+            sentences[sentence][1].append(chunk_id)
+    return cited, sentences
+
+
+def _import_answers(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                    refs: _References, replace: bool, result: ImportResult) -> None:
+    answers_t, citations_t = Answer.__table__, Citation.__table__
+    sentences_t, cites_t = AnswerSentence.__table__, AnswerCitation.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, _answer_chunks)
+    refs.raise_if_missing(file)
+    _check_runs(connection, items, file)
+    conflicts: list[tuple[int, Any]] = []
+    judged_before = 0
+    for line, record in items:
+        text, cited, sentences = _answer_parts(record)
         row = connection.execute(select(answers_t.c.id, answers_t.c.text).where(
             answers_t.c.query_id == record.query_id, answers_t.c.run == record.run)).first()
         if row is not None:
-            old_cited = list(connection.scalars(select(citations_t.c.chunk_id).where(
-                citations_t.c.answer_id == row.id).order_by(citations_t.c.position)))
-            if row.text == record.text and old_cited == cited:
+            if row.text == text and _stored_answer(connection, row.id) == (cited, sentences):
                 result.unchanged += 1
                 continue
             if not replace:
                 conflicts.append((line, record))
                 continue
-            connection.execute(update(answers_t).where(answers_t.c.id == row.id).values(text=record.text))
-            connection.execute(delete(citations_t).where(citations_t.c.answer_id == row.id))
+            connection.execute(update(answers_t).where(answers_t.c.id == row.id).values(text=text))
+            for table in (citations_t, cites_t, sentences_t):
+                connection.execute(delete(table).where(table.c.answer_id == row.id))
             answer_id = row.id
             result.updated += 1
+            judgments = AnswerJudgment.__table__
+            judged_before += bool(connection.scalar(select(func.count()).select_from(judgments)
+                                                    .where(judgments.c.answer_id == row.id)))
         else:
-            answer_id = connection.execute(insert(answers_t).values(
-                query_id=record.query_id, run=record.run, text=record.text)).inserted_primary_key[0]
+            answer_id = _new_id(connection.execute(insert(answers_t).values(
+                query_id=record.query_id, run=record.run, text=text)))
             result.added += 1
         if cited:
             connection.execute(insert(citations_t), [
                 {"answer_id": answer_id, "chunk_id": c, "position": i} for i, c in enumerate(cited)])
+        if sentences:
+            connection.execute(insert(sentences_t), [
+                {"answer_id": answer_id, "position": i, "text": s} for i, (s, _) in enumerate(sentences)])
+        cites = [{"answer_id": answer_id, "sentence": i, "chunk_id": c, "position": j}
+                 for i, (_, chunk_ids) in enumerate(sentences) for j, c in enumerate(chunk_ids)]
+        if cites:
+            connection.execute(insert(cites_t), cites)
     if conflicts:
         line, record = conflicts[0]
         raise InputError(
             f"{len(conflicts):,} answers differ from the project's answer of the same run and query "
             f"(first: run '{record.run}', query '{record.query_id}'). Pass --replace to update "
-            "them. Nothing was imported.", file=file, line=line, field="text")
+            "them. Nothing was imported.", file=file, line=line,
+            field="text" if record.sentences is None else "sentences")
+    if judged_before:
+        result.notes.append(
+            f"{judged_before:,} of the replaced answers had judgments; they are kept, and a "
+            "citation judgment counts where its sentence still cites its chunk.")
+
+
+def _import_answer_labels(connection: Connection, records: Iterable[tuple[int, Any]], file: str,
+                          annotator: str, refs: _References, result: ImportResult) -> None:
+    """Answer judgments (nugget support, citation support) as events of each line's annotator
+    (else ``annotator``), source ``import``; a line equal to the annotator's current judgment of
+    the same thing adds nothing. The answer, the nugget (by its text, among the query's nuggets)
+    and the citation must exist: answers and nuggets are imported first."""
+    answers_t, nuggets_t, cites_t = Answer.__table__, Nugget.__table__, AnswerCitation.__table__
+    sentences_t, judgments_t = AnswerSentence.__table__, AnswerJudgment.__table__
+    items = list(records)
+    result.read = len(items)
+    _refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
+    refs.raise_if_missing(file)
+    _check_runs(connection, items, file)
+    query_ids = sorted({r.query_id for _, r in items})
+    answer_of: dict[tuple[str, str], int] = {}
+    nugget_of: dict[tuple[str, str], int] = {}
+    for part in _batches(query_ids):
+        answer_of.update({(q, run): i for i, q, run in connection.execute(
+            select(answers_t.c.id, answers_t.c.query_id, answers_t.c.run)
+            .where(answers_t.c.query_id.in_(part)))})
+        for i, q, text in connection.execute(
+                select(nuggets_t.c.id, nuggets_t.c.query_id, nuggets_t.c.text)
+                .where(nuggets_t.c.query_id.in_(part), nuggets_t.c.removed.is_(False),
+                       nuggets_t.c.kind == "nugget").order_by(nuggets_t.c.id)):
+            nugget_of.setdefault((q, text), i)
+    answer_ids = sorted(set(answer_of.values()))
+    sentence_count: dict[int, int] = {}
+    cited: set[tuple[int, int, str]] = set()
+    current: dict[tuple, str | None] = {}
+    for part in _batches(answer_ids):
+        sentence_count.update(connection.execute(
+            select(sentences_t.c.answer_id, func.count()).where(sentences_t.c.answer_id.in_(part))
+            .group_by(sentences_t.c.answer_id)).all())
+        cited.update(connection.execute(select(cites_t.c.answer_id, cites_t.c.sentence, cites_t.c.chunk_id)
+                                        .where(cites_t.c.answer_id.in_(part))).all())
+        for row in connection.execute(
+                select(judgments_t.c.answer_id, judgments_t.c.annotator, judgments_t.c.nugget_id,
+                       judgments_t.c.sentence, judgments_t.c.chunk_id, judgments_t.c.support)
+                .where(judgments_t.c.answer_id.in_(part)).order_by(judgments_t.c.id)):
+            current[(row.answer_id, row.annotator, row.nugget_id, row.sentence, row.chunk_id)] = row.support
+    events = []
+    annotators: set[str] = set()
+    now = utcnow()
+    for line, r in items:
+        answer_id = answer_of.get((r.query_id, r.run))
+        if answer_id is None:
+            raise InputError(f"run '{r.run}' has no answer to query '{r.query_id}' in the project. "
+                             "Import the answers first (ragjudge import answers FILE). Nothing "
+                             "was imported.", file=file, line=line, field="run")
+        nugget_id = None
+        if r.nugget is not None:
+            nugget_id = nugget_of.get((r.query_id, r.nugget))
+            if nugget_id is None:
+                raise InputError(f"query '{r.query_id}' has no nugget {r.nugget!r}. Import the "
+                                 "nuggets first (ragjudge import nuggets FILE). Nothing was "
+                                 "imported.", file=file, line=line, field="nugget")
+        else:
+            count = sentence_count.get(answer_id, 0)
+            if r.sentence >= count:
+                raise InputError(f"the answer has {count} sentence{'s' if count != 1 else ''}, "
+                                 f"numbered from 0; there is no sentence {r.sentence}. Nothing was "
+                                 "imported.", file=file, line=line, field="sentence")
+            if (answer_id, r.sentence, r.chunk_id) not in cited:
+                raise InputError(f"sentence {r.sentence} of the answer does not cite chunk "
+                                 f"'{r.chunk_id}'; only a cited chunk's support is judged. Nothing "
+                                 "was imported.", file=file, line=line, field="chunk_id")
+        who = _check_annotator(r.annotator, file=file, line=line) if r.annotator else annotator
+        key = (answer_id, who, nugget_id, r.sentence, r.chunk_id)
+        if current.get(key) == r.support:
+            result.unchanged += 1
+            continue
+        current[key] = r.support
+        annotators.add(who)
+        events.append({"answer_id": answer_id, "annotator": who, "nugget_id": nugget_id,
+                       "sentence": r.sentence, "chunk_id": r.chunk_id, "support": r.support,
+                       "created_at": now, "source": "import"})
+    _ensure_annotators(connection, annotators)
+    for batch in _batches(events):
+        connection.execute(insert(judgments_t), batch)
+    result.added = len(events)
+    if result.read == 0:
+        result.notes.append("The file holds no answer judgments.")
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -38,6 +39,9 @@ from ragjudge.store.schema import (
     PairMark,
     utcnow,
 )
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
 
 _PUBLISHED = PUBLISHED.format(alias="re")
 
@@ -88,7 +92,7 @@ class PairMarks:
     flag_note: str | None = None
     comment: str | None = None
 
-    def with_event(self, kind: str, action: str, text: str | None) -> "PairMarks":
+    def with_event(self, kind: str, action: str, text: str | None) -> PairMarks:
         """The marks after one more ``pair_marks`` event."""
         if kind == "flag":
             return PairMarks(action == "set", text if action == "set" else None, self.comment)
@@ -119,7 +123,7 @@ def _ensure_annotator(session: Session, name: str) -> bool:
     return bool(ensure_annotators(session.connection(), [name]))
 
 
-def ensure_annotator(project, name: str) -> bool:  # noqa: ANN001 - Project
+def ensure_annotator(project: Project, name: str) -> bool:
     """Create the annotator if missing. Returns True when the annotator is new."""
     name = check_annotator(name)
 
@@ -129,21 +133,23 @@ def ensure_annotator(project, name: str) -> bool:  # noqa: ANN001 - Project
     return project.write(work)
 
 
-def annotator_seen_guidelines(project, name: str) -> bool:  # noqa: ANN001
+def annotator_seen_guidelines(project: Project, name: str) -> bool:
     with project.read() as session:
         row = session.get(Annotator, name)
         return bool(row and row.seen_guidelines)
 
 
-def mark_guidelines_seen(project, name: str) -> None:  # noqa: ANN001
+def mark_guidelines_seen(project: Project, name: str) -> None:
     def work(session: Session) -> None:
         _ensure_annotator(session, name)
-        session.get(Annotator, name).seen_guidelines = True
+        annotator = session.get(Annotator, name)
+        assert annotator is not None  # ensured just above, in the same transaction
+        annotator.seen_guidelines = True
 
     project.write(work)
 
 
-def annotator_names(project) -> list[str]:  # noqa: ANN001
+def annotator_names(project: Project) -> list[str]:
     with project.read() as session:
         return list(session.scalars(select(Annotator.name).order_by(Annotator.name)))
 
@@ -165,7 +171,7 @@ def _newest(session: Session, annotator: str, query_id: str, chunk_id: str,
     return session.scalars(stmt).first()
 
 
-def current_label(project, annotator: str, query_id: str, chunk_id: str) -> LabelState | None:  # noqa: ANN001
+def current_label(project: Project, annotator: str, query_id: str, chunk_id: str) -> LabelState | None:
     """The annotator's current state of the pair (newest non-recheck event), or None."""
     with project.read() as session:
         return _state(_newest(session, annotator, query_id, chunk_id))
@@ -209,7 +215,7 @@ def set_marks(kind: str):  # noqa: ANN201 - Select
             .join(newest, marks.c.id == newest.c.id).where(marks.c.action == "set"))
 
 
-def current_marks(project, annotator: str, query_id: str, chunk_id: str) -> PairMarks:  # noqa: ANN001
+def current_marks(project: Project, annotator: str, query_id: str, chunk_id: str) -> PairMarks:
     """The annotator's current flag and comment on the pair."""
     with project.read() as session:
         return marks_of_query(session, annotator, query_id, chunk_id).get(chunk_id, NO_MARKS)
@@ -218,7 +224,7 @@ def current_marks(project, annotator: str, query_id: str, chunk_id: str) -> Pair
 # -- writing events --------------------------------------------------------------------------
 
 
-def _check_grade(project, grade: int | None) -> int | None:  # noqa: ANN001
+def _check_grade(project: Project, grade: int | None) -> int | None:
     if grade is None:
         return None
     scale = project.scale
@@ -230,7 +236,7 @@ def _check_grade(project, grade: int | None) -> int | None:  # noqa: ANN001
     return grade
 
 
-def _add_event(project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,  # noqa: ANN001
+def _add_event(project: Project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,
                skipped: bool = False, note: str | None = None, duration_ms: int | None = None,
                source: str = "tui") -> int:
     annotator = check_annotator(annotator)
@@ -249,7 +255,7 @@ def _add_event(project, *, annotator: str, query_id: str, chunk_id: str, grade: 
     return project.write(work)
 
 
-def record_label(project, *, annotator: str, query_id: str, chunk_id: str, grade: int,  # noqa: ANN001
+def record_label(project: Project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,
                  duration_ms: int | None = None, note: str | None = None, source: str = "tui") -> int:
     """Record ``grade`` for the pair as one committed event; returns the event id.
 
@@ -264,7 +270,7 @@ def record_label(project, *, annotator: str, query_id: str, chunk_id: str, grade
                       grade=grade, note=note, duration_ms=duration_ms, source=source)
 
 
-def skip_pair(project, *, annotator: str, query_id: str, chunk_id: str,  # noqa: ANN001
+def skip_pair(project: Project, *, annotator: str, query_id: str, chunk_id: str,
               duration_ms: int | None = None, note: str | None = None, source: str = "tui") -> int:
     """Pass over the pair: an event with no grade and ``skipped`` set. A pair skipped without a
     grade comes back once the rest of the queue is done."""
@@ -272,7 +278,7 @@ def skip_pair(project, *, annotator: str, query_id: str, chunk_id: str,  # noqa:
                       grade=None, skipped=True, note=note, duration_ms=duration_ms, source=source)
 
 
-def _mark(project, *, annotator: str, query_id: str, chunk_id: str, kind: str,  # noqa: ANN001
+def _mark(project: Project, *, annotator: str, query_id: str, chunk_id: str, kind: str,
           text: str | None, clear: bool, source: str) -> PairMarks:
     """Append a set or clear event of ``kind`` unless the mark is already so; returns the
     annotator's marks on the pair afterwards."""
@@ -295,7 +301,7 @@ def _mark(project, *, annotator: str, query_id: str, chunk_id: str, kind: str,  
     return project.write(work)
 
 
-def flag_pair(project, *, annotator: str, query_id: str, chunk_id: str, note: str | None = None,  # noqa: ANN001
+def flag_pair(project: Project, *, annotator: str, query_id: str, chunk_id: str, note: str | None = None,
               source: str = "tui") -> PairMarks:
     """Flag the pair for review, with an optional note (flagging again replaces the note).
     Returns the annotator's marks on the pair."""
@@ -303,14 +309,14 @@ def flag_pair(project, *, annotator: str, query_id: str, chunk_id: str, note: st
                  kind="flag", text=note, clear=False, source=source)
 
 
-def unflag_pair(project, *, annotator: str, query_id: str, chunk_id: str,  # noqa: ANN001
+def unflag_pair(project: Project, *, annotator: str, query_id: str, chunk_id: str,
                 source: str = "tui") -> PairMarks:
     """Take the annotator's flag off the pair (nothing is written when there is none)."""
     return _mark(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
                  kind="flag", text=None, clear=True, source=source)
 
 
-def comment_pair(project, *, annotator: str, query_id: str, chunk_id: str, note: str | None,  # noqa: ANN001
+def comment_pair(project: Project, *, annotator: str, query_id: str, chunk_id: str, note: str | None,
                  source: str = "tui") -> PairMarks:
     """Set the annotator's comment on the pair; an empty comment clears it. Returns the
     annotator's marks on the pair."""
@@ -331,7 +337,7 @@ class UndoResult:
     source: str | None
 
 
-def undo_last(project, annotator: str) -> UndoResult | None:  # noqa: ANN001
+def undo_last(project: Project, annotator: str) -> UndoResult | None:
     """Undo the annotator's newest event that is neither an undo nor already undone.
 
     Writes a new event carrying the pair's state from before that event (``undoes`` = its id);
@@ -351,6 +357,7 @@ def undo_last(project, annotator: str) -> UndoResult | None:  # noqa: ANN001
         ).first()
         if target is None:
             return None
+        source: str | None
         if target.source == RECHECK:
             grade, skipped, note, source = None, False, None, RECHECK
         else:
@@ -390,8 +397,8 @@ class NuggetView:
     """The annotator's support of this nugget by the chunk in view: full, partial or none."""
 
 
-def _newest_marks(session: Session, model, key_col, ids: list[int], annotator: str | None,  # noqa: ANN001
-                  chunk_id: str | None) -> dict[int, object]:
+def _newest_marks(session: Session, model: type[FacetLink] | type[NuggetSupport], key_col: Any, ids: list[int],
+                  annotator: str | None, chunk_id: str | None) -> dict[int, Any]:
     """The newest mark event per facet/nugget id for the annotator and chunk (one select)."""
     if not ids or not annotator or not chunk_id:
         return {}
@@ -402,7 +409,7 @@ def _newest_marks(session: Session, model, key_col, ids: list[int], annotator: s
     return {key: row for key, row in rows}  # later (newer) rows win
 
 
-def marks_for(project, query_id: str, *, annotator: str | None = None,  # noqa: ANN001
+def marks_for(project: Project, query_id: str, *, annotator: str | None = None,
               chunk_id: str | None = None) -> tuple[list[FacetView], list[NuggetView]]:
     """The query's facets and nuggets with the annotator's marks for the chunk, in one session."""
     with project.read() as session:
@@ -428,14 +435,14 @@ def _nuggets(session: Session, query_id: str, annotator: str | None, chunk_id: s
             for nid, text, importance in nuggets]
 
 
-def facets_for(project, query_id: str, *, annotator: str | None = None,  # noqa: ANN001
+def facets_for(project: Project, query_id: str, *, annotator: str | None = None,
                chunk_id: str | None = None) -> list[FacetView]:
     """The query's facets (not removed), each with whether the annotator linked the chunk."""
     with project.read() as session:
         return _facets(session, query_id, annotator, chunk_id)
 
 
-def nuggets_for(project, query_id: str, *, annotator: str | None = None,  # noqa: ANN001
+def nuggets_for(project: Project, query_id: str, *, annotator: str | None = None,
                 chunk_id: str | None = None) -> list[NuggetView]:
     """The query's nuggets (not removed), each with the annotator's support by the chunk."""
     with project.read() as session:
@@ -464,7 +471,7 @@ def _text(value: str, what: str) -> str:
     return cleaned
 
 
-def add_facet(project, query_id: str, name: str) -> int:  # noqa: ANN001
+def add_facet(project: Project, query_id: str, name: str) -> int:
     name = _text(name, "facet name")
 
     def work(session: Session) -> int:
@@ -476,17 +483,17 @@ def add_facet(project, query_id: str, name: str) -> int:  # noqa: ANN001
     return project.write(work)
 
 
-def rename_facet(project, facet_id: int, name: str) -> None:  # noqa: ANN001
+def rename_facet(project: Project, facet_id: int, name: str) -> None:
     name = _text(name, "facet name")
     project.write(lambda session: setattr(_facet(session, facet_id), "name", name))
 
 
-def remove_facet(project, facet_id: int) -> None:  # noqa: ANN001
+def remove_facet(project: Project, facet_id: int) -> None:
     """Hide the facet; its links stay in the event table."""
     project.write(lambda session: setattr(_facet(session, facet_id), "removed", True))
 
 
-def set_facet_link(project, *, annotator: str, facet_id: int, chunk_id: str, covered: bool) -> int:  # noqa: ANN001
+def set_facet_link(project: Project, *, annotator: str, facet_id: int, chunk_id: str, covered: bool) -> int:
     """Append an event: the annotator says the chunk covers (or not) the facet."""
     annotator = check_annotator(annotator)
 
@@ -502,7 +509,7 @@ def set_facet_link(project, *, annotator: str, facet_id: int, chunk_id: str, cov
     return project.write(work)
 
 
-def add_nugget(project, query_id: str, text: str, importance: str = "okay") -> int:  # noqa: ANN001
+def add_nugget(project: Project, query_id: str, text: str, importance: str = "okay") -> int:
     text = _text(text, "nugget text")
     if importance not in IMPORTANCE_LEVELS:
         raise UsageError(f"Nugget importance {importance!r} must be vital or okay.")
@@ -517,7 +524,7 @@ def add_nugget(project, query_id: str, text: str, importance: str = "okay") -> i
     return project.write(work)
 
 
-def edit_nugget(project, nugget_id: int, *, text: str | None = None,  # noqa: ANN001
+def edit_nugget(project: Project, nugget_id: int, *, text: str | None = None,
                 importance: str | None = None) -> None:
     if importance is not None and importance not in IMPORTANCE_LEVELS:
         raise UsageError(f"Nugget importance {importance!r} must be vital or okay.")
@@ -533,11 +540,11 @@ def edit_nugget(project, nugget_id: int, *, text: str | None = None,  # noqa: AN
     project.write(work)
 
 
-def remove_nugget(project, nugget_id: int) -> None:  # noqa: ANN001
+def remove_nugget(project: Project, nugget_id: int) -> None:
     project.write(lambda session: setattr(_nugget(session, nugget_id), "removed", True))
 
 
-def set_nugget_support(project, *, annotator: str, nugget_id: int, chunk_id: str, support: str) -> int:  # noqa: ANN001
+def set_nugget_support(project: Project, *, annotator: str, nugget_id: int, chunk_id: str, support: str) -> int:
     """Append an event: how fully the chunk supports the nugget (full, partial, none)."""
     annotator = check_annotator(annotator)
     if support not in SUPPORT_LEVELS:
@@ -567,7 +574,7 @@ def annotator_seed(annotator: str) -> int:
 # -- choosing queries ------------------------------------------------------------------------
 
 
-def check_queries(project, ids: list[str] | None, option: str = "--queries") -> None:
+def check_queries(project: Project, ids: list[str] | None, option: str = "--queries") -> None:
     """Ids the project does not have are a typo (or the wrong project): refused, naming them,
     instead of being left out of the queue without a word."""
     if not ids:
@@ -587,7 +594,7 @@ def check_queries(project, ids: list[str] | None, option: str = "--queries") -> 
                          "not in this project.")
 
 
-def check_category(project, category: str | None, option: str = "--category") -> None:
+def check_category(project: Project, category: str | None, option: str = "--category") -> None:
     """A category no query has is a typo: refused, naming the project's categories, instead of
     an empty queue."""
     if category is None:
@@ -595,8 +602,8 @@ def check_category(project, category: str | None, option: str = "--category") ->
     from ragjudge.store.schema import Query
 
     with project.read() as session:
-        known = sorted(session.scalars(select(Query.category).where(Query.category.is_not(None))
-                                       .distinct()))
+        known = sorted(c for c in session.scalars(select(Query.category).where(Query.category.is_not(None))
+                                                  .distinct()) if c is not None)
     if category not in known:
         raise UsageError(f"{option} {category!r}: no query of this project has that category "
                          f"(categories: {', '.join(known) or 'none'}).")
@@ -619,7 +626,7 @@ def depth_rounds(depth: int) -> tuple[int, ...]:
 
 
 def _shuffle_key(seed: bytes, query_id: str, chunk_id: str) -> bytes:
-    return hashlib.blake2b(f"{query_id}\x00{chunk_id}".encode("utf-8"), digest_size=8, key=seed).digest()
+    return hashlib.blake2b(f"{query_id}\x00{chunk_id}".encode(), digest_size=8, key=seed).digest()
 
 
 @dataclass
@@ -1135,7 +1142,7 @@ class ChunkText:
     doc_id: str | None
 
 
-def query_text(project, query_id: str) -> QueryText:  # noqa: ANN001
+def query_text(project: Project, query_id: str) -> QueryText:
     from ragjudge.store.schema import Query
 
     with project.read() as session:
@@ -1148,7 +1155,7 @@ def query_text(project, query_id: str) -> QueryText:  # noqa: ANN001
                          str(narrative) if narrative else None)
 
 
-def chunk_text(project, chunk_id: str) -> ChunkText:  # noqa: ANN001
+def chunk_text(project: Project, chunk_id: str) -> ChunkText:
     from ragjudge.store.schema import Chunk
 
     with project.read() as session:
@@ -1158,7 +1165,7 @@ def chunk_text(project, chunk_id: str) -> ChunkText:  # noqa: ANN001
         return ChunkText(row.id, row.text, row.doc_id)
 
 
-def annotator_progress(project) -> list[dict]:  # noqa: ANN001
+def annotator_progress(project: Project) -> list[dict]:
     """Per annotator: current grades, skipped pairs, flagged pairs, events (for the home screen)."""
     from sqlalchemy import func, text
 
@@ -1175,7 +1182,7 @@ def annotator_progress(project) -> list[dict]:  # noqa: ANN001
             " ON n.id = l.id "
             "GROUP BY l.annotator")).all()
         flagged = set_marks("flag").subquery()
-        flags = dict(connection.execute(select(flagged.c.annotator, func.count())
+        flags: dict[str, int] = dict(connection.execute(select(flagged.c.annotator, func.count())
                                         .group_by(flagged.c.annotator)).all())
     by_name = {name: (int(g or 0), int(s or 0)) for name, g, s in current}
     out = []

@@ -14,7 +14,9 @@ State (:class:`LiveEvaluation`), built once by :meth:`LiveEvaluation.load`:
 have written them), re-reads the current labels of just the queries they touch, rebuilds those
 queries' gold grades with the same rule code as :func:`ragjudge.services.qrels.gold_qrels`, and
 re-evaluates those queries only: all runs at once, each (run, query) as its own row of one small
-evaluation context. The aggregates are then column sums over the matrices.
+evaluation context. The aggregates are then column sums over the matrices. Judgments of the runs'
+generated answers (when an answer measure is shown) are taken in the same way: the answer
+measures of the queries whose answers were judged are evaluated again.
 
 Everything the screen shows comes out as an immutable :class:`LiveSnapshot` (numbers that change
 on every label) and :class:`LiveDetails` (bootstrap intervals, agreement, pool coverage: slower,
@@ -27,8 +29,8 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
+from datetime import datetime, UTC
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import select
@@ -36,12 +38,15 @@ from sqlalchemy import select
 from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
-try:
-    from ragjudge.metrics.evaluation import EvalResult, evaluate
-except ImportError:  # the module's name before the metrics library renamed it
-    from ragjudge.metrics.evaluate import EvalResult, evaluate
-from ragjudge.metrics.registry import parse_measure
+from ragjudge.metrics.evaluate import EvalResult, evaluate
+from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
+
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
+if TYPE_CHECKING:
+    from ragjudge.services.qrels import LabelArrays
 
 __all__ = [
     "CURVE_K",
@@ -69,7 +74,7 @@ update (well under a millisecond); beyond, running sums are kept and made exact 
 :meth:`LiveEvaluation.resync` (the details pass)."""
 
 
-def saved_measures(project) -> list[str]:  # noqa: ANN001
+def saved_measures(project: Project) -> list[str]:
     """The measures the project's evaluation screen shows (the default scorecard until saved)."""
     from ragjudge.services.evaluation import DEFAULT_MEASURES
 
@@ -84,7 +89,7 @@ def saved_measures(project) -> list[str]:  # noqa: ANN001
     return list(DEFAULT_MEASURES)
 
 
-def save_measures(project, measures: Sequence[str]) -> None:  # noqa: ANN001
+def save_measures(project: Project, measures: Sequence[str]) -> None:
     """Keep the evaluation screen's measures in the project (checked first)."""
     for name in measures:
         parse_measure(name)
@@ -166,17 +171,24 @@ class _View:
     rule: str
     measures: list[str]
     values: dict[str, np.ndarray] = field(default_factory=dict)
-    present: np.ndarray | None = None
+    present: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     totals: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: sum of the defined values (exact after a full pass, then running)"""
     counts: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: queries where the value is defined"""
-    base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    base: tuple[np.ndarray, np.ndarray, np.ndarray] = field(default_factory=lambda: (
+        np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64)))
     """the judgments of the last full pass: (query ids, chunk ids, grades), grouped by query"""
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     """query -> its rows in ``base``"""
     override: dict[str, dict[str, int]] = field(default_factory=dict)
     """query -> its judgments since (empty: none left), replacing its rows in ``base``"""
+    parsed: list[Measure] = field(default_factory=list)
+    """``measures`` parsed"""
+    plain: list[int] = field(default_factory=list)
+    """columns of the measures that need only the qrels and the run"""
+    rag: list[int] = field(default_factory=list)
+    """columns of the measures that need the project's facets, nuggets, ..."""
 
     def set_base(self, q: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
         if len(q) and np.any(q[1:] < q[:-1]):
@@ -274,7 +286,7 @@ class _LabelCopy:
         self.decided = {k: g for k, g in self.decided.items() if k[0] not in touched}
         self.decided.update(decided)
 
-    def merged(self):  # noqa: ANN201
+    def merged(self) -> LabelArrays:
         """Every current label, sorted by query, chunk, annotator (then kept as the base)."""
         if not self.override:
             return self.base
@@ -370,9 +382,11 @@ class LiveEvaluation:
         self.lock = threading.RLock()
         self.version = 0
         self.stamp = (0, 0)
+        self.answer_stamp = 0
+        """The newest answer judgment taken in (judgments of answers move the answer measures)."""
         self.touched: tuple[str, ...] = ()
         self.compute_ms = 0.0
-        self.updated_at = datetime.now(timezone.utc)
+        self.updated_at = datetime.now(UTC)
         self.views: dict[str, _View] = {}
         self.runs: dict[str, Run] = {}
         self._labels: _LabelCopy | None = None
@@ -466,6 +480,8 @@ class LiveEvaluation:
             return
         with self.lock:
             t0 = time.perf_counter()
+            if self.watches_answers:
+                self.answer_stamp = self._answers_stamp()
             old = self.views
             if self._labels is None:
                 self._read_labels()
@@ -479,6 +495,7 @@ class LiveEvaluation:
                     old = {}
             if not reuse:
                 old = {}
+            assert self._labels is not None  # read or brought up to date just above
             labels, decided = self._labels.merged(), self._labels.decided
             self.annotators = sorted(set(labels.annotators.tolist()))
             self.views = {}
@@ -519,9 +536,9 @@ class LiveEvaluation:
         measures = self._view_measures(rule)
         n = len(self.query_ids)
         view = _View(rule, measures, present=np.zeros(n, dtype=bool))
-        view.parsed = [parse_measure(m) for m in measures]  # type: ignore[attr-defined]
-        view.plain = [j for j, m in enumerate(view.parsed) if not m.needs]  # type: ignore[attr-defined]
-        view.rag = [j for j, m in enumerate(view.parsed) if m.needs]  # type: ignore[attr-defined]
+        view.parsed = [parse_measure(m) for m in measures]
+        view.plain = [j for j, m in enumerate(view.parsed) if not m.needs]
+        view.rag = [j for j, m in enumerate(view.parsed) if m.needs]
         for name in self.runs:
             view.values[name] = np.full((n, len(measures)), np.nan)
         view.set_base(np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
@@ -530,7 +547,7 @@ class LiveEvaluation:
     def _stamp_done(self, t0: float) -> None:
         self.compute_ms = (time.perf_counter() - t0) * 1000
         self.version += 1
-        self.updated_at = datetime.now(timezone.utc)
+        self.updated_at = datetime.now(UTC)
 
     # -- evaluation of a view ----------------------------------------------------------------
 
@@ -540,13 +557,15 @@ class LiveEvaluation:
         if query_ids is None:
             q, c, g = view.pairs()
         else:
-            q, c, g = [], [], []
+            qs: list[str] = []
+            cs: list[str] = []
+            gs: list[int] = []
             for qid in query_ids:
                 for cid, grade in view.judgments_of(qid).items():
-                    q.append(qid)
-                    c.append(cid)
-                    g.append(grade)
-            g = np.array(g, dtype=np.int64)
+                    qs.append(qid)
+                    cs.append(cid)
+                    gs.append(grade)
+            q, c, g = np.array(qs, dtype=object), np.array(cs, dtype=object), np.array(gs, dtype=np.int64)
         chunks = _encode(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
         return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64),
@@ -555,13 +574,13 @@ class LiveEvaluation:
     def _full(self, view: _View) -> None:
         qrels = self._qrels_of(view)
         view.present[:] = False
-        if qrels.n_queries == 0 and not view.rag:  # type: ignore[attr-defined]
+        if qrels.n_queries == 0 and not view.rag:
             for matrix in view.values.values():
                 matrix[:] = np.nan
             view.resum()
             return
-        plain = [view.parsed[j] for j in view.plain]  # type: ignore[attr-defined]
-        rag = [view.parsed[j] for j in view.rag]  # type: ignore[attr-defined]
+        plain = [view.parsed[j] for j in view.plain]
+        rag = [view.parsed[j] for j in view.rag]
         rows = None
         for name, run in self.runs.items():
             matrix = view.values[name]
@@ -569,11 +588,11 @@ class LiveEvaluation:
             if plain:
                 result = evaluate(qrels, run, plain, threshold=self.threshold, queries="judged")
                 rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.plain)] = result.values
+                matrix[np.ix_(rows, view.plain)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             if rag:
                 result = self._rag(view, name, qrels, run, rag, "judged")
                 rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.rag)] = result.values
+                matrix[np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
         if rows is not None:
             view.present[rows] = True
         view.resum()
@@ -616,13 +635,13 @@ class LiveEvaluation:
         return view.present.size * len(view.measures) <= SMALL_VIEW_CELLS
 
     def _evaluate_rag(self, view: _View, judged: list[str]) -> None:
-        if view.rag:  # type: ignore[attr-defined]
-            rag = [view.parsed[j] for j in view.rag]  # type: ignore[attr-defined]
+        if view.rag:
+            rag = [view.parsed[j] for j in view.rag]
             qrels = self._qrels_of(view, judged)
             for name in self.runs:
                 run = self._sub_run(name, judged)
                 result = self._rag(view, name, qrels, run, rag, judged)
-                view.values[name][np.ix_(self._rows(result.query_ids), view.rag)] = result.values  # type: ignore[attr-defined]
+                view.values[name][np.ix_(self._rows(result.query_ids), view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
 
     def _sub_run(self, name: str, query_ids: list[str]) -> Run:
         run = self.runs[name]
@@ -641,17 +660,17 @@ class LiveEvaluation:
     def _evaluate_plain(self, jobs: list[tuple[_View, list[str]]]) -> None:
         """Every (view, run, touched query) as one row of a single small evaluation context:
         row ``"{v}\x1f{i}\x1f{query}"`` is run i on that query under view v's judgments."""
-        jobs = [(view, judged) for view, judged in jobs if judged and view.plain]  # type: ignore[attr-defined]
+        jobs = [(view, judged) for view, judged in jobs if judged and view.plain]
         if not jobs:
             return
         columns: dict[str, int] = {}
-        parsed = []
+        parsed: list[Measure] = []
         for view, _ in jobs:
-            for j in view.plain:  # type: ignore[attr-defined]
+            for j in view.plain:
                 label = view.measures[j]
                 if label not in columns:
                     columns[label] = len(parsed)
-                    parsed.append(view.parsed[j])  # type: ignore[attr-defined]
+                    parsed.append(view.parsed[j])
         names = list(self.runs)
         qq: list[bytes] = []
         qc: list[bytes] = []
@@ -666,7 +685,7 @@ class LiveEvaluation:
                 grades = list(items.values())
                 row = self.row[qid]
                 for i, name in enumerate(names):
-                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode("utf-8")
+                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode()
                     wanted.append(key)
                     qq.extend([key] * len(chunks))
                     qc.extend(chunks)
@@ -688,37 +707,88 @@ class LiveEvaluation:
         else:
             run = Run([], [], None, ordered=True)
         result = evaluate(qrels, run, parsed, threshold=self.threshold, queries=wanted)
-        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))  # type: ignore[attr-defined]
+        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
                 for view, _ in jobs]
-        for key, values in zip(result.query_ids, result.values):
-            v, i, qid = key.split(_SEP, 2)
-            view = jobs[int(v)][0]
-            cols, source = maps[int(v)]
-            view.values[names[int(i)]][self.row[qid], cols] = values[source]
+        for row_key, values in zip(result.query_ids, result.values):
+            job, run_index, qid = row_key.split(_SEP, 2)
+            view = jobs[int(job)][0]
+            cols, source = maps[int(job)]
+            view.values[names[int(run_index)]][self.row[qid], cols] = values[source]
 
     # -- new labels --------------------------------------------------------------------------
 
     def poll(self) -> bool:
-        """Take in the label events and adjudications written since the last look (by any
-        process). Returns True when something changed (and the numbers were updated)."""
+        """Take in the label events, adjudications and (when an answer measure is shown) answer
+        judgments written since the last look (by any process). Returns True when something
+        changed (and the numbers were updated)."""
         stamp = self._stamp()
-        if stamp == self.stamp:
+        judged = self._answers_stamp() if self.watches_answers else self.answer_stamp
+        if stamp == self.stamp and judged == self.answer_stamp:
             return False
         with self.lock:
             t0 = time.perf_counter()
-            touched, annotators, decided = self._events(stamp)
-            if any(q not in self.row for q in touched):
-                self._labels = None  # a query added since the screen opened: start again
-                self.recompute()
-                self.touched = tuple(touched)
-                return True
-            for name in sorted(annotators - set(self.annotators)):
-                self._add_annotator(name)
-            self._apply(touched, annotators, decided)
-            self.stamp = stamp
+            touched: list[str] = []
+            if stamp != self.stamp:
+                touched, annotators, decided = self._events(stamp)
+                if any(q not in self.row for q in touched):
+                    self._labels = None  # a query added since the screen opened: start again
+                    self.recompute()
+                    self.touched = tuple(touched)
+                    return True
+                for name in sorted(annotators - set(self.annotators)):
+                    self._add_annotator(name)
+                self._apply(touched, annotators, decided)
+                self.stamp = stamp
+            if judged != self.answer_stamp:
+                answered = self._answer_events(judged)
+                self.answer_stamp = judged
+                self._apply_answers(answered)
+                touched = sorted(set(touched) | set(answered))
             self.touched = tuple(touched)
             self._stamp_done(t0)
             return True
+
+    # -- judgments of generated answers ------------------------------------------------------
+
+    @property
+    def watches_answers(self) -> bool:
+        """True when a shown measure reads the judgments of the runs' answers."""
+        key = tuple(self.measures)
+        if getattr(self, "_watching", (None,))[0] != key:
+            self._watching = (key, any("answers" in parse_measure(m).needs for m in key))
+        return self._watching[1]
+
+    def _answers_stamp(self) -> int:
+        """The newest answer judgment's id (the table is append-only), in one driver call."""
+        with self.project.connect() as connection:
+            (newest,), = _raw(connection, "SELECT max(id) FROM answer_judgments", ())
+        return int(newest or 0)
+
+    def _answer_events(self, stamp: int) -> list[str]:
+        """The queries whose answers were judged after ``self.answer_stamp`` up to ``stamp``."""
+        with self.project.connect() as connection:
+            rows = _raw(connection, "SELECT DISTINCT a.query_id FROM answer_judgments j JOIN answers a "
+                        "ON a.id = j.answer_id WHERE j.id > ? AND j.id <= ?",
+                        (self.answer_stamp, stamp))
+        return sorted(q for q, in rows)
+
+    def _apply_answers(self, touched: list[str]) -> None:
+        """Re-evaluate the answer measures of the queries whose answers were just judged, in
+        every view where those queries are judged (the other measures do not move)."""
+        for view in self.views.values():
+            cols = [j for j in view.rag if "answers" in view.parsed[j].needs]
+            queries = [q for q in touched if q in self.row and view.present[self.row[q]]]
+            if not cols or not queries:
+                continue
+            rows = self._rows(queries)
+            if not self._small(view):
+                view.add_rows(rows, -1.0)
+            measures = [view.parsed[j] for j in cols]
+            qrels = self._qrels_of(view, queries)
+            for name in self.runs:
+                result = self._rag(view, name, qrels, self._sub_run(name, queries), measures, queries)
+                view.values[name][np.ix_(self._rows(result.query_ids), cols)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            self._finish(view, queries)
 
     def _stamp(self) -> tuple[int, int]:
         """(newest label id, newest adjudication id), as
@@ -910,11 +980,11 @@ class LiveEvaluation:
             rows = np.flatnonzero(gold.present)
             qids = [self.query_ids[r] for r in rows]
             cols = [gold.measures.index(m) for m in self.measures]
-            parsed = [gold.parsed[j] for j in cols]  # type: ignore[attr-defined]
+            parsed = [gold.parsed[j] for j in cols]
             results = {}
             for name in runs or list(self.runs):
                 answered = self.run_lengths[name][rows] > 0
-                results[name] = EvalResult(name, qids, parsed, gold.values[name][np.ix_(rows, cols)].copy(),
+                results[name] = EvalResult(name, qids, parsed, gold.values[name][np.ix_(rows, cols)].copy(),  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
                                            answered, "judged", self.threshold)
             first = next(iter(results.values()))
             return Evaluation(measures=list(self.measures), results=results, query_ids=qids,
@@ -929,7 +999,7 @@ class LiveEvaluation:
             gold = self.views[self.rule]
             rows = np.flatnonzero(gold.present)
             cols = [gold.measures.index(m) for m in self.measures]
-            matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}
+            matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             judged = gold.pairs()
         n = len(rows)
         budget = resamples or self.resamples
@@ -945,7 +1015,7 @@ class LiveEvaluation:
         """Pairs in the union of every run's top 10, and how many have a gold grade."""
         pairs = covered = 0
         tops = []
-        for name, run in self.runs.items():
+        for run in self.runs.values():
             starts = run.offsets[:-1]
             keep = (np.arange(len(run)) - starts[run.qidx]) < 10
             tops.append((run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep]))
@@ -968,7 +1038,7 @@ class LiveEvaluation:
         from ragjudge.services.agreement import load_ratings
 
         ratings = load_ratings(self.project)
-        out = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None, "disputed": 0,
+        out: dict[str, Any] = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None, "disputed": 0,
                "disputed_by_query": {}}
         if ratings.matrix.size == 0:
             return out
@@ -1025,7 +1095,8 @@ class LiveEvaluation:
         return explanation.render()
 
 
-def gold_arrays(labels, decided: dict[tuple[str, str], int], rule: str):  # noqa: ANN001, ANN201
+def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
+                rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
     :func:`ragjudge.services.qrels.gold_qrels` (adjudication first, else the rule over the
     annotators' current grades), computed for every pair at once.

@@ -17,9 +17,9 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, make_url
@@ -31,6 +31,8 @@ from ragjudge.store.engine import sqlite_path, sqlite_uri
 from ragjudge.store.schema import (
     Adjudication,
     Annotator,
+    Answer,
+    AnswerJudgment,
     Chunk,
     Facet,
     FacetLink,
@@ -42,12 +44,17 @@ from ragjudge.store.schema import (
     RunEntry,
 )
 
-EVENT_TABLES = {
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
+EVENT_TABLES: dict[str, type[Label] | type[FacetLink] | type[NuggetSupport] | type[Adjudication]
+                   | type[PairMark] | type[AnswerJudgment]] = {
     "labels": Label,
     "facet_links": FacetLink,
     "nugget_support": NuggetSupport,
     "adjudications": Adjudication,
     "pair_marks": PairMark,
+    "answer_judgments": AnswerJudgment,
 }
 """The append-only tables: rows are added, never changed or deleted."""
 
@@ -57,7 +64,7 @@ EXAMPLES = 5
 FUTURE_SLACK = timedelta(minutes=5)
 
 SINGULAR = {"queries": "query", "chunks": "chunk", "annotators": "annotator", "facets": "facet",
-            "nuggets": "nugget"}
+            "nuggets": "nugget", "answers": "answer"}
 
 
 # -- backup ----------------------------------------------------------------------------------
@@ -74,7 +81,7 @@ class BackupResult:
 
 def default_backup_path(db_file: Path, now: datetime | None = None) -> Path:
     """``<name>-backup-<UTC time>.db`` next to the project file."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     suffix = db_file.suffix or ".db"
     return db_file.with_name(f"{db_file.stem}-backup-{stamp}{suffix}")
@@ -84,7 +91,7 @@ def pg_dump_advice(db: str) -> str:
     """How to back up (and restore) a PostgreSQL project with PostgreSQL's own tools."""
     url = make_url(db)
     plain = url.set(drivername="postgresql", password=None).render_as_string(hide_password=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     dump = f"{url.database or 'ragjudge'}-{stamp}.dump"
     return (
         f"{db.split('@')[-1]} is a PostgreSQL project; back it up with PostgreSQL's own tool, "
@@ -95,7 +102,7 @@ def pg_dump_advice(db: str) -> str:
     )
 
 
-def backup(project, target: str | os.PathLike | None = None, *, overwrite: bool = False) -> BackupResult:  # noqa: ANN001
+def backup(project: Project, target: str | os.PathLike | None = None, *, overwrite: bool = False) -> BackupResult:
     """Write a consistent copy of a SQLite project to ``target`` (default: a time-stamped file
     next to the project). Safe while annotators write. Raises :class:`UsageError` for a
     PostgreSQL project (see :func:`pg_dump_advice`), :class:`ragjudge.files.OutputError` when
@@ -212,7 +219,7 @@ class VerifyReport:
         }
 
 
-def verify(project, *, now: datetime | None = None) -> VerifyReport:  # noqa: ANN001
+def verify(project: Project, *, now: datetime | None = None) -> VerifyReport:
     """Check the project: storage integrity, schema revision, every event table (count, newest
     event, ids without gaps), and references from events to queries, chunks, annotators, facets
     and nuggets that no longer exist. Read-only."""
@@ -234,7 +241,7 @@ def verify(project, *, now: datetime | None = None) -> VerifyReport:  # noqa: AN
             report.checks.append(_gaps(connection, name, model, report.tables[name], backend))
         report.checks.extend(_references(connection))
         report.checks.append(_undo_references(connection))
-        report.checks.append(_clock(report, now or datetime.now(timezone.utc).replace(tzinfo=None)))
+        report.checks.append(_clock(report, now or datetime.now(UTC).replace(tzinfo=None)))
     return report
 
 
@@ -263,8 +270,8 @@ def _gaps(connection: Connection, name: str, model: Any, summary: TableSummary, 
     a hole is a lost event). PostgreSQL sequences skip numbers on rolled-back inserts, so holes
     there are reported, not failed."""
     check = f"{name}: no missing events"
-    if summary.events == 0:
-        return Check(check, "ok", "no events yet")
+    if summary.events == 0 or summary.first_id is None or summary.last_id is None:
+        return Check(check, "ok", "no events yet")  # (a table with events has their ids)
     expected = summary.last_id - (1 if backend == "sqlite" else summary.first_id) + 1
     missing = expected - summary.events
     if missing == 0:
@@ -309,6 +316,8 @@ def _references(connection: Connection) -> list[Check]:
         ("flags and comments → queries", PairMark, PairMark.query_id, Query.id),
         ("flags and comments → chunks", PairMark, PairMark.chunk_id, Chunk.id),
         ("flags and comments → annotators", PairMark, PairMark.annotator, Annotator.name),
+        ("answer judgments → answers", AnswerJudgment, AnswerJudgment.answer_id, Answer.id),
+        ("answer judgments → annotators", AnswerJudgment, AnswerJudgment.annotator, Annotator.name),
     ]
     checks = []
     for name, child, column, parent in pairs:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from sqlalchemy import and_, exists, func, select
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Select, and_, exists, func, select
 
 from ragjudge.services.qrels import newest_label_ids
 from ragjudge.store.schema import Label, RunEntry, published
 
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
 DEFAULT_DEPTH = 10
 
 
-def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None):
+def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> Select:
     """A select of distinct (query_id, chunk_id) pairs in the pool."""
     stmt = (select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.rank <= depth, published())
             .distinct())
@@ -19,7 +24,7 @@ def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None):
     return stmt
 
 
-def pool_size_and_judged(project, depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> dict:  # noqa: ANN001
+def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> dict:
     """How many pairs the pool holds and how many have a current grade from any annotator."""
     pool = pool_select(depth, runs).subquery()
     newest = newest_label_ids()

@@ -51,7 +51,7 @@ class Project:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, db: str | None = None, *, create: bool = False) -> "Project":
+    def open(cls, db: str | None = None, *, create: bool = False) -> Project:
         """Open the project at ``db`` (a path or URL; default ``RAGJUDGE_DB`` or ./ragjudge.db).
 
         An older schema is migrated after a backup copy is written next to the file; a newer
@@ -145,7 +145,7 @@ class Project:
         description: str | None = None,
         guidelines: str | None = None,
         exist_ok: bool = False,
-    ) -> "Project":
+    ) -> Project:
         """Create a new project with its relevance scale. Refuses an existing project unless
         ``exist_ok``."""
         from ragjudge.formats.records import check_typed
@@ -187,7 +187,7 @@ class Project:
         """The database as screens, reports and messages name it: a URL's password masked."""
         return mask_url(self.db)
 
-    def __enter__(self) -> "Project":
+    def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -226,9 +226,10 @@ class Project:
             finally:
                 connection.close()
 
-        if self._writers is not None:
+        writers = self._writers
+        if writers is not None:
             def queued() -> T:
-                with self._writers:
+                with writers:
                     return attempt()
             return self._retry(queued)
         return self._retry(attempt)

@@ -6,9 +6,10 @@ One call fills every extra an evaluation needs for one run::
     evaluate(qrels, run, measures, extras=extras)
 
 The extras are the project's gold labels, independent of the rank matrix
-(:class:`~ragjudge.metrics.rag.ItemLabels`, ``EntityLabels``, ``CitationLabels``); each measure
-kernel aligns them with the rows and ranks of the context it evaluates. Only the extras the
-measures need are read (``measures=None``: all of them); only ``citations`` depend on the run.
+(:class:`~ragjudge.metrics.rag.ItemLabels`, ``EntityLabels``, ``CitationLabels``,
+``AnswerLabels``); each measure kernel aligns them with the rows and ranks of the context it
+evaluates. Only the extras the measures need are read (``measures=None``: all of them); only
+``citations`` and ``answers`` depend on the run.
 
 Given ``query_ids`` and ``chunk_matrix`` (the (queries x depth) chunk ids of a run matrix in
 rank order: rank 1 in column 0, padding ``b''``, ``''`` or None), the extras come back already
@@ -31,12 +32,14 @@ How the annotators' labels become one judgement (the gold rule for RAG labels)
 - Entities are matched in the chunks' text (:func:`ragjudge.metrics.rag.entity_hits`: NFKD,
   combining marks removed, case-folded, whole words).
 - Citations are those of the run's own generated answer (``answers.run`` = the run's name).
+- Judgments of the run's answers (nugget support, citation support) are combined under the same
+  rule (:func:`ragjudge.services.answers.answer_labels`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import func, select
@@ -63,18 +66,23 @@ from ragjudge.store.schema import (
     NuggetSupport,
 )
 
+if TYPE_CHECKING:
+    from ragjudge.services.project import Project
+
 __all__ = ["rag_extras", "chunk_texts"]
 
 _BATCH = 500  # ids per IN (...) clause
 
 
-def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | None = None,  # noqa: ANN001
+def rag_extras(project: Project, run_name: str | None = None, query_ids: Sequence[str] | None = None,
                chunk_matrix: Any = None, measures: Iterable[Any] | None = None, *,
-               rule: str | None = None) -> dict[str, Any]:
+               rule: str | None = None, only_queries: Sequence[str] | None = None) -> dict[str, Any]:
     """Extras for the RAG measures of ``run_name`` from the project's labels.
 
     Keys (only those the measures need): ``facets``, ``nuggets``, ``claims`` (ItemLabels),
-    ``entities`` (EntityLabels) and ``citations`` (CitationLabels of ``run_name``'s answers).
+    ``entities`` (EntityLabels), ``citations`` (CitationLabels of ``run_name``'s answers) and
+    ``answers`` (AnswerLabels: ``run_name``'s answers and their judgments; ``only_queries``: of
+    these queries only, what a live update needs).
     ``rule``: how annotators are combined (default: the project's rule; module docstring).
     With ``query_ids`` and ``chunk_matrix`` the values come back aligned with them
     (ItemSupport / Citations). Cheap when no measure needs them: nothing is read."""
@@ -99,6 +107,10 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
                                               project.__dict__.setdefault("_rag_entity_matches", {}))
         if "citations" in needed:
             extras["citations"] = _citation_labels(connection, run_name)
+        if "answers" in needed:
+            from ragjudge.services.answers import answer_labels
+
+            extras["answers"] = answer_labels(connection, run_name, rule, only_queries)
     if query_ids is None and chunk_matrix is None:
         return extras
     if query_ids is None or chunk_matrix is None or len(chunk_matrix) != len(query_ids):
@@ -108,7 +120,9 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
     positions = matrix_positions(query_ids, matrix)
     aligned: dict[str, Any] = {}
     for key, value in extras.items():
-        if isinstance(value, ItemLabels):
+        if key == "answers":
+            aligned[key] = value.align(query_ids)
+        elif isinstance(value, ItemLabels):
             aligned[key] = value.align(query_ids, positions)
         elif isinstance(value, EntityLabels):
             aligned[key] = value.align(query_ids, matrix)
@@ -118,7 +132,7 @@ def rag_extras(project, run_name: str | None = None, query_ids: Sequence[str] | 
     return aligned
 
 
-def chunk_texts(project, ids: Sequence[str]) -> dict[str, str]:  # noqa: ANN001
+def chunk_texts(project: Project, ids: Sequence[str]) -> dict[str, str]:
     """``{chunk id: text}`` for the given ids (read in batches)."""
     ids = list(ids)
     out: dict[str, str] = {}
@@ -140,8 +154,8 @@ def _combine(keys: list[str], chunks: list[str], annotators: list[str], values: 
     if rule.startswith("annotator:"):
         who = rule.split(":", 1)[1]
         keep = [i for i, a in enumerate(annotators) if a == who]
-        keys, chunks, annotators, values = ([xs[i] for i in keep]
-                                            for xs in (keys, chunks, annotators, values))
+        keys, chunks = [keys[i] for i in keep], [chunks[i] for i in keep]
+        annotators, values = [annotators[i] for i in keep], [values[i] for i in keep]
     if not keys:
         return []
     order = sorted(range(len(keys)), key=lambda i: (keys[i], chunks[i], annotators[i]))

@@ -65,19 +65,31 @@ class ImportSession:
         self.locked = locked
         self.sqlite = project.engine.dialect.name == "sqlite"
         self.wait_s = wait_s
-        self.connection: Connection | None = None
+        self._connection: Connection | None = None
         self._lock_fd: int | None = None
-        self._outer = None
+        self._outer: Any = None
         self.batch_rows = FIRST_BATCH
+
+    @property
+    def connection(self) -> Connection:
+        """The session's own connection (open between ``__enter__`` and ``__exit__``)."""
+        if self._connection is None:
+            raise RuntimeError("the import session is not open")
+        return self._connection
+
+    @property
+    def raw(self) -> Any:
+        """The database driver's connection under :attr:`connection`."""
+        return self.connection.connection.driver_connection
 
     # -- opening and closing --------------------------------------------------------------
 
-    def __enter__(self) -> "ImportSession":
-        self.connection = self.project.engine.connect()
+    def __enter__(self) -> ImportSession:
+        self._connection = self.project.engine.connect()
         try:
             self._lock()
             if self.sqlite:
-                raw = self.connection.connection.driver_connection
+                raw = self.raw
                 # staged rows need no fsync of their own: the publishing commit (FULL) syncs the
                 # log they are in; references were checked by the import, and placeholders come
                 # with the publish
@@ -104,17 +116,16 @@ class ImportSession:
 
     def _close(self) -> None:
         try:
-            if self.connection is not None:
+            if self._connection is not None:
                 if self.sqlite:
-                    raw = self.connection.connection.driver_connection
                     try:
-                        raw.execute("PRAGMA synchronous = FULL")
-                        raw.execute("PRAGMA foreign_keys = ON")
+                        self.raw.execute("PRAGMA synchronous = FULL")
+                        self.raw.execute("PRAGMA foreign_keys = ON")
                     except Exception:  # noqa: BLE001 - a broken connection is discarded anyway
                         pass
-                self.connection.close()
+                self._connection.close()
         finally:
-            self.connection = None
+            self._connection = None
             self._unlock()
 
     def _lock(self) -> None:
@@ -159,7 +170,7 @@ class ImportSession:
         if not self.sqlite:
             yield self.connection
             return
-        raw = self.connection.connection.driver_connection
+        raw = self.raw
         if durable:
             raw.execute("PRAGMA synchronous = FULL")
             raw.execute("PRAGMA foreign_keys = ON")
@@ -241,14 +252,14 @@ class ImportSession:
                    columns: Sequence[str]) -> None:
         """Rows into ``table``: ``executemany`` on SQLite, ``COPY`` on PostgreSQL."""
         if self.sqlite:
-            connection.connection.driver_connection.executemany(sql, rows)
+            self.raw.executemany(sql, rows)
             return
-        cursor = connection.connection.driver_connection.cursor()
+        cursor = self.raw.cursor()
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
 
-    def store_arrays(self, name: str, generation: int, arrays: dict) -> None:  # noqa: ANN001
+    def store_arrays(self, name: str, generation: int, arrays: dict) -> None:
         for key, array in arrays.items():
             with self.write() as connection:
                 if key == next(iter(arrays)):
@@ -336,7 +347,7 @@ def remove_generation(session: ImportSession, name: str, generation: int) -> Non
            "WHERE run = ? AND generation = ? LIMIT ?)")
     while True:
         with session.write() as connection:
-            cursor = connection.connection.driver_connection.execute(sql, (name, generation, DELETE_BATCH))
+            cursor = session.raw.execute(sql, (name, generation, DELETE_BATCH))
             gone = cursor.rowcount
         if gone < DELETE_BATCH:
             break
@@ -404,7 +415,7 @@ def ids_in(connection: Connection, table: Any, ids: Sequence[str], batch: int = 
     ``batch`` at a time (one statement text, prepared once), or, when they are many for the
     size of the table, by reading every id of the table once."""
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    cursor = connection.connection.driver_connection.cursor()
+    cursor: Any = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
         if len(ids) > 20_000:
             cursor.execute(f"SELECT count(*) FROM {table.name}")

@@ -123,7 +123,7 @@ def sqlite_path(db: str) -> Path | None:
     return None
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI connection
+def _sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     mode = cursor.execute("PRAGMA journal_mode = WAL").fetchone()
@@ -135,7 +135,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI 
         pass
 
 
-def _sqlite_read_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_read_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     # A read-only connection leaves the journal mode as the file has it (switching is a write).
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -243,7 +243,7 @@ class WriterQueue:
         self.path = Path(f"{db_path}.writelock")
         self.wait_s = wait_s
 
-    def __enter__(self) -> "WriterQueue":
+    def __enter__(self) -> WriterQueue:
         self._fd = None
         try:
             import fcntl

@@ -3,21 +3,25 @@ backup copy), refuse a newer one."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 from ragjudge.errors import ProjectError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-REVISIONS = ("0001", "0002", "0003", "0005")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 """Every schema revision this ragjudge knows, oldest first; the last is the newest."""
 HEAD = REVISIONS[-1]
 
 
-def _alembic_config(connection: Connection):
+def _alembic_config(connection: Connection) -> Config:
     from alembic.config import Config
 
     config = Config()
@@ -45,7 +49,7 @@ def current_revision(connection: Connection) -> str | None:
 
 def backup_before_migration(path: Path, revision: str) -> Path:
     """Copy an older project next to itself before migrating it; return the copy's path."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     target = path.with_name(f"{path.name}.before-{HEAD}-from-{revision}-{stamp}.bak")
     import sqlite3
 

@@ -1,14 +1,15 @@
 """The project database: SQLAlchemy 2.0 typed models of the data model in ragjudge/ARCHITECTURE.md.
 
-Labels, facet links, nugget support and adjudications are append-only event tables: rows are
-inserted, never updated or deleted. The current state of a pair for an annotator is its newest
-event (highest ``id``). Definitions (queries, chunks, runs, facets, nuggets) are ordinary tables.
+Labels, facet links, nugget support, answer judgments and adjudications are append-only event
+tables: rows are inserted, never updated or deleted. The current state of a pair for an annotator
+is its newest event (highest ``id``). Definitions (queries, chunks, runs, facets, nuggets,
+answers with their sentences and citations) are ordinary tables.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any
+from datetime import datetime, UTC
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     MetaData,
     PrimaryKeyConstraint,
     String,
+    Table,
     Text,
     UniqueConstraint,
     and_,
@@ -60,11 +62,14 @@ def key_bytes(value: str) -> int:
 
 def utcnow() -> datetime:
     """Now, in UTC, without tzinfo (SQLite stores naive datetimes; every time here is UTC)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+    if TYPE_CHECKING:
+        # every model maps one Table (SQLAlchemy types it as any FromClause)
+        __table__: ClassVar[Table]
 
 
 class Setting(Base):
@@ -300,6 +305,56 @@ class Citation(Base):
     answer_id: Mapped[int] = mapped_column(ForeignKey("answers.id", ondelete="CASCADE"), primary_key=True)
     chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class AnswerSentence(Base):
+    """One sentence of a generated answer, ``position`` counted from 0 (what ``sentence`` means
+    in answer judgments). An answer imported as plain text is split into sentences on import."""
+
+    __tablename__ = "answer_sentences"
+    answer_id: Mapped[int] = mapped_column(ForeignKey("answers.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+
+
+class AnswerCitation(Base):
+    """A chunk cited by one sentence of a generated answer (``position``: its order there)."""
+
+    __tablename__ = "answer_citations"
+    answer_id: Mapped[int] = mapped_column(ForeignKey("answers.id", ondelete="CASCADE"), primary_key=True)
+    sentence: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class AnswerJudgment(Base):
+    """Append-only: an annotator's judgment of a generated answer, full/partial/none.
+
+    Either how fully the whole answer supports a nugget of its query (``nugget_id``), or how
+    fully a cited chunk supports one sentence of it (``sentence``, ``chunk_id``). ``support``
+    NULL means "no judgment" (an undo back to before the first one). As with labels, the current
+    judgment of a key for an annotator is its newest event, and ``undoes`` names the event an
+    undo reverted (the undo event carries the state from before it).
+    """
+
+    __tablename__ = "answer_judgments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    answer_id: Mapped[int] = mapped_column(ForeignKey("answers.id"))
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    nugget_id: Mapped[int | None] = mapped_column(ForeignKey("nuggets.id"))
+    sentence: Mapped[int | None] = mapped_column(Integer)
+    chunk_id: Mapped[str | None] = mapped_column(ForeignKey("chunks.id"))
+    support: Mapped[str | None] = mapped_column(String(8))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    undoes: Mapped[int | None] = mapped_column(Integer)
+    source: Mapped[str | None] = mapped_column(String(32))
+    """``tui``, ``import`` ... where the event came from."""
+
+    __table_args__ = (
+        Index("ix_answer_judgments_answer", "answer_id", "annotator", "id"),
+        Index("ix_answer_judgments_annotator", "annotator", "id"),
+    )
 
 
 class Adjudication(Base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["make_app", "run_app"]
+__all__ = ["make_app", "require_terminal", "run_app"]
 
 
 def make_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any):  # noqa: ANN001, ANN201
@@ -15,12 +15,9 @@ def make_app(project, *, annotator: str | None = None, start: str = "home", **qu
     return RagjudgeApp(project, annotator=annotator, start=start, **queue_options)
 
 
-def run_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any) -> None:  # noqa: ANN001
-    """Run the app in the terminal until the user quits.
-
-    ``queue_options`` go to :class:`ragjudge.services.judging.JudgingQueue`: ``runs``, ``depth``,
-    ``order``, ``queries``, ``category``, ``show_source``, ``recheck``.
-    """
+def require_terminal() -> None:
+    """A :class:`~ragjudge.errors.UsageError` unless standard input and output are a terminal
+    (checked before a command does anything it would do only to open the app)."""
     import sys
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -31,6 +28,15 @@ def run_app(project, *, annotator: str | None = None, start: str = "home", **que
             "Run it in a terminal, or use the commands: 'ragjudge status', 'ragjudge eval', "
             "'ragjudge agree', 'ragjudge demo --no-tui'."
         )
+
+
+def run_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any) -> None:  # noqa: ANN001
+    """Run the app in the terminal until the user quits.
+
+    ``queue_options`` go to :class:`ragjudge.services.judging.JudgingQueue`: ``runs``, ``depth``,
+    ``order``, ``queries``, ``category``, ``show_source``, ``recheck``.
+    """
+    require_terminal()
     app = make_app(project, annotator=annotator, start=start, **queue_options)
     app.run()
     if app.return_code not in (None, 0):

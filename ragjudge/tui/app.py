@@ -19,7 +19,8 @@ class RagjudgeApp(App):
     """One project open in the terminal.
 
     ``start='judge'`` goes straight to judging (``ragjudge annotate``), asking the annotator's
-    name first when none was given; ``start='home'`` opens the home screen.
+    name first when none was given; ``start='answers'`` to judging generated answers
+    (``ragjudge annotate --answers``); ``start='home'`` opens the home screen.
     """
 
     CSS_PATH = "app.tcss"
@@ -59,6 +60,8 @@ class RagjudgeApp(App):
 
         if self.start == "judge":
             self.start_judging(from_home=False)
+        elif self.start == "answers":
+            self.start_judging(from_home=False, answers=True)
         else:
             self.push_screen(HomeScreen(self.project))
 
@@ -75,9 +78,12 @@ class RagjudgeApp(App):
 
     # -- judging ---------------------------------------------------------------------------
 
-    def start_judging(self, *, from_home: bool) -> None:
+    def start_judging(self, *, from_home: bool, answers: bool = False) -> None:
+        """Judge pairs, or with ``answers`` the runs' generated answers, once the annotator is
+        named."""
+        opener = self._open_answer_judging if answers else self._open_judging
         if self.annotator:
-            self._open_judging(self.annotator, from_home=from_home)
+            opener(self.annotator, from_home=from_home)
             return
         from ragjudge.tui.screens.prompts import TextPrompt
 
@@ -86,7 +92,7 @@ class RagjudgeApp(App):
                 if not from_home:
                     self.exit(message="No annotator name given; nothing was recorded.")
                 return
-            self._open_judging(name, from_home=from_home)
+            opener(name, from_home=from_home)
 
         from ragjudge.services.judging import annotator_names
 
@@ -99,7 +105,6 @@ class RagjudgeApp(App):
 
     def _open_judging(self, name: str, *, from_home: bool) -> None:
         from ragjudge.services import judging
-        from ragjudge.tui.screens.guidelines import GuidelinesScreen
         from ragjudge.tui.screens.judge import JudgeScreen
 
         try:
@@ -115,6 +120,33 @@ class RagjudgeApp(App):
             return
         self.annotator = name
         self.push_screen(JudgeScreen(self.project, queue, from_home=from_home))
+        self._guidelines_once(name)
+
+    def _open_answer_judging(self, name: str, *, from_home: bool) -> None:
+        from ragjudge.services import judging
+        from ragjudge.services.answers import AnswerQueue
+        from ragjudge.tui.screens.answers import AnswerJudgeScreen
+
+        try:
+            name = judging.check_annotator(name)
+            opts = {k: v for k, v in self.queue_options.items()
+                    if k in ("runs", "queries", "category", "show_source") and v is not None}
+            queue = AnswerQueue(self.project, name, **opts)
+            judging.ensure_annotator(self.project, name)
+        except RagjudgeError as exc:
+            if from_home:
+                self.notify(for_terminal(exc), severity="error", timeout=10, markup=False)
+            else:
+                self.exit(return_code=2, message=f"ragjudge: {for_terminal(exc)}")
+            return
+        self.annotator = name
+        self.push_screen(AnswerJudgeScreen(self.project, queue, from_home=from_home))
+        self._guidelines_once(name)
+
+    def _guidelines_once(self, name: str) -> None:
+        from ragjudge.services import judging
+        from ragjudge.tui.screens.guidelines import GuidelinesScreen
+
         if not judging.annotator_seen_guidelines(self.project, name):
             markdown = self.project.get_setting("guidelines")
             if markdown:

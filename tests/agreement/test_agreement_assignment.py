@@ -74,7 +74,7 @@ def test_assign_stores_the_pool_and_reruns_only_add_new_pairs(project):
         p["assigned"] for p in progress.values()) <= 1
 
 
-def svc_overlaps(project) -> set:  # noqa: ANN001
+def svc_overlaps(project) -> set:
     from sqlalchemy import select
 
     from ragjudge.store.schema import Assignment

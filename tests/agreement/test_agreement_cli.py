@@ -23,7 +23,7 @@ KRIPP = {
 }
 
 
-def _labels_jsonl(path) -> str:  # noqa: ANN001
+def _labels_jsonl(path) -> str:
     lines = []
     for name, grades in KRIPP.items():
         for u, g in enumerate(grades):
@@ -94,7 +94,7 @@ def test_agree_rejects_bad_input_without_traceback(tmp_path, capsys):
     assert code == 2 and "--format xml" in err
 
 
-def _label(project_db, annotator, query, chunk, grade) -> None:  # noqa: ANN001
+def _label(project_db, annotator, query, chunk, grade) -> None:
     from ragjudge.services.judging import record_label
     from ragjudge.services.project import Project
 

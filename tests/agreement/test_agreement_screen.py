@@ -23,7 +23,7 @@ WRITE_SCREENSHOTS = os.environ.get("RAGJUDGE_SCREENSHOTS") == "1"
 class Host(App):
     """The smallest app that shows the agreement screen (the real app pushes it on 'a')."""
 
-    def __init__(self, project) -> None:  # noqa: ANN001
+    def __init__(self, project) -> None:
         super().__init__()
         self.project = project
         self.annotator = "lead"
@@ -32,7 +32,7 @@ class Host(App):
         self.push_screen(AgreementScreen(self.project))
 
 
-def _seed(project) -> None:  # noqa: ANN001
+def _seed(project) -> None:
     grades = {
         ("q1", "c05"): {"ann": 0, "bob": 3, "cy": 1},
         ("q1", "c06"): {"ann": 2, "bob": 2, "cy": 2},
@@ -46,7 +46,7 @@ def _seed(project) -> None:  # noqa: ANN001
                          duration_ms=2500, note="partly" if annotator == "bob" else None)
 
 
-def _text(screen, selector: str) -> str:  # noqa: ANN001
+def _text(screen, selector: str) -> str:
     """The plain text of a Static's Rich content, as a 120-column console prints it."""
     from rich.console import Console
 
@@ -66,7 +66,7 @@ def test_statistics_then_adjudicate_a_disputed_pair_in_a_few_keys(project):
     assert decision["reason"] == "fits" and decision["by"] == "lead"
 
 
-async def _adjudicate_in_a_few_keys(project) -> None:  # noqa: ANN001
+async def _adjudicate_in_a_few_keys(project) -> None:
     app = Host(project)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
@@ -109,7 +109,7 @@ def test_screen_updates_live_and_handles_no_labels(project):
     asyncio.run(_live(project))
 
 
-async def _live(project) -> None:  # noqa: ANN001
+async def _live(project) -> None:
     app = Host(project)
     async with app.run_test(size=(100, 30)) as pilot:
         await app.workers.wait_for_complete()

@@ -17,10 +17,10 @@ from ragjudge.store.schema import Annotator, Label
 T0 = datetime(2026, 1, 1, 9, 0, 0)
 
 
-def add_labels(project, rows) -> None:  # noqa: ANN001
+def add_labels(project, rows) -> None:
     """Bulk insert (annotator, query, chunk, grade[, duration_ms[, source]]) label events."""
 
-    def work(session) -> None:  # noqa: ANN001
+    def work(session) -> None:
         names = {r[0] for r in rows}
         existing = {a.name for a in session.query(Annotator).all()}
         session.add_all(Annotator(name=n) for n in sorted(names - existing))
@@ -46,7 +46,7 @@ DATA = {
 }
 
 
-def _fill(project) -> None:  # noqa: ANN001
+def _fill(project) -> None:
     rows = []
     for name, grades in DATA.items():
         for u, g in enumerate(grades):
@@ -134,7 +134,7 @@ def test_fast_labels_by_chunk_length(project):
     fast = svc.fast_labels(project)
     assert [(f["chunk_id"], f["duration_ms"]) for f in fast] == [("c01", 300)]
     # a long chunk needs more time: 1500 chars at 75 chars/s = 20 s
-    def lengthen(session) -> None:  # noqa: ANN001
+    def lengthen(session) -> None:
         from ragjudge.store.schema import Chunk
 
         session.get(Chunk, "c02").text = "x" * 1500
@@ -163,11 +163,11 @@ def test_empty_project_gives_undefined_statistics(project):
     assert d["by_query"] == [] and d["by_annotator"] == []
 
 
-def _two_runs_and_opposed_annotators(project) -> None:  # noqa: ANN001
+def _two_runs_and_opposed_annotators(project) -> None:
     from ragjudge.store.schema import Run, RunEntry
 
     # bm25 ranks q1's chunks c05..c14 (conftest); dense ranks them in reverse
-    def add_dense(session) -> None:  # noqa: ANN001
+    def add_dense(session) -> None:
         session.add(Run(name="dense"))
         session.flush()
         for rank, j in enumerate(range(14, 4, -1), start=1):

@@ -25,7 +25,7 @@ GRADES = {
 
 
 class Host(App):
-    def __init__(self, screen_factory) -> None:  # noqa: ANN001
+    def __init__(self, screen_factory) -> None:
         super().__init__()
         self.screen_factory = screen_factory
         self.annotator = "lead"
@@ -34,14 +34,14 @@ class Host(App):
         self.push_screen(self.screen_factory())
 
 
-def _seed(project) -> None:  # noqa: ANN001
+def _seed(project) -> None:
     for (query, chunk), by in GRADES.items():
         for annotator, grade in by.items():
             record_label(project, annotator=annotator, query_id=query, chunk_id=chunk,
                          grade=grade, duration_ms=2500, note="partly" if annotator == "bob" else None)
 
 
-async def settle(pilot) -> None:  # noqa: ANN001
+async def settle(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
 
@@ -55,7 +55,7 @@ def test_agreement_overview(snap_compare, project):
 def test_agreement_pairs(snap_compare, project):
     _seed(project)
 
-    async def pairs(pilot) -> None:  # noqa: ANN001
+    async def pairs(pilot) -> None:
         await settle(pilot)
         await pilot.press("p")
         await pilot.pause()

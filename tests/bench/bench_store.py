@@ -122,7 +122,7 @@ def bench_writers(make_db, backend: str, labels_each: int, counts=(1, 4, 8)) -> 
     return rows
 
 
-def sqlite_dbs(folder: Path):  # noqa: ANN201
+def sqlite_dbs(folder: Path):
     def make():
         path = folder / f"bench-{uuid.uuid4().hex[:8]}.db"
 
@@ -135,7 +135,7 @@ def sqlite_dbs(folder: Path):  # noqa: ANN201
     return make
 
 
-def pg_dbs(base: str):  # noqa: ANN201
+def pg_dbs(base: str):
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
@@ -184,7 +184,7 @@ def write_run(path: Path, lines: int, depth: int = 1000) -> float:
 
 def bench_import(folder: Path, lines: int) -> dict:
     run = folder / f"run-{lines}.trec"
-    if not run.exists() or sum(1 for _ in open(run, "rb")) != lines:
+    if not run.exists() or sum(1 for _ in run.open("rb")) != lines:
         print(f"  writing a {lines:,}-line run to {run} ...", flush=True)
         print(f"  ({write_run(run, lines):.1f} s)", flush=True)
     db = folder / f"import-{uuid.uuid4().hex[:8]}.db"

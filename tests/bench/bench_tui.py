@@ -20,9 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("parcel delivery courier tracking refund address customs label return damaged late "
-         "locker pickup signature weekend express insurance invoice warehouse driver route "
-         "postcode redelivery missing fragile oversized international duty schedule").split()
+WORDS = ["parcel", "delivery", "courier", "tracking", "refund", "address", "customs", "label", "return", "damaged", "late", "locker", "pickup", "signature", "weekend", "express", "insurance", "invoice", "warehouse", "driver", "route", "postcode", "redelivery", "missing", "fragile", "oversized", "international", "duty", "schedule"]
 
 
 def generate_project(db: str, *, queries: int = 10_000, runs: int = 10, depth: int = 20,
@@ -83,7 +81,7 @@ async def measure(db: str, *, labels: int, depth: int, annotator: str = "bench")
     async with app.run_test(size=(120, 40)) as pilot:
         display = app._display
 
-        def counting_display(screen, renderable) -> None:  # noqa: ANN001
+        def counting_display(screen, renderable) -> None:
             # called with each frame the compositor rendered (headless: not written anywhere)
             if renderable is not None:
                 frames.append(time.perf_counter())
@@ -92,7 +90,7 @@ async def measure(db: str, *, labels: int, depth: int, annotator: str = "bench")
         app._display = counting_display
         watch = JudgeScreen.watch_pair
 
-        def timed_watch(screen_, pair) -> None:  # noqa: ANN001
+        def timed_watch(screen_, pair) -> None:
             watch(screen_, pair)
             shown.append(time.perf_counter())  # the new pair's widgets are set
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -303,7 +304,7 @@ def test_compare_nearly_identical_runs_is_within_noise(tmp_path, capsys):
 
 def test_compare_three_runs_holm(tmp_path, capsys):
     q, a, b = _runs_with_difference(tmp_path, shift=True)
-    c = _write(tmp_path / "C.trec", open(a).read())
+    c = _write(tmp_path / "C.trec", Path(a).read_text())
     code, out, _ = _run(capsys, "compare", a, b, c, "--qrels", q, "-m", "AP", "--format", "json")
     data = json.loads(out)
     assert data["holm"] is True

@@ -29,7 +29,9 @@ def test_contract_field_names():
     assert set(FIELDS["nuggets"]) == {"query_id", "nugget", "importance", "kind", "weight",
                                       "chunk_id", "annotator", "support"}
     assert FIELDS["entities"] == ("query_id", "entity")
-    assert FIELDS["answers"] == ("query_id", "run", "text", "cited")
+    assert FIELDS["answers"] == ("query_id", "run", "text", "cited", "sentences")
+    assert FIELDS["answer-labels"] == ("query_id", "run", "nugget", "sentence", "chunk_id",
+                                       "support", "annotator")
 
 
 def test_every_kind_reads_from_jsonl():

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pyarrow")
 
-from ragjudge.errors import InputError  # noqa: E402
-from ragjudge.metrics import _arrow, trec  # noqa: E402
-from ragjudge.metrics.trec import read_bytes  # noqa: E402
+from ragjudge.errors import InputError
+from ragjudge.metrics import _arrow, trec
+from ragjudge.metrics.trec import read_bytes
 
 KINDS = {
     "run": (trec.read_run_arrays, trec.RUN_FIELDS, (0, 2), 4, np.float64, "a number"),

@@ -19,7 +19,7 @@ from ragjudge.store.schema import (
 )
 
 
-def fill(session) -> None:  # noqa: ANN001
+def fill(session) -> None:
     session.add_all(Annotator(name=n) for n in ("alice", "bob", "carol"))
     session.get(Chunk, "c05").text = "Brasília is a city in Brazil, designed as the capital."
     session.get(Chunk, "c15").text = "Inaugurated on April 21, 1960."
@@ -28,13 +28,17 @@ def fill(session) -> None:  # noqa: ANN001
     session.add_all([f1, f2, f3, f4])
     session.flush()
 
-    def link(facet, chunk, who, covered=True):  # noqa: ANN001
+    def link(facet, chunk, who, covered=True):
         session.add(FacetLink(facet_id=facet.id, chunk_id=chunk, annotator=who, covered=covered))
         session.flush()  # ids follow the order of events
 
-    link(f1, "c05", "alice"); link(f1, "c05", "bob")
-    link(f2, "c07", "alice"); link(f2, "c07", "alice", False); link(f2, "c09", "alice")
-    link(f3, "c12", "alice"); link(f3, "c12", "bob", False)
+    link(f1, "c05", "alice")
+    link(f1, "c05", "bob")
+    link(f2, "c07", "alice")
+    link(f2, "c07", "alice", False)
+    link(f2, "c09", "alice")
+    link(f3, "c12", "alice")
+    link(f3, "c12", "bob", False)
     link(f4, "c05", "alice")
 
     n1 = Nugget(query_id="q1", text="height", importance="vital")
@@ -46,18 +50,21 @@ def fill(session) -> None:  # noqa: ANN001
     session.add_all([n1, n2, n3, n4, cl1, cl2])
     session.flush()
 
-    def support(nugget, chunk, who, level):  # noqa: ANN001
+    def support(nugget, chunk, who, level):
         session.add(NuggetSupport(nugget_id=nugget.id, chunk_id=chunk, annotator=who, support=level))
         session.flush()
 
-    support(n1, "c06", "alice", "full"); support(n1, "c06", "bob", "full")
-    support(n2, "c05", "alice", "partial"); support(n2, "c05", "bob", "partial")
+    support(n1, "c06", "alice", "full")
+    support(n1, "c06", "bob", "full")
+    support(n2, "c05", "alice", "partial")
+    support(n2, "c05", "bob", "partial")
     support(n2, "c13", "alice", "full")
     support(n3, "c20", "alice", "full")  # c20 is not in q1's run
     support(n3, "c08", "alice", "partial")
     support(n4, "c05", "alice", "full")
     support(cl1, "c07", "carol", "full")
-    support(cl2, "c07", "carol", "full"); support(cl2, "c07", "carol", "none")
+    support(cl2, "c07", "carol", "full")
+    support(cl2, "c07", "carol", "none")
 
     session.add_all(Entity(query_id="q1", text=t) for t in ("Brazil", "Brasília", "April 21, 1960"))
     session.add(Entity(query_id="q3", text="april 21, 1960"))
@@ -72,7 +79,7 @@ def fill(session) -> None:  # noqa: ANN001
 
 
 @pytest.fixture
-def rag_project(project):  # noqa: ANN001, ANN201
+def rag_project(project):
     project.write(fill)
     return project
 

@@ -21,7 +21,7 @@ from ragjudge.metrics.rag import (
 SEED_RELEVANT = {"c1", "c3", "c5", "c8"}
 
 
-def flags(ranked):  # noqa: ANN001, ANN201
+def flags(ranked):
     return [c in SEED_RELEVANT for c in ranked]
 
 

@@ -12,22 +12,22 @@ from ragjudge.cli import common, main
 
 
 @pytest.fixture(autouse=True)
-def _no_project(monkeypatch):  # noqa: ANN001
+def _no_project(monkeypatch):
     monkeypatch.setitem(common._state, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 
-def _run(capsys, *args: str) -> tuple[int, str, str]:  # noqa: ANN001
+def _run(capsys, *args: str) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out = capsys.readouterr()
     return code, out.out, out.err
 
 
 @pytest.fixture
-def rag_db(rag_project, project_db):  # noqa: ANN001, ANN201
+def rag_db(rag_project, project_db):
     from ragjudge.store.schema import Label
 
-    def judge(session) -> None:  # noqa: ANN001
+    def judge(session) -> None:
         for q in ("q1", "q2", "q3", "q4"):
             session.add(Label(query_id=q, chunk_id="c05", annotator="alice", grade=1))
 
@@ -39,7 +39,7 @@ MEASURES = ["Coverage@5", "NuggetRecall(strict,vital)@5", "NuggetRecall(all)@5",
             "ContextRecall@10", "EntityRecall@10", "Attribution@10"]
 
 
-def test_eval_json(capsys, rag_db):  # noqa: ANN001
+def test_eval_json(capsys, rag_db):
     args = ["eval", "--db", rag_db, "--run", "bm25", "--per-query", "--format", "json"]
     for m in MEASURES:
         args += ["-m", m]
@@ -58,7 +58,7 @@ def test_eval_json(capsys, rag_db):  # noqa: ANN001
     assert aggregate["EntityRecall@10"] == pytest.approx((2 / 3 + 1) / 2)
 
 
-def test_gate(capsys, rag_db):  # noqa: ANN001
+def test_gate(capsys, rag_db):
     code, out, err = _run(capsys, "gate", "--db", rag_db, "--run", "bm25",
                           "--require", "Coverage@5>=0.6", "--require", "EntityRecall@10>=0.8")
     assert code == 0, err  # 0.667 and 0.833
@@ -68,7 +68,7 @@ def test_gate(capsys, rag_db):  # noqa: ANN001
     assert "Attribution@10" in out
 
 
-def test_explain(capsys, rag_db):  # noqa: ANN001
+def test_explain(capsys, rag_db):
     code, out, err = _run(capsys, "explain", "--db", rag_db, "--run", "bm25", "--query", "q1",
                           "-m", "Coverage@5", "-m", "Attribution@10")
     assert code == 0, err
@@ -77,7 +77,7 @@ def test_explain(capsys, rag_db):  # noqa: ANN001
     assert "2 / 10 = 0.2000" in out  # Attribution@10: c05 and c07 cited in the top 10
 
 
-def test_compare(capsys, rag_db, tmp_path):  # noqa: ANN001
+def test_compare(capsys, rag_db, tmp_path):
     from ragjudge.services.importing import import_file
     from ragjudge.services.project import Project
 

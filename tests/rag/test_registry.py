@@ -20,7 +20,7 @@ SEED_GRADES = {"c1": 2, "c2": 0, "c3": 1, "c4": 0, "c5": 2, "c6": 0, "c7": 0, "c
                "c10": 0}
 
 
-def seed_inputs(extra_queries=()):  # noqa: ANN001, ANN201
+def seed_inputs(extra_queries=()):
     grades = {"eiffel": SEED_GRADES}
     ranked = {"eiffel": SEED_RUN}
     for q in extra_queries:

@@ -24,7 +24,7 @@ from ragjudge.services.rag import rag_extras
 from ragjudge.store.schema import RunEntry
 
 
-def run_matrix(project, run: str = "bm25"):  # noqa: ANN001, ANN201
+def run_matrix(project, run: str = "bm25"):
     with project.connect() as connection:
         rows = connection.execute(select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.run == run)
                                   .order_by(RunEntry.query_id, RunEntry.rank)).all()
@@ -118,7 +118,7 @@ def test_only_needed_extras_are_built(rag_project):
     query_ids, matrix = run_matrix(rag_project)
     assert rag_extras(rag_project, "bm25", query_ids, matrix, ["P@5", "nDCG@10"]) == {}
     extras = rag_extras(rag_project, "bm25", query_ids, matrix, None)
-    assert set(extras) == {"facets", "nuggets", "claims", "entities", "citations"}
+    assert set(extras) == {"facets", "nuggets", "claims", "entities", "citations", "answers"}
 
 
 def test_rows_follow_the_given_order_and_str_matrices(rag_project):
@@ -136,7 +136,7 @@ def test_end_to_end_through_evaluate(rag_project):
     from ragjudge.services.evaluation import project_qrels, project_run
     from ragjudge.store.schema import Label
 
-    def judge(session) -> None:  # noqa: ANN001
+    def judge(session) -> None:
         for q in ("q1", "q2", "q3", "q4"):
             session.add(Label(query_id=q, chunk_id="c05", annotator="alice", grade=1))
 
@@ -186,7 +186,7 @@ def test_new_events_are_seen_by_the_next_call(rag_project):
     assert coverage(after, 10)[q1] == pytest.approx(1.0)
     assert coverage(after, 7)[q1] == pytest.approx(2 / 3)
 
-    def withdraw(session) -> None:  # noqa: ANN001
+    def withdraw(session) -> None:
         height = session.query(Nugget).filter_by(text="height").one()
         for who in ("alice", "bob"):
             session.add(NuggetSupport(nugget_id=height.id, chunk_id="c06", annotator=who,

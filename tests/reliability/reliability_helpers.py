@@ -9,6 +9,7 @@ had acknowledged to its user.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -79,10 +80,8 @@ def fork_child(work: Callable[[int], None], *, go_fd: int | None = None,
             work(write_fd, go_fd)
         except BaseException:  # noqa: BLE001 - report everything to the parent
             text = traceback.format_exc().replace("\n", " | ")
-            try:
+            with contextlib.suppress(OSError):
                 os.write(write_fd, f"ERR {text}\n".encode())
-            except OSError:
-                pass
             code = 1
         finally:
             os._exit(code)
@@ -96,7 +95,7 @@ def wait_for_go(go_fd: int | None) -> None:
         os.read(go_fd, 1)  # returns b"" once the parent closed the write end
 
 
-def label_forever(db: str, annotator: str, *, limit: int | None = None, offset: int = 0):  # noqa: ANN201
+def label_forever(db: str, annotator: str, *, limit: int | None = None, offset: int = 0):
     """The body of a labelling child: open the project, continue this annotator's sequence
     where the database says it stopped, label pairs through ``record_label`` and acknowledge
     each returned event id as ``<id> <seq>``."""
@@ -156,7 +155,7 @@ def acknowledged(child: Child) -> list[tuple[int, int]]:
 
 
 def check_event_log(connection, annotators: list[str], acked: dict[str, list[tuple[int, int]]],
-                    *, offsets: dict[str, int] | None = None) -> dict[str, int]:  # noqa: ANN001
+                    *, offsets: dict[str, int] | None = None) -> dict[str, int]:
     """The event log of each annotator is exactly seq 0..n-1 in id order, every acknowledged
     event is in it with its pair and grade, and ids are unique. Returns events per annotator."""
     from ragjudge.store.schema import Label
@@ -202,7 +201,7 @@ def cli_in_process(*args: str, code: str | None = None) -> subprocess.CompletedP
         with redirect_stdout(out), redirect_stderr(err):
             try:
                 if code:
-                    exec(compile(code, "<label write>", "exec"), {"__name__": "__main__"})  # noqa: S102
+                    exec(compile(code, "<label write>", "exec"), {"__name__": "__main__"})
                     code_ = 0
                 else:
                     code_ = main(list(args))

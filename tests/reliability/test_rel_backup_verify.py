@@ -129,7 +129,7 @@ def test_verify_a_sound_project(tmp_path):
     report = json.loads(result.stdout)
     assert report["ok"] is True and report["schema_revision"]
     assert report["events"] == {"labels": 7, "facet_links": 0, "nugget_support": 0, "adjudications": 0,
-                                "pair_marks": 0}
+                                "pair_marks": 0, "answer_judgments": 0}
     newest = datetime.fromisoformat(report["newest_event"])
     assert abs(newest - datetime.utcnow()) < timedelta(minutes=5)
     assert {c["status"] for c in report["checks"]} == {"ok"}
@@ -206,7 +206,7 @@ def test_a_failed_backup_leaves_no_file_under_the_target_name(tmp_path, monkeypa
     make_small_project(db).close()
     real_copy = maintenance._copy
 
-    def copy_then_fail(source, partial):  # noqa: ANN001
+    def copy_then_fail(source, partial):
         real_copy(source, partial)
         assert partial.exists() and partial.name.startswith(".")
         raise sqlite3.DatabaseError("disk full (simulated)")

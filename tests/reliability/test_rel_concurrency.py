@@ -72,7 +72,7 @@ def test_eight_processes_write_4000_labels_to_postgresql(pg_url):
     _check(pg_url, acked)
 
 
-def _same_annotator_worker(db: str, annotator: str, each: int, tag: int):  # noqa: ANN202
+def _same_annotator_worker(db: str, annotator: str, each: int, tag: int):
     def work(write_fd: int, go_fd: int | None) -> None:
         from reliability_helpers import pair_for, wait_for_go
 

@@ -38,7 +38,7 @@ def _kill_rounds(db: str, *, rounds: int, seed: int) -> tuple[dict, int]:
                     c.drain()
                 time.sleep(0.002)
         started = time.monotonic()
-        for name, child in sorted(children.items(), key=lambda _: rng.random()):
+        for _name, child in sorted(children.items(), key=lambda _: rng.random()):
             delay = rng.uniform(0.0, 0.03 if early else 0.2) - (time.monotonic() - started)
             if delay > 0:
                 time.sleep(delay)

@@ -67,7 +67,7 @@ def read_state(screen: str) -> tuple[str, str, int] | None:
     return query, chunk, handled
 
 
-def wait_for(term: Terminal, predicate, timeout: float = 30.0):  # noqa: ANN001, ANN201
+def wait_for(term: Terminal, predicate, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         state = read_state(term.screen())

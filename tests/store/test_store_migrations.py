@@ -16,14 +16,14 @@ from ragjudge.store.engine import make_engine
 from ragjudge.store.schema import Base
 
 
-def schema_differences(engine) -> list:  # noqa: ANN001
+def schema_differences(engine) -> list:
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True,
                                                                 "compare_server_default": False})
         return compare_metadata(context, Base.metadata)
 
 
-def schema_of(engine) -> dict:  # noqa: ANN001
+def schema_of(engine) -> dict:
     """Tables, columns (name, type, nullable), primary keys, foreign keys, indexes, uniques."""
     out = {}
     with engine.connect() as connection:

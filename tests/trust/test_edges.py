@@ -313,7 +313,7 @@ def test_project_in_a_folder_this_user_cannot_write(tmp_path, db):
         results = _restricted(*reads, *writes, cwd=tmp_path)
     finally:
         folder.chmod(0o755)
-    for args, (code, stdout, err) in zip(reads, results):
+    for args, (code, _stdout, err) in zip(reads, results):
         assert code == 0, (args, err)
     assert json.loads(results[0][1])["queries"] == 5
     assert sqlite3.connect(out / "copy.db").execute("SELECT count(*) FROM queries").fetchone() == (5,)
@@ -621,3 +621,19 @@ def test_keys_queued_behind_quit_do_nothing(project):
 
     with project.read() as session:  # the '2' behind 'q' recorded nothing
         assert session.scalar(select(func.count()).select_from(Label)) == 0
+
+
+def test_nul_inside_an_answer_sentence_is_refused(capsys, db, tmp_path):
+    # nested records (an answer's sentences) pass the same text check as top-level fields
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 c01 1 1.0 bm25\n", encoding="utf-8")
+    assert _run(capsys, "--db", db, "import", "run", run, "--name", "fresh")[0] == 0
+    before = _rows(db)
+    line = ('{"query_id": "q1", "run": "fresh", "sentences": [{"text": "fine.", "citations": ["c01"]}, '
+            '{"text": "bad \\u0000 one.", "citations": []}]}\n')
+    answers = tmp_path / "a.jsonl"
+    answers.write_text(line, encoding="utf-8")
+    code, _, err = _run(capsys, "--db", db, "import", "answers", answers)
+    _one_paragraph(code, err)
+    assert "line 1" in err and "field 'sentences[1].text'" in err and "NUL" in err
+    assert _rows(db) == before

@@ -56,7 +56,7 @@ def run(capsys, *args: object) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def cli(*args: object, **kwargs) -> subprocess.CompletedProcess:  # noqa: ANN003
+def cli(*args: object, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("RAGJUDGE_DB", None)
     return subprocess.run([sys.executable, "-m", "ragjudge", *map(str, args)], capture_output=True,
@@ -281,7 +281,7 @@ def test_a_failed_export_leaves_the_old_file_and_no_partial(capsys, tmp_path):
     db = tmp_path / "p.db"
     project = make_small_project(str(db))
 
-    def spaced(session) -> None:  # noqa: ANN001
+    def spaced(session) -> None:
         from ragjudge.store.schema import Query, RunEntry
 
         session.add(Query(id="q 9", text="a query id with a space"))
@@ -333,7 +333,7 @@ def test_disk_full_leaves_no_partial_file(capsys, db, tmp_path, monkeypatch, whe
     target.write_text("before\n")
     real = {"write": os.write, "fsync": os.fsync, "replace": os.replace}[where]
 
-    def full(*args):  # noqa: ANN002
+    def full(*args):
         if where == "fsync" and not _is_file_fd(args[0]):
             return real(*args)
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -373,7 +373,7 @@ def test_a_folder_without_permission_says_so(capsys, db, tmp_path, monkeypatch, 
     target.parent.mkdir()
     real = os.open
 
-    def denied(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+    def denied(path, *args, **kwargs):
         if Path(path).parent == target.parent:
             raise PermissionError(errno.EACCES, "Permission denied")
         return real(path, *args, **kwargs)
@@ -439,7 +439,7 @@ def test_the_migration_backup_goes_through_the_same_write(tmp_path, monkeypatch)
     calls: list[Path] = []
     real = files.replacing
 
-    def spy(target, **kwargs):  # noqa: ANN001, ANN003
+    def spy(target, **kwargs):
         calls.append(Path(target))
         return real(target, **kwargs)
 
@@ -493,7 +493,7 @@ def hostile(tmp_path) -> Path:
     db = tmp_path / "hostile.db"
     project = make_small_project(str(db))
 
-    def add(session) -> None:  # noqa: ANN001
+    def add(session) -> None:
         from ragjudge.store.schema import Query, Run, RunEntry
 
         session.add(Query(id="q\x1b]0;owned\x07", text="hostile id"))

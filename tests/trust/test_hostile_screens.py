@@ -52,7 +52,7 @@ CHUNKS = ["c1", C_MARKUP, f"c3{OSC52}", "c4", "c5", "c6"]
 SIZE = (160, 50)
 
 
-def build(path) -> Project:  # noqa: ANN001
+def build(path) -> Project:
     project = Project.init(str(path), name=hostile("project"), guidelines=GUIDELINES)
     scale = Scale.parse("0-3").model_dump(mode="json")
     for level in scale["levels"]:
@@ -60,7 +60,7 @@ def build(path) -> Project:  # noqa: ANN001
         level["description"] = hostile("level")
     project.set_settings({"scale": scale})
 
-    def seed(session) -> None:  # noqa: ANN001
+    def seed(session) -> None:
         for i, qid in enumerate(QUERIES):
             session.add(Query(id=qid, text=hostile(f"query {i}"), description=hostile("description"),
                               category=hostile("category") if i % 2 else "[/]plain",
@@ -99,39 +99,39 @@ def build(path) -> Project:  # noqa: ANN001
 
 
 @pytest.fixture
-def project(tmp_path):  # noqa: ANN001, ANN201
+def project(tmp_path):
     p = build(tmp_path / "hostile.db")
     yield p
     p.close()
 
 
-def run(scenario) -> None:  # noqa: ANN001
+def run(scenario) -> None:
     asyncio.run(scenario())
 
 
-async def until(pilot, predicate, what: str, timeout: float = 20.0) -> None:  # noqa: ANN001
+async def until(pilot, predicate, what: str, timeout: float = 20.0) -> None:
     end = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < end, f"never happened: {what}"
         await pilot.pause(0.05)
 
 
-async def settle(pilot) -> None:  # noqa: ANN001
+async def settle(pilot) -> None:
     for _ in range(3):
         await pilot.pause()
 
 
-async def type_text(pilot, text: str) -> None:  # noqa: ANN001
+async def type_text(pilot, text: str) -> None:
     """Type into the focused Input key by key, as a person does."""
     for ch in text:
         await pilot.press(ch)
 
 
-def screen_name(app) -> str:  # noqa: ANN001
+def screen_name(app) -> str:
     return type(app.screen).__name__
 
 
-def check(app, where: str) -> str:  # noqa: ANN001
+def check(app, where: str) -> str:
     text = assert_clean_screen(app, where)
     assert "␛]52;c;aGFja2Vk␇" in text or "␛]0;owned␇" in text or "[/]" in text, f"{where}: {text[:400]}"
     return text
@@ -140,7 +140,7 @@ def check(app, where: str) -> str:  # noqa: ANN001
 # -- the check itself ---------------------------------------------------------------------------
 
 class _Raw(App):
-    def compose(self):  # noqa: ANN201
+    def compose(self):
         yield Static(Text("drawn \x1b]0;raw title"), id="raw")
 
 

@@ -30,14 +30,14 @@ PAIR = dict(annotator="ann", query_id="q1", chunk_id="c02")
 WHERE = ("ann", "q1", "c02")
 
 
-def mark_rows(project) -> list[tuple]:  # noqa: ANN001
+def mark_rows(project) -> list[tuple]:
     with project.read() as session:
         return [tuple(r) for r in session.execute(
             select(PairMark.annotator, PairMark.query_id, PairMark.chunk_id, PairMark.kind,
                    PairMark.action, PairMark.text).order_by(PairMark.id))]
 
 
-def reopened(project) -> Project:  # noqa: ANN001
+def reopened(project) -> Project:
     """The same project through a new connection: what is on disk, not what a session holds."""
     db = project.db
     project.close()
@@ -159,7 +159,7 @@ def marked_project(db: str) -> Project:
     return project
 
 
-def exported(project, fmt: str) -> str:  # noqa: ANN001
+def exported(project, fmt: str) -> str:
     out = io.StringIO()
     export(project, "labels", out, fmt=fmt)
     return out.getvalue()
@@ -292,7 +292,7 @@ def old_project(db: str) -> None:
         connection.execute(text("INSERT INTO annotators (name, created_at, seen_guidelines) "
                                 "VALUES ('ann', CURRENT_TIMESTAMP, FALSE)"))
 
-        def event(chunk: str, grade, *, flagged=False, note=None, duration=None, undoes=None,  # noqa: ANN001
+        def event(chunk: str, grade, *, flagged=False, note=None, duration=None, undoes=None,
                   source="tui", skipped=False) -> int:
             return connection.execute(insert(labels).values(
                 query_id="q1", chunk_id=chunk, annotator="ann", grade=grade, skipped=skipped,

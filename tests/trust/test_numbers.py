@@ -22,18 +22,18 @@ from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
 
 
 @pytest.fixture(autouse=True)
-def _no_project(monkeypatch):  # noqa: ANN001
+def _no_project(monkeypatch):
     monkeypatch.setitem(common._state, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 
-def _run(capsys, *args: object) -> tuple[int, str, str]:  # noqa: ANN001
+def _run(capsys, *args: object) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out = capsys.readouterr()
     return code, out.out, out.err
 
 
-def _write(path, text: str) -> str:  # noqa: ANN001
+def _write(path, text: str) -> str:
     path.write_text(text, encoding="utf-8")
     return str(path)
 
@@ -67,7 +67,7 @@ def test_err_refuses_a_grade_above_its_max_grade():
         == pytest.approx(7 / 8, abs=1e-15)
 
 
-def _ir_err(qrels: dict, run: dict, k: int):  # noqa: ANN202
+def _ir_err(qrels: dict, run: dict, k: int):
     ir_measures = pytest.importorskip("ir_measures")
     if shutil.which("perl") is None:
         pytest.skip("ir_measures' ERR runs gdeval, a perl script")
@@ -104,7 +104,7 @@ def test_err_stays_a_probability_on_random_qrels():
         assert np.all((result.values >= 0) & (result.values <= 1))
 
 
-def _project_with_labels(db: str, labels: list[tuple[str, str, int]], scale: str = "0-3"):  # noqa: ANN202
+def _project_with_labels(db: str, labels: list[tuple[str, str, int]], scale: str = "0-3"):
     from projectkit import make_small_project
 
     from ragjudge.services import judging
@@ -115,7 +115,7 @@ def _project_with_labels(db: str, labels: list[tuple[str, str, int]], scale: str
     return project
 
 
-def _err_of_q1(capsys, db: str, measure: str = "ERR@2") -> float:  # noqa: ANN001
+def _err_of_q1(capsys, db: str, measure: str = "ERR@2") -> float:
     code, out, err = _run(capsys, "eval", "--db", db, "--run", "bm25", "-m", measure,
                           "--per-query", "--format", "json")
     assert code == 0, err
@@ -181,7 +181,7 @@ BAD_NUMBERS = ["1_0.5", "\uff11.5", "0x1p3"]
 
 
 @pytest.fixture(params=[False, True], ids=["numpy", "pyarrow"])
-def bulk_path(request, monkeypatch):  # noqa: ANN001
+def bulk_path(request, monkeypatch):
     """The bulk TREC parser of ragjudge.metrics, through numpy or through pyarrow."""
     from ragjudge.metrics import trec
 
@@ -214,7 +214,7 @@ def test_bulk_parser_locates_a_grade_out_of_range(bulk_path):
     assert Qrels.from_trec(f"q1 0 a {MAX_GRADE}\nq1 0 b {-MAX_GRADE}\n").max_grade == MAX_GRADE
 
 
-def _read_all(kind: str, text: str, fmt: str):  # noqa: ANN202
+def _read_all(kind: str, text: str, fmt: str):
     from ragjudge.formats import read_records
 
     return list(read_records(kind, text, fmt))
@@ -437,11 +437,11 @@ def test_a_scale_is_bounded_and_written_in_ascii():
 # -- RAG measures on queries that have nuggets but no relevance grade ------------------------
 
 
-def _add_nuggets(project, query: str, support: list[tuple[str, str]]) -> None:  # noqa: ANN001
+def _add_nuggets(project, query: str, support: list[tuple[str, str]]) -> None:
     """One vital nugget of ``query`` per (chunk, level) pair, supported by that chunk."""
     from ragjudge.store.schema import Annotator, Nugget, NuggetSupport
 
-    def fill(session) -> None:  # noqa: ANN001
+    def fill(session) -> None:
         if session.get(Annotator, "ann") is None:
             session.add(Annotator(name="ann"))
         for i, (chunk, level) in enumerate(support):

@@ -106,7 +106,7 @@ def test_beir_file_names(capsys, db, tmp_path):
 def add_hostile_run(db: str) -> str:
     name = f"run{HOSTILE}"
     with Project.open(db) as project:
-        def add(session) -> None:  # noqa: ANN001
+        def add(session) -> None:
             session.add(Run(name=name))
             session.flush()
             session.add(RunEntry(run=name, query_id="q1", chunk_id="c01", rank=1, score=1.0))

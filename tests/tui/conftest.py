@@ -7,7 +7,7 @@ from tui_project import build_project
 
 
 @pytest.fixture
-def project(tmp_path):  # noqa: ANN001, ANN201
+def project(tmp_path):
     p = build_project(tmp_path / "t.db")
     yield p
     p.close()

@@ -17,12 +17,12 @@ from tui_project import build_project, sync
 SIZE = (120, 40)
 
 
-def labels(project, annotator: str = "alice") -> list[Label]:  # noqa: ANN001
+def labels(project, annotator: str = "alice") -> list[Label]:
     with project.read() as s:
         return list(s.scalars(select(Label).where(Label.annotator == annotator).order_by(Label.id)))
 
 
-async def open_judging(app, pilot) -> JudgeScreen:  # noqa: ANN001
+async def open_judging(app, pilot) -> JudgeScreen:
     await pilot.pause()
     if not isinstance(app.screen, JudgeScreen):  # the guidelines, shown once
         await pilot.press("enter")
@@ -31,7 +31,7 @@ async def open_judging(app, pilot) -> JudgeScreen:  # noqa: ANN001
     return app.screen
 
 
-def screen_text(app) -> str:  # noqa: ANN001
+def screen_text(app) -> str:
     """The characters on screen, line by line (from the SVG screenshot)."""
     svg = app.export_screenshot()
     lines: dict[str, list[str]] = {}
@@ -177,7 +177,7 @@ async def test_facets_and_nuggets_keys(project):
     with project.read() as s:
         links = s.scalars(select(FacetLink)).all()
         support = s.scalars(select(NuggetSupport).order_by(NuggetSupport.id)).all()
-    assert [(l.facet_id, l.chunk_id, l.annotator, l.covered) for l in links] == [
+    assert [(lab.facet_id, lab.chunk_id, lab.annotator, lab.covered) for lab in links] == [
         (facet.id, pair.chunk_id, "alice", True)]
     assert [x.support for x in support] == ["partial", "full"]
 

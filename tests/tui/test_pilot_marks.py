@@ -11,12 +11,12 @@ from ragjudge.tui import make_app
 from ragjudge.tui.screens.prompts import ConfirmPrompt
 
 
-def panel(app) -> str:  # noqa: ANN001
+def panel(app) -> str:
     """The text of the "your label" panel."""
     return str(app.screen.query_one("#earlier-panel").render())
 
 
-def marks(project, pair) -> J.PairMarks:  # noqa: ANN001
+def marks(project, pair) -> J.PairMarks:
     return J.current_marks(project, "alice", pair.query_id, pair.chunk_id)
 
 

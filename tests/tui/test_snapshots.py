@@ -18,14 +18,14 @@ SIZE = (120, 40)
 
 
 @pytest.fixture
-def snap_project(tmp_path, monkeypatch):  # noqa: ANN001, ANN201
+def snap_project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     project = build_project("parcel.db")
     yield project
     project.close()
 
 
-async def settle(pilot) -> None:  # noqa: ANN001
+async def settle(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     for widget in pilot.app.screen.query(Input):
@@ -33,7 +33,7 @@ async def settle(pilot) -> None:  # noqa: ANN001
     await pilot.pause()
 
 
-def seen(project, name: str = "alice") -> None:  # noqa: ANN001
+def seen(project, name: str = "alice") -> None:
     J.mark_guidelines_seen(project, name)
 
 
@@ -63,7 +63,7 @@ def test_judge_with_earlier_label_facets_and_nuggets(snap_compare, snap_project)
     J.set_nugget_support(snap_project, annotator="alice", nugget_id=nugget, chunk_id=first.chunk_id,
                          support="partial")
 
-    async def back_to_first(pilot) -> None:  # noqa: ANN001
+    async def back_to_first(pilot) -> None:
         await pilot.press("left")
         await settle(pilot)
 
@@ -74,7 +74,7 @@ def test_judge_with_earlier_label_facets_and_nuggets(snap_compare, snap_project)
 def test_judge_markup_chunk_literal(snap_compare, snap_project):
     seen(snap_project)
 
-    async def to_markup_chunk(pilot) -> None:  # noqa: ANN001
+    async def to_markup_chunk(pilot) -> None:
         screen = pilot.app.screen
         for _ in range(8):
             if screen.pair.chunk_id == "c01":
@@ -113,7 +113,7 @@ def test_name_prompt(snap_compare, snap_project):
 def test_find_query(snap_compare, snap_project):
     seen(snap_project)
 
-    async def find(pilot) -> None:  # noqa: ANN001
+    async def find(pilot) -> None:
         await pilot.press("slash", *"parcel")
         await settle(pilot)
 

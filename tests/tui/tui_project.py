@@ -17,11 +17,11 @@ QUERIES = [
 ]
 
 
-def build_project(path, *, scale: str = "0-3", guidelines: str | None = GUIDELINES) -> Project:  # noqa: ANN001
+def build_project(path, *, scale: str = "0-3", guidelines: str | None = GUIDELINES) -> Project:
     project = Project.init(str(path), scale=Scale.parse(scale), name="parcel help",
                            guidelines=guidelines)
 
-    def seed(session) -> None:  # noqa: ANN001
+    def seed(session) -> None:
         for qid, text, desc, cat in QUERIES:
             session.add(Query(id=qid, text=text, description=desc, category=cat))
         texts = {
@@ -63,13 +63,13 @@ def build_project(path, *, scale: str = "0-3", guidelines: str | None = GUIDELIN
     return project
 
 
-def sync(test):  # noqa: ANN001, ANN201
+def sync(test):
     """Run an ``async def`` test with asyncio.run (the suite has no async plugin)."""
     import asyncio
     import functools
 
     @functools.wraps(test)
-    def run(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def run(*args, **kwargs):
         return asyncio.run(test(*args, **kwargs))
 
     return run

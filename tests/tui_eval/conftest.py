@@ -9,7 +9,7 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def demo_file(tmp_path_factory):  # noqa: ANN001, ANN201
+def demo_file(tmp_path_factory):
     from ragjudge.services.demo import build_demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.db"
@@ -18,7 +18,7 @@ def demo_file(tmp_path_factory):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture
-def demo_db(demo_file, tmp_path) -> str:  # noqa: ANN001
+def demo_db(demo_file, tmp_path) -> str:
     """The ``--db`` of a fresh copy of the demo project."""
     target = tmp_path / "demo.db"
     shutil.copyfile(demo_file, target)
@@ -26,7 +26,7 @@ def demo_db(demo_file, tmp_path) -> str:  # noqa: ANN001
 
 
 @pytest.fixture
-def demo(demo_db):  # noqa: ANN001, ANN201
+def demo(demo_db):
     from ragjudge.services.project import Project
 
     project = Project.open(demo_db)

@@ -20,24 +20,24 @@ from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
 
 
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:  # noqa: ANN001
+async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
     end = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < end, "the evaluation screen did not catch up"
         await pilot.pause(0.05)
 
 
-def max_label_id(project) -> int:  # noqa: ANN001
+def max_label_id(project) -> int:
     from ragjudge.services.agreement import labels_stamp
 
     return labels_stamp(project)[0]
 
 
-def caught_up(screen: EvaluationScreen, label_id: int):  # noqa: ANN201
+def caught_up(screen: EvaluationScreen, label_id: int):
     return lambda: bool(screen.applied) and screen.applied[-1][0] >= label_id
 
 
-def cli_numbers(db: str, tmp_path, capsys=None) -> dict:  # noqa: ANN001
+def cli_numbers(db: str, tmp_path, capsys=None) -> dict:
     """``ragjudge export qrels`` then ``ragjudge eval --qrels`` on the project's runs (JSON),
     each the real command in its own process."""
     qrels = tmp_path / "gold.qrels"
@@ -60,7 +60,7 @@ def overview_cells(screen: EvaluationScreen) -> dict[str, dict[str, str]]:
     return out
 
 
-def a_pair_that_moves_ndcg(project):  # noqa: ANN001, ANN202
+def a_pair_that_moves_ndcg(project):
     """A pair in bm25's top 10 that nobody has graded (a grade 3 there raises nDCG@10)."""
     from ragjudge.services.qrels import gold_qrels
 
@@ -76,7 +76,7 @@ def test_a_label_changes_the_pane_to_exactly_what_export_and_eval_give(demo, dem
     asyncio.run(_label_then_compare(demo, demo_db, tmp_path, capsys))
 
 
-async def _label_then_compare(demo, db, tmp_path, capsys) -> None:  # noqa: ANN001
+async def _label_then_compare(demo, db, tmp_path, capsys) -> None:
     app = make_app(demo)
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("e")
@@ -114,7 +114,7 @@ with Project.open(sys.argv[1]) as project:
 """
 
 
-async def _second_process(demo, db, tmp_path, capsys) -> None:  # noqa: ANN001
+async def _second_process(demo, db, tmp_path, capsys) -> None:
     ranked = ev.project_run(demo, "hybrid").to_ranked()
     pairs = [(q, ranked[q][k]) for q in ("f01", "m05", "p03", "q07") if q in ranked for k in (0, 4)]
     assert len(pairs) >= 4
@@ -140,7 +140,7 @@ def test_enter_explains_a_query_and_j_judges_its_pairs_by_keys(demo, tmp_path):
     asyncio.run(_explain_and_judge(demo))
 
 
-async def _explain_and_judge(demo) -> None:  # noqa: ANN001
+async def _explain_and_judge(demo) -> None:
     app = make_app(demo, annotator="erin")
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("e")
@@ -179,7 +179,7 @@ def test_add_a_measure_by_name_change_the_rule_and_compare(demo):
     asyncio.run(_add_measure_and_rule(demo))
 
 
-async def _add_measure_and_rule(demo) -> None:  # noqa: ANN001
+async def _add_measure_and_rule(demo) -> None:
     app = evaluation_app(demo)
     async with app.run_test(size=(140, 45)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)

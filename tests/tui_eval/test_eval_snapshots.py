@@ -18,11 +18,11 @@ SIZE = (140, 45)
 
 
 @pytest.fixture(autouse=True)
-def frozen_clock(monkeypatch):  # noqa: ANN001
+def frozen_clock(monkeypatch):
     monkeypatch.setattr(EvaluationScreen, "clock", staticmethod(lambda snapshot: "12:00:00"))
 
 
-async def ready(pilot) -> EvaluationScreen:  # noqa: ANN001
+async def ready(pilot) -> EvaluationScreen:
     end = time.monotonic() + 30
     app = pilot.app
     def quiet() -> bool:
@@ -38,8 +38,8 @@ async def ready(pilot) -> EvaluationScreen:  # noqa: ANN001
     return app.screen
 
 
-def tab(key: str, settle=None):  # noqa: ANN001, ANN201
-    async def run_before(pilot) -> None:  # noqa: ANN001
+def tab(key: str, settle=None):
+    async def run_before(pilot) -> None:
         screen = await ready(pilot)
         if key:
             await pilot.press(key)

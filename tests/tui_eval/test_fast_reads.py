@@ -24,7 +24,7 @@ def _reference_run(db: str, name: str) -> dict[str, list[str]]:
     return out
 
 
-def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):  # noqa: ANN001
+def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):
     names = ev.project_run_names(demo)
     assert len(names) >= 2
     for name in names:
@@ -36,7 +36,7 @@ def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):  # noqa: ANN00
         assert list(generic[1]) == [c for cs in _reference_run(demo_db, name).values() for c in cs]
 
 
-def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):  # noqa: ANN001
+def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):
     """Rows inserted out of rank order come back in rank order; a chunk id holding the byte
     the bulk read splits on makes it fall back to the row-by-row read, with the same result."""
     con = sqlite3.connect(demo_db)
@@ -67,7 +67,7 @@ def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):  #
     assert np.array_equal(run.offsets, [0, 5])
 
 
-def test_current_labels_through_the_driver_equal_the_core_select(demo):  # noqa: ANN001
+def test_current_labels_through_the_driver_equal_the_core_select(demo):
     from sqlalchemy import select
 
     from ragjudge.services import judging
@@ -111,7 +111,7 @@ def test_ids_encoded_in_bulk_equal_the_metrics_encoding():
             assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), values
 
 
-def test_driver_reads_on_every_database(any_db):  # noqa: ANN001
+def test_driver_reads_on_every_database(any_db):
     """The cursor-level reads (runs, current labels, the live engine's per-label reads) on
     SQLite and on PostgreSQL (``%s`` parameters), against ``ragjudge eval``'s numbers."""
     import math

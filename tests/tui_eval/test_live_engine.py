@@ -20,14 +20,14 @@ MEASURES = ["P@1", "P@5", "R@10", "RR", "AP", "nDCG@10", "Rprec", "ERR@10", "Jud
             "ContextPrecision@5", "bpref"]
 
 
-def reference(project, rule, measures, threshold=None):  # noqa: ANN001, ANN201
+def reference(project, rule, measures, threshold=None):
     qrels, rule = ev.project_qrels(project, rule)
     runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
     return ev.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold
                            if threshold is None else threshold, project=project, rule=rule)
 
 
-def assert_same(engine, project, rule=None):  # noqa: ANN001
+def assert_same(engine, project, rule=None):
     expected = reference(project, rule or engine.rule, engine.measures, engine.threshold)
     snap = engine.snapshot()
     assert snap.n_queries == expected.n_queries()
@@ -37,7 +37,7 @@ def assert_same(engine, project, rule=None):  # noqa: ANN001
             assert got == value or (math.isnan(got) and math.isnan(value)), (run, m, got, value)
 
 
-def _ranked(project):  # noqa: ANN001, ANN202
+def _ranked(project):
     return {n: ev.project_run(project, n).to_ranked() for n in ev.project_run_names(project)}
 
 
@@ -183,7 +183,7 @@ def test_strata_curves_and_per_query_rows(demo):
         engine.set_curve("Rprec")
 
 
-def _qr(project):  # noqa: ANN001, ANN202
+def _qr(project):
     qrels, _ = ev.project_qrels(project)
     return qrels, {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
 
@@ -244,7 +244,7 @@ def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
 #    with the events written since; it must equal a fresh engine (and ``ragjudge eval``)
 
 
-def _same_snapshot(a, b, *, ranges_exact: bool = True) -> None:  # noqa: ANN001
+def _same_snapshot(a, b, *, ranges_exact: bool = True) -> None:
     """Equal numbers; ``ranges_exact=False``: the annotators' ranges to 1e-12 (a view kept
     through a rule change carries the values its label-by-label updates gave, which can differ
     from a whole-view evaluation in the last bit of a dot product)."""
@@ -266,7 +266,7 @@ def _same_snapshot(a, b, *, ranges_exact: bool = True) -> None:  # noqa: ANN001
                 assert math.isclose(sa.ranges[run][m][1], high, rel_tol=1e-12, abs_tol=1e-15)
 
 
-def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):  # noqa: ANN001
+def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     ranked = _ranked(demo)
@@ -298,7 +298,7 @@ def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):  # noqa: A
     assert not engine.poll()
 
 
-def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch):  # noqa: ANN001
+def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch):
     from ragjudge.services.agreement import labels_stamp
 
     monkeypatch.setattr(live, "_IN_BATCH", 3)  # the touched queries' labels read 3 queries a time
@@ -320,7 +320,7 @@ def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch)
     _same_snapshot(engine, fresh)
 
 
-def test_rule_and_curve_changes_keep_the_annotators_views_and_equal_a_fresh_engine(demo):  # noqa: ANN001
+def test_rule_and_curve_changes_keep_the_annotators_views_and_equal_a_fresh_engine(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     ranked = _ranked(demo)
@@ -378,7 +378,7 @@ def test_rag_measures_count_queries_with_nuggets_and_no_grade_as_eval_does(proje
     a project without any grade still shows its RAG measures."""
     from ragjudge.store.schema import Annotator, Nugget, NuggetSupport
 
-    def fill(session) -> None:  # noqa: ANN001
+    def fill(session) -> None:
         session.add(Annotator(name="ann"))
         for i, chunk in enumerate(["c05", "c07", "c20"]):  # q1 ranks c05, c06, c07 first
             nugget = Nugget(query_id="q1", text=f"fact {i}", importance="vital")

@@ -1,6 +1,7 @@
 """The agreement screen: κ, α and AC1 of the project's annotators, live as labels arrive;
 breakdowns per query and per annotator; confusion matrices; the disputed pairs, largest spread
-first. Enter on a disputed pair opens adjudication.
+first. Enter on a disputed pair opens adjudication. A tab shows the same statistics on the
+judgments of generated answers (nugget support, citation support).
 
 The statistics are computed in a thread worker (:func:`ragjudge.services.agreement.agreement_view`)
 and delivered as a message; a timer polls a two-number stamp of the labels and recomputes only
@@ -36,6 +37,7 @@ AGREEMENT_KEYS = (
     ("n", "tab('by-annotator')", "by annotator", "Each annotator against the others."),
     ("d", "tab('disputed')", "disputed", "Pairs the annotators disagree on, largest spread first."),
     ("l", "tab('quality')", "label quality", "Too-fast labels, drifting grades, self-agreement on re-checks."),
+    ("w", "tab('answers')", "answers", "Agreement on judgments of generated answers: nugget and citation support."),
     ("r", "refresh", "refresh", "Compute again now."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
@@ -58,7 +60,7 @@ class AgreementScreen(Screen):
     """
 
     BINDINGS = [
-        Binding(k, a, n, tooltip=t, show=k != "enter", priority=k == "enter")
+        Binding(k, a, n, tooltip=t, show=k not in ("enter", "w"), priority=k == "enter")
         for k, a, n, t in AGREEMENT_KEYS
     ]
 
@@ -66,12 +68,13 @@ class AgreementScreen(Screen):
         """A fresh agreement view, computed in a worker."""
 
         def __init__(self, view: svc.AgreementView, decided: dict, quality: dict,
-                     stamp: tuple[int, int]) -> None:
+                     stamp: tuple[int, ...], answers: dict | None = None) -> None:
             super().__init__()
             self.view = view
             self.quality = quality
             self.decided = decided
             self.stamp = stamp
+            self.answers = answers
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, AgreementScreen.Computed)
@@ -81,7 +84,7 @@ class AgreementScreen(Screen):
         self.project = project
         self.view: svc.AgreementView | None = None
         self.decided: dict[tuple[str, str], int] = {}
-        self.stamp: tuple[int, int] | None = None
+        self.stamp: tuple[int, ...] | None = None
         self._disputed: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
@@ -105,6 +108,9 @@ class AgreementScreen(Screen):
             with TabPane("label quality", id="quality"):
                 with VerticalScroll():
                     yield Static(id="quality-body")
+            with TabPane("answers", id="answers"):
+                with VerticalScroll():
+                    yield Static(id="answers-body")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -114,18 +120,29 @@ class AgreementScreen(Screen):
         table = self.query_one("#disputed-table", DataTable)
         table.add_columns("query", "chunk", "spread", "ratings", "grades", "adjudicated")
         self.compute(force=True)
-        self.set_interval(POLL_SECONDS, self.compute)
+        self.set_interval(POLL_SECONDS, self._poll)
 
     # -- computing ---------------------------------------------------------------------
 
+    def _poll(self) -> None:
+        """The timer: look for new labels, unless a computation is under way (starting another
+        would cancel it and throw its work away)."""
+        if any(w.group == "agreement" and w.node is self and not w.is_finished
+               for w in self.app.workers):
+            return
+        self.compute()
+
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self, force: bool = False) -> None:
-        stamp = svc.labels_stamp(self.project)
+        from ragjudge.services import answers
+
+        stamp = (*svc.labels_stamp(self.project), answers.answers_stamp(self.project))
         if not force and stamp == self.stamp:
             return
         view = svc.project_agreement(self.project)
         self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
-                                        svc.label_quality(self.project), stamp))
+                                        svc.label_quality(self.project), stamp,
+                                        answers.answer_agreement(self.project)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
@@ -137,6 +154,8 @@ class AgreementScreen(Screen):
         self._show_by_annotator()
         self._show_disputed()
         self._show_quality(message.quality)
+        if message.answers is not None:
+            self._show_answers(message.answers)
 
     # -- panes -------------------------------------------------------------------------
 
@@ -264,6 +283,55 @@ class AgreementScreen(Screen):
                     "the grade distribution by a quarter, between the first and second half of an "
                     "annotator's labels.", style="dim")
         self.query_one("#quality-body", Static).update(Group(table, Text(""), note))
+
+    def _show_answers(self, views: dict) -> None:
+        """Nugget support and citation support: the headline statistics, each pair of
+        annotators, and the units they disagree on most."""
+        titles = {"nugget_support": ("Nugget support", "how fully an answer supports a nugget",
+                                     "(query, run, nugget)"),
+                  "citation_support": ("Citation support", "how fully a cited chunk supports the "
+                                       "sentence citing it", "(query, run, sentence, chunk)")}
+        parts: list = []
+        for key, view in views.items():
+            name, what, units = titles[key]
+            r = view.report
+            head = Text()
+            head.append(name, style="bold")
+            head.append(f" — {what}; scale 0 none, 1 partial, 2 full (sentences counted from 0)\n"
+                        if key == "citation_support" else f" — {what}; scale 0 none, 1 partial, 2 full\n")
+            head.append(f"{r.units:,}", style="bold")
+            head.append(f" {units} units judged, {r.pairable_units:,} by two or more annotators")
+            stats = Table(box=None, show_header=False, padding=(0, 2))
+            stats.add_column(style="bold")
+            stats.add_column()
+            for label, stat in svc.summary_statistics(r):
+                if label == "within ±1 grade":
+                    continue
+                stats.add_row(label, _num(stat.value, stat.reason))
+            parts += [head, stats]
+            if r.pairwise:
+                pairs = Table(header_style="bold", box=None)
+                for col in ("a", "b", "n", "agree", "κ", "κ linear"):
+                    pairs.add_column(col, justify="left" if col in ("a", "b") else "right")
+                for p in r.pairwise:
+                    pairs.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
+                                  _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value))
+                parts += [Text(""), pairs]
+            if r.disputed:
+                disputed = Table(title=f"disputed: {len(r.disputed)} (largest spread first)",
+                                 title_justify="left", header_style="bold", box=None)
+                for col in (*units.strip("()").split(", "), "spread", "support"):
+                    disputed.add_column(col, justify="right" if col == "spread" else "left")
+                words = {0: "none", 1: "partial", 2: "full"}
+                for d in r.disputed[:20]:
+                    support = ", ".join(f"{a}={words.get(int(g), g)}" for a, g in d.grades.items())
+                    disputed.add_row(*(literal(u) for u in d.unit), str(d.spread), literal(support))
+                parts += [Text(""), disputed]
+            parts.append(Text(""))
+        if not any(v.report.units for v in views.values()):
+            parts = [Text("No answer judged yet: judge answers with 'ragjudge annotate --answers' "
+                          "or w on the home screen.", style="dim")]
+        self.query_one("#answers-body", Static).update(Group(*parts))
 
     # -- actions -----------------------------------------------------------------------
 

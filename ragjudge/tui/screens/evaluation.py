@@ -1,12 +1,13 @@
 """The evaluation screen: every run scored against the gold qrels, live as labels arrive.
 
-A timer looks at a two-number stamp of the labels every few tens of milliseconds (any process may
-have written them); when it moved, a thread worker has the
-:class:`ragjudge.services.live.LiveEvaluation` re-evaluate only the queries the new events touch
-and posts a :class:`EvaluationScreen.Updated` message. Messages of one kind
-replace an undelivered predecessor (``can_replace``), so a burst of labels is one repaint. The
-slower numbers — bootstrap intervals, agreement, pool coverage — and the paired comparison
-follow in their own messages at a calmer pace. Only the message handlers touch widgets.
+A timer looks at a two-number stamp of the labels (and, while an answer measure is shown, the
+newest judgment of an answer) every few tens of milliseconds (any process may have written them);
+when it moved, a thread worker has the :class:`ragjudge.services.live.LiveEvaluation`
+re-evaluate only the queries the new events touch and posts a
+:class:`EvaluationScreen.Updated` message. Messages of one kind replace an undelivered
+predecessor (``can_replace``), so a burst of labels is one repaint. The slower numbers —
+bootstrap intervals, agreement, pool coverage — and the paired comparison follow in their own
+messages at a calmer pace. Only the message handlers touch widgets.
 
 Tabs: overview (runs × measures), per query, curves, strata, compare.
 """
@@ -229,6 +230,10 @@ class EvaluationScreen(Screen):
             self.compute_comparison(want[1:3])
         try:
             changed = labels_stamp(self.project) != engine.stamp
+            if not changed and engine.watches_answers:  # judgments of the runs' answers
+                from ragjudge.services.answers import answers_stamp
+
+                changed = answers_stamp(self.project) != engine.answer_stamp
         except RagjudgeError as exc:
             self.notify(str(exc), severity="error", timeout=10)
             return

@@ -8,6 +8,9 @@ highlighted nugget. Every mark is an append-only event of this annotator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -43,7 +46,7 @@ class FacetsScreen(ModalScreen[None]):
     BINDINGS = [Binding(keys, action, name, tooltip=text, priority=keys != "space")
                 for keys, action, name, text in FACET_KEYS]
 
-    def __init__(self, project, annotator: str, query_id: str, chunk_id: str) -> None:  # noqa: ANN001
+    def __init__(self, project, annotator: str, query_id: str, chunk_id: str | None) -> None:  # noqa: ANN001
         super().__init__()
         self.project = project
         self.annotator = annotator
@@ -54,8 +57,11 @@ class FacetsScreen(ModalScreen[None]):
         with Vertical(id="facets-box"):
             title = Text("Facets & nuggets of query ")
             title.append_text(literal(self.query_id, "bold"))
-            title.append(" — marks for chunk ")
-            title.append_text(literal(self.chunk_id, "bold"))
+            if self.chunk_id is not None:
+                title.append(" — marks for chunk ")
+                title.append_text(literal(self.chunk_id, "bold"))
+            else:  # no chunk in view (an answer citing nothing): definitions only
+                title.append(" — no chunk in view: add, edit and remove only")
             yield Label(title, classes="prompt-title")
             yield OptionList(id="facet-list")
             yield Static(id="facet-hint", classes="prompt-hint")
@@ -120,7 +126,7 @@ class FacetsScreen(ModalScreen[None]):
         kind, _, ident = option.id.partition(":")
         return kind, int(ident)
 
-    def _do(self, fn, *args, **kwargs) -> bool:  # noqa: ANN001
+    def _do(self, fn: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
         try:
             fn(*args, **kwargs)
             return True
@@ -128,9 +134,15 @@ class FacetsScreen(ModalScreen[None]):
             self.notify(str(exc), severity="error")
             return False
 
+    def _no_chunk(self) -> bool:
+        if self.chunk_id is None:
+            self.notify("No chunk is in view: marks need one. Here you can add, edit and remove.",
+                        severity="warning")
+        return self.chunk_id is None
+
     def action_toggle(self) -> None:
         selected = self._selected()
-        if selected is None:
+        if selected is None or self._no_chunk():
             return
         kind, ident = selected
         if kind == "f":
@@ -158,6 +170,8 @@ class FacetsScreen(ModalScreen[None]):
         selected = self._selected()
         if selected is None or selected[0] != "n":
             self.notify("Highlight a nugget first (f/p/x set a nugget's support).", severity="warning")
+            return
+        if self._no_chunk():
             return
         self._do(judging.set_nugget_support, self.project, annotator=self.annotator,
                  nugget_id=selected[1], chunk_id=self.chunk_id, support=support)

@@ -17,6 +17,7 @@ from ragjudge.tui.widgets.literal import literal
 
 HOME_KEYS = (
     ("enter,j", "judge", "start judging", "Judge the next pairs of your queue."),
+    ("w", "judge_answers", "answers", "Judge the runs' generated answers: nugget and citation support."),
     ("e", "evaluation", "evaluation", "Scores of every run, from the labels so far."),
     ("a", "agreement", "agreement", "Where annotators disagree."),
     ("h", "guidelines", "guidelines", "The project's judging guidelines."),
@@ -81,7 +82,9 @@ class HomeScreen(Screen):
         text.append(" a ", style="bold reverse")
         text.append("  agreement   ")
         text.append(" h ", style="bold reverse")
-        text.append("  guidelines\n\n")
+        text.append("  guidelines\n")
+        text.append(" w ", style="bold reverse")
+        text.append("  judge generated answers (nuggets, citations)\n\n")
         if order == "depth":
             text.append("order: depth", style="bold")
             text.append(" — rounds of growing depth (1, 2, 3, 5, 10, …): every query's top pairs "
@@ -139,6 +142,9 @@ class HomeScreen(Screen):
 
     def action_judge(self) -> None:
         self.app.start_judging(from_home=True)
+
+    def action_judge_answers(self) -> None:
+        self.app.start_judging(from_home=True, answers=True)
 
     def action_evaluation(self) -> None:
         self.app.open_evaluation()

@@ -9,7 +9,9 @@ scan of the whole pool on big projects) are counted in a worker thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from rich.text import Text
 from textual import work
@@ -25,6 +27,8 @@ from ragjudge.errors import RagjudgeError
 from ragjudge.services import judging
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
+
+T = TypeVar("T")
 
 
 _UNSET = object()
@@ -353,7 +357,7 @@ class JudgeScreen(Screen):
         else:
             self.pair = self.queue.refresh(pair) if not pair.recheck else pair
 
-    def _run(self, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+    def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         try:
             return fn(*args, **kwargs)
         except RagjudgeError as exc:

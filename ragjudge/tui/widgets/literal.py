@@ -9,8 +9,7 @@ from rich.text import Text
 from ragjudge.safetext import for_terminal
 
 _STOPWORDS = frozenset(
-    "a an and are as at be but by can could do does for from has have how i if in is it me my of "
-    "on or should that the this to was what when where which who why will with would you your".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "me", "my", "of", "on", "or", "should", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your"]
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 

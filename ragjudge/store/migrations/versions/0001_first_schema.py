@@ -1,7 +1,7 @@
 """first schema
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-22 01:18:33.759272
 """
 from alembic import op

@@ -175,9 +175,7 @@ class _Replay:
                 out = self._to(flag, comment)
         elif flagged and not self.flagged:
             out = self._to((True, None if note == self.note else note), self.comment)
-        elif flagged and note is not None and note != self.note:
-            out = self._to(self.flag, note)
-        elif not flagged and note is not None and note != self.note and row.duration_ms is None:
+        elif flagged and note is not None and note != self.note or not flagged and note is not None and note != self.note and row.duration_ms is None:
             out = self._to(self.flag, note)
         if out:
             self.before[row.id] = self._undo_point

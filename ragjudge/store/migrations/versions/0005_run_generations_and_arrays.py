@@ -1,7 +1,7 @@
 """runs published by generation; a run's arrays stored with it; run imports under way
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-12-08 09:00:00.000000
 
 An import writes a run's entries in short transactions under a new ``generation`` and publishes
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 
 revision = '0005'
-down_revision = '0003'
+down_revision = '0004'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,109 @@
+"""The live evaluation takes judgments of answers in: after every judgment, undo or label, its
+numbers equal those ``ragjudge eval`` computes from scratch (exactly: the same sums)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from ragjudge.services import answers
+from ragjudge.services import evaluation as ev
+from ragjudge.services import judging, live
+from ragjudge.services.project import Project
+
+MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision",
+            "CitationRecall", "P@5"]
+
+
+def reference(project, rule, measures, threshold):
+    qrels, rule = ev.project_qrels(project, rule)
+    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+    return ev.evaluate_all(qrels, runs, measures, threshold=threshold, project=project, rule=rule)
+
+
+def assert_same(engine, project) -> None:
+    expected = reference(project, engine.rule, engine.measures, engine.threshold)
+    snap = engine.snapshot()
+    for run in expected.run_names:
+        for m, value in expected.aggregate(run).items():
+            got = snap.means[run][m]
+            assert got == value or (math.isnan(got) and math.isnan(value)), (run, m, got, value)
+    for annotator in ("ana", "ben"):
+        rule = f"annotator:{annotator}"
+        if rule not in engine.views:
+            continue
+        mine = reference(project, rule, engine.measures, engine.threshold)
+        means = engine.means(rule)
+        for run in mine.run_names:
+            for j, (m, value) in enumerate(mine.aggregate(run).items()):
+                got = float(means[run][j])
+                assert got == value or (math.isnan(got) and math.isnan(value)), (rule, run, m)
+
+
+@pytest.fixture
+def project(answers_db):
+    with Project.open(answers_db) as opened:
+        yield opened
+
+
+def _items(project) -> list[tuple[int, object]]:
+    out = []
+    for answer_id in range(1, 4):
+        view = answers.answer_view(project, answer_id, None)
+        out += [(answer_id, item) for item in view.items]
+    return out
+
+
+def test_answer_judgments_undo_and_labels_keep_the_live_numbers_exact(project):
+    engine = live.LiveEvaluation(project, measures=MEASURES)
+    engine.load()
+    assert engine.watches_answers
+    assert_same(engine, project)
+    items = _items(project)
+    rnd = random.Random(3)
+    for step in range(24):
+        who = rnd.choice(["ana", "ben", "cy"])
+        if step % 7 == 6:
+            answers.undo_last_answer_judgment(project, who)
+        elif step % 11 == 10:
+            judging.record_label(project, annotator=who, query_id="q1", chunk_id="c07", grade=rnd.randint(0, 3))
+        else:
+            answer_id, item = rnd.choice(items)
+            answers.record_answer_judgment(project, annotator=who, answer_id=answer_id,
+                                           nugget_id=item.nugget_id, sentence=item.sentence,
+                                           chunk_id=item.chunk_id, support=rnd.choice(answers.SUPPORTS))
+        assert engine.poll()
+        assert "q1" in engine.touched or step % 7 == 6
+        assert_same(engine, project)
+    assert not engine.poll()  # nothing new: no work
+
+
+def test_a_judgment_moves_the_number_eval_prints(project):
+    engine = live.LiveEvaluation(project, measures=["AnswerNuggets(all)"], ranges=False)
+    engine.load()
+    assert engine.snapshot().means["dense"]["AnswerNuggets(all)"] == 0.0
+    view = answers.answer_view(project, 2, None)  # q1 / dense
+    assert view.run == "dense"
+    tracking = next(i for i in view.items if i.nugget == "tracking")
+    answers.record_answer_judgment(project, annotator="ana", answer_id=2, nugget_id=tracking.nugget_id,
+                                   support="full")
+    assert engine.poll() and engine.touched == ("q1",)
+    assert engine.snapshot().means["dense"]["AnswerNuggets(all)"] == pytest.approx(1 / 3)
+    answers.undo_last_answer_judgment(project, "ana")
+    assert engine.poll()
+    assert engine.snapshot().means["dense"]["AnswerNuggets(all)"] == 0.0
+
+
+def test_without_an_answer_measure_answer_judgments_are_not_even_looked_at(project):
+    engine = live.LiveEvaluation(project, measures=["P@5", "AP"])
+    engine.load()
+    assert not engine.watches_answers
+    answers.record_answer_judgment(project, annotator="ana", answer_id=2, sentence=0, chunk_id="c05",
+                                   support="none")
+    assert not engine.poll()
+    engine.set_measures(["P@5", "CitationPrecision"])
+    assert engine.watches_answers
+    assert engine.answer_stamp == answers.answers_stamp(project)
+    assert_same(engine, project)

@@ -1,0 +1,25 @@
+"""The hostile-input suite runs ``ragjudge`` in-process hundreds of times per test module."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _build_the_command_once(monkeypatch):
+    """Build the click command of ragjudge's Typer app once, not on every run.
+
+    Typer builds it from the command functions' signatures at every call of the app, which is
+    half of the time of a short in-process run; the result depends only on the app, so every run
+    of the suite can share it. Each run still goes through ``ragjudge.cli.main`` and the same
+    command objects a user's process builds for itself.
+    """
+    import typer.main
+
+    from ragjudge.cli import _register
+    from ragjudge.cli.app import app
+
+    _register()
+    build = typer.main.get_command
+    built = build(app)
+    monkeypatch.setattr(typer.main, "get_command", lambda instance: built if instance is app else build(instance))
