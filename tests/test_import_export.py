@@ -297,7 +297,7 @@ def test_progress_callback_sees_the_whole_file(tmp_path, project):
     path = tmp_path / "dense.trec"
     path.write_text(GOOD_RUN * 1)
     calls = []
-    result = import_file(project, "run", path, progress=lambda done, total, what: calls.append((done, total, what)))
+    result = import_file(project, "run", path, progress=lambda done, total, what, *unit: calls.append((done, total, what)))
     assert result.added == 100 and result.run == "dense"
     size = path.stat().st_size
     reading = [c for c in calls if "reading" in c[2]]

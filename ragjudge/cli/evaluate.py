@@ -26,6 +26,7 @@ from ragjudge.cli.common import (
     print_json,
     safe,
 )
+from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import CheckFailed, UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
 
@@ -51,6 +52,10 @@ ThresholdOption = Annotated[
     int | None,
     typer.Option("--threshold", help="Lowest grade that counts as relevant for binary measures "
                  "(default: the project's, or 1 with --qrels).", show_default=False),
+]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bar (it is drawn on standard error "
+                       "only when that is a terminal)."),
 ]
 AveragingOption = Annotated[
     str,
@@ -125,8 +130,10 @@ class Inputs:
         if self.project is not None:
             self.project.close()
 
-    def runs(self, texts: list[str] | None, names: list[str] | None = None) -> dict[str, Any]:
-        """``{name: Run}`` for the runs named (all of the project's when none is)."""
+    def runs(self, texts: list[str] | None, names: list[str] | None = None,
+             progress: Any = None) -> dict[str, Any]:
+        """``{name: Run}`` for the runs named (all of the project's when none is); ``progress``
+        hears of each run read."""
         from ragjudge.services import evaluation as svc
 
         stored = svc.project_run_names(self.project) if self.project is not None else None
@@ -145,13 +152,17 @@ class Inputs:
                              "standard input; save it to a file first.")
         specs = svc.resolve_runs(texts, names, project_runs=stored)
         runs = {}
-        for spec in specs:
+        for done, spec in enumerate(specs):
+            if progress is not None:
+                progress(done, len(specs), "reading runs", "runs")
             if spec.from_project:
                 run = svc.project_run(self.project, spec.text)
                 run.name = spec.name
             else:
                 run = svc.load_run_file(spec.path, spec.name)
             runs[spec.name] = run
+        if progress is not None:
+            progress(len(specs), len(specs), "reading runs", "runs")
         return runs
 
 
@@ -234,6 +245,7 @@ def eval_command(
     averaging: AveragingOption = "judged",
     ci: Annotated[bool, typer.Option("--ci", help="Add each mean's 95 % bootstrap interval (over queries).")] = False,
     tui: Annotated[bool, typer.Option("--tui", help="Open the live evaluation screen of the project (--rule, -m and --threshold apply).")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Score runs against qrels: every measure per run, the best per column marked."""
     from ragjudge.services import evaluation as svc
@@ -261,9 +273,9 @@ def eval_command(
     measures = svc.parse_measure_list(measure)
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
-    with Inputs(qrels, rule, threshold) as inputs:
+    with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
-        runs = inputs.runs(run, name)
+        runs = inputs.runs(run, name, progress)
         strata = None
         if by is not None:
             if queries is not None:
@@ -276,7 +288,7 @@ def eval_command(
         evaluation = svc.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
-            strata=strata, by=by,
+            strata=strata, by=by, progress=progress,
         )
     if format == "json":
         print_json(_eval_json(evaluation, per_query, ci))
@@ -597,6 +609,7 @@ def compare(
     seed: Annotated[int, typer.Option("--seed", help="Random seed (results repeat exactly).")] = 0,
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
+    quiet: QuietOption = False,
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
     from ragjudge.services import evaluation as svc
@@ -611,12 +624,13 @@ def compare(
     check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
     check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc.parse_measure_list(measure)
-    with Inputs(qrels, rule, threshold) as inputs:
+    with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
-        loaded = inputs.runs(list(runs), name)
+        loaded = inputs.runs(list(runs), name, progress)
         evaluation = svc.evaluate_all(
             inputs.qrels, loaded, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
+            progress=progress,
         )
     rows = svc.compare(evaluation, alpha=alpha, resamples=resamples,
                        permutations=permutations, seed=seed)
@@ -750,6 +764,7 @@ def gate(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
+    quiet: QuietOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
     from ragjudge.services import evaluation as svc
@@ -758,12 +773,13 @@ def gate(
     mode = _queries_mode(averaging)
     requirements = [parse_requirement(text) for text in require]
     measures = list(dict.fromkeys(m for m, _, _ in requirements))
-    with Inputs(qrels, rule, threshold) as inputs:
+    with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
-        runs = inputs.runs(run, name)
+        runs = inputs.runs(run, name, progress)
         evaluation = svc.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
+            progress=progress,
         )
     checks = []
     for run_name in evaluation.run_names:

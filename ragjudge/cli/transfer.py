@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
-from collections.abc import Iterator
 
 import typer
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import err_console, open_project, safe
+from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 
 IMPORT_EPILOG = (
     "KIND is one of: queries, chunks, run, qrels, labels, facets, nuggets, entities, answers, "
-    "answer-labels, guidelines, beir, ir-datasets. FILE may be gzipped (.gz); '-' reads standard input. Each import is one "
-    "transaction: a bad line changes nothing, and importing the same file twice changes nothing "
-    "the second time.\n\n"
+    "answer-labels, guidelines, beir, ir-datasets. FILE may be gzipped (.gz); '-' reads standard input. An import is all "
+    "or nothing: a bad line changes nothing, and importing the same file twice changes nothing "
+    "the second time. Annotators may keep labelling meanwhile: a big run is written in short "
+    "transactions and appears at once when complete. On a terminal a progress bar shows the "
+    "rate and the time left (--quiet: none).\n\n"
     "Examples:\n\n"
     "  ragjudge import queries queries.jsonl\n\n"
     "  ragjudge import chunks chunks.csv\n\n"
@@ -67,6 +67,7 @@ def import_command(
     create_missing: Annotated[bool, typer.Option("--create-missing", help="Add unknown query and chunk ids as placeholders with empty text instead of refusing the file.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Replace a run of the same name, and queries, chunks or answers whose fields differ.")] = False,
     split: Annotated[str | None, typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""
@@ -86,7 +87,7 @@ def import_command(
     if kind == "ir-datasets" and format != "auto":
         raise UsageError("--format does not apply to ir-datasets: ir_datasets reads the dataset.")
     if kind == "ir-datasets":
-        with open_project() as project, _progress(counting="records") as progress:
+        with open_project() as project, progress_bar(quiet) as progress:
             results = importing.import_ir_datasets(project, file, split=split, annotator=annotator,
                                                    create_missing=create_missing, replace=replace,
                                                    progress=progress)
@@ -94,7 +95,7 @@ def import_command(
             err_console.print(safe(result.summary()))
         return
     annotator = importing.DEFAULT_ANNOTATOR if annotator is None else annotator
-    with open_project() as project, _progress() as progress:
+    with open_project() as project, progress_bar(quiet) as progress:
         if kind == "beir":
             results = importing.import_beir(project, file, split=split, annotator=annotator,
                                             create_missing=create_missing, replace=replace,
@@ -118,6 +119,7 @@ def export_command(
     rule: Annotated[str | None, typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
     format: Annotated[str | None, typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
     from ragjudge.services import exporting
@@ -130,32 +132,8 @@ def export_command(
 
         check_rule(rule)
     dest = str(output) if output is not None else "-"
-    with open_project() as project:
-        count = exporting.export(project, kind, dest, name=name, rule=rule, fmt=format)
+    with open_project() as project, progress_bar(quiet) as progress:
+        count = exporting.export(project, kind, dest, name=name, rule=rule, fmt=format,
+                                 progress=progress)
     if output is not None:
         err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
-
-
-@contextmanager
-def _progress(counting: str = "bytes") -> Iterator[object | None]:
-    """A progress callback drawing a Rich bar on stderr, or None when stderr is not a terminal.
-    ``counting`` is what the callback's numbers count: ``bytes`` or ``records``."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import (
-        BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn,
-    )
-
-    amount = DownloadColumn() if counting == "bytes" else MofNCompleteColumn()
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), amount,
-                   TimeRemainingColumn(), console=err_console, transient=True)
-    tasks: dict[str, object] = {}
-
-    def update(done: int, total: int | None, description: str) -> None:
-        if description not in tasks:
-            tasks[description] = bar.add_task(safe(description), total=total)
-        bar.update(tasks[description], completed=done, total=total)  # type: ignore[arg-type]
-
-    with bar:
-        yield update

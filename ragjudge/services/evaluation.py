@@ -547,6 +547,7 @@ def evaluate_all(
     qrels_source: str = "",
     strata: Mapping[str, str] | None = None,
     by: str | None = None,
+    progress: Any = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
@@ -563,11 +564,15 @@ def evaluate_all(
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
     results: dict[str, EvalResult] = {}
-    for name, run in runs.items():
+    for done, (name, run) in enumerate(runs.items()):
+        if progress is not None:  # progress(done, total, description, unit), now and then
+            progress(done, len(runs), "evaluating", "runs")
         extras = _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
         result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
         result.run_name = name
         results[name] = result
+    if progress is not None:
+        progress(len(runs), len(runs), "evaluating", "runs")
     first = next(iter(results.values()))
     if qrels.n_queries == 0 and first.n_queries == 0:
         raise nothing

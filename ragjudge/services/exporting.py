@@ -17,7 +17,8 @@ Rows stream from SQL to the file; nothing is held whole except the gold qrels.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+import itertools
+from collections.abc import Callable, Generator, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +41,32 @@ DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "
 
 
 def export(project: Project, kind: str, dest: Destination, *, name: str | None = None,
-           rule: str | None = None, fmt: str | None = None) -> int:
+           rule: str | None = None, fmt: str | None = None,
+           progress: Callable[..., None] | None = None) -> int:
     """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file); returns the
-    number of lines written (not counting a CSV header)."""
+    number of lines written (not counting a CSV header). ``progress(done, total, description,
+    unit)`` hears of the lines written now and then."""
+    return _export(project, kind, dest, name=name, rule=rule, fmt=fmt, progress=progress)
+
+
+def _counted(records: Iterable[Any], total: int | None, description: str,
+             progress: Callable[..., None] | None) -> Iterator[Any]:
+    """``records``, reported every 50,000 to ``progress``."""
+    if progress is None:
+        yield from records
+        return
+    done = 0
+    progress(0, total, description, "lines")
+    for record in records:
+        yield record
+        done += 1
+        if done % 50_000 == 0:
+            progress(done, total, description, "lines")
+    progress(done, total if total is not None else done, description, "lines")
+
+
+def _export(project: Project, kind: str, dest: Destination, *, name: str | None,
+            rule: str | None, fmt: str | None, progress: Callable[..., None] | None) -> int:
     if kind not in EXPORT_KINDS:
         raise UsageError(f"cannot export '{kind}'; one of: {', '.join(EXPORT_KINDS)}.")
     fmt = fmt or DEFAULT_FORMAT[kind]
@@ -53,13 +77,13 @@ def export(project: Project, kind: str, dest: Destination, *, name: str | None =
     if name is not None and kind != "run":
         raise UsageError(f"'export {kind}' takes no NAME (only 'export run NAME' does).")
     if kind == "qrels":
-        return export_qrels(project, dest, rule=rule, fmt=fmt)
+        return export_qrels(project, dest, rule=rule, fmt=fmt, progress=progress)
     if kind == "labels":
-        return export_labels(project, dest, fmt=fmt)
+        return export_labels(project, dest, fmt=fmt, progress=progress)
     if kind == "run":
         if not name:
             raise UsageError(f"Name the run: ragjudge export run NAME. Runs: {_run_list(project)}.")
-        return export_run(project, name, dest, fmt=fmt)
+        return export_run(project, name, dest, fmt=fmt, progress=progress)
     if kind == "facets":
         return export_facets(project, dest, fmt=fmt)
     if kind == "answer-labels":
@@ -67,14 +91,16 @@ def export(project: Project, kind: str, dest: Destination, *, name: str | None =
     return export_nuggets(project, dest, fmt=fmt)
 
 
-def export_qrels(project: Project, dest: Destination, *, rule: str | None = None, fmt: str = "trec") -> int:
+def export_qrels(project: Project, dest: Destination, *, rule: str | None = None, fmt: str = "trec",
+                 progress: Callable[..., None] | None = None) -> int:
     """The gold qrels under ``rule`` (default: the project's rule)."""
     from ragjudge.services.qrels import gold_qrels
 
     qrels = gold_qrels(project, rule)
+    lines = _counted(qrels, len(qrels), "export qrels", progress)
     if fmt == "trec":
-        return write_records("qrels", qrels, dest, "trec")
-    return write_records("qrels", (Judgment(query_id=q, chunk_id=c, grade=g) for q, c, g in qrels),
+        return write_records("qrels", lines, dest, "trec")
+    return write_records("qrels", (Judgment(query_id=q, chunk_id=c, grade=g) for q, c, g in lines),
                          dest, fmt)
 
 
@@ -127,30 +153,74 @@ def label_lines(project: Project) -> Iterator[dict[str, Any]]:
 BATCH_ROWS = 10_000
 
 
-def export_labels(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
+def export_labels(project: Project, dest: Destination, *, fmt: str = "jsonl",
+                  progress: Callable[..., None] | None = None) -> int:
     """Every annotator's current labels with annotator, time (``created_at``, UTC), note, flag
     and comment."""
     if fmt == "trec":
         raise UsageError("labels carry an annotator, a time, notes, flags and comments, which TREC qrels cannot "
                          "hold; use --format jsonl or csv (or 'export qrels' for TREC).")
-    return write_records("labels", label_lines(project), dest, fmt)
+    return write_records("labels", _counted(label_lines(project), None, "export labels", progress),
+                         dest, fmt)
 
 
 def run_entries(project: Project, name: str) -> Generator[RunEntry, None, None]:
-    """The entries of run ``name`` in rank order per query (queries sorted by id)."""
+    """The entries of run ``name`` in rank order per query (queries sorted by id as bytes),
+    from the run's stored arrays (:mod:`ragjudge.store.run_arrays`), else from its rows."""
+    from ragjudge.store.run_arrays import read_arrays
+
     entries = RunEntryRow.__table__
+    runs = Run.__table__
     with project.connect() as connection:
-        if connection.scalar(select(func.count()).select_from(Run.__table__).where(Run.__table__.c.name == name)) == 0:
+        generation = connection.scalar(select(runs.c.generation).where(runs.c.name == name))
+        if generation is None:
             raise UsageError(f"There is no run named '{name}'. Runs: {_run_list(project)}.")
-        stmt = (select(entries.c.query_id, entries.c.chunk_id, entries.c.score, entries.c.rank)
-                .where(entries.c.run == name, published()).order_by(entries.c.query_id, entries.c.rank))
-        for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
-            yield RunEntry(query_id=row.query_id, chunk_id=row.chunk_id, score=row.score, rank=row.rank)
+        arrays = read_arrays(connection, name, generation)
+        if arrays is None:
+            stmt = (select(entries.c.query_id, entries.c.chunk_id, entries.c.score, entries.c.rank)
+                    .where(entries.c.run == name, published()).order_by(entries.c.query_id, entries.c.rank))
+            for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
+                yield RunEntry(query_id=row.query_id, chunk_id=row.chunk_id, score=row.score, rank=row.rank)
+            return
+    yield from _array_entries(arrays)
 
 
-def export_run(project: Project, name: str, dest: Destination, *, fmt: str = "trec") -> int:
+def _array_entries(arrays: dict[str, Any]) -> Iterator[RunEntry]:
+    """A run's entries from its stored arrays, built without validation (they were checked when
+    the run was imported)."""
+    from ragjudge.services.bulk import decode, unpack_ids
+
+    queries = decode(unpack_ids(arrays["query_ids"], arrays["query_ids_lengths"]))
+    offsets = arrays["offsets"].tolist()
+    data, lengths = arrays["chunk_ids"], arrays["chunk_ids_lengths"]
+    starts = [0, *itertools.accumulate(lengths.tolist())]
+    raw = data.tobytes()
+    scores = arrays["scores"].tolist()
+    make = RunEntry.model_construct
+    for q, query_id in enumerate(queries):
+        for row in range(offsets[q], offsets[q + 1]):
+            score = scores[row]
+            yield make(query_id=query_id, chunk_id=raw[starts[row]:starts[row + 1]].decode("utf-8"),
+                       score=None if score != score else score, rank=row - offsets[q] + 1)
+
+
+def run_size(project: Project, name: str) -> int | None:
+    """How many entries run ``name`` has, when its arrays say so at once."""
+    from ragjudge.store.run_arrays import read_arrays
+
+    runs = Run.__table__
+    with project.connect() as connection:
+        generation = connection.scalar(select(runs.c.generation).where(runs.c.name == name))
+        arrays = None if generation is None else read_arrays(connection, name, generation)
+    return None if arrays is None else len(arrays["scores"])
+
+
+def export_run(project: Project, name: str, dest: Destination, *, fmt: str = "trec",
+               progress: Callable[..., None] | None = None) -> int:
     """Run ``name`` with its ranks and scores (TREC tag: the run's name)."""
     entries = run_entries(project, name)
+    if progress is not None:
+        entries = _counted(entries, run_size(project, name), f"export run {name}", progress)  # type: ignore[assignment]
     first = next(entries, None)  # raises the unknown-run error before the file is opened
     if first is None:
         return write_records("run", [], dest, fmt, tag=name)

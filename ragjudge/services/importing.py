@@ -85,8 +85,9 @@ DEFAULT_ANNOTATOR = "imported"
 IMPORT_KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities",
                 "answers", "guidelines", "answer-labels")
 
-Progress = Callable[[int, "int | None", str], None]
-"""``progress(done_bytes, total_bytes_or_None, description)``, called now and then."""
+Progress = Callable[..., None]
+"""``progress(done, total_or_None, description, unit="bytes")``, called now and then (see
+:mod:`ragjudge.cli.progress`): bytes of a file read, or entries, lines, records written."""
 
 _queries = Query.__table__
 _chunks = Chunk.__table__
@@ -281,7 +282,7 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
             result = ImportResult(kind=kind, file=file)
             total = dataset_count(dataset, kind)
             report = None if progress is None else (
-                lambda done, total=total, file=file: progress(done, total, file))
+                lambda done, total=total, file=file: progress(done, total, file, "records"))
             records = read_dataset(dataset, full, kind, numbered=True, progress=report)
             if kind == "qrels":
                 labels = _Labels(session, file, annotator, scale, create_missing, result,
@@ -788,7 +789,7 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
         session.write_rows(connection, sql, rows, "run_entries",
                            ("run", "generation", "query_id", "chunk_id", "rank", "score"))
 
-    report = None if progress is None else (lambda done: progress(done, total, description))
+    report = None if progress is None else (lambda done: progress(done, total, description, "entries"))
     if report is not None:
         report(0)
     session.batches(total, prepare, write, report)
@@ -906,7 +907,7 @@ class _Labels:
             with self.session.stage() as connection:
                 self.session.write_rows(connection, self.sql, rows, self.stage_table.name, self.names)
             if progress is not None:
-                progress(min(n, at + BATCH * 10), n, f"qrels {self.file}: staging")
+                progress(min(n, at + BATCH * 10), n, f"qrels {self.file}: staging", "lines")
 
     def stage_records(self, records: Iterable[tuple[int, Any]]) -> None:
         file, scale = self.file, self.scale
