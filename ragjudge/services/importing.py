@@ -53,7 +53,7 @@ import numpy as np
 
 from sqlalchemy import (
     Boolean, Column, DateTime, Integer, MetaData, String, Table, Text, and_, delete,
-    exists, false, func, insert, literal, null, or_, select, update,
+    exists, false, func, insert, literal, null, or_, select, union, update,
 )
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.orm import Session
@@ -68,7 +68,7 @@ from ragjudge.formats.sentences import split_sentences
 from ragjudge.formats.source import Source, is_inline, path_kind
 from ragjudge.formats.trec import trec_run_rows
 from ragjudge.services import bulk
-from ragjudge.services.staging import ImportSession, ids_in, publish_run
+from ragjudge.services.staging import ImportSession, gc_paused, ids_in, publish_run
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Annotator, Answer, AnswerCitation, AnswerJudgment, AnswerSentence, Chunk, Citation, Entity,
@@ -130,6 +130,7 @@ class ImportResult:
 # -- the entry points ----------------------------------------------------------------------
 
 
+@gc_paused()
 def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
                 replace: bool = False, progress: Progress | None = None) -> ImportResult:
@@ -216,6 +217,7 @@ def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
     return project.write(work)
 
 
+@gc_paused()
 def import_beir(project, folder: str | Path, *, split: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
                 replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
@@ -259,6 +261,7 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
     return results
 
 
+@gc_paused()
 def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa: ANN001
                        annotator: str | None = None, create_missing: bool = False,
                        replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
@@ -868,6 +871,7 @@ class _Labels:
         self.result = result
         self.pending = pending
         self.annotators: set[str] = set()
+        self.known: dict[str, str] = {}  # annotator names of the lines, as checked
         self.marked = False  # whether any line has a flag or comment: else their SQL is left out
         self.names = ("line", "query_id", "chunk_id", "annotator", "grade", "note", "created_at",
                       "flagged", "flag_note", "comment")
@@ -920,8 +924,9 @@ class _Labels:
                     raise InputError(
                         f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
                         "Nothing was imported.", file=file, line=line, field="grade")
-                who = self.annotator if record.annotator is None else _check_annotator(
-                    record.annotator, file=file, line=line)
+                who = self.annotator if record.annotator is None else self.known.get(record.annotator)
+                if who is None:
+                    who = self.known[record.annotator] = _check_annotator(record.annotator, file=file, line=line)
                 self.annotators.add(who)
                 created = getattr(record, "created_at", None)
                 if created is not None and created.tzinfo is not None:
@@ -936,22 +941,21 @@ class _Labels:
             self.result.read += len(rows)
 
     def check(self) -> None:
-        """Ids the project lacks: refused (or, with ``create_missing``, made at the publish)."""
+        """Ids the project lacks: refused (or, with ``create_missing``, made at the publish).
+        Then what changes something, found outside the write lock: the label events (a line
+        identical to the annotator's current label adds nothing) and the flag and comment
+        events, kept in temporary tables for :meth:`publish` to copy."""
         if self.result.read == 0:
             return
         with self.session.read() as connection:
             self.refs = _References(connection, self.create_missing, self.result)
             self.refs.check_staged(self.stage_table, self.pending)
             self.refs.raise_if_missing(self.file)
+        with self.session.stage() as connection:
+            self._changes(connection)
 
-    def publish(self, connection: Connection) -> None:
-        result, stage = self.result, self.stage_table
-        if result.read == 0:
-            result.notes.append("The file holds no labels.")
-            return
-        if self.refs is not None:
-            self.refs.create_staged(connection)
-        _ensure_annotators(connection, self.annotators)
+    def _changes(self, connection: Connection) -> None:
+        stage = self.stage_table
         newest = (select(func.max(_labels.c.id)).where(
             _labels.c.annotator == stage.c.annotator, _labels.c.query_id == stage.c.query_id,
             _labels.c.chunk_id == stage.c.chunk_id).scalar_subquery())
@@ -962,34 +966,66 @@ class _Labels:
             and_(stage.c.note.is_not(None), or_(current.c.note.is_(None), current.c.note != stage.c.note)),
         )
         changed = and_(stage.c.grade.is_not(None), changed)
-        now = utcnow()
-        when = func.coalesce(stage.c.created_at, literal(now, DateTime))
-        wanted = (select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
-                         stage.c.note, when, literal("import", String), false(), false())
-                  .select_from(stage.outerjoin(current, current.c.id == newest))
-                  .where(changed).order_by(stage.c.line))
+        when = func.coalesce(stage.c.created_at, literal(utcnow(), DateTime))
+        self.new_labels = _temp_table(
+            connection, Column("line", Integer), Column("query_id", String()), Column("chunk_id", String()),
+            Column("annotator", String()), Column("grade", Integer), Column("note", Text),
+            Column("created_at", DateTime))
+        connection.execute(insert(self.new_labels).from_select(
+            ["line", "query_id", "chunk_id", "annotator", "grade", "note", "created_at"],
+            select(stage.c.line, stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
+                   stage.c.note, when)
+            .select_from(stage.outerjoin(current, current.c.id == newest)).where(changed)))
         changes = _mark_changes(stage) if self.marked else ()
-        counted = select(func.count()).select_from(stage).outerjoin(current, current.c.id == newest)
-        for change in changes:
-            counted = counted.outerjoin(change.current, change.current.c.id == change.newest)
-        added = connection.scalar(counted.where(or_(changed, *(c for ch in changes for _, c in ch.wanted))))
-        if added:
-            connection.execute(insert(_labels).from_select(
-                ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
-                 "skipped", "flagged"], wanted))
+        self.new_marks = None
+        if changes:
+            self.new_marks = _temp_table(
+                connection, Column("seq", Integer, primary_key=True), Column("line", Integer),
+                Column("query_id", String()), Column("chunk_id", String()), Column("annotator", String()),
+                Column("kind", String()), Column("action", String()), Column("text", Text),
+                Column("created_at", DateTime))
             for change in changes:
                 for action, condition in change.wanted:
                     text = stage.c.flag_note if change.kind == "flag" else stage.c.comment
-                    connection.execute(insert(_marks).from_select(
-                        ["query_id", "chunk_id", "annotator", "kind", "action", "text", "created_at",
-                         "source"],
-                        select(stage.c.query_id, stage.c.chunk_id, stage.c.annotator,
+                    connection.execute(insert(self.new_marks).from_select(
+                        ["line", "query_id", "chunk_id", "annotator", "kind", "action", "text",
+                         "created_at"],
+                        select(stage.c.line, stage.c.query_id, stage.c.chunk_id, stage.c.annotator,
                                literal(change.kind, String), literal(action, String),
-                               text if action == "set" else null(), when, literal("import", String))
+                               text if action == "set" else null(), when)
                         .select_from(stage.outerjoin(change.current, change.current.c.id == change.newest))
                         .where(condition).order_by(stage.c.line)))
-        result.added = added or 0
-        result.unchanged = result.read - result.added
+            lines = union(select(self.new_labels.c.line), select(self.new_marks.c.line)).subquery()
+            added = connection.scalar(select(func.count()).select_from(lines))
+        else:
+            added = connection.scalar(select(func.count()).select_from(self.new_labels))
+        self.result.added = added or 0
+        self.result.unchanged = self.result.read - self.result.added
+
+    def publish(self, connection: Connection) -> None:
+        """The events :meth:`check` found, copied in one transaction (with the placeholders of
+        ``create_missing`` and the annotators the lines name)."""
+        if self.result.read == 0:
+            self.result.notes.append("The file holds no labels.")
+            return
+        if self.refs is not None:
+            self.refs.create_staged(connection)
+        _ensure_annotators(connection, self.annotators)
+        if not self.result.added:
+            return
+        new = self.new_labels
+        connection.execute(insert(_labels).from_select(
+            ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
+             "skipped", "flagged"],
+            select(new.c.query_id, new.c.chunk_id, new.c.annotator, new.c.grade, new.c.note,
+                   new.c.created_at, literal("import", String), false(), false()).order_by(new.c.line)))
+        if self.new_marks is not None:
+            marks = self.new_marks
+            connection.execute(insert(_marks).from_select(
+                ["query_id", "chunk_id", "annotator", "kind", "action", "text", "created_at", "source"],
+                select(marks.c.query_id, marks.c.chunk_id, marks.c.annotator, marks.c.kind,
+                       marks.c.action, marks.c.text, marks.c.created_at, literal("import", String))
+                .order_by(marks.c.seq)))
 
 
 @dataclass

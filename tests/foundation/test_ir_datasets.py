@@ -189,7 +189,8 @@ def test_progress_counts_records(irds, tmp_path, capsys):
     name = register(irds, tmp_path / "ok")
     with Project.open(str(tmp_path / "p.db")) as opened:
         import_ir_datasets(opened, name, progress=lambda *a: calls.append(a))
-    assert (2, None, f"ir_datasets:{name} docs") in calls and (3, None, f"ir_datasets:{name} qrels") in calls
+    assert (2, None, f"ir_datasets:{name} docs", "records") in calls
+    assert (3, None, f"ir_datasets:{name} qrels", "records") in calls
 
 
 def test_without_ir_datasets_installed(monkeypatch, tmp_path, capsys):
