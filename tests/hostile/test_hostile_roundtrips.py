@@ -260,8 +260,13 @@ def workdir(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+ROUND_TRIPS_ELSEWHERE = {"answer-labels": "tests/answers/test_answers_import.py (hostile nugget text too)"}
+"""Export kinds whose data (answers with sentences, their judgments) this module's projects do
+not hold; their round trips, hostile text included, live beside the feature."""
+
+
 def test_every_export_kind_has_a_round_trip():
-    assert set(EXPORT_KINDS) == set(IMPORT_KIND)
+    assert set(EXPORT_KINDS) == set(IMPORT_KIND) | set(ROUND_TRIPS_ELSEWHERE)
 
 
 def round_trip(kind: str, fmt: str, data: Data, a: Path, empty: Path, here: Path, capfd) -> None:  # noqa: ANN001
@@ -316,7 +321,7 @@ FLAGGED = dataclasses.replace(EVERY_TEXT, chunks=["c1", 'c,"1"', "c3"],
 """A flag with its note and a comment on graded pairs."""
 
 
-@pytest.mark.parametrize("kind", EXPORT_KINDS)
+@pytest.mark.parametrize("kind", [k for k in EXPORT_KINDS if k not in ROUND_TRIPS_ELSEWHERE])
 @examples(6)
 @example(data=EVERY_TEXT)
 @example(data=FLAGGED)
