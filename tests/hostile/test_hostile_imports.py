@@ -221,7 +221,7 @@ class Case:
         shown = ", ".join(f"{brief(name)!r}: {brief(data, 400)!r}" for name, data in self.files)
         return f"Case(kind={self.kind!r}, fmt={self.fmt!r}, options={self.options!r}, files={{{shown}}})"
 
-    def _repr_pretty_(self, printer, cycle: bool) -> None:  # noqa: ANN001 - how hypothesis shows it
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(self))
 
 
