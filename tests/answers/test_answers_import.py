@@ -293,3 +293,30 @@ def test_migrating_an_older_project_splits_its_answers_into_sentences(tmp_path):
             assert migrate.current_revision(connection) == migrate.HEAD
     assert rows(db, "SELECT answer_id, position, text FROM answer_sentences ORDER BY position") == [
         (7, 0, "Because."), (7, 1, "It is so! [1]")]
+
+
+HOSTILE_NUGGET = 'ship\r"fast", [bold]now[/] \x1b]52;c;aGk=\x07 \u202eevil\n' + "x" * 10_000
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_answer_labels_round_trip_hostile_nugget_text(answers_db, bare_answers_db, tmp_path, capsys, fmt):
+    # a nugget named by hostile text (CR, quotes, markup, an escape sequence, bidi, 10,000
+    # characters) is exported and read back to the same judgment, byte for byte
+    from ragjudge.services import answers, judging
+    from ragjudge.services.project import Project
+
+    with Project.open(answers_db) as project:
+        nugget = judging.add_nugget(project, "q1", HOSTILE_NUGGET)
+        (dense,), = rows(answers_db, "SELECT id FROM answers WHERE query_id = 'q1' AND run = 'dense'")
+        answers.record_answer_judgment(project, annotator="cy", answer_id=dense, nugget_id=nugget,
+                                       support="partial")
+    with Project.open(bare_answers_db) as project:
+        judging.add_nugget(project, "q1", HOSTILE_NUGGET)
+    out = tmp_path / f"exported.{fmt}"
+    code, _, err = run_cli(capsys, "--db", answers_db, "export", "answer-labels", "--format", fmt, "-o", str(out))
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "--db", bare_answers_db, "import", "answer-labels", str(out))
+    assert code == 0, err
+    stored = rows(bare_answers_db, "SELECT n.text, j.support FROM answer_judgments j "
+                                   "JOIN nuggets n ON n.id = j.nugget_id WHERE j.annotator = 'cy'")
+    assert stored == [(HOSTILE_NUGGET.strip(), "partial")] or stored == [(HOSTILE_NUGGET, "partial")]

@@ -126,7 +126,7 @@ def brief(value: object, limit: int = 120) -> object:
     return value
 
 
-def run_cli(capfd, argv: list[str], *, stdin: bytes = b"") -> Outcome:  # noqa: ANN001 - pytest's capfd
+def run_cli(capfd, argv: list[str], *, stdin: bytes = b"") -> Outcome:
     """``ragjudge argv`` through :func:`ragjudge.cli.main`, as a user without a terminal runs it:
     standard input is ``stdin`` (not a terminal), stdout and stderr are captured at the file
     descriptors. An exception escaping ``main`` is returned, not raised."""

@@ -109,12 +109,19 @@ FIELDS = {
                 "support": st.sampled_from(["full", "partial", "none", "all"])},
     "entities": {"query_id": ref(QUERIES), "entity": text_value()},
     "answers": {"query_id": ref(QUERIES), "run": st.sampled_from(["bm25", "dense", "other"]) | hostile_text(),
-                "text": text_value(), "cited": st.lists(ref(CHUNKS), max_size=3) | ref(CHUNKS)},
+                "text": text_value(), "cited": st.lists(ref(CHUNKS), max_size=3) | ref(CHUNKS),
+                "sentences": st.lists(st.fixed_dictionaries(
+                    {"text": text_value(), "citations": st.lists(ref(CHUNKS), max_size=2)}), max_size=3)},
+    "answer-labels": {"query_id": ref(QUERIES), "run": st.sampled_from(["bm25", "dense", "other"]) | hostile_text(),
+                      "nugget": text_value(), "sentence": number([0, 1, 2]), "chunk_id": ref(CHUNKS),
+                      "support": st.sampled_from(["full", "partial", "none", "all", ""]),
+                      "annotator": ANNOTATOR},
 }
 REQUIRED = {"queries": ("id", "text"), "chunks": ("id", "text"), "run": ("query_id", "chunk_id", "score"),
             "qrels": ("query_id", "chunk_id", "grade"), "labels": ("query_id", "chunk_id", "grade"),
             "facets": ("query_id", "facet"), "nuggets": ("query_id", "nugget"),
-            "entities": ("query_id", "entity"), "answers": ("query_id", "run", "text", "cited")}
+            "entities": ("query_id", "entity"), "answers": ("query_id", "run", "text", "cited"),
+            "answer-labels": ("query_id", "run", "support")}
 UNKNOWN = st.sampled_from(["socre", "extra", "", "\x1b[31m", "[bold]", "ID", "meta "])
 
 
@@ -214,7 +221,7 @@ class Case:
         shown = ", ".join(f"{brief(name)!r}: {brief(data, 400)!r}" for name, data in self.files)
         return f"Case(kind={self.kind!r}, fmt={self.fmt!r}, options={self.options!r}, files={{{shown}}})"
 
-    def _repr_pretty_(self, printer, cycle: bool) -> None:  # noqa: ANN001 - how hypothesis shows it
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(self))
 
 

@@ -69,7 +69,7 @@ class Command:
         return " ".join(self.path) or "(the app)"
 
 
-def _kind_of(param) -> str:  # noqa: ANN001 - a click parameter
+def _kind_of(param) -> str:
     annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
     text = getattr(annotation, "__name__", str(annotation))
     for kind in ("bool", "int", "float", "Path"):
@@ -83,7 +83,7 @@ def commands() -> list[Command]:
     _register()
     found: list[Command] = []
 
-    def walk(command, path: tuple[str, ...]) -> None:  # noqa: ANN001
+    def walk(command, path: tuple[str, ...]) -> None:
         params = tuple(
             Param(p.name, tuple(p.opts), p.param_type_name == "argument", bool(getattr(p, "is_flag", False)),
                   bool(p.required), bool(p.multiple) or p.nargs == -1, _kind_of(p))
@@ -187,7 +187,7 @@ def value(command: Command, param: Param) -> st.SearchStrategy[object]:
 class Argv(list):
     """The drawn argv, shown with long values cut (hypothesis repeats the example exactly)."""
 
-    def _repr_pretty_(self, printer, cycle: bool) -> None:  # noqa: ANN001
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(repr(brief(list(self))))
 
 
@@ -296,7 +296,7 @@ SLOW = {("demo",)}
 """Commands that take seconds (building the bundled demo project): fewer examples."""
 
 
-def check_command(argv_tokens: list[object], prepared: Path, workdir: Path, capfd) -> None:  # noqa: ANN001
+def check_command(argv_tokens: list[object], prepared: Path, workdir: Path, capfd) -> None:
     here = Path(tempfile.mkdtemp(dir=workdir))
     try:
         project = copy_project(prepared / "base.db", here / "project" / "p.db")

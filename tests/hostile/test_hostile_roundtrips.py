@@ -78,7 +78,7 @@ class Data:
     nuggets: list[tuple[int, str, str, str, float, list[tuple[int, int, str]]]]
     scores: list[float]
 
-    def _repr_pretty_(self, printer, cycle: bool) -> None:  # noqa: ANN001 - how hypothesis shows it
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
         fields = ", ".join(f"{f.name}={brief(getattr(self, f.name))!r}" for f in dataclasses.fields(self))
         printer.text(f"Data({fields})")
 
@@ -94,13 +94,13 @@ def project_data(draw) -> Data:
     labels = [(*p, draw(st.integers(0, 3)), draw(note), draw(note), draw(note))
               for p in draw(st.lists(pair, min_size=1, max_size=3, unique=True))]
     link = st.tuples(st.integers(0, len(chunks) - 1), st.integers(0, len(annotators) - 1))
-    facets = [(q, name, [(*l, draw(st.booleans())) for l in draw(st.lists(link, max_size=2, unique=True))])
+    facets = [(q, name, [(*pair_link, draw(st.booleans())) for pair_link in draw(st.lists(link, max_size=2, unique=True))])
               for q, name in draw(st.lists(st.tuples(st.integers(0, len(queries) - 1), NAME), max_size=2,
                                            unique=True))]
     nuggets = [(q, text, draw(st.sampled_from(["vital", "okay"])), draw(st.sampled_from(["nugget", "claim"])),
                 draw(st.sampled_from([1.0, 0.5, 2.5, 1e-300, 0.1 + 0.2])),
-                [(*l, draw(st.sampled_from(["full", "partial", "none"])))
-                 for l in draw(st.lists(link, max_size=2, unique=True))])
+                [(*pair_link, draw(st.sampled_from(["full", "partial", "none"])))
+                 for pair_link in draw(st.lists(link, max_size=2, unique=True))])
                for q, text in draw(st.lists(st.tuples(st.integers(0, len(queries) - 1), NAME), max_size=2,
                                             unique=True))]
     scores = draw(st.lists(st.sampled_from([3.5, 1.0, 0.1 + 0.2, 1e-300, -2.0, 1e300, 0.0]),
@@ -117,7 +117,7 @@ def fill(db: Path, data: Data, *, everything: bool) -> None:
     from ragjudge.store.schema import Chunk, Query, Run
 
     with Project.open(str(db)) as project:
-        def definitions(session) -> None:  # noqa: ANN001
+        def definitions(session) -> None:
             session.add_all(Query(id=q, text=f"query {i}") for i, q in enumerate(data.queries))
             session.add_all(Chunk(id=c, text=f"chunk {i}") for i, c in enumerate(data.chunks))
             if not everything:
@@ -141,7 +141,7 @@ def fill(db: Path, data: Data, *, everything: bool) -> None:
             if comment is not None:
                 comment_pair(project, note=comment, **pair)
 
-        def judgments(session) -> None:  # noqa: ANN001
+        def judgments(session) -> None:
             for q, name, links in data.facets:
                 facet = Facet(query_id=data.queries[q], name=name)
                 session.add(facet)
@@ -164,11 +164,11 @@ def fill(db: Path, data: Data, *, everything: bool) -> None:
 # -- the state of each kind, read from the tables ----------------------------------------
 
 
-def _newest(table, *keys):  # noqa: ANN001, ANN202 - the newest event per key
+def _newest(table, *keys):
     return select(func.max(table.c.id).label("id")).group_by(*keys).subquery()
 
 
-def label_state(project) -> dict[tuple[str, str, str], dict[str, object]]:  # noqa: ANN001
+def label_state(project) -> dict[tuple[str, str, str], dict[str, object]]:
     """Each annotator's current label per pair that has a grade: every field the judging
     service keeps for it except where the event came from (id, undo link, source)."""
     from ragjudge.services.judging import current_label
@@ -186,14 +186,14 @@ def label_state(project) -> dict[tuple[str, str, str], dict[str, object]]:  # no
     return out
 
 
-def run_state(project, name: str) -> list[tuple]:  # noqa: ANN001
+def run_state(project, name: str) -> list[tuple]:
     entries = RunEntry.__table__
     with project.connect() as connection:
         return sorted(connection.execute(select(entries.c.query_id, entries.c.chunk_id, entries.c.rank,
                                                 entries.c.score).where(entries.c.run == name)).all())
 
 
-def facet_state(project) -> tuple[list, list]:  # noqa: ANN001
+def facet_state(project) -> tuple[list, list]:
     facets, links = Facet.__table__, FacetLink.__table__
     newest = _newest(links, links.c.facet_id, links.c.chunk_id, links.c.annotator)
     with project.connect() as connection:
@@ -206,7 +206,7 @@ def facet_state(project) -> tuple[list, list]:  # noqa: ANN001
     return sorted(defined), sorted(linked)
 
 
-def nugget_state(project) -> tuple[list, list]:  # noqa: ANN001
+def nugget_state(project) -> tuple[list, list]:
     nuggets, support = Nugget.__table__, NuggetSupport.__table__
     newest = _newest(support, support.c.nugget_id, support.c.chunk_id, support.c.annotator)
     with project.connect() as connection:
@@ -260,11 +260,16 @@ def workdir(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+ROUND_TRIPS_ELSEWHERE = {"answer-labels": "tests/answers/test_answers_import.py (hostile nugget text too)"}
+"""Export kinds whose data (answers with sentences, their judgments) this module's projects do
+not hold; their round trips, hostile text included, live beside the feature."""
+
+
 def test_every_export_kind_has_a_round_trip():
-    assert set(EXPORT_KINDS) == set(IMPORT_KIND)
+    assert set(EXPORT_KINDS) == set(IMPORT_KIND) | set(ROUND_TRIPS_ELSEWHERE)
 
 
-def round_trip(kind: str, fmt: str, data: Data, a: Path, empty: Path, here: Path, capfd) -> None:  # noqa: ANN001
+def round_trip(kind: str, fmt: str, data: Data, a: Path, empty: Path, here: Path, capfd) -> None:
     """Export ``kind`` of project ``a`` as ``fmt`` and import it into a copy of ``empty``."""
     out = here / f"export-{kind}.{fmt}"
     before = project_state(a)
@@ -316,7 +321,7 @@ FLAGGED = dataclasses.replace(EVERY_TEXT, chunks=["c1", 'c,"1"', "c3"],
 """A flag with its note and a comment on graded pairs."""
 
 
-@pytest.mark.parametrize("kind", EXPORT_KINDS)
+@pytest.mark.parametrize("kind", [k for k in EXPORT_KINDS if k not in ROUND_TRIPS_ELSEWHERE])
 @examples(6)
 @example(data=EVERY_TEXT)
 @example(data=FLAGGED)

@@ -31,6 +31,7 @@ from ragjudge.errors import RagjudgeError
 from ragjudge.safetext import for_terminal
 from ragjudge.services import answers, judging
 from ragjudge.services.answers import AnswerItem, AnswerQueue, AnswerView
+from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
 
 #: (keys, action, footer name, help text, shown in the footer)
@@ -63,8 +64,10 @@ def key_rows() -> list[tuple[str, str, str]]:
     return [(shown.get(k, " / ".join(k.split(","))), name, text) for k, _, name, text, _ in ANSWER_KEYS]
 
 
-class AnswerJudgeScreen(Screen):
+class AnswerJudgeScreen(SessionActions, Screen):
     """Judge the answers of an :class:`AnswerQueue`: nugget support and citation support."""
+
+    HELP_TITLE = "Answer-judging keys"
 
     DEFAULT_CSS = """
     AnswerJudgeScreen #answers-main { height: 1fr; }
@@ -259,28 +262,8 @@ class AnswerJudgeScreen(Screen):
         self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, view.query_id, chunk),
                              lambda _: self._reload())
 
-    def action_guidelines(self) -> None:
-        from ragjudge.tui.screens.guidelines import GuidelinesScreen
-
-        self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
-
-    def action_evaluation(self) -> None:
-        self.app.open_evaluation()
-
-    def action_agreement(self) -> None:
-        self.app.open_agreement()
-
-    def action_help(self) -> None:
-        from ragjudge.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen("Answer-judging keys", key_rows()))
-
-    def action_home(self) -> None:
-        if self.from_home:
-            self.app.pop_screen()
-
-    async def action_quit(self) -> None:
-        self.app.exit()
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        return key_rows()
 
     def on_screen_resume(self) -> None:
         self._reload()

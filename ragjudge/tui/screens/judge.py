@@ -26,6 +26,7 @@ from textual.widgets import Footer, Static
 from ragjudge.errors import RagjudgeError
 from ragjudge.services import judging
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
+from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
 
 T = TypeVar("T")
@@ -95,8 +96,10 @@ def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS) -> list[tuple[str, str, str]]:
     return rows
 
 
-class JudgeScreen(Screen):
+class JudgeScreen(SessionActions, Screen):
     """Judge the pairs of a :class:`JudgingQueue`."""
+
+    HELP_TITLE = "Judging keys"
 
     BINDINGS = [
         Binding(k.keys, k.action, k.name, show=k.show, key_display=k.key_display, priority=True,
@@ -546,25 +549,5 @@ class JudgeScreen(Screen):
         self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, pair.query_id,
                                           pair.chunk_id), done)
 
-    def action_guidelines(self) -> None:
-        from ragjudge.tui.screens.guidelines import GuidelinesScreen
-
-        self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
-
-    def action_evaluation(self) -> None:
-        self.app.open_evaluation()
-
-    def action_agreement(self) -> None:
-        self.app.open_agreement()
-
-    def action_help(self) -> None:
-        from ragjudge.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen("Judging keys", key_rows()))
-
-    def action_home(self) -> None:
-        if self.from_home:
-            self.app.pop_screen()
-
-    async def action_quit(self) -> None:
-        self.app.exit()
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        return key_rows()
