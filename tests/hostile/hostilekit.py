@@ -194,11 +194,13 @@ def is_project(state: object) -> bool:
 EVENTS = ("labels", "facet_links", "nugget_support", "adjudications")
 """The append-only event tables: no command removes a row from them."""
 
-SQLITE_OWN = ("-wal", "-shm", ".writelock", "-journal")
+SQLITE_OWN = ("-wal", "-shm", ".writelock", ".importlock", "-journal")
 
 
 def folder_files(folder: Path) -> set[str]:
-    """The files in ``folder`` except SQLite's own (-wal, -shm, -journal) and the write lock."""
+    """The files in ``folder`` except SQLite's own (-wal, -shm, -journal) and the project's
+    lock files (``.writelock``, ``.importlock``: empty, kept so that every process locks the
+    same file)."""
     return {p.name for p in folder.iterdir() if not p.name.endswith(SQLITE_OWN)}
 
 
