@@ -26,6 +26,7 @@ import gzip
 import io
 import math
 import os
+import zlib
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -137,7 +138,7 @@ def _gunzip(handle: Any, name: str | None) -> bytes:
     try:
         with gzip.GzipFile(fileobj=handle) as gz:
             return gz.read()
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:
         raise InputError(f"is not a valid gzip file ({error}).", file=name) from None
 
 
