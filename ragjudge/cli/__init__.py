@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "ragjudge.cli.agreement",
     "ragjudge.cli.judging",
     "ragjudge.cli.maintenance",
+    "ragjudge.cli.annotators",
 )
 
 

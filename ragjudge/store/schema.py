@@ -29,6 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     exists,
+    false,
     select,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -172,10 +173,34 @@ class RunImport(Base):
 
 
 class Annotator(Base):
+    """A person (or a model) who labels.
+
+    ``role`` is ``annotator`` or ``lead``: once a project has a lead, only leads adjudicate,
+    assign, resolve flags and see other annotators' labels. ``kind`` is ``human`` or ``llm``
+    (an LLM's labels stay out of the gold unless asked). ``status`` is ``active`` or ``retired``
+    (a retired annotator's labels stay; the name cannot open a session). ``reference`` marks an
+    annotator whose grades are the gold for its pairs (a collection's official qrels);
+    ``complete`` declares that every unlisted pair of a reference's queries is not relevant.
+    ``token_hash`` is the SHA-256 of the annotator's personal login token (the token itself is
+    never stored).
+    """
+
     __tablename__ = "annotators"
     name: Mapped[str] = mapped_column(KEY, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     seen_guidelines: Mapped[bool] = mapped_column(Boolean, default=False)
+    role: Mapped[str] = mapped_column(String(16), default="annotator", server_default="annotator")
+    kind: Mapped[str] = mapped_column(String(16), default="human", server_default="human")
+    status: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
+    reference: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    complete: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+
+    __table_args__ = (
+        CheckConstraint("role IN ('annotator', 'lead')", name="role"),
+        CheckConstraint("kind IN ('human', 'llm')", name="kind"),
+        CheckConstraint("status IN ('active', 'retired')", name="status"),
+    )
 
 
 class Label(Base):
@@ -215,8 +240,12 @@ class PairMark(Base):
     ``kind`` is ``flag`` (for review; ``text`` is its optional note) or ``comment`` (``text`` is
     the comment). ``action`` is ``set`` or ``clear``. An annotator's current flag and current
     comment on a pair are the newest event of each kind; label events (grades, skips, undos)
-    never touch them. ``resolves`` is left for a lead's later resolution of a mark (the id of
-    the mark event it answers); nothing writes it yet.
+    never touch them.
+
+    A lead's review of a mark is an event of kind ``review``: ``annotator`` is the lead,
+    ``action`` ``resolve`` (the mark is settled; ``text`` is the note its author sees next time)
+    or ``send-back`` (the author is asked to look at the pair again), and ``resolves`` the id of
+    the mark event it answers.
     """
 
     __tablename__ = "pair_marks"
@@ -233,8 +262,8 @@ class PairMark(Base):
     resolves: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
-        CheckConstraint("kind IN ('flag', 'comment')", name="kind"),
-        CheckConstraint("action IN ('set', 'clear')", name="action"),
+        CheckConstraint("kind IN ('flag', 'comment', 'review')", name="kind"),
+        CheckConstraint("action IN ('set', 'clear', 'resolve', 'send-back')", name="action"),
         Index("ix_pair_marks_annotator_pair", "annotator", "query_id", "chunk_id", "id"),
         Index("ix_pair_marks_pair", "query_id", "chunk_id"),
     )
