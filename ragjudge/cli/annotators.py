@@ -107,7 +107,7 @@ def _say(format: str, data: dict, text: str) -> None:
         console.print(text, highlight=False)
 
 
-def _print_members(found: list, format: str) -> None:  # noqa: ANN001
+def _print_members(found: list, format: str) -> None:
     if format == "json":
         print_json({"annotators": [m.to_json() for m in found]})
         return

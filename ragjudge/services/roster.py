@@ -107,8 +107,9 @@ def member(project: Project, name: str) -> Member | None:
 
 def has_lead(project: Project) -> bool:
     with project.read() as session:
-        return session.scalar(select(func.count()).select_from(Annotator).where(
-            Annotator.role == "lead", Annotator.status == "active")) > 0
+        found = session.scalar(select(func.count()).select_from(Annotator).where(
+            Annotator.role == "lead", Annotator.status == "active"))
+        return bool(found)
 
 
 def may_lead(project: Project, name: str | None) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from projectkit import make_small_project
@@ -68,7 +69,7 @@ def test_a_token_is_stored_only_as_its_hash_and_a_new_one_revokes_the_old(projec
     stored = sqlite3.connect(tmp_path / "p.db").execute(
         "SELECT token_hash FROM annotators WHERE name = 'ana'").fetchone()[0]
     assert stored == hashlib.sha256(first.encode()).hexdigest()
-    assert first not in open(tmp_path / "p.db", "rb").read().decode("latin-1")
+    assert first not in (tmp_path / "p.db").read_bytes().decode("latin-1")
     second = roster.issue_token(project, "ana")
     assert roster.by_token(project, first) is None
     assert roster.by_token(project, second).name == "ana"
@@ -117,8 +118,8 @@ def test_the_command_adds_lists_and_prints_a_token_once(project, tmp_path, capsy
 ])
 def test_mistakes_are_one_paragraph_and_change_nothing(project, tmp_path, capsys, argv, message):
     db = str(tmp_path / "p.db")
-    before = open(db, "rb").read()
+    before = Path(db).read_bytes()
     assert main(["--db", db, *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert open(db, "rb").read() == before
+    assert Path(db).read_bytes() == before
