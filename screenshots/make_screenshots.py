@@ -4,7 +4,8 @@
     /work/venv/bin/python screenshots/make_screenshots.py judge help # some of them
 
 Each scenario opens the app the way the CLI does (``ragjudge.tui.make_app``), presses keys, and
-saves an SVG screenshot that cairosvg turns into a PNG (cairosvg keeps Textual's layout). To add a
+saves an SVG screenshot that cairosvg turns into a PNG, with the text set in a local monospaced
+font (:func:`monospaced`) so that it keeps Textual's layout. To add a
 screen, append a :class:`Scenario` to ``SCENARIOS``: a file name, the app's options, the keys to
 press, and optionally a ``prepare(project)`` that writes what the screen needs to show.
 """
@@ -137,9 +138,23 @@ async def shoot(scenario: Scenario, db: str, out: Path) -> Path:
     png = out / f"{scenario.name}.png"
     import cairosvg
 
+    svg.write_text(monospaced(svg.read_text(encoding="utf-8")), encoding="utf-8")
     cairosvg.svg2png(url=str(svg), write_to=str(png))
     svg.unlink()
     return png
+
+
+MONO = '"DejaVu Sans Mono", "Liberation Mono", monospace'
+"""Fonts cairosvg finds on a Linux machine. Textual's SVG asks for Fira Code, which is loaded from
+the web and so is missing here; cairosvg then falls back to a proportional font and ignores each
+span's ``textLength``, so words drift, overlap and get clipped ("damagec", "843gold")."""
+
+
+def monospaced(svg: str) -> str:
+    """The SVG with the terminal text in a local monospaced font, its letters spaced so that a
+    cell is as wide as Textual drew it (12.2 px at 20 px; DejaVu Sans Mono's advance is 12.04)."""
+    return svg.replace("font-family: Fira Code, monospace;",
+                       f"font-family: {MONO}; letter-spacing: 0.16px;")
 
 
 def main(argv: list[str] | None = None) -> int:
