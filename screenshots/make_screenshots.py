@@ -1,13 +1,13 @@
 """Regenerate screenshots/*.png of the app's screens on the demo project.
 
-    /work/venv/bin/python screenshots/make_screenshots.py            # every scenario
-    /work/venv/bin/python screenshots/make_screenshots.py judge help # some of them
+    .venv/bin/python screenshots/make_screenshots.py             # every scenario
+    .venv/bin/python screenshots/make_screenshots.py judge help  # some of them
 
 Each scenario opens the app the way the CLI does (``ragjudge.tui.make_app``), presses keys, and
 saves an SVG screenshot that cairosvg turns into a PNG, with the text set in a local monospaced
-font (:func:`monospaced`) so that it keeps Textual's layout. To add a
-screen, append a :class:`Scenario` to ``SCENARIOS``: a file name, the app's options, the keys to
-press, and optionally a ``prepare(project)`` that writes what the screen needs to show.
+font (:func:`monospaced`) so that it keeps Textual's layout. To add a screen, append a
+:class:`Scenario` to ``SCENARIOS``: a file name, the app's options, the keys to press, and
+optionally a ``prepare(project)`` that writes what the screen needs to show.
 """
 
 from __future__ import annotations
@@ -101,12 +101,12 @@ SCENARIOS: list[Scenario] = [
     Scenario("help", {"annotator": "dana", "start": "judge"}, keys=("question_mark",), prepare=_seen("dana")),
     Scenario("find", {"annotator": "dana", "start": "judge"}, keys=("slash", *"refund"), prepare=_seen("dana")),
     Scenario("name", {"start": "judge"}),
-    Scenario("app-evaluation", {"annotator": "dana"}, keys=("e",), needs="ragjudge.tui.screens.evaluation"),
     *(Scenario(f"evaluation-{tab}", {"annotator": "dana"}, keys=("e", key),
                needs="ragjudge.tui.screens.evaluation")
       for tab, key in (("overview", "o"), ("per-query", "p"), ("curves", "v"), ("strata", "s"),
                        ("compare", "c"))),
-    Scenario("app-agreement", {"annotator": "dana"}, keys=("a",), needs="ragjudge.tui.screens.agreement"),
+    Scenario("agreement", {"annotator": "dana"}, keys=("a",)),
+    Scenario("agreement-disputed", {"annotator": "dana"}, keys=("a", "d")),
     Scenario("answers", {"annotator": "dana", "start": "answers", "queries": FACET_QUERY},
              keys=("2", "1", "2", "down"), prepare=_seen("dana")),
     Scenario("evaluation-answers", {"annotator": "dana"}, keys=("e",), prepare=_answer_board),
