@@ -392,6 +392,9 @@ class NuggetView:
     importance: str
     support: str
     """The annotator's support of this nugget by the chunk in view: full, partial or none."""
+    kind: str = "nugget"
+    """``nugget`` (a fact a good answer needs) or ``claim`` (a claim of the reference answer,
+    for Context Recall): both are marked alike, by how fully the chunk supports them."""
 
 
 def _newest_marks(session: Session, model: type[FacetLink] | type[NuggetSupport], key_col: Any, ids: list[int],
@@ -423,13 +426,15 @@ def _facets(session: Session, query_id: str, annotator: str | None, chunk_id: st
 
 
 def _nuggets(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[NuggetView]:
-    nuggets = session.execute(select(Nugget.id, Nugget.text, Nugget.importance).where(
-        Nugget.query_id == query_id, Nugget.removed.is_(False), Nugget.kind == "nugget")
-        .order_by(Nugget.id)).all()
+    rows = session.execute(select(Nugget.id, Nugget.text, Nugget.importance, Nugget.kind).where(
+        Nugget.query_id == query_id, Nugget.removed.is_(False)).order_by(Nugget.id)).all()
+    # nuggets first, then the claims of the reference answer (an unknown kind reads as a nugget)
+    nuggets = sorted(rows, key=lambda n: n[3] == "claim")
     support = _newest_marks(session, NuggetSupport, NuggetSupport.nugget_id, [n[0] for n in nuggets],
                             annotator, chunk_id)
-    return [NuggetView(nid, text, importance, support[nid].support if nid in support else "none")
-            for nid, text, importance in nuggets]
+    return [NuggetView(nid, text, importance, support[nid].support if nid in support else "none",
+                       "claim" if kind == "claim" else "nugget")
+            for nid, text, importance, kind in nuggets]
 
 
 def facets_for(project: Project, query_id: str, *, annotator: str | None = None,
@@ -441,7 +446,8 @@ def facets_for(project: Project, query_id: str, *, annotator: str | None = None,
 
 def nuggets_for(project: Project, query_id: str, *, annotator: str | None = None,
                 chunk_id: str | None = None) -> list[NuggetView]:
-    """The query's nuggets (not removed), each with the annotator's support by the chunk."""
+    """The query's nuggets and claims (not removed), each with the annotator's support by the
+    chunk: nuggets first, then claims."""
     with project.read() as session:
         return _nuggets(session, query_id, annotator, chunk_id)
 

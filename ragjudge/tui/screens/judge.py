@@ -296,6 +296,8 @@ class JudgeScreen(SessionActions, Screen):
         for n in nuggets:
             mark, style = marks.get(n.support, ("○", "dim"))
             out.append(mark + " ", style=style)
+            if n.kind == "claim":
+                out.append("claim ", style="italic")
             if n.importance == "vital":
                 out.append("vital ", style="bold")
             out.append_text(literal(n.text))
