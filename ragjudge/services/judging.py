@@ -682,6 +682,10 @@ class PairView:
     recheck: bool = False
     marks: PairMarks = NO_MARKS
     """The annotator's flag and comment (none shown on a recheck, which is blind)."""
+    query_slot: int = 0
+    """0-based place of this pair among its query's pairs in queue order (the order ``j`` walks:
+    round by round, so in the ``depth`` order a query's pairs of later rounds come after its
+    pairs of earlier ones)."""
 
 
 class JudgingQueue:
@@ -955,7 +959,8 @@ class JudgingQueue:
         chunk_id = pool.chunk_ids[i]
         return PairView(pos, qid, chunk_id, i, len(pool.chunk_ids), pool.handled,
                         pool.sources[i] if self.show_source else (), pool.states[i],
-                        marks=pool.marks.get(chunk_id, NO_MARKS))
+                        marks=pool.marks.get(chunk_id, NO_MARKS),
+                        query_slot=sum(len(b) for b in pool.buckets[:pos.round]) + pos.slot)
 
     def refresh(self, view: PairView) -> PairView:
         return self.view(view.position)
@@ -1034,19 +1039,33 @@ class JudgingQueue:
     # -- recording -------------------------------------------------------------------------
 
     def note_event(self, query_id: str, chunk_id: str, state: LabelState | None) -> None:
-        """Keep the cached state in step with an event just written."""
+        """Keep the cached state and the totals in step with an event just written.
+
+        A pair whose query is not cached (an undo reaching back to a query not shown since the
+        queue opened, as after a restart) has its state before the event read from the
+        database, so the totals move by what the event changed there too."""
         self._touched.add(query_id)
         self._min_open.pop(query_id, None)
         pool = self._cache.get(query_id)
         if pool is not None:
             i = pool.index(chunk_id)
-            if i is not None:
-                before = pool.states[i]
-                pool.states[i] = state
-                if self.totals is not None:
-                    was = before is not None and before.handled
-                    now = state is not None and state.handled
-                    self.totals["handled"] += int(now) - int(was)
+            if i is None:
+                return
+            before = pool.states[i]
+            pool.states[i] = state
+        elif self.totals is None or query_id not in self._query_pos:
+            return
+        else:
+            pool = self.pool(query_id)  # read after the event: it holds the new state already
+            if pool.index(chunk_id) is None:
+                return
+            with self.project.read() as session:
+                before = (None if state is None else
+                          _state(_newest(session, self.annotator, query_id, chunk_id, before=state.id)))
+        if self.totals is not None:
+            was = before is not None and before.handled
+            now = state is not None and state.handled
+            self.totals["handled"] += int(now) - int(was)
 
     def note_marks(self, query_id: str, chunk_id: str, marks: PairMarks) -> None:
         """Keep the cached flag and comment in step with a mark just written."""

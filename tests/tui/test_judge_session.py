@@ -58,3 +58,71 @@ async def test_claims_are_shown_and_marked_like_nuggets(project):
         (claim, pair.chunk_id, "alice", "full")]
     kinds = {n.text: n.kind for n in J.nuggets_for(project, pair.query_id)}
     assert kinds == {"paid to the card": "nugget", "refunds take five days": "claim"}
+
+
+# -- position counters -------------------------------------------------------------------------
+
+
+def progress(app) -> str:
+    return panel_text(app, "#progress")
+
+
+def queue_order(queue) -> list[tuple[str, str]]:
+    """Every pair of the queue in queue order (what j walks through)."""
+    out, view = [], queue.view(J.Position(0, 0, 0)) if queue.pool(queue.query_ids[0]).buckets[0] else None
+    view = view or queue.step(J.Position(0, 0, -1), +1)
+    while view is not None:
+        out.append((view.query_id, view.chunk_id))
+        view = queue.step(view.position, +1)
+    return out
+
+
+def expected_counter(queue, query_id: str, chunk_id: str) -> str:
+    """"pair i of n in this query": i counts the query's pairs in queue order up to this one."""
+    order = [c for q, c in queue_order(queue) if q == query_id]
+    return f"pair {order.index(chunk_id) + 1} of {len(order)} in this query"
+
+
+@sync
+async def test_pair_counter_follows_j_and_k(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        seen = []
+        for key in ["j"] * 7 + ["k"] * 3 + ["2", "j", "k", "k"]:
+            await pilot.press(key)
+            pair = screen.pair
+            counter = expected_counter(screen.queue, pair.query_id, pair.chunk_id)
+            assert counter in progress(app), (key, progress(app))
+            seen.append((pair.query_id, counter))
+        assert len(set(seen)) > 3
+        assert "pair 2 of" in seen[0][1]  # one j from the first pair
+
+
+@sync
+async def test_counters_after_an_undo_across_a_restart(tmp_path):
+    from ragjudge.services.project import Project
+    from tui_project import build_project
+
+    db = tmp_path / "u.db"
+    project = build_project(db)
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        await pilot.press("1", "2", "3", "0", "q")  # the first round: q1 and q2's top pairs
+    project.close()
+    project = Project.open(str(db))
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "(4/" in progress(app)
+        undone = labels(project)[-1]
+        await pilot.press("u")
+        pair = screen.pair
+        assert (pair.query_id, pair.chunk_id) == (undone.query_id, undone.chunk_id)
+        assert expected_counter(screen.queue, pair.query_id, pair.chunk_id) in progress(app)
+        assert "(3/" in progress(app), progress(app)
+        assert "1 judged" in progress(app), progress(app)
+    project.close()

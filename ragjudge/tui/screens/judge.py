@@ -309,8 +309,8 @@ class JudgeScreen(SessionActions, Screen):
         pair = self.pair
         parts: list[str] = []
         if pair is not None:
-            handled = pair.query_handled
-            parts.append(f"pair {min(handled + 1, pair.query_pairs)} of {pair.query_pairs} in this query")
+            parts.append(f"pair {pair.query_slot + 1} of {pair.query_pairs} in this query "
+                         f"({pair.query_handled} judged)")
             parts.append(f"query {pair.position.query + 1:,} of {len(self.queue.query_ids):,}")
         totals = self.queue.totals
         if totals is not None and totals["pairs"]:
