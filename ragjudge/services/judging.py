@@ -985,6 +985,30 @@ class JudgingQueue:
             slot = 0 if delta > 0 else len(self.pool(self.query_ids[qp]).buckets[ri]) - 1
         return None
 
+    def step_query(self, pos: Position, delta: int) -> PairView | None:
+        """The first pair of the next (``delta`` +1) or previous (-1) query in queue order,
+        or None at either end.
+
+        In the ``depth`` order a query appears once per round, so this stays in the round of
+        ``pos`` (crossing into the next or previous round only at the end of one): moving by
+        query and by pair walk the same order and never lose the place."""
+        bucket = self.pool(self.query_ids[pos.query]).buckets[pos.round]
+        edge = Position(pos.round, pos.query, len(bucket) - 1 if delta > 0 else 0)
+        nxt = self.step(edge, +1 if delta > 0 else -1)
+        if nxt is None or delta > 0:
+            return nxt
+        return self.view(Position(nxt.position.round, nxt.position.query, 0))
+
+    def end(self, delta: int) -> PairView | None:
+        """The first (``delta`` +1) or last (-1) pair of the queue order (None: empty)."""
+        if not self.query_ids:
+            return None
+        if delta > 0:
+            return self.step(Position(0, 0, -1), +1)
+        last = len(self.query_ids) - 1
+        rnd = len(self.rounds) - 1
+        return self.step(Position(rnd, last, len(self.pool(self.query_ids[last]).buckets[rnd])), -1)
+
     def goto_query(self, query_pos: int) -> PairView | None:
         """The query's first pair still to judge in its blind order, else its first pair."""
         if not self.query_ids:

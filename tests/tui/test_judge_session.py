@@ -69,8 +69,7 @@ def progress(app) -> str:
 
 def queue_order(queue) -> list[tuple[str, str]]:
     """Every pair of the queue in queue order (what j walks through)."""
-    out, view = [], queue.view(J.Position(0, 0, 0)) if queue.pool(queue.query_ids[0]).buckets[0] else None
-    view = view or queue.step(J.Position(0, 0, -1), +1)
+    out, view = [], queue.end(+1)
     while view is not None:
         out.append((view.query_id, view.chunk_id))
         view = queue.step(view.position, +1)
@@ -126,3 +125,54 @@ async def test_counters_after_an_undo_across_a_restart(tmp_path):
         assert "(3/" in progress(app), progress(app)
         assert "1 judged" in progress(app), progress(app)
     project.close()
+
+
+# -- moving within the queue order ------------------------------------------------------------
+
+
+def block_start(order: list[tuple[str, str]], i: int) -> int:
+    while i > 0 and order[i - 1][0] == order[i][0]:
+        i -= 1
+    return i
+
+
+@sync
+async def test_brackets_and_jk_move_within_the_queue_order(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        order = queue_order(screen.queue)
+        assert len(order) == len(set(order)) == 28
+
+        def here() -> int:
+            return order.index((screen.pair.query_id, screen.pair.chunk_id))
+
+        for _ in range(12):  # into the second round (q1..q4 have 2 pairs each in the first)
+            await pilot.press("j")
+        start = here()
+        assert start == 12 and screen.pair.position.round >= 1
+        await pilot.press("f", *"look again", "enter")
+        await pilot.pause()
+        flagged = order[start]
+        await pilot.press("right_square_bracket")
+        after = here()
+        assert order[after][0] != flagged[0] and after > start
+        assert all(q == flagged[0] for q, _ in order[start:after])  # the next query in the order
+        assert block_start(order, after) == after
+        await pilot.press("left_square_bracket")
+        assert here() == block_start(order, start)
+        await pilot.press("left_square_bracket")
+        assert here() == block_start(order, block_start(order, start) - 1)
+        back = here()
+        for _ in range(start - back):
+            await pilot.press("j")
+        assert order[here()] == flagged and screen.pair.marks.flagged
+        await pilot.press("k")
+        assert here() == start - 1
+        for _ in range(40):  # the ends stop the walk; the place stays in the order
+            await pilot.press("left_square_bracket")
+        assert here() == 0
+        for _ in range(40):
+            await pilot.press("right_square_bracket")
+        assert here() == block_start(order, len(order) - 1)
+    assert labels(project) == []

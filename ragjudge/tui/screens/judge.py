@@ -60,13 +60,15 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
     Key("f", "flag", "flag", "Flag for review (optional note); f on a flagged pair unflags it."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
-    Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k",
+    Key("left,k", "previous", "prev", "Previous pair in the queue order, without labelling.", key_display="←k",
         help_key="← / k", help_name="previous"),
-    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→j",
+    Key("right,j", "next", "next", "Next pair in the queue order, without labelling.", key_display="→j",
         help_key="→ / j"),
-    Key("left_square_bracket", "previous_query", "query", "Previous query.", key_display="[ ]",
+    Key("left_square_bracket", "previous_query", "query",
+        "Previous query in the queue order (depth order: within the round).", key_display="[ ]",
         help_key="[", help_name="previous query"),
-    Key("right_square_bracket", "next_query", "next query", "Next query.", show=False,
+    Key("right_square_bracket", "next_query", "next query",
+        "Next query in the queue order (depth order: within the round).", show=False,
         key_display="]"),
     Key("c", "comment", "comment", help="Comment on the pair (an empty comment removes it)."),
     Key("slash", "find", "find", help_name="find a query", help="Find a query by id or text.",
@@ -489,32 +491,38 @@ class JudgeScreen(SessionActions, Screen):
 
     def action_next(self) -> None:
         if self.pair is None:
-            self.pair = self.queue.first()
+            self.notify("This is the end of your queue: k goes back.")
             return
         nxt = self.queue.step(self.pair.position, +1)
-        if nxt is not None:
-            self.pair = nxt
+        if nxt is None:
+            self.notify("This is the last pair of your queue.")
+            return
+        self.pair = nxt
 
     def action_previous(self) -> None:
-        if self.pair is None:
-            if self.queue.query_ids:
-                self.pair = self.queue.goto_query(len(self.queue.query_ids) - 1)
+        if self.pair is None:  # past the end: the last pair of the queue order
+            view = self.queue.end(-1)
+            if view is not None:
+                self.pair = view
             return
         prev = self.queue.step(self.pair.position, -1)
-        if prev is not None:
-            self.pair = prev
+        if prev is None:
+            self.notify("This is the first pair of your queue.")
+            return
+        self.pair = prev
 
     def _goto_query(self, delta: int) -> None:
-        if not self.queue.query_ids:
-            return
-        current = self.pair.position.query if self.pair is not None else 0
-        target = current + delta
-        if not 0 <= target < len(self.queue.query_ids):
+        """The next or previous query in the queue order (the order j and k walk)."""
+        if self.pair is None:  # past the end: [ goes to the last query's first pair
+            last = self.queue.end(-1) if delta < 0 else None
+            view = None if last is None else self.queue.view(
+                judging.Position(last.position.round, last.position.query, 0))
+        else:
+            view = self.queue.step_query(self.pair.position, delta)
+        if view is None:
             self.notify("No more queries that way.")
             return
-        view = self.queue.goto_query(target)
-        if view is not None:
-            self.pair = view
+        self.pair = view
 
     def action_next_query(self) -> None:
         self._goto_query(+1)
