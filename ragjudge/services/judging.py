@@ -218,6 +218,36 @@ def current_marks(project: Project, annotator: str, query_id: str, chunk_id: str
         return marks_of_query(session, annotator, query_id, chunk_id).get(chunk_id, NO_MARKS)
 
 
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One pair the annotator labelled, as it stands now (its newest non-recheck event)."""
+
+    query_id: str
+    chunk_id: str
+    state: LabelState
+    query_text: str
+
+
+def label_history(project: Project, annotator: str, *, limit: int = 200,
+                  offset: int = 0) -> list[HistoryEntry]:
+    """The annotator's own labelled pairs, newest first: each pair once, with its current
+    grade, skip or undo, ordered by when it last changed (what the ``l`` list of the judging
+    screen pages through)."""
+    from sqlalchemy import func
+
+    from ragjudge.store.schema import Query
+
+    newest = (select(func.max(Label.id).label("id"))
+              .where(Label.annotator == annotator, not_recheck())
+              .group_by(Label.query_id, Label.chunk_id).subquery())
+    stmt = (select(Label, Query.text).join(newest, Label.id == newest.c.id)
+            .outerjoin(Query, Query.id == Label.query_id)
+            .order_by(Label.id.desc()).limit(limit).offset(offset))
+    with project.read() as session:
+        return [HistoryEntry(row.query_id, row.chunk_id, _state(row), text or "")  # type: ignore[arg-type]
+                for row, text in session.execute(stmt)]
+
+
 # -- writing events --------------------------------------------------------------------------
 
 

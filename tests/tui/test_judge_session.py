@@ -176,3 +176,75 @@ async def test_brackets_and_jk_move_within_the_queue_order(project):
             await pilot.press("right_square_bracket")
         assert here() == block_start(order, len(order) - 1)
     assert labels(project) == []
+
+
+# -- the history of one's own labels ----------------------------------------------------------
+
+
+@sync
+async def test_history_lists_own_labels_newest_first_and_jumps_to_relabel(project):
+    J.record_label(project, annotator="zoe", query_id="q4", chunk_id="c05", grade=3)  # not alice's
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        graded = []
+        for key in "123":
+            graded.append((screen.pair.query_id, screen.pair.chunk_id, int(key)))
+            await pilot.press(key)
+        await pilot.press("s")
+        await pilot.press("l")
+        await pilot.pause()
+        from ragjudge.tui.screens.history import HistoryScreen
+
+        assert isinstance(app.screen, HistoryScreen)
+        options = app.screen.query_one("#history-list")
+        texts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert len(texts) == 4 and "skipped" in texts[0]
+        for text, (q, c, g) in zip(texts[1:], reversed(graded)):
+            assert q in text and c in text and f"{g} " in text, text
+        assert not any("c05" in t and "q4" in t for t in texts)
+        await pilot.press("down", "down", "enter")  # the second label given
+        await pilot.pause()
+        assert screen is app.screen
+        q, c, _ = graded[1]
+        assert (screen.pair.query_id, screen.pair.chunk_id) == (q, c)
+        assert "2 " in panel_text(app, "#earlier-panel")
+        await pilot.press("0")
+        assert J.current_label(project, "alice", q, c).grade == 0
+        await pilot.press("l")
+        await pilot.pause()
+        first = str(app.screen.query_one("#history-list").get_option_at_index(0).prompt)
+        assert q in first and c in first and "0 " in first
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen is app.screen
+
+
+@sync
+async def test_history_pages_through_a_long_session(project, monkeypatch):
+    from ragjudge.tui.screens import history
+
+    monkeypatch.setattr(history, "PAGE", 2)
+    pairs = [("q1", "c02"), ("q1", "c09"), ("q2", "c03"), ("q3", "c04"), ("q4", "c05")]
+    for i, (q, c) in enumerate(pairs):
+        J.record_label(project, annotator="alice", query_id=q, chunk_id=c, grade=i % 4)
+    J.record_label(project, annotator="alice", query_id="q1", chunk_id="c02", grade=3)  # moves up
+    newest = [("q1", "c02"), ("q4", "c05"), ("q3", "c04"), ("q2", "c03"), ("q1", "c09")]
+    assert [(e.query_id, e.chunk_id) for e in J.label_history(project, "alice")] == newest
+    assert [(e.query_id, e.chunk_id) for e in J.label_history(project, "alice", limit=2, offset=2)] == newest[2:4]
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        await pilot.press("l")
+        await pilot.pause()
+        options = app.screen.query_one("#history-list")
+        assert options.option_count == 3  # two labels and "older labels"
+        await pilot.press("end", "enter")
+        await pilot.pause()
+        assert options.option_count == 5
+        await pilot.press("end", "enter")
+        await pilot.pause()
+        assert options.option_count == 5 and options.get_option_at_index(4).id != history.MORE
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (screen.pair.query_id, screen.pair.chunk_id) == ("q1", "c09")

@@ -71,6 +71,8 @@ JUDGE_KEYS: tuple[Key, ...] = (
         "Next query in the queue order (depth order: within the round).", show=False,
         key_display="]"),
     Key("c", "comment", "comment", help="Comment on the pair (an empty comment removes it)."),
+    Key("l", "history", "labels", help_name="your labels",
+        help="Your labels, newest first; Enter on one goes back to that pair to relabel it."),
     Key("slash", "find", "find", help_name="find a query", help="Find a query by id or text.",
         key_display="/"),
     Key("g", "facets", "facets", help_name="facets & nuggets",
@@ -543,6 +545,21 @@ class JudgeScreen(SessionActions, Screen):
                     self.pair = view
 
         self.app.push_screen(FindQuery(self.queue.find_queries), done)
+
+    def action_history(self) -> None:
+        from ragjudge.tui.screens.history import HistoryScreen
+
+        def done(chosen: tuple[str, str] | None) -> None:
+            if chosen is None:
+                return
+            view = self.queue.goto_pair(*chosen)
+            if view is None:
+                self.notify("That pair is not in this queue (other queries, runs or depth): "
+                            "open judging with them to relabel it.", severity="warning")
+                return
+            self.pair = view
+
+        self.app.push_screen(HistoryScreen(self.project, self.queue.annotator, self.scale), done)
 
     # -- other screens ---------------------------------------------------------------------
 
