@@ -734,7 +734,7 @@ class JudgingQueue:
     def __init__(self, project, annotator: str, *, runs: list[str] | None = None,  # noqa: ANN001
                  depth: int = 10, order: str = "depth", queries: list[str] | None = None,
                  category: str | None = None, show_source: bool = False, recheck: float = 0.0,
-                 use_assignment: bool = True) -> None:
+                 use_assignment: bool = True, pairs: list[tuple[str, str]] | None = None) -> None:
         if order not in ORDERS:
             raise UsageError(f"--order {order}: use depth or query.")
         if depth < 1:
@@ -752,6 +752,15 @@ class JudgingQueue:
         self._seed_bytes = self.seed.to_bytes(8, "little")
         self.rounds = depth_rounds(depth) if order == "depth" else (depth,)
         self.runs = self._check_runs(runs)
+        self.only: dict[str, set[str]] | None = None
+        """With ``pairs``: the only chunks of each query the queue holds (judging exactly the
+        pairs nobody has graded, from the evaluation screen)."""
+        if pairs is not None:
+            self.only = {}
+            for query_id, chunk_id in pairs:
+                self.only.setdefault(query_id, set()).add(chunk_id)
+            queries = list(self.only)
+            use_assignment = False
         check_queries(project, queries)
         check_category(project, category)
         self.assigned = use_assignment and self._has_assignment()
@@ -853,8 +862,13 @@ class JudgingQueue:
             sql = ("SELECT re.chunk_id, re.run, re.rank FROM run_entries re "
                    f"WHERE re.query_id = :query AND re.rank <= :depth{runs_sql}")
         ranks: dict[str, list[tuple[str, int]]] = {}
+        only = None if self.only is None else self.only.get(query_id, set())
+        if only is not None:
+            ranks = {c: [] for c in only}
         with self.project.connect() as connection:
             for chunk_id, run, rank in connection.execute(text(sql), params):
+                if only is not None and chunk_id not in only:
+                    continue
                 entry = ranks.setdefault(chunk_id, [])
                 if run is not None:
                     entry.append((run, int(rank)))
@@ -915,7 +929,7 @@ class JudgingQueue:
         batch = [q for q in self.query_ids[start:start + 4 * self.BATCH]
                  if q in self._touched and q not in self._min_open and q not in self._cache]
         batch = batch[: self.BATCH]
-        if self.assigned or self.include_skipped:  # rare paths: per query is fine
+        if self.assigned or self.include_skipped or self.only is not None:  # rare: per query
             for q in batch:
                 self._min_open[q] = self._min_open_rank_loaded(self.pool(q))
             return
@@ -1147,7 +1161,7 @@ class JudgingQueue:
         subset = len(self.query_ids)
         with self.project.connect() as connection:
             total_queries = connection.execute(text("SELECT COUNT(*) FROM queries")).scalar()
-            filtered = subset != total_queries
+            filtered = subset != total_queries or self.only is not None
             if filtered:
                 # small subsets: count per query through the cache-free loader
                 pairs = handled = 0

@@ -518,8 +518,8 @@ class EvaluationScreen(Screen):
         self.app.push_screen(ExplainModal(title, "\n\n".join(parts), unjudged), chosen)
 
     def _judge(self, query_id: str) -> None:
-        """Judge the query's pairs: the judging screen on a queue of this query only, at its
-        first pair that has no gold grade yet."""
+        """Judge the query's unjudged pairs: the judging screen on a queue of exactly the pairs
+        of the runs' top 10 for this query that have no gold grade yet."""
         unjudged = self.engine.unjudged_pairs(query_id) if self.engine else []
         from ragjudge.tui.screens.prompts import TextPrompt
 
@@ -532,18 +532,13 @@ class EvaluationScreen(Screen):
             try:
                 name = judging.check_annotator(name)
                 judging.ensure_annotator(self.project, name)
-                queue_ = judging.JudgingQueue(self.project, name, queries=[query_id],
-                                              use_assignment=False)
+                queue_ = judging.JudgingQueue(self.project, name,
+                                              pairs=[(query_id, c) for c in unjudged])
             except RagjudgeError as exc:
                 self.notify(str(exc), severity="error", timeout=8)
                 return
             self.app.annotator = name
-            judge = JudgeScreen(self.project, queue_, from_home=True)
-            self.app.push_screen(judge)
-            if unjudged:  # start at the first pair nobody has graded yet
-                view = queue_.goto_pair(query_id, unjudged[0])
-                if view is not None:
-                    self.app.call_after_refresh(setattr, judge, "pair", view)
+            self.app.push_screen(JudgeScreen(self.project, queue_, from_home=True))
 
         annotator = getattr(self.app, "annotator", None)
         if annotator:

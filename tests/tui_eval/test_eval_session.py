@@ -1,0 +1,63 @@
+"""The evaluation screen in a long session, driven with Pilot: judging a query's unjudged pairs
+from its explanation, wide tables, the curves' K axis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ragjudge.services import judging
+from ragjudge.tui import make_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen
+from ragjudge.tui.widgets.evalpane import ExplainModal
+
+
+async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "the evaluation screen did not catch up"
+        await pilot.pause(0.05)
+
+
+def walk(queue) -> list[tuple[str, str]]:
+    out, view = [], queue.end(+1)
+    while view is not None:
+        out.append((view.query_id, view.chunk_id))
+        view = queue.step(view.position, +1)
+    return out
+
+
+def test_j_judges_exactly_the_querys_unjudged_pairs(demo):
+    asyncio.run(_judge_unjudged(demo))
+
+
+async def _judge_unjudged(demo) -> None:
+    from ragjudge.tui.screens.judge import JudgeScreen
+
+    app = make_app(demo, annotator="erin")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+        screen = app.screen
+        await pilot.press("p")
+        await wait_for(pilot, lambda: screen.snapshot.rows is not None and screen._query_rows)
+        rows = screen._query_rows
+        # a query some of whose top-10 pairs others have graded and some nobody has
+        query = next(q for q in rows if 0 < len(screen.engine.unjudged_pairs(q)) < 8)
+        unjudged = list(screen.engine.unjudged_pairs(query))
+        for _ in range(rows.index(query)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExplainModal))
+        await pilot.press("j")
+        await wait_for(pilot, lambda: isinstance(app.screen, JudgeScreen) and app.screen.pair is not None)
+        judge = app.screen
+        assert sorted(walk(judge.queue)) == sorted((query, c) for c in unjudged)
+        for _ in unjudged:
+            assert judge.pair.query_id == query and judge.pair.chunk_id in unjudged
+            await pilot.press("1")
+        assert judge.pair is None  # done: nothing else of the queue is offered
+        graded = {(s.query_id, s.chunk_id) for s in judging.label_history(demo, "erin")}
+        assert graded == {(query, c) for c in unjudged}
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
