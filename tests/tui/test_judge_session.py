@@ -248,3 +248,49 @@ async def test_history_pages_through_a_long_session(project, monkeypatch):
         await pilot.press("enter")
         await pilot.pause()
         assert (screen.pair.query_id, screen.pair.chunk_id) == ("q1", "c09")
+
+
+# -- the command palette ----------------------------------------------------------------------
+
+
+def palette_titles(app, screen) -> list[str]:
+    return [c.title for c in app.get_system_commands(screen)]
+
+
+@sync
+async def test_palette_offers_the_scales_grades_and_each_command_once(project):
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        titles = palette_titles(app, screen)
+        assert len(titles) == len(set(titles))
+        words = [t.split("  (")[0].lower() for t in titles]
+        assert len(words) == len(set(words)), words
+        assert [t for t in titles if t.startswith("Grade")] == [
+            "Grade 0  (0)", "Grade 1  (1)", "Grade 2  (2)", "Grade 3  (3)"]
+        assert not any("binary" in t for t in titles)
+        assert sum(w.startswith("quit") for w in words) == 1
+        await pilot.press("3")
+        pair = screen.pair
+        from ragjudge.tui.screens.adjudicate import AdjudicateScreen
+
+        adjudicate = AdjudicateScreen(project, pair.query_id, pair.chunk_id)
+        await app.push_screen(adjudicate)
+        await pilot.pause()
+        titles = palette_titles(app, adjudicate)
+        grades = [t for t in titles if t.lower().startswith("grade")]
+        assert len(grades) == 4 and not any(f"({g})" in t for t in grades for g in range(4, 10))
+
+
+@sync
+async def test_palette_on_a_binary_scale_offers_y_and_n(tmp_path):
+    from tui_project import build_project
+
+    project = build_project(tmp_path / "b.db", scale="binary")
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        titles = palette_titles(app, screen)
+        assert [t for t in titles if t.startswith("Grade")] == ["Grade 0  (0)", "Grade 1  (1)"]
+        assert sum("binary" in t for t in titles) == 2
+    project.close()

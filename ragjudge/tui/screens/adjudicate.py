@@ -39,6 +39,14 @@ class AdjudicateScreen(Screen[bool]):
         Binding("escape,q", "back", "back", tooltip="Back without deciding."),
     ]
 
+    ACTION_NAMES = {"decide(0)": "grade 0"}
+    ACTION_KEYS = {f"decide({g})": str(g) for g in range(10)}
+    """The palette names grade 0 and its key as they are, not as the footer's "0-9"."""
+
+    def offers(self, action: str) -> bool:
+        """The command palette lists the final grades of the project's scale only."""
+        return not action.startswith("decide(") or self.project.scale.contains(int(action[7:-1]))
+
     def __init__(self, project, query_id: str, chunk_id: str) -> None:  # noqa: ANN001 - Project
         super().__init__()
         self.project = project

@@ -110,8 +110,10 @@ class JudgeScreen(SessionActions, Screen):
                 tooltip=k.help)
         for k in JUDGE_KEYS
     ] + [Binding("escape", "home", "home", show=False)]
-    ACTION_NAMES = {k.action: k.help_name or k.name for k in JUDGE_KEYS}
+    ACTION_NAMES = {k.action: k.help_name or k.name for k in JUDGE_KEYS} | {"grade(0)": "grade 0"}
     """Names of the actions in the command palette (the footer's are shorter)."""
+    ACTION_KEYS = {f"grade({g})": str(g) for g in range(10)}
+    """The keys the palette shows where the footer's differ (its "0-9" stands for every grade)."""
 
     pair: reactive[PairView | None] = reactive(None, always_update=True, init=False)
     """The pair on screen (None when the queue is done)."""
@@ -155,6 +157,15 @@ class JudgeScreen(SessionActions, Screen):
         self.pair = self.queue.first()
         # the pool totals are a full scan on big projects: after the first pair is on screen
         self.call_after_refresh(self.count_totals)
+
+    def offers(self, action: str) -> bool:
+        """Whether the command palette lists the action: the grades of the project's scale
+        only, and y/n on a binary scale only."""
+        if action.startswith("grade("):
+            return self.scale.contains(int(action[6:-1]))
+        if action.startswith("binary("):
+            return self.scale.is_binary
+        return True
 
     # -- showing ---------------------------------------------------------------------------
 
