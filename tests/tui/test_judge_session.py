@@ -294,3 +294,40 @@ async def test_palette_on_a_binary_scale_offers_y_and_n(tmp_path):
         assert [t for t in titles if t.startswith("Grade")] == ["Grade 0  (0)", "Grade 1  (1)"]
         assert sum("binary" in t for t in titles) == 2
     project.close()
+
+
+# -- a narrow terminal ------------------------------------------------------------------------
+
+
+def footer_keys(app) -> dict[str, tuple[int, int]]:
+    """action -> (x, right edge) of every key the footer shows."""
+    from textual.widgets._footer import FooterKey
+
+    return {k.action: (k.region.x, k.region.right) for k in app.screen.query(FooterKey)
+            if k.region.width}
+
+
+@sync
+async def test_narrow_terminal_stacks_the_layout_and_keeps_the_footers_exits(project):
+    for width in (80, 60, 99):
+        app = make_app(project, annotator="alice", start="judge")
+        async with app.run_test(size=(width, 30)) as pilot:
+            await open_judging(app, pilot)
+            await pilot.pause()
+            chunk = app.screen.query_one("#chunk-scroll").region
+            side = app.screen.query_one("#side").region
+            assert chunk.width == width, (width, chunk)
+            assert side.width == width and side.bottom <= chunk.y
+            assert chunk.height >= 8
+            keys = footer_keys(app)
+            for action in ("evaluation", "agreement", "help", "quit"):
+                assert action in keys, (width, sorted(keys))
+                assert keys[action][1] <= width
+            assert all(right <= width for _, right in keys.values())
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=(120, 30)) as pilot:  # wide: side by side, every key shown
+        await open_judging(app, pilot)
+        await pilot.pause()
+        assert app.screen.query_one("#chunk-scroll").region.width < 120 - 40
+        keys = footer_keys(app)
+        assert {"grade(0)", "skip", "undo", "evaluation", "quit", "help"} <= set(keys)

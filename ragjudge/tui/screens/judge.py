@@ -14,25 +14,29 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.services import judging
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.screens.session import SessionActions
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
 
 T = TypeVar("T")
 
 
 _UNSET = object()
+
+NARROW = 100
+"""Below this many columns the judging screen stacks its panels above the chunk."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,12 @@ class JudgeScreen(SessionActions, Screen):
                 tooltip=k.help)
         for k in JUDGE_KEYS
     ] + [Binding("escape", "home", "home", show=False)]
+    FOOTER_PRIORITY = {"evaluation": 0, "agreement": 0, "help": 0, "quit": 0,
+                       "grade(0)": 1, "skip": 1, "undo": 1, "flag": 2, "facets": 2,
+                       "previous": 3, "next": 3, "previous_query": 4, "history": 4}
+    """What a narrow footer keeps first: the ways out, then grading (see PriorityFooter)."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
+    """Below 100 columns the panels stack above the chunk, which gets the full width."""
     ACTION_NAMES = {k.action: k.help_name or k.name for k in JUDGE_KEYS} | {"grade(0)": "grade 0"}
     """Names of the actions in the command palette (the footer's are shorter)."""
     ACTION_KEYS = {f"grade({g})": str(g) for g in range(10)}
@@ -145,7 +155,7 @@ class JudgeScreen(SessionActions, Screen):
             with VerticalScroll(id="chunk-scroll", classes="panel"):
                 yield Static(id="chunk-text")
         yield Static(id="progress")
-        yield Footer(compact=True, show_command_palette=False)
+        yield PriorityFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#query-panel").border_title = "query"
@@ -254,7 +264,13 @@ class JudgeScreen(SessionActions, Screen):
             out.append_text(literal(q.narrative, "dim"))
         return out
 
-    def _scale_text(self) -> Text:
+    def on_resize(self, event: events.Resize) -> None:
+        """Narrow (the panels stacked above the chunk): the scale by its grades' names only,
+        so that the chunk keeps its rows."""
+        self.query_one("#scale-panel", Static).update(
+            self._scale_text(descriptions=event.size.width >= NARROW))
+
+    def _scale_text(self, *, descriptions: bool = True) -> Text:
         out = Text()
         for i, level in enumerate(self.scale.levels):
             if i:
@@ -265,7 +281,7 @@ class JudgeScreen(SessionActions, Screen):
             out.append(f" {keys} ", style="bold reverse")
             out.append(" ")
             out.append_text(literal(level.name, "bold"))
-            if level.description:
+            if level.description and descriptions:
                 out.append("  ")
                 out.append_text(literal(level.description, "dim"))
         return out
