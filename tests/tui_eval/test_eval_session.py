@@ -61,3 +61,38 @@ async def _judge_unjudged(demo) -> None:
         assert graded == {(query, c) for c in unjudged}
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)
+
+
+# -- the curves' K axis ------------------------------------------------------------------------
+
+
+def test_the_k_axis_has_whole_number_ticks_only(demo):
+    asyncio.run(_k_ticks(demo))
+
+
+async def _k_ticks(demo) -> None:
+    import re
+
+    from ragjudge.tui.screens.evaluation import evaluation_app
+
+    for size in ((140, 45), (100, 30), (180, 50)):
+        app = evaluation_app(demo)
+        async with app.run_test(size=size) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+            await pilot.press("v")
+            await pilot.pause()
+            plot = str(app.screen.query_one("#curve-k").render()).splitlines()
+            axis = next(line for line in reversed(plot) if re.search(r"\d", line) and "K" not in line)
+            ticks = re.findall(r"\d+(?:\.\d+)?", axis)
+            assert len(ticks) >= 3, (size, axis)
+            assert all("." not in t for t in ticks), (size, axis)
+            assert all(1 <= int(t) <= 20 for t in ticks), (size, axis)
+
+
+def test_whole_ticks():
+    from ragjudge.tui.widgets.evalpane import whole_ticks
+
+    assert whole_ticks(list(range(1, 21))) == [1, 5, 10, 15, 20]
+    assert whole_ticks(list(range(1, 101))) == [1, 20, 40, 60, 80, 100]
+    assert whole_ticks([1, 2, 3]) == [1, 2, 3]
+    assert whole_ticks([]) == []

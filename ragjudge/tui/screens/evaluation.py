@@ -556,7 +556,8 @@ class EvaluationScreen(Screen):
         ks = list(svc.CURVE_K)
         best = max(s.run_names, key=lambda n: sum(0 if math.isnan(v) else v for v in s.curve_values[n]))
         mark = knee(s.curve_values[best], ks)
-        self.query_one("#curve-k", CurvePlot).show(f"{s.curve}@K", ks, s.curve_values, "K", mark)
+        self.query_one("#curve-k", CurvePlot).show(f"{s.curve}@K", ks, s.curve_values, "K", mark,
+                                                 whole_x=True)
         self.query_one("#curve-pr", CurvePlot).show(
             "interpolated precision at recall", list(svc.PR_LEVELS), s.pr_values, "recall")
         note = Text()
