@@ -331,3 +331,35 @@ async def test_narrow_terminal_stacks_the_layout_and_keeps_the_footers_exits(pro
         assert app.screen.query_one("#chunk-scroll").region.width < 120 - 40
         keys = footer_keys(app)
         assert {"grade(0)", "skip", "undo", "evaluation", "quit", "help"} <= set(keys)
+
+
+# -- adjudication: the query's description, its terms highlighted ------------------------------
+
+
+def styled_words(text, style: str = "reverse") -> set[str]:
+    return {text.plain[span.start:span.end].lower() for span in text.spans
+            if style in str(span.style) or getattr(span.style, style, False)}
+
+
+@sync
+async def test_adjudication_shows_the_description_and_highlights_query_terms(project):
+    from ragjudge.tui.screens.adjudicate import AdjudicateScreen
+    from ragjudge.tui.widgets.literal import highlighted, query_terms
+
+    J.record_label(project, annotator="ann", query_id="q1", chunk_id="c02", grade=3)
+    J.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=0)
+    app = make_app(project, annotator="lead")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = AdjudicateScreen(project, "q1", "c02")
+        await app.push_screen(screen)
+        await pilot.pause()
+        query = screen.query_one("#adjudicate-query").render()
+        assert "Customer asks about refund timing." in str(query)
+        assert "billing" in str(query)
+        chunk = screen.query_one("#adjudicate-chunk-text").render()
+        assert "refund" in styled_words(chunk)  # "A refund is issued …" for "How long does a refund take?"
+        # the same highlighting as the judging screen's
+        expected = highlighted("A refund is issued to the original payment method within 5 working days.",
+                               query_terms("How long does a refund take?"))
+        assert styled_words(chunk) == styled_words(expected)

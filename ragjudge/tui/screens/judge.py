@@ -28,7 +28,7 @@ from ragjudge.services import judging
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.footer import PriorityFooter
-from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
+from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
 
 T = TypeVar("T")
 
@@ -206,7 +206,7 @@ class JudgeScreen(SessionActions, Screen):
     def _show_pair(self, pair: PairView) -> None:
         q = self._query(pair.query_id)
         c = judging.chunk_text(self.project, pair.chunk_id)
-        self._update("#query-panel", q, lambda: self._query_text(q))
+        self._update("#query-panel", q, lambda: query_block(q))
         scroll = self.query_one("#chunk-scroll", VerticalScroll)
         title = Text("chunk ")
         title.append_text(literal(c.id, "bold"))
@@ -248,21 +248,6 @@ class JudgeScreen(SessionActions, Screen):
         self.query_one("#chunk-text", Static).update(Text(message))
         self.query_one("#earlier-panel", Static).update(Text(""))
         self.query_one("#facets-panel", Static).update(Text(""))
-
-    def _query_text(self, q: judging.QueryText) -> Text:
-        out = literal(q.id, "bold cyan")
-        if q.category:
-            out.append("  ")
-            out.append_text(literal(q.category, "italic magenta"))
-        out.append("\n")
-        out.append_text(literal(q.text, "bold"))
-        if q.description:
-            out.append("\n\n")
-            out.append_text(literal(q.description))
-        if q.narrative:
-            out.append("\n\n")
-            out.append_text(literal(q.narrative, "dim"))
-        return out
 
     def on_resize(self, event: events.Resize) -> None:
         """Narrow (the panels stacked above the chunk): the scale by its grades' names only,
