@@ -363,3 +363,58 @@ async def test_adjudication_shows_the_description_and_highlights_query_terms(pro
         expected = highlighted("A refund is issued to the original payment method within 5 working days.",
                                query_terms("How long does a refund take?"))
         assert styled_words(chunk) == styled_words(expected)
+
+
+# -- the chunk's title and section, and its neighbours in the document ---------------------------
+
+
+def place_in_document(project) -> None:
+    """c09, c02, c14 are the chunks 1, 2, 3 of document "refunds" (not their id order)."""
+    from ragjudge.store.schema import Chunk
+
+    def work(session) -> None:
+        for cid, index in (("c09", 1), ("c02", 2), ("c14", 3)):
+            chunk = session.get(Chunk, cid)
+            chunk.doc_id = "refunds"
+            chunk.meta = {"title": "Refund [bold]policy[/bold]", "section": f"Part \x1b[31m{index}",
+                          "chunk_index": index}
+
+    project.write(work)
+
+
+@sync
+async def test_chunk_title_section_and_neighbours_in_the_document(project):
+    place_in_document(project)
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_judging(app, pilot)
+        screen.pair = screen.queue.goto_pair("q1", "c02")
+        await pilot.pause()
+        chunk = str(screen.query_one("#chunk-text").render())
+        assert "Refund [bold]policy[/bold]" in chunk and "Part ␛[31m2" in chunk
+        await pilot.press("d")
+        await pilot.pause()
+        from ragjudge.tui.screens.neighbours import NeighboursScreen
+
+        assert isinstance(app.screen, NeighboursScreen)
+        text = str(app.screen.query_one("#neighbours-text").render())
+        assert "Refund status appears" in text.split("A refund is issued")[0]  # c09 before
+        assert "Returns are free" in text.split("A refund is issued")[1]  # c14 after
+        assert "2 of 3" in text
+        await pilot.press("right")
+        text = str(app.screen.query_one("#neighbours-text").render())
+        assert "3 of 3" in text and "end of the document" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen and screen.pair.chunk_id == "c02"
+    assert labels(project) == []
+
+
+def test_neighbours_without_an_order_follow_the_ids(project):
+    before, after = J.chunk_neighbours(project, "c13")
+    assert (before.id if before else None, after) == ("c03", None)
+    before, after = J.chunk_neighbours(project, "c03")
+    assert (before, after.id if after else None) == (None, "c13")
+    place_in_document(project)
+    assert [c.id if c else None for c in J.chunk_neighbours(project, "c09")] == [None, "c02"]
+    assert [c.id if c else None for c in J.chunk_neighbours(project, "c14")] == ["c02", None]

@@ -28,7 +28,7 @@ from ragjudge.services import judging
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.footer import PriorityFooter
-from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
+from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal, query_block, query_terms
 
 T = TypeVar("T")
 
@@ -77,6 +77,8 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("c", "comment", "comment", help="Comment on the pair (an empty comment removes it)."),
     Key("l", "history", "labels", help_name="your labels",
         help="Your labels, newest first; Enter on one goes back to that pair to relabel it."),
+    Key("d", "document", "document", help_name="in the document",
+        help="The chunks before and after this one in its document (← / → walk on)."),
     Key("slash", "find", "find", help_name="find a query", help="Find a query by id or text.",
         key_display="/"),
     Key("g", "facets", "facets", help_name="facets & nuggets",
@@ -218,7 +220,11 @@ class JudgeScreen(SessionActions, Screen):
             title.append_text(literal(", ".join(f"{run} #{rank}" for run, rank in pair.sources[:4]),
                                       "italic"))
         scroll.border_title = title
-        self.query_one("#chunk-text", Static).update(highlighted(c.text, query_terms(q.text)))
+        body = highlighted(c.text, query_terms(q.text))
+        heading = chunk_heading(c)
+        if heading.plain:  # the document's title and the section the chunk sits under
+            body = heading + Text("\n\n") + body
+        self.query_one("#chunk-text", Static).update(body)
         if scroll.scroll_y:
             scroll.scroll_home(animate=False)
         earlier = None if pair.recheck else pair.state
@@ -572,6 +578,19 @@ class JudgeScreen(SessionActions, Screen):
             self.pair = view
 
         self.app.push_screen(HistoryScreen(self.project, self.queue.annotator, self.scale), done)
+
+    def action_document(self) -> None:
+        pair = self.pair
+        if pair is None:
+            return
+        chunk = judging.chunk_text(self.project, pair.chunk_id)
+        if not chunk.doc_id:
+            self.notify("This chunk has no doc_id: there is no document to show it in.")
+            return
+        from ragjudge.tui.screens.neighbours import NeighboursScreen
+
+        terms = query_terms(self._query(pair.query_id).text)
+        self.app.push_screen(NeighboursScreen(self.project, chunk.id, chunk.doc_id, terms))
 
     # -- other screens ---------------------------------------------------------------------
 

@@ -74,3 +74,15 @@ def query_block(query) -> Text:  # noqa: ANN001 - judging.QueryText
         out.append("\n\n")
         out.append_text(literal(query.narrative, "dim"))
     return out
+
+
+def chunk_heading(chunk) -> Text:  # noqa: ANN001 - judging.ChunkText
+    """A chunk's title and section (from its ``meta``) as one line, literal; empty without."""
+    out = Text()
+    if chunk.title:
+        out.append_text(literal(chunk.title, "bold"))
+    if chunk.section:
+        if out:
+            out.append(" › ", style="dim")
+        out.append_text(literal(chunk.section, "italic"))
+    return out
