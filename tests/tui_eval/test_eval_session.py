@@ -96,3 +96,72 @@ def test_whole_ticks():
     assert whole_ticks(list(range(1, 101))) == [1, 20, 40, 60, 80, 100]
     assert whole_ticks([1, 2, 3]) == [1, 2, 3]
     assert whole_ticks([]) == []
+
+
+# -- wide tables ---------------------------------------------------------------------------------
+
+
+def column_span(table, key: str) -> tuple[int, int]:
+    """Where the column is on screen, in the table's own cells (left, right), after scrolling."""
+    x = 0
+    fixed = sum(c.get_render_width(table) for c in table.ordered_columns[:table.fixed_columns])
+    for i, column in enumerate(table.ordered_columns):
+        width = column.get_render_width(table)
+        if column.key.value == key:
+            if i < table.fixed_columns:
+                return x, x + width
+            return x - int(table.scroll_x), x + width - int(table.scroll_x)
+        x += width
+    raise KeyError(key)
+
+
+def fully_visible(table, key: str) -> bool:
+    fixed = sum(c.get_render_width(table) for c in table.ordered_columns[:table.fixed_columns])
+    left, right = column_span(table, key)
+    return left >= (0 if key == "run" else fixed) and right <= table.scrollable_content_region.width
+
+
+def test_wide_overview_scrolls_with_arrows_shows_hidden_columns_and_new_measures(demo):
+    asyncio.run(_wide_overview(demo))
+
+
+async def _wide_overview(demo) -> None:
+    from textual.widgets import DataTable, TabbedContent
+
+    from ragjudge.tui.screens.evaluation import evaluation_app
+
+    app = evaluation_app(demo)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+        screen = app.screen
+        await pilot.pause()
+        table = screen.query_one("#overview-table", DataTable)
+        assert app.focused is table
+        measures = list(screen.snapshot.measures)
+        hidden = [m for m in measures if not fully_visible(table, m)]
+        assert hidden, "the demo's scorecard fits: the test needs a wider table"
+        cue = str(screen.query_one("#overview-table-cue").render())
+        assert f"{len(hidden)} more ▶" in cue and "◀" not in cue
+        for _ in measures:
+            await pilot.press("right")
+        await pilot.pause(0.6)  # the scroll animates
+        assert screen.query_one(TabbedContent).active == "overview"
+        assert table.cursor_coordinate.column == len(measures)
+        assert fully_visible(table, measures[-1]) and table.scroll_x > 0
+        cue = str(screen.query_one("#overview-table-cue").render())
+        left = [m for m in measures if not fully_visible(table, m)]
+        assert f"◀ {len(left)} more" in cue and "▶" not in cue
+        for _ in measures:
+            await pilot.press("left")
+        await pilot.pause(0.6)
+        assert table.scroll_x == 0
+        await pilot.press("plus", *"nDCG@20", "enter")
+        await wait_for(pilot, lambda: "nDCG@20" in screen.snapshot.measures)
+        await pilot.pause(0.6)
+        assert table.cursor_coordinate.column == len(measures) + 1
+        assert fully_visible(table, "nDCG@20")
+        await pilot.press("p")  # tabs move with their letters, and the table has the keys
+        await pilot.pause()
+        assert app.focused is screen.query_one("#per-query-table", DataTable)
+        await pilot.press("right")
+        assert screen.query_one(TabbedContent).active == "per-query"
