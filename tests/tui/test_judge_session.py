@@ -418,3 +418,46 @@ def test_neighbours_without_an_order_follow_the_ids(project):
     place_in_document(project)
     assert [c.id if c else None for c in J.chunk_neighbours(project, "c09")] == [None, "c02"]
     assert [c.id if c else None for c in J.chunk_neighbours(project, "c14")] == ["c02", None]
+
+
+# -- every key in the help screen and the README -------------------------------------------------
+
+
+KEY_SYMBOLS = {"left_square_bracket": "[", "right_square_bracket": "]", "slash": "/",
+               "question_mark": "?", "left": "←", "right": "→"}
+
+
+def judging_keys() -> list[str]:
+    from ragjudge.tui.screens.judge import JudgeScreen
+
+    out = []
+    for binding in JudgeScreen.BINDINGS:
+        for key in binding.key.split(","):
+            out.append(KEY_SYMBOLS.get(key, key))
+    return out
+
+
+@sync
+async def test_every_judging_key_is_in_the_help_screen_and_the_readme(project):
+    from pathlib import Path
+
+    from ragjudge.tui.screens.help import HelpScreen
+
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        keys = " ".join(row[0] for row in app.screen.rows)
+        for key in judging_keys():
+            if key.isdigit():
+                continue
+            assert key in keys.split() or key in keys.replace("/", " ").split(), (key, keys)
+        assert app.screen.rows[0][0] == "0-3"  # the scale's grades, not 0-9
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("Keys on the judging screen")[1].split("\n\n")[1]
+    for key in judging_keys():
+        if key.isdigit():
+            continue
+        assert f"`{key}`" in table, key

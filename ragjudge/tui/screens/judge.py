@@ -90,14 +90,18 @@ JUDGE_KEYS: tuple[Key, ...] = (
         help="The agreement screen (where annotators disagree)."),
     Key("question_mark", "help", "help", "This list of keys.", key_display="?"),
     Key("q", "quit", "quit", "Quit (every label is already saved)."),
+    Key("escape", "home", "home", "Back to the home screen (when judging was opened from it).",
+        show=False),
 )
 
 
-def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS) -> list[tuple[str, str, str]]:
+def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[tuple[str, str, str]]:  # noqa: ANN001
+    """The help screen's rows; with the project's ``scale`` the grade row names its digits."""
     rows = []
     grades = [k for k in keys if k.action.startswith("grade(")]
     if grades:
-        rows.append(("0-9", "grade", "Give that grade and move on (the scale's digits)."))
+        digits = "0-9" if scale is None else f"{max(scale.min, 0)}-{min(scale.max, 9)}"
+        rows.append((digits, "grade", "Give that grade and move on (the scale's digits)."))
     for k in keys:
         if k.action.startswith("grade("):
             continue
@@ -115,7 +119,7 @@ class JudgeScreen(SessionActions, Screen):
         Binding(k.keys, k.action, k.name, show=k.show, key_display=k.key_display, priority=True,
                 tooltip=k.help)
         for k in JUDGE_KEYS
-    ] + [Binding("escape", "home", "home", show=False)]
+    ]
     FOOTER_PRIORITY = {"evaluation": 0, "agreement": 0, "help": 0, "quit": 0,
                        "grade(0)": 1, "skip": 1, "undo": 1, "flag": 2, "facets": 2,
                        "previous": 3, "next": 3, "previous_query": 4, "history": 4}
@@ -608,4 +612,4 @@ class JudgeScreen(SessionActions, Screen):
                                           pair.chunk_id), done)
 
     def help_rows(self) -> list[tuple[str, str, str]]:
-        return key_rows()
+        return key_rows(scale=self.scale)
