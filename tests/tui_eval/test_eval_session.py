@@ -78,7 +78,8 @@ async def _k_ticks(demo) -> None:
     for size in ((140, 45), (100, 30), (180, 50)):
         app = evaluation_app(demo)
         async with app.run_test(size=size) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+            await wait_for(pilot, lambda app=app: isinstance(app.screen, EvaluationScreen)
+                           and app.screen.snapshot)
             await pilot.press("v")
             await pilot.pause()
             plot = str(app.screen.query_one("#curve-k").render()).splitlines()
@@ -104,7 +105,6 @@ def test_whole_ticks():
 def column_span(table, key: str) -> tuple[int, int]:
     """Where the column is on screen, in the table's own cells (left, right), after scrolling."""
     x = 0
-    fixed = sum(c.get_render_width(table) for c in table.ordered_columns[:table.fixed_columns])
     for i, column in enumerate(table.ordered_columns):
         width = column.get_render_width(table)
         if column.key.value == key:
