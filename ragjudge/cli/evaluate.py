@@ -568,14 +568,21 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
     title = "interpolated precision at recall" if is_pr else f"{base}@K"
     console.print(f"[bold]{safe(title)}[/]")
     table = Table()
-    table.add_column(x_label, justify="right")
+    table.add_column("at" if is_pr else x_label, justify="left" if is_pr else "right")
     for name in values:
         table.add_column(safe(name), justify="right")
     for i, x in enumerate(xs):
-        table.add_row(f"{x:g}", *[_fmt(v[i]) for v in values.values()])
+        # every row of the PR table says what it is: a recall level, then the area
+        table.add_row(f"recall {x:.1f}" if is_pr else f"{x:g}", *[_fmt(v[i]) for v in values.values()])
     if is_pr:
-        table.add_row("area", *[_fmt(c.area) for c in curves.values()], style="dim")
+        table.add_row("area under the curve (AUC_PR)", *[_fmt(c.area) for c in curves.values()],
+                      style="dim")
     console.print(table)
+    if is_pr:
+        console.print("[dim]recall r: the precision interpolated at recall r (the highest precision "
+                      "at any recall ≥ r), averaged over the queries; area under the curve: the "
+                      "trapezoidal area under that mean curve over the 11 levels, the mean "
+                      "AUC_PR.[/]")
     console.print(f"[dim]{len(first.query_ids):,} queries; averaging: {safe(first.averaging)}[/]")
 
 

@@ -221,6 +221,36 @@ def current_marks(project: Project, annotator: str, query_id: str, chunk_id: str
         return marks_of_query(session, annotator, query_id, chunk_id).get(chunk_id, NO_MARKS)
 
 
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One pair the annotator labelled, as it stands now (its newest non-recheck event)."""
+
+    query_id: str
+    chunk_id: str
+    state: LabelState
+    query_text: str
+
+
+def label_history(project: Project, annotator: str, *, limit: int = 200,
+                  offset: int = 0) -> list[HistoryEntry]:
+    """The annotator's own labelled pairs, newest first: each pair once, with its current
+    grade, skip or undo, ordered by when it last changed (what the ``l`` list of the judging
+    screen pages through)."""
+    from sqlalchemy import func
+
+    from ragjudge.store.schema import Query
+
+    newest = (select(func.max(Label.id).label("id"))
+              .where(Label.annotator == annotator, not_recheck())
+              .group_by(Label.query_id, Label.chunk_id).subquery())
+    stmt = (select(Label, Query.text).join(newest, Label.id == newest.c.id)
+            .outerjoin(Query, Query.id == Label.query_id)
+            .order_by(Label.id.desc()).limit(limit).offset(offset))
+    with project.read() as session:
+        return [HistoryEntry(row.query_id, row.chunk_id, _state(row), text or "")  # type: ignore[arg-type]
+                for row, text in session.execute(stmt)]
+
+
 # -- writing events --------------------------------------------------------------------------
 
 
@@ -395,6 +425,9 @@ class NuggetView:
     importance: str
     support: str
     """The annotator's support of this nugget by the chunk in view: full, partial or none."""
+    kind: str = "nugget"
+    """``nugget`` (a fact a good answer needs) or ``claim`` (a claim of the reference answer,
+    for Context Recall): both are marked alike, by how fully the chunk supports them."""
 
 
 def _newest_marks(session: Session, model: type[FacetLink] | type[NuggetSupport], key_col: Any, ids: list[int],
@@ -426,13 +459,15 @@ def _facets(session: Session, query_id: str, annotator: str | None, chunk_id: st
 
 
 def _nuggets(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[NuggetView]:
-    nuggets = session.execute(select(Nugget.id, Nugget.text, Nugget.importance).where(
-        Nugget.query_id == query_id, Nugget.removed.is_(False), Nugget.kind == "nugget")
-        .order_by(Nugget.id)).all()
+    rows = session.execute(select(Nugget.id, Nugget.text, Nugget.importance, Nugget.kind).where(
+        Nugget.query_id == query_id, Nugget.removed.is_(False)).order_by(Nugget.id)).all()
+    # nuggets first, then the claims of the reference answer (an unknown kind reads as a nugget)
+    nuggets = sorted(rows, key=lambda n: n[3] == "claim")
     support = _newest_marks(session, NuggetSupport, NuggetSupport.nugget_id, [n[0] for n in nuggets],
                             annotator, chunk_id)
-    return [NuggetView(nid, text, importance, support[nid].support if nid in support else "none")
-            for nid, text, importance in nuggets]
+    return [NuggetView(nid, text, importance, support[nid].support if nid in support else "none",
+                       "claim" if kind == "claim" else "nugget")
+            for nid, text, importance, kind in nuggets]
 
 
 def facets_for(project: Project, query_id: str, *, annotator: str | None = None,
@@ -444,7 +479,8 @@ def facets_for(project: Project, query_id: str, *, annotator: str | None = None,
 
 def nuggets_for(project: Project, query_id: str, *, annotator: str | None = None,
                 chunk_id: str | None = None) -> list[NuggetView]:
-    """The query's nuggets (not removed), each with the annotator's support by the chunk."""
+    """The query's nuggets and claims (not removed), each with the annotator's support by the
+    chunk: nuggets first, then claims."""
     with project.read() as session:
         return _nuggets(session, query_id, annotator, chunk_id)
 
@@ -679,6 +715,10 @@ class PairView:
     recheck: bool = False
     marks: PairMarks = NO_MARKS
     """The annotator's flag and comment (none shown on a recheck, which is blind)."""
+    query_slot: int = 0
+    """0-based place of this pair among its query's pairs in queue order (the order ``j`` walks:
+    round by round, so in the ``depth`` order a query's pairs of later rounds come after its
+    pairs of earlier ones)."""
 
 
 class JudgingQueue:
@@ -697,7 +737,7 @@ class JudgingQueue:
     def __init__(self, project, annotator: str, *, runs: list[str] | None = None,  # noqa: ANN001
                  depth: int = 10, order: str = "depth", queries: list[str] | None = None,
                  category: str | None = None, show_source: bool = False, recheck: float = 0.0,
-                 use_assignment: bool = True) -> None:
+                 use_assignment: bool = True, pairs: list[tuple[str, str]] | None = None) -> None:
         if order not in ORDERS:
             raise UsageError(f"--order {order}: use depth or query.")
         if depth < 1:
@@ -715,6 +755,15 @@ class JudgingQueue:
         self._seed_bytes = self.seed.to_bytes(8, "little")
         self.rounds = depth_rounds(depth) if order == "depth" else (depth,)
         self.runs = self._check_runs(runs)
+        self.only: dict[str, set[str]] | None = None
+        """With ``pairs``: the only chunks of each query the queue holds (judging exactly the
+        pairs nobody has graded, from the evaluation screen)."""
+        if pairs is not None:
+            self.only = {}
+            for query_id, chunk_id in pairs:
+                self.only.setdefault(query_id, set()).add(chunk_id)
+            queries = list(self.only)
+            use_assignment = False
         check_queries(project, queries)
         check_category(project, category)
         self.assigned = use_assignment and self._has_assignment()
@@ -816,8 +865,13 @@ class JudgingQueue:
             sql = ("SELECT re.chunk_id, re.run, re.rank FROM run_entries re "
                    f"WHERE re.query_id = :query AND re.rank <= :depth{runs_sql} AND {_PUBLISHED}")
         ranks: dict[str, list[tuple[str, int]]] = {}
+        only = None if self.only is None else self.only.get(query_id, set())
+        if only is not None:
+            ranks = {c: [] for c in only}
         with self.project.connect() as connection:
             for chunk_id, run, rank in connection.execute(text(sql), params):
+                if only is not None and chunk_id not in only:
+                    continue
                 entry = ranks.setdefault(chunk_id, [])
                 if run is not None:
                     entry.append((run, int(rank)))
@@ -878,7 +932,7 @@ class JudgingQueue:
         batch = [q for q in self.query_ids[start:start + 4 * self.BATCH]
                  if q in self._touched and q not in self._min_open and q not in self._cache]
         batch = batch[: self.BATCH]
-        if self.assigned or self.include_skipped:  # rare paths: per query is fine
+        if self.assigned or self.include_skipped or self.only is not None:  # rare: per query
             for q in batch:
                 self._min_open[q] = self._min_open_rank_loaded(self.pool(q))
             return
@@ -952,7 +1006,8 @@ class JudgingQueue:
         chunk_id = pool.chunk_ids[i]
         return PairView(pos, qid, chunk_id, i, len(pool.chunk_ids), pool.handled,
                         pool.sources[i] if self.show_source else (), pool.states[i],
-                        marks=pool.marks.get(chunk_id, NO_MARKS))
+                        marks=pool.marks.get(chunk_id, NO_MARKS),
+                        query_slot=sum(len(b) for b in pool.buckets[:pos.round]) + pos.slot)
 
     def refresh(self, view: PairView) -> PairView:
         return self.view(view.position)
@@ -976,6 +1031,30 @@ class JudgingQueue:
                 return None
             slot = 0 if delta > 0 else len(self.pool(self.query_ids[qp]).buckets[ri]) - 1
         return None
+
+    def step_query(self, pos: Position, delta: int) -> PairView | None:
+        """The first pair of the next (``delta`` +1) or previous (-1) query in queue order,
+        or None at either end.
+
+        In the ``depth`` order a query appears once per round, so this stays in the round of
+        ``pos`` (crossing into the next or previous round only at the end of one): moving by
+        query and by pair walk the same order and never lose the place."""
+        bucket = self.pool(self.query_ids[pos.query]).buckets[pos.round]
+        edge = Position(pos.round, pos.query, len(bucket) - 1 if delta > 0 else 0)
+        nxt = self.step(edge, +1 if delta > 0 else -1)
+        if nxt is None or delta > 0:
+            return nxt
+        return self.view(Position(nxt.position.round, nxt.position.query, 0))
+
+    def end(self, delta: int) -> PairView | None:
+        """The first (``delta`` +1) or last (-1) pair of the queue order (None: empty)."""
+        if not self.query_ids:
+            return None
+        if delta > 0:
+            return self.step(Position(0, 0, -1), +1)
+        last = len(self.query_ids) - 1
+        rnd = len(self.rounds) - 1
+        return self.step(Position(rnd, last, len(self.pool(self.query_ids[last]).buckets[rnd])), -1)
 
     def goto_query(self, query_pos: int) -> PairView | None:
         """The query's first pair still to judge in its blind order, else its first pair."""
@@ -1031,19 +1110,33 @@ class JudgingQueue:
     # -- recording -------------------------------------------------------------------------
 
     def note_event(self, query_id: str, chunk_id: str, state: LabelState | None) -> None:
-        """Keep the cached state in step with an event just written."""
+        """Keep the cached state and the totals in step with an event just written.
+
+        A pair whose query is not cached (an undo reaching back to a query not shown since the
+        queue opened, as after a restart) has its state before the event read from the
+        database, so the totals move by what the event changed there too."""
         self._touched.add(query_id)
         self._min_open.pop(query_id, None)
         pool = self._cache.get(query_id)
         if pool is not None:
             i = pool.index(chunk_id)
-            if i is not None:
-                before = pool.states[i]
-                pool.states[i] = state
-                if self.totals is not None:
-                    was = before is not None and before.handled
-                    now = state is not None and state.handled
-                    self.totals["handled"] += int(now) - int(was)
+            if i is None:
+                return
+            before = pool.states[i]
+            pool.states[i] = state
+        elif self.totals is None or query_id not in self._query_pos:
+            return
+        else:
+            pool = self.pool(query_id)  # read after the event: it holds the new state already
+            if pool.index(chunk_id) is None:
+                return
+            with self.project.read() as session:
+                before = (None if state is None else
+                          _state(_newest(session, self.annotator, query_id, chunk_id, before=state.id)))
+        if self.totals is not None:
+            was = before is not None and before.handled
+            now = state is not None and state.handled
+            self.totals["handled"] += int(now) - int(was)
 
     def note_marks(self, query_id: str, chunk_id: str, marks: PairMarks) -> None:
         """Keep the cached flag and comment in step with a mark just written."""
@@ -1071,7 +1164,7 @@ class JudgingQueue:
         subset = len(self.query_ids)
         with self.project.connect() as connection:
             total_queries = connection.execute(text("SELECT COUNT(*) FROM queries")).scalar()
-            filtered = subset != total_queries
+            filtered = subset != total_queries or self.only is not None
             if filtered:
                 # small subsets: count per query through the cache-free loader
                 pairs = handled = 0
@@ -1140,6 +1233,22 @@ class ChunkText:
     id: str
     text: str
     doc_id: str | None
+    title: str | None = None
+    """``meta.title`` (the document's title, as chunkers and TREC documents give it)."""
+    section: str | None = None
+    """``meta.section`` (the heading the chunk sits under)."""
+
+
+CHUNK_ORDER_KEYS = ("chunk_index", "position", "index", "order")
+"""``meta`` fields that give a chunk's place in its document (the first one every chunk of the
+document has as a whole number is used; without one, chunks go by id)."""
+
+
+def _meta_text(meta: Any, key: str) -> str | None:
+    value = meta.get(key) if isinstance(meta, dict) else None
+    if value is None or isinstance(value, (dict, list)) or str(value).strip() == "":
+        return None
+    return str(value)
 
 
 def query_text(project: Project, query_id: str) -> QueryText:
@@ -1162,7 +1271,35 @@ def chunk_text(project: Project, chunk_id: str) -> ChunkText:
         row = session.get(Chunk, chunk_id)
         if row is None:
             return ChunkText(chunk_id, "", None)
-        return ChunkText(row.id, row.text, row.doc_id)
+        return ChunkText(row.id, row.text, row.doc_id, _meta_text(row.meta, "title"),
+                         _meta_text(row.meta, "section"))
+
+
+def document_order(project: Project, doc_id: str) -> list[str]:
+    """The ids of the document's chunks in their order: by the first of
+    :data:`CHUNK_ORDER_KEYS` that every chunk of the document holds as a whole number, else by
+    id."""
+    from ragjudge.store.schema import Chunk
+
+    with project.read() as session:
+        rows = session.execute(select(Chunk.id, Chunk.meta).where(Chunk.doc_id == doc_id)).all()
+    for key in CHUNK_ORDER_KEYS:
+        places = [m.get(key) if isinstance(m, dict) else None for _, m in rows]
+        if rows and all(isinstance(p, int) and not isinstance(p, bool) for p in places):
+            return [cid for _, cid in sorted(zip(places, (r[0] for r in rows)))]
+    return sorted(r[0] for r in rows)
+
+
+def chunk_neighbours(project: Project, chunk_id: str) -> tuple[ChunkText | None, ChunkText | None]:
+    """The chunks before and after this one in its document (None at an end, or without a
+    ``doc_id``)."""
+    chunk = chunk_text(project, chunk_id)
+    if not chunk.doc_id:
+        return None, None
+    order = document_order(project, chunk.doc_id)
+    i = order.index(chunk_id)
+    return (chunk_text(project, order[i - 1]) if i > 0 else None,
+            chunk_text(project, order[i + 1]) if i + 1 < len(order) else None)
 
 
 def annotator_progress(project: Project) -> list[dict]:

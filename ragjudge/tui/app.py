@@ -174,18 +174,32 @@ class RagjudgeApp(App):
     # -- the command palette lists every action of the screen ------------------------------
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action of the screen once, then Textual's own commands that the screen does
+        not already offer. A screen's ``offers(action)`` leaves out what does not apply (the
+        grades off the project's scale); ``ACTION_NAMES`` and ``ACTION_KEYS`` name an action
+        and its key where the footer's short forms would mislead."""
         seen: set[str] = set()
+        titles: set[str] = set()
         names = getattr(screen, "ACTION_NAMES", {})
+        shown_keys = getattr(screen, "ACTION_KEYS", {})
+        offers = getattr(screen, "offers", None)
         for binding in getattr(screen, "BINDINGS", []):
             action = getattr(binding, "action", None)
-            if action is None or action in seen:
+            if action is None or action in seen or (offers is not None and not offers(action)):
                 continue
             seen.add(action)
-            keys = binding.key_display or binding.key.split(",")[0]
+            keys = shown_keys.get(action) or binding.key_display or binding.key.split(",")[0]
             title = (names.get(action) or binding.description or action).capitalize()
+            titles.add(title.lower())
             yield SystemCommand(f"{title}  ({keys})", binding.tooltip or title,
                                 _runner(screen, action))
-        yield from super().get_system_commands(screen)
+        # Textual's Quit and Keys where the screen has its own quit and list of keys
+        own = {"quit": "quit" in seen, "keys": "help" in seen}
+        for command in super().get_system_commands(screen):
+            word = command.title.lower()
+            if own.get(word) or word in titles:
+                continue
+            yield command
 
 
 def _runner(screen: Screen, action: str):  # noqa: ANN202

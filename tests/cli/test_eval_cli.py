@@ -433,3 +433,18 @@ def test_eval_ci_and_compare_csv(tmp_path, capsys):
     assert len(rows) == 1
     assert rows[0]["run_a"] == "A" and rows[0]["verdict"] == "B better" and rows[0]["winner"] == "B"
     assert float(rows[0]["ci_low"]) > 0
+
+
+def test_eval_pr_curve_table_labels_every_row(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    q = _write(tmp_path / "qrels.trec", SEED_QRELS)
+    r = _write(tmp_path / "run.trec", SEED_RUN)
+    code, out, _ = _run(capsys, "eval", "--qrels", q, "--run", r, "--curve", "PR")
+    assert code == 0
+    body = [line for line in out.splitlines() if line.startswith("│") and any(c.isdigit() for c in line)]
+    firsts = [line.split("│")[1].strip() for line in body]
+    assert firsts[:11] == [f"recall {j / 10:.1f}" for j in range(11)]
+    assert firsts[11].startswith("area under the curve")
+    assert len(firsts) == 12
+    flat = " ".join(out.split())
+    assert "AUC_PR" in flat and "interpolated" in flat

@@ -163,7 +163,7 @@ async def _explain_and_judge(demo) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, JudgeScreen))
         judge = app.screen
         assert judge.queue.query_ids == [first_query]
-        await wait_for(pilot, lambda: judge.pair is not None and judge.pair.chunk_id == unjudged[0])
+        await wait_for(pilot, lambda: judge.pair is not None and judge.pair.chunk_id in unjudged)
         pair = judge.pair
         await pilot.press("2")
         await pilot.pause()

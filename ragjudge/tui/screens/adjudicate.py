@@ -17,7 +17,8 @@ from textual.widgets import Footer, Static
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.services import agreement as svc
-from ragjudge.tui.widgets.literal import literal
+from ragjudge.services import judging
+from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
 
 
 class AdjudicateScreen(Screen[bool]):
@@ -38,6 +39,14 @@ class AdjudicateScreen(Screen[bool]):
           for g in range(10)),
         Binding("escape,q", "back", "back", tooltip="Back without deciding."),
     ]
+
+    ACTION_NAMES = {"decide(0)": "grade 0"}
+    ACTION_KEYS = {f"decide({g})": str(g) for g in range(10)}
+    """The palette names grade 0 and its key as they are, not as the footer's "0-9"."""
+
+    def offers(self, action: str) -> bool:
+        """The command palette lists the final grades of the project's scale only."""
+        return not action.startswith("decide(") or self.project.scale.contains(int(action[7:-1]))
 
     def __init__(self, project, query_id: str, chunk_id: str) -> None:  # noqa: ANN001 - Project
         super().__init__()
@@ -76,11 +85,11 @@ class AdjudicateScreen(Screen[bool]):
         title = Text("adjudicate  ", style="bold")
         title.append_text(literal(f"{detail.query_id} / {detail.chunk_id}", "bold cyan"))
         self.query_one("#adjudicate-title", Static).update(title)
-        self.query_one("#adjudicate-chunk-text", Static).update(literal(detail.chunk_text))
-        query = literal(detail.query_id, "bold")
-        query.append("  ")
-        query.append_text(literal(detail.query_text))
-        self.query_one("#adjudicate-query", Static).update(query)
+        # the query as the judging screen shows it, its terms highlighted in the chunk
+        query = judging.query_text(self.project, self.query_id)
+        self.query_one("#adjudicate-chunk-text", Static).update(
+            highlighted(detail.chunk_text, query_terms(query.text or detail.query_text)))
+        self.query_one("#adjudicate-query", Static).update(query_block(query))
 
         labels = Table(box=None, header_style="bold", expand=True)
         for col in ("annotator", "grade", "time", "note"):

@@ -28,13 +28,14 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
 from ragjudge.services import live as svc
 from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
 from ragjudge.tui.widgets.literal import literal
+from ragjudge.tui.widgets.widetable import WideTable
 
 POLL_SECONDS = 0.03
 """How often the worker looks for new label events (two index lookups)."""
@@ -140,6 +141,8 @@ class EvaluationScreen(Screen):
         """the visible tab (read by the workers: what the snapshot must carry)"""
         self._busy = {"live": True, "details": True, "compare": True}
         self._fields: list[str] = ["category"]
+        self._added: str | None = None
+        """A measure just added with +: the overview scrolls to it once it is computed."""
         self._rules: list[str] = list(AGGREGATION_RULES)
 
     # -- layout ------------------------------------------------------------------------------
@@ -149,11 +152,13 @@ class EvaluationScreen(Screen):
         yield Static(Text("loading the runs and labels…", style="dim"), id="eval-header")
         with TabbedContent(initial="overview"):
             with TabPane("overview", id="overview"):
-                yield DataTable(id="overview-table", cursor_type="column", zebra_stripes=True)
+                yield WideTable(id="overview-table", cursor_type="column", zebra_stripes=True)
+                yield Static(id="overview-table-cue", classes="cue")
                 yield Static(id="overview-note")
             with TabPane("per query", id="per-query"):
                 yield Static(id="per-query-hint")
-                yield DataTable(id="per-query-table", cursor_type="row", zebra_stripes=True)
+                yield WideTable(id="per-query-table", cursor_type="row", zebra_stripes=True)
+                yield Static(id="per-query-table-cue", classes="cue")
             with TabPane("curves", id="curves"):
                 with Horizontal(id="curves-row"):
                     yield CurvePlot(id="curve-k")
@@ -161,14 +166,19 @@ class EvaluationScreen(Screen):
                 yield Static(id="curves-note")
             with TabPane("strata", id="strata"):
                 yield Static(id="strata-hint")
-                yield DataTable(id="strata-table", cursor_type="row", zebra_stripes=True)
+                yield WideTable(id="strata-table", cursor_type="row", zebra_stripes=True)
+                yield Static(id="strata-table-cue", classes="cue")
             with TabPane("compare", id="compare"):
                 yield Static(id="compare-hint")
                 with VerticalScroll():
-                    yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+                    yield WideTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+                yield Static(id="compare-table-cue", classes="cue")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        # the arrow keys belong to the tables (they scroll wide ones); tabs go by their letters
+        self.query_one(TabbedContent).query_one(Tabs).can_focus = False
+        self.query_one("#overview-table", DataTable).focus()
         title = Text("evaluation  ", style="bold")
         title.append_text(literal(self.project.name, "bold cyan"))
         self.query_one("#eval-title", Static).update(title)
@@ -439,6 +449,13 @@ class EvaluationScreen(Screen):
             table.add_row(*cells, height=3, key=name)
         if s.run_names and s.measures:
             table.cursor_coordinate = keep if keep.column <= len(s.measures) else keep._replace(column=1)
+        added, self._added = self._added, None
+        if added in s.measures and s.run_names:  # a measure just added: its column in view
+            table.move_cursor(column=s.measures.index(added) + 1, animate=False)
+            self.notify(f"Added {added}: column {s.measures.index(added) + 1} of {len(s.measures)}.",
+                        timeout=3)
+        elif added is not None:
+            self._added = added  # the snapshot with it has not come yet
         note = Text(f"{s.n_queries} judged queries; a query a run does not answer counts 0. "
                     "* best in its column · [95% bootstrap interval]"
                     + (f" ({d.resamples} resamples)" if d is not None else "")
@@ -518,8 +535,8 @@ class EvaluationScreen(Screen):
         self.app.push_screen(ExplainModal(title, "\n\n".join(parts), unjudged), chosen)
 
     def _judge(self, query_id: str) -> None:
-        """Judge the query's pairs: the judging screen on a queue of this query only, at its
-        first pair that has no gold grade yet."""
+        """Judge the query's unjudged pairs: the judging screen on a queue of exactly the pairs
+        of the runs' top 10 for this query that have no gold grade yet."""
         unjudged = self.engine.unjudged_pairs(query_id) if self.engine else []
         from ragjudge.tui.screens.prompts import TextPrompt
 
@@ -532,18 +549,13 @@ class EvaluationScreen(Screen):
             try:
                 name = judging.check_annotator(name)
                 judging.ensure_annotator(self.project, name)
-                queue_ = judging.JudgingQueue(self.project, name, queries=[query_id],
-                                              use_assignment=False)
+                queue_ = judging.JudgingQueue(self.project, name,
+                                              pairs=[(query_id, c) for c in unjudged])
             except RagjudgeError as exc:
                 self.notify(str(exc), severity="error", timeout=8)
                 return
             self.app.annotator = name
-            judge = JudgeScreen(self.project, queue_, from_home=True)
-            self.app.push_screen(judge)
-            if unjudged:  # start at the first pair nobody has graded yet
-                view = queue_.goto_pair(query_id, unjudged[0])
-                if view is not None:
-                    self.app.call_after_refresh(setattr, judge, "pair", view)
+            self.app.push_screen(JudgeScreen(self.project, queue_, from_home=True))
 
         annotator = getattr(self.app, "annotator", None)
         if annotator:
@@ -561,7 +573,8 @@ class EvaluationScreen(Screen):
         ks = list(svc.CURVE_K)
         best = max(s.run_names, key=lambda n: sum(0 if math.isnan(v) else v for v in s.curve_values[n]))
         mark = knee(s.curve_values[best], ks)
-        self.query_one("#curve-k", CurvePlot).show(f"{s.curve}@K", ks, s.curve_values, "K", mark)
+        self.query_one("#curve-k", CurvePlot).show(f"{s.curve}@K", ks, s.curve_values, "K", mark,
+                                                 whole_x=True)
         self.query_one("#curve-pr", CurvePlot).show(
             "interpolated precision at recall", list(svc.PR_LEVELS), s.pr_values, "recall")
         note = Text()
@@ -649,15 +662,20 @@ class EvaluationScreen(Screen):
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
         self._active = tab
+        self._focus_table(tab)
+        self.requests.put(("wake", None))
+
+    def _focus_table(self, tab: str) -> None:
+        """The tab's table takes the keys (the arrows scroll it)."""
         focus = {"overview": "#overview-table", "per-query": "#per-query-table",
                  "strata": "#strata-table", "compare": "#compare-table"}.get(tab)
         if focus:
             self.query_one(focus, DataTable).focus()
-        self.requests.put(("wake", None))
 
     @on(TabbedContent.TabActivated)
     def tab_activated(self) -> None:
         self._active = self.query_one(TabbedContent).active
+        self._focus_table(self._active)
         self._show_active()
         self.requests.put(("wake", None))
 
@@ -738,6 +756,7 @@ class EvaluationScreen(Screen):
                 self.notify(str(exc), severity="error", timeout=8)
                 return
             measures = list(dict.fromkeys([*self.engine.measures, name]))
+            self._added = name
             self.requests.put(("measures", measures))
 
         self.app.push_screen(TextPrompt("Add a measure (ir_measures syntax, e.g. nDCG@20, P(rel=2)@5):",

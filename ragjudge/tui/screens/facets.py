@@ -1,7 +1,8 @@
 """Facets and nuggets of a query (``g`` while judging).
 
 Facets are aspects of the information need; nuggets are atomic facts a good answer needs, each
-vital or okay (TREC RAG 2024). While a chunk is on screen, ``space`` toggles whether it covers
+vital or okay (TREC RAG 2024); claims (nuggets of kind ``claim``) are the reference answer's
+claims of Context Recall, listed after the nuggets and marked the same way. While a chunk is on screen, ``space`` toggles whether it covers
 the highlighted facet, and ``space`` / ``f`` / ``p`` / ``x`` set how fully it supports the
 highlighted nugget. Every mark is an append-only event of this annotator.
 """
@@ -25,9 +26,9 @@ from ragjudge.tui.widgets.literal import literal
 
 FACET_KEYS = (
     ("space", "toggle", "toggle / cycle", "Facet: this chunk covers it or not. Nugget: none → partial → full."),
-    ("f", "support('full')", "full", "The chunk fully supports the highlighted nugget."),
-    ("p", "support('partial')", "partial", "The chunk partly supports the highlighted nugget."),
-    ("x", "support('none')", "none", "The chunk does not support the highlighted nugget."),
+    ("f", "support('full')", "full", "The chunk fully supports the highlighted nugget or claim."),
+    ("p", "support('partial')", "partial", "The chunk partly supports the highlighted nugget or claim."),
+    ("x", "support('none')", "none", "The chunk does not support the highlighted nugget or claim."),
     ("a", "add_facet", "add facet", "Add a facet (an aspect of the information need)."),
     ("b", "add_nugget", "add nugget", "Add a nugget (an atomic fact a good answer needs)."),
     ("r", "rename", "rename", "Rename the highlighted facet or edit the nugget's text."),
@@ -92,16 +93,15 @@ class FacetsScreen(ModalScreen[None]):
             options.add_option(Option(line, id=f"f:{f.id}"))
         options.add_option(Option(Text("NUGGETS — how fully does this chunk support it?", style="bold"),
                                   disabled=True))
-        if not nuggets:
+        plain = [n for n in nuggets if n.kind != "claim"]
+        claims = [n for n in nuggets if n.kind == "claim"]
+        if not plain:
             options.add_option(Option(Text("  none yet: b adds one", style="dim"), disabled=True))
-        for n in nuggets:
-            mark, style = MARKS.get(n.support, MARKS["none"])
-            line = Text("  ")
-            line.append(mark + " ", style=style)
-            line.append("vital " if n.importance == "vital" else "okay  ",
-                        style="bold" if n.importance == "vital" else "dim")
-            line.append_text(literal(n.text))
-            options.add_option(Option(line, id=f"n:{n.id}"))
+        self._add_nuggets(options, plain)
+        if claims:  # claims of the reference answer: marked as nuggets are (space, f, p, x)
+            options.add_option(Option(Text("CLAIMS of the reference answer — how fully does this "
+                                           "chunk support it?", style="bold"), disabled=True))
+            self._add_nuggets(options, claims)
         if keep is not None:
             try:
                 options.highlighted = options.get_option_index(keep)
@@ -115,6 +115,17 @@ class FacetsScreen(ModalScreen[None]):
                 if not options.get_option_at_index(i).disabled:
                     options.highlighted = i
                     break
+
+    @staticmethod
+    def _add_nuggets(options: OptionList, nuggets: list[judging.NuggetView]) -> None:
+        for n in nuggets:
+            mark, style = MARKS.get(n.support, MARKS["none"])
+            line = Text("  ")
+            line.append(mark + " ", style=style)
+            line.append("vital " if n.importance == "vital" else "okay  ",
+                        style="bold" if n.importance == "vital" else "dim")
+            line.append_text(literal(n.text))
+            options.add_option(Option(line, id=f"n:{n.id}"))
 
     def _selected(self) -> tuple[str, int] | None:
         options = self.query_one("#facet-list", OptionList)

@@ -14,25 +14,29 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.services import judging
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.screens.session import SessionActions
-from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
+from ragjudge.tui.widgets.footer import PriorityFooter
+from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal, query_block, query_terms
 
 T = TypeVar("T")
 
 
 _UNSET = object()
+
+NARROW = 100
+"""Below this many columns the judging screen stacks its panels above the chunk."""
 
 
 @dataclass(frozen=True)
@@ -60,15 +64,21 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
     Key("f", "flag", "flag", "Flag for review (optional note); f on a flagged pair unflags it."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
-    Key("left,k", "previous", "prev", "Previous pair, without labelling.", key_display="←k",
+    Key("left,k", "previous", "prev", "Previous pair in the queue order, without labelling.", key_display="←k",
         help_key="← / k", help_name="previous"),
-    Key("right,j", "next", "next", "Next pair, without labelling.", key_display="→j",
+    Key("right,j", "next", "next", "Next pair in the queue order, without labelling.", key_display="→j",
         help_key="→ / j"),
-    Key("left_square_bracket", "previous_query", "query", "Previous query.", key_display="[ ]",
+    Key("left_square_bracket", "previous_query", "query",
+        "Previous query in the queue order (depth order: within the round).", key_display="[ ]",
         help_key="[", help_name="previous query"),
-    Key("right_square_bracket", "next_query", "next query", "Next query.", show=False,
+    Key("right_square_bracket", "next_query", "next query",
+        "Next query in the queue order (depth order: within the round).", show=False,
         key_display="]"),
     Key("c", "comment", "comment", help="Comment on the pair (an empty comment removes it)."),
+    Key("l", "history", "labels", help_name="your labels",
+        help="Your labels, newest first; Enter on one goes back to that pair to relabel it."),
+    Key("d", "document", "document", help_name="in the document",
+        help="The chunks before and after this one in its document (← / → walk on)."),
     Key("slash", "find", "find", help_name="find a query", help="Find a query by id or text.",
         key_display="/"),
     Key("g", "facets", "facets", help_name="facets & nuggets",
@@ -80,14 +90,18 @@ JUDGE_KEYS: tuple[Key, ...] = (
         help="The agreement screen (where annotators disagree)."),
     Key("question_mark", "help", "help", "This list of keys.", key_display="?"),
     Key("q", "quit", "quit", "Quit (every label is already saved)."),
+    Key("escape", "home", "home", "Back to the home screen (when judging was opened from it).",
+        show=False),
 )
 
 
-def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS) -> list[tuple[str, str, str]]:
+def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[tuple[str, str, str]]:  # noqa: ANN001
+    """The help screen's rows; with the project's ``scale`` the grade row names its digits."""
     rows = []
     grades = [k for k in keys if k.action.startswith("grade(")]
     if grades:
-        rows.append(("0-9", "grade", "Give that grade and move on (the scale's digits)."))
+        digits = "0-9" if scale is None else f"{max(scale.min, 0)}-{min(scale.max, 9)}"
+        rows.append((digits, "grade", "Give that grade and move on (the scale's digits)."))
     for k in keys:
         if k.action.startswith("grade("):
             continue
@@ -105,9 +119,17 @@ class JudgeScreen(SessionActions, Screen):
         Binding(k.keys, k.action, k.name, show=k.show, key_display=k.key_display, priority=True,
                 tooltip=k.help)
         for k in JUDGE_KEYS
-    ] + [Binding("escape", "home", "home", show=False)]
-    ACTION_NAMES = {k.action: k.help_name or k.name for k in JUDGE_KEYS}
+    ]
+    FOOTER_PRIORITY = {"evaluation": 0, "agreement": 0, "help": 0, "quit": 0,
+                       "grade(0)": 1, "skip": 1, "undo": 1, "flag": 2, "facets": 2,
+                       "previous": 3, "next": 3, "previous_query": 4, "history": 4}
+    """What a narrow footer keeps first: the ways out, then grading (see PriorityFooter)."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
+    """Below 100 columns the panels stack above the chunk, which gets the full width."""
+    ACTION_NAMES = {k.action: k.help_name or k.name for k in JUDGE_KEYS} | {"grade(0)": "grade 0"}
     """Names of the actions in the command palette (the footer's are shorter)."""
+    ACTION_KEYS = {f"grade({g})": str(g) for g in range(10)}
+    """The keys the palette shows where the footer's differ (its "0-9" stands for every grade)."""
 
     pair: reactive[PairView | None] = reactive(None, always_update=True, init=False)
     """The pair on screen (None when the queue is done)."""
@@ -139,7 +161,7 @@ class JudgeScreen(SessionActions, Screen):
             with VerticalScroll(id="chunk-scroll", classes="panel"):
                 yield Static(id="chunk-text")
         yield Static(id="progress")
-        yield Footer(compact=True, show_command_palette=False)
+        yield PriorityFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#query-panel").border_title = "query"
@@ -151,6 +173,15 @@ class JudgeScreen(SessionActions, Screen):
         self.pair = self.queue.first()
         # the pool totals are a full scan on big projects: after the first pair is on screen
         self.call_after_refresh(self.count_totals)
+
+    def offers(self, action: str) -> bool:
+        """Whether the command palette lists the action: the grades of the project's scale
+        only, and y/n on a binary scale only."""
+        if action.startswith("grade("):
+            return self.scale.contains(int(action[6:-1]))
+        if action.startswith("binary("):
+            return self.scale.is_binary
+        return True
 
     # -- showing ---------------------------------------------------------------------------
 
@@ -181,7 +212,7 @@ class JudgeScreen(SessionActions, Screen):
     def _show_pair(self, pair: PairView) -> None:
         q = self._query(pair.query_id)
         c = judging.chunk_text(self.project, pair.chunk_id)
-        self._update("#query-panel", q, lambda: self._query_text(q))
+        self._update("#query-panel", q, lambda: query_block(q))
         scroll = self.query_one("#chunk-scroll", VerticalScroll)
         title = Text("chunk ")
         title.append_text(literal(c.id, "bold"))
@@ -193,7 +224,11 @@ class JudgeScreen(SessionActions, Screen):
             title.append_text(literal(", ".join(f"{run} #{rank}" for run, rank in pair.sources[:4]),
                                       "italic"))
         scroll.border_title = title
-        self.query_one("#chunk-text", Static).update(highlighted(c.text, query_terms(q.text)))
+        body = highlighted(c.text, query_terms(q.text))
+        heading = chunk_heading(c)
+        if heading.plain:  # the document's title and the section the chunk sits under
+            body = heading + Text("\n\n") + body
+        self.query_one("#chunk-text", Static).update(body)
         if scroll.scroll_y:
             scroll.scroll_home(animate=False)
         earlier = None if pair.recheck else pair.state
@@ -224,22 +259,13 @@ class JudgeScreen(SessionActions, Screen):
         self.query_one("#earlier-panel", Static).update(Text(""))
         self.query_one("#facets-panel", Static).update(Text(""))
 
-    def _query_text(self, q: judging.QueryText) -> Text:
-        out = literal(q.id, "bold cyan")
-        if q.category:
-            out.append("  ")
-            out.append_text(literal(q.category, "italic magenta"))
-        out.append("\n")
-        out.append_text(literal(q.text, "bold"))
-        if q.description:
-            out.append("\n\n")
-            out.append_text(literal(q.description))
-        if q.narrative:
-            out.append("\n\n")
-            out.append_text(literal(q.narrative, "dim"))
-        return out
+    def on_resize(self, event: events.Resize) -> None:
+        """Narrow (the panels stacked above the chunk): the scale by its grades' names only,
+        so that the chunk keeps its rows."""
+        self.query_one("#scale-panel", Static).update(
+            self._scale_text(descriptions=event.size.width >= NARROW))
 
-    def _scale_text(self) -> Text:
+    def _scale_text(self, *, descriptions: bool = True) -> Text:
         out = Text()
         for i, level in enumerate(self.scale.levels):
             if i:
@@ -250,7 +276,7 @@ class JudgeScreen(SessionActions, Screen):
             out.append(f" {keys} ", style="bold reverse")
             out.append(" ")
             out.append_text(literal(level.name, "bold"))
-            if level.description:
+            if level.description and descriptions:
                 out.append("  ")
                 out.append_text(literal(level.description, "dim"))
         return out
@@ -296,6 +322,8 @@ class JudgeScreen(SessionActions, Screen):
         for n in nuggets:
             mark, style = marks.get(n.support, ("○", "dim"))
             out.append(mark + " ", style=style)
+            if n.kind == "claim":
+                out.append("claim ", style="italic")
             if n.importance == "vital":
                 out.append("vital ", style="bold")
             out.append_text(literal(n.text))
@@ -307,8 +335,8 @@ class JudgeScreen(SessionActions, Screen):
         pair = self.pair
         parts: list[str] = []
         if pair is not None:
-            handled = pair.query_handled
-            parts.append(f"pair {min(handled + 1, pair.query_pairs)} of {pair.query_pairs} in this query")
+            parts.append(f"pair {pair.query_slot + 1} of {pair.query_pairs} in this query "
+                         f"({pair.query_handled} judged)")
             parts.append(f"query {pair.position.query + 1:,} of {len(self.queue.query_ids):,}")
         totals = self.queue.totals
         if totals is not None and totals["pairs"]:
@@ -487,32 +515,38 @@ class JudgeScreen(SessionActions, Screen):
 
     def action_next(self) -> None:
         if self.pair is None:
-            self.pair = self.queue.first()
+            self.notify("This is the end of your queue: k goes back.")
             return
         nxt = self.queue.step(self.pair.position, +1)
-        if nxt is not None:
-            self.pair = nxt
+        if nxt is None:
+            self.notify("This is the last pair of your queue.")
+            return
+        self.pair = nxt
 
     def action_previous(self) -> None:
-        if self.pair is None:
-            if self.queue.query_ids:
-                self.pair = self.queue.goto_query(len(self.queue.query_ids) - 1)
+        if self.pair is None:  # past the end: the last pair of the queue order
+            view = self.queue.end(-1)
+            if view is not None:
+                self.pair = view
             return
         prev = self.queue.step(self.pair.position, -1)
-        if prev is not None:
-            self.pair = prev
+        if prev is None:
+            self.notify("This is the first pair of your queue.")
+            return
+        self.pair = prev
 
     def _goto_query(self, delta: int) -> None:
-        if not self.queue.query_ids:
-            return
-        current = self.pair.position.query if self.pair is not None else 0
-        target = current + delta
-        if not 0 <= target < len(self.queue.query_ids):
+        """The next or previous query in the queue order (the order j and k walk)."""
+        if self.pair is None:  # past the end: [ goes to the last query's first pair
+            last = self.queue.end(-1) if delta < 0 else None
+            view = None if last is None else self.queue.view(
+                judging.Position(last.position.round, last.position.query, 0))
+        else:
+            view = self.queue.step_query(self.pair.position, delta)
+        if view is None:
             self.notify("No more queries that way.")
             return
-        view = self.queue.goto_query(target)
-        if view is not None:
-            self.pair = view
+        self.pair = view
 
     def action_next_query(self) -> None:
         self._goto_query(+1)
@@ -534,6 +568,34 @@ class JudgeScreen(SessionActions, Screen):
 
         self.app.push_screen(FindQuery(self.queue.find_queries), done)
 
+    def action_history(self) -> None:
+        from ragjudge.tui.screens.history import HistoryScreen
+
+        def done(chosen: tuple[str, str] | None) -> None:
+            if chosen is None:
+                return
+            view = self.queue.goto_pair(*chosen)
+            if view is None:
+                self.notify("That pair is not in this queue (other queries, runs or depth): "
+                            "open judging with them to relabel it.", severity="warning")
+                return
+            self.pair = view
+
+        self.app.push_screen(HistoryScreen(self.project, self.queue.annotator, self.scale), done)
+
+    def action_document(self) -> None:
+        pair = self.pair
+        if pair is None:
+            return
+        chunk = judging.chunk_text(self.project, pair.chunk_id)
+        if not chunk.doc_id:
+            self.notify("This chunk has no doc_id: there is no document to show it in.")
+            return
+        from ragjudge.tui.screens.neighbours import NeighboursScreen
+
+        terms = query_terms(self._query(pair.query_id).text)
+        self.app.push_screen(NeighboursScreen(self.project, chunk.id, chunk.doc_id, terms))
+
     # -- other screens ---------------------------------------------------------------------
 
     def action_facets(self) -> None:
@@ -550,4 +612,4 @@ class JudgeScreen(SessionActions, Screen):
                                           pair.chunk_id), done)
 
     def help_rows(self) -> list[tuple[str, str, str]]:
-        return key_rows()
+        return key_rows(scale=self.scale)

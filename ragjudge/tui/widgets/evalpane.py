@@ -15,7 +15,7 @@ from textual_plotext import PlotextPlot
 
 from ragjudge.tui.widgets.literal import clean, literal
 
-__all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee"]
+__all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee", "whole_ticks"]
 
 FLAT = 0.01
 """A curve is flat from K on when no later step moves it by this much or more."""
@@ -48,11 +48,28 @@ def knee(values: list[float], ks: list[int], flat: float = FLAT) -> int | None:
     return None
 
 
+def whole_ticks(xs: list[int], most: int = 6) -> list[int]:
+    """Ticks of a whole-number axis (K = 1..20: 1, 5, 10, 15, 20): the first value, then the
+    multiples of a round step, at most about ``most`` of them. Plotext's own ticks split the
+    range evenly (5.8, 10.5, 15.2), which means nothing for a count of chunks."""
+    if not xs:
+        return []
+    low, high = min(xs), max(xs)
+    step = 1
+    for candidate in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000):
+        step = candidate
+        if (high - low) / candidate < most:
+            break
+    ticks = [low] + [k for k in range(step * (low // step + 1), high + 1, step) if k - low >= step / 2]
+    return ticks
+
+
 class CurvePlot(PlotextPlot):
     """One line per run; a vertical line marks the K where the best run's curve flattens."""
 
     def show(self, title: str, xs: list[float], lines: dict[str, list[float]],
-             x_label: str, mark: float | None = None) -> None:
+             x_label: str, mark: float | None = None, *, whole_x: bool = False) -> None:
+        """``whole_x``: the x values are counts (K), ticked at whole numbers only."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -65,6 +82,9 @@ class CurvePlot(PlotextPlot):
         if mark is not None:
             plt.vline(mark, "red")
         plt.ylim(0, 1)
+        if whole_x:
+            ticks = whole_ticks([int(x) for x in xs])
+            plt.xticks(ticks, [str(t) for t in ticks])
         self.refresh()
 
 

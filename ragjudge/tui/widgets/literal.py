@@ -56,3 +56,33 @@ def highlighted(value: object, terms: list[str], style: str = "reverse") -> Text
         pattern = r"(?i)\b(" + "|".join(re.escape(r) for r in roots) + r")\w*"
         text.highlight_regex(pattern, style)
     return text
+
+
+def query_block(query) -> Text:  # noqa: ANN001 - judging.QueryText
+    """A query as the judging and adjudication screens show it: id and category, the text,
+    the description and the narrative, each literal."""
+    out = literal(query.id, "bold cyan")
+    if query.category:
+        out.append("  ")
+        out.append_text(literal(query.category, "italic magenta"))
+    out.append("\n")
+    out.append_text(literal(query.text, "bold"))
+    if query.description:
+        out.append("\n\n")
+        out.append_text(literal(query.description))
+    if query.narrative:
+        out.append("\n\n")
+        out.append_text(literal(query.narrative, "dim"))
+    return out
+
+
+def chunk_heading(chunk) -> Text:  # noqa: ANN001 - judging.ChunkText
+    """A chunk's title and section (from its ``meta``) as one line, literal; empty without."""
+    out = Text()
+    if chunk.title:
+        out.append_text(literal(chunk.title, "bold"))
+    if chunk.section:
+        if out:
+            out.append(" › ", style="dim")
+        out.append_text(literal(chunk.section, "italic"))
+    return out
