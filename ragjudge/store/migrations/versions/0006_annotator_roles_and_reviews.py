@@ -21,17 +21,15 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('annotators', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('role', sa.String(length=16), server_default='annotator', nullable=False))
-        batch_op.add_column(sa.Column('kind', sa.String(length=16), server_default='human', nullable=False))
-        batch_op.add_column(sa.Column('status', sa.String(length=16), server_default='active', nullable=False))
-        batch_op.add_column(sa.Column('reference', sa.Boolean(), server_default=sa.false(), nullable=False))
-        batch_op.add_column(sa.Column('complete', sa.Boolean(), server_default=sa.false(), nullable=False))
-        batch_op.add_column(sa.Column('token_hash', sa.String(length=64), nullable=True))
-        batch_op.create_unique_constraint(batch_op.f('uq_annotators_token_hash'), ['token_hash'])
-        batch_op.create_check_constraint('role', "role IN ('annotator', 'lead')")
-        batch_op.create_check_constraint('kind', "kind IN ('human', 'llm')")
-        batch_op.create_check_constraint('status', "status IN ('active', 'retired')")
+    # plain ADD COLUMN: a rebuild of ``annotators`` on SQLite would trip the foreign keys of the
+    # tables that name annotators
+    op.add_column('annotators', sa.Column('role', sa.String(length=16), server_default='annotator', nullable=False))
+    op.add_column('annotators', sa.Column('kind', sa.String(length=16), server_default='human', nullable=False))
+    op.add_column('annotators', sa.Column('status', sa.String(length=16), server_default='active', nullable=False))
+    op.add_column('annotators', sa.Column('reference', sa.Boolean(), server_default=sa.false(), nullable=False))
+    op.add_column('annotators', sa.Column('complete', sa.Boolean(), server_default=sa.false(), nullable=False))
+    op.add_column('annotators', sa.Column('token_hash', sa.String(length=64), nullable=True))
+    op.create_index('ix_annotators_token_hash', 'annotators', ['token_hash'], unique=True)
     with op.batch_alter_table('pair_marks', schema=None, recreate='always') as batch_op:
         batch_op.drop_constraint(op.f('ck_pair_marks_kind'), type_='check')
         batch_op.drop_constraint(op.f('ck_pair_marks_action'), type_='check')
@@ -45,14 +43,7 @@ def downgrade() -> None:
         batch_op.drop_constraint(op.f('ck_pair_marks_action'), type_='check')
         batch_op.create_check_constraint('kind', "kind IN ('flag', 'comment')")
         batch_op.create_check_constraint('action', "action IN ('set', 'clear')")
-    with op.batch_alter_table('annotators', schema=None) as batch_op:
-        batch_op.drop_constraint(op.f('ck_annotators_status'), type_='check')
-        batch_op.drop_constraint(op.f('ck_annotators_kind'), type_='check')
-        batch_op.drop_constraint(op.f('ck_annotators_role'), type_='check')
-        batch_op.drop_constraint(batch_op.f('uq_annotators_token_hash'), type_='unique')
-        batch_op.drop_column('token_hash')
-        batch_op.drop_column('complete')
-        batch_op.drop_column('reference')
-        batch_op.drop_column('status')
-        batch_op.drop_column('kind')
-        batch_op.drop_column('role')
+    op.drop_index('ix_annotators_token_hash', table_name='annotators')
+    for column in ('token_hash', 'complete', 'reference', 'status', 'kind', 'role'):
+        with op.batch_alter_table('annotators', schema=None) as batch_op:
+            batch_op.drop_column(column)
