@@ -23,11 +23,22 @@ from ragjudge.metrics.agreement import (
     Ratings,
     agreement_report,
     cohen_kappa,
+    confusion_matrix,
     grouped_agreement,
     kendall_tau,
     krippendorff_alpha,
+    one_grade_only,
 )
-from ragjudge.services.qrels import RECHECK, adjudications, newest_label_ids, not_recheck
+from ragjudge.services.qrels import (
+    RECHECK,
+    GoldPolicy,
+    _to_arrays,
+    adjudications,
+    gold_policy,
+    implied_labels,
+    newest_label_ids,
+    not_recheck,
+)
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
 
 if TYPE_CHECKING:
@@ -69,7 +80,9 @@ def load_ratings(
     annotators: Iterable[str] | None = None,
     query_ids: Iterable[str] | None = None,
 ) -> Ratings:
-    """The project's current grades as a units × annotators :class:`Ratings` on its scale."""
+    """The project's current grades as a units × annotators :class:`Ratings` on its scale; a
+    complete reference's grade is the bottom of the scale on the pairs of its queries others
+    graded and it does not list (:func:`ragjudge.services.qrels.implied_labels`)."""
     newest = newest_label_ids()
     stmt = (
         select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
@@ -82,6 +95,10 @@ def load_ratings(
         stmt = stmt.where(Label.query_id.in_(list(query_ids)))
     with project.connect() as connection:
         rows = connection.execute(stmt).all()
+        policy = gold_policy(connection, project.scale.min)
+    if policy.complete and rows:
+        labels = implied_labels(_to_arrays(rows), policy)
+        rows = list(zip(labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades.tolist()))
     return _ratings(rows, scale_bounds(project), source=None)
 
 
@@ -151,9 +168,17 @@ class AgreementView:
     by_annotator: list[dict]
     unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
     """What a unit is: its parts' names (a judged answer's units are longer than a pair)."""
+    reference: dict | None = None
+    """Each annotator against the reference annotator (:func:`reference_agreement`)."""
+    warnings: tuple[str, ...] = ()
+    """Statistics that are degenerate (one grade only on the shared units), in words."""
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:
         out = self.report.to_dict(disputed_limit=disputed_limit)
+        if self.reference is not None:
+            out["reference"] = self.reference
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         out["disputed"] = [_disputed_json(d, self.unit_fields)
                            for d in self.report.disputed[:disputed_limit]]
         out["by_query"] = self.by_query
@@ -171,8 +196,67 @@ def _disputed_json(d: DisputedUnit, fields: tuple[str, ...] = ("query_id", "chun
 
 
 def project_agreement(project: Project, *, annotators: Iterable[str] | None = None) -> AgreementView:
-    """Every agreement statistic of the project's current labels, with breakdowns."""
-    return agreement_view(load_ratings(project, annotators=annotators))
+    """Every agreement statistic of the project's current labels, with breakdowns, and each
+    annotator against the reference annotator when there is one."""
+    return with_reference(project, agreement_view(load_ratings(project, annotators=annotators)))
+
+
+def with_reference(project: Project, view: AgreementView) -> AgreementView:
+    """``view`` with the section of each annotator against the project's reference."""
+    from dataclasses import replace
+
+    with project.connect() as connection:
+        policy = gold_policy(connection, project.scale.min)
+    return replace(view, reference=reference_agreement(view.ratings, policy))
+
+
+def reference_agreement(ratings: Ratings, policy: GoldPolicy) -> dict | None:
+    """Each annotator against the reference (the one with most ratings when there are several)
+    on the units both rated: ``n``, ``accuracy`` (same grade), Cohen's ``kappa`` and the
+    ``confusion`` matrix (reference rows, annotator columns). κ is undefined, with the reason,
+    when either side gave one grade only on those units."""
+    names = [a for a in ratings.annotators if a in policy.reference]
+    if not names:
+        return None
+    m = ratings.matrix
+    col = {a: j for j, a in enumerate(ratings.annotators)}
+    name = max(names, key=lambda a: (int((~np.isnan(m[:, col[a]])).sum()), a))
+    ref = m[:, col[name]]
+    rows = []
+    for other in ratings.annotators:
+        if other == name:
+            continue
+        mine = m[:, col[other]]
+        both = ~np.isnan(ref) & ~np.isnan(mine)
+        n = int(both.sum())
+        row: dict[str, Any] = {"name": other, "n": n,
+                               "accuracy": float((ref[both] == mine[both]).mean()) if n else None,
+                               "kappa": None,
+                               "confusion": confusion_matrix(ref, mine, ratings.scale).tolist()}
+        why = one_grade_only(ref, mine, (name, other))
+        kappa = cohen_kappa(ref, mine, ratings.scale)
+        if why is None and kappa.value is not None:
+            row["kappa"] = kappa.value
+        else:
+            row["undefined"] = {"kappa": why or kappa.reason}
+            if not n:
+                row["undefined"]["accuracy"] = "no unit rated by both"
+        rows.append(row)
+    return {"name": name, "complete": name in policy.complete, "annotators": rows}
+
+
+def degenerate_pairs(ratings: Ratings) -> list[tuple[str, str, str]]:
+    """(a, b, why) for every pair of annotators whose κ is degenerate: one of them gave a single
+    grade on the units they share (κ is then 0 or 0/0 whatever the other did)."""
+    m = ratings.matrix
+    out = []
+    names = [str(a) for a in ratings.annotators]
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            why = one_grade_only(m[:, i], m[:, j], (names[i], names[j]))
+            if why is not None:
+                out.append((names[i], names[j], why))
+    return out
 
 
 def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
@@ -183,6 +267,7 @@ def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_i
         by_query=query_breakdown(ratings),
         by_annotator=annotator_breakdown(ratings),
         unit_fields=unit_fields,
+        warnings=tuple(f"{a} and {b}: {why}" for a, b, why in degenerate_pairs(ratings)),
     )
 
 

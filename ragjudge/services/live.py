@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
 if TYPE_CHECKING:
-    from ragjudge.services.qrels import LabelArrays
+    from ragjudge.services.qrels import GoldPolicy, LabelArrays
 
 __all__ = [
     "CURVE_K",
@@ -391,6 +391,9 @@ class LiveEvaluation:
         self.runs: dict[str, Run] = {}
         self._labels: _LabelCopy | None = None
         self._loaded = False
+        from ragjudge.services.qrels import GoldPolicy
+
+        self.policy = GoldPolicy()
 
     # -- settings --------------------------------------------------------------------------
 
@@ -505,20 +508,38 @@ class LiveEvaluation:
                     view.resum()
                 else:
                     view = self._new_view(rule)
-                    view.set_base(*gold_arrays(labels, decided, rule))
+                    view.set_base(*self._gold(labels, decided, rule))
                     self._full(view)
                 self.views[rule] = view
             self.touched = ()
             self._stamp_done(t0)
 
+    def _gold(self, labels: LabelArrays, decided: dict[tuple[str, str], int],
+              rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The judgments of a view: :func:`gold_arrays`, and on a complete reference's queries
+        every chunk the runs rank judged at the bottom of the scale."""
+        from ragjudge.services.qrels import complete_runs
+
+        q, c, g = gold_arrays(labels, decided, rule, self.policy)
+        closed = self.policy.complete_queries(labels, rule)
+        return complete_runs(q, c, g, closed, self.runs.values(), self.policy.lowest)
+
+    def _policy_moved(self) -> bool:
+        """Whether the reference annotators changed (then every query's gold may move)."""
+        from ragjudge.services.qrels import gold_policy
+
+        with self.project.connect() as connection:
+            return gold_policy(connection, self.project.scale.min) != self.policy
+
     def _read_labels(self) -> None:
         """Every current label and adjudication, read afresh (the engine's copy of them)."""
-        from ragjudge.services.qrels import adjudications, current_labels
+        from ragjudge.services.qrels import adjudications, current_labels, gold_policy
 
         self.stamp = self._stamp()
         with self.project.connect() as connection:
             labels = current_labels(connection)
             decided = adjudications(connection)
+            self.policy = gold_policy(connection, self.project.scale.min)
         self._labels = _LabelCopy(labels, decided)
         self.labels_used = len(labels)
         self.label_rows = {q: e - s for q, (s, e) in self._labels.spans.items()}
@@ -730,7 +751,7 @@ class LiveEvaluation:
             touched: list[str] = []
             if stamp != self.stamp:
                 touched, annotators, decided = self._events(stamp)
-                if any(q not in self.row for q in touched):
+                if any(q not in self.row for q in touched) or self._policy_moved():
                     self._labels = None  # a query added since the screen opened: start again
                     self.recompute()
                     self.touched = tuple(touched)
@@ -826,7 +847,7 @@ class LiveEvaluation:
             if rule != self.rule and not adjudicated and rule.split(":", 1)[1] not in annotators:
                 continue
             judgments: dict[str, dict[str, int]] = {}
-            for q, c, g in zip(*(a.tolist() for a in gold_arrays(labels, decided, rule))):
+            for q, c, g in zip(*(a.tolist() for a in self._gold(labels, decided, rule))):
                 judgments.setdefault(q, {})[c] = g
             jobs.append((view, self._begin(view, touched, judgments)))
         self._evaluate_plain(jobs)
@@ -838,11 +859,12 @@ class LiveEvaluation:
         """The current labels and adjudications of some queries, as services.qrels reads them
         for the whole project (the same SQL, written out once and run on the driver's cursor:
         building and compiling the Core statement cost more than running it)."""
-        from ragjudge.services.qrels import RECHECK, _to_arrays
+        from ragjudge.services.qrels import RECHECK, _to_arrays, gold_policy
 
         rows: list[tuple] = []
         adj: list[tuple] = []
         with self.project.connect() as connection:
+            self.policy = gold_policy(connection, self.project.scale.min)
             for at in range(0, len(touched), _IN_BATCH):  # rows grouped by query either way
                 part = list(touched[at:at + _IN_BATCH])
                 marks = ", ".join(["?"] * len(part))
@@ -1096,7 +1118,7 @@ class LiveEvaluation:
 
 
 def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
-                rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                rule: str, policy: GoldPolicy | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
     :func:`ragjudge.services.qrels.gold_qrels` (adjudication first, else the rule over the
     annotators' current grades), computed for every pair at once.
@@ -1104,8 +1126,13 @@ def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
     ``labels`` are :class:`ragjudge.services.qrels.LabelArrays` sorted by query and chunk.
     Rules: the lower median ``g[(n - 1) // 2]`` of the sorted grades; ``min``; ``max``; ``mean``
     rounded half up ``floor(mean + 0.5)``; ``majority`` the most frequent grade, ties to the
-    lower; ``annotator:NAME`` that annotator's grades; ``adjudicated`` none.
+    lower; ``annotator:NAME`` that annotator's grades; ``adjudicated`` none. The labels the
+    rule aggregates are :func:`ragjudge.services.qrels.gold_labels` (a reference decides its
+    pairs).
     """
+    from ragjudge.services.qrels import gold_labels
+
+    labels = gold_labels(labels, policy, rule)
     q, c, a, g = labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades
     empty = (np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
     if rule.startswith("annotator:"):

@@ -180,7 +180,32 @@ class AgreementScreen(Screen):
             binary.add_row(str(t.threshold), _num(t.percent_agreement.value),
                            _num(t.krippendorff_alpha.value), _num(t.gwet_ac1.value),
                            _num(sum(overlaps) / len(overlaps) if overlaps else None))
-        self.query_one("#overview-body", Static).update(Group(head, Text(""), stats, Text(""), binary))
+        self.query_one("#overview-body", Static).update(
+            Group(head, Text(""), stats, Text(""), binary, *self._reference_parts()))
+
+    def _reference_parts(self) -> list:
+        """Each annotator against the reference, and the degenerate statistics, in words."""
+        parts: list = []
+        ref = self.view.reference
+        if ref is not None:
+            title = Text("\nagainst the reference ", style="bold")
+            title.append_text(literal(ref["name"], "bold cyan"))
+            if ref["complete"]:
+                title.append(" (complete: an unlisted pair of its queries is not relevant)", style="dim")
+            table = Table(box=None, header_style="bold")
+            for col in ("annotator", "n", "accuracy", "κ"):
+                table.add_column(col, justify="left" if col == "annotator" else "right")
+            for row in ref["annotators"]:
+                why = row.get("undefined", {})
+                table.add_row(literal(row["name"]), str(row["n"]), _num(row["accuracy"]),
+                              _num(row["kappa"], "degenerate (see below)"
+                                   if "one grade only" in (why.get("kappa") or "") else why.get("kappa")))
+            parts += [title, table]
+        for warning in self.view.warnings:
+            line = Text("\n⚠ κ is degenerate for ", style="yellow")
+            line.append_text(literal(warning, "yellow"))
+            parts.append(line)
+        return parts
 
     def _show_pairs(self) -> None:
         r = self.view.report
@@ -191,10 +216,15 @@ class AgreementScreen(Screen):
         table = Table(header_style="bold", box=None)
         for col in ("a", "b", "n", "agree", "κ", "κ linear", "κ quadratic"):
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
+        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(self.view.ratings)}
         for p in r.pairwise:
+            if (str(p.a), str(p.b)) in degenerate:
+                kappas = [Text("degenerate", style="yellow")] * 3
+            else:
+                kappas = [_num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value),
+                          _num(p.cohen_kappa_quadratic.value)]
             table.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
-                          _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value),
-                          _num(p.cohen_kappa_quadratic.value))
+                          *kappas)
         parts.append(table)
         grades = list(range(r.scale[0], r.scale[1] + 1))
         for p in r.pairwise:
