@@ -540,3 +540,8 @@ def quality(
             _fmt(s["self_agreement"]) if s else "-",
         )
     console.print(table)
+    from ragjudge.services.agreement import MAX_CHARS_PER_SECOND, MIN_DURATION_MS
+
+    console.print(f"[dim]too fast: a current label quicker than reading the chunk allows "
+                  f"({MAX_CHARS_PER_SECOND:g} characters a second, {MIN_DURATION_MS / 1000:g} s at "
+                  f"least); {data['drift_rule']}.[/]")

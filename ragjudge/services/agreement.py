@@ -56,6 +56,7 @@ __all__ = [
     "label_quality",
     "labels_stamp",
     "load_ratings",
+    "mean_pairwise_kappa",
     "pair_detail",
     "project_agreement",
     "query_breakdown",
@@ -317,9 +318,34 @@ def query_breakdown(ratings: Ratings) -> list[dict]:
     return out
 
 
+def mean_pairwise_kappa(ratings: Ratings, annotator: int | None = None) -> tuple[float | None, int, int]:
+    """Cohen's κ of the pairs of annotators (those with ``annotator``, a column, when given)
+    averaged with each pair weighted by the units it shares -- a pair sharing 3 units does not
+    count as much as one sharing 300 --, leaving out pairs whose κ is undefined or degenerate
+    (one grade only on their shared units). Returns (mean or None, shared units, pairs)."""
+    m = ratings.matrix
+    total = weight = 0.0
+    pairs = 0
+    for a in range(m.shape[1]):
+        for b in range(a + 1, m.shape[1]):
+            if annotator is not None and annotator not in (a, b):
+                continue
+            both = ~np.isnan(m[:, a]) & ~np.isnan(m[:, b])
+            n = int(both.sum())
+            if not n or one_grade_only(m[both, a], m[both, b]) is not None:
+                continue
+            value = cohen_kappa(m[both, a], m[both, b], ratings.scale).value
+            if value is not None:
+                total += n * value
+                weight += n
+                pairs += 1
+    return (total / weight if weight else None), int(weight), pairs
+
+
 def annotator_breakdown(ratings: Ratings) -> list[dict]:
     """Per annotator: labels, grade distribution and mean grade, agreement with the others over
-    the pairs they share (percent agreement and Cohen's κ averaged over the other annotators),
+    the pairs they share (percent agreement, and Cohen's κ averaged over the other annotators
+    weighted by the pairs shared with each: :func:`mean_pairwise_kappa`),
     and ordinal α of everyone else without them (a rise means they pull agreement down)."""
     out = []
     m = ratings.matrix
@@ -328,16 +354,14 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
         mine = ~np.isnan(col)
         grades = col[mine].astype(int)
         dist = np.bincount(grades - ratings.scale[0], minlength=ratings.n_categories)
-        shared, agree, kappas = 0, 0, []
+        shared, agree = 0, 0
         for k in range(len(ratings.annotators)):
             if k == j:
                 continue
             both = mine & ~np.isnan(m[:, k])
             shared += int(both.sum())
             agree += int((col[both] == m[both, k]).sum())
-            kappa = cohen_kappa(col, m[:, k], ratings.scale).value
-            if kappa is not None:
-                kappas.append(kappa)
+        mean_kappa, _, _ = mean_pairwise_kappa(ratings, j)
         others = np.array([k for k in range(len(ratings.annotators)) if k != j], dtype=int)
         alpha_without = (
             krippendorff_alpha(_subset(ratings, cols=others), "ordinal").value
@@ -354,7 +378,7 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
                 "mean_grade": float(grades.mean()) if len(grades) else None,
                 "shared_ratings": shared,
                 "percent_agreement_with_others": agree / shared if shared else None,
-                "mean_cohen_kappa": float(np.mean(kappas)) if kappas else None,
+                "mean_cohen_kappa": mean_kappa,
                 "krippendorff_alpha_ordinal_without": alpha_without,
             }
         )
@@ -540,16 +564,19 @@ def fast_labels(
     max_chars_per_second: float = MAX_CHARS_PER_SECOND,
     min_duration_ms: int = MIN_DURATION_MS,
 ) -> list[dict]:
-    """Graded label events made implausibly fast for the chunk's length: duration below
-    ``max(min_duration_ms, 1000 · len(chunk) / max_chars_per_second)``."""
+    """Current labels made implausibly fast for the chunk's length: duration below
+    ``max(min_duration_ms, 1000 · len(chunk) / max_chars_per_second)``. Only the annotator's
+    current grade of a pair counts: a grade undone or replaced since is no longer a label."""
+    newest = newest_label_ids()
     with project.connect() as connection:
         rows = connection.execute(
             select(
                 Label.id, Label.annotator, Label.query_id, Label.chunk_id, Label.grade,
                 Label.duration_ms, func.length(Chunk.text),
             )
+            .join(newest, Label.id == newest.c.id)
             .join(Chunk, Chunk.id == Label.chunk_id)
-            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None), not_recheck())
+            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None))
             .order_by(Label.id)
         ).all()
     if not rows:
@@ -568,16 +595,36 @@ def fast_labels(
     ]
 
 
-def grade_drift(project: Project, *, min_labels: int = 20, threshold: float = 0.5) -> list[dict]:
-    """Per annotator, the grade distribution of the first half of their graded events against
+#: Grade drift: an annotator with at least this many current labels ...
+DRIFT_MIN_LABELS = 20
+#: ... whose mean grade moved by this many grades or more between the halves ...
+DRIFT_MEAN = 0.5
+#: ... or whose grade distribution moved by this total variation distance or more, drifts.
+DRIFT_DISTANCE = 0.25
+
+
+def drift_rule(min_labels: int = DRIFT_MIN_LABELS, threshold: float = DRIFT_MEAN,
+               distance: float = DRIFT_DISTANCE) -> str:
+    """The rule :func:`grade_drift` applies, in words (what the screens print under it)."""
+    return (f"drifting: with at least {min_labels} current labels, the mean grade of the second "
+            f"half (in the order made) moved by {threshold:g} grades or more from the first "
+            f"half's, or the grade distribution by a total variation distance of {distance:g} or "
+            "more; undone and replaced grades do not count")
+
+
+def grade_drift(project: Project, *, min_labels: int = DRIFT_MIN_LABELS,
+                threshold: float = DRIFT_MEAN, distance: float = DRIFT_DISTANCE) -> list[dict]:
+    """Per annotator, the grade distribution of the first half of their current labels against
     the second half (in the order made): mean grade change and total variation distance
-    ``½ Σ_g |p₁(g) − p₂(g)|``; ``drifting`` when the mean moved by ``threshold`` grades or more,
-    or the distance is 0.25 or more, with at least ``min_labels`` labels."""
+    ``½ Σ_g |p₁(g) − p₂(g)|``; ``drifting`` as :func:`drift_rule` says. A grade undone or
+    replaced since is not one of their labels (a burst they undid is no drift)."""
     lo, hi = scale_bounds(project)
+    newest = newest_label_ids()
     with project.connect() as connection:
         rows = connection.execute(
             select(Label.annotator, Label.grade)
-            .where(Label.grade.is_not(None), not_recheck())
+            .join(newest, Label.id == newest.c.id)
+            .where(Label.grade.is_not(None))
             .order_by(Label.annotator, Label.id)
         ).all()
     by_annotator: dict[str, list[int]] = {}
@@ -596,11 +643,11 @@ def grade_drift(project: Project, *, min_labels: int = 20, threshold: float = 0.
             continue
         p1 = np.bincount(first, minlength=q) / len(first)
         p2 = np.bincount(second, minlength=q) / len(second)
-        distance = float(0.5 * np.abs(p1 - p2).sum())
+        moved = float(0.5 * np.abs(p1 - p2).sum())
         mean1, mean2 = float(first.mean() + lo), float(second.mean() + lo)
-        drifting = len(g) >= min_labels and (abs(mean2 - mean1) >= threshold or distance >= 0.25)
+        drifting = len(g) >= min_labels and (abs(mean2 - mean1) >= threshold or moved >= distance)
         out.append({"annotator": name, "labels": len(g), "mean_first": mean1,
-                    "mean_second": mean2, "distance": distance, "drifting": bool(drifting)})
+                    "mean_second": mean2, "distance": moved, "drifting": bool(drifting)})
     return out
 
 
@@ -643,6 +690,7 @@ def label_quality(project: Project) -> dict:
         "fast_labels": fast_labels(project),
         "grade_drift": grade_drift(project),
         "self_agreement": self_agreement(project),
+        "drift_rule": drift_rule(),
     }
 
 

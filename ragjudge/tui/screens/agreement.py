@@ -308,10 +308,10 @@ class AgreementScreen(Screen):
                           Text("yes", style="bold yellow") if d.get("drifting") else Text("no"),
                           str(s["rechecks"]) if s else "0",
                           _num(s["self_agreement"]) if s else Text("–", style="dim"))
-        note = Text("too fast: quicker than reading the chunk allows (75 characters a second, "
-                    "0.7 s at least); drifting: the mean grade moved by half a grade or more, or "
-                    "the grade distribution by a quarter, between the first and second half of an "
-                    "annotator's labels.", style="dim")
+        note = Text(f"too fast: a current label quicker than reading the chunk allows "
+                    f"({svc.MAX_CHARS_PER_SECOND:g} characters a second, "
+                    f"{svc.MIN_DURATION_MS / 1000:g} s at least); {quality['drift_rule']}.",
+                    style="dim")
         self.query_one("#quality-body", Static).update(Group(table, Text(""), note))
 
     def _show_answers(self, views: dict) -> None:
