@@ -95,7 +95,7 @@ def load_ratings(
     if query_ids is not None:
         stmt = stmt.where(Label.query_id.in_(list(query_ids)))
     with project.connect() as connection:
-        rows = connection.execute(stmt).all()
+        rows: Sequence[Any] = connection.execute(stmt).all()
         policy = gold_policy(connection, project.scale.min)
     if policy.complete and rows:
         labels = implied_labels(_to_arrays(rows), policy)

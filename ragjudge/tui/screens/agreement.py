@@ -186,7 +186,9 @@ class AgreementScreen(Screen):
     def _reference_parts(self) -> list:
         """Each annotator against the reference, and the degenerate statistics, in words."""
         parts: list = []
-        ref = self.view.reference
+        view = self.view
+        assert view is not None  # shown once computed
+        ref = view.reference
         if ref is not None:
             title = Text("\nagainst the reference ", style="bold")
             title.append_text(literal(ref["name"], "bold cyan"))
@@ -201,7 +203,7 @@ class AgreementScreen(Screen):
                               _num(row["kappa"], "degenerate (see below)"
                                    if "one grade only" in (why.get("kappa") or "") else why.get("kappa")))
             parts += [title, table]
-        for warning in self.view.warnings:
+        for warning in view.warnings:
             line = Text("\n⚠ κ is degenerate for ", style="yellow")
             line.append_text(literal(warning, "yellow"))
             parts.append(line)
@@ -216,7 +218,9 @@ class AgreementScreen(Screen):
         table = Table(header_style="bold", box=None)
         for col in ("a", "b", "n", "agree", "κ", "κ linear", "κ quadratic"):
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
-        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(self.view.ratings)}
+        view = self.view
+        assert view is not None  # shown once computed
+        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(view.ratings)}
         for p in r.pairwise:
             if (str(p.a), str(p.b)) in degenerate:
                 kappas = [Text("degenerate", style="yellow")] * 3
