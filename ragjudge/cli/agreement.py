@@ -112,7 +112,7 @@ def agree(
                     raise UsageError(
                         f"--scale {scale}: {detail} Give a scale that holds every grade of the "
                         f"project, such as its own {ratings.scale[0]}-{ratings.scale[1]}.") from None
-            view = svc.agreement_view(ratings)
+            view = svc.with_reference(project, svc.agreement_view(ratings))
             if verdict:
                 from ragjudge.services.agreement import verdict_stability
 
@@ -134,6 +134,13 @@ def agree(
     for note in notes:
         err_console.print(note)
     _print_report(view, by=by, limit=limit)
+    if view.reference is not None:
+        _print_reference(view.reference, view.ratings.scale)
+    _print_warnings(view.warnings)
+    if view.warnings and view.reference is not None and not view.reference["complete"]:
+        err_console.print("If the reference lists only relevant chunks, import it again with "
+                          "--reference --complete: an unlisted pair of its queries then counts as "
+                          "not relevant.")
     if verdict_data is not None:
         _print_verdict(verdict_data)
 
@@ -196,6 +203,7 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
     summary = Table(title="agreement", title_justify="left", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
+    from ragjudge.services import agreement as svc
     from ragjudge.services.agreement import summary_statistics
 
     for label, stat in summary_statistics(r):
@@ -205,11 +213,15 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
         pairs = Table(title="pairs of annotators (Cohen's κ over the pairs both judged)", title_justify="left")
         for col in ("a", "b", "n", "agree", "±1", "κ", "κ linear", "κ quadratic"):
             pairs.add_column(col, justify="left" if col in ("a", "b") else "right")
+        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(view.ratings)}
         for p in r.pairwise:
+            bad = (str(p.a), str(p.b)) in degenerate
             pairs.add_row(
                 safe(p.a), safe(p.b), str(p.n), _fmt(p.percent_agreement.value),
-                _fmt(p.percent_agreement_within_1.value), _fmt(p.cohen_kappa.value),
-                _fmt(p.cohen_kappa_linear.value), _fmt(p.cohen_kappa_quadratic.value),
+                _fmt(p.percent_agreement_within_1.value),
+                *(("[yellow]degenerate[/]",) * 3 if bad else (
+                    _fmt(p.cohen_kappa.value), _fmt(p.cohen_kappa_linear.value),
+                    _fmt(p.cohen_kappa_quadratic.value))),
             )
         console.print(pairs)
         # a few pairs get their confusion matrices here; many only with --by annotator
@@ -244,6 +256,37 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
             grades = ", ".join(f"{safe(a)}={g}" for a, g in d.grades.items())
             table.add_row(*(safe(part) for part in d.unit), str(d.spread), grades)
         console.print(table)
+
+
+def _print_reference(data: dict, scale: tuple[int, int]) -> None:
+    """Each annotator against the reference: shared pairs, accuracy, κ, confusion."""
+    closed = " (complete: unlisted pairs of its queries count as not relevant)" if data["complete"] else ""
+    table = Table(title=f"against the reference {safe(data['name'])}{closed}", title_justify="left")
+    for col in ("annotator", "n", "accuracy", "κ"):
+        table.add_column(col, justify="left" if col == "annotator" else "right")
+    for row in data["annotators"]:
+        why = row.get("undefined", {})
+        table.add_row(safe(row["name"]), str(row["n"]), _fmt(row["accuracy"], why.get("accuracy")),
+                      _fmt(row["kappa"], "degenerate, see the warning" if "one grade only" in
+                           (why.get("kappa") or "") else why.get("kappa")))
+    console.print(table)
+    grades = list(range(scale[0], scale[1] + 1))
+    for row in data["annotators"]:
+        if not row["n"]:
+            continue
+        matrix = Table(title=f"{safe(data['name'])} (rows) × {safe(row['name'])} (columns)",
+                       title_justify="left")
+        matrix.add_column("")
+        for g in grades:
+            matrix.add_column(str(g), justify="right")
+        for g, counts in zip(grades, row["confusion"]):
+            matrix.add_row(str(g), *(str(int(v)) for v in counts))
+        console.print(matrix)
+
+
+def _print_warnings(warnings: tuple[str, ...] | list[str]) -> None:
+    for text in warnings:
+        err_console.print(f"[yellow]Warning:[/] κ is degenerate for {safe(text)}.")
 
 
 def _confusion_table(p, scale: tuple[int, int]) -> Table:  # noqa: ANN001
@@ -497,3 +540,8 @@ def quality(
             _fmt(s["self_agreement"]) if s else "-",
         )
     console.print(table)
+    from ragjudge.services.agreement import MAX_CHARS_PER_SECOND, MIN_DURATION_MS
+
+    console.print(f"[dim]too fast: a current label quicker than reading the chunk allows "
+                  f"({MAX_CHARS_PER_SECOND:g} characters a second, {MIN_DURATION_MS / 1000:g} s at "
+                  f"least); {data['drift_rule']}.[/]")

@@ -26,6 +26,7 @@ IMPORT_EPILOG = (
     "  ragjudge import run bm25.trec.gz                  # run named 'bm25'\n\n"
     "  ragjudge import run dense.jsonl --name dense-v2 --replace\n\n"
     "  ragjudge import qrels trec-dl.qrels --annotator nist\n\n"
+    "  ragjudge import qrels vaswani.qrels --annotator nist --reference --complete\n\n"
     "  ragjudge import labels labels.jsonl               # annotator from each line, else 'imported'\n\n"
     "  ragjudge import run other.trec --create-missing   # add unknown ids as empty placeholders\n\n"
     "  ragjudge import nuggets nuggets.jsonl --annotator alice\n\n"
@@ -68,6 +69,8 @@ def import_command(
     replace: Annotated[bool, typer.Option("--replace", help="Replace a run of the same name, and queries, chunks or answers whose fields differ.")] = False,
     split: Annotated[str | None, typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    reference: Annotated[bool, typer.Option("--reference", help="qrels, labels, beir, ir-datasets: the annotator's grades are the official qrels -- the gold on their pairs, whatever others label.")] = False,
+    complete: Annotated[bool, typer.Option("--complete", help="With --reference: every pair of the reference's queries it does not list is not relevant (qrels that list only relevant chunks).")] = False,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""
@@ -84,13 +87,20 @@ def import_command(
         raise UsageError("--name names a run; it applies to 'ragjudge import run' only.")
     if split is not None and kind not in ("beir", "ir-datasets") and format != "beir":
         raise UsageError("--split applies to BEIR folders and ir_datasets datasets only.")
+    if complete and not reference:
+        raise UsageError("--complete says the reference's qrels list every relevant chunk; it "
+                         "goes with --reference. Nothing was imported.")
+    if reference and kind not in ("qrels", "labels", "beir", "ir-datasets"):
+        raise UsageError(f"--reference marks the annotator of qrels; it does not apply to "
+                         f"'ragjudge import {kind}'. Nothing was imported.")
+    marks = {"reference": reference, "complete": complete}
     if kind == "ir-datasets" and format != "auto":
         raise UsageError("--format does not apply to ir-datasets: ir_datasets reads the dataset.")
     if kind == "ir-datasets":
         with open_project() as project, progress_bar(quiet) as progress:
             results = importing.import_ir_datasets(project, file, split=split, annotator=annotator,
                                                    create_missing=create_missing, replace=replace,
-                                                   progress=progress)
+                                                   progress=progress, **marks)
         for result in results:
             err_console.print(safe(result.summary()))
         return
@@ -99,7 +109,7 @@ def import_command(
         if kind == "beir":
             results = importing.import_beir(project, file, split=split, annotator=annotator,
                                             create_missing=create_missing, replace=replace,
-                                            progress=progress)
+                                            progress=progress, **marks)
         else:
             source = file if file != "-" else "-"
             if kind == "guidelines":
@@ -107,7 +117,8 @@ def import_command(
             else:
                 results = [importing.import_file(
                     project, kind, source, fmt=format, name=name, annotator=annotator,
-                    create_missing=create_missing, replace=replace, progress=progress)]
+                    create_missing=create_missing, replace=replace, progress=progress,
+                    **marks)]
     for result in results:
         err_console.print(safe(result.summary()))
 

@@ -37,6 +37,7 @@ __all__ = [
     "grade_distribution",
     "confusion_matrix",
     "cohen_kappa",
+    "one_grade_only",
     "fleiss_kappa",
     "krippendorff_alpha",
     "gwet_ac1",
@@ -364,6 +365,24 @@ def cohen_kappa(
     """
     lo, hi = _check_scale(scale)
     return _kappa_from_confusion(confusion_matrix(a, b, (lo, hi)), weights, np.arange(lo, hi + 1))
+
+
+def one_grade_only(a: Any, b: Any, names: tuple[str, str] = ("a", "b")) -> str | None:
+    """Why κ of ``a`` and ``b`` says nothing, or None: on the units both rated, one of them (or
+    both) gave a single grade. Then chance agreement equals observed agreement for that side and
+    κ is 0 (or 0/0) whatever the other did -- relevant-only qrels against an annotator are the
+    usual case."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    both = ~np.isnan(a) & ~np.isnan(b)
+    n = int(both.sum())
+    if n == 0:
+        return None
+    for name, side in zip(names, (a[both], b[both])):
+        grades = np.unique(side)
+        if len(grades) == 1:
+            return (f"{name} gave one grade only ({int(grades[0])}) on the {n} shared units: "
+                    "kappa cannot tell agreement from chance")
+    return None
 
 
 def fleiss_kappa(ratings: Ratings | Any, *, scale: tuple[int, int] | None = None) -> Statistic:

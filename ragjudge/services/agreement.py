@@ -23,11 +23,22 @@ from ragjudge.metrics.agreement import (
     Ratings,
     agreement_report,
     cohen_kappa,
+    confusion_matrix,
     grouped_agreement,
     kendall_tau,
     krippendorff_alpha,
+    one_grade_only,
 )
-from ragjudge.services.qrels import RECHECK, adjudications, newest_label_ids, not_recheck
+from ragjudge.services.qrels import (
+    RECHECK,
+    GoldPolicy,
+    _to_arrays,
+    adjudications,
+    gold_policy,
+    implied_labels,
+    newest_label_ids,
+    not_recheck,
+)
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
 
 if TYPE_CHECKING:
@@ -45,6 +56,7 @@ __all__ = [
     "label_quality",
     "labels_stamp",
     "load_ratings",
+    "mean_pairwise_kappa",
     "pair_detail",
     "project_agreement",
     "query_breakdown",
@@ -69,7 +81,9 @@ def load_ratings(
     annotators: Iterable[str] | None = None,
     query_ids: Iterable[str] | None = None,
 ) -> Ratings:
-    """The project's current grades as a units × annotators :class:`Ratings` on its scale."""
+    """The project's current grades as a units × annotators :class:`Ratings` on its scale; a
+    complete reference's grade is the bottom of the scale on the pairs of its queries others
+    graded and it does not list (:func:`ragjudge.services.qrels.implied_labels`)."""
     newest = newest_label_ids()
     stmt = (
         select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
@@ -81,7 +95,11 @@ def load_ratings(
     if query_ids is not None:
         stmt = stmt.where(Label.query_id.in_(list(query_ids)))
     with project.connect() as connection:
-        rows = connection.execute(stmt).all()
+        rows: Sequence[Any] = connection.execute(stmt).all()
+        policy = gold_policy(connection, project.scale.min)
+    if policy.complete and rows:
+        labels = implied_labels(_to_arrays(rows), policy)
+        rows = list(zip(labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades.tolist()))
     return _ratings(rows, scale_bounds(project), source=None)
 
 
@@ -151,9 +169,17 @@ class AgreementView:
     by_annotator: list[dict]
     unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
     """What a unit is: its parts' names (a judged answer's units are longer than a pair)."""
+    reference: dict | None = None
+    """Each annotator against the reference annotator (:func:`reference_agreement`)."""
+    warnings: tuple[str, ...] = ()
+    """Statistics that are degenerate (one grade only on the shared units), in words."""
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:
         out = self.report.to_dict(disputed_limit=disputed_limit)
+        if self.reference is not None:
+            out["reference"] = self.reference
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         out["disputed"] = [_disputed_json(d, self.unit_fields)
                            for d in self.report.disputed[:disputed_limit]]
         out["by_query"] = self.by_query
@@ -171,8 +197,67 @@ def _disputed_json(d: DisputedUnit, fields: tuple[str, ...] = ("query_id", "chun
 
 
 def project_agreement(project: Project, *, annotators: Iterable[str] | None = None) -> AgreementView:
-    """Every agreement statistic of the project's current labels, with breakdowns."""
-    return agreement_view(load_ratings(project, annotators=annotators))
+    """Every agreement statistic of the project's current labels, with breakdowns, and each
+    annotator against the reference annotator when there is one."""
+    return with_reference(project, agreement_view(load_ratings(project, annotators=annotators)))
+
+
+def with_reference(project: Project, view: AgreementView) -> AgreementView:
+    """``view`` with the section of each annotator against the project's reference."""
+    from dataclasses import replace
+
+    with project.connect() as connection:
+        policy = gold_policy(connection, project.scale.min)
+    return replace(view, reference=reference_agreement(view.ratings, policy))
+
+
+def reference_agreement(ratings: Ratings, policy: GoldPolicy) -> dict | None:
+    """Each annotator against the reference (the one with most ratings when there are several)
+    on the units both rated: ``n``, ``accuracy`` (same grade), Cohen's ``kappa`` and the
+    ``confusion`` matrix (reference rows, annotator columns). κ is undefined, with the reason,
+    when either side gave one grade only on those units."""
+    names = [a for a in ratings.annotators if a in policy.reference]
+    if not names:
+        return None
+    m = ratings.matrix
+    col = {a: j for j, a in enumerate(ratings.annotators)}
+    name = max(names, key=lambda a: (int((~np.isnan(m[:, col[a]])).sum()), a))
+    ref = m[:, col[name]]
+    rows = []
+    for other in ratings.annotators:
+        if other == name:
+            continue
+        mine = m[:, col[other]]
+        both = ~np.isnan(ref) & ~np.isnan(mine)
+        n = int(both.sum())
+        row: dict[str, Any] = {"name": other, "n": n,
+                               "accuracy": float((ref[both] == mine[both]).mean()) if n else None,
+                               "kappa": None,
+                               "confusion": confusion_matrix(ref, mine, ratings.scale).tolist()}
+        why = one_grade_only(ref, mine, (name, other))
+        kappa = cohen_kappa(ref, mine, ratings.scale)
+        if why is None and kappa.value is not None:
+            row["kappa"] = kappa.value
+        else:
+            row["undefined"] = {"kappa": why or kappa.reason}
+            if not n:
+                row["undefined"]["accuracy"] = "no unit rated by both"
+        rows.append(row)
+    return {"name": name, "complete": name in policy.complete, "annotators": rows}
+
+
+def degenerate_pairs(ratings: Ratings) -> list[tuple[str, str, str]]:
+    """(a, b, why) for every pair of annotators whose κ is degenerate: one of them gave a single
+    grade on the units they share (κ is then 0 or 0/0 whatever the other did)."""
+    m = ratings.matrix
+    out = []
+    names = [str(a) for a in ratings.annotators]
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            why = one_grade_only(m[:, i], m[:, j], (names[i], names[j]))
+            if why is not None:
+                out.append((names[i], names[j], why))
+    return out
 
 
 def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_id", "chunk_id")
@@ -183,6 +268,7 @@ def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_i
         by_query=query_breakdown(ratings),
         by_annotator=annotator_breakdown(ratings),
         unit_fields=unit_fields,
+        warnings=tuple(f"{a} and {b}: {why}" for a, b, why in degenerate_pairs(ratings)),
     )
 
 
@@ -232,9 +318,34 @@ def query_breakdown(ratings: Ratings) -> list[dict]:
     return out
 
 
+def mean_pairwise_kappa(ratings: Ratings, annotator: int | None = None) -> tuple[float | None, int, int]:
+    """Cohen's κ of the pairs of annotators (those with ``annotator``, a column, when given)
+    averaged with each pair weighted by the units it shares -- a pair sharing 3 units does not
+    count as much as one sharing 300 --, leaving out pairs whose κ is undefined or degenerate
+    (one grade only on their shared units). Returns (mean or None, shared units, pairs)."""
+    m = ratings.matrix
+    total = weight = 0.0
+    pairs = 0
+    for a in range(m.shape[1]):
+        for b in range(a + 1, m.shape[1]):
+            if annotator is not None and annotator not in (a, b):
+                continue
+            both = ~np.isnan(m[:, a]) & ~np.isnan(m[:, b])
+            n = int(both.sum())
+            if not n or one_grade_only(m[both, a], m[both, b]) is not None:
+                continue
+            value = cohen_kappa(m[both, a], m[both, b], ratings.scale).value
+            if value is not None:
+                total += n * value
+                weight += n
+                pairs += 1
+    return (total / weight if weight else None), int(weight), pairs
+
+
 def annotator_breakdown(ratings: Ratings) -> list[dict]:
     """Per annotator: labels, grade distribution and mean grade, agreement with the others over
-    the pairs they share (percent agreement and Cohen's κ averaged over the other annotators),
+    the pairs they share (percent agreement, and Cohen's κ averaged over the other annotators
+    weighted by the pairs shared with each: :func:`mean_pairwise_kappa`),
     and ordinal α of everyone else without them (a rise means they pull agreement down)."""
     out = []
     m = ratings.matrix
@@ -243,16 +354,14 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
         mine = ~np.isnan(col)
         grades = col[mine].astype(int)
         dist = np.bincount(grades - ratings.scale[0], minlength=ratings.n_categories)
-        shared, agree, kappas = 0, 0, []
+        shared, agree = 0, 0
         for k in range(len(ratings.annotators)):
             if k == j:
                 continue
             both = mine & ~np.isnan(m[:, k])
             shared += int(both.sum())
             agree += int((col[both] == m[both, k]).sum())
-            kappa = cohen_kappa(col, m[:, k], ratings.scale).value
-            if kappa is not None:
-                kappas.append(kappa)
+        mean_kappa, _, _ = mean_pairwise_kappa(ratings, j)
         others = np.array([k for k in range(len(ratings.annotators)) if k != j], dtype=int)
         alpha_without = (
             krippendorff_alpha(_subset(ratings, cols=others), "ordinal").value
@@ -269,7 +378,7 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
                 "mean_grade": float(grades.mean()) if len(grades) else None,
                 "shared_ratings": shared,
                 "percent_agreement_with_others": agree / shared if shared else None,
-                "mean_cohen_kappa": float(np.mean(kappas)) if kappas else None,
+                "mean_cohen_kappa": mean_kappa,
                 "krippendorff_alpha_ordinal_without": alpha_without,
             }
         )
@@ -455,16 +564,19 @@ def fast_labels(
     max_chars_per_second: float = MAX_CHARS_PER_SECOND,
     min_duration_ms: int = MIN_DURATION_MS,
 ) -> list[dict]:
-    """Graded label events made implausibly fast for the chunk's length: duration below
-    ``max(min_duration_ms, 1000 · len(chunk) / max_chars_per_second)``."""
+    """Current labels made implausibly fast for the chunk's length: duration below
+    ``max(min_duration_ms, 1000 · len(chunk) / max_chars_per_second)``. Only the annotator's
+    current grade of a pair counts: a grade undone or replaced since is no longer a label."""
+    newest = newest_label_ids()
     with project.connect() as connection:
         rows = connection.execute(
             select(
                 Label.id, Label.annotator, Label.query_id, Label.chunk_id, Label.grade,
                 Label.duration_ms, func.length(Chunk.text),
             )
+            .join(newest, Label.id == newest.c.id)
             .join(Chunk, Chunk.id == Label.chunk_id)
-            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None), not_recheck())
+            .where(Label.grade.is_not(None), Label.duration_ms.is_not(None))
             .order_by(Label.id)
         ).all()
     if not rows:
@@ -483,16 +595,36 @@ def fast_labels(
     ]
 
 
-def grade_drift(project: Project, *, min_labels: int = 20, threshold: float = 0.5) -> list[dict]:
-    """Per annotator, the grade distribution of the first half of their graded events against
+#: Grade drift: an annotator with at least this many current labels ...
+DRIFT_MIN_LABELS = 20
+#: ... whose mean grade moved by this many grades or more between the halves ...
+DRIFT_MEAN = 0.5
+#: ... or whose grade distribution moved by this total variation distance or more, drifts.
+DRIFT_DISTANCE = 0.25
+
+
+def drift_rule(min_labels: int = DRIFT_MIN_LABELS, threshold: float = DRIFT_MEAN,
+               distance: float = DRIFT_DISTANCE) -> str:
+    """The rule :func:`grade_drift` applies, in words (what the screens print under it)."""
+    return (f"drifting: with at least {min_labels} current labels, the mean grade of the second "
+            f"half (in the order made) moved by {threshold:g} grades or more from the first "
+            f"half's, or the grade distribution by a total variation distance of {distance:g} or "
+            "more; undone and replaced grades do not count")
+
+
+def grade_drift(project: Project, *, min_labels: int = DRIFT_MIN_LABELS,
+                threshold: float = DRIFT_MEAN, distance: float = DRIFT_DISTANCE) -> list[dict]:
+    """Per annotator, the grade distribution of the first half of their current labels against
     the second half (in the order made): mean grade change and total variation distance
-    ``½ Σ_g |p₁(g) − p₂(g)|``; ``drifting`` when the mean moved by ``threshold`` grades or more,
-    or the distance is 0.25 or more, with at least ``min_labels`` labels."""
+    ``½ Σ_g |p₁(g) − p₂(g)|``; ``drifting`` as :func:`drift_rule` says. A grade undone or
+    replaced since is not one of their labels (a burst they undid is no drift)."""
     lo, hi = scale_bounds(project)
+    newest = newest_label_ids()
     with project.connect() as connection:
         rows = connection.execute(
             select(Label.annotator, Label.grade)
-            .where(Label.grade.is_not(None), not_recheck())
+            .join(newest, Label.id == newest.c.id)
+            .where(Label.grade.is_not(None))
             .order_by(Label.annotator, Label.id)
         ).all()
     by_annotator: dict[str, list[int]] = {}
@@ -511,11 +643,11 @@ def grade_drift(project: Project, *, min_labels: int = 20, threshold: float = 0.
             continue
         p1 = np.bincount(first, minlength=q) / len(first)
         p2 = np.bincount(second, minlength=q) / len(second)
-        distance = float(0.5 * np.abs(p1 - p2).sum())
+        moved = float(0.5 * np.abs(p1 - p2).sum())
         mean1, mean2 = float(first.mean() + lo), float(second.mean() + lo)
-        drifting = len(g) >= min_labels and (abs(mean2 - mean1) >= threshold or distance >= 0.25)
+        drifting = len(g) >= min_labels and (abs(mean2 - mean1) >= threshold or moved >= distance)
         out.append({"annotator": name, "labels": len(g), "mean_first": mean1,
-                    "mean_second": mean2, "distance": distance, "drifting": bool(drifting)})
+                    "mean_second": mean2, "distance": moved, "drifting": bool(drifting)})
     return out
 
 
@@ -558,6 +690,7 @@ def label_quality(project: Project) -> dict:
         "fast_labels": fast_labels(project),
         "grade_drift": grade_drift(project),
         "self_agreement": self_agreement(project),
+        "drift_rule": drift_rule(),
     }
 
 

@@ -553,6 +553,8 @@ def evaluate_all(
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
     labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
     parsed = [parse_measure(m) for m in measures]
+    if project is not None and rule is not None:
+        qrels = _closed_world(project, qrels, runs, rule)
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
     nothing = UsageError(
@@ -588,6 +590,21 @@ def evaluate_all(
             groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
         evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
     return evaluation
+
+
+def _closed_world(project: Project, qrels: Qrels, runs: Mapping[str, Run], rule: str) -> Qrels:
+    """The project's qrels with every chunk the runs rank on a complete reference's queries
+    judged at the bottom of the scale (an unlisted pair there is not relevant, and judged)."""
+    from ragjudge.metrics._keys import decode
+    from ragjudge.services.qrels import closed_queries, complete_runs
+
+    policy, queries = closed_queries(project, rule)
+    if not queries:
+        return qrels
+    names = np.array(qrels.query_ids, dtype=object)
+    q, c, g = complete_runs(names[qrels.qidx], np.array(decode(qrels.chunk_ids), dtype=object),
+                            qrels.grades, queries, runs.values(), policy.lowest)
+    return Qrels(q, c, g, top_grade=qrels.top_grade)
 
 
 def _project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],

@@ -133,10 +133,13 @@ class ImportResult:
 @gc_paused()
 def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
-                replace: bool = False, progress: Progress | None = None) -> ImportResult:
+                replace: bool = False, progress: Progress | None = None,
+                reference: bool = False, complete: bool = False) -> ImportResult:
     """Import ``source`` as ``kind`` (one of :data:`IMPORT_KINDS`): all of it or nothing, without
     holding the project's write lock longer than a short transaction (see
-    :mod:`ragjudge.services.staging`)."""
+    :mod:`ragjudge.services.staging`). With ``reference`` (qrels and labels), the file's
+    annotators become reference annotators (``complete``: their unlisted pairs are not
+    relevant) in the transaction that writes the labels."""
     if kind not in IMPORT_KINDS:
         raise UsageError(f"cannot import '{kind}'; one of: {', '.join(IMPORT_KINDS)}, beir.")
     annotator = _check_annotator(annotator)
@@ -173,6 +176,8 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
                 part = labels
             with session.write(durable=True) as connection:
                 part.publish(connection)
+                if reference and isinstance(part, _Labels):
+                    _mark_reference(connection, part, complete)
         return result
 
     def work(session: Session) -> ImportResult:
@@ -220,7 +225,8 @@ def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
 @gc_paused()
 def import_beir(project, folder: str | Path, *, split: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
-                replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
+                replace: bool = False, progress: Progress | None = None,
+                reference: bool = False, complete: bool = False) -> list[ImportResult]:
     """Import a BEIR folder's corpus (as chunks), queries and qrels (as labels of
     ``annotator``): staged, then published in one transaction."""
     annotator = _check_annotator(annotator)
@@ -258,13 +264,16 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
         with session.write(durable=True) as connection:
             for part in parts:
                 part.publish(connection)
+                if reference and isinstance(part, _Labels):
+                    _mark_reference(connection, part, complete)
     return results
 
 
 @gc_paused()
 def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa: ANN001
                        annotator: str | None = None, create_missing: bool = False,
-                       replace: bool = False, progress: Progress | None = None) -> list[ImportResult]:
+                       replace: bool = False, progress: Progress | None = None,
+                       reference: bool = False, complete: bool = False) -> list[ImportResult]:
     """Import an ir_datasets dataset's documents (as chunks), queries and qrels (as labels of
     ``annotator``, by default the dataset's name) in one transaction, as :func:`import_beir`
     does a BEIR folder. ``progress`` counts records, not bytes."""
@@ -302,7 +311,20 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
         with session.write(durable=True) as connection:
             for part in staged_parts:
                 part.publish(connection)
+                if reference and isinstance(part, _Labels):
+                    _mark_reference(connection, part, complete)
     return results
+
+
+def _mark_reference(connection: Connection, labels: _Labels, complete: bool) -> None:
+    """Make the annotators of an imported qrels file reference annotators (``--reference``)."""
+    from ragjudge.services.roster import mark_reference
+
+    names = sorted(labels.annotators or {labels.annotator})
+    mark_reference(connection, names, complete=complete)
+    closed = " (complete: an unlisted pair of their queries is not relevant)" if complete else ""
+    labels.result.notes.append(f"Reference annotator{'s' if len(names) > 1 else ''}: "
+                        f"{', '.join(names)}{closed}.")
 
 
 def run_name_for(source: Source) -> str:

@@ -25,6 +25,7 @@ recomputed less often), so a worker thread can compute while the UI thread rende
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -46,23 +47,38 @@ if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
 if TYPE_CHECKING:
-    from ragjudge.services.qrels import LabelArrays
+    from ragjudge.services.qrels import GoldPolicy, LabelArrays
 
 __all__ = [
+    "COVERAGE_CHOICES",
     "CURVE_K",
     "MEASURES_SETTING",
+    "MIN_INTERVAL_QUERIES",
     "PR_LEVELS",
+    "RANGE_COVERAGE",
+    "RANGE_COVERAGE_SETTING",
     "LiveDetails",
     "LiveEvaluation",
     "LiveSnapshot",
     "QueryRows",
+    "saved_coverage",
     "saved_measures",
+    "save_coverage",
     "save_measures",
 ]
 
 MEASURES_SETTING = "evaluation_measures"
 """Project setting holding the measures the evaluation screen shows (a list of names)."""
 
+RANGE_COVERAGE_SETTING = "range_min_coverage"
+"""Project setting: the share of the pool of the judged queries an annotator's labels must
+cover for their scores to enter the range over annotators (a number from 0 to 1)."""
+RANGE_COVERAGE = 0.5
+"""The default of :data:`RANGE_COVERAGE_SETTING`: half the pool of the judged queries."""
+COVERAGE_CHOICES = (0.5, 0.75, 1.0, 0.0, 0.1, 0.25)
+"""The shares the evaluation screen's key steps through."""
+MIN_INTERVAL_QUERIES = 5
+"""A bootstrap interval from fewer queries than this is not shown (it says too little)."""
 JUDGED = "Judged@10"
 CURVE_K = tuple(range(1, 21))
 PR_LEVELS = tuple(j / 10 for j in range(11))
@@ -87,6 +103,22 @@ def saved_measures(project: Project) -> list[str]:
         except UsageError:
             pass
     return list(DEFAULT_MEASURES)
+
+
+def saved_coverage(project: Project) -> float:
+    """The share of the pool an annotator must cover to enter the ranges (the default until
+    saved)."""
+    saved = project.get_setting(RANGE_COVERAGE_SETTING)
+    if isinstance(saved, (int, float)) and not isinstance(saved, bool) and 0 <= saved <= 1:
+        return float(saved)
+    return RANGE_COVERAGE
+
+
+def save_coverage(project: Project, share: float) -> None:
+    """Keep the coverage an annotator needs to enter the ranges (0 to 1) in the project."""
+    if not 0 <= share <= 1:
+        raise UsageError(f"the coverage an annotator needs is a share from 0 to 1, not {share}.")
+    project.set_settings({RANGE_COVERAGE_SETTING: float(share)})
 
 
 def save_measures(project: Project, measures: Sequence[str]) -> None:
@@ -132,7 +164,9 @@ class LiveSnapshot:
     labels_used: int
     annotators: list[str]
     ranges: dict[str, dict[str, tuple[float, float]]]
-    """run -> measure -> (min, max) of the mean over the annotators' own qrels"""
+    """run -> measure -> (min, max) over the annotators who cover enough of the pool of the
+    gold value moved by each one's difference from the gold on the queries they judged (their
+    grades in place of the gold's there)"""
     curve: str
     curve_values: dict[str, list[float]]
     pr_values: dict[str, list[float]]
@@ -144,6 +178,22 @@ class LiveSnapshot:
     """stratum -> run -> measure -> mean (for the field asked for)"""
     strata_sizes: dict[str, int] = field(default_factory=dict)
     strata_field: str | None = None
+    range_ends: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    """run -> measure -> (who sets the minimum, who sets the maximum) of :attr:`ranges`"""
+    range_gold: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    """run -> measure -> annotator -> the gold mean on the queries that annotator judged"""
+    coverage: dict[str, float] = field(default_factory=dict)
+    """annotator -> share of the pool of the judged queries their labels cover"""
+    min_coverage: float = RANGE_COVERAGE
+    """the share an annotator needs to enter the ranges; the others have too few labels"""
+
+    @property
+    def in_ranges(self) -> list[str]:
+        return [a for a, share in self.coverage.items() if share >= self.min_coverage and share > 0]
+
+    @property
+    def too_few(self) -> list[str]:
+        return [a for a in self.coverage if a not in self.in_ranges]
 
 
 @dataclass(frozen=True)
@@ -161,9 +211,17 @@ class LiveDetails:
     mean_kappa: float | None
     disputed: int
     disputed_by_query: dict[str, int]
+    kappa_units: int = 0
+    """units shared by the pairs of annotators in :attr:`mean_kappa` (each pair weighs as many)"""
+    kappa_pairs: int = 0
+    too_few: dict[str, list[str]] = field(default_factory=dict)
+    """run -> measures defined on fewer than :data:`MIN_INTERVAL_QUERIES` queries (no interval)"""
 
 
 # -- the engine ------------------------------------------------------------------------------
+
+
+_CHANGES = itertools.count(1)
 
 
 @dataclass
@@ -189,6 +247,8 @@ class _View:
     """columns of the measures that need only the qrels and the run"""
     rag: list[int] = field(default_factory=list)
     """columns of the measures that need the project's facets, nuggets, ..."""
+    changes: int = field(default_factory=lambda: next(_CHANGES))
+    """a number new with every change of the judgments (the pool coverage is cached on it)"""
 
     def set_base(self, q: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
         if len(q) and np.any(q[1:] < q[:-1]):
@@ -196,6 +256,7 @@ class _View:
             q, c, g = q[order], c[order], g[order]
         self.base = (q, c, g)
         self.override = {}
+        self.changes = next(_CHANGES)
         starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if len(q) else np.zeros(0, dtype=int)
         ends = np.r_[starts[1:], len(q)]
         self.spans = {q[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
@@ -367,7 +428,8 @@ class LiveEvaluation:
 
     def __init__(self, project, *, measures: Sequence[str] | None = None,  # noqa: ANN001
                  rule: str | None = None, threshold: int | None = None, curve: str = "nDCG",
-                 ranges: bool = True, resamples: int = 2_000) -> None:
+                 ranges: bool = True, resamples: int = 2_000,
+                 min_coverage: float | None = None) -> None:
         from ragjudge.services.qrels import check_rule
 
         self.project = project
@@ -378,6 +440,10 @@ class LiveEvaluation:
             parse_measure(m)
         self.curve = self._check_curve(curve)
         self.with_ranges = ranges
+        self.min_coverage = saved_coverage(project) if min_coverage is None else float(min_coverage)
+        self._covered: dict[str, tuple[int, dict[str, int]]] = {}
+        self._pool_keys: np.ndarray = np.zeros(0, dtype="S1")
+        self._pool_sizes: dict[bytes, int] = {}
         self.resamples = resamples
         self.lock = threading.RLock()
         self.version = 0
@@ -391,6 +457,9 @@ class LiveEvaluation:
         self.runs: dict[str, Run] = {}
         self._labels: _LabelCopy | None = None
         self._loaded = False
+        from ragjudge.services.qrels import GoldPolicy
+
+        self.policy = GoldPolicy()
 
     # -- settings --------------------------------------------------------------------------
 
@@ -406,13 +475,21 @@ class LiveEvaluation:
         from ragjudge.services.qrels import check_rule
 
         self.rule = check_rule(rule)
-        self._recompute(reuse=True)
+        self._recompute(reuse=False)  # the annotators' views hold the gold of their queries
 
     def set_measures(self, measures: Sequence[str]) -> None:
         for m in measures:
             parse_measure(m)
         self.measures = list(dict.fromkeys(measures))
         self.recompute()
+
+    def set_coverage(self, share: float) -> None:
+        """The share of the pool an annotator needs to enter the ranges (not saved here)."""
+        if not 0 <= share <= 1:
+            raise UsageError(f"the coverage an annotator needs is a share from 0 to 1, not {share}.")
+        with self.lock:
+            self.min_coverage = float(share)
+            self.version += 1  # the ranges change: a new snapshot to show
 
     def set_curve(self, curve: str) -> None:
         self.curve = self._check_curve(curve)
@@ -449,6 +526,8 @@ class LiveEvaluation:
                 self.run_rows[name] = rr
                 lengths = np.diff(run.offsets)
                 self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
+            self._pool_keys, self._pool_sizes = self._pool_of_runs()
+            self._covered.clear()
             self._loaded = True
             self._labels = None
             self.recompute()
@@ -473,8 +552,8 @@ class LiveEvaluation:
     def _recompute(self, *, reuse: bool) -> None:
         """:meth:`recompute`; with ``reuse``, a view whose rule and measures are unchanged and
         that is up to date with the labels (no event came in since it was last updated) is
-        kept, its sums made exact again (a rule or curve change leaves the annotators' views as
-        they are)."""
+        kept, its sums made exact again (a curve change leaves the annotators' views as they
+        are; a rule change does not, since their views hold the gold of their queries)."""
         if not self._loaded:
             self.load()
             return
@@ -505,20 +584,58 @@ class LiveEvaluation:
                     view.resum()
                 else:
                     view = self._new_view(rule)
-                    view.set_base(*gold_arrays(labels, decided, rule))
+                    view.set_base(*self._gold(labels, decided, rule))
                     self._full(view)
                 self.views[rule] = view
             self.touched = ()
             self._stamp_done(t0)
 
+    def _gold(self, labels: LabelArrays, decided: dict[tuple[str, str], int],
+              rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The judgments of a view: :func:`gold_arrays`, and on a complete reference's queries
+        every chunk the runs rank judged at the bottom of the scale."""
+        from ragjudge.services.qrels import complete_runs
+
+        if rule != self.rule and rule.startswith("annotator:"):
+            return self._in_place_of_gold(labels, decided, rule.split(":", 1)[1])
+        q, c, g = gold_arrays(labels, decided, rule, self.policy)
+        closed = self.policy.complete_queries(labels, rule)
+        return complete_runs(q, c, g, closed, self.runs.values(), self.policy.lowest)
+
+    def _in_place_of_gold(self, labels: LabelArrays, decided: dict[tuple[str, str], int],
+                          name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """An annotator's view for the ranges: on the queries they judged, the gold with their
+        grade in place of the gold's on every pair they graded (a pair they never saw keeps the
+        gold's grade, so their view is not poorer than the gold for want of labels)."""
+        mine = labels.annotators == name
+        if not mine.any():
+            empty = np.array([], dtype=object)
+            return empty, empty.copy(), np.array([], dtype=np.int64)
+        q, c, g = self._gold(labels, decided, self.rule)
+        xq, xc, xg = labels.query_ids[mine], labels.chunk_ids[mine], labels.grades[mine]
+        queries = set(xq.tolist())
+        own = set(zip(xq.tolist(), xc.tolist()))
+        keep = np.fromiter((qid in queries and (qid, cid) not in own
+                            for qid, cid in zip(q.tolist(), c.tolist())), dtype=bool, count=len(q))
+        return (np.concatenate([q[keep], xq]), np.concatenate([c[keep], xc]),
+                np.concatenate([np.asarray(g, dtype=np.int64)[keep], xg]))
+
+    def _policy_moved(self) -> bool:
+        """Whether the reference annotators changed (then every query's gold may move)."""
+        from ragjudge.services.qrels import gold_policy
+
+        with self.project.connect() as connection:
+            return gold_policy(connection, self.project.scale.min) != self.policy
+
     def _read_labels(self) -> None:
         """Every current label and adjudication, read afresh (the engine's copy of them)."""
-        from ragjudge.services.qrels import adjudications, current_labels
+        from ragjudge.services.qrels import adjudications, current_labels, gold_policy
 
         self.stamp = self._stamp()
         with self.project.connect() as connection:
             labels = current_labels(connection)
             decided = adjudications(connection)
+            self.policy = gold_policy(connection, self.project.scale.min)
         self._labels = _LabelCopy(labels, decided)
         self.labels_used = len(labels)
         self.label_rows = {q: e - s for q, (s, e) in self._labels.spans.items()}
@@ -611,6 +728,7 @@ class LiveEvaluation:
         """Take the touched queries' new judgments into ``view`` and clear their rows; returns
         the touched queries still judged (to evaluate). No other query moves: ERR's scale is
         the project's, not the labels' top grade."""
+        view.changes = next(_CHANGES)
         for q in touched:
             view.override[q] = judgments.get(q, {})
         rows = self._rows(touched)
@@ -730,7 +848,7 @@ class LiveEvaluation:
             touched: list[str] = []
             if stamp != self.stamp:
                 touched, annotators, decided = self._events(stamp)
-                if any(q not in self.row for q in touched):
+                if any(q not in self.row for q in touched) or self._policy_moved():
                     self._labels = None  # a query added since the screen opened: start again
                     self.recompute()
                     self.touched = tuple(touched)
@@ -823,10 +941,12 @@ class LiveEvaluation:
         labels, decided = self._current(touched)
         jobs: list[tuple[_View, list[str]]] = []
         for rule, view in self.views.items():
-            if rule != self.rule and not adjudicated and rule.split(":", 1)[1] not in annotators:
+            # an annotator's view holds the gold of the queries they judged: it moves with them
+            if rule != self.rule and not adjudicated and rule.split(":", 1)[1] not in annotators \
+                    and not view.present[self._rows(touched)].any():
                 continue
             judgments: dict[str, dict[str, int]] = {}
-            for q, c, g in zip(*(a.tolist() for a in gold_arrays(labels, decided, rule))):
+            for q, c, g in zip(*(a.tolist() for a in self._gold(labels, decided, rule))):
                 judgments.setdefault(q, {})[c] = g
             jobs.append((view, self._begin(view, touched, judgments)))
         self._evaluate_plain(jobs)
@@ -838,11 +958,12 @@ class LiveEvaluation:
         """The current labels and adjudications of some queries, as services.qrels reads them
         for the whole project (the same SQL, written out once and run on the driver's cursor:
         building and compiling the Core statement cost more than running it)."""
-        from ragjudge.services.qrels import RECHECK, _to_arrays
+        from ragjudge.services.qrels import RECHECK, _to_arrays, gold_policy
 
         rows: list[tuple] = []
         adj: list[tuple] = []
         with self.project.connect() as connection:
+            self.policy = gold_policy(connection, self.project.scale.min)
             for at in range(0, len(touched), _IN_BATCH):  # rows grouped by query either way
                 part = list(touched[at:at + _IN_BATCH])
                 marks = ", ".join(["?"] * len(part))
@@ -903,7 +1024,7 @@ class LiveEvaluation:
                 unjudged[name] = int(np.where(gold.present, shown - judged, 0).sum())
             curve = {n: [float(v[col[f"{self.curve}@{k}"]]) for k in CURVE_K] for n, v in means.items()}
             pr = {n: [float(v[col[p]]) for p in _PR_NAMES] for n, v in means.items()}
-            ranges = self._ranges() if self.with_ranges else {}
+            spread = self._ranges() if self.with_ranges else {"ranges": {}}
             rows = self._query_rows(measure) if measure else None
             strata, sizes = self._strata(by) if by else ({}, {})
             return LiveSnapshot(
@@ -912,26 +1033,92 @@ class LiveEvaluation:
                 judged_at_10=judged10, unjudged_top10=unjudged,
                 n_queries=int(gold.present.sum()), n_queries_total=len(self.query_ids),
                 gold_pairs=gold.n_pairs(),
-                labels_used=self.labels_used, annotators=list(self.annotators), ranges=ranges,
+                labels_used=self.labels_used, annotators=list(self.annotators), **spread,
                 curve=self.curve, curve_values=curve, pr_values=pr, updated_at=self.updated_at,
                 touched=self.touched, compute_ms=self.compute_ms, rows=rows, strata=strata,
                 strata_sizes=sizes, strata_field=by,
             )
 
-    def _ranges(self) -> dict[str, dict[str, tuple[float, float]]]:
-        per_view = [self.means(rule) for rule in self.views if rule.startswith("annotator:")
-                    and self.views[rule].present.any()]
-        out: dict[str, dict[str, tuple[float, float]]] = {}
-        for name in self.runs:
-            out[name] = {}
-            if not per_view:
-                continue
-            stack = np.vstack([v[name][:len(self.measures)] for v in per_view])
-            for j, m in enumerate(self.measures):
-                column = stack[:, j][~np.isnan(stack[:, j])]
-                if len(column):
-                    out[name][m] = (float(column.min()), float(column.max()))
-        return out
+    def _ranges(self) -> dict[str, Any]:
+        """The range of each mean over the annotators whose labels cover at least
+        :attr:`min_coverage` of the pool of the judged queries, each scored on the queries they
+        judged; who sets each end; the gold on each one's queries; everyone's coverage."""
+        gold = self.views[self.rule]
+        coverage = {rule.split(":", 1)[1]: self._coverage(view, gold)
+                    for rule, view in self.views.items() if rule.startswith("annotator:")}
+        ranges: dict[str, dict[str, tuple[float, float]]] = {n: {} for n in self.runs}
+        ends: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in self.runs}
+        golds: dict[str, dict[str, dict[str, float]]] = {n: {} for n in self.runs}
+        enough = [a for a, share in coverage.items() if share >= self.min_coverage and share > 0]
+        overall = self.means()
+        for name in enough:
+            view = self.views[f"annotator:{name}"]
+            own = self.means(view.rule)
+            same = self.means(rows=np.flatnonzero(view.present & gold.present))
+            for run in self.runs:
+                for j, m in enumerate(self.measures):
+                    k = gold.measures.index(m)
+                    # their difference from the gold on their queries, moved onto the gold's mean
+                    value = float(overall[run][k] + own[run][j] - same[run][k])
+                    if np.isnan(value):
+                        continue
+                    golds[run].setdefault(m, {})[name] = float(same[run][k])
+                    low, high = ranges[run].get(m, (value, value))
+                    lo_name, hi_name = ends[run].get(m, (name, name))
+                    if value < low:
+                        low, lo_name = value, name
+                    if value > high:
+                        high, hi_name = value, name
+                    ranges[run][m] = (low, high)
+                    ends[run][m] = (lo_name, hi_name)
+        return {"ranges": ranges, "range_ends": ends, "range_gold": golds,
+                "coverage": dict(sorted(coverage.items())), "min_coverage": self.min_coverage}
+
+    def _pool_of_runs(self) -> tuple[np.ndarray, dict[bytes, int]]:
+        """The pool (the union of every run's top 10) as sorted unique ``query\x1fchunk`` keys,
+        and its size per query (query id bytes -> pairs)."""
+        tops = []
+        for run in self.runs.values():
+            starts = run.offsets[:-1]
+            keep = (np.arange(len(run)) - starts[run.qidx]) < 10
+            tops.append((run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep]))
+        if not tops or not sum(len(t[0]) for t in tops):
+            return np.zeros(0, dtype="S1"), {}
+        width_q = max(t[0].dtype.itemsize for t in tops)
+        width_c = max(t[1].dtype.itemsize for t in tops)
+        q = np.concatenate([t[0].astype(f"S{width_q}") for t in tops])
+        c = np.concatenate([t[1].astype(f"S{width_c}") for t in tops])
+        unique = np.unique(np.char.add(np.char.add(q, b"\x1f"), c))
+        queries, sizes = np.unique(np.array([k.split(b"\x1f", 1)[0] for k in unique.tolist()],
+                                            dtype=object), return_counts=True)
+        return unique, dict(zip(queries.tolist(), sizes.tolist()))
+
+    def _pool_keys_of(self, q: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Which of the pairs (query ids, chunk ids) are in the pool."""
+        if not len(q) or not len(self._pool_keys):
+            return np.zeros(len(q), dtype=bool)
+        keys = [f"{qid}\x1f{cid}".encode() for qid, cid in zip(q.tolist(), c.tolist())]
+        return np.isin(np.array(keys, dtype=object).astype(bytes), self._pool_keys)
+
+    def _coverage(self, view: _View, gold: _View) -> float:
+        """The share of the pool of the gold's judged queries that the labels of ``view``'s
+        annotator cover (their own grades, not the gold their view borrows)."""
+        judged = {q.encode() for q in gold.judged_queries()}
+        size = sum(n for q, n in self._pool_sizes.items() if q in judged)
+        if not size:
+            return 0.0
+        cached = self._covered.get(view.rule)
+        if cached is None or cached[0] != view.changes:
+            assert self._labels is not None  # read before any view is made
+            labels = self._labels.merged()
+            mine = labels.annotators == view.rule.split(":", 1)[1]
+            q, c = labels.query_ids[mine], labels.chunk_ids[mine]
+            per_query: dict[str, int] = {}
+            for qid in q[self._pool_keys_of(q, c)].tolist():
+                per_query[qid] = per_query.get(qid, 0) + 1
+            cached = self._covered[view.rule] = (view.changes, per_query)
+        mine = sum(n for qid, n in cached[1].items() if qid.encode() in judged)
+        return min(1.0, mine / size)
 
     def _query_rows(self, measure: str) -> QueryRows:
         gold = self.views[self.rule]
@@ -1006,36 +1193,24 @@ class LiveEvaluation:
         if n * budget > 4_000_000:  # keep a refresh of 10,000 queries near a second
             budget = max(200, 4_000_000 // max(n, 1))
         intervals = {name: _intervals(matrix, self.measures, budget) for name, matrix in matrices.items()}
+        too_few = {name: [m for j, m in enumerate(self.measures)
+                          if (~np.isnan(matrix[:, j])).sum() < MIN_INTERVAL_QUERIES]
+                   for name, matrix in matrices.items()}
+        for name, measures in too_few.items():
+            for m in measures:
+                intervals[name][m] = (float("nan"), float("nan"))
         agreement = self._agreement()
         pairs, covered = self._pool(judged)
         return LiveDetails(version=version, intervals=intervals, resamples=budget,
-                           pool_pairs=pairs, pool_judged=covered, **agreement)
+                           pool_pairs=pairs, pool_judged=covered, too_few=too_few, **agreement)
 
     def _pool(self, judged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
         """Pairs in the union of every run's top 10, and how many have a gold grade."""
-        pairs = covered = 0
-        tops = []
-        for run in self.runs.values():
-            starts = run.offsets[:-1]
-            keep = (np.arange(len(run)) - starts[run.qidx]) < 10
-            tops.append((run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep]))
-        if not tops:
-            return 0, 0
-        width_q = max(t[0].dtype.itemsize for t in tops)
-        width_c = max(t[1].dtype.itemsize for t in tops)
-        q = np.concatenate([t[0].astype(f"S{width_q}") for t in tops])
-        c = np.concatenate([t[1].astype(f"S{width_c}") for t in tops])
-        joined = np.char.add(np.char.add(q, b"\x1f"), c) if len(q) else q
-        unique = np.unique(joined)
-        pairs = len(unique)
-        gold_keys = [f"{qid}\x1f{cid}".encode() for qid, cid in zip(judged[0].tolist(), judged[1].tolist())]
-        if gold_keys:
-            covered = int(np.isin(unique, np.array(gold_keys, dtype=unique.dtype)).sum())
-        return pairs, covered
+        return len(self._pool_keys), int(self._pool_keys_of(judged[0], judged[1]).sum())
 
     def _agreement(self) -> dict:
-        from ragjudge.metrics.agreement import cohen_kappa, disputed_units, krippendorff_alpha
-        from ragjudge.services.agreement import load_ratings
+        from ragjudge.metrics.agreement import disputed_units, krippendorff_alpha
+        from ragjudge.services.agreement import load_ratings, mean_pairwise_kappa
 
         ratings = load_ratings(self.project)
         out: dict[str, Any] = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None, "disputed": 0,
@@ -1044,16 +1219,7 @@ class LiveEvaluation:
             return out
         out["alpha_ordinal"] = krippendorff_alpha(ratings, "ordinal").value
         out["alpha_nominal"] = krippendorff_alpha(ratings, "nominal").value
-        kappas = []
-        m = ratings.matrix
-        for a in range(m.shape[1]):
-            for b in range(a + 1, m.shape[1]):
-                both = ~np.isnan(m[:, a]) & ~np.isnan(m[:, b])
-                if both.any():
-                    value = cohen_kappa(m[both, a], m[both, b], ratings.scale).value
-                    if value is not None:
-                        kappas.append(value)
-        out["mean_kappa"] = float(np.mean(kappas)) if kappas else None
+        out["mean_kappa"], out["kappa_units"], out["kappa_pairs"] = mean_pairwise_kappa(ratings)
         disputed = disputed_units(ratings)
         out["disputed"] = len(disputed)
         counts: dict[str, int] = {}
@@ -1096,7 +1262,7 @@ class LiveEvaluation:
 
 
 def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
-                rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                rule: str, policy: GoldPolicy | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
     :func:`ragjudge.services.qrels.gold_qrels` (adjudication first, else the rule over the
     annotators' current grades), computed for every pair at once.
@@ -1104,8 +1270,13 @@ def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
     ``labels`` are :class:`ragjudge.services.qrels.LabelArrays` sorted by query and chunk.
     Rules: the lower median ``g[(n - 1) // 2]`` of the sorted grades; ``min``; ``max``; ``mean``
     rounded half up ``floor(mean + 0.5)``; ``majority`` the most frequent grade, ties to the
-    lower; ``annotator:NAME`` that annotator's grades; ``adjudicated`` none.
+    lower; ``annotator:NAME`` that annotator's grades; ``adjudicated`` none. The labels the
+    rule aggregates are :func:`ragjudge.services.qrels.gold_labels` (a reference decides its
+    pairs).
     """
+    from ragjudge.services.qrels import gold_labels
+
+    labels = gold_labels(labels, policy, rule)
     q, c, a, g = labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades
     empty = (np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
     if rule.startswith("annotator:"):

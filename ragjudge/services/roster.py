@@ -15,11 +15,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import secrets
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ForeignKey, func, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import UsageError
@@ -327,10 +329,16 @@ def rename(project: Project, old: str, new: str) -> Member:
 def set_reference(project: Project, name: str, *, complete: bool) -> None:
     """Make ``name`` the project's reference (a collection's official qrels)."""
     def work(session: Session) -> None:
-        ensure_annotators(session.connection(), [name])
-        row = session.get(Annotator, name)
-        assert row is not None
-        row.reference = True
-        row.complete = complete
+        mark_reference(session.connection(), [name], complete=complete)
 
     project.write(work)
+
+
+def mark_reference(connection: Connection, names: Iterable[str], *, complete: bool) -> None:
+    """Mark ``names`` as reference annotators (``complete``: an unlisted pair of their queries
+    is not relevant), in the caller's transaction -- an import marks the annotators of its
+    qrels in the transaction that writes them."""
+    names = sorted(set(names))
+    ensure_annotators(connection, names)
+    connection.execute(update(Annotator).where(Annotator.name.in_(names))
+                       .values(reference=True, complete=complete))

@@ -123,17 +123,48 @@ def test_one_adjudicated_pair_by_hand(demo):
     assert snap.means["hybrid"] == {"P@5": 0.2, "RR": 1.0}
 
 
-def test_annotator_ranges_are_the_min_and_max_of_each_annotators_own_qrels(demo):
+def _in_place_of_gold(project, annotator, measures):
+    """The gold mean moved by the annotator's difference from the gold on the queries they
+    judged (their grades in place of the gold's there), per run and measure, through
+    services.qrels and services.evaluation."""
+    from ragjudge.metrics.data import Qrels
+    from ragjudge.services.qrels import gold_qrels
+
+    gold = {(q, c): g for q, c, g in gold_qrels(project)}
+    mine = {(q, c): g for q, c, g in gold_qrels(project, f"annotator:{annotator}")}
+    queries = {q for q, _ in mine}
+    overlay = {k: g for k, g in gold.items() if k[0] in queries} | mine
+    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+
+    def scores(judgments, only=None):
+        (q, c), g = zip(*judgments), list(judgments.values())
+        qrels = Qrels(list(q), list(c), g, top_grade=project.scale.max)
+        result = ev.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold,
+                                 project=project, rule="median")
+        return {n: (result.results[n].subset(sorted(only)) if only else result.results[n]).aggregate()
+                for n in runs}
+
+    everything, own, same = scores(gold), scores(overlay), scores(gold, queries)
+    return {n: {m: everything[n][m] + own[n][m] - same[n][m] for m in measures} for n in runs}
+
+
+def test_annotator_ranges_move_the_gold_by_each_annotators_difference_on_their_queries(demo):
     engine = live.LiveEvaluation(demo, measures=["nDCG@10", "P@5"])
     engine.load()
     judging.record_label(demo, annotator="chen", query_id="m01", chunk_id="address-01", grade=3)
     engine.poll()
-    ranges = engine.snapshot().ranges
-    own = {a: reference(demo, f"annotator:{a}", ["nDCG@10", "P@5"]) for a in ("ana", "ben", "chen")}
+    snap = engine.snapshot()
+    assert sorted(snap.in_ranges) == ["ana", "ben", "chen"] and not snap.too_few
+    own = {a: _in_place_of_gold(demo, a, ["nDCG@10", "P@5"]) for a in ("ana", "ben", "chen")}
     for run in ("bm25", "hybrid", "title_only"):
         for m in ("nDCG@10", "P@5"):
-            values = [own[a].aggregate(run)[m] for a in own]
-            assert ranges[run][m] == (min(values), max(values))
+            values = {a: own[a][run][m] for a in own}
+            low, high = snap.ranges[run][m]
+            assert low == pytest.approx(min(values.values()), abs=1e-12)
+            assert high == pytest.approx(max(values.values()), abs=1e-12)
+            lo_name, hi_name = snap.range_ends[run][m]
+            assert values[lo_name] == pytest.approx(low, abs=1e-12)
+            assert values[hi_name] == pytest.approx(high, abs=1e-12)
 
 
 def test_header_figures_intervals_and_comparison_match_the_services(demo):
@@ -329,9 +360,8 @@ def test_rule_and_curve_changes_keep_the_annotators_views_and_equal_a_fresh_engi
         judging.record_label(demo, annotator="ben", query_id=q, chunk_id=ranked["bm25"][q][1],
                              grade=rnd.randint(0, 3))
         engine.poll()
+    engine.set_rule("max")  # the annotators' views hold the gold of their queries: made again
     kept = engine.views["annotator:ben"]
-    engine.set_rule("max")
-    assert engine.views["annotator:ben"] is kept  # not evaluated again
     fresh = live.LiveEvaluation(demo, measures=MEASURES, rule="max")
     fresh.load()
     _same_snapshot(engine, fresh, ranges_exact=False)

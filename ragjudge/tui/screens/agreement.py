@@ -180,7 +180,34 @@ class AgreementScreen(Screen):
             binary.add_row(str(t.threshold), _num(t.percent_agreement.value),
                            _num(t.krippendorff_alpha.value), _num(t.gwet_ac1.value),
                            _num(sum(overlaps) / len(overlaps) if overlaps else None))
-        self.query_one("#overview-body", Static).update(Group(head, Text(""), stats, Text(""), binary))
+        self.query_one("#overview-body", Static).update(
+            Group(head, Text(""), stats, Text(""), binary, *self._reference_parts()))
+
+    def _reference_parts(self) -> list:
+        """Each annotator against the reference, and the degenerate statistics, in words."""
+        parts: list = []
+        view = self.view
+        assert view is not None  # shown once computed
+        ref = view.reference
+        if ref is not None:
+            title = Text("\nagainst the reference ", style="bold")
+            title.append_text(literal(ref["name"], "bold cyan"))
+            if ref["complete"]:
+                title.append(" (complete: an unlisted pair of its queries is not relevant)", style="dim")
+            table = Table(box=None, header_style="bold")
+            for col in ("annotator", "n", "accuracy", "κ"):
+                table.add_column(col, justify="left" if col == "annotator" else "right")
+            for row in ref["annotators"]:
+                why = row.get("undefined", {})
+                table.add_row(literal(row["name"]), str(row["n"]), _num(row["accuracy"]),
+                              _num(row["kappa"], "degenerate (see below)"
+                                   if "one grade only" in (why.get("kappa") or "") else why.get("kappa")))
+            parts += [title, table]
+        for warning in view.warnings:
+            line = Text("\n⚠ κ is degenerate for ", style="yellow")
+            line.append_text(literal(warning, "yellow"))
+            parts.append(line)
+        return parts
 
     def _show_pairs(self) -> None:
         r = self.view.report
@@ -191,10 +218,17 @@ class AgreementScreen(Screen):
         table = Table(header_style="bold", box=None)
         for col in ("a", "b", "n", "agree", "κ", "κ linear", "κ quadratic"):
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
+        view = self.view
+        assert view is not None  # shown once computed
+        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(view.ratings)}
         for p in r.pairwise:
+            if (str(p.a), str(p.b)) in degenerate:
+                kappas = [Text("degenerate", style="yellow")] * 3
+            else:
+                kappas = [_num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value),
+                          _num(p.cohen_kappa_quadratic.value)]
             table.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
-                          _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value),
-                          _num(p.cohen_kappa_quadratic.value))
+                          *kappas)
         parts.append(table)
         grades = list(range(r.scale[0], r.scale[1] + 1))
         for p in r.pairwise:
@@ -278,10 +312,10 @@ class AgreementScreen(Screen):
                           Text("yes", style="bold yellow") if d.get("drifting") else Text("no"),
                           str(s["rechecks"]) if s else "0",
                           _num(s["self_agreement"]) if s else Text("–", style="dim"))
-        note = Text("too fast: quicker than reading the chunk allows (75 characters a second, "
-                    "0.7 s at least); drifting: the mean grade moved by half a grade or more, or "
-                    "the grade distribution by a quarter, between the first and second half of an "
-                    "annotator's labels.", style="dim")
+        note = Text(f"too fast: a current label quicker than reading the chunk allows "
+                    f"({svc.MAX_CHARS_PER_SECOND:g} characters a second, "
+                    f"{svc.MIN_DURATION_MS / 1000:g} s at least); {quality['drift_rule']}.",
+                    style="dim")
         self.query_one("#quality-body", Static).update(Group(table, Text(""), note))
 
     def _show_answers(self, views: dict) -> None:

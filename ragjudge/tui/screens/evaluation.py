@@ -58,6 +58,7 @@ EVAL_KEYS = (
     ("t", "next_sort", "sort", "Per query: the next sort order."),
     ("a", "next_run('a')", "run A", "Compare: the next run as A."),
     ("b", "next_run('b')", "run B", "Compare: the next run as B."),
+    ("n", "next_coverage", "coverage", "Ranges: the next share of the pool an annotator's labels must cover to count (50%, 75%, 100%, any, 10%, 25%); saved in the project."),
     ("r", "refresh", "refresh", "Recompute everything from the database now."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
@@ -70,7 +71,7 @@ class EvaluationScreen(Screen):
 
     BINDINGS = [
         Binding(k, a, n, tooltip=t, id=f"eval.{n.replace(' ', '-')}",
-                show=k not in ("minus", "a", "b", "t", "r"),
+                show=k not in ("minus", "a", "b", "t", "r", "n"),
                 key_display={"plus": "+", "minus": "-"}.get(k))
         for k, a, n, t in EVAL_KEYS
     ]
@@ -307,6 +308,9 @@ class EvaluationScreen(Screen):
                 svc.save_measures(self.project, value)
             elif kind == "curve":
                 engine.set_curve(value)
+            elif kind == "coverage":
+                engine.set_coverage(value)
+                svc.save_coverage(self.project, value)
             elif kind == "refresh":
                 engine.recompute()
 
@@ -413,7 +417,8 @@ class EvaluationScreen(Screen):
             agree.append("computing…", style="dim")
         else:
             agree.append(f"Krippendorff's α ordinal {fmt(d.alpha_ordinal, 3)}, nominal "
-                         f"{fmt(d.alpha_nominal, 3)} · mean pairwise Cohen's κ {fmt(d.mean_kappa, 3)} · ")
+                         f"{fmt(d.alpha_nominal, 3)} · Cohen's κ {fmt(d.mean_kappa, 3)} over "
+                         f"{d.kappa_units:,} shared pairs · ")
             agree.append(f"{d.disputed:,} disputed pairs", style="bold" if d.disputed else "")
         header = Text("\n").join([line, judged, agree])
         self.query_one("#eval-header", Static).update(header)
@@ -430,8 +435,10 @@ class EvaluationScreen(Screen):
         table.fixed_columns = 1
         # explicit widths: the table lays out at once, not on the next idle moment
         table.add_column("run", key="run", width=_width(["run", *s.run_names]))
+        spreads = {(n, m): _spread(s, n, m) for n in s.run_names for m in s.measures}
         for m in s.measures:
-            table.add_column(literal(m), key=m, width=max(len(m), 14))
+            table.add_column(literal(m), key=m, width=max(
+                len(m), 14, *(len(spreads[n, m]) for n in s.run_names)))
         best = {m: best_rows([s.means[n][m] for n in s.run_names]) for m in s.measures}
         for i, name in enumerate(s.run_names):
             cells: list[Text] = [literal(name, "bold")]
@@ -440,11 +447,12 @@ class EvaluationScreen(Screen):
                 cell = Text(("*" if i in best[m] else " ") + fmt(value),
                             style="bold green" if i in best[m] else "")
                 ci = d.intervals.get(name, {}).get(m) if d is not None else None
-                cell.append("\n" + (f"[{ci[0]:.3f},{ci[1]:.3f}]" if ci and not math.isnan(ci[0]) else ""),
-                            style="dim")
-                spread = s.ranges.get(name, {}).get(m)
-                cell.append("\n" + (f"↕{spread[0]:.3f}–{spread[1]:.3f}" if spread else ""),
-                            style="cyan")
+                if d is not None and m in d.too_few.get(name, ()):
+                    cell.append("\ntoo few queries", style="dim")
+                else:
+                    cell.append("\n" + (f"[{ci[0]:.3f},{ci[1]:.3f}]" if ci and not math.isnan(ci[0])
+                                        else ""), style="dim")
+                cell.append_text(literal("\n" + spreads[name, m], "cyan"))
                 cells.append(cell)
             table.add_row(*cells, height=3, key=name)
         if s.run_names and s.measures:
@@ -458,8 +466,9 @@ class EvaluationScreen(Screen):
             self._added = added  # the snapshot with it has not come yet
         note = Text(f"{s.n_queries} judged queries; a query a run does not answer counts 0. "
                     "* best in its column · [95% bootstrap interval]"
-                    + (f" ({d.resamples} resamples)" if d is not None else "")
-                    + " · ↕ min–max over the annotators' own labels", style="dim")
+                    + (f" ({d.resamples} resamples; none from fewer than "
+                       f"{svc.MIN_INTERVAL_QUERIES} queries)" if d is not None else ""), style="dim")
+        note.append_text(_range_note(s))
         self.query_one("#overview-note", Static).update(note)
 
     # -- per query ---------------------------------------------------------------------------
@@ -695,6 +704,15 @@ class EvaluationScreen(Screen):
         self.requests.put(("rule", self.rule))
         self.notify(f"Gold rule: {self.rule}", timeout=2)
 
+    def action_next_coverage(self) -> None:
+        if self.engine is None:
+            return
+        current = self.snapshot.min_coverage if self.snapshot else svc.RANGE_COVERAGE
+        choices = svc.COVERAGE_CHOICES
+        share = choices[(choices.index(current) + 1) % len(choices)] if current in choices else choices[0]
+        self.requests.put(("coverage", share))
+        self.notify(f"Ranges: annotators covering ≥ {share:.0%} of the pool", timeout=2)
+
     def action_next_measure(self) -> None:
         if self.snapshot is None:
             return
@@ -779,6 +797,33 @@ class EvaluationScreen(Screen):
 
     def watch_measure(self) -> None:
         self._wake_snapshot()
+
+
+def _spread(s: svc.LiveSnapshot, run: str, measure: str) -> str:
+    """``↕ben 0.410–chen 0.620``: the range over annotators and who sets each end."""
+    spread = s.ranges.get(run, {}).get(measure)
+    if not spread:
+        return ""
+    low, high = (_short(n) for n in s.range_ends.get(run, {}).get(measure, ("", "")))
+    return f"↕{low} {spread[0]:.3f}–{high} {spread[1]:.3f}"
+
+
+def _short(name: str, limit: int = 8) -> str:
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
+def _range_note(s: svc.LiveSnapshot) -> Text:
+    """How the ranges are made, who is in them and who has too few labels."""
+    note = Text(f"\n↕ min–max over the annotators whose labels cover ≥ {s.min_coverage:.0%} of the "
+                "pool of the judged queries (n: change): the gold value moved by each one's "
+                "difference from the gold on the queries they judged", style="dim")
+    if s.in_ranges:
+        note.append(" · in the ranges: ", style="dim")
+        note.append_text(literal(", ".join(f"{a} {s.coverage[a]:.0%}" for a in s.in_ranges), "dim"))
+    if s.too_few:
+        note.append(" · too few labels: ", style="dim")
+        note.append_text(literal(", ".join(f"{a} {s.coverage[a]:.0%}" for a in s.too_few), "dim"))
+    return note
 
 
 def _width(texts: list[str]) -> int:

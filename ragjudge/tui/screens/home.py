@@ -123,7 +123,8 @@ class HomeScreen(Screen):
         for col in ("annotator", "graded", "skipped", "flagged", "of pool"):
             people.add_column(col, justify="left" if col == "annotator" else "right")
         for row in message.progress:
-            of_pool = f"{row['graded'] / pool['pairs']:.0%}" if pool["pairs"] else "–"
+            in_pool = pool.get("by_annotator", {}).get(row["annotator"], 0)
+            of_pool = f"{in_pool / pool['pairs']:.0%}" if pool["pairs"] else "–"
             people.add_row(literal(row["annotator"]), f"{row['graded']:,}", f"{row['skipped']:,}",
                            f"{row['flagged']:,}", of_pool)
         if not message.progress:
