@@ -302,3 +302,34 @@ def send_back(project: Project, *, query_id: str, chunk_id: str, annotator: str 
     ``note``) until they label it again."""
     return _answer(project, "send-back", query_id=query_id, chunk_id=chunk_id, annotator=annotator,
                    by=by, note=note, source=source)
+
+
+# -- what the review screen shows of an item -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewDetail:
+    """An item with everything a lead reads to answer it: the query (text, description), the
+    chunk, every annotator's current label on the pair with their flag, comment and time, and
+    the pair's adjudications."""
+
+    item: ReviewItem
+    query: Any
+    """:class:`ragjudge.services.judging.QueryText`"""
+    chunk: Any
+    """:class:`ragjudge.services.judging.ChunkText`"""
+    pair: Any
+    """:class:`ragjudge.services.agreement.PairDetail`"""
+    withdrawn: bool = False
+    """The author took the flag and comment off since the list was read."""
+
+
+def detail(project: Project, found: ReviewItem) -> ReviewDetail:
+    """The item as it is now (it may have been answered or changed meanwhile) and its pair."""
+    from ragjudge.services.agreement import pair_detail
+    from ragjudge.services.judging import chunk_text, query_text
+
+    now = item(project, found.annotator, found.query_id, found.chunk_id)
+    return ReviewDetail(now or found, query_text(project, found.query_id),
+                        chunk_text(project, found.chunk_id),
+                        pair_detail(project, found.query_id, found.chunk_id), withdrawn=now is None)
