@@ -233,6 +233,26 @@ def news_for(project: Project, annotator: str) -> list[ReviewItem]:
             and (seen is None or i.answer.at > seen)]
 
 
+def news_message(project: Project, annotator: str, *, shown: int = 3) -> str | None:
+    """What to tell ``annotator`` as a session starts (:func:`news_for`), or None: e.g. "2 of
+    your flags were answered: q1 / c05 resolved by dora: refunds count; q3 / c11 sent back
+    by dora." The text quotes data; the screen shows it as text."""
+    found = news_for(project, annotator)
+    if not found:
+        return None
+    what = "flags" if all(i.flagged for i in found) else "flags and comments"
+    parts = []
+    for i in found[:shown]:
+        answer = i.answer
+        assert answer is not None  # news_for keeps answered items only
+        verb = "resolved" if answer.action == "resolve" else "sent back"
+        said = f": {answer.note}" if answer.note else ""
+        parts.append(f"{i.query_id} / {i.chunk_id} {verb} by {answer.by}{said}")
+    more = f"; and {len(found) - shown} more" if len(found) > shown else ""
+    count = f"{len(found)} of your {what} were" if len(found) > 1 else f"One of your {what} was"
+    return f"{count} answered by a lead: {'; '.join(parts)}{more}."
+
+
 def sent_back(project: Project, annotator: str) -> list[ReviewItem]:
     """The pairs a lead sent back to the annotator that they have not labelled since."""
     with project.read() as session:

@@ -20,6 +20,16 @@ def run(tmp_path, capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+def wide(monkeypatch) -> None:
+    """A console 200 columns wide, whatever the terminal (or its absence) says."""
+    from rich.console import Console
+
+    import ragjudge.cli.review as command
+
+    monkeypatch.setattr(command, "console", Console(width=200, highlight=False, soft_wrap=False,
+                                                    emoji=False))
+
+
 def reviews(tmp_path) -> list[tuple]:
     return sqlite3.connect(tmp_path / "p.db").execute(
         "SELECT annotator, action, text, resolves FROM pair_marks WHERE kind = 'review' "
@@ -27,7 +37,7 @@ def reviews(tmp_path) -> list[tuple]:
 
 
 def test_the_table_lists_every_open_flag_and_comment(project, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "200")
+    wide(monkeypatch)
     code, out, _ = run(tmp_path, capsys, "review")
     assert code == 0
     assert "open flags and comments (3)" in out
@@ -80,7 +90,7 @@ def test_resolve_and_send_back_from_the_command_line(project, tmp_path, capsys, 
     assert resolved["q1"] | {"at": None} == {"by": "dora", "action": "resolve",
                                              "note": "refunds count", "at": None}
     assert resolved["q2"] is None and resolved["q3"]["action"] == "send-back"
-    monkeypatch.setenv("COLUMNS", "200")
+    wide(monkeypatch)
     _, out, _ = run(tmp_path, capsys, "review", "--all")
     assert "resolve by dora: refunds count" in out and "send-back by dora" in out
 
@@ -122,7 +132,7 @@ def test_mistakes_are_one_paragraph_and_change_nothing(project, tmp_path, capsys
 
 
 def test_text_from_data_reaches_the_terminal_as_text(project, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "200")
+    wide(monkeypatch)
     flag_pair(project, annotator="ana", query_id="q4", chunk_id="c13", note="[bold]x\x1b[31m")
     _, out, _ = run(tmp_path, capsys, "review", "--query", "q4")
     assert "\x1b" not in out and "⚑ [bold]x␛[31m" in out
