@@ -25,7 +25,7 @@ def test_readme_documents_the_command_and_every_key_of_the_screen():
 def test_the_help_screen_rows_and_the_home_key():
     rows = key_rows()
     assert [r[1] for r in rows] == [n for _, _, n, _ in REVIEW_KEYS]
-    assert rows[0][0] == "r" and ("n / j / →", "next") == rows[3][:2]
+    assert rows[0][0] == "r" and rows[3][:2] == ("n / j / →", "next")
     assert any(k == "v" and a == "review" for k, a, _, _ in HOME_KEYS)
 
 

@@ -158,3 +158,21 @@ def test_export_labels_dates_a_leads_comment_by_the_comment_not_by_a_review(proj
     line = next(x for x in label_lines(project) if x["annotator"] == "dora")
     assert line["comment"] == "mine"
     assert line["created_at"] == commented.replace(" ", "T")
+
+
+def test_the_queue_on_every_backend(any_db):
+    from projectkit import make_small_project
+
+    from conftest import seed_marks
+
+    with make_small_project(any_db) as project:
+        seed_marks(project)
+        review.resolve(project, query_id="q1", chunk_id="c05", annotator="ana", by="dora", note="ok")
+        review.send_back(project, query_id="q3", chunk_id="c11", annotator="ben", by="dora")
+        assert keys(review.items(project)) == [("q2", "c08", "ana")]
+        found = {i.query_id: i for i in review.items(project, include_resolved=True)}
+        assert found["q1"].resolved.note == "ok" and found["q3"].resolved.sent_back
+        assert (JudgingQueue(project, "ben").first().query_id) == "q3"
+        record_label(project, annotator="ben", query_id="q3", chunk_id="c11", grade=2)
+        assert review.item(project, "ben", "q3", "c11").open
+        assert review.answer_for(project, "ana", "q1", "c05").note == "ok"

@@ -110,7 +110,7 @@ class ReviewScreen(Screen):
             self._deny(None)
             return
         if roster.may_lead(self.project, name):
-            self.app.annotator = name
+            self.app.annotator = name  # the app's user from now on
         self._open_as(name)
 
     def _open_as(self, name: str | None) -> None:
@@ -331,7 +331,8 @@ class ReviewScreen(Screen):
             return
         table.clear()
         for i in self.items:
-            state = "open" if i.open else f"{i.resolved.action} by {i.resolved.by}"
+            answer = i.resolved
+            state = "open" if answer is None else f"{answer.action} by {answer.by}"
             table.add_row(literal(i.query_id), literal(i.chunk_id), literal(i.annotator),
                           literal(("⚑ " + (i.note or "")).strip()) if i.flagged else Text("–"),
                           literal(i.comment or "–"), literal(state))
