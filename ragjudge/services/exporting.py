@@ -125,6 +125,7 @@ def label_lines(project: Project) -> Iterator[dict[str, Any]]:
     comments = set_marks("comment").subquery()
     last_mark = (select(marks.c.annotator, marks.c.query_id, marks.c.chunk_id,
                         func.max(marks.c.created_at).label("created_at"))
+                 .where(marks.c.kind != "review")  # a lead's answer to someone else's mark
                  .group_by(marks.c.annotator, marks.c.query_id, marks.c.chunk_id).subquery())
     keys = union(*(select(t.c.annotator, t.c.query_id, t.c.chunk_id) for t in (graded, flags, comments))).subquery()
 

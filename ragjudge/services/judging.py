@@ -93,7 +93,10 @@ class PairMarks:
     comment: str | None = None
 
     def with_event(self, kind: str, action: str, text: str | None) -> PairMarks:
-        """The marks after one more ``pair_marks`` event."""
+        """The marks after one more ``pair_marks`` event (a lead's review of someone's mark,
+        kind ``review``, changes none of the lead's own marks)."""
+        if kind not in MARK_KINDS:
+            return self
         if kind == "flag":
             return PairMarks(action == "set", text if action == "set" else None, self.comment)
         return PairMarks(self.flagged, self.flag_note, text if action == "set" else None)
@@ -979,7 +982,14 @@ class JudgingQueue:
         return None
 
     def first(self) -> PairView | None:
-        """The first pair still to judge (where judging resumes), or None when all are done."""
+        """The first pair still to judge (where judging resumes), or None when all are done;
+        a pair a lead sent back to the annotator comes before any other."""
+        from ragjudge.services.review import sent_back
+
+        for item in sent_back(self.project, self.annotator):
+            view = self.goto_pair(item.query_id, item.chunk_id)
+            if view is not None:
+                return view
         return self.next_open(Position(0, 0, 0))
 
     def next_open(self, start: Position) -> PairView | None:

@@ -171,6 +171,9 @@ class RagjudgeApp(App):
     def open_agreement(self) -> None:
         self._open_optional("ragjudge.tui.screens.agreement", "AgreementScreen", "agreement")
 
+    def open_review(self) -> None:
+        self._open_optional("ragjudge.tui.screens.review", "ReviewScreen", "review")
+
     # -- the command palette lists every action of the screen ------------------------------
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -38,6 +38,7 @@ AGREEMENT_KEYS = (
     ("d", "tab('disputed')", "disputed", "Pairs the annotators disagree on, largest spread first."),
     ("l", "tab('quality')", "label quality", "Too-fast labels, drifting grades, self-agreement on re-checks."),
     ("w", "tab('answers')", "answers", "Agreement on judgments of generated answers: nugget and citation support."),
+    ("v", "review", "review", "The flags and comments annotators left, to resolve or send back."),
     ("r", "refresh", "refresh", "Compute again now."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
@@ -60,7 +61,7 @@ class AgreementScreen(Screen):
     """
 
     BINDINGS = [
-        Binding(k, a, n, tooltip=t, show=k not in ("enter", "w"), priority=k == "enter")
+        Binding(k, a, n, tooltip=t, show=k not in ("enter", "w", "v"), priority=k == "enter")
         for k, a, n, t in AGREEMENT_KEYS
     ]
 
@@ -379,6 +380,9 @@ class AgreementScreen(Screen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_review(self) -> None:
+        self.app.open_review()
 
     def action_adjudicate(self) -> None:
         tabs = self.query_one(TabbedContent)

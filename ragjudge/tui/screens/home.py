@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ragjudge.services import judging
+from ragjudge.services import judging, review
 from ragjudge.tui.widgets.literal import literal
 
 HOME_KEYS = (
@@ -20,6 +20,7 @@ HOME_KEYS = (
     ("w", "judge_answers", "answers", "Judge the runs' generated answers: nugget and citation support."),
     ("e", "evaluation", "evaluation", "Scores of every run, from the labels so far."),
     ("a", "agreement", "agreement", "Where annotators disagree."),
+    ("v", "review", "review", "A lead's review of the flags and comments annotators left."),
     ("h", "guidelines", "guidelines", "The project's judging guidelines."),
     ("r", "refresh", "refresh", "Count again."),
     ("question_mark", "help", "help", "This list of keys."),
@@ -30,7 +31,8 @@ HOME_KEYS = (
 class HomeScreen(Screen):
     """Project summary, annotators and runs; keys to judge, evaluate and check agreement."""
 
-    BINDINGS = [Binding(k, a, n, tooltip=t, key_display="?" if k == "question_mark" else None)
+    BINDINGS = [Binding(k, a, n, tooltip=t, key_display="?" if k == "question_mark" else None,
+                        show=k != "v")  # shown beside the count of open flags instead
                 for k, a, n, t in HOME_KEYS]
 
     class Counted(Message):
@@ -101,6 +103,7 @@ class HomeScreen(Screen):
     def count(self) -> None:
         status = self.project.status()
         progress = judging.annotator_progress(self.project)
+        status["to_review"] = review.open_count(self.project)
         self.post_message(self.Counted(status, progress))
 
     def on_home_screen_counted(self, message: Counted) -> None:
@@ -114,6 +117,8 @@ class HomeScreen(Screen):
         summary.add_row("gold rule", literal(s["rule"]))
         for key in ("queries", "chunks", "runs", "annotators", "labels", "flagged"):
             summary.add_row(key, f"{s[key]:,}")
+        if s.get("to_review"):
+            summary.add_row("to review (v)", f"{s['to_review']:,}")
         share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "–"
         summary.add_row(f"pool (top {pool['depth']})", f"{pool['pairs']:,} pairs")
         summary.add_row("judged by anyone", f"{pool['judged']:,} ({share})")
@@ -157,6 +162,9 @@ class HomeScreen(Screen):
         from ragjudge.tui.screens.guidelines import GuidelinesScreen
 
         self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
+
+    def action_review(self) -> None:
+        self.app.open_review()
 
     def action_refresh(self) -> None:
         self.count()

@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ragjudge.errors import RagjudgeError
-from ragjudge.services import judging
+from ragjudge.services import judging, review
 from ragjudge.services.judging import JudgingQueue, LabelState, PairView
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.footer import PriorityFooter
@@ -171,6 +171,9 @@ class JudgeScreen(SessionActions, Screen):
         self.query_one("#scale-panel", Static).update(self._scale_text())
         self.query_one("#chunk-scroll").focus()
         self.pair = self.queue.first()
+        news = review.news_message(self.project, self.queue.annotator)
+        if news:
+            self.notify(news, title="review", timeout=15)
         # the pool totals are a full scan on big projects: after the first pair is on screen
         self.call_after_refresh(self.count_totals)
 
@@ -232,10 +235,12 @@ class JudgeScreen(SessionActions, Screen):
         if scroll.scroll_y:
             scroll.scroll_home(animate=False)
         earlier = None if pair.recheck else pair.state
+        answer = None if pair.recheck else review.answer_for(self.project, self.queue.annotator,
+                                                             pair.query_id, pair.chunk_id)
         self._update("#earlier-panel", ("label", earlier and (earlier.grade, earlier.skipped,
                                                               earlier.undone, earlier.note),
-                                        pair.marks),
-                     lambda: self._earlier_text(pair))
+                                        pair.marks, answer),
+                     lambda: self._earlier_text(pair, answer))
         self._show_marks(pair)
 
     def _show_marks(self, pair: PairView) -> None:
@@ -281,7 +286,7 @@ class JudgeScreen(SessionActions, Screen):
                 out.append_text(literal(level.description, "dim"))
         return out
 
-    def _earlier_text(self, pair: PairView) -> Text:
+    def _earlier_text(self, pair: PairView, answer: review.Resolution | None = None) -> Text:
         """The grade (or skip, or undo), the grade's note, the flag with its note, the comment:
         each on its own line, each from its own state."""
         state = None if pair.recheck else pair.state
@@ -308,6 +313,10 @@ class JudgeScreen(SessionActions, Screen):
         if marks.comment:
             out.append("\ncomment: ", style="bold")
             out.append_text(literal(marks.comment, "italic"))
+        if answer is not None:
+            out.append("\n✓ resolved by " if answer.action == "resolve" else "\n↩ sent back by ",
+                       style="bold green")
+            out.append_text(literal(answer.by + (f": {answer.note}" if answer.note else ""), "italic"))
         return out
 
     def _facets_text(self, facets: list[judging.FacetView], nuggets: list[judging.NuggetView]) -> Text:
