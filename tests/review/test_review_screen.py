@@ -269,7 +269,7 @@ def clock(monkeypatch):
 
 def test_the_rendered_text(tmp_path, clock):
     from projectkit import make_small_project
-    from conftest import seed_marks
+    from reviewkit import seed_marks
 
     with make_small_project(str(tmp_path / "p.db")) as project:
         seed_marks(project)

@@ -163,7 +163,7 @@ def test_export_labels_dates_a_leads_comment_by_the_comment_not_by_a_review(proj
 def test_the_queue_on_every_backend(any_db):
     from projectkit import make_small_project
 
-    from conftest import seed_marks
+    from reviewkit import seed_marks
 
     with make_small_project(any_db) as project:
         seed_marks(project)
