@@ -56,12 +56,12 @@ def sees_all_grades(project: Project, viewer: str | None) -> bool:
     return roster.may_see_others(project, viewer) or not is_blind(project)
 
 
-def grade_filter(project: Project, viewer: str | None, query_id: str) -> Callable[[str], bool]:
-    """For one query: a test of whether ``viewer`` may see the grades (others', the gold one)
-    and a run's rank of the pair (``query_id``, chunk). Everyone who may not see all grades
-    sees those of the pairs they have themselves graded. One read per query."""
+def grade_filter(project: Project, viewer: str | None, query_id: str) -> Callable[[str], bool] | None:
+    """For one query: None when ``viewer`` may see every grade, else a test of whether they may
+    see the grades (others', the gold one) and a run's rank of the pair (``query_id``, chunk):
+    those of the pairs they have graded themselves. One read per query."""
     if sees_all_grades(project, viewer):
-        return lambda chunk_id: True
+        return None
     if not viewer:
         return lambda chunk_id: False
     newest = newest_label_ids()
@@ -76,7 +76,8 @@ def grade_filter(project: Project, viewer: str | None, query_id: str) -> Callabl
 def can_see_pair_grades(project: Project, viewer: str | None, query_id: str, chunk_id: str) -> bool:
     """Whether ``viewer`` may see other annotators' grades, the gold grade and the runs' ranks
     of one pair (see :func:`grade_filter`)."""
-    return grade_filter(project, viewer, query_id)(chunk_id)
+    visible = grade_filter(project, viewer, query_id)
+    return visible is None or visible(chunk_id)
 
 
 def require_sees_others(project: Project, viewer: str | None, doing: str) -> None:

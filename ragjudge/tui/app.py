@@ -32,11 +32,39 @@ class RagjudgeApp(App):
         super().__init__()
         self.project = project
         self.annotator = annotator
+        """Who works in this app: the name judging goes under (``ragjudge serve`` sets it from
+        a login token). :attr:`viewer`, :attr:`is_lead` and :attr:`sees_others` follow it."""
+        self.trust_login = True
+        """Without an annotator, the operating system's login name is the viewer (as for
+        ``ragjudge adjudicate``); ``ragjudge serve`` turns this off."""
         self.start = start
         self.queue_options = queue_options
         self.judge_screen = None
         self.closing = False
         """True once the app is exiting: no action starts any more (see :meth:`run_action`)."""
+
+    # -- who is looking: every screen asks here (see ragjudge.services.visibility) ------------
+
+    @property
+    def viewer(self) -> str | None:
+        """The annotator, else (with :attr:`trust_login`) the login name, else None."""
+        from ragjudge.services.visibility import login_name
+
+        return self.annotator or (login_name() if self.trust_login else None)
+
+    @property
+    def is_lead(self) -> bool:
+        """Whether the viewer may do a lead's work (anyone while the project has no lead)."""
+        from ragjudge.services.visibility import viewer_is_lead
+
+        return viewer_is_lead(self.project, self.viewer)
+
+    @property
+    def sees_others(self) -> bool:
+        """Whether the viewer may see other annotators' grades and gold grades pair by pair."""
+        from ragjudge.services.visibility import sees_all_grades
+
+        return sees_all_grades(self.project, self.viewer)
 
     # -- every notification and the exit message: text, never markup or control ------------
 
@@ -193,3 +221,13 @@ def _runner(screen: Screen, action: str):  # noqa: ANN202
         await screen.run_action(action)
 
     return run
+
+
+def viewer_of(app: App) -> str | None:
+    """Who looks at a screen of ``app``: :attr:`RagjudgeApp.viewer`; in a bare host app (tests,
+    ``ragjudge eval --tui``'s parent), its ``annotator`` or the login name."""
+    if isinstance(app, RagjudgeApp):
+        return app.viewer
+    from ragjudge.services.visibility import login_name
+
+    return getattr(app, "annotator", None) or login_name()

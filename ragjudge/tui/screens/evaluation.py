@@ -504,10 +504,17 @@ class EvaluationScreen(Screen):
         self._explain(self._query_rows[event.cursor_row])
 
     def _explain(self, query_id: str) -> None:
+        """The computation per run; in a blind project, without the grades and ranks of pairs
+        the viewer has not judged (:func:`ragjudge.services.visibility.grade_filter`)."""
+        from ragjudge.services.visibility import grade_filter
+        from ragjudge.tui.app import viewer_of
+
         engine, s = self.engine, self.snapshot
+        visible = grade_filter(self.project, viewer_of(self.app), query_id)
         parts = []
         for name in s.run_names:
-            parts.append(f"── run {name} ──\n" + engine.explain(name, query_id, s.rows.measure))
+            parts.append(f"── run {name} ──\n" + engine.explain(name, query_id, s.rows.measure,
+                                                                visible=visible))
         unjudged = engine.unjudged_pairs(query_id)
         title = f"{s.rows.measure} for query {query_id} (rule {s.rule})"
 
