@@ -530,9 +530,17 @@ class EvaluationScreen(Screen):
         unjudged = self.engine.unjudged_pairs(query_id) if self.engine else []
         from ragjudge.tui.screens.prompts import TextPrompt
 
-        def start(name: str | None) -> None:
+        def named(name: str | None) -> None:
             if not name:
                 return
+            confirm = getattr(self.app, "confirm_annotator", None)
+            if confirm is None:
+                start(name)
+                return
+            confirm(name, start, cancelled=lambda: None,
+                    refuse=lambda message: self.notify(message, severity="error", timeout=8))
+
+        def start(name: str) -> None:
             from ragjudge.services import judging
             from ragjudge.tui.screens.judge import JudgeScreen
 
@@ -554,10 +562,10 @@ class EvaluationScreen(Screen):
 
         annotator = getattr(self.app, "annotator", None)
         if annotator:
-            start(annotator)
+            named(annotator)
         else:
             self.app.push_screen(TextPrompt("Your name (every label you give is recorded under it):",
-                                            placeholder="e.g. alice"), start)
+                                            placeholder="e.g. alice"), named)
 
     # -- curves ------------------------------------------------------------------------------
 
