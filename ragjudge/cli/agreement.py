@@ -3,7 +3,6 @@ made by several annotators."""
 
 from __future__ import annotations
 
-import getpass
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +10,8 @@ from rich.table import Table
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
+    BY_LEAD_HELP,
+    BY_VIEWER_HELP,
     MAX_DEPTH,
     MAX_LIMIT,
     MAX_SEED,
@@ -366,11 +367,13 @@ def assign(
     runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random choice of overlap pairs.")] = 0,
     replace: Annotated[bool, typer.Option("--replace", help="Drop the existing assignment first.")] = False,
+    by: Annotated[str | None, typer.Option("--by", help=BY_LEAD_HELP)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Split the judging pool among annotators, with a blind overlap for agreement."""
     from ragjudge.services.assignment import assign as assign_pool
     from ragjudge.services.assignment import assignment_progress
+    from ragjudge.services.visibility import login_name
 
     _check_choice("--format", format, ("table", "json"))
     check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
@@ -379,7 +382,8 @@ def assign(
     run_names = None if runs is None else [r.strip() for r in runs.split(",") if r.strip()]
     with open_project() as project:
         plan = assign_pool(project, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
-                           depth=depth, runs=run_names, seed=seed, replace=replace)
+                           depth=depth, runs=run_names, seed=seed, replace=replace,
+                           by=by or login_name())
         progress = assignment_progress(project)
     new = plan.workloads()
     if format == "json":
@@ -405,14 +409,17 @@ def assign(
 @app.command(epilog="Examples:\n\n  ragjudge disputes\n\n  ragjudge disputes --limit 50 --format json")
 def disputes(
     limit: Annotated[int, typer.Option("--limit", help="How many pairs to list (0: all).")] = 20,
+    by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Pairs whose annotators disagree, largest spread of grades first, with any adjudication."""
     from ragjudge.services.agreement import disputed_pairs
+    from ragjudge.services.visibility import login_name, require_sees_others
 
     _check_choice("--format", format, ("table", "json"))
     _check_limit(limit)
     with open_project() as project:
+        require_sees_others(project, by or login_name(), "list the disputed pairs")
         rows = disputed_pairs(project, limit=limit or None)
     if format == "json":
         print_json(rows)
@@ -445,25 +452,28 @@ def adjudicate(
     chunk: Annotated[str, typer.Option("--chunk", help="The chunk id.", show_default=False)],
     grade: Annotated[int | None, typer.Option("--grade", help="The final grade.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (shown with the decision).")] = None,
-    by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your login name).")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who decides, or with --show who looks (default: your login name); once the project has a lead, a lead.")] = None,
     show: Annotated[bool, typer.Option("--show", help="Only show the pair's labels and adjudications.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Set the final grade of a disputed pair, or show every annotator's label for it."""
     from ragjudge.services.agreement import adjudicate as decide
     from ragjudge.services.agreement import pair_detail
+    from ragjudge.services.visibility import login_name, require_sees_others
 
     _check_choice("--format", format, ("table", "json"))
-    if show and (grade is not None or reason is not None or by is not None):
-        given = [o for o, v in (("--grade", grade), ("--reason", reason), ("--by", by)) if v is not None]
+    if show and (grade is not None or reason is not None):
+        given = [o for o, v in (("--grade", grade), ("--reason", reason)) if v is not None]
         raise UsageError(f"--show only shows the pair; it does not go with {', '.join(given)}. "
                          "Leave out --show to adjudicate. Nothing was changed.")
     if not show and (grade is None or reason is None):
         raise UsageError("give --grade and --reason to adjudicate, or --show to see the pair.")
     with open_project() as project:
-        if not show:
+        if show:
+            require_sees_others(project, by or login_name(), "see every annotator's label of a pair")
+        else:
             decide(project, query_id=query, chunk_id=chunk, grade=grade, reason=reason,
-                   by=by or _login_name())
+                   by=by or login_name())
         detail = pair_detail(project, query, chunk)
     if format == "json":
         print_json(_detail_json(detail))
@@ -480,13 +490,6 @@ def adjudicate(
     console.print(table)
     for a in detail.adjudications:
         console.print(f"adjudicated {a['grade']} by {safe(a['by'])}: {safe(a['reason'] or '')}")
-
-
-def _login_name() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no login name in some containers
-        return "lead"
 
 
 def _clip(text: str, limit: int = 400) -> str:

@@ -8,10 +8,10 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import BY_LEAD_HELP, console, err_console, open_project, print_json, safe
 from ragjudge.errors import UsageError
 
-ACTIONS = ("list", "add", "rename", "retire", "role", "token", "roster")
+ACTIONS = ("list", "add", "rename", "retire", "role", "token", "roster", "blind")
 
 EPILOG = (
     "Actions:\n\n"
@@ -23,28 +23,33 @@ EPILOG = (
     "  role NAME annotator|lead change a role\n\n"
     "  token NAME               issue a new login token for NAME; the old one stops working\n\n"
     "  roster open|closed       closed: only registered annotators may label\n\n"
-    "Once a project has a lead, only leads adjudicate, assign, resolve flags and see other "
-    "annotators' labels. On a SQLite file this is a courtesy (anyone with the file can change "
-    "it); 'ragjudge serve' enforces it, identifying people by their tokens.\n\n"
+    "  blind on|off             on (the default): an annotator who is not a lead sees no other "
+    "annotator's grade, gold grade or run rank of a pair they have not judged\n\n"
+    "Once a project has a lead, only leads adjudicate, assign, resolve flags, see other "
+    "annotators' labels and change the roster (--by NAME, default your login name; the first "
+    "lead may be added by anyone). On a SQLite file this is a courtesy (anyone with the file can "
+    "change it); 'ragjudge serve' enforces it, identifying people by their tokens.\n\n"
     "Examples:\n\n"
     "  ragjudge annotators\n\n"
     "  ragjudge annotators add dora --role lead\n\n"
     "  ragjudge annotators add ana --token --format json\n\n"
     "  ragjudge annotators rename Ana ana\n\n"
-    "  ragjudge annotators roster closed"
+    "  ragjudge annotators roster closed --by dora\n\n"
+    "  ragjudge annotators blind off --by dora"
 )
 
 
 @app.command(epilog=EPILOG)
 def annotators(
-    action: Annotated[str, typer.Argument(help="list, add, rename, retire, role, token or roster.")] = "list",
-    name: Annotated[str | None, typer.Argument(help="The annotator (or open|closed for roster).",
+    action: Annotated[str, typer.Argument(help="list, add, rename, retire, role, token, roster or blind.")] = "list",
+    name: Annotated[str | None, typer.Argument(help="The annotator (or open|closed for roster, on|off for blind).",
                                                show_default=False)] = None,
     value: Annotated[str | None, typer.Argument(help="The new name (rename) or role (role).",
                                                 show_default=False)] = None,
     role: Annotated[str, typer.Option("--role", help="annotator or lead (with add).")] = "annotator",
     kind: Annotated[str, typer.Option("--kind", help="human or llm (with add).")] = "human",
     token: Annotated[bool, typer.Option("--token", help="With add: issue a login token, printed once.")] = False,
+    by: Annotated[str | None, typer.Option("--by", help=BY_LEAD_HELP)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """List the project's annotators, add them with a role, rename, retire, issue tokens."""
@@ -55,7 +60,8 @@ def annotators(
                          "See 'ragjudge annotators --help'.")
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
-    needs = {"add": 1, "rename": 2, "retire": 1, "role": 2, "token": 1, "roster": 1, "list": 0}[action]
+    needs = {"add": 1, "rename": 2, "retire": 1, "role": 2, "token": 1, "roster": 1, "blind": 1,
+             "list": 0}[action]
     given = [v for v in (name, value) if v is not None]
     if len(given) != needs:
         raise UsageError(f"'annotators {action}' takes {needs} name{'s' if needs != 1 else ''} "
@@ -63,11 +69,22 @@ def annotators(
     if token and action != "add":
         raise UsageError("--token goes with 'add'; use 'ragjudge annotators token NAME' to issue "
                          "a new token. Nothing was changed.")
+    if action == "blind" and name not in ("on", "off"):
+        raise UsageError(f"'annotators blind' takes on or off, not {name!r}. Nothing was changed.")
     with open_project(create=action == "add") as project:
         if action == "list":
             _print_members(roster.members(project), format)
             return
         assert name is not None
+        from ragjudge.services import visibility
+
+        roster.require_lead(project, by or visibility.login_name(), "change the roster")
+        if action == "blind":
+            visibility.set_blind(project, name == "on")
+            _say(format, {"blind": name == "on"},
+                 "Blind: annotators who are not leads see only their own grades." if name == "on"
+                 else "Not blind: every annotator sees everyone's grades.")
+            return
         if action == "roster":
             roster.set_roster(project, name)
             _say(format, {"roster": name}, f"The roster is {name}.")

@@ -19,6 +19,11 @@ err_console = Console(stderr=True, highlight=False, emoji=False)
 
 _state: dict[str, str | None] = {"db": None}
 
+BY_LEAD_HELP = ("Who does this (default: your login name); once the project has a lead, it must "
+                "be a lead.")
+BY_VIEWER_HELP = ("Who looks (default: your login name); in a blind project with a lead, only a "
+                  "lead sees other annotators' labels.")
+
 
 def set_db(db: str | None) -> None:
     """Remember the ``--db`` given anywhere on the command line (None forgets it)."""

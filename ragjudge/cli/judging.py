@@ -75,15 +75,17 @@ def annotate(
     category: Annotated[str | None, typer.Option(help="Judge only queries of this category.")] = None,
     recheck: Annotated[float, typer.Option(help="Share of your own earlier pairs shown again unannounced, to measure consistency (e.g. 0.05).")] = 0.0,
     answers: Annotated[bool, typer.Option("--answers", help="Judge the runs' generated answers instead of pairs: how fully each answer supports the query's nuggets, and each cited chunk its sentence.")] = False,
+    new_annotator: Annotated[bool, typer.Option("--new-annotator", help="--annotator is a new name on purpose: do not ask whether a known one was meant.")] = False,
 ) -> None:
     """Judge query-chunk pairs in the terminal, starting at your first unjudged pair."""
-    from ragjudge.services.judging import ORDERS, JudgingQueue, check_annotator
+    from ragjudge.services.judging import ORDERS, JudgingQueue
     from ragjudge.tui import run_app
 
     if answers:
         _annotate_answers(annotator, runs=runs, queries=queries, category=category,
                           show_source=show_source, pair_options=(depth != 10 or order != "depth"
-                                                                 or recheck != 0.0))
+                                                                 or recheck != 0.0),
+                          new_annotator=new_annotator)
         return
 
     if order not in ORDERS:
@@ -94,17 +96,19 @@ def annotate(
                    queries=parse_queries(queries), category=category, recheck=recheck)
     with open_project() as project:
         if annotator is not None:
-            annotator = check_annotator(annotator)
+            annotator = check_name(project, annotator, new_annotator)
+            if show_source:
+                _check_sees_sources(project, annotator)
         # check the options before the screen opens, so that mistakes are one line on stderr
         JudgingQueue(project, annotator or "-", **{k: v for k, v in options.items() if v is not None})
-        run_app(project, annotator=annotator, start="judge", **options)
+        run_app(project, annotator=annotator, start="judge", new_annotator=new_annotator, **options)
 
 
 def _annotate_answers(annotator: str | None, *, runs: str | None, queries: str | None,
-                      category: str | None, show_source: bool, pair_options: bool) -> None:
+                      category: str | None, show_source: bool, pair_options: bool,
+                      new_annotator: bool = False) -> None:
     """``annotate --answers``: judge generated answers (nugget and citation support)."""
     from ragjudge.services.answers import AnswerQueue
-    from ragjudge.services.judging import check_annotator
     from ragjudge.tui import run_app
 
     if pair_options:
@@ -115,7 +119,45 @@ def _annotate_answers(annotator: str | None, *, runs: str | None, queries: str |
                    show_source=show_source)
     with open_project() as project:
         if annotator is not None:
-            annotator = check_annotator(annotator)
+            annotator = check_name(project, annotator, new_annotator)
         # check the options before the screen opens, so that mistakes are one line on stderr
         AnswerQueue(project, annotator or "-", **{k: v for k, v in options.items() if v is not None})
-        run_app(project, annotator=annotator, start="answers", **options)
+        run_app(project, annotator=annotator, start="answers", new_annotator=new_annotator, **options)
+
+
+def check_name(project, name: str, new_annotator: bool) -> str:  # noqa: ANN001 - Project
+    """``--annotator``, checked before the app opens: a retired name, or an unknown one in a
+    closed roster, is refused; an unknown name where annotators exist is asked about in the
+    app, and without a terminal to ask in it is refused (with the known name it most likely
+    means) unless ``--new-annotator`` says it is new on purpose."""
+    import sys
+
+    from ragjudge.services import roster
+    from ragjudge.services.judging import check_annotator
+
+    name = check_annotator(name)
+    roster.check_can_label(project, name)
+    if new_annotator or roster.member(project, name) is not None:
+        return name
+    known = [m.name for m in roster.members(project, counts=False)]
+    if not known or (sys.stdin.isatty() and sys.stdout.isatty()):
+        return name  # nobody to confuse it with, or the app asks
+    nearest = roster.nearest_name(project, name)
+    meant = f"Did you mean {nearest!r}? " if nearest else ""
+    raise UsageError(
+        f"No annotator {name!r} in this project. {meant}Labelling under it would start a new "
+        f"annotator with an empty history (annotators: {', '.join(known[:12])}"
+        f"{', …' if len(known) > 12 else ''}). Give a known name, or add --new-annotator if "
+        f"{name!r} is new on purpose. Nothing was recorded.")
+
+
+def _check_sees_sources(project, name: str) -> None:  # noqa: ANN001 - Project
+    """--show-source shows which runs ranked a pair still to judge: not in a blind project,
+    unless a lead."""
+    from ragjudge.services.visibility import sees_all_grades
+
+    if not sees_all_grades(project, name):
+        raise UsageError(
+            f"--show-source: this project is blind, and {name!r} is not a lead: the runs and "
+            "ranks of a pair are shown to leads only. Judge without --show-source, or have a "
+            "lead run 'ragjudge annotators blind off'.")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import err_console, open_project, safe
+from ragjudge.cli.common import BY_VIEWER_HELP, err_console, open_project, safe
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 
@@ -131,6 +131,7 @@ def export_command(
     format: Annotated[str | None, typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
     from ragjudge.services import exporting
@@ -144,7 +145,23 @@ def export_command(
         check_rule(rule)
     dest = str(output) if output is not None else "-"
     with open_project() as project, progress_bar(quiet) as progress:
+        _check_may_export(project, kind, rule, by)
         count = exporting.export(project, kind, dest, name=name, rule=rule, fmt=format,
                                  progress=progress)
     if output is not None:
         err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
+
+
+#: exports that carry each annotator's own labels or marks
+PER_ANNOTATOR_KINDS = ("labels", "facets", "nuggets", "answer-labels")
+
+
+def _check_may_export(project, kind: str, rule: str | None, by: str | None) -> None:  # noqa: ANN001
+    """Other annotators' labels (and qrels of one other annotator) only for who may see them."""
+    from ragjudge.services.visibility import login_name, require_sees_others
+
+    viewer = by or login_name()
+    if kind in PER_ANNOTATOR_KINDS:
+        require_sees_others(project, viewer, f"export every annotator's {kind}")
+    elif kind == "qrels" and rule and rule.startswith("annotator:") and rule.split(":", 1)[1] != viewer:
+        require_sees_others(project, viewer, "export another annotator's grades")

@@ -9,7 +9,7 @@ measures the ideal ranking.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -60,10 +60,18 @@ class Explanation:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def render(self, max_rows: int = 30) -> str:
-        """Plain text, as the seeds print their worked examples."""
+    def render(self, max_rows: int = 30, visible: Callable[[str], bool] | None = None) -> str:
+        """Plain text, as the seeds print their worked examples.
+
+        ``visible`` (a chunk id -> bool) limits what a blind reader sees: a chunk it refuses is
+        shown without its id, grade or relevance, and the columns and totals that would let the
+        hidden grades be worked out (P@k, term, sum, the ideal ranking) are left out. The
+        value itself, an aggregate, stays."""
+        masked = visible is not None and any(not visible(s.chunk_id) for s in self.steps)
         lines = [f"{self.measure} for query {self.query_id}", f"  {self.formula}"]
         lines += [f"  {n}" for n in self.notes]
+        if visible is not None:
+            lines.append("  blind: the grades of pairs you have not judged are hidden")
         lines.append("")
         header = f"{'rank':>5}  {'chunk':<20} {'grade':>5}  {'rel':<3}  {'P@k':>6}  {'term':>7}  {'sum':>7}"
         lines.append(header)
@@ -76,17 +84,23 @@ class Explanation:
                 lines.append(f"{'...':>5}")
             last = step.rank
             grade = "-" if step.grade is None else str(step.grade)
-            term = "" if step.term is None else f"{step.term:.4f}"
-            run = "" if step.running is None else f"{step.running:.4f}"
-            prec = f"{step.precision:.3f}" if step.relevant else ""
+            term = "" if step.term is None or masked else f"{step.term:.4f}"
+            run = "" if step.running is None or masked else f"{step.running:.4f}"
+            prec = f"{step.precision:.3f}" if step.relevant and not masked else ""
             chunk = step.chunk_id if len(step.chunk_id) <= 20 else step.chunk_id[:19] + "…"
-            lines.append(f"{step.rank:>5}  {chunk:<20} {grade:>5}  {'yes' if step.relevant else 'no':<3}"
+            rel = "yes" if step.relevant else "no"
+            if visible is not None and not visible(step.chunk_id):
+                chunk, grade, rel = "(not judged by you)", "?", "?"
+            lines.append(f"{step.rank:>5}  {chunk:<20} {grade:>5}  {rel:<3}"
                          f"  {prec:>6}  {term:>7}  {run:>7}")
         if self.steps and last != self.steps[-1].rank:
             lines.append(f"{'...':>5}")
         if not self.steps:
             lines.append("  (the run ranks no chunk for this query)")
-        if self.ideal:
+        if self.ideal and visible is not None:
+            lines.append("")
+            lines.append("Ideal ranking: hidden (it lists the grades of every judged pair of the query).")
+        elif self.ideal:
             lines.append("")
             lines.append("Ideal ranking (every judged grade of the query, best first):")
             for rank, ideal_grade, ideal_term in self.ideal[:max_rows]:
@@ -94,7 +108,7 @@ class Explanation:
             if self.ideal_total is not None:
                 lines.append(f"  ideal total = {self.ideal_total:.4f}")
         lines.append("")
-        if self.numerator is not None and self.denominator is not None:
+        if self.numerator is not None and self.denominator is not None and visible is None:
             lines.append(f"{self.measure} = {self.numerator:.4f} / {self.denominator:.4f}"
                          f"{' (' + self.denominator_label + ')' if self.denominator_label else ''}"
                          f" = {self.value:.4f}")

@@ -39,6 +39,7 @@ from ragjudge.services.qrels import (
     newest_label_ids,
     not_recheck,
 )
+from ragjudge.services.roster import require_lead
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
 
 if TYPE_CHECKING:
@@ -521,7 +522,7 @@ def adjudicate(
     by: str,
 ) -> int:
     """Record the lead's final grade for a pair (an append-only event; gold qrels use the newest
-    one first). Returns the adjudication's id."""
+    one first). Returns the adjudication's id. Once the project has a lead, ``by`` must be one."""
     scale = project.scale
     if not scale.contains(grade):
         raise UsageError(f"grade {grade} is off the project's scale {scale.describe()}.")
@@ -531,6 +532,7 @@ def adjudicate(
         raise UsageError("an adjudication needs the name of who decided (--by).")
     check_typed(reason, "The reason")
     check_typed(by, "The name of who decided")
+    require_lead(project, by.strip(), "adjudicate")
     with project.read() as session:
         if session.get(Query, query_id) is None:
             raise UsageError(f"there is no query '{query_id}' in this project.")

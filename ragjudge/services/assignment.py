@@ -22,6 +22,7 @@ from sqlalchemy import and_, case, delete, exists, func, or_, select
 from ragjudge.errors import UsageError
 from ragjudge.services.judging import RECHECK, check_annotator
 from ragjudge.services.pool import DEFAULT_DEPTH, pool_select
+from ragjudge.services.roster import require_lead
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Assignment, Label, Run, utcnow
 
@@ -121,10 +122,13 @@ def assign(
     runs: Sequence[str] | None = None,
     seed: int = 0,
     replace: bool = False,
+    by: str | None = None,
 ) -> AssignmentPlan:
     """Plan and store the assignment of the pool (top ``depth`` of ``runs``, default all runs)
-    in one transaction. Returns the pairs newly assigned."""
+    in one transaction. Returns the pairs newly assigned. Once the project has a lead, ``by``
+    (who assigns) must be one."""
     names = _check_names(annotators)
+    require_lead(project, by, "assign pairs")
     if depth < 1:
         raise UsageError(f"--depth {depth}: the pool depth is at least 1.")
     with project.connect() as connection:

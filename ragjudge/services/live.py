@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from typing import TYPE_CHECKING, Any
@@ -1246,8 +1246,11 @@ class LiveEvaluation:
                         out.setdefault(c, None)
             return list(out)
 
-    def explain(self, run: str, query_id: str, measure: str) -> str:
-        """The step-by-step computation of ``measure`` for one query of one run, as text."""
+    def explain(self, run: str, query_id: str, measure: str,
+                visible: Callable[[str], bool] | None = None) -> str:
+        """The step-by-step computation of ``measure`` for one query of one run, as text;
+        ``visible`` hides the grades a blind reader may not see
+        (:func:`ragjudge.services.visibility.grade_filter`)."""
         with self.lock:
             judgments = dict(self.views[self.rule].judgments_of(query_id))
         qrels = Qrels([query_id] * len(judgments), list(judgments),
@@ -1258,7 +1261,7 @@ class LiveEvaluation:
 
         explanation = explain_query(self.project, run, qrels, sub, query_id, measure,
                                     threshold=self.threshold, rule=self.rule)
-        return explanation.render()
+        return explanation.render(visible=visible)
 
 
 def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich.text import Text
@@ -19,7 +19,8 @@ class RagjudgeApp(App):
     """One project open in the terminal.
 
     ``start='judge'`` goes straight to judging (``ragjudge annotate``), asking the annotator's
-    name first when none was given; ``start='answers'`` to judging generated answers
+    name first when none was given, and asking again when the project does not know the name
+    (:meth:`confirm_annotator`; ``new_annotator=True`` skips that question); ``start='answers'`` to judging generated answers
     (``ragjudge annotate --answers``); ``start='home'`` opens the home screen.
     """
 
@@ -28,15 +29,45 @@ class RagjudgeApp(App):
     ENABLE_COMMAND_PALETTE = True
 
     def __init__(self, project, *, annotator: str | None = None, start: str = "home",  # noqa: ANN001
-                 **queue_options: Any) -> None:
+                 new_annotator: bool = False, **queue_options: Any) -> None:
         super().__init__()
         self.project = project
         self.annotator = annotator
+        """Who works in this app: the name judging goes under (``ragjudge serve`` sets it from
+        a login token). :attr:`viewer`, :attr:`is_lead` and :attr:`sees_others` follow it."""
+        self.trust_login = True
+        """Without an annotator, the operating system's login name is the viewer (as for
+        ``ragjudge adjudicate``); ``ragjudge serve`` turns this off."""
+        self.new_annotator = new_annotator
+        """the name given on the command line is new on purpose (``--new-annotator``)"""
         self.start = start
         self.queue_options = queue_options
         self.judge_screen = None
         self.closing = False
         """True once the app is exiting: no action starts any more (see :meth:`run_action`)."""
+
+    # -- who is looking: every screen asks here (see ragjudge.services.visibility) ------------
+
+    @property
+    def viewer(self) -> str | None:
+        """The annotator, else (with :attr:`trust_login`) the login name, else None."""
+        from ragjudge.services.visibility import login_name
+
+        return self.annotator or (login_name() if self.trust_login else None)
+
+    @property
+    def is_lead(self) -> bool:
+        """Whether the viewer may do a lead's work (anyone while the project has no lead)."""
+        from ragjudge.services.visibility import viewer_is_lead
+
+        return viewer_is_lead(self.project, self.viewer)
+
+    @property
+    def sees_others(self) -> bool:
+        """Whether the viewer may see other annotators' grades and gold grades pair by pair."""
+        from ragjudge.services.visibility import sees_all_grades
+
+        return sees_all_grades(self.project, self.viewer)
 
     # -- every notification and the exit message: text, never markup or control ------------
 
@@ -82,17 +113,29 @@ class RagjudgeApp(App):
         """Judge pairs, or with ``answers`` the runs' generated answers, once the annotator is
         named."""
         opener = self._open_answer_judging if answers else self._open_judging
-        if self.annotator:
-            opener(self.annotator, from_home=from_home)
-            return
-        from ragjudge.tui.screens.prompts import TextPrompt
+
+        def refuse(message: str) -> None:
+            if from_home:
+                self.notify(message, severity="error", timeout=10)
+            else:
+                self.exit(return_code=2, message=f"ragjudge: {message}")
+
+        def cancelled() -> None:
+            if not from_home:
+                self.exit(message="No annotator chosen; nothing was recorded.")
 
         def named(name: str | None) -> None:
             if not name:
                 if not from_home:
                     self.exit(message="No annotator name given; nothing was recorded.")
                 return
-            opener(name, from_home=from_home)
+            self.confirm_annotator(name, lambda chosen: opener(chosen, from_home=from_home),
+                                   cancelled=cancelled, refuse=refuse)
+
+        if self.annotator:
+            named(self.annotator)
+            return
+        from ragjudge.tui.screens.prompts import TextPrompt
 
         from ragjudge.services.judging import annotator_names
 
@@ -103,6 +146,34 @@ class RagjudgeApp(App):
         self.push_screen(TextPrompt("Your name (every label you give is recorded under it):",
                                     placeholder="e.g. alice", note=note), named)
 
+    def confirm_annotator(self, name: str, proceed: Callable[[str], None], *,
+                          cancelled: Callable[[], None], refuse: Callable[[str], None]) -> None:
+        """Start a session under ``name`` only when it is meant: a retired name, or an unknown
+        one in a closed roster, is refused; an unknown name where annotators exist asks first,
+        offering the known name it most likely means (``Ana`` for ``ana``), so that a slip of
+        the keyboard does not start a second annotator with an empty queue."""
+        from ragjudge.services import judging, roster
+        from ragjudge.tui.screens.prompts import NameChoice
+
+        try:
+            name = judging.check_annotator(name)
+            roster.check_can_label(self.project, name)
+            known = [m.name for m in roster.members(self.project, counts=False)]
+        except RagjudgeError as exc:
+            refuse(str(exc))
+            return
+        if name in known or not known or (self.new_annotator and name == self.annotator):
+            proceed(name)
+            return
+
+        def chosen(answer: str | None) -> None:
+            if answer is None:
+                cancelled()
+            else:
+                proceed(answer)
+
+        self.push_screen(NameChoice(name, roster.nearest_name(self.project, name), known), chosen)
+
     def _open_judging(self, name: str, *, from_home: bool) -> None:
         from ragjudge.services import judging
         from ragjudge.tui.screens.judge import JudgeScreen
@@ -110,6 +181,8 @@ class RagjudgeApp(App):
         try:
             name = judging.check_annotator(name)
             opts = {k: v for k, v in self.queue_options.items() if v is not None}
+            if opts.get("show_source") and not self._sees_sources(name):
+                opts["show_source"] = False
             queue = judging.JudgingQueue(self.project, name, **opts)
             judging.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
@@ -121,6 +194,17 @@ class RagjudgeApp(App):
         self.annotator = name
         self.push_screen(JudgeScreen(self.project, queue, from_home=from_home))
         self._guidelines_once(name)
+
+    def _sees_sources(self, name: str) -> bool:
+        """Whether ``name`` may see which runs retrieved a pair still to judge, and at which
+        rank (not in a blind project, unless a lead); says so when not."""
+        from ragjudge.services.visibility import sees_all_grades
+
+        if sees_all_grades(self.project, name):
+            return True
+        self.notify("This project is blind: the runs and ranks of a pair are shown only to "
+                    "leads, so judging goes on without them.", severity="warning", timeout=8)
+        return False
 
     def _open_answer_judging(self, name: str, *, from_home: bool) -> None:
         from ragjudge.services import judging
@@ -210,3 +294,13 @@ def _runner(screen: Screen, action: str):  # noqa: ANN202
         await screen.run_action(action)
 
     return run
+
+
+def viewer_of(app: App) -> str | None:
+    """Who looks at a screen of ``app``: :attr:`RagjudgeApp.viewer`; in a bare host app (tests,
+    ``ragjudge eval --tui``'s parent), its ``annotator`` or the login name."""
+    if isinstance(app, RagjudgeApp):
+        return app.viewer
+    from ragjudge.services.visibility import login_name
+
+    return getattr(app, "annotator", None) or login_name()

@@ -198,7 +198,7 @@ async def test_blind_no_run_names_unless_show_source(project):
 @sync
 async def test_blind_order_on_screen_per_annotator(project):
     async def first_pairs(name: str) -> list[tuple[str, str]]:
-        app = make_app(project, annotator=name, start="judge", order="query")
+        app = make_app(project, annotator=name, start="judge", order="query", new_annotator=True)
         out = []
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_judging(app, pilot)
@@ -279,7 +279,7 @@ async def test_home_screen_and_missing_screens(project):
     from ragjudge.tui.screens.home import HomeScreen
 
     J.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=3)
-    app = make_app(project, annotator="alice")
+    app = make_app(project, annotator="alice", new_annotator=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await app.workers.wait_for_complete()

@@ -141,7 +141,7 @@ def test_enter_explains_a_query_and_j_judges_its_pairs_by_keys(demo, tmp_path):
 
 
 async def _explain_and_judge(demo) -> None:
-    app = make_app(demo, annotator="erin")
+    app = make_app(demo, annotator="erin", new_annotator=True)
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)

@@ -1,11 +1,10 @@
 """Adjudication of one disputed pair: the query, the chunk, every annotator's label with their
 note and time spent, earlier decisions; a grade key and a reason record the final grade (an
 append-only adjudication that gold qrels use first). Dismisses with True when a decision was
-recorded."""
+recorded. Only a lead adjudicates once the project has one: for anyone else the screen shows
+nothing and closes (:func:`refuse_non_lead`)."""
 
 from __future__ import annotations
-
-import getpass
 
 from rich.table import Table
 from rich.text import Text
@@ -18,7 +17,22 @@ from textual.widgets import Footer, Static
 from ragjudge.errors import RagjudgeError
 from ragjudge.services import agreement as svc
 from ragjudge.services import judging
+from ragjudge.tui.app import viewer_of
 from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
+
+
+def refuse_non_lead(screen: Screen) -> bool:
+    """True (after saying why) when the viewer of ``screen`` (which has a ``project``) may not
+    adjudicate."""
+    from ragjudge.services.roster import require_lead
+
+    try:
+        require_lead(screen.project, viewer_of(screen.app),  # type: ignore[attr-defined]
+                     "adjudicate or see every annotator's label of a pair")
+    except RagjudgeError as exc:
+        screen.notify(str(exc), severity="error", timeout=10)
+        return True
+    return False
 
 
 class AdjudicateScreen(Screen[bool]):
@@ -75,6 +89,9 @@ class AdjudicateScreen(Screen[bool]):
         self.show()
 
     def show(self) -> None:
+        if refuse_non_lead(self):
+            self.dismiss(False)
+            return
         try:
             detail = svc.pair_detail(self.project, self.query_id, self.chunk_id)
         except RagjudgeError as exc:
@@ -155,13 +172,7 @@ class AdjudicateScreen(Screen[bool]):
         )
 
     def _who(self) -> str:
-        name = getattr(self.app, "annotator", None)
-        if name:
-            return name
-        try:
-            return getpass.getuser()
-        except Exception:  # noqa: BLE001 - no login name in some containers
-            return "lead"
+        return viewer_of(self.app) or ""
 
     def action_back(self) -> None:
         self.dismiss(self.decided)

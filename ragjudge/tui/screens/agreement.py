@@ -1,6 +1,8 @@
 """The agreement screen: κ, α and AC1 of the project's annotators, live as labels arrive;
 breakdowns per query and per annotator; confusion matrices; the disputed pairs, largest spread
-first. Enter on a disputed pair opens adjudication. A tab shows the same statistics on the
+first. Enter on a disputed pair opens adjudication (a lead's work). In a blind project only a
+lead sees the disputed pairs (they list each annotator's grade); everyone sees the statistics
+(:mod:`ragjudge.services.visibility`). A tab shows the same statistics on the
 judgments of generated answers (nugget support, citation support).
 
 The statistics are computed in a thread worker (:func:`ragjudge.services.agreement.agreement_view`)
@@ -69,9 +71,12 @@ class AgreementScreen(Screen):
         """A fresh agreement view, computed in a worker."""
 
         def __init__(self, view: svc.AgreementView, decided: dict, quality: dict,
-                     stamp: tuple[int, ...], answers: dict | None = None) -> None:
+                     stamp: tuple[int, ...], answers: dict | None = None,
+                     visible: bool = True) -> None:
             super().__init__()
             self.view = view
+            self.visible = visible
+            """whether the viewer may see each annotator's grade of a pair"""
             self.quality = quality
             self.decided = decided
             self.stamp = stamp
@@ -87,6 +92,8 @@ class AgreementScreen(Screen):
         self.decided: dict[tuple[str, str], int] = {}
         self.stamp: tuple[int, ...] | None = None
         self._disputed: list[tuple[str, str]] = []
+        self.shows_grades = False
+        """whether the viewer may see the disputed pairs (each annotator's grade)"""
 
     def compose(self) -> ComposeResult:
         yield Static(id="agreement-title")
@@ -136,17 +143,21 @@ class AgreementScreen(Screen):
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self, force: bool = False) -> None:
         from ragjudge.services import answers
+        from ragjudge.services.visibility import sees_all_grades
+        from ragjudge.tui.app import viewer_of
 
         stamp = (*svc.labels_stamp(self.project), answers.answers_stamp(self.project))
         if not force and stamp == self.stamp:
             return
         view = svc.project_agreement(self.project)
+        visible = sees_all_grades(self.project, viewer_of(self.app))
         self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
                                         svc.label_quality(self.project), stamp,
-                                        answers.answer_agreement(self.project)))
+                                        answers.answer_agreement(self.project), visible=visible))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
+        self.shows_grades = message.visible
         self.decided = message.decided
         self.stamp = message.stamp
         self._show_overview()
@@ -282,6 +293,9 @@ class AgreementScreen(Screen):
         decided = self.decided
         self._disputed = []
         disputed = self.view.report.disputed
+        if not self.shows_grades:
+            self.query_one("#disputed-hint", Static).update(Text(self._blind_note(len(disputed))))
+            return
         for d in disputed[:DISPUTED_ROWS]:
             query_id, chunk_id = d.unit
             grades = ", ".join(f"{a}={g}" for a, g in d.grades.items())
@@ -295,6 +309,11 @@ class AgreementScreen(Screen):
         hint = (f"{len(disputed)} disputed pairs{shown} · Enter to adjudicate"
                 if disputed else "No disputed pairs: every pair judged twice has one grade.")
         self.query_one("#disputed-hint", Static).update(Text(hint))
+
+    def _blind_note(self, disputed: int, noun: str = "pairs") -> str:
+        return (f"{disputed} disputed {noun}. Only a lead sees them in this blind project: they "
+                "show each annotator's grade, which must not sway a grade still to be given. "
+                "The statistics in the other tabs are for everyone.")
 
     def _show_quality(self, quality: dict) -> None:
         fast: dict[str, int] = {}
@@ -352,7 +371,9 @@ class AgreementScreen(Screen):
                     pairs.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
                                   _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value))
                 parts += [Text(""), pairs]
-            if r.disputed:
+            if r.disputed and not self.shows_grades:
+                parts += [Text(""), Text(self._blind_note(len(r.disputed), "units"), style="dim")]
+            elif r.disputed:
                 disputed = Table(title=f"disputed: {len(r.disputed)} (largest spread first)",
                                  title_justify="left", header_style="bold", box=None)
                 for col in (*units.strip("()").split(", "), "spread", "support"):
@@ -391,6 +412,10 @@ class AgreementScreen(Screen):
             self.query_one("#disputed-table", DataTable).focus()
             return
         table = self.query_one("#disputed-table", DataTable)
+        from ragjudge.tui.screens.adjudicate import refuse_non_lead
+
+        if refuse_non_lead(self):
+            return
         if not self._disputed:
             self.notify("No disputed pair to adjudicate.", severity="warning")
             return
@@ -403,7 +428,10 @@ class AgreementScreen(Screen):
             self._open(*self._disputed[event.cursor_row])
 
     def _open(self, query_id: str, chunk_id: str) -> None:
-        from ragjudge.tui.screens.adjudicate import AdjudicateScreen
+        from ragjudge.tui.screens.adjudicate import AdjudicateScreen, refuse_non_lead
+
+        if refuse_non_lead(self):
+            return
 
         def done(changed: bool | None) -> None:
             if changed:

@@ -530,10 +530,17 @@ class EvaluationScreen(Screen):
         self._explain(self._query_rows[event.cursor_row])
 
     def _explain(self, query_id: str) -> None:
+        """The computation per run; in a blind project, without the grades and ranks of pairs
+        the viewer has not judged (:func:`ragjudge.services.visibility.grade_filter`)."""
+        from ragjudge.services.visibility import grade_filter
+        from ragjudge.tui.app import viewer_of
+
         engine, s = self.engine, self.snapshot
+        visible = grade_filter(self.project, viewer_of(self.app), query_id)
         parts = []
         for name in s.run_names:
-            parts.append(f"── run {name} ──\n" + engine.explain(name, query_id, s.rows.measure))
+            parts.append(f"── run {name} ──\n" + engine.explain(name, query_id, s.rows.measure,
+                                                                visible=visible))
         unjudged = engine.unjudged_pairs(query_id)
         title = f"{s.rows.measure} for query {query_id} (rule {s.rule})"
 
@@ -549,9 +556,17 @@ class EvaluationScreen(Screen):
         unjudged = self.engine.unjudged_pairs(query_id) if self.engine else []
         from ragjudge.tui.screens.prompts import TextPrompt
 
-        def start(name: str | None) -> None:
+        def named(name: str | None) -> None:
             if not name:
                 return
+            confirm = getattr(self.app, "confirm_annotator", None)
+            if confirm is None:
+                start(name)
+                return
+            confirm(name, start, cancelled=lambda: None,
+                    refuse=lambda message: self.notify(message, severity="error", timeout=8))
+
+        def start(name: str) -> None:
             from ragjudge.services import judging
             from ragjudge.tui.screens.judge import JudgeScreen
 
@@ -568,10 +583,10 @@ class EvaluationScreen(Screen):
 
         annotator = getattr(self.app, "annotator", None)
         if annotator:
-            start(annotator)
+            named(annotator)
         else:
             self.app.push_screen(TextPrompt("Your name (every label you give is recorded under it):",
-                                            placeholder="e.g. alice"), start)
+                                            placeholder="e.g. alice"), named)
 
     # -- curves ------------------------------------------------------------------------------
 

@@ -1,14 +1,14 @@
-"""Small modal prompts: one line of text (a name, a note, a comment), a yes/no question and the
-query finder."""
+"""Small modal prompts: one line of text (a name, a note, a comment), a yes/no question, the
+query finder, and the question before a session starts under an unknown name."""
 
 from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, OptionList
+from textual.widgets import Button, Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from ragjudge.safetext import for_terminal
@@ -108,6 +108,58 @@ class FindQuery(ModalScreen[str | None]):
     @on(OptionList.OptionSelected, "#find-results")
     def chosen(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NameChoice(ModalScreen[str | None]):
+    """Before a session starts under a name the project does not know: use the known name it
+    most likely means (``u``), create the new one (``c``), or cancel (Escape). Returns the
+    name to use, or None."""
+
+    BINDINGS = [Binding("u", "use", "Use the known name"), Binding("c", "create", "Create"),
+                Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    NameChoice #name-buttons { height: auto; margin-top: 1; }
+    NameChoice #name-buttons Button { margin-right: 2; }
+    """
+
+    def __init__(self, name: str, nearest: str | None, known: list[str]) -> None:
+        super().__init__()
+        self.typed = name
+        self.nearest = nearest
+        self.known = known
+
+    def compose(self) -> ComposeResult:
+        question = f"No annotator {self.typed!r} in this project."
+        if self.nearest is not None:
+            question += f" Did you mean {self.nearest!r}?"
+        shown = ", ".join(self.known[:12]) + (", …" if len(self.known) > 12 else "")
+        with Vertical(classes="prompt"):
+            yield Label(literal(question), classes="prompt-title", id="name-question")
+            yield Label(literal(f"Annotators of this project: {shown}"), classes="prompt-hint")
+            with Horizontal(id="name-buttons"):
+                if self.nearest is not None:
+                    yield Button(literal(f"use {self.nearest}"), id="name-use", variant="primary")
+                yield Button(literal(f"create {self.typed}"), id="name-create")
+                yield Button("cancel", id="name-cancel")
+            keys = ("u: use the known name · " if self.nearest is not None else "") + \
+                "c: create the new name (a new annotator with an empty history) · Escape: cancel"
+            yield Label(literal(keys), classes="prompt-hint")
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        {"name-use": self.action_use, "name-create": self.action_create,
+         "name-cancel": self.action_cancel}[event.button.id or "name-cancel"]()
+
+    def action_use(self) -> None:
+        if self.nearest is not None:
+            self.dismiss(self.nearest)
+
+    def action_create(self) -> None:
+        self.dismiss(self.typed)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
