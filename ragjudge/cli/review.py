@@ -67,12 +67,12 @@ def review(
         raise UsageError(f"'review {action}' needs {' and '.join(missing)} (and --annotator when "
                          "several annotators marked the pair). Nothing was changed.")
     assert query is not None and chunk is not None
-    from ragjudge.cli.agreement import _login_name
+    from ragjudge.services.visibility import login_name
 
     answer = svc.resolve if action == "resolve" else svc.send_back
     with open_project() as project:
         done = answer(project, query_id=query, chunk_id=chunk, annotator=annotator,
-                      by=by or _login_name(), note=note)
+                      by=by or login_name(), note=note)
     if format == "json":
         print_json(done.to_json())
         return

@@ -184,7 +184,7 @@ async def test_brackets_and_jk_move_within_the_queue_order(project):
 @sync
 async def test_history_lists_own_labels_newest_first_and_jumps_to_relabel(project):
     J.record_label(project, annotator="zoe", query_id="q4", chunk_id="c05", grade=3)  # not alice's
-    app = make_app(project, annotator="alice", start="judge")
+    app = make_app(project, annotator="alice", start="judge", new_annotator=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_judging(app, pilot)
         graded = []

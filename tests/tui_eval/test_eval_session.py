@@ -34,7 +34,7 @@ def test_j_judges_exactly_the_querys_unjudged_pairs(demo):
 async def _judge_unjudged(demo) -> None:
     from ragjudge.tui.screens.judge import JudgeScreen
 
-    app = make_app(demo, annotator="erin")
+    app = make_app(demo, annotator="erin", new_annotator=True)
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
