@@ -74,7 +74,8 @@ def wait_for(term: Terminal, predicate, timeout: float = 30.0):
         if state is not None and predicate(state):
             return state
         time.sleep(0.02)
-    raise AssertionError(f"the screen did not get there in {timeout} s:\n{term.screen()}")
+    size = term.tmux("display", "-p", "-t", "app", "#{window_width}x#{window_height}")
+    raise AssertionError(f"the screen did not get there in {timeout} s ({size.strip()}):\n{term.screen()}")
 
 
 def session(db: str, rng: random.Random, name: str) -> tuple[list[tuple[str, str, int]], int]:

@@ -207,6 +207,10 @@ def test_first_guidelines_judging_find_facets_and_help(project):
         app = make_app(project, annotator="[/]newbie", start="judge", order="query", show_source=True)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await settle(pilot)
+            assert screen_name(app) == "NameChoice"  # a name the project does not know: asked first
+            check(app, "name choice")
+            await pilot.press("c")  # create it
+            await settle(pilot)
             assert screen_name(app) == "GuidelinesScreen"  # shown once to a new annotator
             check(app, "first guidelines")
             await pilot.press("enter")

@@ -269,6 +269,7 @@ class JudgeScreen(SessionActions, Screen):
         so that the chunk keeps its rows."""
         self.query_one("#scale-panel", Static).update(
             self._scale_text(descriptions=event.size.width >= NARROW))
+        self._show_progress()
 
     def _scale_text(self, *, descriptions: bool = True) -> Text:
         out = Text()
@@ -343,10 +344,12 @@ class JudgeScreen(SessionActions, Screen):
     def _show_progress(self) -> None:
         pair = self.pair
         parts: list[str] = []
+        narrow = self.app.size.width < NARROW  # "i/n" and one space around the dots: it still fits
+        of = "/" if narrow else " of "
         if pair is not None:
-            parts.append(f"pair {pair.query_slot + 1} of {pair.query_pairs} in this query "
+            parts.append(f"pair {pair.query_slot + 1}{of}{pair.query_pairs} in this query "
                          f"({pair.query_handled} judged)")
-            parts.append(f"query {pair.position.query + 1:,} of {len(self.queue.query_ids):,}")
+            parts.append(f"query {pair.position.query + 1:,}{of}{len(self.queue.query_ids):,}")
         totals = self.queue.totals
         if totals is not None and totals["pairs"]:
             parts.append(f"{totals['handled'] / totals['pairs']:.0%} of your queue "
@@ -356,7 +359,7 @@ class JudgeScreen(SessionActions, Screen):
         if self.session_start is not None and self.session_labels:
             hours = max(time.monotonic() - self.session_start, 60.0) / 3600
             parts.append(f"{self.session_labels / hours:,.0f} labels/h")
-        progress = "  ·  ".join(parts)
+        progress = (" · " if narrow else "  ·  ").join(parts)
         self._update("#progress", progress, lambda: Text(progress))
         order = self.queue.order
         if order == "depth" and pair is not None:
