@@ -74,8 +74,10 @@ def is_loopback(host: str) -> bool:
 
 
 def session_command() -> str:
-    """The shell command of one tab's app process: this Python, this ragjudge, no arguments."""
-    return f"{shlex.quote(sys.executable)} -m ragjudge.serve.session"
+    """The shell command of one tab's app process: this Python, this ragjudge, no arguments.
+    The shell replaces itself with it (exec), so that the app process is the server's child and
+    notices when the server is gone (see :class:`ragjudge.tui.served.ServedApp`)."""
+    return f"exec {shlex.quote(sys.executable)} -m ragjudge.serve.session"
 
 
 def websocket_url(public_url: str) -> str:

@@ -50,6 +50,10 @@ HIDDEN_SYSTEM_COMMANDS = frozenset({"Screenshot"})
 """Textual's own palette entries that write a file (a screenshot) or hand one to the browser."""
 
 
+SERVER_CHECK_SECONDS = 1.0
+"""How often a session looks whether its server is still there."""
+
+
 def is_served() -> bool:
     """Whether this process is an app process of ``ragjudge serve``."""
     return os.environ.get(SERVED_ENV) == "1"
@@ -66,7 +70,17 @@ class ServedApp(RagjudgeApp):
     def __init__(self, project, **queue_options: Any) -> None:  # noqa: ANN001
         self.member = None
         """The roster member the token belongs to (None until a token was accepted)."""
+        self.server_pid = os.getppid()
         super().__init__(project, annotator=None, start="login", **queue_options)
+
+    def on_mount(self) -> None:
+        self.set_interval(SERVER_CHECK_SECONDS, self._server_gone)
+
+    def _server_gone(self) -> None:
+        """A server killed outright cannot tell its sessions to quit: a session whose server
+        is gone (it was adopted by another process) ends. Every label is already on disk."""
+        if os.getppid() != self.server_pid:
+            self.exit()
 
     # -- identity: from the token only -----------------------------------------------------
 

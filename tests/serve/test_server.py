@@ -111,7 +111,7 @@ def test_the_session_process_gets_the_project_in_its_environment_not_its_command
     assert environment["RAGJUDGE_DB"] == secret and environment[SERVED_ENV] == "1"
     assert "TEXTUAL" not in environment
     assert "s3cret" not in session_command() and sys.executable in session_command()
-    assert session_command().endswith("-m ragjudge.serve.session")
+    assert session_command().startswith("exec ") and session_command().endswith("-m ragjudge.serve.session")
 
 
 def test_loopback_addresses():
