@@ -114,8 +114,12 @@ def start_server(db: str, *extra: str) -> Served:
 class Tab:
     """One person's browser tab on the served page."""
 
-    def __init__(self, browser, url: str) -> None:  # noqa: ANN001
-        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+    def __init__(self, browser, url: str, *, init_script: str | None = None) -> None:  # noqa: ANN001
+        # an init script (a benchmark's recorder) needs the page's script policy set aside
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800},
+                                           bypass_csp=init_script is not None)
+        if init_script is not None:
+            self.context.add_init_script(init_script)
         self.page = self.context.new_page()
         self.requests: list[str] = []
         self.outside: list[str] = []

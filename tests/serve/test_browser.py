@@ -117,9 +117,10 @@ def test_killing_the_server_mid_session_loses_no_acknowledged_label(browser, ser
     tab = Tab(browser, server.url)
     try:
         open_judging(tab, served.tokens["ana"])
-        for grade in ("3", "2", "1"):
+        for count, grade in enumerate(("3", "2", "1"), start=1):
             mark = tab.press(grade)
-            tab.wait_for_text("in this query", mark)  # the next pair is on screen: acknowledged
+            # the screen counts the label and shows the next pair: acknowledged
+            tab.wait_for_text(f"of your queue ({count}/", mark)
         sessions = server.sessions()
         assert sessions
         server.stop(signal.SIGKILL)
