@@ -35,6 +35,14 @@ MISSING_EXTRA = (
 )
 
 
+def check_host(host: str) -> str:
+    """``--host``: an address or host name to listen on (the system says whether it is one)."""
+    if not host or len(host) > 253 or any(not c.isprintable() or c.isspace() for c in host):
+        raise UsageError(f"--host {host!r}: give an address to listen on, such as 127.0.0.1 "
+                         "(this machine only) or 0.0.0.0 (every network).")
+    return host
+
+
 def check_public_url(url: str) -> str:
     """``--public-url``: an http(s) address with a host and no query, as people type it."""
     parts = urlsplit(url.strip())
@@ -58,6 +66,7 @@ def serve(
         import textual_serve  # noqa: F401 - only whether it is there
     except ModuleNotFoundError:
         raise UsageError(MISSING_EXTRA) from None
+    host = check_host(host)
     check_int("--port", port, 1, 65535, "the port")
     check_int("--max-sessions", max_sessions, 1, MAX_LIMIT, "the number of sessions")
     if public_url is not None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 
-from browserkit import CHROMIUM, DEADLINE, Tab, start_server  # noqa: E402
+from browserkit import CHROMIUM, DEADLINE, Tab, start_server
 
 RECORDER = r"""
 (() => {
@@ -79,7 +79,7 @@ def rss_mb(pid: int) -> float:
 
 
 class BenchTab(Tab):
-    def __init__(self, browser, url: str) -> None:  # noqa: ANN001
+    def __init__(self, browser, url: str) -> None:
         self.counted = 0
         super().__init__(browser, url, init_script=RECORDER)
 

@@ -114,7 +114,7 @@ def start_server(db: str, *extra: str) -> Served:
 class Tab:
     """One person's browser tab on the served page."""
 
-    def __init__(self, browser, url: str, *, init_script: str | None = None) -> None:  # noqa: ANN001
+    def __init__(self, browser, url: str, *, init_script: str | None = None) -> None:
         # an init script (a benchmark's recorder) needs the page's script policy set aside
         self.context = browser.new_context(viewport={"width": 1280, "height": 800},
                                            bypass_csp=init_script is not None)
@@ -132,18 +132,18 @@ class Tab:
         self.page.wait_for_selector("body.-first-byte", timeout=DEADLINE * 1000)
         self.page.focus(".xterm-helper-textarea")
 
-    def _route(self, route) -> None:  # noqa: ANN001
+    def _route(self, route) -> None:
         if urlsplit(route.request.url).hostname != "127.0.0.1":
             self.outside.append(route.request.url)
             route.abort()
         else:
             route.continue_()
 
-    def _socket(self, websocket) -> None:  # noqa: ANN001
+    def _socket(self, websocket) -> None:
         self.sockets.append(websocket.url)
         websocket.on("framereceived", self._frame)
 
-    def _frame(self, payload) -> None:  # noqa: ANN001
+    def _frame(self, payload) -> None:
         data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "replace")
         self.frames.append(ANSI.sub("", data.decode("utf-8", "replace")))
 

@@ -14,11 +14,11 @@ import pytest
 pytest.importorskip("textual_serve", reason="the 'serve' extra (textual-serve) is not installed")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra has it)")
 
-from browserkit import CHROMIUM, Tab, start_server, wait_for  # noqa: E402
-from sqlalchemy import select  # noqa: E402
+from browserkit import CHROMIUM, Tab, start_server, wait_for
+from sqlalchemy import select
 
-from ragjudge.services.project import Project  # noqa: E402
-from ragjudge.store.schema import Label  # noqa: E402
+from ragjudge.services.project import Project
+from ragjudge.store.schema import Label
 
 pytestmark = [
     pytest.mark.browser,

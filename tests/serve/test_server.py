@@ -11,17 +11,17 @@ import pytest
 
 pytest.importorskip("textual_serve", reason="the 'serve' extra (textual-serve) is not installed")
 
-from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
+from aiohttp.test_utils import TestClient, TestServer
 
-from ragjudge.cli import main  # noqa: E402
-from ragjudge.serve.server import (  # noqa: E402
+from ragjudge.cli import main
+from ragjudge.serve.server import (
     JudgingServer,
     SessionProcess,
     is_loopback,
     session_command,
     websocket_url,
 )
-from ragjudge.tui.served import SERVED_ENV  # noqa: E402
+from ragjudge.tui.served import SERVED_ENV
 
 
 def fetch(server: JudgingServer, *requests: tuple[str, dict]) -> list[tuple[int, dict, str]]:
@@ -155,6 +155,8 @@ def test_serve_tells_when_nobody_can_log_in(tmp_path, no_server, capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--port", "0"], "--port 0"),
+    (["--host", ""], "--host ''"),
+    (["--host", "127.0.0.1 \x1b[2J"], "--host"),
     (["--port", "70000"], "--port 70000"),
     (["--public-url", "labels.example.org"], "--public-url"),
     (["--public-url", "https://u:pw@labels.example.org"], "no user name or password"),
