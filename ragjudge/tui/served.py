@@ -52,6 +52,8 @@ HIDDEN_SYSTEM_COMMANDS = frozenset({"Screenshot"})
 
 SERVER_CHECK_SECONDS = 1.0
 """How often a session looks whether its server is still there."""
+TOKEN_CHECK_SECONDS = 5.0
+"""How often a session looks whether its token still opens the project."""
 
 
 def is_served() -> bool:
@@ -70,11 +72,26 @@ class ServedApp(RagjudgeApp):
     def __init__(self, project, **queue_options: Any) -> None:  # noqa: ANN001
         self.member = None
         """The roster member the token belongs to (None until a token was accepted)."""
+        self._token: str | None = None
         self.server_pid = os.getppid()
         super().__init__(project, annotator=None, start="login", **queue_options)
 
     def on_mount(self) -> None:
         self.set_interval(SERVER_CHECK_SECONDS, self._server_gone)
+        self.set_interval(TOKEN_CHECK_SECONDS, self._check_token)
+
+    def _check_token(self) -> None:
+        """A token revoked (a new one issued) or its annotator retired ends the session; a
+        changed role applies from now on."""
+        if self.member is None or self._token is None or self.closing:
+            return
+        from ragjudge.services import roster
+
+        found = roster.by_token(self.project, self._token)
+        if found is None or found.name != self.member.name:
+            self.exit(message="Your token no longer opens this project; nothing after this was recorded.")
+            return
+        self.member = found
 
     def _server_gone(self) -> None:
         """A server killed outright cannot tell its sessions to quit: a session whose server
@@ -104,11 +121,13 @@ class ServedApp(RagjudgeApp):
     def is_lead(self, value: bool) -> None:
         """The role is the token's, as for :attr:`annotator`."""
 
-    def logged_in(self, member: Any) -> None:
-        """The login screen accepted ``member``'s token: open the home screen as them."""
+    def logged_in(self, member: Any, token: str) -> None:
+        """The login screen accepted ``member``'s ``token``: open the home screen as them. The
+        token stays in this process (as the project's credentials do) to be checked again."""
         from ragjudge.tui.screens.home import HomeScreen
 
         self.member = member
+        self._token = token
         self.title = f"ragjudge — {member.name}"
         self.switch_screen(HomeScreen(self.project))
 

@@ -260,3 +260,18 @@ def test_the_session_process_refuses_to_run_unserved(monkeypatch, capsys):
     assert main() == 2
     assert "ragjudge serve" in capsys.readouterr().err
     assert os.environ.get(SERVED_ENV) is None
+
+
+@sync
+async def test_a_revoked_token_ends_the_session_and_a_new_role_applies(served):
+    with Project.open(served.db) as project:
+        app = ServedApp(project)
+        async with app.run_test(size=SIZE) as pilot:
+            await log_in(app, pilot, served.tokens["ana"])
+            roster.set_role(project, "ana", "lead")
+            app._check_token()
+            assert app.is_lead is True and not app.closing
+            roster.issue_token(project, "ana")  # the old token stops working
+            app._check_token()
+            await pilot.pause()
+            assert app.closing

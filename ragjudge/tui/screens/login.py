@@ -75,7 +75,7 @@ class LoginScreen(Screen):
             self.failures += 1
             self._refused(field)
             return
-        self.app.logged_in(member)
+        self.app.logged_in(member, token)
 
     def _refused(self, field: Input) -> None:
         wait = wait_after(self.failures)
