@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "ragjudge.cli.maintenance",
     "ragjudge.cli.annotators",
     "ragjudge.cli.review",
+    "ragjudge.cli.serve",
 )
 
 

@@ -9,7 +9,18 @@ __all__ = ["make_app", "require_terminal", "run_app"]
 
 
 def make_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any):  # noqa: ANN001, ANN201
-    """The app object (what the CLI runs and what tests and screenshots drive)."""
+    """The app object (what the CLI runs and what tests and screenshots drive). In an app
+    process of ``ragjudge serve`` it is the served app, which asks for a login token and takes
+    no name from anyone."""
+    from ragjudge.tui.served import ServedApp, is_served
+
+    if is_served():
+        if annotator is not None:
+            from ragjudge.errors import UsageError
+
+            raise UsageError("a browser session of 'ragjudge serve' takes no --annotator: "
+                             "who labels is the login token's annotator.")
+        return ServedApp(project, **queue_options)
     from ragjudge.tui.app import RagjudgeApp
 
     return RagjudgeApp(project, annotator=annotator, start=start, **queue_options)

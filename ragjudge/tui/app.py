@@ -93,6 +93,10 @@ class RagjudgeApp(App):
             self.start_judging(from_home=False)
         elif self.start == "answers":
             self.start_judging(from_home=False, answers=True)
+        elif self.start == "login":  # a browser tab of `ragjudge serve` (see tui/served.py)
+            from ragjudge.tui.screens.login import LoginScreen
+
+            self.push_screen(LoginScreen(self.project))
         else:
             self.push_screen(HomeScreen(self.project))
 

@@ -23,3 +23,14 @@ def _build_the_command_once(monkeypatch):
     build = typer.main.get_command
     built = build(app)
     monkeypatch.setattr(typer.main, "get_command", lambda instance: built if instance is app else build(instance))
+
+
+@pytest.fixture(autouse=True)
+def _serve_returns_where_it_would_listen(monkeypatch):
+    """``ragjudge serve`` runs until it is stopped: here it goes as far as listening (options
+    checked, project opened, warnings printed) and returns as if stopped at once."""
+    try:
+        import ragjudge.serve.server as server
+    except ModuleNotFoundError:  # without textual-serve, serve refuses before it would listen
+        return
+    monkeypatch.setattr(server, "serve", lambda *args, **kwargs: None)

@@ -713,6 +713,8 @@ class EvaluationScreen(Screen):
         if self.engine is None:
             return
         annotators = self.snapshot.annotators if self.snapshot else []
+        if not getattr(self.app, "is_lead", True):  # not a lead: no view of another's labels
+            annotators = [a for a in annotators if a == self.app.annotator]
         rules = [*AGGREGATION_RULES, *(f"annotator:{a}" for a in annotators), "adjudicated"]
         current = rules.index(self.rule) if self.rule in rules else -1
         self.rule = rules[(current + 1) % len(rules)]
@@ -775,8 +777,18 @@ class EvaluationScreen(Screen):
         self.query_one("#compare-table", DataTable).clear()
         self.requests.put(("wake", None))
 
+    def _may_change_measures(self) -> bool:
+        """The measures are a project setting: once roles apply, a lead's to change."""
+        if getattr(self.app, "is_lead", True):
+            return True
+        self.notify("The measures are a project setting: a lead adds or removes them.", severity="warning")
+        return False
+
     def action_add_measure(self) -> None:
         from ragjudge.tui.screens.prompts import TextPrompt
+
+        if not self._may_change_measures():
+            return
 
         def add(name: str | None) -> None:
             if not name or self.engine is None:
@@ -796,7 +808,7 @@ class EvaluationScreen(Screen):
                                         placeholder="nDCG@20"), add)
 
     def action_remove_measure(self) -> None:
-        if self.engine is None or self.snapshot is None:
+        if self.engine is None or self.snapshot is None or not self._may_change_measures():
             return
         table = self.query_one("#overview-table", DataTable)
         column = table.cursor_coordinate.column - 1
