@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "ragjudge.cli.judging",
     "ragjudge.cli.maintenance",
     "ragjudge.cli.annotators",
+    "ragjudge.cli.llm",
 )
 
 

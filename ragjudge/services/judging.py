@@ -17,6 +17,7 @@ before grading stays, and a flag and a comment live side by side.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -923,6 +924,19 @@ class JudgingQueue:
                         if self._open(pool.states[bucket[slot]]):
                             return Position(rj if rj == ri else rj, qp, slot)
         return None
+
+    def open_pairs(self) -> Iterator[tuple[str, str]]:
+        """Every (query id, chunk id) still to judge, in queue order, without moving: what a
+        judge that works through the whole queue at once (an LLM) takes in turn."""
+        for ri, depth in enumerate(self.rounds):
+            for qid in self.query_ids:
+                low = self._min_open_rank(qid)
+                if low is None or low > depth:
+                    continue
+                pool = self.pool(qid)
+                for i in pool.buckets[ri]:
+                    if self._open(pool.states[i]):
+                        yield qid, pool.chunk_ids[i]
 
     def first(self) -> PairView | None:
         """The first pair still to judge (where judging resumes), or None when all are done."""
