@@ -58,6 +58,7 @@ EVAL_KEYS = (
     ("a", "next_run('a')", "run A", "Compare: the next run as A."),
     ("b", "next_run('b')", "run B", "Compare: the next run as B."),
     ("r", "refresh", "refresh", "Recompute everything from the database now."),
+    ("l", "toggle_llm", "LLM in gold", "Let LLM annotators' grades into the gold and the ranges (off: people only)."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
 
@@ -299,6 +300,8 @@ class EvaluationScreen(Screen):
                 engine.set_curve(value)
             elif kind == "refresh":
                 engine.recompute()
+            elif kind == "llm":
+                engine.set_include_llm(value)
 
     def _post_snapshot(self) -> None:
         """The numbers of the moment; the per-query column and the strata only while their tab
@@ -666,6 +669,14 @@ class EvaluationScreen(Screen):
 
     def action_refresh(self) -> None:
         self.requests.put(("refresh", None))
+
+    def action_toggle_llm(self) -> None:
+        if self.engine is None:
+            return
+        self._include_llm = not getattr(self, "_include_llm", False)
+        self.requests.put(("llm", self._include_llm))
+        self.notify("LLM annotators' grades: " + ("in the gold and the ranges" if self._include_llm
+                                                  else "left out (people only)"), timeout=3)
 
     def action_next_rule(self) -> None:
         if self.engine is None:
