@@ -120,6 +120,7 @@ def export_command(
     format: Annotated[str | None, typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
+    llm_audit: Annotated[bool, typer.Option("--llm-audit", help="labels only: every request of the LLM annotators instead (model, prompt SHA-256, answer, outcome, tokens, latency).")] = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
     from ragjudge.services import exporting
@@ -127,6 +128,9 @@ def export_command(
     kind = kind.strip().lower()
     if kind not in exporting.EXPORT_KINDS:
         raise UsageError(f"'ragjudge export {kind}': KIND is one of {', '.join(exporting.EXPORT_KINDS)}.")
+    if llm_audit:
+        _export_llm_audit(kind, format, output)
+        return
     if rule is not None:
         from ragjudge.services.qrels import check_rule
 
@@ -137,3 +141,15 @@ def export_command(
                                  progress=progress)
     if output is not None:
         err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
+
+
+def _export_llm_audit(kind: str, format: str | None, output: Path | None) -> None:
+    """``export labels --llm-audit``: the LLM annotators' requests, one line each."""
+    from ragjudge.services.llm_judge import export_audit
+
+    if kind != "labels":
+        raise UsageError("--llm-audit goes with 'export labels' (the LLM annotators' requests).")
+    with open_project() as project:
+        count = export_audit(project, str(output) if output is not None else "-", fmt=format or "jsonl")
+    if output is not None:
+        err_console.print(f"Wrote {count:,} LLM calls to {safe(output)}.")

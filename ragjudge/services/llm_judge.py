@@ -323,13 +323,14 @@ class _Client:
         self.answered = False
         """True once the server has answered anything (a later connection failure is a blip)."""
 
-    def clean(self, text: object, limit: int = 300) -> str:
-        """Server text made fit to show or keep: no key, no URL password, one line, bounded."""
-        value = str(text)
+    def scrub(self, text: str) -> str:
+        """The text without the API key (an answer is kept as it came, less that)."""
         key = self.settings.api_key
-        if key:
-            value = value.replace(key, "***")
-        value = visible(mask_secrets(value))
+        return text.replace(key, "***") if key else text
+
+    def clean(self, text: object, limit: int = 300) -> str:
+        """Server text made fit for a message: no key, no URL password, one line, bounded."""
+        value = visible(mask_secrets(self.scrub(str(text))))
         return value if len(value) <= limit else value[: limit - 1] + "…"
 
     def _fatal(self, what: str) -> StopJudging:
@@ -405,7 +406,7 @@ class _Client:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise _Transient("the response is not a chat completion (malformed JSON)") from None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return _Answer(self.clean(text or "", 20_000), _int(usage.get("prompt_tokens")),
+        return _Answer(self.scrub(text or ""), _int(usage.get("prompt_tokens")),
                        _int(usage.get("completion_tokens")), latency, attempt)
 
     def _detail(self, response: Any) -> str:
@@ -580,6 +581,23 @@ def audit_rows(project: Project, annotators: Iterable[str] | None = None) -> lis
         item["created_at"] = None if created is None else created.isoformat()
         out.append(item)
     return out
+
+
+def export_audit(project: Project, dest: Any, *, fmt: str = "jsonl") -> int:
+    """Write every LLM call (``audit_rows``) as JSONL or CSV; text fields are made visible on a
+    terminal, as every export's are."""
+    from ragjudge.formats import _visible_fields, is_terminal
+    from ragjudge.formats.csvfile import write_csv
+    from ragjudge.formats.jsonl import write_jsonl
+
+    if fmt not in ("jsonl", "csv"):
+        raise UsageError(f"--format {fmt}: the LLM audit is written as jsonl or csv.")
+    rows: Iterable[dict[str, Any]] = audit_rows(project)
+    if is_terminal(dest):
+        rows = [_visible_fields(row, fmt == "jsonl") for row in rows]
+    if fmt == "csv":
+        return write_csv(rows, dest, kind="llm-audit", fields=AUDIT_FIELDS)
+    return write_jsonl(rows, dest)
 
 
 def call_counts(project: Project) -> dict[str, dict[str, int]]:

@@ -38,6 +38,7 @@ AGREEMENT_KEYS = (
     ("d", "tab('disputed')", "disputed", "Pairs the annotators disagree on, largest spread first."),
     ("l", "tab('quality')", "label quality", "Too-fast labels, drifting grades, self-agreement on re-checks."),
     ("w", "tab('answers')", "answers", "Agreement on judgments of generated answers: nugget and citation support."),
+    ("m", "tab('llm')", "people × LLM", "LLM annotators against each person and the people's gold, beside the people's own agreement."),
     ("r", "refresh", "refresh", "Compute again now."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
@@ -68,8 +69,10 @@ class AgreementScreen(Screen):
         """A fresh agreement view, computed in a worker."""
 
         def __init__(self, view: svc.AgreementView, decided: dict, quality: dict,
-                     stamp: tuple[int, ...], answers: dict | None = None) -> None:
+                     stamp: tuple[int, ...], answers: dict | None = None,
+                     llm: dict | None = None) -> None:
             super().__init__()
+            self.llm = llm
             self.view = view
             self.quality = quality
             self.decided = decided
@@ -111,6 +114,9 @@ class AgreementScreen(Screen):
             with TabPane("answers", id="answers"):
                 with VerticalScroll():
                     yield Static(id="answers-body")
+            with TabPane("people × LLM", id="llm"):
+                with VerticalScroll():
+                    yield Static(id="llm-body")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -142,7 +148,8 @@ class AgreementScreen(Screen):
         view = svc.project_agreement(self.project)
         self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
                                         svc.label_quality(self.project), stamp,
-                                        answers.answer_agreement(self.project)))
+                                        answers.answer_agreement(self.project),
+                                        svc.human_vs_llm(self.project)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
@@ -156,6 +163,8 @@ class AgreementScreen(Screen):
         self._show_quality(message.quality)
         if message.answers is not None:
             self._show_answers(message.answers)
+        if message.llm is not None:
+            self._show_llm(message.llm)
 
     # -- panes -------------------------------------------------------------------------
 
@@ -332,6 +341,51 @@ class AgreementScreen(Screen):
             parts = [Text("No answer judged yet: judge answers with 'ragjudge annotate --answers' "
                           "or w on the home screen.", style="dim")]
         self.query_one("#answers-body", Static).update(Group(*parts))
+
+    def _show_llm(self, data: dict) -> None:
+        """Each LLM annotator against each person and the people's gold (κ, α, confusion),
+        beside the people's agreement with each other."""
+        body = self.query_one("#llm-body", Static)
+        if not data["llm"]:
+            body.update(Text("No LLM annotator has graded a pair yet: 'ragjudge llm-judge' adds one.",
+                             style="dim"))
+            return
+        head = Text("LLM annotators: ", style="bold")
+        head.append_text(literal(", ".join(data["llm"])))
+        head.append(" — the other tabs show the people alone; Δ = LLM − person (above 0: the model "
+                    "is more lenient)", style="dim")
+        table = Table(header_style="bold", box=None)
+        for col in ("person", "LLM", "n", "agree", "κ", "κ linear", "α ordinal", "mean Δ"):
+            table.add_column(col, justify="left" if col in ("person", "LLM") else "right")
+        for p in [*data["pairs"], *data["against_gold"]]:
+            who = Text("gold (people)", style="italic") if p["a"] == "gold" else literal(p["a"])
+            table.add_row(who, literal(p["b"]), str(p["n"]), _num(p["percent_agreement"]),
+                          _num(p["cohen_kappa"]), _num(p["cohen_kappa_linear"]),
+                          _num(p["krippendorff_alpha_ordinal"]), _num(p["mean_difference"]))
+        people = Table(title="people with each other", title_justify="left", header_style="bold", box=None)
+        for col in ("a", "b", "n", "agree", "κ", "κ linear", "α ordinal"):
+            people.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for p in data["human_pairs"]:
+            people.add_row(literal(p["a"]), literal(p["b"]), str(p["n"]), _num(p["percent_agreement"]),
+                           _num(p["cohen_kappa"]), _num(p["cohen_kappa_linear"]),
+                           _num(p["krippendorff_alpha_ordinal"]))
+        parts: list = [head, Text(""), table, Text(""), people]
+        grades = list(range(data["scale"][0], data["scale"][1] + 1))
+        for p in data["against_gold"]:
+            if not p["n"]:
+                continue
+            title = Text("gold of the people (rows) × ")
+            title.append_text(literal(p["b"], "bold"))
+            title.append(" (columns)")
+            matrix = Table(box=None, header_style="bold")
+            matrix.add_column("")
+            for g in grades:
+                matrix.add_column(str(g), justify="right")
+            for g, row in zip(grades, p["confusion"]):
+                matrix.add_row(str(g), *(Text(str(v), style=("bold green" if i == g - grades[0] else "")
+                                              if v else "dim") for i, v in enumerate(row)))
+            parts += [Text(""), title, matrix]
+        body.update(Group(*parts))
 
     # -- actions -----------------------------------------------------------------------
 
