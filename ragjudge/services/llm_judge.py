@@ -326,7 +326,9 @@ class _Client:
     def scrub(self, text: str) -> str:
         """The text without the API key (an answer is kept as it came, less that)."""
         key = self.settings.api_key
-        return text.replace(key, "***") if key else text
+        text = text.replace(key, "***") if key else text
+        # no database stores NUL alike, and a lone surrogate is no UTF-8: both shown as U+FFFD
+        return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
     def clean(self, text: object, limit: int = 300) -> str:
         """Server text made fit for a message: no key, no URL password, one line, bounded."""
@@ -692,6 +694,8 @@ def priorities(project: Project, annotator: str, query_id: str, order: str) -> d
                                            LlmCall.annotator.in_(names),
                                            LlmCall.outcome == "unparsed")).scalars())
         humans = set(connection.execute(select(Annotator.name).where(Annotator.kind != "llm")).scalars())
+    if annotator in names:
+        return {}  # an LLM's own queue keeps its order
     machine: dict[str, set[int]] = {}
     people: dict[str, set[int]] = {}
     for chunk_id, who, grade in rows:

@@ -38,7 +38,6 @@ AGREEMENT_KEYS = (
     ("d", "tab('disputed')", "disputed", "Pairs the annotators disagree on, largest spread first."),
     ("l", "tab('quality')", "label quality", "Too-fast labels, drifting grades, self-agreement on re-checks."),
     ("w", "tab('answers')", "answers", "Agreement on judgments of generated answers: nugget and citation support."),
-    ("m", "tab('llm')", "people × LLM", "LLM annotators against each person and the people's gold, beside the people's own agreement."),
     ("r", "refresh", "refresh", "Compute again now."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
@@ -98,6 +97,7 @@ class AgreementScreen(Screen):
                     yield Static(Text("computing…", style="dim"), id="overview-body")
             with TabPane("pairs", id="pairs"):
                 with VerticalScroll():
+                    yield Static(id="llm-body")
                     yield Static(id="pairs-body")
             with TabPane("by query", id="by-query"):
                 with VerticalScroll():
@@ -114,9 +114,6 @@ class AgreementScreen(Screen):
             with TabPane("answers", id="answers"):
                 with VerticalScroll():
                     yield Static(id="answers-body")
-            with TabPane("people × LLM", id="llm"):
-                with VerticalScroll():
-                    yield Static(id="llm-body")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -343,12 +340,12 @@ class AgreementScreen(Screen):
         self.query_one("#answers-body", Static).update(Group(*parts))
 
     def _show_llm(self, data: dict) -> None:
-        """Each LLM annotator against each person and the people's gold (κ, α, confusion),
-        beside the people's agreement with each other."""
+        """On the pairs tab, above the people's pairs: each LLM annotator against each person
+        and the people's gold (κ, α, confusion), beside the people's agreement with each other
+        (nothing when no LLM annotator graded a pair)."""
         body = self.query_one("#llm-body", Static)
+        body.display = bool(data["llm"])
         if not data["llm"]:
-            body.update(Text("No LLM annotator has graded a pair yet: 'ragjudge llm-judge' adds one.",
-                             style="dim"))
             return
         head = Text("LLM annotators: ", style="bold")
         head.append_text(literal(", ".join(data["llm"])))
@@ -370,6 +367,8 @@ class AgreementScreen(Screen):
                            _num(p["cohen_kappa"]), _num(p["cohen_kappa_linear"]),
                            _num(p["krippendorff_alpha_ordinal"]))
         parts: list = [head, Text(""), table, Text(""), people]
+        if not data["human_pairs"]:
+            parts = parts[:3]
         grades = list(range(data["scale"][0], data["scale"][1] + 1))
         for p in data["against_gold"]:
             if not p["n"]:
@@ -385,6 +384,7 @@ class AgreementScreen(Screen):
                 matrix.add_row(str(g), *(Text(str(v), style=("bold green" if i == g - grades[0] else "")
                                               if v else "dim") for i, v in enumerate(row)))
             parts += [Text(""), title, matrix]
+        parts += [Text(""), Text("People with each other, pair by pair:", style="bold")]
         body.update(Group(*parts))
 
     # -- actions -----------------------------------------------------------------------

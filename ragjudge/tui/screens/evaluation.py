@@ -70,7 +70,7 @@ class EvaluationScreen(Screen):
 
     BINDINGS = [
         Binding(k, a, n, tooltip=t, id=f"eval.{n.replace(' ', '-')}",
-                show=k not in ("minus", "a", "b", "t", "r"),
+                show=k not in ("minus", "a", "b", "t", "r", "l"),
                 key_display={"plus": "+", "minus": "-"}.get(k))
         for k, a, n, t in EVAL_KEYS
     ]
