@@ -11,6 +11,7 @@ ragjudge never shows it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -49,7 +50,7 @@ class FakeLLM:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.handle(self, body)
@@ -78,10 +79,8 @@ class FakeLLM:
         for k, v in (headers or {}).items():
             handler.send_header(k, v)
         handler.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             handler.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
 
     def _next_fault(self) -> str | None:
         with self.lock:

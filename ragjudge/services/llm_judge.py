@@ -112,8 +112,7 @@ def render(template: str, values: dict[str, str]) -> str:
         whole = match.group(0)
         if whole in ("{{", "}}"):
             return whole[0]
-        name = match.group(1)
-        return values[name] if name in values else whole
+        return values.get(match.group(1), whole)
 
     return _PLACEHOLDER.sub(fill, template)
 
@@ -699,6 +698,8 @@ def priorities(project: Project, annotator: str, query_id: str, order: str) -> d
     machine: dict[str, set[int]] = {}
     people: dict[str, set[int]] = {}
     for chunk_id, who, grade in rows:
+        if grade is None:
+            continue
         if who in names:
             machine.setdefault(chunk_id, set()).add(int(grade))
         elif who in humans and who != annotator:
