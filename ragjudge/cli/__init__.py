@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "ragjudge.cli.annotators",
     "ragjudge.cli.review",
     "ragjudge.cli.serve",
+    "ragjudge.cli.llm",
 )
 
 

@@ -85,6 +85,7 @@ def agree(
     declared = _scale_option(scale)
     notes: list[str] = []
     verdict_data = None
+    llm_data = None
     if labels is not None:
         if verdict:
             raise UsageError("--verdict needs a project (runs to score); it does not apply to --labels.")
@@ -114,6 +115,9 @@ def agree(
                         f"--scale {scale}: {detail} Give a scale that holds every grade of the "
                         f"project, such as its own {ratings.scale[0]}-{ratings.scale[1]}.") from None
             view = svc.with_reference(project, svc.agreement_view(ratings))
+            llm_data = svc.human_vs_llm(project)
+            if not llm_data["llm"]:
+                llm_data = None
             if verdict:
                 from ragjudge.services.agreement import verdict_stability
 
@@ -128,6 +132,8 @@ def agree(
             data.pop("by_annotator")
         if verdict_data is not None:
             data["verdict"] = verdict_data
+        if llm_data is not None:
+            data["human_vs_llm"] = llm_data
         if notes:
             data["notes"] = notes
         print_json(data)
@@ -142,6 +148,8 @@ def agree(
         err_console.print("If the reference lists only relevant chunks, import it again with "
                           "--reference --complete: an unlisted pair of its queries then counts as "
                           "not relevant.")
+    if llm_data is not None:
+        _print_llm(llm_data)
     if verdict_data is not None:
         _print_verdict(verdict_data)
 
@@ -328,6 +336,38 @@ def _print_annotators(rows: list[dict]) -> None:
     console.print(table)
 
 
+def _print_llm(data: dict) -> None:
+    """Each LLM annotator against each person and against the people's gold, beside the
+    people's agreement with each other."""
+    console.print(f"[bold]People and LLM annotators[/] (LLM: {safe(', '.join(data['llm']))}; "
+                  "the statistics above are the people's alone)")
+    table = Table(title="person × LLM, over the pairs both graded (Δ = LLM − person: above 0, "
+                  "the model is more lenient)", title_justify="left")
+    for col in ("person", "LLM", "n", "agree", "κ", "κ linear", "α ordinal", "mean Δ"):
+        table.add_column(col, justify="left" if col in ("person", "LLM") else "right")
+    for p in [*data["pairs"], *data["against_gold"]]:
+        table.add_row(safe(p["a"]) if p["a"] != "gold" else "[italic]gold (people)[/]", safe(p["b"]),
+                      str(p["n"]), _fmt(p["percent_agreement"]),
+                      _fmt(p["cohen_kappa"], p["undefined"].get("cohen_kappa")),
+                      _fmt(p["cohen_kappa_linear"]),
+                      _fmt(p["krippendorff_alpha_ordinal"], p["undefined"].get("krippendorff_alpha_ordinal")),
+                      _fmt(p["mean_difference"]))
+    console.print(table)
+    console.print(f"people with each other: mean Cohen's κ {_fmt(data['human_mean_kappa'])} over "
+                  f"{len(data['human_pairs'])} pairs of people")
+    grades = list(range(data["scale"][0], data["scale"][1] + 1))
+    for p in data["against_gold"]:
+        if not p["n"]:
+            continue
+        matrix = Table(title=f"gold of the people (rows) × {safe(p['b'])} (columns)", title_justify="left")
+        matrix.add_column("")
+        for g in grades:
+            matrix.add_column(str(g), justify="right")
+        for g, counts in zip(grades, p["confusion"]):
+            matrix.add_row(str(g), *(str(v) for v in counts))
+        console.print(matrix)
+
+
 def _print_verdict(data: dict) -> None:
     console.print(f"[bold]Does disagreement change the verdict?[/] ({len(data['runs'])} runs)")
     table = Table(title="per measure: rankings of runs under each annotator's qrels", title_justify="left")
@@ -342,6 +382,16 @@ def _print_verdict(data: dict) -> None:
             safe(m["winner"].get("gold") or "-") + (" [bold red](changes)[/]" if m["winner_changes"] else ""),
         )
     console.print(table)
+    for entry in data.get("llm", []):
+        llm = Table(title=f"{safe(entry['annotator'])}: its qrels alone against the people's gold, on the "
+                    f"{entry['queries']} queries it judged ({entry['pairs']} pairs)", title_justify="left")
+        for col in ("measure", "Kendall τ", "winner (people)", "winner (LLM)"):
+            llm.add_column(col, justify="right" if col == "Kendall τ" else "left")
+        for m in entry["measures"]:
+            same = m["winner_human"] == m["winner_llm"]
+            llm.add_row(safe(m["measure"]), _fmt(m["tau"], m["tau_reason"]), safe(m["winner_human"] or "-"),
+                        safe(m["winner_llm"] or "-") + ("" if same else " [bold red](differs)[/]"))
+        console.print(llm)
 
 
 # --------------------------------------------------------------------------- assign

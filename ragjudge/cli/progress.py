@@ -3,7 +3,8 @@ how far, how fast and how long it will still take.
 
 Services report through a plain callback, ``progress(done, total, description)``, with an
 optional ``unit`` (``bytes``, the default, or a noun such as ``entries``, ``lines`` or
-``runs``); ``total`` may be None while unknown. The bar is drawn on standard error only when
+``runs``) and an optional ``detail`` shown after the rate (e.g. tokens and failures);
+``total`` may be None while unknown. The bar is drawn on standard error only when
 standard error is a terminal (a pipe or a file gets nothing, so output stays clean for scripts),
 and ``--quiet`` turns it off. Rich is imported only when a bar is drawn.
 """
@@ -60,13 +61,16 @@ def progress_bar(quiet: bool = False) -> Iterator[ProgressFn | None]:
             return Text(shown, style="progress.data.speed")
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), Amount(), Rate(),
-                   TimeRemainingColumn(), console=err_console, transient=True)
+                   TimeRemainingColumn(), TextColumn("{task.fields[detail]}"),
+                   console=err_console, transient=True)
     tasks: dict[str, Any] = {}
 
-    def update(done: int, total: int | None, description: str, unit: str = "bytes") -> None:
+    def update(done: int, total: int | None, description: str, unit: str = "bytes",
+               detail: str | None = None) -> None:
         if description not in tasks:
-            tasks[description] = bar.add_task(safe(description), total=total, unit=unit)
-        bar.update(tasks[description], completed=done, total=total)
+            tasks[description] = bar.add_task(safe(description), total=total, unit=unit, detail="")
+        fields = {} if detail is None else {"detail": safe(detail)}
+        bar.update(tasks[description], completed=done, total=total, **fields)
 
     with bar:
         yield update

@@ -132,6 +132,7 @@ def export_command(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
+    llm_audit: Annotated[bool, typer.Option("--llm-audit", help="labels only: every request of the LLM annotators instead (model, prompt SHA-256, answer, outcome, tokens, latency).")] = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
     from ragjudge.services import exporting
@@ -139,6 +140,9 @@ def export_command(
     kind = kind.strip().lower()
     if kind not in exporting.EXPORT_KINDS:
         raise UsageError(f"'ragjudge export {kind}': KIND is one of {', '.join(exporting.EXPORT_KINDS)}.")
+    if llm_audit:
+        _export_llm_audit(kind, format, output)
+        return
     if rule is not None:
         from ragjudge.services.qrels import check_rule
 
@@ -165,3 +169,13 @@ def _check_may_export(project, kind: str, rule: str | None, by: str | None) -> N
         require_sees_others(project, viewer, f"export every annotator's {kind}")
     elif kind == "qrels" and rule and rule.startswith("annotator:") and rule.split(":", 1)[1] != viewer:
         require_sees_others(project, viewer, "export another annotator's grades")
+def _export_llm_audit(kind: str, format: str | None, output: Path | None) -> None:
+    """``export labels --llm-audit``: the LLM annotators' requests, one line each."""
+    from ragjudge.services.llm_judge import export_audit
+
+    if kind != "labels":
+        raise UsageError("--llm-audit goes with 'export labels' (the LLM annotators' requests).")
+    with open_project() as project:
+        count = export_audit(project, str(output) if output is not None else "-", fmt=format or "jsonl")
+    if output is not None:
+        err_console.print(f"Wrote {count:,} LLM calls to {safe(output)}.")

@@ -40,7 +40,7 @@ from ragjudge.services.qrels import (
     not_recheck,
 )
 from ragjudge.services.roster import require_lead
-from ragjudge.store.schema import Adjudication, Chunk, Label, Query, utcnow
+from ragjudge.store.schema import Adjudication, Annotator, Chunk, Label, Query, utcnow
 
 if TYPE_CHECKING:
     from ragjudge.services.project import Project
@@ -54,6 +54,7 @@ __all__ = [
     "disputed_pairs",
     "fast_labels",
     "grade_drift",
+    "human_vs_llm",
     "label_quality",
     "labels_stamp",
     "load_ratings",
@@ -81,10 +82,13 @@ def load_ratings(
     *,
     annotators: Iterable[str] | None = None,
     query_ids: Iterable[str] | None = None,
+    include_llm: bool = False,
 ) -> Ratings:
-    """The project's current grades as a units × annotators :class:`Ratings` on its scale; a
-    complete reference's grade is the bottom of the scale on the pairs of its queries others
-    graded and it does not list (:func:`ragjudge.services.qrels.implied_labels`)."""
+    """The project's current grades as a units × annotators :class:`Ratings` on its scale:
+    the people's, and LLM annotators' too when named or with ``include_llm`` (agreement among
+    people is its own figure; :func:`human_vs_llm` sets the model beside it). A complete
+    reference's grade is the bottom of the scale on the pairs of its queries others graded and
+    it does not list (:func:`ragjudge.services.qrels.implied_labels`)."""
     newest = newest_label_ids()
     stmt = (
         select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
@@ -93,6 +97,8 @@ def load_ratings(
     )
     if annotators is not None:
         stmt = stmt.where(Label.annotator.in_(list(annotators)))
+    elif not include_llm:
+        stmt = stmt.where(Label.annotator.not_in(select(Annotator.name).where(Annotator.kind == "llm")))
     if query_ids is not None:
         stmt = stmt.where(Label.query_id.in_(list(query_ids)))
     with project.connect() as connection:
@@ -383,6 +389,63 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
                 "krippendorff_alpha_ordinal_without": alpha_without,
             }
         )
+    return out
+
+
+def human_vs_llm(project: Project) -> dict:
+    """How each LLM annotator agrees with each person, beside how the people agree with each
+    other: per (person, LLM) the pairs both graded, percent agreement, Cohen's κ (plain and
+    linear), Krippendorff's α (ordinal) and the confusion matrix (rows: the person), and the
+    mean grade difference (LLM − person: above 0, the model is the more lenient); per LLM the
+    same against the people's gold grade (the project's rule over the people's grades)."""
+    from ragjudge.metrics.agreement import pair_agreement
+    from ragjudge.services.qrels import gold_qrels, llm_annotators
+
+    with project.connect() as connection:
+        machines = sorted(llm_annotators(connection))
+    ratings = load_ratings(project, include_llm=True)
+    present = [str(a) for a in ratings.annotators]
+    machines = [m for m in machines if m in present]
+    humans = [a for a in present if a not in machines]
+    out: dict[str, Any] = {"llm": machines, "humans": humans, "scale": list(ratings.scale),
+                           "pairs": [], "human_pairs": [], "against_gold": []}
+    if not machines and len(humans) < 2:
+        return out
+
+    def row(r: Ratings, a: str, b: str) -> dict:
+        p = pair_agreement(r, a, b)
+        both = ~np.isnan(r.matrix[:, r.annotator_index(a)]) & ~np.isnan(r.matrix[:, r.annotator_index(b)])
+        diff = (r.matrix[both, r.annotator_index(b)] - r.matrix[both, r.annotator_index(a)])
+        alpha = krippendorff_alpha(_subset(r, cols=np.array([r.annotator_index(a), r.annotator_index(b)])),
+                                   "ordinal")
+        return {"a": a, "b": b, "n": p.n, "percent_agreement": p.percent_agreement.value,
+                "cohen_kappa": p.cohen_kappa.value, "cohen_kappa_linear": p.cohen_kappa_linear.value,
+                "krippendorff_alpha_ordinal": alpha.value,
+                "undefined": {k: v.reason for k, v in (("cohen_kappa", p.cohen_kappa),
+                                                       ("krippendorff_alpha_ordinal", alpha))
+                              if v.value is None},
+                "mean_difference": float(diff.mean()) if len(diff) else None,
+                "confusion": p.confusion.astype(int).tolist()}
+
+    for m in machines:
+        for h in humans:
+            out["pairs"].append(row(ratings, h, m))
+    for i, a in enumerate(humans):
+        for b in humans[i + 1:]:
+            out["human_pairs"].append(row(ratings, a, b))
+    kappas = [p["cohen_kappa"] for p in out["human_pairs"] if p["cohen_kappa"] is not None]
+    out["human_mean_kappa"] = float(np.mean(kappas)) if kappas else None
+    if machines:
+        gold = gold_qrels(project)
+        rows = [(q, c, "gold", g) for q, c, g in gold]
+        lo, hi = ratings.scale
+        for j, m in enumerate(ratings.annotators):
+            if str(m) in machines:
+                col = ratings.matrix[:, j]
+                rows += [(u[0], u[1], str(m), int(g)) for u, g in zip(ratings.units, col) if not np.isnan(g)]
+        with_gold = _ratings(rows, (lo, hi), source=None)
+        for m in machines:
+            out["against_gold"].append(row(with_gold, "gold", m))
     return out
 
 
@@ -718,6 +781,10 @@ def verdict_stability(
     Per measure: Kendall's τ_b between the gold ranking of runs and each annotator's, the
     smallest and mean τ, the largest change of any run's score (which run, under whose qrels),
     and the winning run under each qrels.
+
+    LLM annotators are not among those annotators: each has its own entry under ``llm``, the
+    τ_b between the ranking under its qrels alone and under the people's gold qrels, both on
+    the queries it judged (as the TREC 2024 RAG track compared UMBRELA's qrels with NIST's).
     """
     from ragjudge.metrics import Qrels, evaluate_runs, parse_measure
     from ragjudge.services.evaluation import project_run, project_run_names
@@ -790,9 +857,50 @@ def verdict_stability(
         "runs": run_names,
         "qrels": list(variants),
         "measures": out_measures,
+        "llm": _llm_verdict(project, runs, run_names, names, labels, gold),
         "method": "each annotator's qrels = the gold qrels with that annotator's grades on the "
                   "pairs they judged; tau = Kendall's tau-b against the gold ranking of runs",
     }
+
+
+def _llm_verdict(project: Project, runs: list, run_names: list[str], names: list[str],
+                 labels: list[str], gold: dict[tuple[str, str], int]) -> list[dict]:
+    """Per LLM annotator and measure: Kendall's τ_b between the run ranking under its qrels
+    alone and under the people's gold qrels, on the queries the LLM judged."""
+    from ragjudge.metrics import Qrels, evaluate_runs
+    from ragjudge.services.qrels import llm_annotators
+
+    with project.connect() as connection:
+        machines = sorted(llm_annotators(connection))
+    ratings = load_ratings(project, annotators=machines) if machines else None
+    out = []
+    for m in machines:
+        assert ratings is not None
+        if m not in ratings.annotators:
+            continue
+        col = ratings.matrix[:, ratings.annotator_index(m)]
+        mine = {u: int(g) for u, g in zip(ratings.units, col) if not np.isnan(g)}
+        queries = {q for q, _ in mine}
+        people = {k: g for k, g in gold.items() if k[0] in queries}
+        scores = {}
+        for key, judged in (("llm", mine), ("human", people)):
+            if not judged or not runs:
+                scores[key] = np.full((len(labels), len(runs)), np.nan)
+                continue
+            (q, c), g = zip(*judged.keys()), list(judged.values())
+            qrels = Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=project.scale.max)
+            results = evaluate_runs(qrels, runs, names, threshold=project.scale.threshold)
+            scores[key] = np.array([[results[r].means[k] for r in run_names] for k in range(len(labels))])
+        rows = []
+        for k, label in enumerate(labels):
+            tau = kendall_tau(scores["human"][k], scores["llm"][k])
+            rows.append({"measure": label, "tau": tau.value, "tau_reason": tau.reason,
+                         "human": dict(zip(run_names, _floats(scores["human"][k]))),
+                         "llm": dict(zip(run_names, _floats(scores["llm"][k]))),
+                         "winner_human": _winner(scores["human"][k], run_names),
+                         "winner_llm": _winner(scores["llm"][k], run_names)})
+        out.append({"annotator": m, "queries": len(queries), "pairs": len(mine), "measures": rows})
+    return out
 
 
 def _floats(values: np.ndarray) -> list[float | None]:

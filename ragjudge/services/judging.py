@@ -17,6 +17,7 @@ before grading stays, and a flag and a comment live side by side.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -781,6 +782,7 @@ class JudgingQueue:
         self.include_skipped = False
         self.totals: dict[str, int] | None = None
         """Pool size and handled pairs of the whole queue (set by :meth:`count_totals`)."""
+        self._llm_order: str | None = None
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -880,7 +882,8 @@ class JudgingQueue:
                     entry.append((run, int(rank)))
             states = self._states(connection, query_id)
             marks = marks_of_query(connection, self.annotator, query_id)
-        chunk_ids = sorted(ranks, key=lambda c: _shuffle_key(self._seed_bytes, query_id, c))
+        first = self._llm_first(query_id)
+        chunk_ids = sorted(ranks, key=lambda c: (c not in first, _shuffle_key(self._seed_bytes, query_id, c)))
         min_ranks = [min((r for _, r in ranks[c]), default=10**9) for c in chunk_ids]
         buckets: list[list[int]] = [[] for _ in self.rounds]
         for i, rank in enumerate(min_ranks):
@@ -888,6 +891,17 @@ class JudgingQueue:
         return QueryPool(query_id, chunk_ids, min_ranks,
                          [tuple(sorted(ranks[c], key=lambda x: (x[1], x[0]))) for c in chunk_ids],
                          [states.get(c) for c in chunk_ids], buckets, marks)
+
+    def _llm_first(self, query_id: str) -> set[str]:
+        """The chunks of the query an LLM's grades put first (the lead's setting, off by
+        default; :func:`ragjudge.services.llm_judge.priorities`)."""
+        from ragjudge.services import llm_judge
+
+        if self._llm_order is None:
+            self._llm_order = llm_judge.queue_order(self.project)
+        if self._llm_order == "off":
+            return set()
+        return set(llm_judge.priorities(self.project, self.annotator, query_id, self._llm_order))
 
     def _round_of(self, rank: int) -> int:
         for i, d in enumerate(self.rounds):
@@ -980,6 +994,19 @@ class JudgingQueue:
                         if self._open(pool.states[bucket[slot]]):
                             return Position(rj if rj == ri else rj, qp, slot)
         return None
+
+    def open_pairs(self) -> Iterator[tuple[str, str]]:
+        """Every (query id, chunk id) still to judge, in queue order, without moving: what a
+        judge that works through the whole queue at once (an LLM) takes in turn."""
+        for ri, depth in enumerate(self.rounds):
+            for qid in self.query_ids:
+                low = self._min_open_rank(qid)
+                if low is None or low > depth:
+                    continue
+                pool = self.pool(qid)
+                for i in pool.buckets[ri]:
+                    if self._open(pool.states[i]):
+                        yield qid, pool.chunk_ids[i]
 
     def first(self) -> PairView | None:
         """The first pair still to judge (where judging resumes), or None when all are done;

@@ -429,7 +429,7 @@ class LiveEvaluation:
     def __init__(self, project, *, measures: Sequence[str] | None = None,  # noqa: ANN001
                  rule: str | None = None, threshold: int | None = None, curve: str = "nDCG",
                  ranges: bool = True, resamples: int = 2_000,
-                 min_coverage: float | None = None) -> None:
+                 min_coverage: float | None = None, include_llm: bool = False) -> None:
         from ragjudge.services.qrels import check_rule
 
         self.project = project
@@ -445,6 +445,9 @@ class LiveEvaluation:
         self._pool_keys: np.ndarray = np.zeros(0, dtype="S1")
         self._pool_sizes: dict[bytes, int] = {}
         self.resamples = resamples
+        self.include_llm = include_llm
+        """Whether LLM annotators' grades enter the gold and the ranges (off: people only)."""
+        self.llm: frozenset[str] = frozenset()
         self.lock = threading.RLock()
         self.version = 0
         self.stamp = (0, 0)
@@ -490,6 +493,26 @@ class LiveEvaluation:
         with self.lock:
             self.min_coverage = float(share)
             self.version += 1  # the ranges change: a new snapshot to show
+
+    def set_include_llm(self, include: bool) -> None:
+        """Let the LLM annotators' grades into the gold and the between-annotator ranges."""
+        self.include_llm = bool(include)
+        self._recompute(reuse=False)
+
+    def _gold_labels(self, labels: LabelArrays, rule: str) -> LabelArrays:
+        """The labels ``rule`` aggregates: without LLM annotators unless they are let in or
+        named (as :func:`ragjudge.services.qrels.gold_qrels` does)."""
+        from ragjudge.services.qrels import without
+
+        if self.include_llm or rule.startswith("annotator:"):
+            return labels
+        return without(labels, self.llm)
+
+    def _read_llm(self) -> None:
+        from ragjudge.services.qrels import llm_annotators
+
+        with self.project.connect() as connection:
+            self.llm = llm_annotators(connection)
 
     def set_curve(self, curve: str) -> None:
         self.curve = self._check_curve(curve)
@@ -576,6 +599,7 @@ class LiveEvaluation:
                 old = {}
             assert self._labels is not None  # read or brought up to date just above
             labels, decided = self._labels.merged(), self._labels.decided
+            self._read_llm()
             self.annotators = sorted(set(labels.annotators.tolist()))
             self.views = {}
             for rule in self._rules():
@@ -584,7 +608,7 @@ class LiveEvaluation:
                     view.resum()
                 else:
                     view = self._new_view(rule)
-                    view.set_base(*self._gold(labels, decided, rule))
+                    view.set_base(*self._gold(self._gold_labels(labels, rule), decided, rule))
                     self._full(view)
                 self.views[rule] = view
             self.touched = ()
@@ -643,7 +667,8 @@ class LiveEvaluation:
     def _rules(self) -> list[str]:
         rules = [self.rule]
         if self.with_ranges:
-            rules += [f"annotator:{a}" for a in self.annotators if f"annotator:{a}" != self.rule]
+            rules += [f"annotator:{a}" for a in self.annotators if f"annotator:{a}" != self.rule
+                      and (self.include_llm or a not in self.llm)]
         return rules
 
     def _view_measures(self, rule: str) -> list[str]:
@@ -853,6 +878,8 @@ class LiveEvaluation:
                     self.recompute()
                     self.touched = tuple(touched)
                     return True
+                if annotators - set(self.annotators):
+                    self._read_llm()
                 for name in sorted(annotators - set(self.annotators)):
                     self._add_annotator(name)
                 self._apply(touched, annotators, decided)
@@ -932,7 +959,8 @@ class LiveEvaluation:
         """A first label by a new annotator: an empty view of their own (filled by _apply)."""
         self.annotators = sorted([*self.annotators, name])
         rule = f"annotator:{name}"
-        if self.with_ranges and rule != self.rule and rule not in self.views:
+        if (self.with_ranges and rule != self.rule and rule not in self.views
+                and (self.include_llm or name not in self.llm)):
             view = self._new_view(rule)
             view.resum()
             self.views[rule] = view
@@ -946,7 +974,7 @@ class LiveEvaluation:
                     and not view.present[self._rows(touched)].any():
                 continue
             judgments: dict[str, dict[str, int]] = {}
-            for q, c, g in zip(*(a.tolist() for a in self._gold(labels, decided, rule))):
+            for q, c, g in zip(*(a.tolist() for a in self._gold(self._gold_labels(labels, rule), decided, rule))):
                 judgments.setdefault(q, {})[c] = g
             jobs.append((view, self._begin(view, touched, judgments)))
         self._evaluate_plain(jobs)

@@ -330,14 +330,32 @@ def _check_annotator_known(connection: Connection, name: str) -> None:
         )
 
 
-def gold_qrels(project: Project, rule: str | None = None) -> list[tuple[str, str, int]]:
-    """The gold qrels of a project: adjudication first, else ``rule`` (default: the project's)."""
+def llm_annotators(connection: Connection) -> frozenset[str]:
+    """The annotators of kind ``llm`` (their grades stay out of the gold unless asked)."""
+    return frozenset(connection.execute(select(Annotator.name).where(Annotator.kind == "llm")).scalars())
+
+
+def without(labels: LabelArrays, names: frozenset[str]) -> LabelArrays:
+    """``labels`` less the rows of the annotators ``names``."""
+    if not names or not len(labels):
+        return labels
+    keep = ~np.isin(labels.annotators, list(names))
+    return LabelArrays(labels.query_ids[keep], labels.chunk_ids[keep], labels.annotators[keep],
+                       labels.grades[keep])
+
+
+def gold_qrels(project: Project, rule: str | None = None, *,
+               include_llm: bool = False) -> list[tuple[str, str, int]]:
+    """The gold qrels of a project: adjudication first, else ``rule`` (default: the project's).
+    LLM annotators' grades count only under ``annotator:NAME`` or with ``include_llm``."""
     rule = check_rule(rule or project.rule)
     with project.connect() as connection:
         annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
         if annotator is not None:
             _check_annotator_known(connection, annotator)
         labels = current_labels(connection, annotator=annotator)
+        if annotator is None and not include_llm:
+            labels = without(labels, llm_annotators(connection))
         decided = adjudications(connection)
         policy = gold_policy(connection, project.scale.min)
     merged = {(q, c): g for q, c, g in aggregate(gold_labels(labels, policy, rule), rule)}

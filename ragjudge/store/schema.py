@@ -424,3 +424,37 @@ class Assignment(Base):
         UniqueConstraint("annotator", "query_id", "chunk_id", name="uq_assignments_pair"),
         Index("ix_assignments_pair", "query_id", "chunk_id"),
     )
+
+
+class LlmCall(Base):
+    """Append-only: one request of an LLM annotator (``ragjudge llm-judge``) about one pair.
+
+    The audit trail of a model's label: the model named in the request, the SHA-256 of the exact
+    prompt sent, the answer's text, the token counts the server reported and the time it took.
+    ``outcome`` is ``graded`` (``grade`` parsed and ``label_id`` the label event written with it),
+    ``unparsed`` (the answer named no grade of the scale: no label) or ``failed`` (no answer after
+    the retries; ``error`` says why). The API key is never stored.
+    """
+
+    __tablename__ = "llm_calls"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"))
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"))
+    annotator: Mapped[str] = mapped_column(ForeignKey("annotators.name"))
+    model: Mapped[str] = mapped_column(Text)
+    prompt_sha256: Mapped[str] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(16))
+    grade: Mapped[int | None] = mapped_column(Integer)
+    label_id: Mapped[int | None] = mapped_column(Integer)
+    answer: Mapped[str | None] = mapped_column(Text)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (
+        CheckConstraint("outcome IN ('graded', 'unparsed', 'failed')", name="outcome"),
+        Index("ix_llm_calls_annotator_pair", "annotator", "query_id", "chunk_id", "id"),
+    )

@@ -72,8 +72,9 @@ class AgreementScreen(Screen):
 
         def __init__(self, view: svc.AgreementView, decided: dict, quality: dict,
                      stamp: tuple[int, ...], answers: dict | None = None,
-                     visible: bool = True) -> None:
+                     visible: bool = True, llm: dict | None = None) -> None:
             super().__init__()
+            self.llm = llm
             self.view = view
             self.visible = visible
             """whether the viewer may see each annotator's grade of a pair"""
@@ -103,6 +104,7 @@ class AgreementScreen(Screen):
                     yield Static(Text("computing…", style="dim"), id="overview-body")
             with TabPane("pairs", id="pairs"):
                 with VerticalScroll():
+                    yield Static(id="llm-body")
                     yield Static(id="pairs-body")
             with TabPane("by query", id="by-query"):
                 with VerticalScroll():
@@ -153,7 +155,8 @@ class AgreementScreen(Screen):
         visible = sees_all_grades(self.project, viewer_of(self.app))
         self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
                                         svc.label_quality(self.project), stamp,
-                                        answers.answer_agreement(self.project), visible=visible))
+                                        answers.answer_agreement(self.project), visible=visible,
+                                        llm=svc.human_vs_llm(self.project)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
@@ -168,6 +171,8 @@ class AgreementScreen(Screen):
         self._show_quality(message.quality)
         if message.answers is not None:
             self._show_answers(message.answers)
+        if message.llm is not None:
+            self._show_llm(message.llm)
 
     # -- panes -------------------------------------------------------------------------
 
@@ -388,6 +393,54 @@ class AgreementScreen(Screen):
             parts = [Text("No answer judged yet: judge answers with 'ragjudge annotate --answers' "
                           "or w on the home screen.", style="dim")]
         self.query_one("#answers-body", Static).update(Group(*parts))
+
+    def _show_llm(self, data: dict) -> None:
+        """On the pairs tab, above the people's pairs: each LLM annotator against each person
+        and the people's gold (κ, α, confusion), beside the people's agreement with each other
+        (nothing when no LLM annotator graded a pair)."""
+        body = self.query_one("#llm-body", Static)
+        body.display = bool(data["llm"])
+        if not data["llm"]:
+            return
+        head = Text("LLM annotators: ", style="bold")
+        head.append_text(literal(", ".join(data["llm"])))
+        head.append(" — the other tabs show the people alone; Δ = LLM − person (above 0: the model "
+                    "is more lenient)", style="dim")
+        table = Table(header_style="bold", box=None)
+        for col in ("person", "LLM", "n", "agree", "κ", "κ linear", "α ordinal", "mean Δ"):
+            table.add_column(col, justify="left" if col in ("person", "LLM") else "right")
+        for p in [*data["pairs"], *data["against_gold"]]:
+            who = Text("gold (people)", style="italic") if p["a"] == "gold" else literal(p["a"])
+            table.add_row(who, literal(p["b"]), str(p["n"]), _num(p["percent_agreement"]),
+                          _num(p["cohen_kappa"]), _num(p["cohen_kappa_linear"]),
+                          _num(p["krippendorff_alpha_ordinal"]), _num(p["mean_difference"]))
+        people = Table(title="people with each other", title_justify="left", header_style="bold", box=None)
+        for col in ("a", "b", "n", "agree", "κ", "κ linear", "α ordinal"):
+            people.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for p in data["human_pairs"]:
+            people.add_row(literal(p["a"]), literal(p["b"]), str(p["n"]), _num(p["percent_agreement"]),
+                           _num(p["cohen_kappa"]), _num(p["cohen_kappa_linear"]),
+                           _num(p["krippendorff_alpha_ordinal"]))
+        parts: list = [head, Text(""), table, Text(""), people]
+        if not data["human_pairs"]:
+            parts = parts[:3]
+        grades = list(range(data["scale"][0], data["scale"][1] + 1))
+        for p in data["against_gold"]:
+            if not p["n"]:
+                continue
+            title = Text("gold of the people (rows) × ")
+            title.append_text(literal(p["b"], "bold"))
+            title.append(" (columns)")
+            matrix = Table(box=None, header_style="bold")
+            matrix.add_column("")
+            for g in grades:
+                matrix.add_column(str(g), justify="right")
+            for g, row in zip(grades, p["confusion"]):
+                matrix.add_row(str(g), *(Text(str(v), style=("bold green" if i == g - grades[0] else "")
+                                              if v else "dim") for i, v in enumerate(row)))
+            parts += [Text(""), title, matrix]
+        parts += [Text(""), Text("People with each other, pair by pair:", style="bold")]
+        body.update(Group(*parts))
 
     # -- actions -----------------------------------------------------------------------
 

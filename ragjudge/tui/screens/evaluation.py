@@ -60,6 +60,7 @@ EVAL_KEYS = (
     ("b", "next_run('b')", "run B", "Compare: the next run as B."),
     ("n", "next_coverage", "coverage", "Ranges: the next share of the pool an annotator's labels must cover to count (50%, 75%, 100%, any, 10%, 25%); saved in the project."),
     ("r", "refresh", "refresh", "Recompute everything from the database now."),
+    ("l", "toggle_llm", "LLM in gold", "Let LLM annotators' grades into the gold and the ranges (off: people only)."),
     ("escape,q", "back", "back", "Back to the previous screen."),
 )
 
@@ -71,7 +72,7 @@ class EvaluationScreen(Screen):
 
     BINDINGS = [
         Binding(k, a, n, tooltip=t, id=f"eval.{n.replace(' ', '-')}",
-                show=k not in ("minus", "a", "b", "t", "r", "n"),
+                show=k not in ("minus", "a", "b", "t", "r", "n", "l"),
                 key_display={"plus": "+", "minus": "-"}.get(k))
         for k, a, n, t in EVAL_KEYS
     ]
@@ -313,6 +314,8 @@ class EvaluationScreen(Screen):
                 svc.save_coverage(self.project, value)
             elif kind == "refresh":
                 engine.recompute()
+            elif kind == "llm":
+                engine.set_include_llm(value)
 
     def _post_snapshot(self) -> None:
         """The numbers of the moment; the per-query column and the strata only while their tab
@@ -708,6 +711,14 @@ class EvaluationScreen(Screen):
 
     def action_refresh(self) -> None:
         self.requests.put(("refresh", None))
+
+    def action_toggle_llm(self) -> None:
+        if self.engine is None:
+            return
+        self._include_llm = not getattr(self, "_include_llm", False)
+        self.requests.put(("llm", self._include_llm))
+        self.notify("LLM annotators' grades: " + ("in the gold and the ranges" if self._include_llm
+                                                  else "left out (people only)"), timeout=3)
 
     def action_next_rule(self) -> None:
         if self.engine is None:

@@ -424,6 +424,22 @@ class JudgeScreen(SessionActions, Screen):
         self._count_label()
         # a grade event is a whole new label state (flags and comments are marks, untouched)
         self._recorded(LabelState(event_id, grade, False, None, None, None, "tui"), move_on=True)
+        if not pair.recheck:
+            self._reveal_llm(pair.query_id, pair.chunk_id, grade)
+
+    def _reveal_llm(self, query_id: str, chunk_id: str, grade: int) -> None:
+        """With the project's setting on, the LLM's grade of the pair just graded, in one line:
+        only after the annotator's own grade is on disk, never before."""
+        from ragjudge.services import llm_judge
+
+        if getattr(self, "_llm_reveal", None) is None:
+            self._llm_reveal = self._run(llm_judge.reveal_after_grading, self.project) or False
+        if not self._llm_reveal:
+            return
+        words = self._run(llm_judge.llm_grades, self.project, query_id, chunk_id) or []
+        if words:
+            said = ", ".join(f"{name} {'no grade (unparsed)' if g is None else g}" for name, g in words)
+            self.notify(f"You gave {grade}; the LLM gave: {said}.", title="LLM", markup=False, timeout=4)
 
     def action_binary(self, grade: int) -> None:
         if not self.scale.is_binary:
