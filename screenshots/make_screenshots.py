@@ -34,6 +34,8 @@ class Scenario:
     """Arguments of make_app: annotator, start ('home', 'judge' or 'answers'), queue options."""
     keys: tuple[str, ...] = ()
     prepare: Callable | None = None
+    size: tuple[int, int] = SIZE
+    """The terminal's columns and rows."""
     needs: str | None = None
     """A module the screen lives in; the scenario is left out while it does not exist."""
 
@@ -77,6 +79,35 @@ def _judged_a_few(project) -> None:
                              chunk_id=last.chunk_id, support="partial")
 
 
+def _flags_for_review(project) -> None:
+    """dora leads the demo; ana and ben flagged or commented on pairs of m01 she has to review."""
+    from ragjudge.services import judging as J
+    from ragjudge.services import roster
+
+    roster.add(project, "dora", role="lead")
+    _seen("dora")(project)
+    queue = J.JudgingQueue(project, "ana", queries=FACET_QUERY)
+    view = queue.first()
+    J.flag_pair(project, annotator="ana", query_id=view.query_id, chunk_id=view.chunk_id,
+                note="is a claim form the same as a report?")
+    J.comment_pair(project, annotator="ben", query_id=view.query_id, chunk_id=view.chunk_id,
+                   note="the deadline is in the second paragraph")
+    nxt = queue.after(view.position)
+    if nxt is not None:
+        J.flag_pair(project, annotator="chen", query_id=nxt.query_id, chunk_id=nxt.chunk_id,
+                    note="outdated policy?")
+
+
+def _lead(name: str) -> Callable:
+    def prepare(project) -> None:
+        from ragjudge.services import roster
+
+        roster.add(project, name, role="lead")
+        _seen(name)(project)
+
+    return prepare
+
+
 ANSWER_MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision",
                    "CitationRecall", "Attribution@5"]
 
@@ -105,8 +136,17 @@ SCENARIOS: list[Scenario] = [
                needs="ragjudge.tui.screens.evaluation")
       for tab, key in (("overview", "o"), ("per-query", "p"), ("curves", "v"), ("strata", "s"),
                        ("compare", "c"))),
-    Scenario("agreement", {"annotator": "dana"}, keys=("a",)),
-    Scenario("agreement-disputed", {"annotator": "dana"}, keys=("a", "d")),
+    Scenario("agreement", {"annotator": "dana"}, keys=("a",), prepare=_lead("dana")),
+    Scenario("agreement-disputed", {"annotator": "dana"}, keys=("a", "d"), prepare=_lead("dana")),
+    Scenario("review", {"annotator": "dora"}, keys=("v",), prepare=_flags_for_review),
+    Scenario("history", {"annotator": "dana", "start": "judge", "queries": FACET_QUERY},
+             keys=("l",), prepare=_judged_a_few),
+    Scenario("neighbours", {"annotator": "dana", "start": "judge", "queries": FACET_QUERY},
+             keys=("d",), prepare=_seen("dana")),
+    Scenario("name-choice", {"annotator": "Ana", "start": "judge"}),
+    Scenario("judge-narrow", {"annotator": "dana", "start": "judge"}, prepare=_seen("dana"),
+             size=(90, 36)),
+    Scenario("login", {"served": True}),
     Scenario("answers", {"annotator": "dana", "start": "answers", "queries": FACET_QUERY},
              keys=("2", "1", "2", "down"), prepare=_seen("dana")),
     Scenario("evaluation-answers", {"annotator": "dana"}, keys=("e",), prepare=_answer_board),
@@ -115,6 +155,7 @@ SCENARIOS: list[Scenario] = [
 
 
 async def shoot(scenario: Scenario, db: str, out: Path) -> Path:
+    from textual.app import App
     from textual.widgets import Input
 
     from ragjudge.services.project import Project
@@ -123,8 +164,14 @@ async def shoot(scenario: Scenario, db: str, out: Path) -> Path:
     with Project.open(db) as project:
         if scenario.prepare is not None:
             scenario.prepare(project)
-        app = make_app(project, **scenario.options)
-        async with app.run_test(size=SIZE) as pilot:
+        options = dict(scenario.options)
+        if options.pop("served", False):  # a browser tab of 'ragjudge serve': the login screen
+            from ragjudge.tui.served import ServedApp
+
+            app = ServedApp(project, **options)
+        else:
+            app = make_app(project, **options)
+        async with app.run_test(size=scenario.size) as pilot:
             await pilot.pause()
             for key in scenario.keys:
                 await pilot.press(key)
@@ -134,7 +181,8 @@ async def shoot(scenario: Scenario, db: str, out: Path) -> Path:
                 widget.cursor_blink = False
             await pilot.pause()
             svg = out / f"{scenario.name}.svg"
-            app.save_screenshot(svg.name, str(out))
+            # App's own method: a served app refuses to write files, this script may
+            App.save_screenshot(app, svg.name, str(out))
     png = out / f"{scenario.name}.png"
     import cairosvg
 
