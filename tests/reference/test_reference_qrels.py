@@ -241,15 +241,7 @@ def test_one_grade_only_is_a_warning_not_kappa_zero(capsys, db, files):
 
 
 def test_the_agreement_screen_shows_the_reference_and_the_degenerate_warning(capsys, db, files):
-    import asyncio
-    import io
-
-    from rich.console import Console
-    from textual.app import App
-    from textual.widgets import Static
-
     from ragjudge.services.project import Project
-    from ragjudge.tui.screens.agreement import AgreementScreen
 
     qrels, _ = files
     _run(capsys, "--db", db, "import", "qrels", qrels, "--annotator", "nist", "--reference")
@@ -258,23 +250,7 @@ def test_the_agreement_screen_shows_the_reference_and_the_degenerate_warning(cap
         for k, chunk in enumerate(chunks):
             record_label(project, annotator="ana", query_id=q, chunk_id=chunk, grade=k % 2)
 
-    class Host(App):
-        def on_mount(self) -> None:
-            self.push_screen(AgreementScreen(project))
-
-    def text(screen, selector: str) -> str:
-        console = Console(width=200, record=True, file=io.StringIO())
-        console.print(screen.query_one(selector, Static).content)
-        return console.export_text()
-
-    async def look() -> tuple[str, str]:
-        app = Host()
-        async with app.run_test(size=(200, 50)) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            return text(app.screen, "#overview-body"), text(app.screen, "#pairs-body")
-
-    overview, pairs = asyncio.run(look())
+    overview, pairs = _agreement_text(project)
     project.close()
     # official grades 1..3 on these pairs, ana 0/1: not degenerate; the reference's row shows κ
     assert "against the reference nist" in overview
@@ -284,15 +260,7 @@ def test_the_agreement_screen_shows_the_reference_and_the_degenerate_warning(cap
 
 
 def test_the_agreement_screen_warns_on_one_grade_only(capsys, db, files):
-    import asyncio
-    import io
-
-    from rich.console import Console
-    from textual.app import App
-    from textual.widgets import Static
-
     from ragjudge.services.project import Project
-    from ragjudge.tui.screens.agreement import AgreementScreen
 
     qrels, _ = files
     flat = qrels.parent / "flat.qrels"
@@ -303,6 +271,26 @@ def test_the_agreement_screen_warns_on_one_grade_only(capsys, db, files):
     for q, chunks in _official().items():
         for k, chunk in enumerate(chunks):
             record_label(project, annotator="ana", query_id=q, chunk_id=chunk, grade=k % 2)
+
+    overview, pairs = _agreement_text(project)
+    project.close()
+    ana = next(line for line in overview.splitlines() if line.strip().startswith("ana"))
+    assert "degenerate" in ana and "0.000" not in ana
+    assert "κ is degenerate for ana and nist: nist gave one grade only (1) on the 12 shared units" in overview
+    row = next(line for line in pairs.splitlines() if line.strip().startswith("ana"))
+    assert row.count("degenerate") == 3  # κ, linear and quadratic κ: no 0.000
+
+
+def _agreement_text(project) -> tuple[str, str]:
+    """The agreement screen's overview and pairs tabs, as text, once computed."""
+    import asyncio
+    import io
+
+    from rich.console import Console
+    from textual.app import App
+    from textual.widgets import Static
+
+    from ragjudge.tui.screens.agreement import AgreementScreen
 
     class Host(App):
         def on_mount(self) -> None:
@@ -320,10 +308,4 @@ def test_the_agreement_screen_warns_on_one_grade_only(capsys, db, files):
             await pilot.pause()
             return text(app.screen, "#overview-body"), text(app.screen, "#pairs-body")
 
-    overview, pairs = asyncio.run(look())
-    project.close()
-    ana = next(line for line in overview.splitlines() if line.strip().startswith("ana"))
-    assert "degenerate" in ana and "0.000" not in ana
-    assert "κ is degenerate for ana and nist: nist gave one grade only (1) on the 12 shared units" in overview
-    row = next(line for line in pairs.splitlines() if line.strip().startswith("ana"))
-    assert row.count("degenerate") == 3  # κ, linear and quadratic κ: no 0.000
+    return asyncio.run(look())
