@@ -1340,13 +1340,14 @@ def chunk_neighbours(project: Project, chunk_id: str) -> tuple[ChunkText | None,
 
 
 def annotator_progress(project: Project) -> list[dict]:
-    """Per annotator: current grades, skipped pairs, flagged pairs, events (for the home screen)."""
+    """Per annotator: current grades, skipped pairs, flagged pairs, events and kind (human or
+    llm), for the home screen."""
     from sqlalchemy import func, text
 
     with project.connect() as connection:
         rows = connection.execute(text(
             "SELECT a.name, "
-            " (SELECT COUNT(*) FROM labels l WHERE l.annotator = a.name) AS events "
+            " (SELECT COUNT(*) FROM labels l WHERE l.annotator = a.name) AS events, a.kind "
             "FROM annotators a ORDER BY a.name")).all()
         current = connection.execute(text(
             "SELECT l.annotator, SUM(CASE WHEN l.grade IS NOT NULL THEN 1 ELSE 0 END), "
@@ -1360,10 +1361,11 @@ def annotator_progress(project: Project) -> list[dict]:
                                         .group_by(flagged.c.annotator)).all())
     by_name = {name: (int(g or 0), int(s or 0)) for name, g, s in current}
     out = []
-    for name, events in rows:
+    for name, events, kind in rows:
         graded, skipped = by_name.get(name, (0, 0))
         out.append({"annotator": name, "graded": graded, "skipped": skipped,
-                    "flagged": int(flags.get(name, 0)), "events": int(events or 0)})
+                    "flagged": int(flags.get(name, 0)), "events": int(events or 0),
+                    "kind": kind or "human"})
     return out
 
 

@@ -192,3 +192,11 @@ def test_the_llm_grade_is_revealed_only_after_grading(project):
     screen._llm_reveal = None
     JudgeScreen._reveal_llm(screen, "q1", "c01", 2)
     assert notes == []
+
+
+def test_the_home_screen_s_annotator_list_tells_the_llm_apart(project):
+    from ragjudge.services.judging import annotator_progress
+
+    seed(project)
+    kinds = {row["annotator"]: row["kind"] for row in annotator_progress(project)}
+    assert kinds == {"ana": "human", "ben": "human", LLM: "llm"}

@@ -130,7 +130,10 @@ class HomeScreen(Screen):
         for row in message.progress:
             in_pool = pool.get("by_annotator", {}).get(row["annotator"], 0)
             of_pool = f"{in_pool / pool['pairs']:.0%}" if pool["pairs"] else "–"
-            people.add_row(literal(row["annotator"]), f"{row['graded']:,}", f"{row['skipped']:,}",
+            name = literal(row["annotator"])
+            if row.get("kind") == "llm":
+                name.append(" (llm)", style="dim")
+            people.add_row(name, f"{row['graded']:,}", f"{row['skipped']:,}",
                            f"{row['flagged']:,}", of_pool)
         if not message.progress:
             people.add_row(Text("nobody yet", style="dim"), "", "", "", "")
