@@ -22,6 +22,7 @@ from sqlalchemy import and_, case, delete, exists, func, or_, select
 from ragjudge.errors import UsageError
 from ragjudge.services.judging import RECHECK, check_annotator
 from ragjudge.services.pool import DEFAULT_DEPTH, pool_select
+from ragjudge.services.runhead import ensure_rows
 from ragjudge.services.roster import require_lead
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Assignment, Label, Run, utcnow
@@ -140,6 +141,8 @@ def assign(
                     f"--runs: no run named {', '.join(unknown)} in this project "
                     f"(runs: {', '.join(sorted(known)) or 'none'})."
                 )
+    ensure_rows(project, depth, list(runs) if runs else None)
+    with project.connect() as connection:
         pool = [tuple(row) for row in connection.execute(pool_select(depth, list(runs) if runs else None))]
         if not pool:
             raise UsageError("the pool is empty: import a run first (ragjudge import run FILE).")

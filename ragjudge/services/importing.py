@@ -67,7 +67,7 @@ from ragjudge.formats.records import check_text, check_typed
 from ragjudge.formats.sentences import split_sentences
 from ragjudge.formats.source import Source, is_inline, path_kind
 from ragjudge.formats.trec import trec_run_rows
-from ragjudge.services import bulk
+from ragjudge.services import bulk, runhead
 from ragjudge.services.staging import ImportSession, gc_paused, ids_in, publish_run
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
@@ -766,17 +766,40 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
                 return result
         arrays = ranked.arrays()
         del columns
+        head = runhead.head_depth(project)
+        in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
+        if missing_chunks and len(in_head) < len(ranked):
+            # placeholders only for the chunks of the rows: deeper ones get theirs when a pool
+            # first reaches them (runhead.ensure_rows)
+            heads = set(bulk.decode(bulk.distinct(ranked.chunk_ids[in_head])[0]))
+            deeper = len(missing_chunks)
+            missing_chunks = [c for c in missing_chunks if c in heads]
+            deeper -= len(missing_chunks)
+            if deeper:
+                result.notes.append(
+                    f"{deeper:,} more chunk ids, all ranked below {head}, stay ids only: each gets "
+                    "its placeholder when a judging pool first reaches that deep.")
         generation, replaces = session.begin_run(name)
+
+        def placeholders(connection: Connection) -> None:
+            for table, ids in ((_queries, missing_queries), (_chunks, missing_chunks)):
+                session.write_rows(connection, f"INSERT INTO {table.name} (id, text) VALUES (?, '')",
+                                   [(i,) if session.sqlite else (i, "") for i in sorted(ids)],
+                                   table.name, ("id", "text"))
+            result.created_queries = len(missing_queries)
+            result.created_chunks = len(missing_chunks)
+
         try:
-            _stage_entries(session, name, generation, ranked, progress)
+            if not session.sqlite:  # one transaction: the entries' references come first
+                with session.write() as connection:
+                    placeholders(connection)
+            _stage_entries(session, name, generation, ranked, in_head, progress)
             session.store_arrays(name, generation, arrays)
+            meta = runhead.run_meta(file, head, arrays)
             with session.write(durable=True) as connection:
-                for table, ids in ((_queries, missing_queries), (_chunks, missing_chunks)):
-                    for part in _batches(ids):
-                        connection.execute(insert(table), [{"id": i, "text": ""} for i in part])
-                result.created_queries = len(missing_queries)
-                result.created_chunks = len(missing_chunks)
-                publish_run(connection, name, generation, {"source": file}, replaces is not None)
+                if session.sqlite:  # staged without the references checked: made at the publish
+                    placeholders(connection)
+                publish_run(connection, name, generation, meta, replaces is not None)
         except BaseException:
             with suppress(Exception):  # the next import or opening removes what is left
                 session.abandon_run(name, generation)
@@ -794,21 +817,24 @@ _entries = RunEntry.__table__
 
 
 def _stage_entries(session: ImportSession, name: str, generation: int, ranked: bulk.RankedRun,
-                   progress: Progress | None) -> None:
-    """The run's entries under ``generation``, batch by batch, in storage order."""
+                   rows: np.ndarray, progress: Progress | None) -> None:
+    """The run's head (its entries at positions ``rows``, see :mod:`ragjudge.services.runhead`)
+    under ``generation``, batch by batch, in storage order."""
     queries = np.array(bulk.decode(ranked.query_ids), dtype=object)
-    ranks = ranked.ranks
-    scores = ranked.scores
+    ranks = ranked.ranks[rows]
+    scores = ranked.scores[rows]
+    qidx = ranked.qidx[rows]
+    chunk_ids = ranked.chunk_ids[rows]
     has_none = bool(np.isnan(scores).any())
     sql = session.run_entries_sql()
-    total = len(ranked)
+    total = len(rows)
     description = f"run {name}: writing entries"
 
     def prepare(start: int, stop: int) -> list[tuple]:
         part = scores[start:stop]
         values = ([None if v != v else v for v in part.tolist()] if has_none else part.tolist())
-        return list(zip(repeat(name), repeat(generation), queries[ranked.qidx[start:stop]].tolist(),
-                        bulk.decode(ranked.chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
+        return list(zip(repeat(name), repeat(generation), queries[qidx[start:stop]].tolist(),
+                        bulk.decode(chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
 
     def write(connection: Connection, rows: list[tuple]) -> None:
         session.write_rows(connection, sql, rows, "run_entries",

@@ -759,6 +759,9 @@ class JudgingQueue:
         self._seed_bytes = self.seed.to_bytes(8, "little")
         self.rounds = depth_rounds(depth) if order == "depth" else (depth,)
         self.runs = self._check_runs(runs)
+        from ragjudge.services.runhead import ensure_rows
+
+        ensure_rows(project, depth, self.runs or None)  # a pool deeper than the runs' rows
         self.only: dict[str, set[str]] | None = None
         """With ``pairs``: the only chunks of each query the queue holds (judging exactly the
         pairs nobody has graded, from the evaluation screen)."""

@@ -28,6 +28,9 @@ def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: lis
     """How many pairs the pool holds, how many have a current grade from any annotator (on a
     complete reference's queries every pair is judged: unlisted means not relevant), and per
     annotator how many pool pairs they judged (``by_annotator``; never more than the pool)."""
+    from ragjudge.services.runhead import ensure_rows
+
+    ensure_rows(project, depth, runs, required=False)
     pool = pool_select(depth, runs).subquery()
     newest = newest_label_ids()
     current = (

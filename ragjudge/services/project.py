@@ -292,11 +292,7 @@ class Project:
             per_annotator = dict(
                 session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
             )
-            run_rows = session.execute(
-                select(RunEntry.run, func.count(), func.count(func.distinct(RunEntry.query_id)),
-                       func.max(RunEntry.rank)).where(published())
-                .group_by(RunEntry.run).order_by(RunEntry.run)
-            ).all()
+            run_rows = _run_sizes(session)
         pool = pool_size_and_judged(self)
         return {
             "project": self.name,
@@ -445,3 +441,20 @@ def open_project(db: str | None = None, *, create: bool = False) -> Project:
 
 def is_server(db: str) -> bool:
     return is_url(db) and not db.startswith("sqlite")
+
+
+def _run_sizes(session: Session) -> list[tuple[str, int, int, int]]:
+    """Each run's ``(name, entries, queries, deepest rank)``: from its ``meta``, where the
+    import recorded them (its rows are only its head, see :mod:`ragjudge.services.runhead`),
+    else counted over its rows."""
+    sizes: dict[str, tuple[str, int, int, int]] = {}
+    for name, meta in session.execute(select(Run.name, Run.meta)):
+        if isinstance(meta, dict) and all(isinstance(meta.get(k), int) for k in ("entries", "queries", "depth")):
+            sizes[name] = (name, meta["entries"], meta["queries"], meta["depth"])
+    counted = (select(RunEntry.run, func.count(), func.count(func.distinct(RunEntry.query_id)),
+                      func.max(RunEntry.rank)).where(published()).group_by(RunEntry.run))
+    if sizes:
+        counted = counted.where(RunEntry.run.not_in(list(sizes)))
+    for name, n, q, d in session.execute(counted):
+        sizes[name] = (name, n, q, d)
+    return [sizes[name] for name in sorted(sizes)]

@@ -117,6 +117,16 @@ class ImportSession:
     def _close(self) -> None:
         try:
             if self._connection is not None:
+                if not self.sqlite and not self.locked:
+                    # the lock belongs to the server's session, which outlives this connection
+                    # in the pool: released here, or the next import in this process waits forever
+                    try:
+                        if self._connection.in_transaction():
+                            self._connection.rollback()
+                        self._connection.exec_driver_sql(f"SELECT pg_advisory_unlock({_ADVISORY_KEY})")
+                        self._connection.commit()
+                    except Exception:  # noqa: BLE001 - a broken connection is discarded, lock and all
+                        self._connection.invalidate()
                 if self.sqlite:
                     try:
                         self.raw.execute("PRAGMA synchronous = FULL")
