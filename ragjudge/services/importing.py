@@ -781,11 +781,9 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
                     "its placeholder when a judging pool first reaches that deep.")
         generation, replaces = session.begin_run(name)
 
-        def placeholders(connection: Connection) -> None:
+        def placeholders(connection: Connection) -> None:  # PostgreSQL: COPY
             for table, ids in ((_queries, missing_queries), (_chunks, missing_chunks)):
-                session.write_rows(connection, f"INSERT INTO {table.name} (id, text) VALUES (?, '')",
-                                   [(i,) if session.sqlite else (i, "") for i in sorted(ids)],
-                                   table.name, ("id", "text"))
+                session.write_rows(connection, "", [(i, "") for i in sorted(ids)], table.name, ("id", "text"))
             result.created_queries = len(missing_queries)
             result.created_chunks = len(missing_chunks)
 
@@ -793,12 +791,14 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
             if not session.sqlite:  # one transaction: the entries' references come first
                 with session.write() as connection:
                     placeholders(connection)
+            else:  # before the publish, in short transactions, removed if the import dies
+                session.stage_placeholders(name, generation, missing_queries, missing_chunks)
+                result.created_queries = len(missing_queries)
+                result.created_chunks = len(missing_chunks)
             _stage_entries(session, name, generation, ranked, in_head, progress)
             session.store_arrays(name, generation, arrays)
             meta = runhead.run_meta(file, head, arrays)
             with session.write(durable=True) as connection:
-                if session.sqlite:  # staged without the references checked: made at the publish
-                    placeholders(connection)
                 publish_run(connection, name, generation, meta, replaces is not None)
         except BaseException:
             with suppress(Exception):  # the next import or opening removes what is left

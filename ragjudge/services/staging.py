@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ragjudge.store.engine import with_retry
-from ragjudge.store.run_arrays import delete_arrays, write_arrays
+from ragjudge.store.run_arrays import CREATED, NAMES, delete_arrays, pack_ids, write_arrays
 from ragjudge.store.schema import Run, RunEntry, RunImport, utcnow
 
 _runs = Run.__table__
@@ -220,6 +220,7 @@ class ImportSession:
         from concurrent.futures import ThreadPoolExecutor
 
         start = 0
+        self.batch_rows = FIRST_BATCH  # rows of another table may cost otherwise: learn again
         with ThreadPoolExecutor(max_workers=1) as pool:
             stop = min(total, start + self.batch_rows)
             pending = pool.submit(prepare, start, stop) if start < total else None
@@ -273,12 +274,31 @@ class ImportSession:
         for key, array in arrays.items():
             with self.write() as connection:
                 if key == next(iter(arrays)):
-                    delete_arrays(connection, name, generation)
+                    delete_arrays(connection, name, generation, NAMES)
                 write_arrays(connection, name, generation, {key: array}, replace=False)
 
+    def stage_placeholders(self, name: str, generation: int, queries: Sequence[str],
+                           chunks: Sequence[str]) -> None:
+        """The empty queries and chunks of ``--create-missing``, before the publish, in short
+        transactions (SQLite): first their ids as arrays of the import's generation
+        (:data:`~ragjudge.store.run_arrays.CREATED`), so that what a killed import wrote is
+        known and removed; the publish adopts them (:meth:`finish_run`)."""
+        q_bytes, q_lengths = pack_ids(list(queries))
+        c_bytes, c_lengths = pack_ids(list(chunks))
+        with self.write() as connection:
+            write_arrays(connection, name, generation, dict(zip(CREATED, (q_bytes, q_lengths, c_bytes, c_lengths))),
+                         replace=False)
+        for table, ids in (("queries", sorted(queries)), ("chunks", sorted(chunks))):
+            sql = f"INSERT OR IGNORE INTO {table} (id, text) VALUES (?, '')"
+            self.batches(len(ids), lambda a, b, ids=ids: [(i,) for i in ids[a:b]],
+                         lambda connection, rows, sql=sql: self.raw.executemany(sql, rows))
+
     def finish_run(self, name: str, generation: int, replaces: int | None) -> None:
-        """After the publish: the replaced generation's entries and arrays removed in batches,
-        then the import's line in ``run_imports``."""
+        """After the publish: its placeholders are the project's (their record goes), the
+        replaced generation's entries and arrays are removed in batches, then the import's
+        line in ``run_imports``."""
+        with self.write() as connection:
+            delete_arrays(connection, name, generation, CREATED)
         if replaces is not None and replaces != generation:
             remove_generation(self, name, replaces)
         with self.write() as connection:
@@ -379,8 +399,41 @@ def remove_generation(session: ImportSession, name: str, generation: int) -> Non
             gone = cursor.rowcount
         if gone < DELETE_BATCH:
             break
+    _remove_placeholders(session, name, generation)
     with session.write() as connection:
         delete_arrays(connection, name, generation)
+
+
+def _remove_placeholders(session: ImportSession, name: str, generation: int) -> None:
+    """The placeholders an unpublished import wrote (its :data:`CREATED` arrays), where they
+    are still empty."""
+    from ragjudge.services.bulk import decode, unpack_ids
+    from ragjudge.store.schema import RunArray
+
+    table = RunArray.__table__
+    with session.read() as connection:
+        rows = connection.execute(select(table.c.name, table.c.dtype, table.c.data).where(
+            table.c.run == name, table.c.generation == generation, table.c.name.in_(CREATED))
+            .order_by(table.c.name, table.c.part)).all()
+    if not rows:
+        return
+    import numpy as np
+
+    pieces: dict[str, list[bytes]] = {}
+    dtypes: dict[str, str] = {}
+    for key, dtype, data in rows:
+        pieces.setdefault(key, []).append(bytes(data))
+        dtypes[key] = dtype
+    arrays = {key: np.frombuffer(b"".join(parts), dtype=np.dtype(dtypes[key])) for key, parts in pieces.items()}
+    for what in ("chunks", "queries"):
+        data, lengths = arrays.get(f"created_{what}"), arrays.get(f"created_{what}_lengths")
+        if data is None or lengths is None or not len(lengths):
+            continue
+        ids = decode(unpack_ids(data, lengths))
+        sql = f"DELETE FROM {what} WHERE id = ? AND text = ''"
+        for at in range(0, len(ids), DELETE_BATCH):
+            with session.write():
+                session.raw.executemany(sql, [(i,) for i in ids[at:at + DELETE_BATCH]])
 
 
 def remove_leftovers(session: ImportSession) -> int:
@@ -393,7 +446,9 @@ def remove_leftovers(session: ImportSession) -> int:
     for generation, name, replaces in left:
         with session.read() as connection:
             published = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
-        if published == generation:
+        if published == generation:  # killed after its publish: the placeholders are adopted
+            with session.write() as connection:
+                delete_arrays(connection, name, generation, CREATED)
             if replaces is not None and replaces != generation:
                 remove_generation(session, name, replaces)
         else:

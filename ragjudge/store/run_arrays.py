@@ -72,7 +72,7 @@ def read_arrays(connection: Connection, run: str, generation: int) -> dict[str, 
     before arrays were kept, or by other means than an import)."""
     rows = connection.execute(
         select(_arrays.c.name, _arrays.c.dtype, _arrays.c.data)
-        .where(_arrays.c.run == run, _arrays.c.generation == generation)
+        .where(_arrays.c.run == run, _arrays.c.generation == generation, _arrays.c.name.in_(NAMES))
         .order_by(_arrays.c.name, _arrays.c.part)).all()
     if not rows:
         return None
@@ -87,8 +87,18 @@ def read_arrays(connection: Connection, run: str, generation: int) -> dict[str, 
             for name, parts in pieces.items()}
 
 
-def delete_arrays(connection: Connection, run: str, generation: int) -> None:
-    connection.execute(delete(_arrays).where(_arrays.c.run == run, _arrays.c.generation == generation))
+def delete_arrays(connection: Connection, run: str, generation: int,
+                  names: Iterable[str] | None = None) -> None:
+    """The arrays of the run's generation (only ``names``, when given)."""
+    where = [_arrays.c.run == run, _arrays.c.generation == generation]
+    if names is not None:
+        where.append(_arrays.c.name.in_(list(names)))
+    connection.execute(delete(_arrays).where(*where))
+
+
+CREATED = ("created_queries", "created_queries_lengths", "created_chunks", "created_chunks_lengths")
+"""Beside an import's arrays until its run is published: the placeholders it is writing (packed
+ids), so that a killed import's are removed (:mod:`ragjudge.services.staging`)."""
 
 
 def arrays_from_rows(rows: Iterable[tuple[str, str, int, float | None]]) -> dict[str, np.ndarray]:
