@@ -1,8 +1,9 @@
 """Import benchmark (not a test): ``ragjudge import run`` beside parsing the same file, and a label's
 commit latency while the import runs.
 
-    python tests/bench/bench_import.py                    # a 1 M line run
-    python tests/bench/bench_import.py --lines 10000000   # TREC size
+    python tests/bench/bench_import.py                    # a 1 M line run, 1,000 queries x 1,000
+    python tests/bench/bench_import.py --lines 10000000   # TREC size: 10,000 queries x 1,000
+    python tests/bench/bench_import.py --depth 100        # every rank a row (100 per query)
 
 Three figures, printed side by side in one run on one machine:
 
@@ -12,7 +13,12 @@ Three figures, printed side by side in one run on one machine:
   (start-up, validation, staging, publishing);
 - **commit latency**: an annotator process records labels one by one through
   ``record_label`` (the call the app makes on a keypress) — once with nothing else running, then
-  while the import runs — and the 50th and 99th percentile of each commit are printed.
+  from the import's start to its end — and the 50th and 99th percentile of each commit are
+  printed.
+
+An import keeps the first 100 ranks of each query as rows (the run's *head*, which judging
+pools read) and the whole run as arrays: ``--depth`` sets the run's depth per query (1,000, as
+TREC runs; 100 makes every entry a row).
 """
 
 from __future__ import annotations
@@ -53,13 +59,16 @@ def parse_seconds(path: Path) -> float:
 
 
 LABELLER = """
-import sys, time
+import os, sys, time
 from ragjudge.services.project import Project
 from ragjudge.services.judging import record_label
 db, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+stop = sys.argv[4] if len(sys.argv) > 4 else None
 times = []
 with Project.open(db) as project:
-    for i in range(n):
+    i = 0
+    while (i < n) if stop is None else not os.path.exists(stop):
+        i += 1
         start = time.perf_counter()
         record_label(project, annotator="ana", query_id="lq", chunk_id=f"lc{i % 50}", grade=i % 4)
         times.append(time.perf_counter() - start)
@@ -85,9 +94,11 @@ def fresh_project(folder: Path, name: str) -> str:
     return db
 
 
-def latencies(db: str, folder: Path, n: int, tag: str) -> subprocess.Popen:
+def latencies(db: str, folder: Path, n: int, tag: str, stop: Path | None = None) -> subprocess.Popen:
+    """An annotator recording ``n`` labels, or labelling until ``stop`` exists."""
     out = folder / f"latency-{tag}.txt"
-    return subprocess.Popen([sys.executable, "-c", LABELLER, db, str(n), str(out)], env=env())
+    return subprocess.Popen([sys.executable, "-c", LABELLER, db, str(n), str(out),
+                             *([str(stop)] if stop else [])], env=env())
 
 
 def read_latencies(folder: Path, tag: str) -> list[float]:
@@ -102,12 +113,14 @@ def pct(values: list[float], p: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
-    parser.add_argument("--labels", type=int, default=150, help="labels the annotator records")
+    parser.add_argument("--depth", type=int, default=1000, help="entries per query")
+    parser.add_argument("--labels", type=int, default=150,
+                        help="labels the annotator records on the quiet project")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run = folder / "big.trec"
-        write_run(run, args.lines)
+        write_run(run, args.lines, args.depth)
         size_mb = run.stat().st_size / 1e6
         parse_s = min(parse_seconds(run) for _ in range(2))
 
@@ -121,10 +134,11 @@ def main() -> int:
         importer = subprocess.Popen([sys.executable, "-m", "ragjudge", "--db", db, "import", "run",
                                      str(run), "--create-missing", "--quiet"], env=env(),
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.5)  # the import is reading and staging by now
-        labeller = latencies(db, folder, args.labels, "busy")
+        done = folder / "import-done"
+        labeller = latencies(db, folder, args.labels, "busy", stop=done)
         importer_err = importer.communicate()[1]
         import_s = time.perf_counter() - start
+        done.touch()
         labeller.wait()
         if importer.returncode != 0:
             print(importer_err.decode(errors="replace"), file=sys.stderr)
@@ -132,15 +146,17 @@ def main() -> int:
         busy = read_latencies(folder, "busy")
 
     load = os.getloadavg()[0]
-    print(f"ragjudge import benchmark: {args.lines:,} run lines ({size_mb:.0f} MB), "
+    print(f"ragjudge import benchmark: {args.lines:,} run lines ({size_mb:.0f} MB, "
+          f"{max(1, args.lines // args.depth):,} queries x {args.depth:,}), "
           f"{os.cpu_count()} CPUs, load {load:.1f}")
     print()
     print(f"{'':38}{'seconds':>10}{'× parse':>10}")
     print(f"{'parse into Python dicts':38}{parse_s:10.2f}{1:10.2f}")
     print(f"{'ragjudge import run (whole process)':38}{import_s:10.2f}{import_s / parse_s:10.2f}")
     print()
-    print(f"a label's commit, ms ({args.labels} labels){'p50':>8}{'p99':>8}{'max':>8}")
+    print(f"a label's commit, ms{'labels':>18}{'p50':>8}{'p99':>8}{'max':>8}")
     for name, values in (("nothing else running", quiet), ("while the import runs", busy)):
+        name = f"{name:30}{len(values):8}"
         ms = [v * 1000 for v in values]
         print(f"{name:38}{statistics.median(ms):8.1f}{pct(ms, 99):8.1f}{max(ms):8.1f}")
     return 0
