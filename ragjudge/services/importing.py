@@ -751,34 +751,31 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
         raise InputError("the file holds no run lines.", file=file)
     _check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, file)
     repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids)
+    head = runhead.head_depth(project)
     with ImportSession(project) as session:
         with session.read() as connection:
             refs = _References(connection, create_missing, result)
             missing_queries = refs.check_columns("query", columns.query_ids, columns.lines)
-            missing_chunks = refs.check_columns("chunk", columns.chunk_ids, columns.lines)
-            refs.raise_if_missing(file)
+            if not create_missing:  # every chunk must be there
+                missing_chunks = refs.check_columns("chunk", columns.chunk_ids, columns.lines)
+                refs.raise_if_missing(file)
             if repeat is not None:
                 _duplicate(columns, repeat, file)
             ranked = bulk.rank(columns)
+            in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
+            if create_missing:  # placeholders for the head's chunks only (see runhead)
+                missing_chunks = refs.check_columns("chunk", ranked.chunk_ids[in_head],
+                                                    columns.lines[ranked.order[in_head]])
+                if len(in_head) < len(ranked):
+                    result.notes.append(
+                        f"Chunks ranked below {head} that the project lacks get their placeholders "
+                        "when a judging pool first reaches that deep.")
             current = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
             if current is not None and _same_run_or_refuse(connection, name, current, ranked,
                                                            file, result, replace):
                 return result
         arrays = ranked.arrays()
         del columns
-        head = runhead.head_depth(project)
-        in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
-        if missing_chunks and len(in_head) < len(ranked):
-            # placeholders only for the chunks of the rows: deeper ones get theirs when a pool
-            # first reaches them (runhead.ensure_rows)
-            heads = set(bulk.decode(bulk.distinct(ranked.chunk_ids[in_head])[0]))
-            deeper = len(missing_chunks)
-            missing_chunks = [c for c in missing_chunks if c in heads]
-            deeper -= len(missing_chunks)
-            if deeper:
-                result.notes.append(
-                    f"{deeper:,} more chunk ids, all ranked below {head}, stay ids only: each gets "
-                    "its placeholder when a judging pool first reaches that deep.")
         generation, replaces = session.begin_run(name)
 
         def placeholders(connection: Connection) -> None:  # PostgreSQL: COPY

@@ -39,7 +39,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ragjudge.store.engine import with_retry
-from ragjudge.store.run_arrays import CREATED, NAMES, delete_arrays, pack_ids, write_arrays
+from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, pack_ids, write_arrays,
+                                       write_part)
 from ragjudge.store.schema import Run, RunEntry, RunImport, utcnow
 
 _runs = Run.__table__
@@ -271,11 +272,13 @@ class ImportSession:
                 copy.write_row(row)
 
     def store_arrays(self, name: str, generation: int, arrays: dict) -> None:
+        """The run's arrays, one stored piece per write transaction (a few megabytes)."""
+        with self.write() as connection:
+            delete_arrays(connection, name, generation, NAMES)
         for key, array in arrays.items():
-            with self.write() as connection:
-                if key == next(iter(arrays)):
-                    delete_arrays(connection, name, generation, NAMES)
-                write_arrays(connection, name, generation, {key: array}, replace=False)
+            for part in array_parts(name, generation, key, array):
+                with self.write() as connection:
+                    write_part(connection, part)
 
     def stage_placeholders(self, name: str, generation: int, queries: Sequence[str],
                            chunks: Sequence[str]) -> None:

@@ -17,7 +17,7 @@ parts of at most :data:`PART_BYTES`, with its numpy dtype.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 from sqlalchemy import delete, insert, select
@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from ragjudge.store.schema import RunArray
 
-PART_BYTES = 16 << 20
+PART_BYTES = 4 << 20
 """The largest piece of an array in one row (PostgreSQL's bytea and SQLite's blobs hold far
 more, but pieces keep each write and each read small)."""
 
@@ -58,13 +58,23 @@ def write_arrays(connection: Connection, run: str, generation: int,
     if replace:
         delete_arrays(connection, run, generation)
     for name, array in arrays.items():
-        array = np.ascontiguousarray(array)
-        raw = memoryview(array.view(np.uint8).reshape(-1)) if array.size else memoryview(b"")
-        step = max(array.itemsize, PART_BYTES - PART_BYTES % max(array.itemsize, 1))
-        parts = [raw[at:at + step] for at in range(0, len(raw), step)] or [raw]
-        connection.execute(insert(_arrays), [
-            {"run": run, "generation": generation, "name": name, "part": i,
-             "dtype": array.dtype.str, "data": bytes(part)} for i, part in enumerate(parts)])
+        connection.execute(insert(_arrays), list(array_parts(run, generation, name, array)))
+
+
+def array_parts(run: str, generation: int, name: str, array: np.ndarray) -> Iterator[dict]:
+    """The rows that store ``array``: pieces of at most :data:`PART_BYTES`."""
+    array = np.ascontiguousarray(array)
+    raw = memoryview(array.view(np.uint8).reshape(-1)) if array.size else memoryview(b"")
+    step = max(array.itemsize, PART_BYTES - PART_BYTES % max(array.itemsize, 1))
+    parts = [raw[at:at + step] for at in range(0, len(raw), step)] or [raw]
+    for i, part in enumerate(parts):
+        yield {"run": run, "generation": generation, "name": name, "part": i,
+               "dtype": array.dtype.str, "data": bytes(part)}
+
+
+def write_part(connection: Connection, row: dict) -> None:
+    """One row of :func:`array_parts`."""
+    connection.execute(insert(_arrays), [row])
 
 
 def read_arrays(connection: Connection, run: str, generation: int) -> dict[str, np.ndarray] | None:
