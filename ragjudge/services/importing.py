@@ -755,13 +755,19 @@ def _import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa
     with ImportSession(project) as session:
         with session.read() as connection:
             refs = _References(connection, create_missing, result)
-            missing_queries = refs.check_columns("query", columns.query_ids, columns.lines)
+            if create_missing and repeat is None:  # nothing refused: the ranked run's distinct queries
+                ranked = bulk.rank(columns)
+                missing_queries = refs.check_columns("query", ranked.query_ids,
+                                                     columns.lines[ranked.order[ranked.offsets[:-1]]])
+            else:
+                missing_queries = refs.check_columns("query", columns.query_ids, columns.lines)
             if not create_missing:  # every chunk must be there
                 missing_chunks = refs.check_columns("chunk", columns.chunk_ids, columns.lines)
                 refs.raise_if_missing(file)
             if repeat is not None:
                 _duplicate(columns, repeat, file)
-            ranked = bulk.rank(columns)
+            if not create_missing:
+                ranked = bulk.rank(columns)
             in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
             if create_missing:  # placeholders for the head's chunks only (see runhead)
                 missing_chunks = refs.check_columns("chunk", ranked.chunk_ids[in_head],

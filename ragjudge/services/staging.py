@@ -293,8 +293,14 @@ class ImportSession:
                          replace=False)
         for table, ids in (("queries", sorted(queries)), ("chunks", sorted(chunks))):
             sql = f"INSERT OR IGNORE INTO {table} (id, text) VALUES (?, '')"
-            self.batches(len(ids), lambda a, b, ids=ids: [(i,) for i in ids[a:b]],
-                         lambda connection, rows, sql=sql: self.raw.executemany(sql, rows))
+
+            def prepare(start: int, stop: int, ids: list[str] = ids) -> list[tuple[str]]:
+                return [(i,) for i in ids[start:stop]]
+
+            def write(connection: Connection, rows: list[tuple[str]], sql: str = sql) -> None:
+                self.raw.executemany(sql, rows)
+
+            self.batches(len(ids), prepare, write)
 
     def finish_run(self, name: str, generation: int, replaces: int | None) -> None:
         """After the publish: its placeholders are the project's (their record goes), the
