@@ -71,24 +71,6 @@ def _count_newlines(buf: np.ndarray, size: int) -> int:
                for a in range(0, size, _SCAN))
 
 
-def _split_points(buf: np.ndarray, size: int, parts: int) -> list[int]:
-    """Offsets cutting bytes 0:size into about ``parts`` pieces, each after a newline."""
-    cuts = [0]
-    for k in range(1, parts):
-        at = max(cuts[-1], size * k // parts)
-        step, cut = 1 << 16, size
-        while at < size:  # the next newline, looked for in growing windows
-            nl = np.flatnonzero(buf[at:min(at + step, size)] == 10)
-            if len(nl):
-                cut = at + int(nl[0]) + 1
-                break
-            at, step = at + step, step * 2
-        if cut >= size:
-            break
-        cuts.append(cut)
-    return cuts + [size]
-
-
 def _pool_map(fn: Callable[[Any], Any], items: list) -> list:
     if len(items) > 1 and _THREADS > 1:
         with ThreadPoolExecutor(max_workers=_THREADS) as pool:
@@ -162,23 +144,19 @@ def _gather_ids(plan: list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]]) -> 
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
-def _read_part(job: tuple) -> tuple[Any, Any] | None:
-    """One piece of whole lines: the reader on one thread (its own threads gain nothing on
-    two cores and hold several blocks more memory), then the whitespace counts of the piece;
-    None if the reader fails."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    buf, lo, hi, size, (read_options, parse_options, convert_options) = job
-    if bytes(buf[lo:lo + 3]) == b"\xef\xbb\xbf":
-        return None  # the reader would drop a byte order mark, the numpy path keeps it
-    try:
-        table = pacsv.read_csv(pa.py_buffer(memoryview(buf)[lo:hi]),
-                               read_options=read_options, parse_options=parse_options,
-                               convert_options=convert_options)
-    except (pa.ArrowException, ValueError):
-        return None
-    return table, _whitespace_counts(buf, lo, hi, size)
+def _float_values(column: Any) -> np.ndarray:
+    """A float64 column without nulls as one numpy array (read from the chunks' value
+    buffers: ``to_numpy`` would cost a long first-call set-up of pyarrow's conversions)."""
+    out = np.empty(len(column), dtype=np.float64)
+    at = 0
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        values = np.frombuffer(chunk.buffers()[1], dtype=np.float64)
+        out[at: at + n] = values[chunk.offset: chunk.offset + n]
+        at += n
+    return out
 
 
 def plain_table(buf: np.ndarray, size: int, nf: int,
@@ -187,16 +165,18 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
     of the input when every line is ``nf`` non-empty fields joined by one space (see the
     module's docstring; ``crlf``: the lines end with ``\\r\\n``), else None.
 
-    ``buf`` holds the input in its first ``size`` bytes (ending with a newline); the reader
-    runs on a thread per piece of whole lines of a big input."""
+    ``buf`` holds the input in its first ``size`` bytes (ending with a newline). A big input
+    is read by the reader's own threads (one per core, a block of ``READ_BLOCK`` bytes each)
+    while another thread counts its whitespace."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    if size == 0 or buf[0] <= 32:
-        return None
+    if size == 0 or buf[0] <= 32 or bytes(buf[:3]) == b"\xef\xbb\xbf":
+        return None  # a leading blank; a byte order mark: the reader drops it, numpy keeps it
     names = [f"f{i}" for i in range(nf)]
     types = {names[i]: kind for i, kind in include.items()}
-    read_options = pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
-                                     use_threads=False)
+    big = size >= 2 * READ_BLOCK and _THREADS > 1
+    read_options = pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK, use_threads=big)
     parse_options = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                        escape_char=False, newlines_in_values=False,
                                        ignore_empty_lines=False)
@@ -205,20 +185,23 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
                                            strings_can_be_null=False,
                                            quoted_strings_can_be_null=False)
 
-    # big inputs are cut into pieces of whole lines, read on a thread each
-    cuts = _split_points(buf, size, _THREADS if size >= 2 * READ_BLOCK else 1)
-    jobs = [(buf, lo, hi, size, (read_options, parse_options, convert_options))
-            for lo, hi in zip(cuts[:-1], cuts[1:])]
-    results = _pool_map(_read_part, jobs)
-    del jobs
-    if any(result is None for result in results):
-        return None
-    import pyarrow as pa
+    def read_table() -> Any:
+        try:
+            return pacsv.read_csv(pa.py_buffer(buf[:size]), read_options=read_options,
+                                  parse_options=parse_options, convert_options=convert_options)
+        except (pa.ArrowException, ValueError):
+            return None
 
-    table = (pa.concat_tables([t for t, _ in results]) if len(results) > 1
-             else results[0][0])
-    n_ws, cr, pairs = (sum(c[k] for _, c in results) for k in range(3))
-    del results
+    if big:  # the counts (numpy, without the GIL) run beside the reader
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            counting = pool.submit(_whitespace_counts, buf, 0, size, size)
+            table = read_table()
+            n_ws, cr, pairs = counting.result()
+    else:
+        table = read_table()
+        n_ws, cr, pairs = _whitespace_counts(buf, 0, size, size) if table is not None else (0, 0, 0)
+    if table is None:
+        return None
     n = table.num_rows
     # every line "f1 f2 ... fn\n" (or "\r\n") with non-empty fields <=> the whitespace bytes
     # are exactly n(nf-1) spaces and n line ends, no two of them adjacent except "\r\n":
@@ -261,8 +244,7 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     if float_scores:
         if column.null_count:
             return None
-        nums = (np.concatenate([chunk.to_numpy() for chunk in column.chunks])
-                if column.num_chunks else np.zeros(0, dtype=np.float64))
+        nums = _float_values(column)
         if not np.isfinite(nums).all():
             return None
     else:

@@ -151,7 +151,14 @@ class PairIndex:
 
     Built once per qrels (whose pairs must be unique); a run's (query, chunk) pairs are looked
     up in a few vectorised probe rounds, and each hit is verified on the exact id bytes.
+
+    Most pairs a run ranks are not judged: a byte map over the top bits of the pair hashes
+    (about 32 entries per pair, so that an absent pair passes it once in 32) lets a lookup
+    probe the table only for the pairs that may be there.
     """
+
+    #: the byte map has 2**k entries, k at most this (64 MB)
+    MAX_FILTER_BITS = 26
 
     def __init__(self, query_index: np.ndarray, ids: np.ndarray,
                  query_hash: np.ndarray | None = None) -> None:
@@ -174,6 +181,10 @@ class PairIndex:
                 break
             self.seed += 1  # a 64-bit collision between distinct pairs: rehash
         self._insert()
+        bits = min(self.MAX_FILTER_BITS, max(10, int(np.ceil(np.log2(max(n, 1) * 32)))))
+        self.filter_shift = np.uint64(64 - bits)
+        self.filter = np.zeros(1 << bits, dtype=bool)
+        self.filter[(self.hashes >> self.filter_shift).view(np.intp)] = True
 
     def _insert(self) -> None:
         self.table_hash = np.zeros(len(self.slots), dtype=np.uint64)
@@ -207,6 +218,29 @@ class PairIndex:
                 query_hash = mix(np.zeros(len(ids), dtype=np.uint64),
                                  query_index.astype(np.uint64))
             h = pair_hash(query_hash, ids, self.seed)
+        result = np.full(len(ids), -1, dtype=np.int64)
+        at, rows = self.find(h, ids, query_index)
+        result[at] = rows
+        return result
+
+    def find(self, hashes: np.ndarray, ids: np.ndarray, query_index: np.ndarray,
+             query_map: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The positions of the pairs present, and their rows: pair i is (query ``query_index[i]``,
+        or ``query_map[query_index[i]]`` when a map is given, id ``ids[i]``), its hash
+        ``hashes[i]`` (``pair_hash`` with this index's seed). Only the pairs the byte map lets
+        through are looked at further, so a run's mostly unjudged pairs cost little."""
+        maybe = np.flatnonzero(self.filter[(hashes >> self.filter_shift).view(np.intp)])
+        if len(maybe) == 0:
+            return maybe, np.zeros(0, dtype=np.int64)
+        queries = np.asarray(query_index[maybe], dtype=np.int64)
+        if query_map is not None:
+            queries = np.asarray(query_map, dtype=np.int64)[queries]
+        rows = self._probe(queries, ids[maybe], hashes[maybe])
+        found = rows >= 0
+        return maybe[found], rows[found]
+
+    def _probe(self, query_index: np.ndarray, ids: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """Row of each pair (-1 when absent), its hash ``h`` known: the table's probe rounds."""
         result = np.full(len(ids), -1, dtype=np.int64)
         slot = (h & self.mask).astype(np.intp)
         # the table keeps each slot's hash (0 = empty): one random read per probe
