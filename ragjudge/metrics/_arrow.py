@@ -48,26 +48,34 @@ def available() -> bool:
     return True
 
 
-def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
+def _scan(buf: np.ndarray, lo: int, hi: int, size: int,
+          scratch: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, int, int]:
     """Counts over bytes lo:hi: whitespace, CRs, and whitespace bytes followed by whitespace
-    (the byte after hi is looked at, the padding after ``size`` is not)."""
+    (the byte after hi is looked at, the padding after ``size`` is not). ``scratch``: two
+    bool arrays of at least hi - lo + 1 entries for the masks (reused: fresh memory for each
+    chunk would cost a page fault per 4 kB)."""
     b = buf[lo:min(hi + 1, size)]
-    ws = b <= 32
     m = hi - lo
+    ws, other = scratch if scratch is not None else (np.empty(len(b), bool), np.empty(len(b), bool))
+    ws = ws[:len(b)]
+    np.less_equal(b, 32, out=ws)
     n_ws = int(np.count_nonzero(ws[:m]))
-    pairs = int(np.count_nonzero(ws[:-1] & ws[1:]))
-    cr = int(np.count_nonzero(b[:m] == 13))
+    pairs = int(np.count_nonzero(np.logical_and(ws[:-1], ws[1:], out=other[:len(b) - 1])))
+    cr = int(np.count_nonzero(np.equal(b[:m], 13, out=other[:m])))
     return n_ws, cr, pairs
 
 
 def _whitespace_counts(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
     """``_scan`` over bytes lo:hi, in cache-sized chunks."""
-    parts = [_scan(buf, a, min(a + _SCAN, hi), size) for a in range(lo, hi, _SCAN)]
+    scratch = (np.empty(_SCAN + 1, dtype=bool), np.empty(_SCAN + 1, dtype=bool))
+    parts = [_scan(buf, a, min(a + _SCAN, hi), size, scratch) for a in range(lo, hi, _SCAN)]
     return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
 
 
 def _count_newlines(buf: np.ndarray, size: int) -> int:
-    return sum(int(np.count_nonzero(buf[a:min(a + _SCAN, size)] == 10))
+    mask = np.empty(_SCAN, dtype=bool)
+    return sum(int(np.count_nonzero(np.equal(buf[a:min(a + _SCAN, size)], 10,
+                                             out=mask[:min(_SCAN, size - a)])))
                for a in range(0, size, _SCAN))
 
 
@@ -94,21 +102,44 @@ def _large_binary_id() -> int:
     return pa.large_binary().id
 
 
+#: values gathered at once: the temporaries of a block stay in the processor's cache and are
+#: reused from block to block (fresh memory for each would cost a page fault per 4 kB)
+_GATHER_ROWS = 1 << 15
+
+
 def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.ndarray) -> None:
     """Fill the (n, k) uint64 rows ``out`` with the chunk's NUL-padded values, 8 bytes per
-    gather (from a copy of its data with 8 zero bytes after it, read as unaligned words)."""
+    gather, a block of values at a time (from a copy of the block's bytes with 8 zero bytes
+    after it, read as unaligned words)."""
     from ragjudge.metrics.trec import _unaligned_words
 
-    base, end = int(offsets[0]), int(offsets[-1])
-    data = np.zeros(end - base + 9, dtype=np.uint8)
-    data[: end - base] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[base:end]
-    words = _unaligned_words(data)
-    starts = offsets[:-1] - base
-    last = len(words) - 1
-    for j in range(out.shape[1]):
-        at = starts if j == 0 else np.minimum(starts + 8 * j, last)
-        rest = np.clip(lengths - 8 * j, 0, 8)
-        np.bitwise_and(words[at], MASKS[rest], out=out[:, j])
+    source = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+    n = len(lengths)
+    rows = min(n, _GATHER_ROWS)
+    widest = max(int(offsets[min(lo + rows, n)]) - int(offsets[lo]) for lo in range(0, n, rows))
+    data = np.zeros(widest + 9, dtype=np.uint8)
+    at = np.empty(rows, dtype=np.int64)
+    rest = np.empty(rows, dtype=np.int64)
+    word = np.empty(rows, dtype=np.uint64)
+    mask = np.empty(rows, dtype=np.uint64)
+    for lo in range(0, n, rows):
+        hi = min(lo + rows, n)
+        m = hi - lo
+        base, end = int(offsets[lo]), int(offsets[hi])
+        data[: end - base] = source[base:end]
+        data[end - base: end - base + 9] = 0
+        words = _unaligned_words(data[: end - base + 9])
+        last = len(words) - 1
+        np.subtract(offsets[lo:hi], base, out=at[:m])
+        for j in range(out.shape[1]):
+            if j:
+                at[:m] += 8
+                np.minimum(at[:m], last, out=at[:m])
+            np.subtract(lengths[lo:hi], 8 * j, out=rest[:m])
+            np.clip(rest[:m], 0, 8, out=rest[:m])
+            np.take(words, at[:m], out=word[:m])
+            np.take(MASKS, rest[:m], out=mask[:m])
+            np.bitwise_and(word[:m], mask[:m], out=out[lo:hi, j])
 
 
 def _plan_ids(columns: list) -> list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]] | None:

@@ -59,26 +59,42 @@ def decode(ids: np.ndarray) -> list[str]:
     return [b.decode("utf-8", "replace") for b in ids.tolist()]
 
 
-def mix(h: np.ndarray, w: np.ndarray) -> np.ndarray:
+#: rows hashed at once: the temporaries of a block stay in the processor's cache
+_HASH_BLOCK = 1 << 16
+
+
+def mix(h: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Combine a uint64 hash with a uint64 column (splitmix64 finaliser); exact ids are
-    re-checked after any lookup, so a collision can cost time but never a wrong answer."""
-    x = (h ^ w.astype(np.uint64, copy=False)) * _GOLDEN
-    x ^= x >> np.uint64(30)
+    re-checked after any lookup, so a collision can cost time but never a wrong answer.
+    ``out``: where to write the result (may be ``h``)."""
+    x = np.bitwise_xor(h, w.astype(np.uint64, copy=False), out=out)
+    x *= _GOLDEN
+    t = x >> np.uint64(30)
+    x ^= t
     x *= _MIX1
-    x ^= x >> np.uint64(27)
+    np.right_shift(x, np.uint64(27), out=t)
+    x ^= t
     x *= _MIX2
-    x ^= x >> np.uint64(31)
+    np.right_shift(x, np.uint64(31), out=t)
+    x ^= t
     return x
 
 
-def _mix_words(h: np.ndarray, ids: np.ndarray) -> np.ndarray:
+def _mix_words(h: np.ndarray, ids: np.ndarray, low_bit: bool = False) -> np.ndarray:
+    """``h`` mixed with each row's id, a block of rows at a time; ``low_bit`` sets bit 0."""
     # all-zero words are NUL padding (ids hold no NUL byte): skipping them makes the hash
     # independent of the array's width; the first word of a non-empty id is never zero
     w = words(ids)
-    for j in range(w.shape[1]):
-        mixed = mix(h, w[:, j])
-        h = mixed if j == 0 else np.where(w[:, j] != 0, mixed, h)
-    return h
+    out = np.empty(len(ids), dtype=np.uint64)
+    for lo in range(0, len(ids), _HASH_BLOCK):
+        hi = min(lo + _HASH_BLOCK, len(ids))
+        x = mix(h[lo:hi], w[lo:hi, 0], out=out[lo:hi])
+        for j in range(1, w.shape[1]):
+            column = w[lo:hi, j]
+            np.copyto(x, mix(x, column), where=column != 0)
+        if low_bit:
+            x |= np.uint64(1)
+    return out
 
 
 def id_hash(ids: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -90,7 +106,7 @@ def pair_hash(query_hash: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndar
     """A uint64 hash of (query, id) per row, from the rows' query-id hashes (``id_hash``)."""
     h = query_hash ^ (np.uint64(seed) * _MIX2) if seed else query_hash
     # odd, so that 0 can mark an empty slot of a PairIndex
-    return _mix_words(h, ids) | np.uint64(1)
+    return _mix_words(h, ids, low_bit=True)
 
 
 def factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -316,14 +316,24 @@ class Run(_ByQuery):
         order = self._order(qidx, cids, score_array, ordered)
         if order is not None:
             qidx, cids, score_array = qidx[order], cids[order], score_array[order]
-        if not ordered:
-            fix = self._tie_order(qidx, cids, score_array)
-            if fix is not None:
-                qidx, cids, score_array = qidx[fix], cids[fix], score_array[fix]
-                order = fix if order is None else order[fix]
-        if order is not None:
             lines = lines[order] if lines is not None else order + 1 if located else None
             hashes = hashes[order]
+        if not ordered:
+            moves = self._tie_moves(qidx, cids, score_array)
+            if moves is not None:
+                # tied rows share their query and score: only their chunk ids (and what
+                # follows a row: its hash, its line) move, and only within the ties
+                to, source = moves
+                if order is None:  # cids and lines may be the caller's arrays
+                    cids = cids.copy()
+                    if lines is None and located:
+                        lines = np.arange(1, len(cids) + 1, dtype=np.int64)
+                    elif lines is not None:
+                        lines = lines.copy()
+                cids[to] = cids[source]
+                hashes[to] = hashes[source]
+                if lines is not None:
+                    lines[to] = lines[source]
         #: hash of (query id, chunk id) per row, shared with the qrels' pair index
         self.pair_hashes = hashes
         self._qids = unique
@@ -337,7 +347,7 @@ class Run(_ByQuery):
     @staticmethod
     def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> np.ndarray | None:
         """A permutation grouping the rows by query with scores descending (ties are settled
-        by ``_tie_order``), or None when the rows already are so.
+        by ``_tie_moves``), or None when the rows already are so.
 
         Retrievers write runs grouped by query and sorted by score, so the common case costs
         two comparisons per row and no sort.
@@ -354,9 +364,12 @@ class Run(_ByQuery):
         return np.lexsort((-scores, qidx))
 
     @staticmethod
-    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
-        """For rows grouped by query, scores descending: the permutation that puts tied scores
-        in chunk id descending order (trec_eval's tie rule), or None when they already are."""
+    def _tie_moves(qidx: np.ndarray, cids: np.ndarray,
+                   scores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """For rows grouped by query, scores descending: the rows ``to`` that take the rows
+        ``source`` (``row[to] = row[source]``) so that tied scores are in chunk id descending
+        order (trec_eval's tie rule), or None when they already are. Rows move only within
+        their tie, so their query and score stay."""
         if len(qidx) < 2:
             return None
         tied = np.flatnonzero((qidx[1:] == qidx[:-1]) & (scores[1:] == scores[:-1]))
@@ -380,9 +393,7 @@ class Run(_ByQuery):
         wm = w[members]
         keys = [~wm[:, j] for j in range(wm.shape[1] - 1, -1, -1)]
         local = np.lexsort(keys + [tie_id])
-        order = np.arange(len(qidx))
-        order[members] = members[local]
-        return order
+        return members, members[local]
 
     @classmethod
     def from_arrays(cls, query_ids: Any, chunk_ids: Any, scores: Any, *, name: str | None = None) -> Run:
