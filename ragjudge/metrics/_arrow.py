@@ -135,10 +135,13 @@ def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.
             if j:
                 at[:m] += 8
                 np.minimum(at[:m], last, out=at[:m])
-            np.subtract(lengths[lo:hi], 8 * j, out=rest[:m])
-            np.clip(rest[:m], 0, 8, out=rest[:m])
+            if out.shape[1] == 1:  # every value within one word: its length is its mask's
+                np.take(MASKS, lengths[lo:hi], out=mask[:m])
+            else:
+                np.subtract(lengths[lo:hi], 8 * j, out=rest[:m])
+                np.clip(rest[:m], 0, 8, out=rest[:m])
+                np.take(MASKS, rest[:m], out=mask[:m])
             np.take(words, at[:m], out=word[:m])
-            np.take(MASKS, rest[:m], out=mask[:m])
             np.bitwise_and(word[:m], mask[:m], out=out[lo:hi, j])
 
 

@@ -162,6 +162,13 @@ class EvalContext:
         """(Q, D) float64: max(grade, 0), 0 for unjudged chunks and padding."""
         return np.maximum(self.grade_matrix, 0).astype(np.float64)
 
+    def gains_to(self, cols: int) -> np.ndarray:
+        """``gains[:, :cols]``, computed for those columns only unless the whole matrix is
+        (nDCG@10 of a 1,000-deep run reads 1 % of it)."""
+        if cols >= self.depth or "gains" in self.__dict__:
+            return self.gains[:, :cols]
+        return np.maximum(self.grade_matrix[:, :cols], 0).astype(np.float64)
+
     @cached_property
     def answered(self) -> np.ndarray:
         """(Q,) bool: the run ranks at least one chunk for the query."""
