@@ -120,7 +120,6 @@ def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.
     data = np.zeros(widest + 9, dtype=np.uint8)
     at = np.empty(rows, dtype=np.int64)
     rest = np.empty(rows, dtype=np.int64)
-    word = np.empty(rows, dtype=np.uint64)
     mask = np.empty(rows, dtype=np.uint64)
     for lo in range(0, n, rows):
         hi = min(lo + rows, n)
@@ -141,8 +140,7 @@ def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.
                 np.subtract(lengths[lo:hi], 8 * j, out=rest[:m])
                 np.clip(rest[:m], 0, 8, out=rest[:m])
                 np.take(MASKS, rest[:m], out=mask[:m])
-            np.take(words, at[:m], out=word[:m])
-            np.bitwise_and(word[:m], mask[:m], out=out[lo:hi, j])
+            np.bitwise_and(words[at[:m]], mask[:m], out=out[lo:hi, j])  # (take would copy words)
 
 
 def _plan_ids(columns: list) -> list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]] | None:
