@@ -109,21 +109,28 @@ def pair_hash(query_hash: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndar
     return _mix_words(h, ids, low_bit=True)
 
 
-def factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique ids and the index of each row's id among them.
+def factorize(ids: np.ndarray, *, counts: bool = False) -> tuple[np.ndarray, ...]:
+    """Sorted unique ids and the index of each row's id among them (and, with ``counts``,
+    how many rows each unique id has).
 
     Rows of a TREC file come grouped by query, so the unique ids are found among the heads of
     the runs of equal ids, which are few; ungrouped input is still correct, only slower.
     """
     n = len(ids)
     if n == 0:
-        return ids[:0], np.zeros(0, dtype=np.int64)
+        empty = np.zeros(0, dtype=np.int64)
+        return (ids[:0], empty, empty) if counts else (ids[:0], empty)
     w = words(ids)
-    change = np.any(w[1:] != w[:-1], axis=1)
+    change = w[1:, 0] != w[:-1, 0] if w.shape[1] == 1 else np.any(w[1:] != w[:-1], axis=1)
     starts = np.flatnonzero(np.concatenate(([True], change)))
     unique, head_index = np.unique(ids[starts], return_inverse=True)
+    head_index = head_index.ravel()
     lengths = np.diff(np.append(starts, n))
-    return unique, np.repeat(head_index.ravel(), lengths)
+    index = np.repeat(head_index, lengths)
+    if not counts:
+        return unique, index
+    per_id = np.bincount(head_index, weights=lengths, minlength=len(unique)).astype(np.int64)
+    return unique, index, per_id
 
 
 def lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -111,12 +111,12 @@ class EvalContext:
         kept = np.where(eval_row >= 0, np.minimum(lengths, D), 0)
         first = np.concatenate(([0], np.cumsum(kept)[:-1]))  # each query's first selected row
         total = int(kept.sum())
-        step = np.arange(total, dtype=np.int64)
         # run row and matrix cell of each selected row (None: the identity)
-        sel = None if total == len(run) else step + np.repeat(run.offsets[:-1] - first, kept)
+        to_row = run.offsets[:-1] - first
         to_cell = np.where(kept > 0, eval_row * D - first, 0)
-        flat = None if total == nq * D and not to_cell.any() else step + np.repeat(to_cell, kept)
-        del step
+        sel = None if total == len(run) else np.arange(total) + np.repeat(to_row, kept)
+        flat = (None if total == nq * D and not to_cell.any()
+                else np.arange(total) + np.repeat(to_cell, kept))
         # judged grades by hash lookup of (qrels query, chunk)
         qrels_query_of_run_query = _keys.lookup(self.qrels.query_id_bytes, run.query_id_bytes)
         qidx = run.qidx if sel is None else run.qidx[sel]

@@ -158,7 +158,7 @@ class Qrels(_ByQuery):
         self.top_grade = None if top_grade is None else int(top_grade)
         if top_grade is not None:
             self._check_scale(qids, cids, grade_array, _row_or_line(file, lines, located))
-        unique, qidx = factorize(qids)
+        unique, qidx, counts = factorize(qids, counts=True)
         hashes = pair_hash(id_hash(unique)[qidx], cids)
         dup = first_duplicate(hashes, qidx, cids)
         if dup is not None:
@@ -300,7 +300,7 @@ class Run(_ByQuery):
                              field="score", **_where(file, lines, bad, located))
         self.name = name
         self.file = file
-        unique, qidx = factorize(qids)
+        unique, qidx, counts = factorize(qids, counts=True)
         hashes = pair_hash(id_hash(unique)[qidx], cids)
         dup = first_duplicate(hashes, qidx, cids)
         if dup is not None:
@@ -341,7 +341,6 @@ class Run(_ByQuery):
         self.chunk_ids = cids
         self.scores = score_array
         self.lines = lines
-        counts = np.bincount(qidx, minlength=len(unique))
         self.offsets = np.concatenate(([0], np.cumsum(counts)))
 
     @staticmethod
