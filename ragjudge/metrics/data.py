@@ -12,6 +12,7 @@ Ids are kept as fixed-width byte strings (see ``_keys``), never as a Python obje
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -23,6 +24,10 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, id_hash, pair_hash, words
 from ragjudge.numeric import MAX_GRADE, grade_problem
 
+
+#: a run of at least this many rows is hashed on a thread beside its ordering
+CONCURRENT_ROWS = 1 << 20
+_THREADS = min(2, os.cpu_count() or 1)
 
 #: the InputError fields (file and line, or a hint) that locate a row
 Where = Callable[[int], dict[str, Any]]
@@ -158,7 +163,7 @@ class Qrels(_ByQuery):
         self.top_grade = None if top_grade is None else int(top_grade)
         if top_grade is not None:
             self._check_scale(qids, cids, grade_array, _row_or_line(file, lines, located))
-        unique, qidx, counts = factorize(qids, counts=True)
+        unique, qidx = factorize(qids)
         hashes = pair_hash(id_hash(unique)[qidx], cids)
         dup = first_duplicate(hashes, qidx, cids)
         if dup is not None:
@@ -301,8 +306,23 @@ class Run(_ByQuery):
         self.name = name
         self.file = file
         unique, qidx, counts = factorize(qids, counts=True)
-        hashes = pair_hash(id_hash(unique)[qidx], cids)
-        dup = first_duplicate(hashes, qidx, cids)
+
+        def hashed() -> tuple[np.ndarray, tuple[int, int] | None]:
+            hashes = pair_hash(id_hash(unique)[qidx], cids)
+            return hashes, first_duplicate(hashes, qidx, cids)
+
+        if n >= CONCURRENT_ROWS and _THREADS > 1:
+            # the pair hashes and the check for a chunk listed twice (a sort) run beside the
+            # ordering, which reads the same arrays and writes none of them
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                hashing = pool.submit(hashed)
+                placed = self._place(qidx, cids, score_array, ordered)
+                hashes, dup = hashing.result()
+        else:
+            hashes, dup = hashed()
+            placed = None
         if dup is not None:
             i, j = dup
             where = _where(file, lines, j, located)
@@ -313,27 +333,24 @@ class Run(_ByQuery):
                 field="chunk_id",
                 **where,
             )
-        order = self._order(qidx, cids, score_array, ordered)
+        order, qidx, cids, score_array, moves = placed or self._place(qidx, cids, score_array, ordered)
         if order is not None:
-            qidx, cids, score_array = qidx[order], cids[order], score_array[order]
             lines = lines[order] if lines is not None else order + 1 if located else None
             hashes = hashes[order]
-        if not ordered:
-            moves = self._tie_moves(qidx, cids, score_array)
-            if moves is not None:
-                # tied rows share their query and score: only their chunk ids (and what
-                # follows a row: its hash, its line) move, and only within the ties
-                to, source = moves
-                if order is None:  # cids and lines may be the caller's arrays
-                    cids = cids.copy()
-                    if lines is None and located:
-                        lines = np.arange(1, len(cids) + 1, dtype=np.int64)
-                    elif lines is not None:
-                        lines = lines.copy()
-                cids[to] = cids[source]
-                hashes[to] = hashes[source]
-                if lines is not None:
-                    lines[to] = lines[source]
+        if moves is not None:
+            # tied rows share their query and score: only their chunk ids (and what follows a
+            # row: its hash, its line) move, and only within the ties
+            to, source = moves
+            if order is None:  # cids and lines may be the caller's arrays
+                cids = cids.copy()
+                if lines is None and located:
+                    lines = np.arange(1, len(cids) + 1, dtype=np.int64)
+                elif lines is not None:
+                    lines = lines.copy()
+            cids[to] = cids[source]
+            hashes[to] = hashes[source]
+            if lines is not None:
+                lines[to] = lines[source]
         #: hash of (query id, chunk id) per row, shared with the qrels' pair index
         self.pair_hashes = hashes
         self._qids = unique
@@ -342,6 +359,18 @@ class Run(_ByQuery):
         self.scores = score_array
         self.lines = lines
         self.offsets = np.concatenate(([0], np.cumsum(counts)))
+
+    @classmethod
+    def _place(cls, qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> tuple[
+            np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """Where the rows go: the permutation ``_order`` (or None), the query indexes, chunk
+        ids and scores in that order, and the moves of ``_tie_moves`` to apply after it (or
+        None)."""
+        order = cls._order(qidx, cids, scores, ordered)
+        if order is not None:
+            qidx, cids, scores = qidx[order], cids[order], scores[order]
+        moves = None if ordered else cls._tie_moves(qidx, cids, scores)
+        return order, qidx, cids, scores, moves
 
     @staticmethod
     def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> np.ndarray | None:
