@@ -17,7 +17,8 @@ is reported with its file, line and field (``ragjudge.errors.InputError``).
 
 When pyarrow is installed (it is optional), a big input whose fields are separated by single
 spaces is read by pyarrow's multi-threaded CSV reader instead (``_arrow``), with the same
-result; anything else, including every malformed file, takes the numpy path above.
+result; a big file named by its path is mapped into memory for it rather than copied.
+Anything else, including every malformed file, takes the numpy path above.
 """
 
 from __future__ import annotations
