@@ -1,5 +1,11 @@
 """The ``ragjudge`` command. Each module registers its commands on :data:`ragjudge.cli.app.app`.
 
+A run imports only what its command needs: :data:`COMMANDS` names the module of every command,
+and only that module is registered (all of them for the top-level help, for no command, which
+opens the app, and for an unknown one, so that click can suggest the nearest). ``eval`` on
+files with the common options does not even load typer: :mod:`ragjudge.cli.lean` reads its
+command line and calls the same code as the typer command.
+
 Exit codes: 0 success, 1 a check failed (``gate``, ``verify``), 2 a usage or input error with
 the message on stderr, 130 interrupted.
 """
@@ -8,30 +14,59 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from ragjudge.cli.app import app
+COMMANDS: dict[str, str] = {
+    "init": "ragjudge.cli.project",
+    "status": "ragjudge.cli.project",
+    "demo": "ragjudge.cli.project",
+    "import": "ragjudge.cli.transfer",
+    "export": "ragjudge.cli.transfer",
+    "eval": "ragjudge.cli.evaluate",
+    "compare": "ragjudge.cli.evaluate",
+    "gate": "ragjudge.cli.evaluate",
+    "explain": "ragjudge.cli.evaluate",
+    "agree": "ragjudge.cli.agreement",
+    "assign": "ragjudge.cli.agreement",
+    "disputes": "ragjudge.cli.agreement",
+    "adjudicate": "ragjudge.cli.agreement",
+    "quality": "ragjudge.cli.agreement",
+    "annotate": "ragjudge.cli.judging",
+    "backup": "ragjudge.cli.maintenance",
+    "verify": "ragjudge.cli.maintenance",
+    "annotators": "ragjudge.cli.annotators",
+    "review": "ragjudge.cli.review",
+    "serve": "ragjudge.cli.serve",
+    "llm-judge": "ragjudge.cli.llm",
+}
+"""Every command's name -> the module that registers it (in the order of the help's list)."""
 
-COMMAND_MODULES = (
-    "ragjudge.cli.project",
-    "ragjudge.cli.transfer",
-    "ragjudge.cli.evaluate",
-    "ragjudge.cli.agreement",
-    "ragjudge.cli.judging",
-    "ragjudge.cli.maintenance",
-    "ragjudge.cli.annotators",
-    "ragjudge.cli.review",
-    "ragjudge.cli.serve",
-    "ragjudge.cli.llm",
-)
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
-def _register() -> None:
-    for name in COMMAND_MODULES:
+def _register(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
+    """Register the commands of ``modules`` (default: all) on the app. However many were
+    registered before and in whichever order, the app lists its commands in the order of
+    :data:`COMMAND_MODULES`."""
+    from ragjudge.cli.app import app
+
+    for name in modules:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
             if exc.name != name:  # a module that exists but fails to import is a bug: show it
                 raise
+    order = {name: i for i, name in enumerate(COMMAND_MODULES)}
+    app.registered_commands.sort(key=lambda info: order.get(info.callback.__module__, len(order)))
+
+
+def modules_for(args: list[str]) -> tuple[str, ...]:
+    """The command modules a command line needs (``--db`` already hoisted to the front): its
+    command's, or all of them when it names no known command."""
+    rest = args[2:] if args[:1] == ["--db"] else args
+    module = COMMANDS.get(rest[0]) if rest else None
+    return COMMAND_MODULES if module is None else (module,)
 
 
 def hoist_db(argv: list[str]) -> list[str]:
@@ -74,26 +109,48 @@ def usage_message(exc: Exception) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
+    from ragjudge.cli.lean import Aborted, lean_call
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    call = lean_call(args)
+    if call is not None:
+        return _outcome(call, usage_errors=(), aborts=(Aborted,))
+    return _typer_main(args)
+
+
+def _typer_main(args: list[str]) -> int:
     from typer import Abort, BadParameter
 
-    from ragjudge.errors import CheckFailed, RagjudgeError
-    from ragjudge.safetext import for_terminal
+    from ragjudge.cli.app import app
 
     # click's base of usage errors (vendored by recent Typer, the click package before)
     click_error = next(c for c in BadParameter.__mro__ if c.__name__ == "ClickException")
-    _register()
-    try:
-        args = hoist_db(list(sys.argv[1:] if argv is None else argv))
+
+    def call() -> Any:
+        hoisted = hoist_db(args)
+        _register(modules_for(hoisted))
         # not standalone: click's usage errors come here, to be told in one line like ours
-        code = app(args=args, prog_name="ragjudge", standalone_mode=False)
+        return app(args=hoisted, prog_name="ragjudge", standalone_mode=False)
+
+    return _outcome(call, usage_errors=(click_error,), aborts=(Abort,))
+
+
+def _outcome(call: Callable[[], Any], *, usage_errors: tuple[type[BaseException], ...],
+             aborts: tuple[type[BaseException], ...]) -> int:
+    """Run a command; its exit code, with any mistake told on stderr in one paragraph."""
+    from ragjudge.errors import CheckFailed, RagjudgeError
+    from ragjudge.safetext import for_terminal
+
+    try:
+        code = call()
         return code if isinstance(code, int) else 0  # --help (0), typer.Exit(n)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
-    except click_error as exc:
-        print(f"ragjudge: {usage_message(exc)}", file=sys.stderr)
+    except usage_errors as exc:
+        print(f"ragjudge: {usage_message(exc)}", file=sys.stderr)  # type: ignore[arg-type]
         return 2
-    except Abort:
+    except aborts:
         print("ragjudge: aborted.", file=sys.stderr)
         return 1
     except CheckFailed as exc:
@@ -107,4 +164,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ragjudge: interrupted.", file=sys.stderr)
         return 130
-    return 0

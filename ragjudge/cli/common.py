@@ -1,103 +1,35 @@
-"""What every command shares: the project named by ``--db``, consoles and output helpers."""
+"""What every command shares: the project named by ``--db``, consoles and output helpers.
+
+The helpers that need neither typer nor Rich live in :mod:`ragjudge.cli.base` and are
+re-exported here.
+"""
 
 from __future__ import annotations
 
-import json
-import math
-import sys
-from typing import Any
-
 from rich.console import Console
 
-from ragjudge.safetext import markup, mask_secrets
-from ragjudge.errors import UsageError
-
+from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command imports them from here
+    MAX_DEPTH,
+    MAX_DRAWS,
+    MAX_LIMIT,
+    MAX_SEED,
+    _json_default,
+    _state,
+    check_int,
+    clean_floats,
+    db_given,
+    open_project,
+    print_json,
+    project_db,
+    safe,
+    set_db,
+)
 
 # no emoji codes: a run named ":a:" is shown as typed (markup is escaped by safe())
 console = Console(highlight=False, soft_wrap=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)
 
-_state: dict[str, str | None] = {"db": None}
-
 BY_LEAD_HELP = ("Who does this (default: your login name); once the project has a lead, it must "
                 "be a lead.")
 BY_VIEWER_HELP = ("Who looks (default: your login name); in a blind project with a lead, only a "
                   "lead sees other annotators' labels.")
-
-
-def set_db(db: str | None) -> None:
-    """Remember the ``--db`` given anywhere on the command line (None forgets it)."""
-    _state["db"] = db or None
-
-
-def project_db() -> str:
-    """The project database: ``--db``, else ``RAGJUDGE_DB``, else ``./ragjudge.db``."""
-    from ragjudge.store.engine import env_db  # lazily: file-only commands never load SQLAlchemy
-
-    return _state["db"] or env_db()
-
-
-def db_given() -> bool:
-    """True when the user named a project with --db or RAGJUDGE_DB."""
-    import os
-
-    return bool(_state["db"] or os.environ.get("RAGJUDGE_DB"))
-
-
-def open_project(*, create: bool = False):  # noqa: ANN201 - Project
-    from ragjudge.services.project import Project
-
-    return Project.open(project_db(), create=create)
-
-
-MAX_DEPTH = 100_000
-"""The deepest pool: the top K chunks of each run, K at most this."""
-MAX_SEED = 2**32 - 1
-"""Seeds are 32-bit, as numpy's and most tools' are: a seed printed anywhere can be given back."""
-MAX_DRAWS = 1_000_000
-"""The most resamples or sign flips of a significance test (memory grows with them)."""
-MAX_LIMIT = 1_000_000_000
-"""The most rows a listing is asked for (a database integer must hold it)."""
-
-
-def check_int(option: str, value: int, low: int, high: int, what: str) -> int:
-    """``value`` of the integer ``option`` when ``low <= value <= high``; a :class:`UsageError`
-    stating the range otherwise. Checked as the command starts, before the value sizes a list, a
-    pool or a database query (a 31-digit --depth would otherwise reach SQLite's 64-bit integers)."""
-    if low <= value <= high:
-        return value
-    digits = str(value)
-    shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits):,} digits)"
-    raise UsageError(f"{option} {shown}: {what} is a whole number from {low:,} to {high:,}.")
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
-
-
-def clean_floats(value: Any) -> Any:
-    """NaN and infinities become null, so that the JSON is valid for every reader."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: clean_floats(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean_floats(v) for v in value]
-    return value
-
-
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(clean_floats(data), indent=2, default=_json_default, allow_nan=False))
-    sys.stdout.write("\n")
-
-
-def safe(text: object) -> str:
-    """User text for a Rich markup string, shown literally: control characters visible, markup
-    escaped, a URL's password masked (see :mod:`ragjudge.safetext`)."""
-    return markup(mask_secrets(text), multiline=True)

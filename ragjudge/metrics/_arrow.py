@@ -13,6 +13,10 @@ field count, and returns None otherwise (or when the reader raises, or a number 
 malformed or not finite), so that the numpy tokenizer handles the file and reports any problem
 with its file, line and field.
 
+The input is read where it lies: ``trec`` maps a big file into memory (or hands over the
+buffer it read), the reader's own threads parse it a block at a time while another thread
+counts its whitespace, so that a 383 MB run is read on both cores without a copy.
+
 Ids are read as binary columns (no UTF-8 check, as the numpy path) and turned into the same
 NUL-padded fixed-width ``S`` arrays from the columns' offsets and data buffers, in numpy.
 Integer columns are read as bytes and converted by the numpy path's own conversion, so that
@@ -48,45 +52,35 @@ def available() -> bool:
     return True
 
 
-def _scan(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
+def _scan(buf: np.ndarray, lo: int, hi: int, size: int,
+          scratch: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, int, int]:
     """Counts over bytes lo:hi: whitespace, CRs, and whitespace bytes followed by whitespace
-    (the byte after hi is looked at, the padding after ``size`` is not)."""
+    (the byte after hi is looked at, the padding after ``size`` is not). ``scratch``: two
+    bool arrays of at least hi - lo + 1 entries for the masks (reused: fresh memory for each
+    chunk would cost a page fault per 4 kB)."""
     b = buf[lo:min(hi + 1, size)]
-    ws = b <= 32
     m = hi - lo
+    ws, other = scratch if scratch is not None else (np.empty(len(b), bool), np.empty(len(b), bool))
+    ws = ws[:len(b)]
+    np.less_equal(b, 32, out=ws)
     n_ws = int(np.count_nonzero(ws[:m]))
-    pairs = int(np.count_nonzero(ws[:-1] & ws[1:]))
-    cr = int(np.count_nonzero(b[:m] == 13))
+    pairs = int(np.count_nonzero(np.logical_and(ws[:-1], ws[1:], out=other[:len(b) - 1])))
+    cr = int(np.count_nonzero(np.equal(b[:m], 13, out=other[:m])))
     return n_ws, cr, pairs
 
 
 def _whitespace_counts(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
     """``_scan`` over bytes lo:hi, in cache-sized chunks."""
-    parts = [_scan(buf, a, min(a + _SCAN, hi), size) for a in range(lo, hi, _SCAN)]
+    scratch = (np.empty(_SCAN + 1, dtype=bool), np.empty(_SCAN + 1, dtype=bool))
+    parts = [_scan(buf, a, min(a + _SCAN, hi), size, scratch) for a in range(lo, hi, _SCAN)]
     return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
 
 
 def _count_newlines(buf: np.ndarray, size: int) -> int:
-    return sum(int(np.count_nonzero(buf[a:min(a + _SCAN, size)] == 10))
+    mask = np.empty(_SCAN, dtype=bool)
+    return sum(int(np.count_nonzero(np.equal(buf[a:min(a + _SCAN, size)], 10,
+                                             out=mask[:min(_SCAN, size - a)])))
                for a in range(0, size, _SCAN))
-
-
-def _split_points(buf: np.ndarray, size: int, parts: int) -> list[int]:
-    """Offsets cutting bytes 0:size into about ``parts`` pieces, each after a newline."""
-    cuts = [0]
-    for k in range(1, parts):
-        at = max(cuts[-1], size * k // parts)
-        step, cut = 1 << 16, size
-        while at < size:  # the next newline, looked for in growing windows
-            nl = np.flatnonzero(buf[at:min(at + step, size)] == 10)
-            if len(nl):
-                cut = at + int(nl[0]) + 1
-                break
-            at, step = at + step, step * 2
-        if cut >= size:
-            break
-        cuts.append(cut)
-    return cuts + [size]
 
 
 def _pool_map(fn: Callable[[Any], Any], items: list) -> list:
@@ -112,21 +106,45 @@ def _large_binary_id() -> int:
     return pa.large_binary().id
 
 
+#: values gathered at once: the temporaries of a block stay in the processor's cache and are
+#: reused from block to block (fresh memory for each would cost a page fault per 4 kB)
+_GATHER_ROWS = 1 << 15
+
+
 def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.ndarray) -> None:
     """Fill the (n, k) uint64 rows ``out`` with the chunk's NUL-padded values, 8 bytes per
-    gather (from a copy of its data with 8 zero bytes after it, read as unaligned words)."""
+    gather, a block of values at a time (from a copy of the block's bytes with 8 zero bytes
+    after it, read as unaligned words)."""
     from ragjudge.metrics.trec import _unaligned_words
 
-    base, end = int(offsets[0]), int(offsets[-1])
-    data = np.zeros(end - base + 9, dtype=np.uint8)
-    data[: end - base] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[base:end]
-    words = _unaligned_words(data)
-    starts = offsets[:-1] - base
-    last = len(words) - 1
-    for j in range(out.shape[1]):
-        at = starts if j == 0 else np.minimum(starts + 8 * j, last)
-        rest = np.clip(lengths - 8 * j, 0, 8)
-        np.bitwise_and(words[at], MASKS[rest], out=out[:, j])
+    source = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+    n = len(lengths)
+    rows = min(n, _GATHER_ROWS)
+    widest = max(int(offsets[min(lo + rows, n)]) - int(offsets[lo]) for lo in range(0, n, rows))
+    data = np.zeros(widest + 9, dtype=np.uint8)
+    at = np.empty(rows, dtype=np.int64)
+    rest = np.empty(rows, dtype=np.int64)
+    mask = np.empty(rows, dtype=np.uint64)
+    for lo in range(0, n, rows):
+        hi = min(lo + rows, n)
+        m = hi - lo
+        base, end = int(offsets[lo]), int(offsets[hi])
+        data[: end - base] = source[base:end]
+        data[end - base: end - base + 9] = 0
+        words = _unaligned_words(data[: end - base + 9])
+        last = len(words) - 1
+        np.subtract(offsets[lo:hi], base, out=at[:m])
+        for j in range(out.shape[1]):
+            if j:
+                at[:m] += 8
+                np.minimum(at[:m], last, out=at[:m])
+            if out.shape[1] == 1:  # every value within one word: its length is its mask's
+                np.take(MASKS, lengths[lo:hi], out=mask[:m])
+            else:
+                np.subtract(lengths[lo:hi], 8 * j, out=rest[:m])
+                np.clip(rest[:m], 0, 8, out=rest[:m])
+                np.take(MASKS, rest[:m], out=mask[:m])
+            np.bitwise_and(words[at[:m]], mask[:m], out=out[lo:hi, j])  # (take would copy words)
 
 
 def _plan_ids(columns: list) -> list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]] | None:
@@ -162,23 +180,19 @@ def _gather_ids(plan: list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]]) -> 
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
-def _read_part(job: tuple) -> tuple[Any, Any] | None:
-    """One piece of whole lines: the reader on one thread (its own threads gain nothing on
-    two cores and hold several blocks more memory), then the whitespace counts of the piece;
-    None if the reader fails."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    buf, lo, hi, size, (read_options, parse_options, convert_options) = job
-    if bytes(buf[lo:lo + 3]) == b"\xef\xbb\xbf":
-        return None  # the reader would drop a byte order mark, the numpy path keeps it
-    try:
-        table = pacsv.read_csv(pa.py_buffer(memoryview(buf)[lo:hi]),
-                               read_options=read_options, parse_options=parse_options,
-                               convert_options=convert_options)
-    except (pa.ArrowException, ValueError):
-        return None
-    return table, _whitespace_counts(buf, lo, hi, size)
+def _float_values(column: Any) -> np.ndarray:
+    """A float64 column without nulls as one numpy array (read from the chunks' value
+    buffers: ``to_numpy`` would cost a long first-call set-up of pyarrow's conversions)."""
+    out = np.empty(len(column), dtype=np.float64)
+    at = 0
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        values = np.frombuffer(chunk.buffers()[1], dtype=np.float64)
+        out[at: at + n] = values[chunk.offset: chunk.offset + n]
+        at += n
+    return out
 
 
 def plain_table(buf: np.ndarray, size: int, nf: int,
@@ -187,16 +201,18 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
     of the input when every line is ``nf`` non-empty fields joined by one space (see the
     module's docstring; ``crlf``: the lines end with ``\\r\\n``), else None.
 
-    ``buf`` holds the input in its first ``size`` bytes (ending with a newline); the reader
-    runs on a thread per piece of whole lines of a big input."""
+    ``buf`` holds the input in its first ``size`` bytes (ending with a newline). A big input
+    is read by the reader's own threads (one per core, a block of ``READ_BLOCK`` bytes each)
+    while another thread counts its whitespace."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    if size == 0 or buf[0] <= 32:
-        return None
+    if size == 0 or buf[0] <= 32 or bytes(buf[:3]) == b"\xef\xbb\xbf":
+        return None  # a leading blank; a byte order mark: the reader drops it, numpy keeps it
     names = [f"f{i}" for i in range(nf)]
     types = {names[i]: kind for i, kind in include.items()}
-    read_options = pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK,
-                                     use_threads=False)
+    big = size >= 2 * READ_BLOCK and _THREADS > 1
+    read_options = pacsv.ReadOptions(column_names=names, block_size=READ_BLOCK, use_threads=big)
     parse_options = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                        escape_char=False, newlines_in_values=False,
                                        ignore_empty_lines=False)
@@ -205,20 +221,23 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
                                            strings_can_be_null=False,
                                            quoted_strings_can_be_null=False)
 
-    # big inputs are cut into pieces of whole lines, read on a thread each
-    cuts = _split_points(buf, size, _THREADS if size >= 2 * READ_BLOCK else 1)
-    jobs = [(buf, lo, hi, size, (read_options, parse_options, convert_options))
-            for lo, hi in zip(cuts[:-1], cuts[1:])]
-    results = _pool_map(_read_part, jobs)
-    del jobs
-    if any(result is None for result in results):
-        return None
-    import pyarrow as pa
+    def read_table() -> Any:
+        try:
+            return pacsv.read_csv(pa.py_buffer(buf[:size]), read_options=read_options,
+                                  parse_options=parse_options, convert_options=convert_options)
+        except (pa.ArrowException, ValueError):
+            return None
 
-    table = (pa.concat_tables([t for t, _ in results]) if len(results) > 1
-             else results[0][0])
-    n_ws, cr, pairs = (sum(c[k] for _, c in results) for k in range(3))
-    del results
+    if big:  # the counts (numpy, without the GIL) run beside the reader
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            counting = pool.submit(_whitespace_counts, buf, 0, size, size)
+            table = read_table()
+            n_ws, cr, pairs = counting.result()
+    else:
+        table = read_table()
+        n_ws, cr, pairs = _whitespace_counts(buf, 0, size, size) if table is not None else (0, 0, 0)
+    if table is None:
+        return None
     n = table.num_rows
     # every line "f1 f2 ... fn\n" (or "\r\n") with non-empty fields <=> the whitespace bytes
     # are exactly n(nf-1) spaces and n line ends, no two of them adjacent except "\r\n":
@@ -261,8 +280,7 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     if float_scores:
         if column.null_count:
             return None
-        nums = (np.concatenate([chunk.to_numpy() for chunk in column.chunks])
-                if column.num_chunks else np.zeros(0, dtype=np.float64))
+        nums = _float_values(column)
         if not np.isfinite(nums).all():
             return None
     else:

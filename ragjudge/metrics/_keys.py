@@ -59,26 +59,42 @@ def decode(ids: np.ndarray) -> list[str]:
     return [b.decode("utf-8", "replace") for b in ids.tolist()]
 
 
-def mix(h: np.ndarray, w: np.ndarray) -> np.ndarray:
+#: rows hashed at once: the temporaries of a block stay in the processor's cache
+_HASH_BLOCK = 1 << 16
+
+
+def mix(h: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Combine a uint64 hash with a uint64 column (splitmix64 finaliser); exact ids are
-    re-checked after any lookup, so a collision can cost time but never a wrong answer."""
-    x = (h ^ w.astype(np.uint64, copy=False)) * _GOLDEN
-    x ^= x >> np.uint64(30)
+    re-checked after any lookup, so a collision can cost time but never a wrong answer.
+    ``out``: where to write the result (may be ``h``)."""
+    x = np.bitwise_xor(h, w.astype(np.uint64, copy=False), out=out)
+    x *= _GOLDEN
+    t = x >> np.uint64(30)
+    x ^= t
     x *= _MIX1
-    x ^= x >> np.uint64(27)
+    np.right_shift(x, np.uint64(27), out=t)
+    x ^= t
     x *= _MIX2
-    x ^= x >> np.uint64(31)
+    np.right_shift(x, np.uint64(31), out=t)
+    x ^= t
     return x
 
 
-def _mix_words(h: np.ndarray, ids: np.ndarray) -> np.ndarray:
+def _mix_words(h: np.ndarray, ids: np.ndarray, low_bit: bool = False) -> np.ndarray:
+    """``h`` mixed with each row's id, a block of rows at a time; ``low_bit`` sets bit 0."""
     # all-zero words are NUL padding (ids hold no NUL byte): skipping them makes the hash
     # independent of the array's width; the first word of a non-empty id is never zero
     w = words(ids)
-    for j in range(w.shape[1]):
-        mixed = mix(h, w[:, j])
-        h = mixed if j == 0 else np.where(w[:, j] != 0, mixed, h)
-    return h
+    out = np.empty(len(ids), dtype=np.uint64)
+    for lo in range(0, len(ids), _HASH_BLOCK):
+        hi = min(lo + _HASH_BLOCK, len(ids))
+        x = mix(h[lo:hi], w[lo:hi, 0], out=out[lo:hi])
+        for j in range(1, w.shape[1]):
+            column = w[lo:hi, j]
+            np.copyto(x, mix(x, column), where=column != 0)
+        if low_bit:
+            x |= np.uint64(1)
+    return out
 
 
 def id_hash(ids: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -90,24 +106,31 @@ def pair_hash(query_hash: np.ndarray, ids: np.ndarray, seed: int = 0) -> np.ndar
     """A uint64 hash of (query, id) per row, from the rows' query-id hashes (``id_hash``)."""
     h = query_hash ^ (np.uint64(seed) * _MIX2) if seed else query_hash
     # odd, so that 0 can mark an empty slot of a PairIndex
-    return _mix_words(h, ids) | np.uint64(1)
+    return _mix_words(h, ids, low_bit=True)
 
 
-def factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique ids and the index of each row's id among them.
+def factorize(ids: np.ndarray, *, counts: bool = False) -> tuple[np.ndarray, ...]:
+    """Sorted unique ids and the index of each row's id among them (and, with ``counts``,
+    how many rows each unique id has).
 
     Rows of a TREC file come grouped by query, so the unique ids are found among the heads of
     the runs of equal ids, which are few; ungrouped input is still correct, only slower.
     """
     n = len(ids)
     if n == 0:
-        return ids[:0], np.zeros(0, dtype=np.int64)
+        empty = np.zeros(0, dtype=np.int64)
+        return (ids[:0], empty, empty) if counts else (ids[:0], empty)
     w = words(ids)
-    change = np.any(w[1:] != w[:-1], axis=1)
+    change = w[1:, 0] != w[:-1, 0] if w.shape[1] == 1 else np.any(w[1:] != w[:-1], axis=1)
     starts = np.flatnonzero(np.concatenate(([True], change)))
     unique, head_index = np.unique(ids[starts], return_inverse=True)
+    head_index = head_index.ravel()
     lengths = np.diff(np.append(starts, n))
-    return unique, np.repeat(head_index.ravel(), lengths)
+    index = np.repeat(head_index, lengths)
+    if not counts:
+        return unique, index
+    per_id = np.bincount(head_index, weights=lengths, minlength=len(unique)).astype(np.int64)
+    return unique, index, per_id
 
 
 def lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -151,7 +174,14 @@ class PairIndex:
 
     Built once per qrels (whose pairs must be unique); a run's (query, chunk) pairs are looked
     up in a few vectorised probe rounds, and each hit is verified on the exact id bytes.
+
+    Most pairs a run ranks are not judged: a byte map over the top bits of the pair hashes
+    (about 32 entries per pair, so that an absent pair passes it once in 32) lets a lookup
+    probe the table only for the pairs that may be there.
     """
+
+    #: the byte map has 2**k entries, k at most this (64 MB)
+    MAX_FILTER_BITS = 26
 
     def __init__(self, query_index: np.ndarray, ids: np.ndarray,
                  query_hash: np.ndarray | None = None) -> None:
@@ -174,6 +204,10 @@ class PairIndex:
                 break
             self.seed += 1  # a 64-bit collision between distinct pairs: rehash
         self._insert()
+        bits = min(self.MAX_FILTER_BITS, max(10, int(np.ceil(np.log2(max(n, 1) * 32)))))
+        self.filter_shift = np.uint64(64 - bits)
+        self.filter = np.zeros(1 << bits, dtype=bool)
+        self.filter[(self.hashes >> self.filter_shift).view(np.intp)] = True
 
     def _insert(self) -> None:
         self.table_hash = np.zeros(len(self.slots), dtype=np.uint64)
@@ -207,6 +241,29 @@ class PairIndex:
                 query_hash = mix(np.zeros(len(ids), dtype=np.uint64),
                                  query_index.astype(np.uint64))
             h = pair_hash(query_hash, ids, self.seed)
+        result = np.full(len(ids), -1, dtype=np.int64)
+        at, rows = self.find(h, ids, query_index)
+        result[at] = rows
+        return result
+
+    def find(self, hashes: np.ndarray, ids: np.ndarray, query_index: np.ndarray,
+             query_map: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The positions of the pairs present, and their rows: pair i is (query ``query_index[i]``,
+        or ``query_map[query_index[i]]`` when a map is given, id ``ids[i]``), its hash
+        ``hashes[i]`` (``pair_hash`` with this index's seed). Only the pairs the byte map lets
+        through are looked at further, so a run's mostly unjudged pairs cost little."""
+        maybe = np.flatnonzero(self.filter[(hashes >> self.filter_shift).view(np.intp)])
+        if len(maybe) == 0:
+            return maybe, np.zeros(0, dtype=np.int64)
+        queries = np.asarray(query_index[maybe], dtype=np.int64)
+        if query_map is not None:
+            queries = np.asarray(query_map, dtype=np.int64)[queries]
+        rows = self._probe(queries, ids[maybe], hashes[maybe])
+        found = rows >= 0
+        return maybe[found], rows[found]
+
+    def _probe(self, query_index: np.ndarray, ids: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """Row of each pair (-1 when absent), its hash ``h`` known: the table's probe rounds."""
         result = np.full(len(ids), -1, dtype=np.int64)
         slot = (h & self.mask).astype(np.intp)
         # the table keeps each slot's hash (0 = empty): one random read per probe

@@ -12,6 +12,7 @@ Ids are kept as fixed-width byte strings (see ``_keys``), never as a Python obje
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -23,6 +24,10 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, id_hash, pair_hash, words
 from ragjudge.numeric import MAX_GRADE, grade_problem
 
+
+#: a run of at least this many rows is hashed on a thread beside its ordering
+CONCURRENT_ROWS = 1 << 20
+_THREADS = min(2, os.cpu_count() or 1)
 
 #: the InputError fields (file and line, or a hint) that locate a row
 Where = Callable[[int], dict[str, Any]]
@@ -300,9 +305,24 @@ class Run(_ByQuery):
                              field="score", **_where(file, lines, bad, located))
         self.name = name
         self.file = file
-        unique, qidx = factorize(qids)
-        hashes = pair_hash(id_hash(unique)[qidx], cids)
-        dup = first_duplicate(hashes, qidx, cids)
+        unique, qidx, counts = factorize(qids, counts=True)
+
+        def hashed() -> tuple[np.ndarray, tuple[int, int] | None]:
+            hashes = pair_hash(id_hash(unique)[qidx], cids)
+            return hashes, first_duplicate(hashes, qidx, cids)
+
+        if n >= CONCURRENT_ROWS and _THREADS > 1:
+            # the pair hashes and the check for a chunk listed twice (a sort) run beside the
+            # ordering, which reads the same arrays and writes none of them
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                hashing = pool.submit(hashed)
+                placed = self._place(qidx, cids, score_array, ordered)
+                hashes, dup = hashing.result()
+        else:
+            hashes, dup = hashed()
+            placed = None
         if dup is not None:
             i, j = dup
             where = _where(file, lines, j, located)
@@ -313,17 +333,24 @@ class Run(_ByQuery):
                 field="chunk_id",
                 **where,
             )
-        order = self._order(qidx, cids, score_array, ordered)
-        if order is not None:
-            qidx, cids, score_array = qidx[order], cids[order], score_array[order]
-        if not ordered:
-            fix = self._tie_order(qidx, cids, score_array)
-            if fix is not None:
-                qidx, cids, score_array = qidx[fix], cids[fix], score_array[fix]
-                order = fix if order is None else order[fix]
+        order, qidx, cids, score_array, moves = placed or self._place(qidx, cids, score_array, ordered)
         if order is not None:
             lines = lines[order] if lines is not None else order + 1 if located else None
             hashes = hashes[order]
+        if moves is not None:
+            # tied rows share their query and score: only their chunk ids (and what follows a
+            # row: its hash, its line) move, and only within the ties
+            to, source = moves
+            if order is None:  # cids and lines may be the caller's arrays
+                cids = cids.copy()
+                if lines is None and located:
+                    lines = np.arange(1, len(cids) + 1, dtype=np.int64)
+                elif lines is not None:
+                    lines = lines.copy()
+            cids[to] = cids[source]
+            hashes[to] = hashes[source]
+            if lines is not None:
+                lines[to] = lines[source]
         #: hash of (query id, chunk id) per row, shared with the qrels' pair index
         self.pair_hashes = hashes
         self._qids = unique
@@ -331,13 +358,24 @@ class Run(_ByQuery):
         self.chunk_ids = cids
         self.scores = score_array
         self.lines = lines
-        counts = np.bincount(qidx, minlength=len(unique))
         self.offsets = np.concatenate(([0], np.cumsum(counts)))
+
+    @classmethod
+    def _place(cls, qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> tuple[
+            np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """Where the rows go: the permutation ``_order`` (or None), the query indexes, chunk
+        ids and scores in that order, and the moves of ``_tie_moves`` to apply after it (or
+        None)."""
+        order = cls._order(qidx, cids, scores, ordered)
+        if order is not None:
+            qidx, cids, scores = qidx[order], cids[order], scores[order]
+        moves = None if ordered else cls._tie_moves(qidx, cids, scores)
+        return order, qidx, cids, scores, moves
 
     @staticmethod
     def _order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray, ordered: bool) -> np.ndarray | None:
         """A permutation grouping the rows by query with scores descending (ties are settled
-        by ``_tie_order``), or None when the rows already are so.
+        by ``_tie_moves``), or None when the rows already are so.
 
         Retrievers write runs grouped by query and sorted by score, so the common case costs
         two comparisons per row and no sort.
@@ -354,9 +392,12 @@ class Run(_ByQuery):
         return np.lexsort((-scores, qidx))
 
     @staticmethod
-    def _tie_order(qidx: np.ndarray, cids: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
-        """For rows grouped by query, scores descending: the permutation that puts tied scores
-        in chunk id descending order (trec_eval's tie rule), or None when they already are."""
+    def _tie_moves(qidx: np.ndarray, cids: np.ndarray,
+                   scores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """For rows grouped by query, scores descending: the rows ``to`` that take the rows
+        ``source`` (``row[to] = row[source]``) so that tied scores are in chunk id descending
+        order (trec_eval's tie rule), or None when they already are. Rows move only within
+        their tie, so their query and score stay."""
         if len(qidx) < 2:
             return None
         tied = np.flatnonzero((qidx[1:] == qidx[:-1]) & (scores[1:] == scores[:-1]))
@@ -380,9 +421,7 @@ class Run(_ByQuery):
         wm = w[members]
         keys = [~wm[:, j] for j in range(wm.shape[1] - 1, -1, -1)]
         local = np.lexsort(keys + [tie_id])
-        order = np.arange(len(qidx))
-        order[members] = members[local]
-        return order
+        return members, members[local]
 
     @classmethod
     def from_arrays(cls, query_ids: Any, chunk_ids: Any, scores: Any, *, name: str | None = None) -> Run:

@@ -250,7 +250,7 @@ def dcg(ctx: EvalContext, m: Measure) -> np.ndarray:
     Seed 000 §3.1 (DCG@5 = 3.274), seed 004.
     """
     cols = ctx.columns(m.cutoff)
-    return ctx.gains[:, :cols] @ _discount(ctx, cols)
+    return ctx.gains_to(cols) @ _discount(ctx, cols)
 
 
 @measure("nDCG", cutoff="optional", graded=True, aliases=("NDCG", "ndcg"))
@@ -271,7 +271,7 @@ def ndcg_exp(ctx: EvalContext, m: Measure) -> np.ndarray:
     ``sum_{i<=k} (2^g_i - 1) / log2(i + 1)`` over the same sum for the ideal ranking.
     """
     cols = ctx.columns(m.cutoff)
-    gains = np.exp2(ctx.gains[:, :cols]) - 1.0
+    gains = np.exp2(ctx.gains_to(cols)) - 1.0
     return _div(gains @ _discount(ctx, cols), ctx.ideal_dcg(m.cutoff, "exp"))
 
 
@@ -323,7 +323,7 @@ def err(ctx: EvalContext, m: Measure) -> np.ndarray:
     """
     top = _top_grade(ctx, m)
     cols = ctx.columns(m.cutoff)
-    stop = (np.exp2(ctx.gains[:, :cols]) - 1.0) / np.exp2(float(top))
+    stop = (np.exp2(ctx.gains_to(cols)) - 1.0) / np.exp2(float(top))
     return _err(ctx, m, stop)
 
 
@@ -337,7 +337,7 @@ def err_seed(ctx: EvalContext, m: Measure) -> np.ndarray:
     cols = ctx.columns(m.cutoff)
     if top <= 0:
         return np.zeros(ctx.n_queries)
-    stop = np.minimum(ctx.gains[:, :cols] / float(top), 1.0)
+    stop = np.minimum(ctx.gains_to(cols) / float(top), 1.0)
     return _err(ctx, m, stop)
 
 

@@ -25,6 +25,9 @@ NaN means "undefined for this query": it is left out of the mean and counted sep
 silently turned into 0. Kernels must be vectorised over the (queries x depth) matrices.
 Missing extras are a ``UsageError`` naming the measure. Modules holding measures are imported
 lazily by :func:`parse_measure` (see ``MEASURE_MODULES``); a new module adds its name there.
+A lookup imports them in that order only until the name is known (``P@5`` needs only the
+first), which gives the same answer as importing all of them: a name or alias belongs to one
+measure, :func:`register` refuses a second owner.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import numpy as np
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_number, short_int
 
-#: modules whose import registers measures; imported on the first lookup
+#: modules whose import registers measures; imported in this order, as far as a lookup needs
 MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers")
 
 Kernel = Callable[["Any", "Measure"], np.ndarray]
@@ -174,7 +177,8 @@ def _fmt(value: Any) -> str:
 
 REGISTRY: dict[str, MeasureDef] = {}
 ALIASES: dict[str, str] = {}
-_loaded = False
+_loaded = 0
+"""How many of :data:`MEASURE_MODULES` are imported (they are imported in order)."""
 
 
 def register(definition: MeasureDef) -> MeasureDef:
@@ -211,12 +215,15 @@ def measure(
     return decorate
 
 
-def _load() -> None:
+def _load(until: str | None = None) -> None:
+    """Import the measure modules: all of them, or in order only until the (lower-case) name
+    or alias ``until`` is registered."""
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in MEASURE_MODULES:
+    while _loaded < len(MEASURE_MODULES):
+        if until is not None and until in ALIASES:
+            return
+        module = MEASURE_MODULES[_loaded]
+        _loaded += 1
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as error:
@@ -278,9 +285,9 @@ def parse_measure(text: str | Measure) -> Measure:
     """Parse ``P(rel=2)@5``-style text into a :class:`Measure` (``UsageError`` if unknown)."""
     if isinstance(text, Measure):
         return text
-    _load()
     raw = str(text)
     match = _SYNTAX.match(raw)
+    _load(until=match["name"].lower() if match else None)
     definition = None
     if match:
         definition = REGISTRY.get(ALIASES.get(match["name"].lower(), ""))

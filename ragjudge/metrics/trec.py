@@ -17,7 +17,8 @@ is reported with its file, line and field (``ragjudge.errors.InputError``).
 
 When pyarrow is installed (it is optional), a big input whose fields are separated by single
 spaces is read by pyarrow's multi-threaded CSV reader instead (``_arrow``), with the same
-result; anything else, including every malformed file, takes the numpy path above.
+result; a big file named by its path is mapped into memory for it rather than copied.
+Anything else, including every malformed file, takes the numpy path above.
 """
 
 from __future__ import annotations
@@ -308,10 +309,45 @@ def _parse_block(buf: np.ndarray, view: np.ndarray, lo: int, hi: int, fields: tu
     return q, c, nums, lines, n_lines
 
 
+def _mapped(source: Any) -> tuple[np.ndarray, int] | None:
+    """The bytes of the file ``source`` names, mapped read-only into memory (no copy), and its
+    size, when the pyarrow path may read it there: a file of at least ``ARROW_MIN_BYTES``, not
+    gzip, ending with a newline. None otherwise, and when it cannot be opened or mapped
+    (``read_bytes`` then reads it, or tells why it cannot)."""
+    if not isinstance(source, (str, os.PathLike)) or (isinstance(source, str) and "\n" in source):
+        return None
+    import mmap
+
+    try:
+        with open(source, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < max(ARROW_MIN_BYTES, 2):
+                return None
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    data = np.frombuffer(mapped, dtype=np.uint8)  # keeps the mapping open while it lives
+    if len(data) != size or data[size - 1] != 10 or bytes(data[:2]) == b"\x1f\x8b":
+        return None
+    return data, size
+
+
 def _read(source: Any, fields: tuple[str, ...], id_cols: tuple[int, int], num_col: int, dtype: DTypeLike,
           what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, str | None]:
+    mapped = _mapped(source)
+    if mapped is not None:  # a big file: the pyarrow path reads it where it lies
+        box = [mapped[0]]
+        del mapped
+        fast = _read_arrow(box, len(box[0]), _source_name(source), fields, id_cols, num_col,
+                           dtype, what)
+        if fast is not None:
+            return (*fast, _source_name(source))
+        del box  # not plain: numpy parses it from a padded copy, as any other input
+        tried = True
+    else:
+        tried = False
     buf, size, name = read_bytes(source)
-    if size >= ARROW_MIN_BYTES:
+    if size >= ARROW_MIN_BYTES and not tried:
         box = [buf]
         del buf  # the box holds the only reference: the fast path frees it once parsed
         fast = _read_arrow(box, size, name, fields, id_cols, num_col, dtype, what)

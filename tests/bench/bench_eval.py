@@ -1,6 +1,7 @@
 """Benchmark: ragjudge against pytrec_eval, ranx and ir_measures on the same TREC files.
 
     python tests/bench/bench_eval.py --size small|large [--dir /tmp/ragjudge-bench] [--skip ranx]
+                                     [--repeat N]
 
 Not a test (pytest does not collect it). Generates qrels and a run (1,000 queries x 100 or
 10,000 x 1,000; grades 0-3, 50 judged chunks per query), then times 12 measures
@@ -9,6 +10,17 @@ subprocess, which reports its phases and its peak RSS; "process" is the wall clo
 whole subprocess (interpreter start, imports, parsing, evaluation). For ragjudge the kernel
 is "from ready matrices to the 12 means"; for ranx it is its numba evaluate on built
 Qrels/Run (cold = first call in the process, warm = second call).
+
+"ragjudge-cli" is the command a user types, ``ragjudge eval --qrels Q --run R --format json``
+with the 12 measures, timed from its start to its exit. ``--repeat N`` runs every side N
+times, in turns, and shows the median run of each (for the small size, where a whole process
+takes a fraction of a second and one busy moment of the machine would decide the row).
+
+Every side runs with its modules' bytecode cached, as it is after ``pip install`` (pip
+compiles it): pytrec_eval's, numpy's and ranx's come compiled in site-packages; ragjudge's,
+an editable install in development, is compiled before the runs, and the sides run with
+bytecode writing allowed even where the environment says otherwise (PYTHONDONTWRITEBYTECODE),
+so that ragjudge is not timed compiling its own source at every start.
 """
 
 from __future__ import annotations
@@ -61,7 +73,7 @@ def work_cli(qrels_path: str, run_path: str) -> dict:
     for m in OURS:
         cmd += ["-m", m]
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     elapsed = time.perf_counter() - t0
     if out.returncode != 0:
         return {"error": (out.stderr or out.stdout).strip()[:300]}
@@ -130,10 +142,23 @@ WORKERS = {"ragjudge": work_ragjudge, "ragjudge-cli": work_cli, "pytrec_eval": w
 
 
 # --------------------------------------------------------------------------- driver
+#: the sides' environment: bytecode written and read, as after an install (see the docstring)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_ragjudge() -> None:
+    """Compile ragjudge's modules (an installed package's are compiled by pip)."""
+    import compileall
+
+    import ragjudge
+
+    compileall.compile_dir(str(Path(ragjudge.__file__).parent), quiet=1)
+
+
 def run_side(side: str, qrels: Path, run: Path) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--worker", side, "--qrels", str(qrels),
-                          "--run", str(run)], capture_output=True, text=True)
+                          "--run", str(run)], capture_output=True, text=True, env=ENV)
     elapsed = time.perf_counter() - t0
     if out.returncode != 0:
         return {"side": side, "error": out.stderr.strip().splitlines()[-1:] or ["failed"]}
@@ -141,6 +166,15 @@ def run_side(side: str, qrels: Path, run: Path) -> dict:
     result["side"] = side
     result["process"] = result.pop("process_inner", elapsed) if side == "ragjudge-cli" else elapsed
     return result
+
+
+def median_run(results: list[dict]) -> dict:
+    """The run of median whole-process time (an error if any run failed)."""
+    failed = [r for r in results if "error" in r]
+    if failed:
+        return failed[0]
+    ordered = sorted(results, key=lambda r: r["process"])
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def fmt(value: float | None) -> str:
@@ -152,6 +186,7 @@ def main() -> None:
     parser.add_argument("--size", choices=["small", "large"], default="small")
     parser.add_argument("--dir", default="/tmp/ragjudge-bench")
     parser.add_argument("--skip", action="append", default=[], help="a side to leave out")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each side (the median is shown)")
     parser.add_argument("--worker")
     parser.add_argument("--qrels")
     parser.add_argument("--run")
@@ -165,13 +200,15 @@ def main() -> None:
     nq, depth = SIZES[args.size]
     print(f"{args.size}: {nq:,} queries x {depth:,} = {nq * depth:,} run lines "
           f"({os.path.getsize(run) / 1e6:.0f} MB), {os.path.getsize(qrels) / 1e6:.1f} MB qrels; "
-          f"12 measures")
-    rows = []
-    for side in WORKERS:
-        if side in args.skip:
-            continue
-        print(f"  running {side} ...", file=sys.stderr, flush=True)
-        rows.append(run_side(side, qrels, run))
+          f"12 measures" + (f"; median of {args.repeat} runs per side" if args.repeat > 1 else ""))
+    compile_ragjudge()
+    sides = [side for side in WORKERS if side not in args.skip]
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    for turn in range(max(1, args.repeat)):
+        for side in sides:
+            print(f"  running {side} ({turn + 1}/{max(1, args.repeat)}) ...", file=sys.stderr, flush=True)
+            runs[side].append(run_side(side, qrels, run))
+    rows = [median_run(runs[side]) for side in sides]
     base = next((r for r in rows if r["side"] == "pytrec_eval" and "error" not in r), None)
     ours = next((r for r in rows if r["side"] == "ragjudge" and "error" not in r), None)
     head = (f"{'side':<13}{'process s':>10}{'parse s':>9}{'kernel s':>9}{'cold s':>9}"

@@ -1,0 +1,515 @@
+"""What ``ragjudge eval`` does once its options are known: read the qrels and runs (files or
+the project), evaluate, and print the result as a table, JSON or CSV, or draw a curve.
+
+Neither typer nor Rich is imported here until they are needed: the typer command
+(:mod:`ragjudge.cli.evaluate`) and the lean path for files (:mod:`ragjudge.cli.lean`) both call
+:func:`evaluate_and_print`, so that both print the same bytes; Rich loads only to draw a table.
+``compare``, ``gate`` and ``explain`` share :class:`Inputs` and the number formats.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import sys
+from typing import Any
+
+from ragjudge.cli.base import db_given, open_project, print_json, safe
+from ragjudge.cli.progress import progress_bar
+from ragjudge.errors import UsageError
+from ragjudge.numeric import MAX_GRADE, short_int
+
+FORMATS = ("table", "json", "csv")
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+
+class Inputs:
+    """Qrels, runs and settings of one command, from files and/or the project."""
+
+    def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
+        self.project = None
+        try:
+            self._load(qrels_file, rule, threshold)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def _load(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
+        from ragjudge.services import evaluation as svc
+
+        if qrels_file == "-":
+            raise UsageError("--qrels -: eval, compare, gate and explain read qrels from a file, not "
+                             "from standard input; save it to a file first.")
+        if qrels_file is not None:
+            if rule is not None:
+                raise UsageError("--rule chooses how a project's labels become qrels; it does not "
+                                 "apply to a --qrels file.")
+            self.qrels = svc.load_qrels_file(qrels_file)
+            self.rule = None
+            self.source = qrels_file
+            self.threshold = 1 if threshold is None else threshold
+            if db_given():
+                self.project = open_project()
+        else:
+            self.project = open_project()
+            self.qrels, self.rule = svc.project_qrels(self.project, rule)
+            self.source = f"project {self.project.shown_db}"
+            self.threshold = self.project.scale.threshold if threshold is None else threshold
+        if not 0 <= self.threshold <= MAX_GRADE:
+            raise UsageError(f"--threshold {short_int(self.threshold)}: a grade threshold is a "
+                             f"grade from 0 to {MAX_GRADE:,}.")
+        self.max_grade = self.project.scale.max if self.project is not None and qrels_file is None else None
+        if self.max_grade is not None and self.threshold > self.max_grade:
+            raise UsageError(
+                f"--threshold {self.threshold} is above the project's top grade "
+                f"({self.project.scale.describe()}): nothing could count as relevant."
+            )
+
+    def check_measures(self, measures: list[str]) -> None:
+        """A relevance threshold (``P(rel=9)@5``) above the project's scale is a mistake."""
+        if self.max_grade is None:
+            return
+        from ragjudge.metrics.registry import parse_measure
+
+        for name in measures:
+            rel = dict(parse_measure(name).params).get("rel")
+            if rel is not None and rel > self.max_grade:
+                raise UsageError(
+                    f"-m {name}: rel={rel} is above the project's top grade "
+                    f"({self.project.scale.describe()}): nothing could count as relevant."
+                )
+
+    def __enter__(self) -> Inputs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.project is not None:
+            self.project.close()
+
+    def runs(self, texts: list[str] | None, names: list[str] | None = None,
+             progress: Any = None) -> dict[str, Any]:
+        """``{name: Run}`` for the runs named (all of the project's when none is); ``progress``
+        hears of each run read."""
+        from ragjudge.services import evaluation as svc
+
+        stored = svc.project_run_names(self.project) if self.project is not None else None
+        if not texts:
+            if self.project is None:
+                raise UsageError("name a run file with --run (or evaluate a project's runs with "
+                                 "--db).")
+            if not stored:
+                raise UsageError("the project has no runs yet: import one with "
+                                 "'ragjudge import run FILE', or name a run file with --run.")
+            if names:
+                raise UsageError("--name renames a --run; name the runs to rename.")
+            texts = list(stored)
+        if "-" in texts:
+            raise UsageError("--run -: runs are read from files or from the project, not from "
+                             "standard input; save it to a file first.")
+        specs = svc.resolve_runs(texts, names, project_runs=stored)
+        runs = {}
+        for done, spec in enumerate(specs):
+            if progress is not None:
+                progress(done, len(specs), "reading runs", "runs")
+            if spec.from_project:
+                run = svc.project_run(self.project, spec.text)
+                run.name = spec.name
+            else:
+                run = svc.load_run_file(spec.path, spec.name)
+            runs[spec.name] = run
+        if progress is not None:
+            progress(len(specs), len(specs), "reading runs", "runs")
+        return runs
+
+
+def _check_format(value: str, choices: tuple[str, ...] = FORMATS) -> str:
+    if value not in choices:
+        raise UsageError(f"--format {value}: use {', '.join(choices[:-1])} or {choices[-1]}.")
+    return value
+
+
+def _queries_mode(averaging: str) -> str:
+    if averaging not in ("judged", "run"):
+        raise UsageError(f"--averaging {averaging}: use judged or run.")
+    return averaging
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _csv_writer() -> Any:
+    return csv.writer(sys.stdout, lineterminator="\n")
+
+
+def _csv_value(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
+        return ""
+    return repr(float(value))
+
+
+# -- eval --------------------------------------------------------------------------------------
+
+
+def evaluate_and_print(
+    *,
+    run: list[str] | None = None,
+    qrels: str | None = None,
+    rule: str | None = None,
+    name: list[str] | None = None,
+    measure: list[str] | None = None,
+    per_query: bool = False,
+    by: str | None = None,
+    queries: str | None = None,
+    format: str = "table",
+    curve: str | None = None,
+    k: str = "1-20",
+    threshold: int | None = None,
+    averaging: str = "judged",
+    ci: bool = False,
+    quiet: bool = False,
+) -> None:
+    """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
+    from ragjudge.services import evaluation as svc
+
+    _check_format(format)
+    mode = _queries_mode(averaging)
+    if curve is not None:
+        if by or per_query or ci or measure:
+            raise UsageError("--curve draws one measure over K; it does not combine with -m, "
+                             "--by, --per-query or --ci.")
+        with Inputs(qrels, rule, threshold) as inputs:
+            runs = inputs.runs(run, name)
+            _curve(inputs, runs, curve, k, format, mode)
+        return
+    measures = svc.parse_measure_list(measure)
+    if queries is not None and by is None:
+        raise UsageError("--queries gives the field for --by; name the field with --by.")
+    with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
+        inputs.check_measures(measures)
+        runs = inputs.runs(run, name, progress)
+        strata = None
+        if by is not None:
+            if queries is not None:
+                strata = svc.file_strata(queries, by)
+            elif inputs.project is not None:
+                strata = svc.project_strata(inputs.project, by)
+            else:
+                raise UsageError(f"--by {by} needs the queries' fields: use a project (--db) or "
+                                 "give a queries file with --queries.")
+        evaluation = svc.evaluate_all(
+            inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
+            project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
+            strata=strata, by=by, progress=progress,
+        )
+    if format == "json":
+        print_json(_eval_json(evaluation, per_query, ci))
+    elif format == "csv":
+        _eval_csv(evaluation, per_query, ci)
+    else:
+        _eval_tables(evaluation, per_query, ci)
+
+
+def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[str, Any]:  # noqa: ANN001
+    runs: dict[str, Any] = {}
+    for name in evaluation.run_names:
+        entry: dict[str, Any] = {"aggregate": evaluation.aggregate(name, stratum)}
+        if evaluation.queries_mode == "run":  # each run is averaged over its own queries
+            entry["queries"] = evaluation.n_queries(stratum, run=name)
+        left_out = _undefined(evaluation, name, stratum)
+        if left_out:
+            entry["undefined"] = left_out
+        if ci:
+            entry["ci95"] = {m: [low, high] for m, (_, low, high)
+                             in evaluation.intervals(name, stratum=stratum).items()}
+        if per_query:
+            entry["per_query"] = evaluation.per_query(name, stratum)
+        runs[name] = entry
+    return {"queries": evaluation.n_queries(stratum), "runs": runs}
+
+
+def _undefined(evaluation, run: str, stratum: str | None) -> dict[str, int]:  # noqa: ANN001
+    """Per measure, the queries left out of the mean because it is undefined there (a query
+    with no facets for Coverage, no nuggets for NuggetRecall, ...)."""
+    result = evaluation.results[run]
+    if stratum is not None:
+        result = result.subset(evaluation.strata[stratum])
+    return {m: n for m, n in result.undefined().items() if n}
+
+
+def _eval_json(evaluation, per_query: bool, ci: bool) -> dict[str, Any]:  # noqa: ANN001
+    overall = _block(evaluation, per_query, ci, None)
+    data: dict[str, Any] = {
+        "measures": evaluation.measures,
+        "queries": overall["queries"],
+        "runs": overall["runs"],
+        "averaging": evaluation.averaging,
+        "threshold": evaluation.threshold,
+        "rule": evaluation.rule,
+        "qrels": evaluation.qrels_source,
+    }
+    if evaluation.by is not None:
+        data["by"] = evaluation.by
+        data["strata"] = {s: _block(evaluation, per_query, ci, s) for s in evaluation.strata}
+    return data
+
+
+def _eval_csv(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
+    writer = _csv_writer()
+    stratified = evaluation.by is not None
+    header = ["run"] + (["stratum"] if stratified else []) + ["query"] + list(evaluation.measures)
+    writer.writerow(header)
+    blocks: list[str | None] = [None] + (list(evaluation.strata) if stratified else [])
+    for stratum in blocks:
+        lead = [] if not stratified else ["all" if stratum is None else stratum]
+        for name in evaluation.run_names:
+            aggregate = evaluation.aggregate(name, stratum)
+            writer.writerow([name, *lead, "all"] + [_csv_value(aggregate[m]) for m in evaluation.measures])
+            if ci:
+                intervals = evaluation.intervals(name, stratum=stratum)
+                writer.writerow([name, *lead, "ci95_low"] + [_csv_value(intervals[m][1]) for m in evaluation.measures])
+                writer.writerow([name, *lead, "ci95_high"] + [_csv_value(intervals[m][2]) for m in evaluation.measures])
+            if per_query and stratum is None:
+                for qid, values in evaluation.per_query(name).items():
+                    writer.writerow([name, *lead, qid] + [_csv_value(values[m]) for m in evaluation.measures])
+
+
+def _best_rows(values: list[list[float]]) -> list[set[int]]:
+    """For each column, the rows holding its best (highest) value; none when all are equal."""
+    best: list[set[int]] = []
+    for j in range(len(values[0]) if values else 0):
+        column = [row[j] for row in values]
+        finite = [v for v in column if v is not None and not math.isnan(v)]
+        if len(values) < 2 or not finite or max(finite) == min(finite):
+            best.append(set())
+            continue
+        top = max(finite)
+        best.append({i for i, v in enumerate(column) if v is not None and not math.isnan(v)
+                     and math.isclose(v, top, rel_tol=0, abs_tol=1e-12)})
+    return best
+
+
+def _column_groups(labels: list[str], first_width: int, cell_width: int) -> list[list[str]]:
+    """Split measure columns into groups whose tables fit the console width (the run or query
+    column repeats in each), so that no value is ever cut short."""
+    from ragjudge.cli.common import console
+
+    available = max(console.width, 40) - first_width - 4
+    groups: list[list[str]] = [[]]
+    used = 0
+    for label in labels:
+        width = max(len(label), cell_width) + 3
+        if groups[-1] and used + width > available:
+            groups.append([])
+            used = 0
+        groups[-1].append(label)
+        used += width
+    return groups
+
+
+def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | None) -> list[Any]:  # noqa: ANN001
+    from rich.table import Table
+
+    names = evaluation.run_names
+    rows = {n: evaluation.aggregate(n, stratum) for n in names}
+    intervals = {n: evaluation.intervals(n, stratum=stratum) for n in names} if ci else {}
+    first_width = max([len(n) for n in names] + [3]) + 3
+    tables = []
+    for group in _column_groups(evaluation.measures, first_width, 16 if ci else 7):
+        table = Table()
+        table.add_column("run", no_wrap=True)
+        for m in group:
+            table.add_column(safe(m), justify="right", no_wrap=True)
+        best = _best_rows([[rows[n][m] for m in group] for n in names])
+        for i, name in enumerate(names):
+            cells = [safe(name)]
+            for j, m in enumerate(group):
+                value = rows[name][m]
+                text = _fmt(value)
+                if ci and value is not None and not math.isnan(value):
+                    _, low, high = intervals[name][m]
+                    text += f"\n[dim][{low:.3f}, {high:.3f}][/]"
+                if i in best[j]:
+                    text = f"[bold green]*{text}[/]"
+                cells.append(text)
+            table.add_row(*cells)
+        tables.append(table)
+    if title:
+        tables.insert(0, f"[bold]{title}[/]")
+    return tables
+
+
+
+
+def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
+    lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
+    left_out: dict[str, set[int]] = {}
+    for name in evaluation.run_names:
+        for measure, n in _undefined(evaluation, name, None).items():
+            left_out.setdefault(measure, set()).add(n)
+    for measure, counts in left_out.items():
+        n = "/".join(str(c) for c in sorted(counts))
+        lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
+                     f"where it is undefined ({_nothing_to_count(measure)}).")
+    source = f"qrels: {evaluation.qrels_source}"
+    if evaluation.rule is not None:
+        source += f", gold rule: {evaluation.rule}"
+    source += f"; relevant from grade {evaluation.threshold} (nDCG uses every grade)."
+    lines.append(source)
+    if n_runs > 1:
+        lines.append("* best value in its column.")
+    return "\n".join(safe(line) for line in lines)
+
+
+_NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
+            "entities": "no entities", "citations": "no answer of the run, or nothing retrieved",
+            "answers": "no answer of the run, nothing to count, or not judged yet"}
+
+
+def _nothing_to_count(measure: str) -> str:
+    """Why a measure can be undefined on a query: what the query lacks."""
+    from ragjudge.metrics.registry import parse_measure
+
+    needs = parse_measure(measure).needs
+    if "answers" in needs:
+        return _NOTHING["answers"]
+    lacks = [_NOTHING[k] for k in needs if k in _NOTHING]
+    if lacks:
+        return "the query has " + " or ".join(lacks)
+    return "the query has no relevance grade; it is evaluated for its facets or nuggets"
+
+
+def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
+    from rich.table import Table
+
+    from ragjudge.cli.common import console
+
+    if evaluation.by is not None:
+        for stratum, qids in evaluation.strata.items():
+            title = f"{evaluation.by} = {stratum} ({len(qids)} queries)"
+            console.print(*_aggregate_tables(evaluation, stratum, ci, safe(title)))
+        console.print(*_aggregate_tables(evaluation, None, ci,
+                                         f"all queries ({evaluation.n_queries()})"))
+    else:
+        console.print(*_aggregate_tables(evaluation, None, ci, None))
+    console.print(f"[dim]{_footer(evaluation, len(evaluation.run_names))}[/]")
+    if per_query:
+        for name in evaluation.run_names:
+            per_query_values = evaluation.per_query(name)
+            first_width = max([len(q) for q in per_query_values] + [5]) + 3
+            for g, group in enumerate(_column_groups(evaluation.measures, first_width, 7)):
+                if g == 0:
+                    console.print(f"[bold]{safe(name)}: per query[/]")
+                table = Table()
+                table.add_column("query", no_wrap=True)
+                for m in group:
+                    table.add_column(safe(m), justify="right", no_wrap=True)
+                for qid, values in per_query_values.items():
+                    table.add_row(safe(qid), *[_fmt(values[m]) for m in group])
+                console.print(table)
+
+
+# -- curves ------------------------------------------------------------------------------------
+
+
+
+def parse_k(text: str) -> list[int]:
+    """``1-20`` -> 1..20; ``1,3,5,10``; ``20`` -> 1..20. Every K is checked against
+    ``MAX_CUTOFF`` before the list of cutoffs is built."""
+    from ragjudge.numeric import MAX_CUTOFF, parse_integer
+
+    text = text.strip()
+    if re.fullmatch(r"[0-9]+", text):
+        parts, span = [text], True
+    elif re.fullmatch(r"[0-9]+\s*-\s*[0-9]+", text):
+        parts, span = [x.strip() for x in text.split("-")], True
+    else:
+        parts, span = [x.strip() for x in text.split(",") if x.strip()], False
+    numbers = [parse_integer(x) for x in parts]
+    if (not numbers or any(k is None or k < 1 or k > MAX_CUTOFF for k in numbers)
+            or (len(numbers) == 2 and span and numbers[0] > numbers[1])):
+        raise UsageError(f"--k {_short(text)}: give cutoffs as a range 1-20, a list 1,3,5,10 or "
+                         f"a largest K such as 20, each from 1 to {MAX_CUTOFF:,}.")
+    if span:
+        lo, hi = (1, numbers[0]) if len(numbers) == 1 else numbers
+        return list(range(lo, hi + 1))
+    return sorted(set(numbers))  # type: ignore[arg-type]
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
+    from ragjudge.metrics.curves import metric_at_k, pr_curve
+    from ragjudge.metrics.registry import parse_measure
+    from ragjudge.services.evaluation import _project_extras
+
+    base = curve.strip()
+    is_pr = base.upper() in ("PR", "P-R", "PRC")
+    curves = {}
+    if is_pr:
+        for name, run in runs.items():
+            curves[name] = pr_curve(inputs.qrels, run, threshold=inputs.threshold, queries=mode)
+        x_label, y_label, label = "recall", "precision", "PR"
+    else:
+        base = base.split("@", 1)[0]
+        ks = parse_k(k_text)
+        probe = parse_measure(f"{base}@{ks[0]}")
+        if probe.definition.cutoff_kind is not int:
+            raise UsageError(f"--curve {curve}: {probe.definition.name} takes no @k cutoff; "
+                             "curves are drawn for @k measures (P, R, nDCG, Success, ...) or PR.")
+        for name, run in runs.items():
+            extras = _project_extras(inputs.project, name, inputs.qrels, run, [probe],
+                                     inputs.threshold, mode, inputs.rule)
+            curves[name] = metric_at_k(inputs.qrels, run, probe, ks, threshold=inputs.threshold,
+                                       queries=mode, extras=extras)
+        x_label, y_label, label = "k", "value", base
+    first = next(iter(curves.values()))
+    xs = [int(x) if x_label == "k" else float(x) for x in first.x.tolist()]
+    values = {name: c.y.tolist() for name, c in curves.items()}
+    if format == "json":
+        data = {
+            "curve": label, "x": x_label, x_label: xs, "queries": len(first.query_ids),
+            "averaging": first.averaging, "threshold": inputs.threshold, "rule": inputs.rule,
+            "runs": {name: {y_label: v} for name, v in values.items()},
+        }
+        if is_pr:  # the trapezoidal area of the mean curve: the mean AUC_PR
+            for name, c in curves.items():
+                data["runs"][name]["area"] = c.area
+        print_json(data)
+        return
+    if format == "csv":
+        writer = _csv_writer()
+        writer.writerow([x_label, *values])
+        for i, x in enumerate(xs):
+            writer.writerow([x, *[_csv_value(v[i]) for v in values.values()]])
+        return
+    from rich.table import Table
+
+    from ragjudge.cli.common import console
+
+    title = "interpolated precision at recall" if is_pr else f"{base}@K"
+    console.print(f"[bold]{safe(title)}[/]")
+    table = Table()
+    table.add_column("at" if is_pr else x_label, justify="left" if is_pr else "right")
+    for name in values:
+        table.add_column(safe(name), justify="right")
+    for i, x in enumerate(xs):
+        # every row of the PR table says what it is: a recall level, then the area
+        table.add_row(f"recall {x:.1f}" if is_pr else f"{x:g}", *[_fmt(v[i]) for v in values.values()])
+    if is_pr:
+        table.add_row("area under the curve (AUC_PR)", *[_fmt(c.area) for c in curves.values()],
+                      style="dim")
+    console.print(table)
+    if is_pr:
+        console.print("[dim]recall r: the precision interpolated at recall r (the highest precision "
+                      "at any recall ≥ r), averaged over the queries; area under the curve: the "
+                      "trapezoidal area under that mean curve over the 11 levels, the mean "
+                      "AUC_PR.[/]")
+    console.print(f"[dim]{len(first.query_ids):,} queries; averaging: {safe(first.averaging)}[/]")

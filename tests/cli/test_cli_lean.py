@@ -1,0 +1,371 @@
+"""``ragjudge eval`` on files takes a lean path without typer (``ragjudge.cli.lean``); it must be
+indistinguishable from the typer command: the same stdout, stderr and exit code for every
+command line, good or bad. Each case runs both ways (``RAGJUDGE_LEAN=0`` forces typer).
+
+Also here: the table of commands in ``ragjudge.cli`` is the set of commands the modules
+register, and a run imports only what its command needs.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import inspect
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ragjudge.cli import COMMANDS, main
+from ragjudge.cli import common
+from ragjudge.cli.lean import lean_call, parse_eval
+
+SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if k != "RAGJUDGE_DB"}
+
+
+@pytest.fixture(autouse=True)
+def _no_project(monkeypatch):
+    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+    monkeypatch.delenv("RAGJUDGE_LEAN", raising=False)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    """Qrels, runs (TREC, gzip, JSONL), a queries file and broken inputs."""
+    d = tmp_path_factory.mktemp("lean")
+    rng = np.random.default_rng(7)
+    qrels, run_a, run_b = [], [], []
+    for q in range(30):
+        qid = f"q{q:02d}"
+        chunks = [f"c{j}" for j in range(25)]
+        if q != 3:  # q03: in the runs only
+            for cid in rng.choice(chunks, 8, replace=False):
+                qrels.append(f"{qid} 0 {cid} {int(rng.integers(0, 4))}")
+        if q != 5:  # q05: in the qrels only
+            for lines in (run_a, run_b):
+                picked = rng.choice(chunks, 12, replace=False)
+                for rank, cid in enumerate(picked, start=1):
+                    lines.append(f"{qid} Q0 {cid} {rank} {float(rng.integers(0, 8)) / 2} t")
+    out = {}
+
+    def write(name: str, text: str) -> None:
+        (d / name).write_text(text, encoding="utf-8")
+        out[name] = str(d / name)
+
+    write("qrels.trec", "\n".join(qrels) + "\n")
+    write("a.trec", "\n".join(run_a) + "\n")
+    write("b.run", "\n".join(run_b) + "\n")
+    (d / "a.trec.gz").write_bytes(gzip.compress(("\n".join(run_a) + "\n").encode()))
+    out["a.trec.gz"] = str(d / "a.trec.gz")
+    write("c.jsonl", "".join(json.dumps({"query_id": line.split()[0], "chunk_id": line.split()[2],
+                                         "score": float(line.split()[4])}) + "\n"
+                             for line in run_b))
+    write("qrels.jsonl", "".join(json.dumps({"query_id": line.split()[0], "chunk_id": line.split()[2],
+                                             "grade": int(line.split()[3])}) + "\n" for line in qrels))
+    write("queries.jsonl", "".join(json.dumps({"id": f"q{q:02d}", "text": "t",
+                                               **({"category": "even" if q % 2 == 0 else "odd"}
+                                                  if q % 7 else {}),
+                                               "meta": {"lang": "de" if q % 3 else "en"}}) + "\n"
+                                   for q in range(30)))
+    write("bad_fields.trec", "q1 Q0 c1 1 2.0 t\nq1 Q0 c2 2 1.0\n")
+    write("bad_score.trec", "q1 Q0 c1 1 2.0 t\nq1 Q0 c2 2 high t\n")
+    write("bad_grade.trec", "q1 0 c1 1\nq1 0 c2 x\n")
+    write("twice.trec", "q1 0 c1 1\nq1 0 c1 2\n")
+    write("empty.trec", "")
+    write("control.trec", "q\x1b[31m1 Q0 c1 1 2.0 t\n")
+    write("seed.trec", "".join(f"s0 Q0 c{i} {i} {11 - i} seed\n" for i in range(1, 11)))
+    write("seed.qrels", "".join(f"s0 0 c{i} {g}\n" for i, g in
+                                zip(range(1, 11), [2, 0, 1, 0, 2, 0, 0, 1, 0, 0])))
+    out["folder"] = str(d)
+    out["missing"] = str(d / "missing.trec")
+    return out
+
+
+def cases(f: dict[str, str]) -> list[list[str]]:
+    """Command lines after ``eval``: every option of the lean path, alone and together, and
+    mistakes in options and in files."""
+    q, a, b = f["qrels.trec"], f["a.trec"], f["b.run"]
+    base = ["--qrels", q, "--run", a]
+    return [
+        base,
+        [*base, "--format", "json"],
+        [*base, "--format", "csv"],
+        [*base, "--format=json", "-m", "P@5", "-m", "nDCG@10,RR", "--per-query"],
+        [*base, "--format", "csv", "--per-query", "--ci"],
+        [*base, "--ci"],
+        [*base, "--per-query", "-m", "P@5,AP"],
+        ["--run", a, "-r", b, "--qrels", q, "-m", "P(rel=2)@5", "-m", "Rprec"],
+        ["--run", a, "-r", b, "--qrels", q, "--format", "json", "--name", "A", "--name", "B"],
+        ["--run", a, "-r", b, "--qrels", q, "--name", "only-one"],
+        ["--run", a, "--qrels", q, "--name", "x", "--name", "y"],
+        ["--run", a, "--run", a, "--qrels", q],
+        ["--run", a, "--qrels", q, "--name", " "],
+        ["--run", f["a.trec.gz"], "--run", f["c.jsonl"], "--qrels", f["qrels.jsonl"], "--format", "json"],
+        [*base, "-m", "ndcg_cut_10,map,recip_rank,P_5", "--format", "csv"],
+        [*base, "-m", "P@5,P@5", "--format", "json"],
+        [*base, "-m", "Nope"],
+        [*base, "-m", "P@0"],
+        [*base, "-m", ","],
+        [*base, "-m", "Coverage@5"],
+        [*base, "-m", "ContextPrecision@5", "--format", "json"],
+        [*base, "--threshold", "2", "--format", "json"],
+        [*base, "--threshold", "007", "-m", "P@5"],
+        [*base, "--threshold", "99999999999999999999999"],
+        [*base, "--averaging", "run", "--format", "json"],
+        [*base, "--averaging", "run", "--format", "csv", "--per-query"],
+        [*base, "--averaging", "mean"],
+        [*base, "--format", "xml"],
+        [*base, "--format="],
+        [*base, "--by", "category", "--queries", f["queries.jsonl"]],
+        [*base, "--by", "lang", "--queries", f["queries.jsonl"], "--format", "json", "--ci"],
+        [*base, "--by", "category", "--queries", f["queries.jsonl"], "--format", "csv", "--per-query"],
+        [*base, "--by", "nothing", "--queries", f["queries.jsonl"]],
+        [*base, "--by", "category"],
+        [*base, "--queries", f["queries.jsonl"]],
+        [*base, "--curve", "nDCG", "--k", "1-5"],
+        [*base, "--curve", "P", "--k", "1,3,5", "--format", "json"],
+        [*base, "--curve", "PR"],
+        [*base, "--curve", "PR", "--format", "csv"],
+        ["--run", a, "-r", b, "--qrels", q, "--curve", "R@3", "--k", "4", "--format", "csv"],
+        [*base, "--curve", "AP"],
+        [*base, "--curve", "nDCG", "--k", "0-3"],
+        [*base, "--curve", "nDCG", "-m", "P@5"],
+        [*base, "--rule", "majority"],
+        [*base, "-q"],
+        [*base, "--quiet", "--format", "json"],
+        ["--qrels", q],
+        ["--qrels", f["missing"], "--run", a],
+        ["--qrels", q, "--run", f["missing"]],
+        ["--qrels", q, "--run", f["folder"]],
+        ["--qrels", f["folder"], "--run", a],
+        ["--qrels", q, "--run", f["bad_fields.trec"]],
+        ["--qrels", q, "--run", f["bad_score.trec"]],
+        ["--qrels", f["bad_grade.trec"], "--run", a],
+        ["--qrels", f["twice.trec"], "--run", a],
+        ["--qrels", q, "--run", f["empty.trec"]],
+        ["--qrels", f["empty.trec"], "--run", a],
+        ["--qrels", q, "--run", f["control.trec"], "--format", "json"],
+        ["--qrels", q, "--run", "no-such-run"],
+        ["--qrels", f["seed.qrels"], "--run", f["seed.trec"], "-m", "P@5,AP,nDCG@10", "--per-query"],
+        ["--qrels=" + q, "--run=" + a, "--measure=RR", "--format=csv"],
+    ]
+
+
+#: command lines that typer reads (the lean path declines them): same outcome, one reader
+FALLBACKS = [
+    ["--help"],
+    ["-h"],
+    ["--qrels", "Q", "--run", "A", "--tui"],
+    ["--qrels", "Q", "--run", "A", "--per-query=yes"],
+    ["--qrels", "Q", "--run", "A", "--no-per-query"],
+    ["--qrels", "Q", "--run", "A", "-mP@5"],
+    ["--qrels", "Q", "--run", "A", "-qm", "P@5"],
+    ["--qrels", "Q", "--run", "-"],
+    ["--qrels", "-", "--run", "A"],
+    ["--qrels", "Q", "--run", "A", "--format", "json", "--format", "csv"],
+    ["--qrels", "Q", "--run", "A", "--ci", "--ci"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "-1"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "x"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "1_0"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "\u0661"],
+    ["--qrels", "Q", "--run", "A", "extra"],
+    ["--qrels", "Q", "--run", "A", "--"],
+    ["--qrels", "Q", "--run"],
+    ["--qrels", "Q", "--run", "A", "--db", "x.db"],
+    ["--qrels", "Q", "--run", "A", "--bogus"],
+    ["--run", "A"],
+    [],
+]
+
+
+def _both(capsys, monkeypatch, args: list[str]) -> tuple[tuple, tuple]:
+    outcomes = []
+    for lean in ("1", "0"):
+        monkeypatch.setenv("RAGJUDGE_LEAN", lean)
+        code = main(list(args))
+        captured = capsys.readouterr()
+        outcomes.append((code, captured.out, captured.err))
+    monkeypatch.delenv("RAGJUDGE_LEAN")
+    return outcomes[0], outcomes[1]
+
+
+def test_lean_path_prints_what_the_typer_command_prints(files, capsys, monkeypatch):
+    checked = 0
+    for words in cases(files):
+        args = ["eval", *words]
+        assert lean_call(args) is not None, words  # the case does test the lean path
+        lean, typer_ = _both(capsys, monkeypatch, args)
+        assert lean == typer_, args
+        checked += 1
+    assert checked == len(cases(files))
+
+
+def test_the_cases_cover_success_and_every_kind_of_failure(files, capsys, monkeypatch):
+    codes = set()
+    for words in cases(files):
+        monkeypatch.setenv("RAGJUDGE_LEAN", "1")
+        code = main(["eval", *words])
+        out, err = capsys.readouterr()
+        codes.add(code)
+        if code == 0:
+            assert out
+        else:
+            assert err.startswith("ragjudge: ") and err.count("\n") == 1, err
+    assert codes == {0, 2}
+
+
+@pytest.mark.parametrize("words", FALLBACKS, ids=lambda w: " ".join(w) or "(none)")
+def test_other_command_lines_go_to_typer(files, capsys, monkeypatch, words):
+    words = [files["qrels.trec"] if w == "Q" else files["a.trec"] if w == "A" else w for w in words]
+    assert lean_call(["eval", *words]) is None
+    lean, typer_ = _both(capsys, monkeypatch, ["eval", *words])
+    assert lean == typer_
+
+
+def test_only_eval_with_qrels_and_no_project_is_lean(files, monkeypatch):
+    q, a = files["qrels.trec"], files["a.trec"]
+    assert lean_call(["eval", "--qrels", q, "--run", a]) is not None
+    assert lean_call(["compare", a, a, "--qrels", q]) is None
+    assert lean_call(["--db", "x.db", "eval", "--qrels", q, "--run", a]) is None
+    monkeypatch.setenv("RAGJUDGE_DB", "x.db")
+    assert lean_call(["eval", "--qrels", q, "--run", a]) is None
+    monkeypatch.delenv("RAGJUDGE_DB")
+    monkeypatch.setenv("RAGJUDGE_LEAN", "0")
+    assert lean_call(["eval", "--qrels", q, "--run", a]) is None
+
+
+def test_lean_arguments_are_the_typer_commands_arguments(files, monkeypatch):
+    """The function both paths call gets the same arguments (defaults filled in) from both."""
+    import ragjudge.cli.evaluate as typer_command
+    import ragjudge.cli.scoring as scoring
+
+    signature = inspect.signature(scoring.evaluate_and_print)
+    seen: list[dict] = []
+
+    def record(**kwargs):
+        bound = signature.bind(**kwargs)
+        bound.apply_defaults()
+        seen.append(dict(bound.arguments))
+
+    monkeypatch.setattr(scoring, "evaluate_and_print", record)
+    monkeypatch.setattr(typer_command, "evaluate_and_print", record)
+    for words in cases(files):
+        seen.clear()
+        for lean in ("1", "0"):
+            monkeypatch.setenv("RAGJUDGE_LEAN", lean)
+            assert main(["eval", *words]) == 0
+        assert len(seen) == 2 and seen[0] == seen[1], words
+    assert parse_eval(["-m", "a", "--measure=b", "-r", "x", "--threshold", "010", "-q"]) == {
+        "measure": ["a", "b"], "run": ["x"], "threshold": 10, "quiet": True}
+
+
+@pytest.mark.parametrize("error, code, err", [
+    (KeyboardInterrupt, 130, ""),
+    (EOFError, 1, "\nragjudge: aborted.\n"),
+])
+def test_interruptions_end_alike(files, capsys, monkeypatch, error, code, err):
+    import ragjudge.services.evaluation as svc
+
+    def interrupted(*args, **kwargs):
+        raise error()
+
+    monkeypatch.setattr(svc, "evaluate_all", interrupted)
+    lean, typer_ = _both(capsys, monkeypatch, ["eval", "--qrels", files["qrels.trec"], "--run", files["a.trec"]])
+    assert lean == typer_ == (code, "", err)
+
+
+def _process(args: list[str], lean: bool, cwd: str, **kwargs) -> subprocess.CompletedProcess:
+    env = dict(SUBPROCESS_ENV, RAGJUDGE_LEAN="1" if lean else "0")
+    return subprocess.run([sys.executable, "-m", "ragjudge", *args], capture_output=True,
+                          env=env, cwd=cwd, **kwargs)
+
+
+def test_whole_processes_print_the_same_bytes(files, tmp_path):
+    """In real processes (piped output: the table as a script sees it, fresh imports)."""
+    q, a, b = files["qrels.trec"], files["a.trec"], files["b.run"]
+    for words in (["--qrels", q, "--run", a, "--run", b, "--ci"],
+                  ["--qrels", q, "--run", a, "--format", "json", "--per-query"],
+                  ["--qrels", q, "--run", a, "--curve", "PR"],
+                  ["--qrels", q, "--run", files["bad_score.trec"]],
+                  ["--qrels", q, "--run", a, "-m", "Nope"]):
+        lean, typer_ = (_process(["eval", *words], flag, str(tmp_path)) for flag in (True, False))
+        assert (lean.returncode, lean.stdout, lean.stderr) == (
+            typer_.returncode, typer_.stdout, typer_.stderr), words
+
+
+def test_a_closed_pipe_ends_alike(files, tmp_path):
+    """The reader goes away before the output is written: exit code 1 and nothing on stderr,
+    both ways."""
+    many = ",".join(f"P@{k}" for k in range(1, 31))  # more output than a pipe's buffer
+    args = ["eval", "--qrels", files["qrels.trec"], "--run", files["a.trec"], "--per-query",
+            "--format", "csv", "-m", many]
+    results = []
+    for lean in (True, False):
+        env = dict(SUBPROCESS_ENV, RAGJUDGE_LEAN="1" if lean else "0")
+        read, write = os.pipe()
+        os.close(read)  # nobody will read
+        try:
+            done = subprocess.run([sys.executable, "-m", "ragjudge", *args], stdout=write,
+                                  stderr=subprocess.PIPE, env=env, cwd=str(tmp_path))
+        finally:
+            os.close(write)
+        results.append((done.returncode, done.stderr))
+    assert results[0] == results[1] == (1, b""), results
+    assert errno.EPIPE  # the errno the paths recognise
+
+
+LEFT_OUT = ("typer", "click", "sqlalchemy", "pydantic", "textual", "rich", "ragjudge.store",
+            "ragjudge.models", "ragjudge.formats.records", "ragjudge.cli.app", "ragjudge.cli.evaluate")
+
+
+@pytest.mark.parametrize("format", ["json", "csv", "table"])
+def test_eval_on_files_imports_only_what_it_needs(files, format):
+    code = (
+        "import sys\n"
+        "from ragjudge.cli import main\n"
+        f"code = main(['eval', '--qrels', {files['qrels.trec']!r}, '--run', {files['a.trec']!r}, "
+        f"'--format', {format!r}, '-m', 'P@5,nDCG@10'])\n"
+        "loaded = [name for name in sys.modules if name.split('.')[0] in ('typer', 'click', "
+        "'sqlalchemy', 'pydantic', 'textual', 'rich') or name.startswith(('ragjudge.store', "
+        "'ragjudge.models', 'ragjudge.formats.records', 'ragjudge.cli.app', 'ragjudge.cli.evaluate'))]\n"
+        "print(code, sorted({name.split('.')[0] if not name.startswith('ragjudge') else name "
+        "for name in loaded}), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=SUBPROCESS_ENV)
+    status, _, loaded = done.stderr.strip().splitlines()[-1].partition(" ")
+    assert status == "0", done.stderr
+    expected = ["rich"] if format == "table" else []  # a table is drawn by Rich
+    assert loaded == str(expected)
+
+
+def test_a_command_registers_only_its_module():
+    code = ("import sys\nfrom ragjudge.cli import main\ncode = main(['gate', '--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('ragjudge.cli.') and "
+            "m not in ('ragjudge.cli.app', 'ragjudge.cli.common', 'ragjudge.cli.base', "
+            "'ragjudge.cli.lean', 'ragjudge.cli.progress', 'ragjudge.cli.scoring')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=SUBPROCESS_ENV, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "['ragjudge.cli.evaluate']"
+
+
+def test_the_command_table_is_what_the_modules_register():
+    import typer.main
+
+    from ragjudge.cli import COMMAND_MODULES, _register
+    from ragjudge.cli.app import app
+
+    _register()
+    registered = {}
+    for info in app.registered_commands:
+        name = info.name or typer.main.get_command_name(info.callback.__name__)
+        assert name not in registered, name
+        registered[name] = info.callback.__module__
+    assert registered == COMMANDS
+    # the help lists the commands in the table's order
+    assert list(registered) == list(COMMANDS)
+    assert tuple(dict.fromkeys(COMMANDS.values())) == COMMAND_MODULES
