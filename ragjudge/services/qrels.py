@@ -347,6 +347,10 @@ class CodedLabels:
         """The annotator's index in ``names`` (-1: no label of theirs)."""
         return self.names.index(name) if name in self.names else -1
 
+    def grade_rows(self) -> GradeRows:
+        return GradeRows(self.pair, self.annotator, self.grade, self.pair_query,
+                         {n: i for i, n in enumerate(self.names)})
+
 
 def _decode(ids: np.ndarray) -> list[str]:
     from ragjudge.metrics._keys import decode
@@ -562,58 +566,70 @@ def aggregate_pairs(pair: np.ndarray, grade: np.ndarray, rule: str) -> tuple[np.
     return pair[starts], np.asarray(out, dtype=np.int64)
 
 
-def coded_gold_labels(labels: CodedLabels, policy: GoldPolicy | None, rule: str,
-                      pair_of_query: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`gold_labels` on coded labels: the rows ``(pair, annotator, grade)`` the rule
+@dataclass(frozen=True)
+class GradeRows:
+    """Annotators' grades as rows of codes: ``pair`` (a pair's number), ``annotator`` (a code)
+    and ``grade``, grouped by pair and sorted by annotator code within it; ``pair_query`` the
+    query (a code) of each pair, and ``codes`` each annotator's code."""
+
+    pair: np.ndarray
+    annotator: np.ndarray
+    grade: np.ndarray
+    pair_query: np.ndarray
+    codes: dict[str, int]
+
+    def code_of(self, name: str) -> int:
+        return self.codes.get(name, -1)
+
+
+def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
+                      rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`gold_labels` on coded rows: the rows ``(pair, annotator, grade)`` the rule
     aggregates, grouped by pair. A complete reference's implied grades (:func:`implied_labels`)
-    are rows added on pairs of its queries others graded and it does not list."""
-    pair, who, grade = labels.pair, labels.annotator, labels.grade
+    are rows added on the pairs of its queries others graded and it does not list."""
+    pair, who, grade = rows.pair, rows.annotator, rows.grade
     if policy is None or not policy.applies(rule) or not len(grade):
         return pair, who, grade
-    query = labels.pair_query
-    added = False
-    extra_pair: list[np.ndarray] = [pair]
-    extra_who: list[np.ndarray] = [who]
-    extra_grade: list[np.ndarray] = [grade]
+    n_pairs = len(rows.pair_query)
+    query = rows.pair_query
+    n_queries = int(query.max()) + 1 if n_pairs else 0
+    parts = [(pair, who, grade)]
     for name in sorted(policy.complete):
-        code = labels.code_of(name)
+        code = rows.code_of(name)
         mine = who == code
         if code < 0 or not mine.any():
             continue
-        listed = np.zeros(labels.n_pairs, dtype=bool)
+        listed = np.zeros(n_pairs, dtype=bool)
         listed[pair[mine]] = True
-        scope = np.zeros(len(labels.queries), dtype=bool)
+        scope = np.zeros(n_queries, dtype=bool)
         scope[query[pair[mine]]] = True
         missing = np.unique(pair[scope[query[pair]] & ~listed[pair]])
         if len(missing):
-            added = True
-            extra_pair.append(missing)
-            extra_who.append(np.full(len(missing), code, dtype=np.int64))
-            extra_grade.append(np.full(len(missing), policy.lowest, dtype=np.int64))
-    if added:
-        pair, who, grade = (np.concatenate(extra_pair), np.concatenate(extra_who),
-                            np.concatenate(extra_grade))
+            parts.append((missing, np.full(len(missing), code, dtype=np.int64),
+                          np.full(len(missing), policy.lowest, dtype=np.int64)))
+    if len(parts) > 1:
+        pair, who, grade = (np.concatenate([p[i] for p in parts]) for i in range(3))
         order = np.lexsort((who, pair))
         pair, who, grade = pair[order], who[order], grade[order]
-    codes = [labels.code_of(n) for n in policy.reference]
+    codes = [rows.code_of(n) for n in policy.reference]
     is_reference = np.isin(who, [c for c in codes if c >= 0])
     if not is_reference.any():
         return pair, who, grade
-    has_reference = np.zeros(labels.n_pairs, dtype=bool)
+    has_reference = np.zeros(n_pairs, dtype=bool)
     has_reference[pair[is_reference]] = True
     keep = is_reference | ~has_reference[pair]
     return pair[keep], who[keep], grade[keep]
 
 
-def coded_gold(labels: CodedLabels, policy: GoldPolicy | None, rule: str) -> tuple[np.ndarray, np.ndarray]:
+def coded_gold(rows: GradeRows, policy: GoldPolicy | None, rule: str) -> tuple[np.ndarray, np.ndarray]:
     """``(pairs, grades)``: the gold grade of every pair the rule grades (adjudications not
     included), the same grades as :func:`aggregate` over :func:`gold_labels`."""
     rule = check_rule(rule)
     if rule == "adjudicated":
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    pair, who, grade = coded_gold_labels(labels, policy, rule)
+    pair, who, grade = coded_gold_labels(rows, policy, rule)
     if rule.startswith("annotator:"):
-        keep = who == labels.code_of(rule.split(":", 1)[1])
+        keep = who == rows.code_of(rule.split(":", 1)[1])
         return pair[keep], grade[keep]
     return aggregate_pairs(pair, grade, rule)
 
@@ -652,7 +668,7 @@ def gold_qrel_arrays(project: Project, rule: str | None = None, *,
             return as_ids([]), as_ids([]), np.zeros(0, dtype=np.int64)
         tq, tc, tg = zip(*triples)
         return as_ids(tq), as_ids(tc), np.array(tg, dtype=np.int64)
-    pairs, grades = coded_gold(labels, policy, rule)
+    pairs, grades = coded_gold(labels.grade_rows(), policy, rule)
     q = labels.queries[labels.pair_query[pairs]]
     c = labels.chunks[labels.pair_chunk[pairs]]
     if not decided:
