@@ -536,21 +536,108 @@ class _LayoutContext(EvalContext):
         positive = g > 0
         weights[positive] = g[positive] / np.log2(rank[positive] + 1.0)
         rows = self._judgment_row
-        keep = np.flatnonzero(rows >= 0)
-        order = keep[np.argsort(rank[keep], kind="stable")]
-        ranks = rank[order]
-        bounds = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1], True]) if len(ranks) \
-            else np.zeros(1, dtype=np.int64)
+        starts = self.qrels.offsets[:-1]
+        sizes = np.diff(self.qrels.offsets)
+        by_size = np.argsort(-sizes, kind="stable")  # queries with more judgments first
+        sizes_desc = sizes[by_size]
         total = np.zeros(self.n_queries)
-        at = 0
-        top = int(ranks[-1]) if len(ranks) else 0
+        top = int(sizes.max()) if len(sizes) else 0
+        done = 0
         for k in todo:
             stop = top if k is None else min(int(k), top)
-            while at < len(bounds) - 1 and ranks[bounds[at]] <= stop:
-                part = order[bounds[at]:bounds[at + 1]]  # one row per query at this rank
-                total[rows[part]] += weights[part]
-                at += 1
+            while done < stop:  # add each query's judgment at ideal rank done + 1
+                live = by_size[:np.searchsorted(-sizes_desc, -(done + 1), side="right")]
+                at = starts[live] + done
+                target = rows[at]
+                keep = target >= 0
+                total[target[keep]] += weights[at[keep]]
+                done += 1
             cache[(k, gain)] = total.copy()
+
+
+class _Pass:
+    """One view's full evaluation (:meth:`LiveEvaluation._full_views`): its qrels and each
+    run's values of the plain measures (``prepare`` and ``evaluate``: they read the engine and
+    write only this pass, so they may run on a worker thread), then the rest on the calling
+    thread (``finish``)."""
+
+    def __init__(self, engine: LiveEvaluation, view: _View) -> None:
+        self.engine, self.view = engine, view
+        self.grades = view.fitted()
+        self.first: EvalContext | None = None
+        self.values: dict[str, np.ndarray] = {}
+
+    def prepare(self) -> None:
+        """The view's qrels, and what every run's context takes from them."""
+        from ragjudge.metrics.evaluate import max_depth
+
+        engine, view, grades = self.engine, self.view, self.grades
+        self.qrels = engine._view_qrels(grades)
+        self.plain = [view.parsed[j] for j in view.plain] if self.qrels.n_queries else []
+        self.rag = [view.parsed[j] for j in view.rag]
+        self.qids = self.qrels.query_id_bytes
+        self.rows = _keys.lookup(engine.query_bytes, self.qids)
+        self.depth = max_depth(self.plain)
+        self.source = np.full(len(grades) + 1, -1, dtype=np.int32)
+        self.source[:-1] = np.maximum(grades, -1)
+        self.ideal: dict[str, set] = {}
+        for m in self.plain:
+            gain = {"nDCG": "grade", "nDCG_exp": "exp"}.get(m.definition.name)
+            if gain is not None:
+                self.ideal.setdefault(gain, set()).add(m.cutoff)
+
+    def evaluate(self, name: str) -> None:
+        """The plain measures on one run (the first run's context computes the qrels' counts,
+        the later ones share them); the first call prepares the pass."""
+        if self.first is None:
+            self.prepare()
+        if not self.plain:
+            return
+        engine = self.engine
+        ctx = _LayoutContext(self.qrels, engine.runs[name], self.qids, rows=self.rows,
+                             layout=engine._layouts[name], grades=self.source,
+                             threshold=engine.threshold, depth=self.depth, like=self.first)
+        if self.first is None:
+            for gain, cutoffs in self.ideal.items():
+                ctx.prime_ideal_dcg(cutoffs, gain)
+        values = _kernels(ctx, self.plain)
+        if self.first is None:
+            self.first = ctx
+        self.values[name] = values
+
+    def finish(self) -> None:
+        """Put the values in the view's matrices (and evaluate the measures that need the
+        project's extras), mark the evaluated queries, sum the columns."""
+        view, engine = self.view, self.engine
+        if not hasattr(self, "qrels"):
+            self.prepare()
+        view.present[:] = False
+        if self.qrels.n_queries == 0 and not view.rag:
+            for matrix in view.values.values():
+                matrix[:] = np.nan
+            view.resum()
+            return
+        rows = None
+        every_row = self.plain and len(self.rows) == len(view.present)
+        every_column = view.plain == list(range(len(view.measures)))
+        for name, run in engine.runs.items():
+            matrix = view.values[name]
+            if self.plain:
+                rows = self.rows
+                if every_row and every_column:
+                    matrix[:] = self.values[name]
+                else:
+                    matrix[:] = np.nan
+                    matrix[np.ix_(rows, view.plain)] = self.values[name]  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            else:
+                matrix[:] = np.nan
+            if self.rag:
+                result = engine._rag(view, name, self.qrels, run, self.rag, "judged")
+                rows = engine._rows(result.query_ids)
+                matrix[np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+        if rows is not None:
+            view.present[rows] = True
+        view.resum()
 
 
 def _kernels(ctx: EvalContext, measures: list[Measure]) -> np.ndarray:
@@ -813,6 +900,7 @@ class LiveEvaluation:
             self._count_covered(pair, who)
             golds: dict[tuple[bool, str], np.ndarray] = {}
             self.views = {}
+            fresh: list[_View] = []
             for rule in self._rules():
                 view = old.get(rule)
                 if view is not None and view.measures == self._view_measures(rule):
@@ -820,8 +908,9 @@ class LiveEvaluation:
                 else:
                     view = self._new_view(rule)
                     view.set_grades(self._grades_of(rule, pair, who, grade, golds))
-                    self._full(view)
+                    fresh.append(view)
                 self.views[rule] = view
+            self._full_views(fresh)
             self.touched = ()
             self._stamp_done(t0)
 
@@ -1146,70 +1235,50 @@ class LiveEvaluation:
         return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64),
                      top_grade=self.project.scale.max)
 
-    def _full(self, view: _View) -> None:
-        """Evaluate a view on every query it judges, for every run: the measures that need only
-        the qrels and the run on matrices gathered from the runs' layouts (the counts of the
-        qrels shared by the runs), the others through :func:`evaluate` with the project's
-        extras."""
-        grades = view.fitted()
+    def _view_qrels(self, grades: np.ndarray) -> Qrels:
+        """The qrels of a view's grades per pair number (rows grouped by query row)."""
         judged = np.flatnonzero(grades != NO_GRADE)
-        qrels = Qrels(self.query_bytes[self.pairs.rows[judged]], self.pairs.chunks[judged],
-                      grades[judged], top_grade=self.project.scale.max)
-        view.present[:] = False
-        if qrels.n_queries == 0 and not view.rag:
-            for matrix in view.values.values():
-                matrix[:] = np.nan
-            view.resum()
-            return
-        plain = [view.parsed[j] for j in view.plain]
-        rag = [view.parsed[j] for j in view.rag]
-        rows = None
-        if plain:
-            from ragjudge.metrics.evaluate import max_depth
+        rows = self.pairs.rows[judged]
+        if len(rows) > 1 and np.any(rows[1:] < rows[:-1]):  # pairs numbered since: regroup
+            n = max(self.pairs.n, 1)
+            judged = np.sort(rows * n + judged) % n
+            rows = self.pairs.rows[judged]
+        counts = np.bincount(rows, minlength=len(self.query_ids))
+        present = np.flatnonzero(counts)
+        counts = counts[present]
+        return Qrels.from_grouped(self.query_bytes[present], counts, self.pairs.chunks[judged],
+                                  grades[judged], top_grade=self.project.scale.max)
 
-            qids = qrels.query_id_bytes
-            qrows = _keys.lookup(self.query_bytes, qids)
-            depth = max_depth(plain)
-            source = np.full(len(grades) + 1, -1, dtype=np.int32)
-            source[:-1] = np.maximum(grades, -1)
-            ideal: dict[str, set] = {}
-            for m in plain:
-                gain = {"nDCG": "grade", "nDCG_exp": "exp"}.get(m.definition.name)
-                if gain is not None:
-                    ideal.setdefault(gain, set()).add(m.cutoff)
+    def _full(self, view: _View) -> None:
+        self._full_views([view])
 
-            def plain_values(name: str, like: EvalContext | None) -> tuple[EvalContext, np.ndarray]:
-                ctx = _LayoutContext(qrels, self.runs[name], qids, rows=qrows, layout=self._layouts[name],
-                                     grades=source, threshold=self.threshold, depth=depth, like=like)
-                if like is None:
-                    for gain, cutoffs in ideal.items():
-                        ctx.prime_ideal_dcg(cutoffs, gain)
-                return ctx, _kernels(ctx, plain)
+    def _full_views(self, views: list[_View]) -> None:
+        """Evaluate views on every query they judge, for every run: the measures that need only
+        the qrels and the run on matrices gathered from the runs' layouts (the qrels' counts
+        computed on a view's first run and shared by its others), the others through
+        :func:`evaluate` with the project's extras.
 
-            names = list(self.runs)
-            done: dict[str, np.ndarray] = {}
-            if names:
-                first, done[names[0]] = plain_values(names[0], None)
-                rest = names[1:]
-                if len(rest) > 1 and len(qids) * first.depth >= PARALLEL_CELLS:
-                    for name, (_, values) in zip(rest, self._pool().map(lambda n: plain_values(n, first), rest)):
-                        done[name] = values
-                else:
-                    for name in rest:
-                        done[name] = plain_values(name, first)[1]
-        for name, run in self.runs.items():
-            matrix = view.values[name]
-            matrix[:] = np.nan
-            if plain:
-                rows = qrows
-                matrix[np.ix_(rows, view.plain)] = done[name]  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
-            if rag:
-                result = self._rag(view, name, qrels, run, rag, "judged")
-                rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
-        if rows is not None:
-            view.present[rows] = True
-        view.resum()
+        Each view's qrels and first run make one task, each other (view, run) one more; on
+        large matrices the tasks run on two threads (numpy lets go of the interpreter in its
+        array loops), each writing only its own view's matrix of its own run."""
+        passes = [_Pass(self, view) for view in views]
+        names = list(self.runs)
+        width = max((layout.pairs.shape[1] for layout in self._layouts.values()), default=0)
+        cells = len(self.query_ids) * width * len(names) * len(passes)
+        pool = self._pool() if cells >= PARALLEL_CELLS and len(passes) * len(names) > 2 else None
+
+        def run_all(tasks: list[tuple[_Pass, str]]) -> None:
+            if pool is None:
+                for task, name in tasks:
+                    task.evaluate(name)
+            else:
+                list(pool.map(lambda t: t[0].evaluate(t[1]), tasks))
+
+        if names:
+            run_all([(p, names[0]) for p in passes])
+            run_all([(p, name) for name in names[1:] for p in passes if p.plain])
+        for p in passes:
+            p.finish()
 
     def _pool(self) -> Any:
         """Two worker threads for a full pass (made once, kept with the engine)."""

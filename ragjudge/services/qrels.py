@@ -555,8 +555,10 @@ def aggregate_pairs(pair: np.ndarray, grade: np.ndarray, rule: str) -> tuple[np.
         take = first[np.r_[True, group[first][1:] != group[first][:-1]]]
         out = value[take]
     else:
-        single = bool(np.all(counts == 1))
-        ordered = grade if single else grade[np.lexsort((grade, gid))]
+        low = int(grade.min())
+        span = int(grade.max()) - low + 1
+        # each pair's grades in order: (pair, grade) in one integer, sorted
+        ordered = np.sort(gid * span + (grade - low)) - gid * span + low
         if rule == "median":
             out = ordered[starts + (counts - 1) // 2]
         elif rule == "min":
