@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
 if TYPE_CHECKING:
-    from ragjudge.services.qrels import GoldPolicy, LabelArrays
+    from ragjudge.services.qrels import CodedLabels, GoldPolicy, LabelArrays
 
 __all__ = [
     "COVERAGE_CHOICES",
@@ -89,6 +89,8 @@ _PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
 _SEP = "\x1f"  # between run index and query id in the rows of an incremental context
 POOL_DEPTH = 10
 """The pool is the union of every run's top ``POOL_DEPTH``."""
+_THREADS: Any = None
+_THREADS_LOCK = threading.Lock()
 PARALLEL_CELLS = 200_000
 """From this many (query x rank) cells a view's runs are evaluated on two threads (numpy lets
 go of the interpreter in its array loops, so the second core does half the work)."""
@@ -754,7 +756,6 @@ class LiveEvaluation:
         self.views: dict[str, _View] = {}
         self.runs: dict[str, Run] = {}
         self._labels: _Labels | None = None
-        self._threads: Any = None
         self._loaded = False
         from ragjudge.services.qrels import GoldPolicy
 
@@ -837,7 +838,12 @@ class LiveEvaluation:
             self.categories = [rows[i][1] for i in order]
             self.meta = [rows[i][2] if isinstance(rows[i][2], dict) else {} for i in order]
             self.row = {q: i for i, q in enumerate(self.query_ids)}
-            self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
+            # the labels are read on a worker thread (mostly in SQLite) while the runs are read here
+            fetching = self._pool().submit(self._fetch_labels)
+            try:
+                self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
+            finally:
+                fetched = fetching.result()
             self.run_rows: dict[str, np.ndarray] = {}
             self.run_lengths: dict[str, np.ndarray] = {}
             for name, run in self.runs.items():
@@ -848,7 +854,7 @@ class LiveEvaluation:
             self._query_hash = _keys.id_hash(self.query_bytes)
             self._pool_of_runs()
             self._loaded = True
-            self._labels = None
+            self._take_labels(*fetched)
             self.recompute()
 
     def fields(self) -> list[str]:
@@ -1100,13 +1106,26 @@ class LiveEvaluation:
     def _read_labels(self) -> None:
         """Every current label and adjudication, read afresh: the pairs they judge are
         numbered, the runs' layouts made, and the engine's copy of the labels kept."""
+        self._take_labels(*self._fetch_labels())
+
+    def _fetch_labels(self) -> tuple[tuple[int, int], CodedLabels, dict[tuple[str, str], int], GoldPolicy]:
+        """The labels' stamp, then every current label, adjudication and the gold policy (the
+        database's part of :meth:`_read_labels`; it may run on a worker thread)."""
         from ragjudge.services.qrels import adjudications, gold_policy, read_labels
 
-        self.stamp = self._stamp()
+        stamp = self._stamp()
         with self.project.connect() as connection:
             labels = read_labels(connection)
             decided = adjudications(connection)
-            self.policy = gold_policy(connection, self.project.scale.min)
+            policy = gold_policy(connection, self.project.scale.min)
+        return stamp, labels, decided, policy
+
+    def _take_labels(self, stamp: tuple[int, int], labels: CodedLabels,
+                     decided: dict[tuple[str, str], int], policy: GoldPolicy) -> None:
+        """Labels as read by :meth:`_fetch_labels` into the engine: pairs numbered, the runs'
+        layouts made (on two threads for large runs), the copy of the labels kept."""
+        self.stamp = stamp
+        self.policy = policy
         self.labels_used = len(labels)
         per_query = np.bincount(labels.pair_query[labels.pair], minlength=len(labels.queries))
         names = _keys.decode(labels.queries)
@@ -1127,7 +1146,12 @@ class LiveEvaluation:
         self._decided = dict(decided)
         self._in_pool = np.zeros(0, dtype=bool)
         self._layouts = {}
-        self._layouts = {name: self._layout(name) for name in self.runs}
+        names_ = list(self.runs)
+        if sum(len(r) for r in self.runs.values()) >= PARALLEL_CELLS and len(names_) > 1:
+            self.pairs.index()  # built once, before the threads read it
+            self._layouts = dict(zip(names_, self._pool().map(self._layout, names_)))
+        else:
+            self._layouts = {name: self._layout(name) for name in names_}
         self._fit_pool()
         for layout in self._layouts.values():
             top = layout.pairs[:, :POOL_DEPTH]
@@ -1280,13 +1304,17 @@ class LiveEvaluation:
         for p in passes:
             p.finish()
 
-    def _pool(self) -> Any:
-        """Two worker threads for a full pass (made once, kept with the engine)."""
-        if self._threads is None:
-            from concurrent.futures import ThreadPoolExecutor
+    @staticmethod
+    def _pool() -> Any:
+        """The two worker threads of the engines' large passes (made once per process; a task
+        never waits on another task of the pool)."""
+        global _THREADS
+        with _THREADS_LOCK:
+            if _THREADS is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-            self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragjudge-eval")
-        return self._threads
+                _THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragjudge-eval")
+            return _THREADS
 
     def _rows(self, query_ids: Iterable[str]) -> np.ndarray:
         return np.fromiter((self.row[q] for q in query_ids), dtype=np.int64)

@@ -388,12 +388,19 @@ _SEP = 0x1F
 _GRADE_OFFSET = MAX_GRADE + 1
 
 
+PARALLEL_LABELS = 200_000
+"""From this many label events their query ids and chunk ids are read on connections of their
+own, at the same time as the grades (SQLite lets go of the interpreter while it reads)."""
+
+
 def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels | None:
-    """Every label event of the table (of one annotator) in one aggregate row: query ids and
+    """Every label event of the table (of one annotator) as three aggregates: query ids and
     chunk ids each joined by the unit separator, and per event one integer packing its grade
     (0 for none), its annotator's index and whether it is a blind re-check. A scan of a rowid
     table by its key visits the events in id order, so the last event of an annotator and
-    pair in the strings is their newest. None when the text cannot be split for sure."""
+    pair in the strings is their newest; every aggregate reads the events up to the same id
+    (events are never changed, only added), so that the three line up even when read on
+    separate connections. None when the text cannot be split for sure."""
     raw = connection.connection.driver_connection
     assert raw is not None  # an open connection has its driver's connection
     # sorted as Python sorts names (by code point, which is also the order of their UTF-8 bytes)
@@ -402,27 +409,27 @@ def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels |
         names = (annotator,)
     if len(names) > 500:
         return None
+    (top,) = raw.execute("SELECT max(id) FROM labels").fetchone()
+    empty = _coded(np.zeros(0, dtype="S8"), np.zeros(0, dtype="S8"), np.zeros(0, dtype=np.int64),
+                   np.zeros(0, dtype=np.int64), names, None)
+    if not top:
+        return empty
     n = len(names) + 1  # index len(names): an annotator the table does not know
     case = "CASE annotator " + " ".join("WHEN ? THEN " + str(i) for i in range(len(names))) \
         + f" ELSE {n - 1} END" if names else str(n - 1)
-    sql = (f"SELECT count(*), group_concat(query_id, x'1f'), group_concat(chunk_id, x'1f'), "
-           f"group_concat((ifnull(grade + {_GRADE_OFFSET}, 0) * {n} + {case}) * 2 "
-           f"+ (source IS ?), ',') FROM labels WHERE id > 0")
-    params: list[Any] = [*names, RECHECK]
-    if annotator is not None:
-        sql += " AND annotator = ?"
-        params.append(annotator)
-    before = raw.text_factory
-    raw.text_factory = bytes
-    try:
-        count, queries, chunks, packed = raw.execute(sql, params).fetchone()
-    finally:
-        raw.text_factory = before
+    where = " FROM labels WHERE id > 0 AND id <= ?" + (" AND annotator = ?" if annotator else "")
+    tail = [top] + ([annotator] if annotator else [])
+    statements = [
+        (f"SELECT count(*), group_concat((ifnull(grade + {_GRADE_OFFSET}, 0) * {n} + {case}) * 2 "
+         f"+ (source IS ?), ','){where}", [*names, RECHECK, *tail]),
+        (f"SELECT group_concat(query_id, x'1f'){where}", tail),
+        (f"SELECT group_concat(chunk_id, x'1f'){where}", tail),
+    ]
+    (count, packed), (queries,), (chunks,) = _aggregates(connection, statements, int(top) >= PARALLEL_LABELS)
     if not count:
-        return _coded(np.zeros(0, dtype="S8"), np.zeros(0, dtype="S8"), np.zeros(0, dtype=np.int64),
-                      np.zeros(0, dtype=np.int64), names, None)
+        return empty
     values = _integers(packed, count)
-    if values is None:
+    if values is None or queries is None or chunks is None:
         return None
     recheck = values % 2 == 1
     code = values // 2
@@ -437,6 +444,33 @@ def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels |
     keep = ~recheck
     return _coded(q[keep], c[keep], who[keep], grade_code[keep] - _GRADE_OFFSET, names,
                   grade_code[keep] == 0)
+
+
+def _aggregates(connection: Connection, statements: list[tuple[str, list[Any]]],
+                parallel: bool) -> list[tuple]:
+    """The one row of each SQLite statement, text as bytes: the first on ``connection``, the
+    others (with ``parallel``) each on a connection of its own on a worker thread."""
+    def one(driver: Any, sql: str, params: list[Any]) -> tuple:
+        before = driver.text_factory
+        driver.text_factory = bytes
+        try:
+            return tuple(driver.execute(sql, params).fetchone())
+        finally:
+            driver.text_factory = before
+
+    def elsewhere(sql: str, params: list[Any]) -> tuple:
+        with connection.engine.connect() as other:
+            return one(other.connection.driver_connection, sql, params)
+
+    raw = connection.connection.driver_connection
+    if not parallel:
+        return [one(raw, sql, params) for sql, params in statements]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(statements) - 1) as pool:
+        later = [pool.submit(elsewhere, sql, params) for sql, params in statements[1:]]
+        first = one(raw, *statements[0])
+        return [first, *(f.result() for f in later)]
 
 
 def _integers(text: bytes, count: int) -> np.ndarray | None:
