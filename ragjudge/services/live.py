@@ -461,51 +461,49 @@ class _Labels:
 
 
 class _LayoutContext(EvalContext):
-    """An :class:`EvalContext` whose grade matrix is gathered from a run's pair numbers
-    (:class:`_RunLayout`) and a view's grades per pair number, instead of looking every ranked
+    """An :class:`EvalContext` whose grade matrix is gathered from pair numbers (a run's
+    :class:`_RunLayout`) and a view's grades per pair number, instead of looking every ranked
     chunk up in the qrels: the same matrices (a test compares them), built in one gather.
+    ``n_ret`` is the chunks ranked for each query, ``gather(depth)`` the (queries x depth)
+    grade matrix.
 
     With ``like`` (a context of the same qrels, queries and threshold, for another run) the
     qrels side is taken from it instead of computed again: its lookups of the queries, and its
     caches of per-query counts (relevant, judged, ideal DCG), which depend on the qrels alone.
     This leans on :class:`EvalContext`'s attributes (``_qrels_row``, ``_judgment_row``, the
-    ``_n_rel`` / ``_idcg`` / ``n_judged`` caches); the test of this module compares every
+    ``_n_rel`` / ``_idcg`` / ``n_judged`` caches); the tests of this module compare every
     matrix, count and value with a plain context's.
     """
 
-    def __init__(self, qrels: Qrels, run: Run, query_ids: np.ndarray, *, rows: np.ndarray,
-                 layout: _RunLayout, grades: np.ndarray, threshold: int, depth: int | None,
+    def __init__(self, qrels: Qrels, run: Run | None, query_ids: np.ndarray, *, n_ret: np.ndarray,
+                 gather: Callable[[int], np.ndarray], threshold: int, depth: int | None,
                  like: EvalContext | None = None) -> None:
-        self._rows, self._layout, self._grades = rows, layout, grades
+        self._all_n_ret, self._gather = n_ret, gather
         if like is None:
-            super().__init__(qrels, run, query_ids, threshold=threshold, depth=depth)
-            return
-        self.qrels, self.run, self._qids = qrels, run, query_ids
-        self.threshold = like.threshold
-        self.extras = like.extras  # none: measures that read extras take the other path
-        self.n_queries = like.n_queries
-        self._qrels_row, self._judgment_row = like._qrels_row, like._judgment_row
-        if run is None or run.n_queries == 0 or self.n_queries == 0:
-            self._build_empty(depth)
+            super().__init__(qrels, None, query_ids, threshold=threshold, depth=depth)
         else:
+            self.qrels, self._qids = qrels, query_ids
+            self.threshold = like.threshold
+            self.extras = like.extras  # none: measures that read extras take the other path
+            self.n_queries = like.n_queries
+            self._qrels_row, self._judgment_row = like._qrels_row, like._judgment_row
+            for key in ("_n_rel", "_idcg"):
+                self.__dict__[key] = like.__dict__.setdefault(key, {})
+            if "n_judged" in like.__dict__:
+                self.__dict__["n_judged"] = like.__dict__["n_judged"]
+            self._build_empty(depth)
+        self.run = run
+        if self.n_queries:
             self._build(run, depth)
-        for key in ("_n_rel", "_idcg"):
-            self.__dict__[key] = like.__dict__.setdefault(key, {})
-        if "n_judged" in like.__dict__:
-            self.__dict__["n_judged"] = like.__dict__["n_judged"]
 
-    def _build(self, run: Run, depth: int | None) -> None:
-        n_ret = self._layout.n_ret[self._rows]
+    def _build(self, run: Run | None, depth: int | None) -> None:
+        n_ret = self._all_n_ret
         size = int(n_ret.max()) if self.n_queries else 0
         if depth is not None:
             size = min(size, int(depth))
         self.depth = size
         self.n_ret = n_ret
-        pairs = self._layout.pairs
-        if len(self._rows) == pairs.shape[0] and size == pairs.shape[1]:
-            self.grade_matrix = self._grades[pairs]
-        else:
-            self.grade_matrix = self._grades[pairs[self._rows, :size]]
+        self.grade_matrix = self._gather(size)
 
     @cached_property
     def chunk_ids(self) -> np.ndarray:
@@ -596,8 +594,15 @@ class _Pass:
         if not self.plain:
             return
         engine = self.engine
-        ctx = _LayoutContext(self.qrels, engine.runs[name], self.qids, rows=self.rows,
-                             layout=engine._layouts[name], grades=self.source,
+        pairs, rows, source = engine._layouts[name].pairs, self.rows, self.source
+
+        def gather(size: int) -> np.ndarray:
+            if len(rows) == pairs.shape[0] and size == pairs.shape[1]:
+                return source[pairs]
+            return source[pairs[rows, :size]]
+
+        ctx = _LayoutContext(self.qrels, engine.runs[name], self.qids,
+                             n_ret=engine._layouts[name].n_ret[rows], gather=gather,
                              threshold=engine.threshold, depth=self.depth, like=self.first)
         if self.first is None:
             for gain, cutoffs in self.ideal.items():
@@ -1206,10 +1211,17 @@ class LiveEvaluation:
 
     def _policy_moved(self) -> bool:
         """Whether the reference annotators changed (then every query's gold may move)."""
-        from ragjudge.services.qrels import gold_policy
-
         with self.project.connect() as connection:
-            return gold_policy(connection, self.project.scale.min) != self.policy
+            return self._read_policy(connection) != self.policy
+
+    def _read_policy(self, connection: Any) -> GoldPolicy:
+        """:func:`ragjudge.services.qrels.gold_policy`, in one driver call (a label event
+        reads it)."""
+        from ragjudge.services.qrels import GoldPolicy
+
+        rows = _raw(connection, "SELECT name, complete FROM annotators WHERE reference = ?", (True,))
+        return GoldPolicy(frozenset(n for n, _ in rows), frozenset(n for n, c in rows if c),
+                          int(self.project.scale.min))
 
     def _rules(self) -> list[str]:
         rules = [self.rule]
@@ -1379,7 +1391,10 @@ class LiveEvaluation:
 
     def _evaluate_plain(self, jobs: list[tuple[_View, list[str]]]) -> None:
         """Every (view, run, touched query) as one row of a single small evaluation context:
-        row ``"{v}\x1f{i}\x1f{query}"`` is run i on that query under view v's judgments."""
+        its judgments are the query's under the view, its grade matrix gathered from the run's
+        layout (the rows keyed by their position, as zero-padded decimals)."""
+        from ragjudge.metrics.evaluate import max_depth
+
         jobs = [(view, judged) for view, judged in jobs if judged and view.plain]
         if not jobs:
             return
@@ -1392,48 +1407,57 @@ class LiveEvaluation:
                     columns[label] = len(parsed)
                     parsed.append(view.parsed[j])
         names = list(self.runs)
-        qq: list[bytes] = []
-        qc: list[bytes] = []
-        qg: list[int] = []
-        rq: list[np.ndarray] = []
-        rc: list[np.ndarray] = []
-        wanted: list[bytes] = []
-        for v, (view, judged) in enumerate(jobs):
-            for qid in judged:
-                items = view.judgments_of(qid)
-                chunks = [c.encode("utf-8") for c in items]
-                grades = list(items.values())
-                row = self.row[qid]
-                for i, name in enumerate(names):
-                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode()
-                    wanted.append(key)
-                    qq.extend([key] * len(chunks))
-                    qc.extend(chunks)
-                    qg.extend(grades)
-                    r = self.run_rows[name][row]
-                    if r >= 0:
-                        run = self.runs[name]
-                        ranked = run.chunk_ids[run.offsets[r]:run.offsets[r + 1]]
-                        rq.append(np.full(len(ranked), key))
-                        rc.append(ranked)
-        # one width for the chunk ids of both sides: the pair index compares them as words
-        qc_array = _keys.as_ids(qc)
-        width = max([qc_array.dtype.itemsize] + [a.dtype.itemsize for a in rc])
-        qrels = Qrels(np.array(qq), qc_array.astype(f"S{width}"), np.array(qg, dtype=np.int64),
-                      top_grade=self.project.scale.max)
-        if rq:
-            run = Run(np.concatenate(rq), np.concatenate([a.astype(f"S{width}") for a in rc]),
-                      None, ordered=True)
-        else:
-            run = Run([], [], None, ordered=True)
-        result = evaluate(qrels, run, parsed, threshold=self.threshold, queries=wanted)
-        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
-                for view, _ in jobs]
-        for row_key, values in zip(result.query_ids, result.values):
-            job, run_index, qid = row_key.split(_SEP, 2)
-            view = jobs[int(job)][0]
-            cols, source = maps[int(job)]
-            view.values[names[int(run_index)]][self.row[qid], cols] = values[source]
+        if not names:
+            return
+        width = max(layout.pairs.shape[1] for layout in self._layouts.values())
+        counts: list[int] = []
+        pairs: list[np.ndarray] = []
+        grades: list[np.ndarray] = []
+        blocks: list[np.ndarray] = []
+        n_ret: list[np.ndarray] = []
+        places: list[tuple[_View, int, int]] = []  # (view, run index, query row) of each row
+        for view, judged in jobs:
+            view_grades = view.fitted()
+            rows = self._rows(judged)
+            for row in rows.tolist():
+                mine = self.pairs.of_row(row)
+                mine = mine[view_grades[mine] != NO_GRADE]
+                for i in range(len(names)):
+                    counts.append(len(mine))
+                    pairs.append(mine)
+                    grades.append(view_grades[mine])
+                    places.append((view, i, row))
+            for name in names:
+                layout = self._layouts[name]
+                ranked = layout.pairs[rows]
+                block = np.full((len(rows), width), -1, dtype=np.int32)
+                block[:, :ranked.shape[1]] = np.where(
+                    ranked >= 0, np.maximum(view_grades[np.maximum(ranked, 0)], -1), -1)
+                blocks.append(block)
+                n_ret.append(layout.n_ret[rows])
+        # blocks are (view, run) by query; the rows are (view, query, run): put them in order
+        order: list[int] = []
+        at = 0
+        for _, judged in jobs:
+            k = len(judged)
+            for q in range(k):
+                order.extend(at + i * k + q for i in range(len(names)))
+            at += k * len(names)
+        matrix = np.concatenate(blocks)[order]
+        ranked_n = np.concatenate(n_ret)[order]
+        keys = np.array([b"%010d" % k for k in range(len(counts))])
+        qrels = Qrels.from_grouped(keys, np.array(counts, dtype=np.int64),
+                                   self.pairs.chunks[np.concatenate(pairs)], np.concatenate(grades),
+                                   top_grade=self.project.scale.max)
+        ctx = _LayoutContext(qrels, None, qrels.query_id_bytes, n_ret=ranked_n,
+                             gather=lambda size: matrix[:, :size], threshold=self.threshold,
+                             depth=max_depth(parsed))
+        values = _kernels(ctx, parsed)
+        maps = {id(view): (np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
+                for view, _ in jobs}
+        for k, (view, i, row) in enumerate(places):
+            cols, source = maps[id(view)]
+            view.values[names[i]][row, cols] = values[k, source]
 
     # -- new labels --------------------------------------------------------------------------
 
@@ -1567,12 +1591,12 @@ class LiveEvaluation:
         """The current labels and adjudications of some queries, as services.qrels reads them
         for the whole project (the same SQL, written out once and run on the driver's cursor:
         building and compiling the Core statement cost more than running it)."""
-        from ragjudge.services.qrels import RECHECK, _to_arrays, gold_policy
+        from ragjudge.services.qrels import RECHECK, _to_arrays
 
         rows: list[tuple] = []
         adj: list[tuple] = []
         with self.project.connect() as connection:
-            self.policy = gold_policy(connection, self.project.scale.min)
+            self.policy = self._read_policy(connection)
             for at in range(0, len(touched), _IN_BATCH):  # rows grouped by query either way
                 part = list(touched[at:at + _IN_BATCH])
                 marks = ", ".join(["?"] * len(part))
