@@ -1656,8 +1656,9 @@ class LiveEvaluation:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out[name] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
             return out
+        every = len(rows) == len(view.present)  # rows are ascending and distinct: all of them
         for name, matrix in view.values.items():
-            m = matrix[rows]
+            m = matrix if every else matrix[rows]
             defined = ~np.isnan(m)
             count = defined.sum(axis=0)
             total = np.where(defined, m, 0.0).sum(axis=0)
@@ -1715,10 +1716,14 @@ class LiveEvaluation:
         golds: dict[str, dict[str, dict[str, float]]] = {n: {} for n in self.runs}
         enough = [a for a, share in coverage.items() if share >= self.min_coverage and share > 0]
         overall = self.means()
+        on_rows: dict[bytes, dict[str, np.ndarray]] = {}  # annotators who judged the same queries
         for name in enough:
             view = self.views[f"annotator:{name}"]
             own = self.means(view.rule)
-            same = self.means(rows=np.flatnonzero(view.present & gold.present))
+            rows = np.flatnonzero(view.present & gold.present)
+            same = on_rows.get(rows.tobytes())
+            if same is None:
+                same = on_rows[rows.tobytes()] = self.means(rows=rows)
             for run in self.runs:
                 for j, m in enumerate(self.measures):
                     k = gold.measures.index(m)
