@@ -20,7 +20,7 @@ those pairs count as judged at the bottom of the scale (:func:`implied_labels`,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -425,11 +425,20 @@ def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels |
         (f"SELECT group_concat(query_id, x'1f'){where}", tail),
         (f"SELECT group_concat(chunk_id, x'1f'){where}", tail),
     ]
-    (count, packed), (queries,), (chunks,) = _aggregates(connection, statements, int(top) >= PARALLEL_LABELS)
+    def ids(row: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+        """The ids of an aggregate's text, factorized (on the thread that read them)."""
+        (text,) = row
+        if text is None:
+            return None
+        split = _split_ids(text, text.count(b"\x1f") + 1)
+        return None if split is None else _factorize(split)
+
+    (count, packed), q, c = _aggregates(connection, statements, int(top) >= PARALLEL_LABELS,
+                                        [lambda row: row, ids, ids])
     if not count:
         return empty
     values = _integers(packed, count)
-    if values is None or queries is None or chunks is None:
+    if values is None or q is None or c is None or len(q[1]) != count or len(c[1]) != count:
         return None
     recheck = values % 2 == 1
     code = values // 2
@@ -437,19 +446,30 @@ def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels |
     grade_code = code // n
     if np.any(who == n - 1) or np.any((grade_code < 0) | (grade_code > 2 * MAX_GRADE + 1)):
         return None
-    q = _split_ids(queries, count)
-    c = _split_ids(chunks, count)
-    if q is None or c is None:
-        return None
     keep = ~recheck
-    return _coded(q[keep], c[keep], who[keep], grade_code[keep] - _GRADE_OFFSET, names,
-                  grade_code[keep] == 0)
+    if keep.all():
+        return _coded(q, c, who, grade_code - _GRADE_OFFSET, names, grade_code == 0)
+    return _coded(_rows_of(q, keep), _rows_of(c, keep), who[keep], grade_code[keep] - _GRADE_OFFSET,
+                  names, grade_code[keep] == 0)
 
 
-def _aggregates(connection: Connection, statements: list[tuple[str, list[Any]]],
-                parallel: bool) -> list[tuple]:
-    """The one row of each SQLite statement, text as bytes: the first on ``connection``, the
-    others (with ``parallel``) each on a connection of its own on a worker thread."""
+def _rows_of(factorized: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factorized ids (distinct ids, each row's index) of the rows ``keep`` only (ids no row
+    keeps dropped)."""
+    unique, index = factorized
+    index = index[keep]
+    used = np.zeros(len(unique), dtype=bool)
+    used[index] = True
+    if used.all():
+        return unique, index
+    return unique[used], (np.cumsum(used) - 1)[index]
+
+
+def _aggregates(connection: Connection, statements: list[tuple[str, list[Any]]], parallel: bool,
+                then: list[Callable[[tuple], Any]]) -> list[Any]:
+    """``then[i]`` of the one row of each SQLite statement, text as bytes: the first on
+    ``connection``, the others (with ``parallel``) each on a connection of its own on a worker
+    thread, where its ``then`` runs too."""
     def one(driver: Any, sql: str, params: list[Any]) -> tuple:
         before = driver.text_factory
         driver.text_factory = bytes
@@ -458,18 +478,19 @@ def _aggregates(connection: Connection, statements: list[tuple[str, list[Any]]],
         finally:
             driver.text_factory = before
 
-    def elsewhere(sql: str, params: list[Any]) -> tuple:
+    def elsewhere(sql: str, params: list[Any], after: Callable[[tuple], Any]) -> Any:
         with connection.engine.connect() as other:
-            return one(other.connection.driver_connection, sql, params)
+            return after(one(other.connection.driver_connection, sql, params))
 
     raw = connection.connection.driver_connection
     if not parallel:
-        return [one(raw, sql, params) for sql, params in statements]
+        return [after(one(raw, sql, params)) for (sql, params), after in zip(statements, then)]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(statements) - 1) as pool:
-        later = [pool.submit(elsewhere, sql, params) for sql, params in statements[1:]]
-        first = one(raw, *statements[0])
+        later = [pool.submit(elsewhere, sql, params, after)
+                 for (sql, params), after in zip(statements[1:], then[1:])]
+        first = then[0](one(raw, *statements[0]))
         return [first, *(f.result() for f in later)]
 
 
@@ -531,14 +552,13 @@ def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _coded(q: Any, c: Any, annotator: np.ndarray, grade: np.ndarray, names: tuple[str, ...],
            ungraded: np.ndarray | None) -> CodedLabels:
-    """Label events (ids as ``as_ids`` arrays, in event order) as :class:`CodedLabels`: the
-    newest event per annotator and pair kept (the last one), those without a grade
-    (``ungraded``) then dropped."""
+    """Label events (ids as ``as_ids`` arrays, or already factorized: (distinct ids, each
+    row's index), in event order) as :class:`CodedLabels`: the newest event per annotator and
+    pair kept (the last one), those without a grade (``ungraded``) then dropped."""
     from ragjudge.metrics._keys import as_ids
 
-    q, c = as_ids(q), as_ids(c)
-    queries, qi = _factorize(q)
-    chunks, ci = _factorize(c)
+    queries, qi = q if isinstance(q, tuple) else _factorize(as_ids(q))
+    chunks, ci = c if isinstance(c, tuple) else _factorize(as_ids(c))
     n = max(len(names), 1)
     rows = len(qi)
     if len(queries) * len(chunks) * n * max(rows, 1) < (1 << 62):

@@ -44,19 +44,25 @@ TREC_NAMES = ["P_1", "P_3", "P_5", "P_10", "recall_5", "recall_10", "recall_20",
 PYTREC = r"""
 import json, sys
 import pytrec_eval
-qrels_path, *runs = sys.argv[1:]
+measures, names = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+qrels_path, *runs = sys.argv[3:]
 with open(qrels_path) as f:
     qrels = pytrec_eval.parse_qrel(f)
-evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(%(measures)r))
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(measures))
 out = {}
 for path in runs:
     with open(path) as f:
         run = pytrec_eval.parse_run(f)
     per_query = evaluator.evaluate(run)
     # -c: a judged query the run does not answer counts 0
-    out[path] = {n: sum(v[n] for v in per_query.values()) / len(qrels) for n in %(names)r}
+    out[path] = {n: sum(v[n] for v in per_query.values()) / len(qrels) for n in names}
 print(json.dumps(out))
-""" % {"measures": list(TREC.values()), "names": TREC_NAMES}
+"""
+
+
+def count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
 
 
 def timed(cmd: list[str]) -> tuple[float, float, str]:
@@ -132,8 +138,8 @@ def main() -> int:
     if args.runs:
         names = names[:args.runs]
     qrels, files = export(args.db, names)
-    lines = sum(1 for path in files for _ in open(path, "rb"))
-    judgments = sum(1 for _ in open(qrels, "rb"))
+    lines = sum(count_lines(path) for path in files)
+    judgments = count_lines(qrels)
     print(f"{args.db}: {len(names)} runs, {lines:,} run lines, {judgments:,} gold judgments; "
           f"13 measures (ragjudge's default scorecard less ContextPrecision@5)")
 
@@ -142,7 +148,8 @@ def main() -> int:
     ours = [exe, "--db", str(args.db), "eval", *runs_args, "--format", "json", "-q"]
     sides = {
         "ragjudge eval --db": ours + [a for m in OURS for a in ("-m", m)],
-        "pytrec_eval (files)": [sys.executable, "-c", PYTREC, str(qrels), *map(str, files)],
+        "pytrec_eval (files)": [sys.executable, "-c", PYTREC, json.dumps(list(TREC.values())),
+                                json.dumps(TREC_NAMES), str(qrels), *map(str, files)],
         "ragjudge eval --db, 14 defaults": ours,
     }
     times: dict[str, list[float]] = {s: [] for s in sides}
