@@ -253,6 +253,8 @@ class _Pairs:
         self._later: dict[int, list[int]] = {}
         self._query_hash = query_hash
         self._index: _keys.PairIndex | None = None
+        self._filter = np.zeros(0, dtype=bool)
+        self._shift = np.uint64(63)
 
     @property
     def rows(self) -> np.ndarray:
@@ -273,20 +275,30 @@ class _Pairs:
         return base if not later else np.concatenate([base, np.array(later, dtype=np.int64)])
 
     def index(self) -> _keys.PairIndex:
-        """A hash index of every pair (rebuilt when pairs were added since)."""
+        """A hash index of every pair (rebuilt when pairs were added since), and a bit map over
+        the top bits of their hashes (about 16 entries a pair)."""
         if self._index is None or len(self._index.ids) != self.n:
             self._index = _keys.PairIndex(self.rows, self.chunks, self._query_hash[self.rows])
+            bits = min(26, max(10, int(np.ceil(np.log2(max(self.n, 1) * 16)))))
+            self._shift = np.uint64(64 - bits)
+            self._filter = np.zeros(1 << bits, dtype=bool)
+            self._filter[(self._index.hashes >> self._shift).astype(np.intp)] = True
         return self._index
 
     def find(self, rows: np.ndarray, chunks: np.ndarray, hashes: np.ndarray | None = None) -> np.ndarray:
         """The number of each pair (-1: not numbered); ``hashes``: the pairs' ready
-        :func:`ragjudge.metrics._keys.pair_hash` (a run's ``pair_hashes``)."""
+        :func:`ragjudge.metrics._keys.pair_hash` (a run's ``pair_hashes``). A run ranks mostly
+        pairs nobody judged: the bit map lets through only the pairs that may be numbered (and
+        about one in 16 of the others), and only those are looked up in the index."""
         if not len(rows) or not self.n:
             return np.full(len(rows), -1, dtype=np.int64)
         index = self.index()
-        if hashes is not None and index.seed == 0:
-            return index.get(rows, chunks, hashes=hashes)
-        return index.get(rows, chunks, query_hash=self._query_hash[rows])
+        if hashes is None or index.seed != 0:
+            return index.get(rows, chunks, query_hash=self._query_hash[rows])
+        maybe = np.flatnonzero(self._filter[(hashes >> self._shift).astype(np.intp)])
+        out = np.full(len(rows), -1, dtype=np.int64)
+        out[maybe] = index.get(rows[maybe], chunks[maybe], hashes=hashes[maybe])
+        return out
 
     def add(self, rows: np.ndarray, chunks: np.ndarray) -> np.ndarray:
         """Number new pairs (distinct, none numbered yet); returns their numbers."""
@@ -847,17 +859,17 @@ class LiveEvaluation:
             fetching = self._pool().submit(self._fetch_labels)
             try:
                 self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
+                self.run_rows: dict[str, np.ndarray] = {}
+                self.run_lengths: dict[str, np.ndarray] = {}
+                for name, run in self.runs.items():
+                    rr = _keys.lookup(run.query_id_bytes, self.query_bytes)
+                    self.run_rows[name] = rr
+                    lengths = np.diff(run.offsets)
+                    self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
+                self._query_hash = _keys.id_hash(self.query_bytes)
+                self._pool_of_runs()
             finally:
                 fetched = fetching.result()
-            self.run_rows: dict[str, np.ndarray] = {}
-            self.run_lengths: dict[str, np.ndarray] = {}
-            for name, run in self.runs.items():
-                rr = _keys.lookup(run.query_id_bytes, self.query_bytes)
-                self.run_rows[name] = rr
-                lengths = np.diff(run.offsets)
-                self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
-            self._query_hash = _keys.id_hash(self.query_bytes)
-            self._pool_of_runs()
             self._loaded = True
             self._take_labels(*fetched)
             self.recompute()
@@ -1095,6 +1107,10 @@ class LiveEvaluation:
         width = int(lengths.max()) if n_rows else 0
         pairs = np.full((n_rows, width), -1, dtype=np.int32)
         row_of = _keys.lookup(self.query_bytes, run.query_id_bytes)
+        if len(row_of) == n_rows and len(run) == n_rows * width and np.array_equal(row_of, np.arange(n_rows)):
+            # every query ranked to the same depth: the entries are the matrix, row by row
+            numbers = self.pairs.find(run.qidx, run.chunk_ids, run.pair_hashes)
+            return _RunLayout(numbers.astype(np.int32).reshape(n_rows, width), lengths)
         entry_row = row_of[run.qidx]
         known = entry_row >= 0
         if known.all():
@@ -1763,7 +1779,7 @@ class LiveEvaluation:
         ha = np.concatenate(h)
         ra = np.concatenate(rows)
         # distinct pairs by their hash, every equal hash checked on the exact ids
-        order = np.argsort(ha, kind="stable")
+        order = np.argsort(ha)
         hs, qs, cs = ha[order], qa[order], ca[order]
         same = hs[1:] == hs[:-1]
         if np.any(same & ((qs[1:] != qs[:-1]) | (cs[1:] != cs[:-1]))):  # a collision: sort the ids
