@@ -189,8 +189,12 @@ def project_qrels(project: Project, rule: str | None = None) -> tuple[Qrels, str
     from ragjudge.services.qrels import check_rule, gold_qrel_arrays
 
     rule = check_rule(rule or project.rule)
-    q, c, g = gold_qrel_arrays(project, rule)
-    return Qrels(q, c, g, top_grade=project.scale.max), rule
+    q, c, g = gold_qrel_arrays(project, rule)  # sorted by query and chunk, each pair once
+    if not len(q):
+        return Qrels(q, c, g, top_grade=project.scale.max), rule
+    heads = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    counts = np.diff(np.r_[heads, len(q)])
+    return Qrels.from_grouped(q[heads], counts, c, g, top_grade=project.scale.max), rule
 
 
 def project_run_names(project: Project) -> list[str]:

@@ -389,18 +389,18 @@ _GRADE_OFFSET = MAX_GRADE + 1
 
 
 PARALLEL_LABELS = 200_000
-"""From this many label events their query ids and chunk ids are read on connections of their
+"""From this many label events their query ids and chunk ids are read on a connection of their
 own, at the same time as the grades (SQLite lets go of the interpreter while it reads)."""
 
 
 def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels | None:
-    """Every label event of the table (of one annotator) as three aggregates: query ids and
-    chunk ids each joined by the unit separator, and per event one integer packing its grade
-    (0 for none), its annotator's index and whether it is a blind re-check. A scan of a rowid
-    table by its key visits the events in id order, so the last event of an annotator and
-    pair in the strings is their newest; every aggregate reads the events up to the same id
-    (events are never changed, only added), so that the three line up even when read on
-    separate connections. None when the text cannot be split for sure."""
+    """Every label event of the table (of one annotator) as aggregates: query ids and chunk ids
+    each joined by the unit separator, and per event one integer packing its grade (0 for
+    none), its annotator's index and whether it is a blind re-check. A scan of a rowid table by
+    its key visits the events in id order, so the last event of an annotator and pair in the
+    strings is their newest; both statements read the events up to the same id (events are
+    never changed, only added), so that they line up even when read on separate connections.
+    None when the text cannot be split for sure."""
     raw = connection.connection.driver_connection
     assert raw is not None  # an open connection has its driver's connection
     # sorted as Python sorts names (by code point, which is also the order of their UTF-8 bytes)
@@ -422,19 +422,19 @@ def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels |
     statements = [
         (f"SELECT count(*), group_concat((ifnull(grade + {_GRADE_OFFSET}, 0) * {n} + {case}) * 2 "
          f"+ (source IS ?), ','){where}", [*names, RECHECK, *tail]),
-        (f"SELECT group_concat(query_id, x'1f'){where}", tail),
-        (f"SELECT group_concat(chunk_id, x'1f'){where}", tail),
+        (f"SELECT group_concat(query_id, x'1f'), group_concat(chunk_id, x'1f'){where}", tail),
     ]
-    def ids(row: tuple) -> tuple[np.ndarray, np.ndarray] | None:
-        """The ids of an aggregate's text, factorized (on the thread that read them)."""
-        (text,) = row
-        if text is None:
-            return None
-        split = _split_ids(text, text.count(b"\x1f") + 1)
-        return None if split is None else _factorize(split)
 
-    (count, packed), q, c = _aggregates(connection, statements, int(top) >= PARALLEL_LABELS,
-                                        [lambda row: row, ids, ids])
+    def ids(row: tuple) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """The ids of each aggregate's text, factorized (on the thread that read them)."""
+        out: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for text in row:
+            split = None if text is None else _split_ids(text, text.count(b"\x1f") + 1)
+            out.append(None if split is None else _factorize(split))
+        return out
+
+    (count, packed), (q, c) = _aggregates(connection, statements, int(top) >= PARALLEL_LABELS,
+                                          [lambda row: row, ids])
     if not count:
         return empty
     values = _integers(packed, count)
