@@ -5,18 +5,31 @@ State (:class:`LiveEvaluation`), built once by :meth:`LiveEvaluation.load`:
 
 - the project's queries in the byte order of their ids (the row order of every evaluation
   context, so that means summed here are bit-for-bit the means ``ragjudge eval`` prints);
-- every stored run, read once;
+- every stored run, read once (the labels are read meanwhile on a worker thread);
+- *pairs*: every (query, chunk) pair that labels, adjudications or a complete reference's
+  closed world judged, numbered once (:class:`_Pairs`, append-only), and each run's ranked
+  chunks as pair numbers (:class:`_RunLayout`: one hash lookup per entry, at load);
+- the engine's copy of the current labels as numbers (pair, annotator code, grade), read in
+  bulk by :func:`ragjudge.services.qrels.read_labels`;
 - *views*: one qrels per aggregation rule in use — the gold rule, and each annotator's own
-  labels (``annotator:NAME``) for the between-annotator ranges — each with a (queries ×
-  measures) matrix of per-query values per run, NaN for queries its qrels do not judge.
+  labels (``annotator:NAME``) for the between-annotator ranges — each a grade per pair number
+  and a (queries × measures) matrix of per-query values per run, NaN for queries its qrels do
+  not judge.
+
+A full pass (:meth:`LiveEvaluation.recompute`) computes every view's grades for all pairs at
+once (the rule, adjudications, closed world: :func:`ragjudge.services.qrels.coded_gold`), then
+evaluates each (view, run) on a grade matrix gathered from the run's layout and the view's
+grades (:class:`_LayoutContext`), the qrels' per-query counts computed once per view and
+shared by its runs; on large projects the (view, run) evaluations run on two threads.
 
 :meth:`LiveEvaluation.poll` reads the label events newer than the last one seen (any process may
 have written them), re-reads the current labels of just the queries they touch, rebuilds those
 queries' gold grades with the same rule code as :func:`ragjudge.services.qrels.gold_qrels`, and
-re-evaluates those queries only: all runs at once, each (run, query) as its own row of one small
-evaluation context. The aggregates are then column sums over the matrices. Judgments of the runs'
-generated answers (when an answer measure is shown) are taken in the same way: the answer
-measures of the queries whose answers were judged are evaluated again.
+re-evaluates those queries only: all runs at once, each (view, run, query) as its own row of one
+small evaluation context gathered from the layouts. The aggregates are then column sums over the
+matrices. Judgments of the runs' generated answers (when an answer measure is shown) are taken
+in the same way: the answer measures of the queries whose answers were judged are evaluated
+again.
 
 Everything the screen shows comes out as an immutable :class:`LiveSnapshot` (numbers that change
 on every label) and :class:`LiveDetails` (bootstrap intervals, agreement, pool coverage: slower,
@@ -597,6 +610,10 @@ class _Pass:
             gain = {"nDCG": "grade", "nDCG_exp": "exp"}.get(m.definition.name)
             if gain is not None:
                 self.ideal.setdefault(gain, set()).add(m.cutoff)
+        # every query judged and every measure plain: a run's values are its whole matrix
+        self.whole = bool(self.plain) and len(self.rows) == len(view.present) \
+            and view.plain == list(range(len(view.measures)))
+        self.sums: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def evaluate(self, name: str) -> None:
         """The plain measures on one run (the first run's context computes the qrels' counts,
@@ -623,6 +640,9 @@ class _Pass:
         if self.first is None:
             self.first = ctx
         self.values[name] = values
+        if self.whole:  # the values are the run's whole matrix: its column sums, here
+            defined = ~np.isnan(values)
+            self.sums[name] = (defined.sum(axis=0), np.where(defined, values, 0.0).sum(axis=0))
 
     def finish(self) -> None:
         """Put the values in the view's matrices (and evaluate the measures that need the
@@ -636,20 +656,19 @@ class _Pass:
                 matrix[:] = np.nan
             view.resum()
             return
+        if self.whole:
+            for name in engine.runs:
+                view.values[name] = self.values[name]
+                view.counts[name], view.totals[name] = self.sums[name]
+            view.present[:] = True
+            return
         rows = None
-        every_row = self.plain and len(self.rows) == len(view.present)
-        every_column = view.plain == list(range(len(view.measures)))
         for name, run in engine.runs.items():
             matrix = view.values[name]
+            matrix[:] = np.nan
             if self.plain:
                 rows = self.rows
-                if every_row and every_column:
-                    matrix[:] = self.values[name]
-                else:
-                    matrix[:] = np.nan
-                    matrix[np.ix_(rows, view.plain)] = self.values[name]  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
-            else:
-                matrix[:] = np.nan
+                matrix[np.ix_(rows, view.plain)] = self.values[name]  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             if self.rag:
                 result = engine._rag(view, name, self.qrels, run, self.rag, "judged")
                 rows = engine._rows(result.query_ids)

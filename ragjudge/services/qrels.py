@@ -16,6 +16,12 @@ the rule decides only the other pairs (:func:`gold_labels`). A *complete* refere
 every pair of its queries that it does not list not relevant, as trec_eval reads such qrels:
 those pairs count as judged at the bottom of the scale (:func:`implied_labels`,
 :func:`complete_runs`) without a row being written for them.
+
+The current labels are read in bulk (:func:`read_labels`: on SQLite one pass over the label
+events, each column joined into one string by the database; ids coded once, no Python object
+per row) and the gold grade of every pair is computed at once from those codes
+(:func:`coded_gold`, :func:`aggregate_pairs`); :func:`aggregate` and :func:`gold_labels` are the
+same rules pair by pair, on :class:`LabelArrays`, for the few pairs a label event touches.
 """
 
 from __future__ import annotations
