@@ -102,6 +102,9 @@ _PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
 _SEP = "\x1f"  # between run index and query id in the rows of an incremental context
 POOL_DEPTH = 10
 """The pool is the union of every run's top ``POOL_DEPTH``."""
+EARLY_CELLS = 2_000_000
+"""From this many (query x rank x run) cells :meth:`LiveEvaluation.load` lets a screen show the
+gold's numbers before the annotators' views are evaluated."""
 _THREADS: Any = None
 _THREADS_LOCK = threading.Lock()
 PARALLEL_CELLS = 200_000
@@ -859,8 +862,13 @@ class LiveEvaluation:
 
     # -- loading ---------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Read queries, runs and labels, then evaluate everything (:meth:`recompute`)."""
+    def load(self, first: Callable[[], None] | None = None) -> None:
+        """Read queries, runs and labels, then evaluate everything (:meth:`recompute`).
+
+        ``first``: on a large project (:data:`EARLY_CELLS`), called once the gold view is
+        evaluated and before the annotators' views are, so that a screen can show the scores
+        while the ranges over annotators are still being made (a snapshot taken then has no
+        ranges yet)."""
         from ragjudge.services.evaluation import project_run, project_run_names
         from ragjudge.store.schema import Query
 
@@ -891,7 +899,7 @@ class LiveEvaluation:
                 fetched = fetching.result()
             self._loaded = True
             self._take_labels(*fetched)
-            self.recompute()
+            self._recompute(reuse=False, first=first)
 
     def fields(self) -> list[str]:
         """Query fields to stratify by: ``category`` and every key of the queries' meta."""
@@ -910,7 +918,7 @@ class LiveEvaluation:
         """
         self._recompute(reuse=False)
 
-    def _recompute(self, *, reuse: bool) -> None:
+    def _recompute(self, *, reuse: bool, first: Callable[[], None] | None = None) -> None:
         """:meth:`recompute`; with ``reuse``, a view whose rule and measures are unchanged and
         that is up to date with the labels (no event came in since it was last updated) is
         kept, its sums made exact again (a curve change leaves the annotators' views as they
@@ -952,6 +960,14 @@ class LiveEvaluation:
                     view.set_grades(self._grades_of(rule, pair, who, grade, golds))
                     fresh.append(view)
                 self.views[rule] = view
+            width = max((layout.pairs.shape[1] for layout in self._layouts.values()), default=0)
+            if first is not None and fresh and fresh[0].rule == self.rule \
+                    and len(self.query_ids) * width * len(self.runs) >= EARLY_CELLS:
+                views, self.views = self.views, {self.rule: fresh[0]}
+                self._full_views(fresh[:1])
+                first()  # the gold's numbers, before the annotators' views
+                self.views = views
+                fresh = fresh[1:]
             self._full_views(fresh)
             self.touched = ()
             self._stamp_done(t0)

@@ -11,7 +11,8 @@ its gold qrels and runs are exported once beside it (``<db>.export/``) for pytre
 
 It reports:
 - open: from the screen's start to its first numbers (queries, runs and labels read, the gold
-  and every annotator's view evaluated for every run), best of --repeat fresh engines;
+  evaluated for every run; on a large project the annotators' views, for the ranges, follow),
+  in the app; and the engine alone to everything evaluated, best of --repeat fresh engines;
 - full recomputation: every view evaluated again from the engine's copy of the labels (runs
   in memory), best of 3;
 - compute per label: the engine's time to take a label event in (read the touched queries'
@@ -154,6 +155,9 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
             await pilot.pause(0.02)
         out["open_s"] = time.perf_counter() - t0
         screen = app.screen
+        while screen.snapshot.version == 0:  # a large project shows the gold's numbers first
+            await pilot.pause(0.02)
+        out["open_all_s"] = time.perf_counter() - t0
         while screen.details is None:  # intervals, agreement, pool: then measure steady state
             await pilot.pause(0.05)
         out["details_first_s"] = time.perf_counter() - t0
@@ -233,7 +237,8 @@ def report(name: str, r: dict, reference: dict | None = None) -> None:
               f"{reference['one_query_ms']:>11.1f} ms   (target < 5 ms)")
         print(f"  pytrec_eval: {len(PYTREC_MEASURES)} measure families, 13 measures, 1 qrels x "
               f"{r['runs']} runs; reading the files {reference['read']:.2f} s of its process")
-    print(f"  screen open in the app (runs + labels read, everything evaluated): {r['open_s']:.2f} s")
+    print(f"  screen open in the app, first numbers (runs + labels read, the gold evaluated): "
+          f"{r['open_s']:.2f} s; every annotator's view too: {r['open_all_s']:.2f} s")
     if "alone_open_s" in r:
         print(f"  open, engine alone (best of {r['repeat']}): {r['alone_open_s']:.2f} s")
     print(f"  first intervals/agreement/pool on screen: {r['details_first_s']:.2f} s after opening")

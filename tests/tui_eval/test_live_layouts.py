@@ -224,3 +224,25 @@ def test_many_labels_between_polls_on_the_large_path(demo, monkeypatch):
     small.load()
     assert small.snapshot().means == engine.snapshot().means
     assert small.snapshot().ranges == engine.snapshot().ranges
+
+
+def test_a_large_project_shows_the_gold_numbers_before_the_annotators_views(demo, monkeypatch):
+    """load(first=...) on a large project: ``first`` is called once the gold view is
+    evaluated, the annotators' views (the ranges) come after; a small one is evaluated whole."""
+    seen = []
+
+    def first() -> None:
+        snap = engine.snapshot()
+        seen.append((list(engine.views), snap.means, snap.ranges))
+
+    engine = live.LiveEvaluation(demo, measures=MEASURES)
+    engine.load(first=first)
+    assert seen == []  # the demo is small: one pass, nothing early
+    monkeypatch.setattr(live, "EARLY_CELLS", 0)
+    engine = live.LiveEvaluation(demo, measures=MEASURES)
+    engine.load(first=first)
+    (views, means, ranges), = seen
+    assert views == [engine.rule] and ranges == {n: {} for n in engine.runs}
+    final = engine.snapshot()
+    assert means == final.means and final.ranges != ranges
+    assert sorted(engine.views) == sorted([engine.rule, "annotator:ana", "annotator:ben", "annotator:chen"])
