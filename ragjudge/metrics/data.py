@@ -206,6 +206,48 @@ class Qrels(_ByQuery):
         return cls(query_ids, chunk_ids, grades, top_grade=top_grade)
 
     @classmethod
+    def from_grouped(cls, query_ids: np.ndarray, counts: np.ndarray, chunk_ids: np.ndarray,
+                     grades: np.ndarray, *, top_grade: int | None = None) -> Qrels:
+        """From judgments already grouped by query, as a project keeps them: the distinct query
+        ids sorted (an ``as_ids`` array), each one's number of judgments, and every judgment's
+        chunk id and grade grouped by query, each (query, chunk) pair once (not checked). Only
+        the order within each query is made (grades descending: the ideal ranking), the same
+        layout the constructor gives the same rows, without its search for repeated pairs."""
+        self = cls.__new__(cls)
+        counts = np.asarray(counts, dtype=np.int64)
+        cids = as_ids(chunk_ids)
+        grade_array = _integer_grades(grades, _row_or_line(None, None, False))
+        n = len(grade_array)
+        if not (len(cids) == n == int(counts.sum())):
+            raise InputError(f"{int(counts.sum())} judgments counted for {len(cids)} chunk ids "
+                             f"and {n} grades.")
+        qids = as_ids(query_ids)
+        if len(counts) and not counts.all():  # a query without judgments is not in qrels
+            qids, counts = qids[counts > 0], counts[counts > 0]
+        qidx = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        self.file = None
+        self.top_grade = None if top_grade is None else int(top_grade)
+        if top_grade is not None and n and int(grade_array.max()) > top_grade or \
+                top_grade is not None and not 1 <= top_grade <= MAX_GRADE:
+            self._check_scale(qids[qidx], cids, grade_array, _row_or_line(None, None, False))
+        if n:
+            low, high = int(grade_array.min()), int(grade_array.max())
+            span = high - low + 1
+            if len(counts) * span * n < (1 << 62):  # (query, grade descending, row) in one integer
+                order = np.sort((qidx * span + (high - grade_array)) * n + np.arange(n)) % n
+            else:
+                order = np.lexsort((-grade_array, qidx))
+        else:
+            order = np.zeros(0, dtype=np.int64)
+        self._qids = qids
+        self.qidx = qidx
+        self.chunk_ids = cids[order]
+        self.grades = grade_array[order]
+        self.offsets = np.concatenate(([0], np.cumsum(counts)))
+        self.ideal_rank = np.arange(n) - self.offsets[self.qidx] + 1
+        return self
+
+    @classmethod
     def from_dict(cls, judgments: Mapping[str, Mapping[str, int]], *,
                   top_grade: int | None = None) -> Qrels:
         """From ``{query_id: {chunk_id: grade}}`` (pytrec_eval's layout)."""

@@ -186,15 +186,15 @@ def project_qrels(project: Project, rule: str | None = None) -> tuple[Qrels, str
 
     The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
     depend on the grades other queries happen to have."""
-    from ragjudge.services.qrels import check_rule, gold_qrels
+    from ragjudge.services.qrels import check_rule, gold_qrel_arrays
 
     rule = check_rule(rule or project.rule)
-    triples = gold_qrels(project, rule)
-    top = project.scale.max
-    if not triples:
-        return Qrels([], [], np.zeros(0, dtype=np.int64), top_grade=top), rule
-    q, c, g = zip(*triples)
-    return Qrels(list(q), list(c), np.array(g, dtype=np.int64), top_grade=top), rule
+    q, c, g = gold_qrel_arrays(project, rule)  # sorted by query and chunk, each pair once
+    if not len(q):
+        return Qrels(q, c, g, top_grade=project.scale.max), rule
+    heads = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    counts = np.diff(np.r_[heads, len(q)])
+    return Qrels.from_grouped(q[heads], counts, c, g, top_grade=project.scale.max), rule
 
 
 def project_run_names(project: Project) -> list[str]:
@@ -244,12 +244,25 @@ def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
 
 def run_from_arrays(arrays: dict[str, np.ndarray], name: str) -> Run:
     """A :class:`Run` from stored run arrays (already grouped by query and ranked)."""
-    from ragjudge.services.bulk import unpack_ids
-
-    queries = unpack_ids(arrays["query_ids"], arrays["query_ids_lengths"])
-    chunks = unpack_ids(arrays["chunk_ids"], arrays["chunk_ids_lengths"])
+    queries = _unpack(arrays["query_ids"], arrays["query_ids_lengths"])
+    chunks = _unpack(arrays["chunk_ids"], arrays["chunk_ids_lengths"])
     counts = np.diff(arrays["offsets"])
     return Run.from_grouped(queries, counts, chunks, name=name)
+
+
+def _unpack(data: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Packed ids as an ``as_ids`` array: ids of one length are the rows of a byte matrix
+    (the common case: generated ids); others go through :func:`ragjudge.services.bulk.unpack_ids`."""
+    n = len(lengths)
+    if n and int(lengths.min()) == int(lengths.max()) and len(data) == n * int(lengths[0]) > 0:
+        size = int(lengths[0])
+        width = max(8, -(-size // 8) * 8)
+        out = np.zeros((n, width), dtype=np.uint8)
+        out[:, :size] = np.asarray(data, dtype=np.uint8).reshape(n, size)
+        return out.view(f"S{width}").ravel()
+    from ragjudge.services.bulk import unpack_ids
+
+    return unpack_ids(data, lengths)
 
 
 def stored_arrays(connection, name: str, generation: int) -> dict[str, np.ndarray]:  # noqa: ANN001

@@ -5,18 +5,31 @@ State (:class:`LiveEvaluation`), built once by :meth:`LiveEvaluation.load`:
 
 - the project's queries in the byte order of their ids (the row order of every evaluation
   context, so that means summed here are bit-for-bit the means ``ragjudge eval`` prints);
-- every stored run, read once;
+- every stored run, read once (the labels are read meanwhile on a worker thread);
+- *pairs*: every (query, chunk) pair that labels, adjudications or a complete reference's
+  closed world judged, numbered once (:class:`_Pairs`, append-only), and each run's ranked
+  chunks as pair numbers (:class:`_RunLayout`: one hash lookup per entry, at load);
+- the engine's copy of the current labels as numbers (pair, annotator code, grade), read in
+  bulk by :func:`ragjudge.services.qrels.read_labels`;
 - *views*: one qrels per aggregation rule in use — the gold rule, and each annotator's own
-  labels (``annotator:NAME``) for the between-annotator ranges — each with a (queries ×
-  measures) matrix of per-query values per run, NaN for queries its qrels do not judge.
+  labels (``annotator:NAME``) for the between-annotator ranges — each a grade per pair number
+  and a (queries × measures) matrix of per-query values per run, NaN for queries its qrels do
+  not judge.
+
+A full pass (:meth:`LiveEvaluation.recompute`) computes every view's grades for all pairs at
+once (the rule, adjudications, closed world: :func:`ragjudge.services.qrels.coded_gold`), then
+evaluates each (view, run) on a grade matrix gathered from the run's layout and the view's
+grades (:class:`_LayoutContext`), the qrels' per-query counts computed once per view and
+shared by its runs; on large projects the (view, run) evaluations run on two threads.
 
 :meth:`LiveEvaluation.poll` reads the label events newer than the last one seen (any process may
 have written them), re-reads the current labels of just the queries they touch, rebuilds those
 queries' gold grades with the same rule code as :func:`ragjudge.services.qrels.gold_qrels`, and
-re-evaluates those queries only: all runs at once, each (run, query) as its own row of one small
-evaluation context. The aggregates are then column sums over the matrices. Judgments of the runs'
-generated answers (when an answer measure is shown) are taken in the same way: the answer
-measures of the queries whose answers were judged are evaluated again.
+re-evaluates those queries only: all runs at once, each (view, run, query) as its own row of one
+small evaluation context gathered from the layouts. The aggregates are then column sums over the
+matrices. Judgments of the runs' generated answers (when an answer measure is shown) are taken
+in the same way: the answer measures of the queries whose answers were judged are evaluated
+again.
 
 Everything the screen shows comes out as an immutable :class:`LiveSnapshot` (numbers that change
 on every label) and :class:`LiveDetails` (bootstrap intervals, agreement, pool coverage: slower,
@@ -31,6 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,16 +52,18 @@ from sqlalchemy import select
 
 from ragjudge.errors import UsageError
 from ragjudge.metrics import _keys
+from ragjudge.metrics.context import EvalContext
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
+from ragjudge.services.qrels import NO_GRADE
 
 if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
 if TYPE_CHECKING:
-    from ragjudge.services.qrels import GoldPolicy, LabelArrays
+    from ragjudge.services.qrels import CodedLabels, GoldPolicy, LabelArrays
 
 __all__ = [
     "COVERAGE_CHOICES",
@@ -84,6 +100,16 @@ CURVE_K = tuple(range(1, 21))
 PR_LEVELS = tuple(j / 10 for j in range(11))
 _PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
 _SEP = "\x1f"  # between run index and query id in the rows of an incremental context
+POOL_DEPTH = 10
+"""The pool is the union of every run's top ``POOL_DEPTH``."""
+EARLY_CELLS = 2_000_000
+"""From this many (query x rank x run) cells :meth:`LiveEvaluation.load` lets a screen show the
+gold's numbers before the annotators' views are evaluated."""
+_THREADS: Any = None
+_THREADS_LOCK = threading.Lock()
+PARALLEL_CELLS = 200_000
+"""From this many (query x rank) cells a view's runs are evaluated on two threads (numpy lets
+go of the interpreter in its array loops, so the second core does half the work)."""
 SMALL_VIEW_CELLS = 50_000
 """Up to this many (query x column) cells a view's sums are recomputed exactly after every
 update (well under a millisecond); beyond, running sums are kept and made exact again by
@@ -224,6 +250,106 @@ class LiveDetails:
 _CHANGES = itertools.count(1)
 
 
+class _Pairs:
+    """Every (query, chunk) pair that labels, adjudications or a complete reference's closed
+    world judged, numbered once: the engine keeps grades per pair number, and each run's ranked
+    chunks point to pair numbers (:class:`_RunLayout`). Append-only: a pair keeps its number.
+
+    ``rows`` are the pairs' query rows (the engine's query order), ``chunks`` their chunk ids
+    (an ``as_ids`` array). The first ``base`` pairs are sorted by row (their rows are found by
+    a search); pairs added later are listed per row.
+    """
+
+    def __init__(self, rows: np.ndarray, chunks: np.ndarray, n_rows: int, query_hash: np.ndarray) -> None:
+        self._rows = np.asarray(rows, dtype=np.int64).copy()
+        self._chunks = chunks.copy()
+        self.n = len(self._rows)
+        self.base = self.n
+        self._starts = np.searchsorted(self._rows, np.arange(n_rows + 1))
+        self._later: dict[int, list[int]] = {}
+        self._query_hash = query_hash
+        self._index: _keys.PairIndex | None = None
+        self._filter = np.zeros(0, dtype=bool)
+        self._shift = np.uint64(63)
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._rows[:self.n]
+
+    @property
+    def chunks(self) -> np.ndarray:
+        return self._chunks[:self.n]
+
+    @property
+    def width(self) -> int:
+        return self._chunks.dtype.itemsize
+
+    def of_row(self, row: int) -> np.ndarray:
+        """The numbers of the pairs of one query row."""
+        base = np.arange(self._starts[row], self._starts[row + 1], dtype=np.int64)
+        later = self._later.get(row)
+        return base if not later else np.concatenate([base, np.array(later, dtype=np.int64)])
+
+    def index(self) -> _keys.PairIndex:
+        """A hash index of every pair (rebuilt when pairs were added since), and a bit map over
+        the top bits of their hashes (about 16 entries a pair)."""
+        if self._index is None or len(self._index.ids) != self.n:
+            self._index = _keys.PairIndex(self.rows, self.chunks, self._query_hash[self.rows])
+            bits = min(26, max(10, int(np.ceil(np.log2(max(self.n, 1) * 16)))))
+            self._shift = np.uint64(64 - bits)
+            self._filter = np.zeros(1 << bits, dtype=bool)
+            self._filter[(self._index.hashes >> self._shift).astype(np.intp)] = True
+        return self._index
+
+    def find(self, rows: np.ndarray, chunks: np.ndarray, hashes: np.ndarray | None = None) -> np.ndarray:
+        """The number of each pair (-1: not numbered); ``hashes``: the pairs' ready
+        :func:`ragjudge.metrics._keys.pair_hash` (a run's ``pair_hashes``). A run ranks mostly
+        pairs nobody judged: the bit map lets through only the pairs that may be numbered (and
+        about one in 16 of the others), and only those are looked up in the index."""
+        if not len(rows) or not self.n:
+            return np.full(len(rows), -1, dtype=np.int64)
+        index = self.index()
+        if hashes is None or index.seed != 0:
+            return index.get(rows, chunks, query_hash=self._query_hash[rows])
+        maybe = np.flatnonzero(self._filter[(hashes >> self._shift).astype(np.intp)])
+        out = np.full(len(rows), -1, dtype=np.int64)
+        out[maybe] = index.get(rows[maybe], chunks[maybe], hashes=hashes[maybe])
+        return out
+
+    def add(self, rows: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+        """Number new pairs (distinct, none numbered yet); returns their numbers."""
+        k = len(rows)
+        if not k:
+            return np.zeros(0, dtype=np.int64)
+        width = max(self.width, chunks.dtype.itemsize)
+        if width != self.width:
+            self._chunks = self._chunks.astype(f"S{width}")
+        if self.n + k > len(self._rows):
+            size = max(2 * len(self._rows), self.n + k, 64)
+            grown_rows = np.zeros(size, dtype=np.int64)
+            grown_rows[:self.n] = self._rows[:self.n]
+            grown_chunks = np.zeros(size, dtype=self._chunks.dtype)
+            grown_chunks[:self.n] = self._chunks[:self.n]
+            self._rows, self._chunks = grown_rows, grown_chunks
+        numbers = np.arange(self.n, self.n + k, dtype=np.int64)
+        self._rows[self.n:self.n + k] = rows
+        self._chunks[self.n:self.n + k] = _keys.widen(chunks, width)
+        self.n += k
+        for row, number in zip(np.asarray(rows).tolist(), numbers.tolist()):
+            self._later.setdefault(row, []).append(number)
+        return numbers
+
+
+@dataclass
+class _RunLayout:
+    """A run's ranked chunks as pair numbers: ``pairs[row, rank - 1]`` is the pair number of
+    the chunk the run ranks there for the query of that row (-1: a pair nobody judged, or no
+    chunk), ``n_ret[row]`` how many chunks it ranks for that query."""
+
+    pairs: np.ndarray
+    n_ret: np.ndarray
+
+
 @dataclass
 class _View:
     rule: str
@@ -234,13 +360,13 @@ class _View:
     """run -> per column: sum of the defined values (exact after a full pass, then running)"""
     counts: dict[str, np.ndarray] = field(default_factory=dict)
     """run -> per column: queries where the value is defined"""
-    base: tuple[np.ndarray, np.ndarray, np.ndarray] = field(default_factory=lambda: (
-        np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64)))
-    """the judgments of the last full pass: (query ids, chunk ids, grades), grouped by query"""
-    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """query -> its rows in ``base``"""
-    override: dict[str, dict[str, int]] = field(default_factory=dict)
-    """query -> its judgments since (empty: none left), replacing its rows in ``base``"""
+    grades: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """the view's grade of each pair of :attr:`space` (:data:`NO_GRADE`: not judged)"""
+    per_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """judged pairs of each query row"""
+    judged_pairs: int = 0
+    space: Any = None
+    """the engine (its pairs and query ids)"""
     parsed: list[Measure] = field(default_factory=list)
     """``measures`` parsed"""
     plain: list[int] = field(default_factory=list)
@@ -248,55 +374,66 @@ class _View:
     rag: list[int] = field(default_factory=list)
     """columns of the measures that need the project's facets, nuggets, ..."""
     changes: int = field(default_factory=lambda: next(_CHANGES))
-    """a number new with every change of the judgments (the pool coverage is cached on it)"""
+    """a number new with every change of the judgments"""
 
-    def set_base(self, q: np.ndarray, c: np.ndarray, g: np.ndarray) -> None:
-        if len(q) and np.any(q[1:] < q[:-1]):
-            order = np.argsort(q, kind="stable")
-            q, c, g = q[order], c[order], g[order]
-        self.base = (q, c, g)
-        self.override = {}
+    def fitted(self) -> np.ndarray:
+        """:attr:`grades` for every pair numbered so far (pairs added since: not judged)."""
+        n = self.space.pairs.n
+        if len(self.grades) < n:
+            grown = np.full(max(n, 2 * len(self.grades)), NO_GRADE, dtype=np.int64)
+            grown[:len(self.grades)] = self.grades
+            self.grades = grown
+        return self.grades[:n]
+
+    def set_grades(self, grades: np.ndarray) -> None:
+        """Every judgment of the view at once (a grade per pair number)."""
+        self.grades = grades
+        judged = np.flatnonzero(self.fitted() != NO_GRADE)
+        self.per_row = np.bincount(self.space.pairs.rows[judged], minlength=len(self.space.query_ids))
+        self.judged_pairs = len(judged)
         self.changes = next(_CHANGES)
-        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if len(q) else np.zeros(0, dtype=int)
-        ends = np.r_[starts[1:], len(q)]
-        self.spans = {q[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
+
+    def set_query(self, row: int, judgments: dict[str, int]) -> None:
+        """One query's judgments, replacing those it had."""
+        grades = self.fitted()
+        mine = self.space.pairs.of_row(row)
+        was = mine[grades[mine] != NO_GRADE]
+        grades[was] = NO_GRADE
+        self.judged_pairs -= len(was)
+        if judgments:
+            numbers = self.space.pair_numbers(row, list(judgments))
+            grades = self.fitted()
+            grades[numbers] = np.fromiter(judgments.values(), dtype=np.int64, count=len(judgments))
+        self.judged_pairs += len(judgments)
+        self.per_row[row] = len(judgments)
 
     def judgments_of(self, query_id: str) -> dict[str, int]:
-        if query_id in self.override:
-            return self.override[query_id]
-        span = self.spans.get(query_id)
-        if span is None:
+        row = self.space.row.get(query_id)
+        if row is None or not self.per_row[row]:
             return {}
-        _, c, g = self.base
-        return dict(zip(c[span[0]:span[1]].tolist(), g[span[0]:span[1]].tolist()))
+        grades = self.fitted()
+        mine = self.space.pairs.of_row(row)
+        mine = mine[grades[mine] != NO_GRADE]
+        return dict(zip(_keys.decode(self.space.pairs.chunks[mine]), grades[mine].tolist()))
 
     def count_of(self, query_id: str) -> int:
-        if query_id in self.override:
-            return len(self.override[query_id])
-        span = self.spans.get(query_id)
-        return 0 if span is None else span[1] - span[0]
+        row = self.space.row.get(query_id)
+        return 0 if row is None else int(self.per_row[row])
 
     def judged_queries(self) -> list[str]:
-        out = {q for q in self.spans if q not in self.override}
-        out |= {q for q, j in self.override.items() if j}
-        return sorted(out)
+        return [self.space.query_ids[r] for r in np.flatnonzero(self.per_row)]
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every current judgment: (query ids, chunk ids, grades) as object/int arrays."""
-        q, c, g = self.base
-        if not self.override:
-            return q, c, g
-        keep = np.array([qid not in self.override for qid in q.tolist()], dtype=bool) if len(q) \
-            else np.zeros(0, dtype=bool)
-        extra = [(qid, cid, grade) for qid, items in self.override.items() for cid, grade in items.items()]
-        eq = np.array([e[0] for e in extra], dtype=object)
-        ec = np.array([e[1] for e in extra], dtype=object)
-        eg = np.array([e[2] for e in extra], dtype=np.int64)
-        return np.concatenate([q[keep], eq]), np.concatenate([c[keep], ec]), np.concatenate([g[keep], eg])
+        grades = self.fitted()
+        judged = np.flatnonzero(grades != NO_GRADE)
+        queries = np.array(self.space.query_ids, dtype=object)
+        return (queries[self.space.pairs.rows[judged]],
+                np.array(_keys.decode(self.space.pairs.chunks[judged]), dtype=object),
+                grades[judged].copy())
 
     def n_pairs(self) -> int:
-        return len(self.base[0]) - sum(self.spans.get(q, (0, 0))[1] - self.spans.get(q, (0, 0))[0]
-                                      for q in self.override) + sum(len(j) for j in self.override.values())
+        return self.judged_pairs
 
     def resum(self) -> None:
         """Column sums in query order, as :attr:`EvalResult.means` adds them (bit for bit)."""
@@ -313,64 +450,255 @@ class _View:
             self.totals[name] = self.totals[name] + sign * np.where(defined, part, 0.0).sum(axis=0)
 
 
-class _LabelCopy:
-    """The engine's copy of the current labels (as :func:`ragjudge.services.qrels.current_labels`
-    gives them: sorted by query, chunk, annotator) and adjudications, kept equal to the database
-    by replacing the rows of the queries that new events touch."""
+class _Labels:
+    """The engine's copy of the current labels as rows of numbers — ``pair``, ``who`` (an
+    annotator's code), ``grade`` — sorted by pair and annotator, kept equal to the database by
+    replacing the rows of the queries that new events touch."""
 
-    def __init__(self, labels, decided: dict[tuple[str, str], int]) -> None:  # noqa: ANN001
-        self._set(labels)
-        self.decided = dict(decided)
+    def __init__(self, pair: np.ndarray, who: np.ndarray, grade: np.ndarray, rows: np.ndarray) -> None:
+        self._set(pair, who, grade, rows)
 
-    def _set(self, labels) -> None:  # noqa: ANN001
-        self.base = labels
-        self.override: dict[str, Any] = {}
-        q = labels.query_ids
-        if len(q):
-            starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-            ends = np.r_[starts[1:], len(q)]
-            self.spans = dict(zip(q[starts].tolist(), zip(starts.tolist(), ends.tolist())))
+    def _set(self, pair: np.ndarray, who: np.ndarray, grade: np.ndarray, rows: np.ndarray) -> None:
+        self.pair, self.who, self.grade, self.rows = pair, who, grade, rows
+        self.override: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def replace(self, row: int, pair: np.ndarray, who: np.ndarray, grade: np.ndarray) -> None:
+        """One query row's current labels, as just read."""
+        order = np.lexsort((who, pair))
+        self.override[row] = (pair[order], who[order], grade[order])
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every current label ``(pair, who, grade)``, sorted by pair and annotator (then kept
+        as the base)."""
+        if self.override:
+            touched = np.array(sorted(self.override), dtype=np.int64)
+            keep = ~np.isin(self.rows, touched)
+            pair, who, grade, rows = self.pair[keep], self.who[keep], self.grade[keep], self.rows[keep]
+            parts = [self.override[r] for r in touched.tolist()]
+            new_pair = np.concatenate([p[0] for p in parts])
+            new_who = np.concatenate([p[1] for p in parts])
+            new_grade = np.concatenate([p[2] for p in parts])
+            new_rows = np.concatenate([np.full(len(p[0]), r, dtype=np.int64)
+                                       for r, p in zip(touched.tolist(), parts)])
+            order = np.lexsort((new_who, new_pair))
+            span = int(max(who.max(initial=0), new_who.max(initial=0))) + 1
+            at = np.searchsorted(pair * span + who, new_pair[order] * span + new_who[order])
+            self._set(np.insert(pair, at, new_pair[order]), np.insert(who, at, new_who[order]),
+                      np.insert(grade, at, new_grade[order]), np.insert(rows, at, new_rows[order]))
+        return self.pair, self.who, self.grade
+
+
+class _LayoutContext(EvalContext):
+    """An :class:`EvalContext` whose grade matrix is gathered from pair numbers (a run's
+    :class:`_RunLayout`) and a view's grades per pair number, instead of looking every ranked
+    chunk up in the qrels: the same matrices (a test compares them), built in one gather.
+    ``n_ret`` is the chunks ranked for each query, ``gather(depth)`` the (queries x depth)
+    grade matrix.
+
+    With ``like`` (a context of the same qrels, queries and threshold, for another run) the
+    qrels side is taken from it instead of computed again: its lookups of the queries, and its
+    caches of per-query counts (relevant, judged, ideal DCG), which depend on the qrels alone.
+    This leans on :class:`EvalContext`'s attributes (``_qrels_row``, ``_judgment_row``, the
+    ``_n_rel`` / ``_idcg`` / ``n_judged`` caches); the tests of this module compare every
+    matrix, count and value with a plain context's.
+    """
+
+    def __init__(self, qrels: Qrels, run: Run | None, query_ids: np.ndarray, *, n_ret: np.ndarray,
+                 gather: Callable[[int], np.ndarray], threshold: int, depth: int | None,
+                 like: EvalContext | None = None) -> None:
+        self._all_n_ret, self._gather = n_ret, gather
+        if like is None:
+            super().__init__(qrels, None, query_ids, threshold=threshold, depth=depth)
         else:
-            self.spans = {}
+            self.qrels, self._qids = qrels, query_ids
+            self.threshold = like.threshold
+            self.extras = like.extras  # none: measures that read extras take the other path
+            self.n_queries = like.n_queries
+            self._qrels_row, self._judgment_row = like._qrels_row, like._judgment_row
+            for key in ("_n_rel", "_idcg"):
+                self.__dict__[key] = like.__dict__.setdefault(key, {})
+            if "n_judged" in like.__dict__:
+                self.__dict__["n_judged"] = like.__dict__["n_judged"]
+            self._build_empty(depth)
+        self.run = run
+        if self.n_queries:
+            self._build(run, depth)
 
-    def replace(self, touched: Iterable[str], labels, decided: dict[tuple[str, str], int]) -> None:  # noqa: ANN001
-        """The touched queries' current labels and adjudications, as just read."""
-        touched = set(touched)
-        q = labels.query_ids
-        spans: dict[str, list[int]] = {}
-        for i, query in enumerate(q.tolist()):  # rows of one query are adjacent (sorted)
-            spans.setdefault(query, [i, i])[1] = i + 1
-        for query in touched:
-            start, end = spans.get(query, (0, 0))
-            self.override[query] = type(labels)(q[start:end], labels.chunk_ids[start:end],
-                                                labels.annotators[start:end], labels.grades[start:end])
-        self.decided = {k: g for k, g in self.decided.items() if k[0] not in touched}
-        self.decided.update(decided)
+    def _build(self, run: Run | None, depth: int | None) -> None:
+        n_ret = self._all_n_ret
+        size = int(n_ret.max()) if self.n_queries else 0
+        if depth is not None:
+            size = min(size, int(depth))
+        self.depth = size
+        self.n_ret = n_ret
+        self.grade_matrix = self._gather(size)
 
-    def merged(self) -> LabelArrays:
-        """Every current label, sorted by query, chunk, annotator (then kept as the base)."""
-        if not self.override:
-            return self.base
-        base = self.base
-        q = base.query_ids
-        pieces: list[tuple] = []
-        at = 0
-        for query in sorted(self.override):
-            span = self.spans.get(query)
-            if span is None:
-                pos = int(np.searchsorted(q, query)) if len(q) else 0
-                span = (pos, pos)
-            pieces.append((at, span[0]))
-            pieces.append(self.override[query])
-            at = span[1]
-        pieces.append((at, len(q)))
-        columns = []
-        for name in ("query_ids", "chunk_ids", "annotators", "grades"):
-            parts = [getattr(base, name)[p[0]:p[1]] if isinstance(p, tuple) else getattr(p, name)
-                     for p in pieces]
-            columns.append(np.concatenate(parts))
-        self._set(type(base)(*columns))
-        return self.base
+    @cached_property
+    def chunk_ids(self) -> np.ndarray:
+        """(Q, D) ``S`` array of the chunk ids in the matrix (b"" for padding)."""
+        run = self.run
+        if run is None or self.depth == 0:
+            return np.zeros((self.n_queries, self.depth), dtype="S8")
+        row = _keys.lookup(run.query_id_bytes, self._qids)
+        start = np.where(row >= 0, run.offsets[np.maximum(row, 0)], 0)
+        at = start[:, None] + np.arange(self.depth)[None, :]
+        valid = self.valid
+        out = np.zeros((self.n_queries, self.depth), dtype=run.chunk_ids.dtype)
+        out[valid] = run.chunk_ids[at[valid]]
+        return out
+
+    def prime_ideal_dcg(self, cutoffs: Iterable[int | None], gain: str) -> None:
+        """Compute :meth:`ideal_dcg` at several cutoffs in one pass and keep them in its cache:
+        the sum of each query's ideal gains is built rank by rank, in the order and with the
+        terms :meth:`ideal_dcg` adds them (qrels rows in ideal-rank order, a zero for a gain
+        not counted), and read at each cutoff: the same numbers, bit for bit."""
+        cache = self.__dict__.setdefault("_idcg", {})
+        todo = sorted({k for k in cutoffs if (k, gain) not in cache}, key=lambda k: (k is None, k or 0))
+        if len(todo) < 2:
+            return
+        g = np.maximum(self.qrels.grades, 0).astype(np.float64)
+        if gain == "exp":
+            g = np.exp2(g) - 1.0
+        rank = self.qrels.ideal_rank
+        weights = np.zeros(len(g))
+        positive = g > 0
+        weights[positive] = g[positive] / np.log2(rank[positive] + 1.0)
+        rows = self._judgment_row
+        starts = self.qrels.offsets[:-1]
+        sizes = np.diff(self.qrels.offsets)
+        by_size = np.argsort(-sizes, kind="stable")  # queries with more judgments first
+        sizes_desc = sizes[by_size]
+        total = np.zeros(self.n_queries)
+        top = int(sizes.max()) if len(sizes) else 0
+        done = 0
+        for k in todo:
+            stop = top if k is None else min(int(k), top)
+            while done < stop:  # add each query's judgment at ideal rank done + 1
+                live = by_size[:np.searchsorted(-sizes_desc, -(done + 1), side="right")]
+                at = starts[live] + done
+                target = rows[at]
+                keep = target >= 0
+                total[target[keep]] += weights[at[keep]]
+                done += 1
+            cache[(k, gain)] = total.copy()
+
+
+class _Pass:
+    """One view's full evaluation (:meth:`LiveEvaluation._full_views`): its qrels and each
+    run's values of the plain measures (``prepare`` and ``evaluate``: they read the engine and
+    write only this pass, so they may run on a worker thread), then the rest on the calling
+    thread (``finish``)."""
+
+    def __init__(self, engine: LiveEvaluation, view: _View) -> None:
+        self.engine, self.view = engine, view
+        self.grades = view.fitted()
+        self.first: EvalContext | None = None
+        self.values: dict[str, np.ndarray] = {}
+
+    def prepare(self) -> None:
+        """The view's qrels, and what every run's context takes from them."""
+        from ragjudge.metrics.evaluate import max_depth
+
+        engine, view, grades = self.engine, self.view, self.grades
+        self.qrels = engine._view_qrels(grades)
+        self.plain = [view.parsed[j] for j in view.plain] if self.qrels.n_queries else []
+        self.rag = [view.parsed[j] for j in view.rag]
+        self.qids = self.qrels.query_id_bytes
+        self.rows = _keys.lookup(engine.query_bytes, self.qids)
+        self.depth = max_depth(self.plain)
+        self.source = np.full(len(grades) + 1, -1, dtype=np.int32)
+        self.source[:-1] = np.maximum(grades, -1)
+        self.ideal: dict[str, set] = {}
+        for m in self.plain:
+            gain = {"nDCG": "grade", "nDCG_exp": "exp"}.get(m.definition.name)
+            if gain is not None:
+                self.ideal.setdefault(gain, set()).add(m.cutoff)
+        # every query judged and every measure plain: a run's values are its whole matrix
+        self.whole = bool(self.plain) and len(self.rows) == len(view.present) \
+            and view.plain == list(range(len(view.measures)))
+        self.sums: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def evaluate(self, name: str) -> None:
+        """The plain measures on one run (the first run's context computes the qrels' counts,
+        the later ones share them); the first call prepares the pass."""
+        if self.first is None:
+            self.prepare()
+        if not self.plain:
+            return
+        engine = self.engine
+        pairs, rows, source = engine._layouts[name].pairs, self.rows, self.source
+
+        def gather(size: int) -> np.ndarray:
+            if len(rows) == pairs.shape[0] and size == pairs.shape[1]:
+                return source[pairs]
+            return source[pairs[rows, :size]]
+
+        ctx = _LayoutContext(self.qrels, engine.runs[name], self.qids,
+                             n_ret=engine._layouts[name].n_ret[rows], gather=gather,
+                             threshold=engine.threshold, depth=self.depth, like=self.first)
+        if self.first is None:
+            for gain, cutoffs in self.ideal.items():
+                ctx.prime_ideal_dcg(cutoffs, gain)
+        values = _kernels(ctx, self.plain)
+        if self.first is None:
+            self.first = ctx
+        self.values[name] = values
+        if self.whole:  # the values are the run's whole matrix: its column sums, here
+            defined = ~np.isnan(values)
+            self.sums[name] = (defined.sum(axis=0), np.where(defined, values, 0.0).sum(axis=0))
+
+    def finish(self) -> None:
+        """Put the values in the view's matrices (and evaluate the measures that need the
+        project's extras), mark the evaluated queries, sum the columns."""
+        view, engine = self.view, self.engine
+        if not hasattr(self, "qrels"):
+            self.prepare()
+        view.present[:] = False
+        if self.qrels.n_queries == 0 and not view.rag:
+            for matrix in view.values.values():
+                matrix[:] = np.nan
+            view.resum()
+            return
+        if self.whole:
+            for name in engine.runs:
+                view.values[name] = self.values[name]
+                view.counts[name], view.totals[name] = self.sums[name]
+            view.present[:] = True
+            return
+        rows = None
+        for name, run in engine.runs.items():
+            matrix = view.values[name]
+            matrix[:] = np.nan
+            if self.plain:
+                rows = self.rows
+                matrix[np.ix_(rows, view.plain)] = self.values[name]  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            if self.rag:
+                result = engine._rag(view, name, self.qrels, run, self.rag, "judged")
+                rows = engine._rows(result.query_ids)
+                matrix[np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+        if rows is not None:
+            view.present[rows] = True
+        view.resum()
+
+
+def _kernels(ctx: EvalContext, measures: list[Measure]) -> np.ndarray:
+    """(queries x measures) values of ``measures`` on ``ctx``, as :func:`evaluate` computes
+    them; the interpolated precisions of one relevance level share one pass (each level's
+    column is computed as ``iprec`` computes it alone)."""
+    from ragjudge.metrics.measures import interpolated_precision
+
+    out = np.empty((ctx.n_queries, len(measures)))
+    levels: dict[Any, list[tuple[int, float]]] = {}
+    for j, m in enumerate(measures):
+        if m.definition.name == "iprec":
+            levels.setdefault(m.rel, []).append((j, float(m.cutoff)))
+        else:
+            out[:, j] = m(ctx)
+    for rel, items in levels.items():
+        values = interpolated_precision(ctx, np.array([level for _, level in items]), rel)
+        for k, (j, _) in enumerate(items):
+            out[:, j] = values[:, k]
+    return out
 
 
 _IN_BATCH = 500
@@ -441,9 +769,17 @@ class LiveEvaluation:
         self.curve = self._check_curve(curve)
         self.with_ranges = ranges
         self.min_coverage = saved_coverage(project) if min_coverage is None else float(min_coverage)
-        self._covered: dict[str, tuple[int, dict[str, int]]] = {}
-        self._pool_keys: np.ndarray = np.zeros(0, dtype="S1")
-        self._pool_sizes: dict[bytes, int] = {}
+        self._covered: dict[int, np.ndarray] = {}
+        """annotator code -> their labels in the pool, per query row"""
+        self._pool_rows = np.zeros(0, dtype=np.int64)
+        """pairs in the pool per query row"""
+        self._pool_total = 0
+        self._in_pool = np.zeros(0, dtype=bool)
+        """per pair number: in the pool (some run ranks it in its top 10)"""
+        self._layouts: dict[str, _RunLayout] = {}
+        self._names: list[str] = []
+        self._code: dict[str, int] = {}
+        self._decided: dict[tuple[str, str], int] = {}
         self.resamples = resamples
         self.include_llm = include_llm
         """Whether LLM annotators' grades enter the gold and the ranges (off: people only)."""
@@ -458,7 +794,7 @@ class LiveEvaluation:
         self.updated_at = datetime.now(UTC)
         self.views: dict[str, _View] = {}
         self.runs: dict[str, Run] = {}
-        self._labels: _LabelCopy | None = None
+        self._labels: _Labels | None = None
         self._loaded = False
         from ragjudge.services.qrels import GoldPolicy
 
@@ -526,8 +862,13 @@ class LiveEvaluation:
 
     # -- loading ---------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Read queries and runs, then evaluate everything (:meth:`recompute`)."""
+    def load(self, first: Callable[[], None] | None = None) -> None:
+        """Read queries, runs and labels, then evaluate everything (:meth:`recompute`).
+
+        ``first``: on a large project (:data:`EARLY_CELLS`), called once the gold view is
+        evaluated and before the annotators' views are, so that a screen can show the scores
+        while the ranges over annotators are still being made (a snapshot taken then has no
+        ranges yet)."""
         from ragjudge.services.evaluation import project_run, project_run_names
         from ragjudge.store.schema import Query
 
@@ -541,19 +882,24 @@ class LiveEvaluation:
             self.categories = [rows[i][1] for i in order]
             self.meta = [rows[i][2] if isinstance(rows[i][2], dict) else {} for i in order]
             self.row = {q: i for i, q in enumerate(self.query_ids)}
-            self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
-            self.run_rows: dict[str, np.ndarray] = {}
-            self.run_lengths: dict[str, np.ndarray] = {}
-            for name, run in self.runs.items():
-                rr = _keys.lookup(run.query_id_bytes, self.query_bytes)
-                self.run_rows[name] = rr
-                lengths = np.diff(run.offsets)
-                self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
-            self._pool_keys, self._pool_sizes = self._pool_of_runs()
-            self._covered.clear()
+            # the labels are read on a worker thread (mostly in SQLite) while the runs are read here
+            fetching = self._pool().submit(self._fetch_labels)
+            try:
+                self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
+                self.run_rows: dict[str, np.ndarray] = {}
+                self.run_lengths: dict[str, np.ndarray] = {}
+                for name, run in self.runs.items():
+                    rr = _keys.lookup(run.query_id_bytes, self.query_bytes)
+                    self.run_rows[name] = rr
+                    lengths = np.diff(run.offsets)
+                    self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
+                self._query_hash = _keys.id_hash(self.query_bytes)
+                self._pool_of_runs()
+            finally:
+                fetched = fetching.result()
             self._loaded = True
-            self._labels = None
-            self.recompute()
+            self._take_labels(*fetched)
+            self._recompute(reuse=False, first=first)
 
     def fields(self) -> list[str]:
         """Query fields to stratify by: ``category`` and every key of the queries' meta."""
@@ -572,7 +918,7 @@ class LiveEvaluation:
         """
         self._recompute(reuse=False)
 
-    def _recompute(self, *, reuse: bool) -> None:
+    def _recompute(self, *, reuse: bool, first: Callable[[], None] | None = None) -> None:
         """:meth:`recompute`; with ``reuse``, a view whose rule and measures are unchanged and
         that is up to date with the labels (no event came in since it was last updated) is
         kept, its sums made exact again (a curve change leaves the annotators' views as they
@@ -598,21 +944,291 @@ class LiveEvaluation:
             if not reuse:
                 old = {}
             assert self._labels is not None  # read or brought up to date just above
-            labels, decided = self._labels.merged(), self._labels.decided
+            pair, who, grade = self._labels.merged()
             self._read_llm()
-            self.annotators = sorted(set(labels.annotators.tolist()))
+            self.annotators = sorted(self._names[c] for c in np.unique(who).tolist())
+            self._count_covered(pair, who)
+            golds: dict[tuple[bool, str], np.ndarray] = {}
             self.views = {}
+            fresh: list[_View] = []
             for rule in self._rules():
                 view = old.get(rule)
                 if view is not None and view.measures == self._view_measures(rule):
                     view.resum()
                 else:
                     view = self._new_view(rule)
-                    view.set_base(*self._gold(self._gold_labels(labels, rule), decided, rule))
-                    self._full(view)
+                    view.set_grades(self._grades_of(rule, pair, who, grade, golds))
+                    fresh.append(view)
                 self.views[rule] = view
+            width = max((layout.pairs.shape[1] for layout in self._layouts.values()), default=0)
+            if first is not None and fresh and fresh[0].rule == self.rule \
+                    and len(self.query_ids) * width * len(self.runs) >= EARLY_CELLS:
+                views, self.views = self.views, {self.rule: fresh[0]}
+                self._full_views(fresh[:1])
+                first()  # the gold's numbers, before the annotators' views
+                self.views = views
+                fresh = fresh[1:]
+            self._full_views(fresh)
             self.touched = ()
             self._stamp_done(t0)
+
+    # -- judgments of every pair at once (a full pass) --------------------------------------
+
+    def _grades_of(self, rule: str, pair: np.ndarray, who: np.ndarray, grade: np.ndarray,
+                   golds: dict[tuple[bool, str], np.ndarray]) -> np.ndarray:
+        """A view's grade per pair number: the gold under ``rule`` (of the people, unless the
+        LLM annotators are let in or named), or an annotator's view for the ranges: on the
+        queries they judged, the gold (of every annotator's labels, as the incremental
+        :meth:`_in_place_of_gold` takes it) with their grades in place of the gold's."""
+        if rule != self.rule and rule.startswith("annotator:"):
+            code = self._code.get(rule.split(":", 1)[1], -1)
+            out = np.full(self.pairs.n, NO_GRADE, dtype=np.int64)
+            mine = who == code
+            if code < 0 or not mine.any():
+                return out
+            gold = self._gold_grades(False, self.rule, pair, who, grade, golds)
+            out = np.full(len(gold), NO_GRADE, dtype=np.int64)
+            rows = np.zeros(len(self.query_ids), dtype=bool)
+            rows[self.pairs.rows[pair[mine]]] = True
+            take = rows[self.pairs.rows] & (gold != NO_GRADE)
+            out[take] = gold[take]
+            out[pair[mine]] = grade[mine]
+            return out
+        people = not (self.include_llm or rule.startswith("annotator:"))
+        return self._gold_grades(people, rule, pair, who, grade, golds)
+
+    def _gold_grades(self, people: bool, rule: str, pair: np.ndarray, who: np.ndarray,
+                     grade: np.ndarray, golds: dict[tuple[bool, str], np.ndarray]) -> np.ndarray:
+        """The gold grade per pair number under ``rule`` (``people``: without the LLM
+        annotators' labels): :func:`gold_arrays` for every pair at once (the rule, then the
+        adjudications), and on a complete reference's queries every chunk the runs rank judged
+        at the bottom of the scale (:func:`ragjudge.services.qrels.complete_runs`)."""
+        from ragjudge.services.qrels import GradeRows, coded_gold
+
+        llm = [self._code[n] for n in self.llm if n in self._code]
+        if people and llm:
+            keep = ~np.isin(who, llm)
+            pair, who, grade = pair[keep], who[keep], grade[keep]
+        else:
+            people = False  # the same labels: one computation serves both
+        key = (people, rule)
+        if key in golds:
+            return golds[key]
+        rows = GradeRows(pair, who, grade, self.pairs.rows, self._code)
+        numbers, values = coded_gold(rows, self.policy, rule)
+        decided = [(self.row[q], c, g) for (q, c), g in self._decided.items() if q in self.row]
+        decided_numbers = self._numbers_of([d[0] for d in decided], [d[1] for d in decided])
+        out = np.full(self.pairs.n, NO_GRADE, dtype=np.int64)
+        out[numbers] = values
+        if decided:
+            out[decided_numbers] = [d[2] for d in decided]
+        if self.policy.completes(rule):
+            names = sorted(self.policy.complete)
+            if rule.startswith("annotator:"):
+                names = [rule.split(":", 1)[1]]
+            codes = [self._code[n] for n in names if n in self._code]
+            closed = np.unique(self.pairs.rows[pair[np.isin(who, codes)]]) if codes \
+                else np.zeros(0, dtype=np.int64)
+            if len(closed):
+                ranked = self._ranked_pairs(closed)
+                if len(out) < self.pairs.n:
+                    out = np.concatenate([out, np.full(self.pairs.n - len(out), NO_GRADE, dtype=np.int64)])
+                open_ = ranked[out[ranked] == NO_GRADE]
+                out[open_] = self.policy.lowest
+        golds[key] = out
+        return out
+
+    def _ranked_pairs(self, rows: np.ndarray) -> np.ndarray:
+        """The pair numbers of every chunk any run ranks for the query rows ``rows`` (pairs
+        nobody judged yet are numbered now)."""
+        found: list[np.ndarray] = []
+        for name, run in self.runs.items():
+            rr = self.run_rows[name][rows]
+            have = rr >= 0
+            if not have.any():
+                continue
+            starts, ends = run.offsets[rr[have]], run.offsets[rr[have] + 1]
+            entries = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist())])
+            entry_rows = np.repeat(rows[have], ends - starts)
+            found.append(self._numbers_of(entry_rows, run.chunk_ids[entries]))
+        return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+    def _numbers_of(self, rows: Sequence[int] | np.ndarray, chunks: Any) -> np.ndarray:
+        """The pair numbers of ``(row, chunk id)`` pairs, numbering the new ones (and pointing
+        the runs' layouts and the pool at them). A few pairs are found among their rows' own
+        pairs; many through the hash index of every pair."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows):
+            return np.zeros(0, dtype=np.int64)
+        chunks = _keys.as_ids(chunks)
+        if len(rows) <= 256:
+            numbers = np.empty(len(rows), dtype=np.int64)
+            listed = chunks.tolist()
+            for row in np.unique(rows).tolist():
+                at = np.flatnonzero(rows == row)
+                numbers[at] = self._row_numbers(row, [listed[i] for i in at.tolist()])
+            return numbers
+        numbers = self.pairs.find(rows, chunks)
+        missing = np.flatnonzero(numbers < 0)
+        if len(missing):
+            key_rows, key_chunks = rows[missing], chunks[missing]
+            order = np.lexsort([*_keys.words(key_chunks).T[::-1], key_rows])
+            r, c = key_rows[order], key_chunks[order]
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+            new = self.pairs.add(r[first], c[first])
+            self._point_runs_at(new)
+            numbers[missing[order]] = new[np.cumsum(first) - 1]
+        return numbers
+
+    def pair_numbers(self, row: int, chunks: list[str]) -> np.ndarray:
+        """The pair numbers of one query row's chunks (new pairs numbered)."""
+        return self._row_numbers(row, [c.encode("utf-8") for c in chunks])
+
+    def _row_numbers(self, row: int, chunks: list[bytes]) -> np.ndarray:
+        """:meth:`pair_numbers` of chunk ids as bytes: found among the row's own pairs, without
+        the hash index (the few pairs of a label event)."""
+        mine = self.pairs.of_row(row)
+        known = dict(zip(self.pairs.chunks[mine].tolist(), mine.tolist()))
+        numbers = [known.get(c, -1) for c in chunks]
+        missing = list(dict.fromkeys(c for c, n in zip(chunks, numbers) if n < 0))
+        if missing:
+            new = self.pairs.add(np.full(len(missing), row, dtype=np.int64), _keys.as_ids(missing))
+            self._point_runs_at(new)
+            known.update(zip(missing, new.tolist()))
+            numbers = [known[c] for c in chunks]
+        return np.array(numbers, dtype=np.int64)
+
+    def _point_runs_at(self, numbers: np.ndarray) -> None:
+        """Enter newly numbered pairs in every run's layout and in the pool flags."""
+        self._fit_pool()
+        if not self._layouts:
+            return
+        rows, chunks = self.pairs.rows[numbers], self.pairs.chunks[numbers]
+        if len(numbers) > 64:
+            index = _keys.PairIndex(rows, chunks, self._query_hash[rows])
+            affected = np.unique(rows)
+        for name, run in self.runs.items():
+            layout = self._layouts[name]
+            rr = self.run_rows[name]
+            if len(numbers) > 64:
+                have = affected[rr[affected] >= 0]
+                starts, ends = run.offsets[rr[have]], run.offsets[rr[have] + 1]
+                if not len(have):
+                    continue
+                entries = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist())])
+                entry_rows = np.repeat(have, ends - starts)
+                hit = index.get(entry_rows, run.chunk_ids[entries], query_hash=self._query_hash[entry_rows])
+                found = hit >= 0
+                pos = entries[found] - run.offsets[run.qidx[entries[found]]]
+                layout.pairs[entry_rows[found], pos] = numbers[hit[found]]
+                self._in_pool[numbers[hit[found]][pos < POOL_DEPTH]] = True
+                continue
+            for i in np.flatnonzero(rr[rows] >= 0).tolist():
+                r = int(rr[rows[i]])
+                ranked = run.chunk_ids[run.offsets[r]:run.offsets[r + 1]]
+                width = max(ranked.dtype.itemsize, chunks.dtype.itemsize)
+                at = np.flatnonzero(_keys.widen(ranked, width) == _keys.widen(chunks[i:i + 1], width)[0])
+                if len(at):
+                    layout.pairs[rows[i], at[0]] = numbers[i]
+                    if at[0] < POOL_DEPTH:
+                        self._in_pool[numbers[i]] = True
+
+    def _layout(self, name: str) -> _RunLayout:
+        """A run's ranked chunks as pair numbers (one hash lookup of every entry)."""
+        run = self.runs[name]
+        n_rows = len(self.query_ids)
+        lengths = self.run_lengths[name]
+        width = int(lengths.max()) if n_rows else 0
+        pairs = np.full((n_rows, width), -1, dtype=np.int32)
+        row_of = _keys.lookup(self.query_bytes, run.query_id_bytes)
+        if len(row_of) == n_rows and len(run) == n_rows * width and np.array_equal(row_of, np.arange(n_rows)):
+            # every query ranked to the same depth: the entries are the matrix, row by row
+            numbers = self.pairs.find(run.qidx, run.chunk_ids, run.pair_hashes)
+            return _RunLayout(numbers.astype(np.int32).reshape(n_rows, width), lengths)
+        entry_row = row_of[run.qidx]
+        known = entry_row >= 0
+        if known.all():
+            numbers = self.pairs.find(entry_row, run.chunk_ids, run.pair_hashes)
+            pos = np.arange(len(run)) - run.offsets[run.qidx]
+            pairs[entry_row, pos] = numbers
+        elif known.any():
+            sel = np.flatnonzero(known)
+            numbers = self.pairs.find(entry_row[sel], run.chunk_ids[sel], run.pair_hashes[sel])
+            pos = sel - run.offsets[run.qidx[sel]]
+            pairs[entry_row[sel], pos] = numbers
+        return _RunLayout(pairs, lengths)
+
+    def _read_labels(self) -> None:
+        """Every current label and adjudication, read afresh: the pairs they judge are
+        numbered, the runs' layouts made, and the engine's copy of the labels kept."""
+        self._take_labels(*self._fetch_labels())
+
+    def _fetch_labels(self) -> tuple[tuple[int, int], CodedLabels, dict[tuple[str, str], int], GoldPolicy]:
+        """The labels' stamp, then every current label, adjudication and the gold policy (the
+        database's part of :meth:`_read_labels`; it may run on a worker thread)."""
+        from ragjudge.services.qrels import adjudications, gold_policy, read_labels
+
+        stamp = self._stamp()
+        with self.project.connect() as connection:
+            labels = read_labels(connection)
+            decided = adjudications(connection)
+            policy = gold_policy(connection, self.project.scale.min)
+        return stamp, labels, decided, policy
+
+    def _take_labels(self, stamp: tuple[int, int], labels: CodedLabels,
+                     decided: dict[tuple[str, str], int], policy: GoldPolicy) -> None:
+        """Labels as read by :meth:`_fetch_labels` into the engine: pairs numbered, the runs'
+        layouts made (on two threads for large runs), the copy of the labels kept."""
+        self.stamp = stamp
+        self.policy = policy
+        self.labels_used = len(labels)
+        per_query = np.bincount(labels.pair_query[labels.pair], minlength=len(labels.queries))
+        names = _keys.decode(labels.queries)
+        self.label_rows = {names[i]: int(per_query[i]) for i in np.flatnonzero(per_query).tolist()}
+        row_of_query = _keys.lookup(self.query_bytes, labels.queries)
+        pair_row = row_of_query[labels.pair_query]
+        kept = pair_row >= 0  # a query the screen does not list (added since it read them): left out
+        width = max([labels.chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
+        self.pairs = _Pairs(pair_row[kept], _keys.widen(labels.chunks[labels.pair_chunk[kept]], width),
+                            len(self.query_ids), self._query_hash)
+        number = np.cumsum(kept) - 1
+        rows_kept = kept[labels.pair]
+        pair = number[labels.pair[rows_kept]]
+        self._names = list(labels.names)
+        self._code = {n: i for i, n in enumerate(self._names)}
+        self._labels = _Labels(pair, labels.annotator[rows_kept], labels.grade[rows_kept],
+                               self.pairs.rows[pair])
+        self._decided = dict(decided)
+        self._in_pool = np.zeros(0, dtype=bool)
+        self._layouts = {}
+        names_ = list(self.runs)
+        if sum(len(r) for r in self.runs.values()) >= PARALLEL_CELLS and len(names_) > 1:
+            self.pairs.index()  # built once, before the threads read it
+            self._layouts = dict(zip(names_, self._pool().map(self._layout, names_)))
+        else:
+            self._layouts = {name: self._layout(name) for name in names_}
+        self._fit_pool()
+        for layout in self._layouts.values():
+            top = layout.pairs[:, :POOL_DEPTH]
+            self._in_pool[top[top >= 0]] = True
+
+    def _fit_pool(self) -> None:
+        if len(self._in_pool) < self.pairs.n:
+            grown = np.zeros(max(self.pairs.n, 2 * len(self._in_pool)), dtype=bool)
+            grown[:len(self._in_pool)] = self._in_pool
+            self._in_pool = grown
+
+    def _count_covered(self, pair: np.ndarray, who: np.ndarray) -> None:
+        """Per annotator code, the labels in the pool of each query row."""
+        self._fit_pool()
+        n = len(self.query_ids)
+        pooled = self._in_pool[pair]
+        codes = len(self._names)
+        counts = np.bincount(who[pooled] * n + self.pairs.rows[pair[pooled]], minlength=codes * n)
+        self._covered = {c: counts[c * n:(c + 1) * n].copy() for c in range(codes)}
+
+    # -- judgments of the queries a label touched -------------------------------------------
 
     def _gold(self, labels: LabelArrays, decided: dict[tuple[str, str], int],
               rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -646,23 +1262,17 @@ class LiveEvaluation:
 
     def _policy_moved(self) -> bool:
         """Whether the reference annotators changed (then every query's gold may move)."""
-        from ragjudge.services.qrels import gold_policy
-
         with self.project.connect() as connection:
-            return gold_policy(connection, self.project.scale.min) != self.policy
+            return self._read_policy(connection) != self.policy
 
-    def _read_labels(self) -> None:
-        """Every current label and adjudication, read afresh (the engine's copy of them)."""
-        from ragjudge.services.qrels import adjudications, current_labels, gold_policy
+    def _read_policy(self, connection: Any) -> GoldPolicy:
+        """:func:`ragjudge.services.qrels.gold_policy`, in one driver call (a label event
+        reads it)."""
+        from ragjudge.services.qrels import GoldPolicy
 
-        self.stamp = self._stamp()
-        with self.project.connect() as connection:
-            labels = current_labels(connection)
-            decided = adjudications(connection)
-            self.policy = gold_policy(connection, self.project.scale.min)
-        self._labels = _LabelCopy(labels, decided)
-        self.labels_used = len(labels)
-        self.label_rows = {q: e - s for q, (s, e) in self._labels.spans.items()}
+        rows = _raw(connection, "SELECT name, complete FROM annotators WHERE reference = ?", (True,))
+        return GoldPolicy(frozenset(n for n, _ in rows), frozenset(n for n, c in rows if c),
+                          int(self.project.scale.min))
 
     def _rules(self) -> list[str]:
         rules = [self.rule]
@@ -683,7 +1293,9 @@ class LiveEvaluation:
         view.rag = [j for j, m in enumerate(view.parsed) if m.needs]
         for name in self.runs:
             view.values[name] = np.full((n, len(measures)), np.nan)
-        view.set_base(np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
+        view.space = self
+        view.grades = np.full(self.pairs.n, NO_GRADE, dtype=np.int64)
+        view.per_row = np.zeros(n, dtype=np.int64)
         return view
 
     def _stamp_done(self, t0: float) -> None:
@@ -693,51 +1305,79 @@ class LiveEvaluation:
 
     # -- evaluation of a view ----------------------------------------------------------------
 
-    def _qrels_of(self, view: _View, query_ids: Iterable[str] | None = None) -> Qrels:
-        """The view's qrels (of some queries), chunk ids as wide as the runs' (the pair index
+    def _qrels_of(self, view: _View, query_ids: Iterable[str]) -> Qrels:
+        """The view's qrels of some queries, chunk ids as wide as the runs' (the pair index
         compares ids as words of equal width)."""
-        if query_ids is None:
-            q, c, g = view.pairs()
-        else:
-            qs: list[str] = []
-            cs: list[str] = []
-            gs: list[int] = []
-            for qid in query_ids:
-                for cid, grade in view.judgments_of(qid).items():
-                    qs.append(qid)
-                    cs.append(cid)
-                    gs.append(grade)
-            q, c, g = np.array(qs, dtype=object), np.array(cs, dtype=object), np.array(gs, dtype=np.int64)
+        qs: list[str] = []
+        cs: list[str] = []
+        gs: list[int] = []
+        for qid in query_ids:
+            for cid, grade in view.judgments_of(qid).items():
+                qs.append(qid)
+                cs.append(cid)
+                gs.append(grade)
+        q, c, g = np.array(qs, dtype=object), np.array(cs, dtype=object), np.array(gs, dtype=np.int64)
         chunks = _encode(c)
         width = max([chunks.dtype.itemsize] + [r.chunk_ids.dtype.itemsize for r in self.runs.values()])
         return Qrels(_encode_runs(q), chunks.astype(f"S{width}"), np.asarray(g, dtype=np.int64),
                      top_grade=self.project.scale.max)
 
+    def _view_qrels(self, grades: np.ndarray) -> Qrels:
+        """The qrels of a view's grades per pair number (rows grouped by query row)."""
+        judged = np.flatnonzero(grades != NO_GRADE)
+        rows = self.pairs.rows[judged]
+        if len(rows) > 1 and np.any(rows[1:] < rows[:-1]):  # pairs numbered since: regroup
+            n = max(self.pairs.n, 1)
+            judged = np.sort(rows * n + judged) % n
+            rows = self.pairs.rows[judged]
+        counts = np.bincount(rows, minlength=len(self.query_ids))
+        present = np.flatnonzero(counts)
+        counts = counts[present]
+        return Qrels.from_grouped(self.query_bytes[present], counts, self.pairs.chunks[judged],
+                                  grades[judged], top_grade=self.project.scale.max)
+
     def _full(self, view: _View) -> None:
-        qrels = self._qrels_of(view)
-        view.present[:] = False
-        if qrels.n_queries == 0 and not view.rag:
-            for matrix in view.values.values():
-                matrix[:] = np.nan
-            view.resum()
-            return
-        plain = [view.parsed[j] for j in view.plain]
-        rag = [view.parsed[j] for j in view.rag]
-        rows = None
-        for name, run in self.runs.items():
-            matrix = view.values[name]
-            matrix[:] = np.nan
-            if plain:
-                result = evaluate(qrels, run, plain, threshold=self.threshold, queries="judged")
-                rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.plain)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
-            if rag:
-                result = self._rag(view, name, qrels, run, rag, "judged")
-                rows = self._rows(result.query_ids)
-                matrix[np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
-        if rows is not None:
-            view.present[rows] = True
-        view.resum()
+        self._full_views([view])
+
+    def _full_views(self, views: list[_View]) -> None:
+        """Evaluate views on every query they judge, for every run: the measures that need only
+        the qrels and the run on matrices gathered from the runs' layouts (the qrels' counts
+        computed on a view's first run and shared by its others), the others through
+        :func:`evaluate` with the project's extras.
+
+        Each view's qrels and first run make one task, each other (view, run) one more; on
+        large matrices the tasks run on two threads (numpy lets go of the interpreter in its
+        array loops), each writing only its own view's matrix of its own run."""
+        passes = [_Pass(self, view) for view in views]
+        names = list(self.runs)
+        width = max((layout.pairs.shape[1] for layout in self._layouts.values()), default=0)
+        cells = len(self.query_ids) * width * len(names) * len(passes)
+        pool = self._pool() if cells >= PARALLEL_CELLS and len(passes) * len(names) > 2 else None
+
+        def run_all(tasks: list[tuple[_Pass, str]]) -> None:
+            if pool is None:
+                for task, name in tasks:
+                    task.evaluate(name)
+            else:
+                list(pool.map(lambda t: t[0].evaluate(t[1]), tasks))
+
+        if names:
+            run_all([(p, names[0]) for p in passes])
+            run_all([(p, name) for name in names[1:] for p in passes if p.plain])
+        for p in passes:
+            p.finish()
+
+    @staticmethod
+    def _pool() -> Any:
+        """The two worker threads of the engines' large passes (made once per process; a task
+        never waits on another task of the pool)."""
+        global _THREADS
+        with _THREADS_LOCK:
+            if _THREADS is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragjudge-eval")
+            return _THREADS
 
     def _rows(self, query_ids: Iterable[str]) -> np.ndarray:
         return np.fromiter((self.row[q] for q in query_ids), dtype=np.int64)
@@ -754,14 +1394,14 @@ class LiveEvaluation:
         the touched queries still judged (to evaluate). No other query moves: ERR's scale is
         the project's, not the labels' top grade."""
         view.changes = next(_CHANGES)
-        for q in touched:
-            view.override[q] = judgments.get(q, {})
         rows = self._rows(touched)
+        for q, row in zip(touched, rows.tolist()):
+            view.set_query(row, judgments.get(q, {}))
         if not self._small(view):
             view.add_rows(rows, -1.0)
         for name in self.runs:
             view.values[name][rows] = np.nan
-        judged = [q for q in touched if view.override[q]]
+        judged = [q for q in touched if view.per_row[self.row[q]]]
         view.present[rows] = False
         if judged:
             view.present[self._rows(judged)] = True
@@ -802,7 +1442,10 @@ class LiveEvaluation:
 
     def _evaluate_plain(self, jobs: list[tuple[_View, list[str]]]) -> None:
         """Every (view, run, touched query) as one row of a single small evaluation context:
-        row ``"{v}\x1f{i}\x1f{query}"`` is run i on that query under view v's judgments."""
+        its judgments are the query's under the view, its grade matrix gathered from the run's
+        layout (the rows keyed by their position, as zero-padded decimals)."""
+        from ragjudge.metrics.evaluate import max_depth
+
         jobs = [(view, judged) for view, judged in jobs if judged and view.plain]
         if not jobs:
             return
@@ -815,48 +1458,57 @@ class LiveEvaluation:
                     columns[label] = len(parsed)
                     parsed.append(view.parsed[j])
         names = list(self.runs)
-        qq: list[bytes] = []
-        qc: list[bytes] = []
-        qg: list[int] = []
-        rq: list[np.ndarray] = []
-        rc: list[np.ndarray] = []
-        wanted: list[bytes] = []
-        for v, (view, judged) in enumerate(jobs):
-            for qid in judged:
-                items = view.judgments_of(qid)
-                chunks = [c.encode("utf-8") for c in items]
-                grades = list(items.values())
-                row = self.row[qid]
-                for i, name in enumerate(names):
-                    key = f"{v}{_SEP}{i}{_SEP}{qid}".encode()
-                    wanted.append(key)
-                    qq.extend([key] * len(chunks))
-                    qc.extend(chunks)
-                    qg.extend(grades)
-                    r = self.run_rows[name][row]
-                    if r >= 0:
-                        run = self.runs[name]
-                        ranked = run.chunk_ids[run.offsets[r]:run.offsets[r + 1]]
-                        rq.append(np.full(len(ranked), key))
-                        rc.append(ranked)
-        # one width for the chunk ids of both sides: the pair index compares them as words
-        qc_array = _keys.as_ids(qc)
-        width = max([qc_array.dtype.itemsize] + [a.dtype.itemsize for a in rc])
-        qrels = Qrels(np.array(qq), qc_array.astype(f"S{width}"), np.array(qg, dtype=np.int64),
-                      top_grade=self.project.scale.max)
-        if rq:
-            run = Run(np.concatenate(rq), np.concatenate([a.astype(f"S{width}") for a in rc]),
-                      None, ordered=True)
-        else:
-            run = Run([], [], None, ordered=True)
-        result = evaluate(qrels, run, parsed, threshold=self.threshold, queries=wanted)
-        maps = [(np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
-                for view, _ in jobs]
-        for row_key, values in zip(result.query_ids, result.values):
-            job, run_index, qid = row_key.split(_SEP, 2)
-            view = jobs[int(job)][0]
-            cols, source = maps[int(job)]
-            view.values[names[int(run_index)]][self.row[qid], cols] = values[source]
+        if not names:
+            return
+        width = max(layout.pairs.shape[1] for layout in self._layouts.values())
+        counts: list[int] = []
+        pairs: list[np.ndarray] = []
+        grades: list[np.ndarray] = []
+        blocks: list[np.ndarray] = []
+        n_ret: list[np.ndarray] = []
+        places: list[tuple[_View, int, int]] = []  # (view, run index, query row) of each row
+        for view, judged in jobs:
+            view_grades = view.fitted()
+            rows = self._rows(judged)
+            for row in rows.tolist():
+                mine = self.pairs.of_row(row)
+                mine = mine[view_grades[mine] != NO_GRADE]
+                for i in range(len(names)):
+                    counts.append(len(mine))
+                    pairs.append(mine)
+                    grades.append(view_grades[mine])
+                    places.append((view, i, row))
+            for name in names:
+                layout = self._layouts[name]
+                ranked = layout.pairs[rows]
+                block = np.full((len(rows), width), -1, dtype=np.int32)
+                block[:, :ranked.shape[1]] = np.where(
+                    ranked >= 0, np.maximum(view_grades[np.maximum(ranked, 0)], -1), -1)
+                blocks.append(block)
+                n_ret.append(layout.n_ret[rows])
+        # blocks are (view, run) by query; the rows are (view, query, run): put them in order
+        order: list[int] = []
+        at = 0
+        for _, judged in jobs:
+            k = len(judged)
+            for q in range(k):
+                order.extend(at + i * k + q for i in range(len(names)))
+            at += k * len(names)
+        matrix = np.concatenate(blocks)[order]
+        ranked_n = np.concatenate(n_ret)[order]
+        keys = np.array([b"%010d" % k for k in range(len(counts))])
+        qrels = Qrels.from_grouped(keys, np.array(counts, dtype=np.int64),
+                                   self.pairs.chunks[np.concatenate(pairs)], np.concatenate(grades),
+                                   top_grade=self.project.scale.max)
+        ctx = _LayoutContext(qrels, None, qrels.query_id_bytes, n_ret=ranked_n,
+                             gather=lambda size: matrix[:, :size], threshold=self.threshold,
+                             depth=max_depth(parsed))
+        values = _kernels(ctx, parsed)
+        maps = {id(view): (np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
+                for view, _ in jobs}
+        for k, (view, i, row) in enumerate(places):
+            cols, source = maps[id(view)]
+            view.values[names[i]][row, cols] = values[k, source]
 
     # -- new labels --------------------------------------------------------------------------
 
@@ -873,8 +1525,12 @@ class LiveEvaluation:
             touched: list[str] = []
             if stamp != self.stamp:
                 touched, annotators, decided = self._events(stamp)
-                if any(q not in self.row for q in touched) or self._policy_moved():
-                    self._labels = None  # a query added since the screen opened: start again
+                if any(q not in self.row for q in touched):
+                    self.load()  # a query added since the screen opened: start again
+                    self.touched = tuple(touched)
+                    return True
+                if self._policy_moved():
+                    self._labels = None  # every query's gold may move: read the labels again
                     self.recompute()
                     self.touched = tuple(touched)
                     return True
@@ -986,12 +1642,12 @@ class LiveEvaluation:
         """The current labels and adjudications of some queries, as services.qrels reads them
         for the whole project (the same SQL, written out once and run on the driver's cursor:
         building and compiling the Core statement cost more than running it)."""
-        from ragjudge.services.qrels import RECHECK, _to_arrays, gold_policy
+        from ragjudge.services.qrels import RECHECK, _to_arrays
 
         rows: list[tuple] = []
         adj: list[tuple] = []
         with self.project.connect() as connection:
-            self.policy = gold_policy(connection, self.project.scale.min)
+            self.policy = self._read_policy(connection)
             for at in range(0, len(touched), _IN_BATCH):  # rows grouped by query either way
                 part = list(touched[at:at + _IN_BATCH])
                 marks = ", ".join(["?"] * len(part))
@@ -1004,8 +1660,39 @@ class LiveEvaluation:
             self.labels_used += 1
         labels, decided = _to_arrays(rows), {(q, c): int(g) for q, c, g in adj}
         if self._labels is not None:
-            self._labels.replace(touched, labels, decided)
+            self._keep_labels(touched, labels, decided)
         return labels, decided
+
+    def _keep_labels(self, touched: list[str], labels: LabelArrays,
+                     decided: dict[tuple[str, str], int]) -> None:
+        """The touched queries' current labels and adjudications, as just read, into the
+        engine's copy (pairs numbered, annotators coded) and the pool coverage counts."""
+        assert self._labels is not None
+        touched_set = set(touched)
+        self._decided = {k: g for k, g in self._decided.items() if k[0] not in touched_set}
+        self._decided.update(decided)
+        q = labels.query_ids.tolist()
+        spans: dict[str, list[int]] = {}
+        for i, query in enumerate(q):  # rows of one query are adjacent (sorted)
+            spans.setdefault(query, [i, i])[1] = i + 1
+        for name in set(labels.annotators.tolist()) - set(self._code):
+            self._code[name] = len(self._names)
+            self._names.append(name)
+        self._fit_pool()
+        for query in touched:
+            row = self.row.get(query)
+            if row is None:
+                continue
+            start, end = spans.get(query, (0, 0))
+            pair = self.pair_numbers(row, labels.chunk_ids[start:end].tolist())
+            who = np.array([self._code[a] for a in labels.annotators[start:end].tolist()], dtype=np.int64)
+            self._labels.replace(row, pair, who, labels.grades[start:end].astype(np.int64))
+            pooled = self._in_pool[pair]
+            for code, counts in self._covered.items():
+                counts[row] = int(np.count_nonzero(pooled & (who == code)))
+            for code in set(who.tolist()) - set(self._covered):
+                self._covered[code] = np.zeros(len(self.query_ids), dtype=np.int64)
+                self._covered[code][row] = int(np.count_nonzero(pooled & (who == code)))
 
     # -- what the screen shows ---------------------------------------------------------------
 
@@ -1020,8 +1707,9 @@ class LiveEvaluation:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out[name] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
             return out
+        every = len(rows) == len(view.present)  # rows are ascending and distinct: all of them
         for name, matrix in view.values.items():
-            m = matrix[rows]
+            m = matrix if every else matrix[rows]
             defined = ~np.isnan(m)
             count = defined.sum(axis=0)
             total = np.where(defined, m, 0.0).sum(axis=0)
@@ -1079,10 +1767,14 @@ class LiveEvaluation:
         golds: dict[str, dict[str, dict[str, float]]] = {n: {} for n in self.runs}
         enough = [a for a, share in coverage.items() if share >= self.min_coverage and share > 0]
         overall = self.means()
+        on_rows: dict[bytes, dict[str, np.ndarray]] = {}  # annotators who judged the same queries
         for name in enough:
             view = self.views[f"annotator:{name}"]
             own = self.means(view.rule)
-            same = self.means(rows=np.flatnonzero(view.present & gold.present))
+            rows = np.flatnonzero(view.present & gold.present)
+            same = on_rows.get(rows.tobytes())
+            if same is None:
+                same = on_rows[rows.tobytes()] = self.means(rows=rows)
             for run in self.runs:
                 for j, m in enumerate(self.measures):
                     k = gold.measures.index(m)
@@ -1102,50 +1794,49 @@ class LiveEvaluation:
         return {"ranges": ranges, "range_ends": ends, "range_gold": golds,
                 "coverage": dict(sorted(coverage.items())), "min_coverage": self.min_coverage}
 
-    def _pool_of_runs(self) -> tuple[np.ndarray, dict[bytes, int]]:
-        """The pool (the union of every run's top 10) as sorted unique ``query\x1fchunk`` keys,
-        and its size per query (query id bytes -> pairs)."""
-        tops = []
+    def _pool_of_runs(self) -> None:
+        """The pool (the union of every run's top 10): its size, and its pairs per query row."""
+        q, c, h, rows = [], [], [], []
         for run in self.runs.values():
             starts = run.offsets[:-1]
-            keep = (np.arange(len(run)) - starts[run.qidx]) < 10
-            tops.append((run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep]))
-        if not tops or not sum(len(t[0]) for t in tops):
-            return np.zeros(0, dtype="S1"), {}
-        width_q = max(t[0].dtype.itemsize for t in tops)
-        width_c = max(t[1].dtype.itemsize for t in tops)
-        q = np.concatenate([t[0].astype(f"S{width_q}") for t in tops])
-        c = np.concatenate([t[1].astype(f"S{width_c}") for t in tops])
-        unique = np.unique(np.char.add(np.char.add(q, b"\x1f"), c))
-        queries, sizes = np.unique(np.array([k.split(b"\x1f", 1)[0] for k in unique.tolist()],
-                                            dtype=object), return_counts=True)
-        return unique, dict(zip(queries.tolist(), sizes.tolist()))
-
-    def _pool_keys_of(self, q: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Which of the pairs (query ids, chunk ids) are in the pool."""
-        if not len(q) or not len(self._pool_keys):
-            return np.zeros(len(q), dtype=bool)
-        keys = [f"{qid}\x1f{cid}".encode() for qid, cid in zip(q.tolist(), c.tolist())]
-        return np.isin(np.array(keys, dtype=object).astype(bytes), self._pool_keys)
+            keep = (np.arange(len(run)) - starts[run.qidx]) < POOL_DEPTH
+            q.append(run.query_id_bytes[run.qidx[keep]])
+            c.append(run.chunk_ids[keep])
+            h.append(run.pair_hashes[keep])
+            rows.append(_keys.lookup(self.query_bytes, run.query_id_bytes)[run.qidx[keep]])
+        self._pool_rows = np.zeros(len(self.query_ids), dtype=np.int64)
+        self._pool_total = 0
+        if not q or not sum(len(x) for x in q):
+            return
+        width_q, width_c = max(x.dtype.itemsize for x in q), max(x.dtype.itemsize for x in c)
+        qa = np.concatenate([_keys.widen(x, width_q) for x in q])
+        ca = np.concatenate([_keys.widen(x, width_c) for x in c])
+        ha = np.concatenate(h)
+        ra = np.concatenate(rows)
+        # distinct pairs by their hash, every equal hash checked on the exact ids
+        order = np.argsort(ha)
+        hs, qs, cs = ha[order], qa[order], ca[order]
+        same = hs[1:] == hs[:-1]
+        if np.any(same & ((qs[1:] != qs[:-1]) | (cs[1:] != cs[:-1]))):  # a collision: sort the ids
+            order = np.lexsort([*_keys.words(ca).T[::-1], *_keys.words(qa).T[::-1]])
+            qs, cs = qa[order], ca[order]
+            same = (qs[1:] == qs[:-1]) & (cs[1:] == cs[:-1])
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = ~same
+        self._pool_total = int(first.sum())
+        distinct_rows = ra[order][first]
+        distinct_rows = distinct_rows[distinct_rows >= 0]
+        self._pool_rows = np.bincount(distinct_rows, minlength=len(self.query_ids)).astype(np.int64)
 
     def _coverage(self, view: _View, gold: _View) -> float:
         """The share of the pool of the gold's judged queries that the labels of ``view``'s
         annotator cover (their own grades, not the gold their view borrows)."""
-        judged = {q.encode() for q in gold.judged_queries()}
-        size = sum(n for q, n in self._pool_sizes.items() if q in judged)
+        judged = gold.per_row > 0
+        size = int(self._pool_rows[judged].sum())
         if not size:
             return 0.0
-        cached = self._covered.get(view.rule)
-        if cached is None or cached[0] != view.changes:
-            assert self._labels is not None  # read before any view is made
-            labels = self._labels.merged()
-            mine = labels.annotators == view.rule.split(":", 1)[1]
-            q, c = labels.query_ids[mine], labels.chunk_ids[mine]
-            per_query: dict[str, int] = {}
-            for qid in q[self._pool_keys_of(q, c)].tolist():
-                per_query[qid] = per_query.get(qid, 0) + 1
-            cached = self._covered[view.rule] = (view.changes, per_query)
-        mine = sum(n for qid, n in cached[1].items() if qid.encode() in judged)
+        counts = self._covered.get(self._code.get(view.rule.split(":", 1)[1], -1))
+        mine = int(counts[judged].sum()) if counts is not None else 0
         return min(1.0, mine / size)
 
     def _query_rows(self, measure: str) -> QueryRows:
@@ -1157,7 +1848,7 @@ class LiveEvaluation:
             query_ids=[self.query_ids[r] for r in rows],
             values={n: m[rows, j].copy() for n, m in gold.values.items()},
             categories=[self.categories[r] for r in rows],
-            judged=np.array([gold.count_of(self.query_ids[r]) for r in rows], dtype=np.int64),
+            judged=gold.per_row[rows].copy(),
         )
 
     def strata_of(self, by: str) -> list[str]:
@@ -1215,7 +1906,9 @@ class LiveEvaluation:
             rows = np.flatnonzero(gold.present)
             cols = [gold.measures.index(m) for m in self.measures]
             matrices = {n: m[np.ix_(rows, cols)].copy() for n, m in gold.values.items()}  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
-            judged = gold.pairs()
+            grades = gold.fitted()
+            self._fit_pool()
+            pool_judged = int(np.count_nonzero((grades != NO_GRADE) & self._in_pool[:len(grades)]))
         n = len(rows)
         budget = resamples or self.resamples
         if n * budget > 4_000_000:  # keep a refresh of 10,000 queries near a second
@@ -1228,13 +1921,9 @@ class LiveEvaluation:
             for m in measures:
                 intervals[name][m] = (float("nan"), float("nan"))
         agreement = self._agreement()
-        pairs, covered = self._pool(judged)
+        pairs, covered = self._pool_total, pool_judged
         return LiveDetails(version=version, intervals=intervals, resamples=budget,
                            pool_pairs=pairs, pool_judged=covered, too_few=too_few, **agreement)
-
-    def _pool(self, judged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
-        """Pairs in the union of every run's top 10, and how many have a gold grade."""
-        return len(self._pool_keys), int(self._pool_keys_of(judged[0], judged[1]).sum())
 
     def _agreement(self) -> dict:
         from ragjudge.metrics.agreement import disputed_units, krippendorff_alpha

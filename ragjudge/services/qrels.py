@@ -16,11 +16,17 @@ the rule decides only the other pairs (:func:`gold_labels`). A *complete* refere
 every pair of its queries that it does not list not relevant, as trec_eval reads such qrels:
 those pairs count as judged at the bottom of the scale (:func:`implied_labels`,
 :func:`complete_runs`) without a row being written for them.
+
+The current labels are read in bulk (:func:`read_labels`: on SQLite one pass over the label
+events, each column joined into one string by the database; ids coded once, no Python object
+per row) and the gold grade of every pair is computed at once from those codes
+(:func:`coded_gold`, :func:`aggregate_pairs`); :func:`aggregate` and :func:`gold_labels` are the
+same rules pair by pair, on :class:`LabelArrays`, for the few pairs a label event touches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +37,7 @@ from sqlalchemy.sql import ClauseElement, ColumnElement, Subquery
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from ragjudge.errors import UsageError
+from ragjudge.numeric import MAX_GRADE
 from ragjudge.models import AGGREGATION_RULES
 from ragjudge.store.schema import Adjudication, Annotator, Label
 
@@ -229,7 +236,14 @@ def newest_label_ids() -> Subquery:
 
 def current_labels(connection: Connection, *, annotator: str | None = None) -> LabelArrays:
     """Every annotator's current grade per pair (pairs whose newest event has no grade are left
-    out), straight from SQL into arrays."""
+    out), as :class:`LabelArrays` sorted by query, chunk and annotator (byte order of the ids);
+    read in bulk by :func:`read_labels`."""
+    return read_labels(connection, annotator=annotator).arrays()
+
+
+def _current_statement(annotator: str | None) -> Any:
+    """The portable SQL of the current labels (the newest non-recheck event per annotator and
+    pair, with a grade)."""
     newest = newest_label_ids()
     stmt = (
         select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
@@ -239,7 +253,7 @@ def current_labels(connection: Connection, *, annotator: str | None = None) -> L
     )
     if annotator is not None:
         stmt = stmt.where(Label.annotator == annotator)
-    return _to_arrays(raw_rows(connection, stmt))
+    return stmt
 
 
 def raw_rows(connection: Connection, stmt: ClauseElement) -> list[tuple]:
@@ -273,6 +287,470 @@ def _to_arrays(rows) -> LabelArrays:  # noqa: ANN001
         np.array(q, dtype=object), np.array(c, dtype=object), np.array(a, dtype=object),
         np.array(g, dtype=np.int64),
     )
+
+
+
+# -- current labels in bulk, ids coded once ------------------------------------------------
+
+
+NO_GRADE = np.iinfo(np.int64).min
+"""In an array of grades per pair: the pair has no gold grade (it is not judged)."""
+
+
+@dataclass(frozen=True)
+class CodedLabels:
+    """The current labels (as :func:`current_labels` defines them) with their ids coded once,
+    without a Python object per row.
+
+    ``queries`` and ``chunks`` are the distinct query and chunk ids (``as_ids`` arrays, sorted
+    in byte order); each *pair* (a query and a chunk someone graded) is ``pair_query[p]`` and
+    ``pair_chunk[p]``, indexes into them, pairs in byte order of (query id, chunk id). Each
+    row is one annotator's grade of a pair: ``pair``, ``annotator`` (an index into ``names``,
+    sorted) and ``grade``, rows grouped by pair and sorted by annotator within it.
+    """
+
+    queries: np.ndarray
+    chunks: np.ndarray
+    pair_query: np.ndarray
+    pair_chunk: np.ndarray
+    pair: np.ndarray
+    annotator: np.ndarray
+    grade: np.ndarray
+    names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.grade)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_query)
+
+    def arrays(self) -> LabelArrays:
+        """The same labels as :class:`LabelArrays` (object arrays of ``str``; each distinct id
+        is decoded once and shared by its rows)."""
+        queries = np.array(_decode(self.queries), dtype=object)
+        chunks = np.array(_decode(self.chunks), dtype=object)
+        names = np.array(self.names, dtype=object)
+        if not len(self.grade):
+            empty = np.array([], dtype=object)
+            return LabelArrays(empty, empty.copy(), empty.copy(), np.array([], dtype=np.int64))
+        return LabelArrays(queries[self.pair_query[self.pair]], chunks[self.pair_chunk[self.pair]],
+                           names[self.annotator], self.grade.copy())
+
+    def rows_of(self, keep: np.ndarray) -> CodedLabels:
+        """The same pairs, only the rows ``keep`` (a boolean mask)."""
+        return CodedLabels(self.queries, self.chunks, self.pair_query, self.pair_chunk,
+                           self.pair[keep], self.annotator[keep], self.grade[keep], self.names)
+
+    def without(self, names: Iterable[str]) -> CodedLabels:
+        """Less the rows of the annotators ``names`` (as :func:`without`)."""
+        codes = [i for i, n in enumerate(self.names) if n in set(names)]
+        if not codes or not len(self.grade):
+            return self
+        return self.rows_of(~np.isin(self.annotator, codes))
+
+    def code_of(self, name: str) -> int:
+        """The annotator's index in ``names`` (-1: no label of theirs)."""
+        return self.names.index(name) if name in self.names else -1
+
+    def grade_rows(self) -> GradeRows:
+        return GradeRows(self.pair, self.annotator, self.grade, self.pair_query,
+                         {n: i for i, n in enumerate(self.names)})
+
+
+def _decode(ids: np.ndarray) -> list[str]:
+    from ragjudge.metrics._keys import decode
+
+    return decode(ids)
+
+
+def read_labels(connection: Connection, *, annotator: str | None = None) -> CodedLabels:
+    """Every annotator's current grade per pair (the newest event that is not a blind re-check,
+    when it has a grade), or one annotator's, as :class:`CodedLabels`.
+
+    On SQLite the label events are read in one pass over the table, each column concatenated
+    by the database into one string (:func:`_read_sqlite`), and the newest event per
+    annotator and pair is found in numpy; elsewhere (or when that reading cannot be sure of
+    the text: an id holding the separator byte, an unknown annotator) the rows of the SQL
+    :func:`_current_statement` are coded.
+    """
+    if connection.dialect.name == "sqlite":
+        coded = _read_sqlite(connection, annotator)
+        if coded is not None:
+            return coded
+    rows = raw_rows(connection, _current_statement(annotator))
+    from ragjudge.metrics._keys import as_ids
+
+    if not rows:
+        return _coded([], [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), (), None)
+    q, c, a, g = zip(*rows)
+    names = tuple(sorted(set(a)))
+    index = {n: i for i, n in enumerate(names)}
+    return _coded(as_ids(q), as_ids(c), np.fromiter((index[x] for x in a), dtype=np.int64, count=len(a)),
+                  np.array(g, dtype=np.int64), names, None)
+
+
+_SEP = 0x1F
+_GRADE_OFFSET = MAX_GRADE + 1
+
+
+PARALLEL_LABELS = 200_000
+"""From this many label events their query ids and chunk ids are read on a connection of their
+own, at the same time as the grades (SQLite lets go of the interpreter while it reads)."""
+
+
+def _read_sqlite(connection: Connection, annotator: str | None) -> CodedLabels | None:
+    """Every label event of the table (of one annotator) as aggregates: query ids and chunk ids
+    each joined by the unit separator, and per event one integer packing its grade (0 for
+    none), its annotator's index and whether it is a blind re-check. A scan of a rowid table by
+    its key visits the events in id order, so the last event of an annotator and pair in the
+    strings is their newest; both statements read the events up to the same id (events are
+    never changed, only added), so that they line up even when read on separate connections.
+    None when the text cannot be split for sure."""
+    raw = connection.connection.driver_connection
+    assert raw is not None  # an open connection has its driver's connection
+    # sorted as Python sorts names (by code point, which is also the order of their UTF-8 bytes)
+    names = tuple(sorted(n for (n,) in raw.execute("SELECT name FROM annotators").fetchall()))
+    if annotator is not None:
+        names = (annotator,)
+    if len(names) > 500:
+        return None
+    (top,) = raw.execute("SELECT max(id) FROM labels").fetchone()
+    empty = _coded(np.zeros(0, dtype="S8"), np.zeros(0, dtype="S8"), np.zeros(0, dtype=np.int64),
+                   np.zeros(0, dtype=np.int64), names, None)
+    if not top:
+        return empty
+    n = len(names) + 1  # index len(names): an annotator the table does not know
+    case = "CASE annotator " + " ".join("WHEN ? THEN " + str(i) for i in range(len(names))) \
+        + f" ELSE {n - 1} END" if names else str(n - 1)
+    where = " FROM labels WHERE id > 0 AND id <= ?" + (" AND annotator = ?" if annotator else "")
+    tail = [top] + ([annotator] if annotator else [])
+    statements = [
+        (f"SELECT count(*), group_concat((ifnull(grade + {_GRADE_OFFSET}, 0) * {n} + {case}) * 2 "
+         f"+ (source IS ?), ','){where}", [*names, RECHECK, *tail]),
+        (f"SELECT group_concat(query_id, x'1f'), group_concat(chunk_id, x'1f'){where}", tail),
+    ]
+
+    def ids(row: tuple) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """The ids of each aggregate's text, factorized (on the thread that read them)."""
+        out: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for text in row:
+            split = None if text is None else _split_ids(text, text.count(b"\x1f") + 1)
+            out.append(None if split is None else _factorize(split))
+        return out
+
+    (count, packed), (q, c) = _aggregates(connection, statements, int(top) >= PARALLEL_LABELS,
+                                          [lambda row: row, ids])
+    if not count:
+        return empty
+    values = _integers(packed, count)
+    if values is None or q is None or c is None or len(q[1]) != count or len(c[1]) != count:
+        return None
+    recheck = values % 2 == 1
+    code = values // 2
+    who = code % n
+    grade_code = code // n
+    if np.any(who == n - 1) or np.any((grade_code < 0) | (grade_code > 2 * MAX_GRADE + 1)):
+        return None
+    keep = ~recheck
+    if keep.all():
+        return _coded(q, c, who, grade_code - _GRADE_OFFSET, names, grade_code == 0)
+    return _coded(_rows_of(q, keep), _rows_of(c, keep), who[keep], grade_code[keep] - _GRADE_OFFSET,
+                  names, grade_code[keep] == 0)
+
+
+def _rows_of(factorized: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factorized ids (distinct ids, each row's index) of the rows ``keep`` only (ids no row
+    keeps dropped)."""
+    unique, index = factorized
+    index = index[keep]
+    used = np.zeros(len(unique), dtype=bool)
+    used[index] = True
+    if used.all():
+        return unique, index
+    return unique[used], (np.cumsum(used) - 1)[index]
+
+
+def _aggregates(connection: Connection, statements: list[tuple[str, list[Any]]], parallel: bool,
+                then: list[Callable[[tuple], Any]]) -> list[Any]:
+    """``then[i]`` of the one row of each SQLite statement, text as bytes: the first on
+    ``connection``, the others (with ``parallel``) each on a connection of its own on a worker
+    thread, where its ``then`` runs too."""
+    def one(driver: Any, sql: str, params: list[Any]) -> tuple:
+        before = driver.text_factory
+        driver.text_factory = bytes
+        try:
+            return tuple(driver.execute(sql, params).fetchone())
+        finally:
+            driver.text_factory = before
+
+    def elsewhere(sql: str, params: list[Any], after: Callable[[tuple], Any]) -> Any:
+        with connection.engine.connect() as other:
+            return after(one(other.connection.driver_connection, sql, params))
+
+    raw = connection.connection.driver_connection
+    if not parallel:
+        return [after(one(raw, sql, params)) for (sql, params), after in zip(statements, then)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(statements) - 1) as pool:
+        later = [pool.submit(elsewhere, sql, params, after)
+                 for (sql, params), after in zip(statements[1:], then[1:])]
+        first = then[0](one(raw, *statements[0]))
+        return [first, *(f.result() for f in later)]
+
+
+def _integers(text: bytes, count: int) -> np.ndarray | None:
+    """``count`` integers written in decimal and joined by commas (None for anything else)."""
+    import warnings
+
+    if b"." in text or b"e" in text:  # a grade stored as a real number: read it row by row
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            values = np.fromstring(text, dtype=np.int64, sep=",")
+        except (DeprecationWarning, ValueError):
+            return None
+    return values if len(values) == count else None
+
+
+def _split_ids(text: bytes, count: int) -> np.ndarray | None:
+    """``count`` ids joined by the unit separator as an ``as_ids`` array (None when the text
+    does not split into exactly ``count`` ids: an id holds the separator)."""
+    buf = np.frombuffer(text, dtype=np.uint8)
+    seps = np.flatnonzero(buf == _SEP)
+    if len(seps) != count - 1:
+        return None
+    starts = np.empty(count, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = seps + 1
+    lengths = np.empty(count, dtype=np.int64)
+    lengths[:-1] = seps - starts[:-1]
+    lengths[-1] = len(buf) - starts[-1]
+    top = int(lengths.max())
+    width = max(8, -(-top // 8) * 8)
+    if int(lengths.min()) == top:  # ids of one length: rows of a matrix, separators dropped
+        grid = np.frombuffer(text + b"\x1f", dtype=np.uint8).reshape(count, top + 1)
+        out = np.zeros((count, width), dtype=np.uint8)
+        out[:, :top] = grid[:, :top]
+        return out.view(f"S{width}").ravel()
+    from ragjudge.services.bulk import unpack_ids
+
+    return unpack_ids(np.ascontiguousarray(buf[buf != _SEP]), lengths)
+
+
+def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct ids (byte order) and each row's index among them."""
+    from ragjudge.metrics._keys import factorize
+
+    if not len(ids):
+        return ids[:0], np.zeros(0, dtype=np.int64)
+    heads = 1 + int(np.count_nonzero(ids[1:] != ids[:-1]))
+    if heads * 4 <= len(ids):  # ids mostly in runs of equal ones (labels written query by query)
+        return factorize(ids)
+    if ids.dtype.itemsize == 8:  # one big-endian word: its numeric order is the byte order
+        words, inverse = np.unique(ids.view(">u8").astype(np.uint64), return_inverse=True)
+        return words.astype(">u8").view("S8"), inverse.ravel().astype(np.int64)
+    unique, inverse = np.unique(ids, return_inverse=True)
+    return unique, inverse.ravel().astype(np.int64)
+
+
+def _coded(q: Any, c: Any, annotator: np.ndarray, grade: np.ndarray, names: tuple[str, ...],
+           ungraded: np.ndarray | None) -> CodedLabels:
+    """Label events (ids as ``as_ids`` arrays, or already factorized: (distinct ids, each
+    row's index), in event order) as :class:`CodedLabels`: the newest event per annotator and
+    pair kept (the last one), those without a grade (``ungraded``) then dropped."""
+    from ragjudge.metrics._keys import as_ids
+
+    queries, qi = q if isinstance(q, tuple) else _factorize(as_ids(q))
+    chunks, ci = c if isinstance(c, tuple) else _factorize(as_ids(c))
+    n = max(len(names), 1)
+    rows = len(qi)
+    if len(queries) * len(chunks) * n * max(rows, 1) < (1 << 62):
+        # (pair, annotator, event) packed in one integer: a plain sort orders by key, then event
+        packed = np.sort(((qi * len(chunks) + ci) * n + annotator) * rows + np.arange(rows))
+        order = packed % max(rows, 1)
+        sorted_key = packed // max(rows, 1)
+        last = np.ones(rows, dtype=bool)
+        last[:-1] = sorted_key[1:] != sorted_key[:-1]
+    else:
+        order = np.lexsort((np.arange(rows), annotator, ci, qi))
+        a, b, d = qi[order], ci[order], annotator[order]
+        last = np.ones(rows, dtype=bool)
+        last[:-1] = (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (d[1:] != d[:-1])
+    take = order[last]
+    if ungraded is not None:
+        take = take[~ungraded[take]]
+    qi, ci, annotator, grade = qi[take], ci[take], annotator[take], grade[take]
+    new = np.ones(len(qi), dtype=bool)
+    new[1:] = (qi[1:] != qi[:-1]) | (ci[1:] != ci[:-1])
+    pair = np.cumsum(new) - 1
+    return CodedLabels(queries, chunks, qi[new], ci[new], pair.astype(np.int64),
+                       annotator.astype(np.int64), grade.astype(np.int64), tuple(names))
+
+
+def aggregate_pairs(pair: np.ndarray, grade: np.ndarray, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rule's grade of each pair from its annotators' grades, for every pair at once:
+    ``(pairs, grades)``, the pairs ascending. Rows must be grouped by pair.
+
+    Rules (as :func:`aggregate`): the lower median ``g[(n - 1) // 2]`` of the sorted grades;
+    ``min``; ``max``; ``mean`` rounded half up ``floor(mean + 0.5)``; ``majority`` the most
+    frequent grade, ties to the lower."""
+    if not len(grade):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    new = np.ones(len(grade), dtype=bool)
+    new[1:] = pair[1:] != pair[:-1]
+    gid = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.r_[starts, len(grade)])
+    if rule == "mean":
+        out = np.floor(np.bincount(gid, weights=grade) / counts + 0.5).astype(np.int64)
+    elif rule == "majority":
+        low = int(grade.min())
+        span = int(grade.max()) - low + 1
+        keys, n = np.unique(gid * span + (grade - low), return_counts=True)
+        group, value = keys // span, keys % span + low
+        first = np.lexsort((value, -n, group))
+        take = first[np.r_[True, group[first][1:] != group[first][:-1]]]
+        out = value[take]
+    else:
+        low = int(grade.min())
+        span = int(grade.max()) - low + 1
+        # each pair's grades in order: (pair, grade) in one integer, sorted
+        ordered = np.sort(gid * span + (grade - low)) - gid * span + low
+        if rule == "median":
+            out = ordered[starts + (counts - 1) // 2]
+        elif rule == "min":
+            out = ordered[starts]
+        else:  # max
+            out = ordered[starts + counts - 1]
+    return pair[starts], np.asarray(out, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class GradeRows:
+    """Annotators' grades as rows of codes: ``pair`` (a pair's number), ``annotator`` (a code)
+    and ``grade``, grouped by pair and sorted by annotator code within it; ``pair_query`` the
+    query (a code) of each pair, and ``codes`` each annotator's code."""
+
+    pair: np.ndarray
+    annotator: np.ndarray
+    grade: np.ndarray
+    pair_query: np.ndarray
+    codes: dict[str, int]
+
+    def code_of(self, name: str) -> int:
+        return self.codes.get(name, -1)
+
+
+def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
+                      rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`gold_labels` on coded rows: the rows ``(pair, annotator, grade)`` the rule
+    aggregates, grouped by pair. A complete reference's implied grades (:func:`implied_labels`)
+    are rows added on the pairs of its queries others graded and it does not list."""
+    pair, who, grade = rows.pair, rows.annotator, rows.grade
+    if policy is None or not policy.applies(rule) or not len(grade):
+        return pair, who, grade
+    n_pairs = len(rows.pair_query)
+    query = rows.pair_query
+    n_queries = int(query.max()) + 1 if n_pairs else 0
+    parts = [(pair, who, grade)]
+    for name in sorted(policy.complete):
+        code = rows.code_of(name)
+        mine = who == code
+        if code < 0 or not mine.any():
+            continue
+        listed = np.zeros(n_pairs, dtype=bool)
+        listed[pair[mine]] = True
+        scope = np.zeros(n_queries, dtype=bool)
+        scope[query[pair[mine]]] = True
+        missing = np.unique(pair[scope[query[pair]] & ~listed[pair]])
+        if len(missing):
+            parts.append((missing, np.full(len(missing), code, dtype=np.int64),
+                          np.full(len(missing), policy.lowest, dtype=np.int64)))
+    if len(parts) > 1:
+        pair, who, grade = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        order = np.lexsort((who, pair))
+        pair, who, grade = pair[order], who[order], grade[order]
+    codes = [rows.code_of(n) for n in policy.reference]
+    is_reference = np.isin(who, [c for c in codes if c >= 0])
+    if not is_reference.any():
+        return pair, who, grade
+    has_reference = np.zeros(n_pairs, dtype=bool)
+    has_reference[pair[is_reference]] = True
+    keep = is_reference | ~has_reference[pair]
+    return pair[keep], who[keep], grade[keep]
+
+
+def coded_gold(rows: GradeRows, policy: GoldPolicy | None, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(pairs, grades)``: the gold grade of every pair the rule grades (adjudications not
+    included), the same grades as :func:`aggregate` over :func:`gold_labels`."""
+    rule = check_rule(rule)
+    if rule == "adjudicated":
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    pair, who, grade = coded_gold_labels(rows, policy, rule)
+    if rule.startswith("annotator:"):
+        keep = who == rows.code_of(rule.split(":", 1)[1])
+        return pair[keep], grade[keep]
+    return aggregate_pairs(pair, grade, rule)
+
+
+def _byte_order(q: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The permutation sorting pairs of ``as_ids`` arrays by (query, chunk) bytes."""
+    from ragjudge.metrics._keys import words
+
+    keys = [*words(c).T[::-1], *words(q).T[::-1]]
+    return np.lexsort(keys)
+
+
+def gold_qrel_arrays(project: Project, rule: str | None = None, *,
+                     include_llm: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gold qrels of a project as arrays ``(query ids, chunk ids, grades)`` (ids as
+    ``as_ids`` arrays), sorted by query and chunk: the judgments of :func:`gold_qrels`,
+    computed from the labels read in bulk."""
+    from ragjudge.metrics._keys import as_ids, lookup, widen
+
+    rule = check_rule(rule or project.rule)
+    with project.connect() as connection:
+        annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
+        if annotator is not None:
+            _check_annotator_known(connection, annotator)
+        labels = read_labels(connection, annotator=annotator)
+        if annotator is None and not include_llm:
+            labels = labels.without(llm_annotators(connection))
+        decided = adjudications(connection)
+        policy = gold_policy(connection, project.scale.min)
+    if policy.complete and policy.applies(rule):
+        # the implied grades of a complete reference are rows of their own: the label arrays
+        merged = {(q, c): g for q, c, g in aggregate(gold_labels(labels.arrays(), policy, rule), rule)}
+        merged.update(decided)
+        triples = sorted((q, c, g) for (q, c), g in merged.items())
+        if not triples:
+            return as_ids([]), as_ids([]), np.zeros(0, dtype=np.int64)
+        tq, tc, tg = zip(*triples)
+        return as_ids(tq), as_ids(tc), np.array(tg, dtype=np.int64)
+    pairs, grades = coded_gold(labels.grade_rows(), policy, rule)
+    q = labels.queries[labels.pair_query[pairs]]
+    c = labels.chunks[labels.pair_chunk[pairs]]
+    if not decided:
+        return q, c, grades
+    dq = as_ids([k[0] for k in decided])
+    dc = as_ids([k[1] for k in decided])
+    dg = np.array(list(decided.values()), dtype=np.int64)
+    # the gold pairs an adjudication decides give way to it
+    qi, ci = lookup(labels.queries, dq), lookup(labels.chunks, dc)
+    known = (qi >= 0) & (ci >= 0)
+    pair_key = labels.pair_query[pairs] * max(len(labels.chunks), 1) + labels.pair_chunk[pairs]
+    decided_key = qi[known] * max(len(labels.chunks), 1) + ci[known]
+    keep = ~np.isin(pair_key, decided_key)
+    qw = max(q.dtype.itemsize, dq.dtype.itemsize)
+    cw = max(c.dtype.itemsize, dc.dtype.itemsize)
+    q = np.concatenate([widen(q[keep], qw), widen(dq, qw)])
+    c = np.concatenate([widen(c[keep], cw), widen(dc, cw)])
+    g = np.concatenate([grades[keep], dg])
+    order = _byte_order(q, c)
+    return q[order], c[order], g[order]
 
 
 def aggregate(labels: LabelArrays, rule: str) -> list[tuple[str, str, int]]:
@@ -347,17 +825,9 @@ def without(labels: LabelArrays, names: frozenset[str]) -> LabelArrays:
 def gold_qrels(project: Project, rule: str | None = None, *,
                include_llm: bool = False) -> list[tuple[str, str, int]]:
     """The gold qrels of a project: adjudication first, else ``rule`` (default: the project's).
-    LLM annotators' grades count only under ``annotator:NAME`` or with ``include_llm``."""
-    rule = check_rule(rule or project.rule)
-    with project.connect() as connection:
-        annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
-        if annotator is not None:
-            _check_annotator_known(connection, annotator)
-        labels = current_labels(connection, annotator=annotator)
-        if annotator is None and not include_llm:
-            labels = without(labels, llm_annotators(connection))
-        decided = adjudications(connection)
-        policy = gold_policy(connection, project.scale.min)
-    merged = {(q, c): g for q, c, g in aggregate(gold_labels(labels, policy, rule), rule)}
-    merged.update(decided)
-    return sorted((q, c, g) for (q, c), g in merged.items())
+    LLM annotators' grades count only under ``annotator:NAME`` or with ``include_llm``.
+    Sorted by query and chunk (:func:`gold_qrel_arrays`)."""
+    from ragjudge.metrics._keys import decode
+
+    q, c, g = gold_qrel_arrays(project, rule, include_llm=include_llm)
+    return list(zip(decode(q), decode(c), g.tolist()))

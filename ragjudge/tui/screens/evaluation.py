@@ -211,7 +211,7 @@ class EvaluationScreen(Screen):
     def load_engine(self) -> None:
         """Read the runs and labels and evaluate everything (the one slow step)."""
         try:
-            self.engine.load()
+            self.engine.load(first=self._post_snapshot)  # a large project: the gold's numbers first
             self._fields = self.engine.fields()
             self._post_snapshot()
         except RagjudgeError as exc:

@@ -1,0 +1,159 @@
+"""The current labels read in bulk (services.qrels.read_labels) and the gold qrels computed from
+them for every pair at once (gold_qrel_arrays) give exactly what the row-by-row SQL and the
+per-pair rule code give: on label histories with re-grades, undos, re-checks, adjudications,
+LLM and reference annotators, odd ids, and on the paths that fall back to the row-by-row read."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import numpy as np
+import pytest
+
+from ragjudge.services import qrels as Q
+from ragjudge.services.agreement import adjudicate
+from ragjudge.services.judging import record_label, undo_last
+from ragjudge.store.schema import Annotator
+
+RULES = ["median", "majority", "mean", "min", "max", "adjudicated"]
+
+
+def _by_sql(connection, annotator=None) -> Q.LabelArrays:
+    """The current labels through the portable SQL, row by row (the reference)."""
+    return Q._to_arrays(Q.raw_rows(connection, Q._current_statement(annotator)))
+
+
+def _same_labels(a: Q.LabelArrays, b: Q.LabelArrays) -> None:
+    assert a.query_ids.tolist() == b.query_ids.tolist()
+    assert a.chunk_ids.tolist() == b.chunk_ids.tolist()
+    assert a.annotators.tolist() == b.annotators.tolist()
+    assert a.grades.tolist() == b.grades.tolist()
+
+
+def _gold_by_rule_code(project, rule, include_llm=False) -> list[tuple[str, str, int]]:
+    """The gold qrels as the per-pair code computes them: services.qrels.aggregate over
+    gold_labels of the SQL's labels, adjudications first."""
+    with project.connect() as connection:
+        annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
+        labels = _by_sql(connection, annotator)
+        if annotator is None and not include_llm:
+            labels = Q.without(labels, Q.llm_annotators(connection))
+        decided = Q.adjudications(connection)
+        policy = Q.gold_policy(connection, project.scale.min)
+    merged = {(q, c): g for q, c, g in Q.aggregate(Q.gold_labels(labels, policy, rule), rule)}
+    merged.update(decided)
+    return sorted((q, c, g) for (q, c), g in merged.items())
+
+
+def _history(project, seed: int, *, steps: int = 300, queries=("q1", "q2", "q3", "q4", "q5")) -> None:
+    """Random label events by four people and an LLM: grades, re-grades, undos, re-checks and
+    adjudications, on chunks of the run and off it."""
+    rnd = random.Random(seed)
+    project.write(lambda s: s.add(Annotator(name="gpt", kind="llm")))
+    people = ["ana", "ben", "chen", "dora", "gpt"]
+    for _ in range(steps):
+        who = rnd.choice(people)
+        q = rnd.choice(queries)
+        c = f"c{rnd.randint(1, 20):02d}"
+        roll = rnd.random()
+        if roll < 0.08:
+            undo_last(project, who)
+        elif roll < 0.12:
+            record_label(project, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3),
+                         source="recheck")
+        elif roll < 0.15:
+            adjudicate(project, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), by="lead", reason="t")
+        else:
+            record_label(project, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_bulk_read_equals_the_sql_and_gold_equals_the_rule_code(project, monkeypatch, seed, parallel):
+    monkeypatch.setattr(Q, "PARALLEL_LABELS", 0 if parallel else 10**12)
+    _history(project, seed)
+    with project.connect() as connection:
+        assert Q._read_sqlite(connection, None) is not None  # the bulk path, not its fallback
+        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+        for who in ("ana", "gpt", "nobody"):
+            _same_labels(Q.read_labels(connection, annotator=who).arrays(), _by_sql(connection, who))
+    for rule in [*RULES, "annotator:ben", "annotator:gpt"]:
+        assert Q.gold_qrels(project, rule) == _gold_by_rule_code(project, rule), rule
+    assert Q.gold_qrels(project, include_llm=True) == _gold_by_rule_code(project, "median", True)
+
+
+@pytest.mark.parametrize("complete", [False, True])
+def test_a_reference_annotator_decides_its_pairs_in_the_bulk_gold_too(project, complete):
+    _history(project, 4, steps=200)
+    project.write(lambda s: s.add(Annotator(name="nist", reference=True, complete=complete)))
+    rnd = random.Random(9)
+    for q in ("q1", "q3"):
+        for j in rnd.sample(range(1, 21), 6):
+            record_label(project, annotator="nist", query_id=q, chunk_id=f"c{j:02d}", grade=rnd.randint(0, 3))
+    for rule in [*RULES, "annotator:nist", "annotator:ana"]:
+        assert Q.gold_qrels(project, rule) == _gold_by_rule_code(project, rule), rule
+
+
+def _sqlite(project) -> sqlite3.Connection:
+    return sqlite3.connect(project.db)
+
+
+def test_odd_ids_a_separator_in_an_id_and_a_real_grade_fall_back_to_the_same_labels(project):
+    """Ids of different lengths and non-ASCII ids are split in numpy; an id holding the
+    separator byte, or a grade the database holds as a real number, sends the read to the
+    row-by-row SQL: the labels are the same either way."""
+    con = _sqlite(project)
+    con.executemany("INSERT INTO chunks (id, text) VALUES (?, 'x')",
+                    [("é-ü",), ("a long chunk id of forty-one characters!",), ("z",)])
+    con.commit()
+    for chunk, grade in (("é-ü", 2), ("a long chunk id of forty-one characters!", 1), ("z", 3), ("c01", 0)):
+        record_label(project, annotator="ana", query_id="q2", chunk_id=chunk, grade=grade)
+        record_label(project, annotator="bob", query_id="q1", chunk_id=chunk, grade=3 - grade)
+    with project.connect() as connection:
+        assert Q._read_sqlite(connection, None) is not None
+        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+    con.execute("INSERT INTO chunks (id, text) VALUES ('x\x1fy', 'odd id')")
+    con.commit()
+    record_label(project, annotator="ana", query_id="q3", chunk_id="x\x1fy", grade=2)
+    with project.connect() as connection:
+        assert Q._read_sqlite(connection, None) is None
+        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+    con.execute("DELETE FROM labels WHERE chunk_id = 'x\x1fy'")
+    con.commit()
+    record_label(project, annotator="ana", query_id="q3", chunk_id="c07", grade=1)
+    con.execute("UPDATE labels SET grade = 1.5 WHERE chunk_id = 'c07'")  # a real number in the column
+    con.commit()
+    with project.connect() as connection:
+        assert Q._read_sqlite(connection, None) is None
+    con.close()
+
+
+def test_no_labels_and_only_ungraded_events(project):
+    with project.connect() as connection:
+        empty = Q.read_labels(connection)
+        assert len(empty) == 0 and empty.n_pairs == 0
+    assert Q.gold_qrels(project) == []
+    record_label(project, annotator="ana", query_id="q1", chunk_id="c01", grade=2)
+    undo_last(project, "ana")
+    with project.connect() as connection:
+        assert len(Q.read_labels(connection)) == 0
+        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+    assert Q.gold_qrels(project) == []
+
+
+def test_aggregate_pairs_agrees_with_the_rule_code_on_random_grades():
+    rnd = random.Random(5)
+    for _ in range(200):
+        rows = []
+        for q in range(rnd.randint(1, 3)):
+            for c in range(rnd.randint(1, 4)):
+                for a in rnd.sample(["a", "b", "c", "d", "e"], rnd.randint(1, 5)):
+                    rows.append((f"q{q}", f"c{c}", a, rnd.randint(-2, 5)))
+        rows.sort()
+        labels = Q._to_arrays(rows)
+        pairs = np.cumsum(np.r_[True, [rows[i][:2] != rows[i - 1][:2] for i in range(1, len(rows))]]) - 1
+        for rule in ("median", "majority", "mean", "min", "max"):
+            expected = [g for _, _, g in Q.aggregate(labels, rule)]
+            _, got = Q.aggregate_pairs(pairs, labels.grades, rule)
+            assert got.tolist() == expected, (rule, rows)
