@@ -548,7 +548,8 @@ def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return ids[:0], np.zeros(0, dtype=np.int64)
     heads = 1 + int(np.count_nonzero(ids[1:] != ids[:-1]))
     if heads * 4 <= len(ids):  # ids mostly in runs of equal ones (labels written query by query)
-        return factorize(ids)
+        unique, index = factorize(ids)[:2]
+        return unique, index
     if ids.dtype.itemsize == 8:  # one big-endian word: its numeric order is the byte order
         words, inverse = np.unique(ids.view(">u8").astype(np.uint64), return_inverse=True)
         return words.astype(">u8").view("S8"), inverse.ravel().astype(np.int64)
