@@ -608,11 +608,7 @@ class _Pass:
         self.depth = max_depth(self.plain)
         self.source = np.full(len(grades) + 1, -1, dtype=np.int32)
         self.source[:-1] = np.maximum(grades, -1)
-        self.ideal: dict[str, set] = {}
-        for m in self.plain:
-            gain = {"nDCG": "grade", "nDCG_exp": "exp"}.get(m.definition.name)
-            if gain is not None:
-                self.ideal.setdefault(gain, set()).add(m.cutoff)
+        self.ideal = _ideal_cutoffs(self.plain)
         # every query judged and every measure plain: a run's values are its whole matrix
         self.whole = bool(self.plain) and len(self.rows) == len(view.present) \
             and view.plain == list(range(len(view.measures)))
@@ -679,6 +675,16 @@ class _Pass:
         if rows is not None:
             view.present[rows] = True
         view.resum()
+
+
+def _ideal_cutoffs(measures: list[Measure]) -> dict[str, set]:
+    """gain -> the cutoffs at which the measures read the ideal DCG (nDCG, nDCG_exp)."""
+    out: dict[str, set] = {}
+    for m in measures:
+        gain = {"nDCG": "grade", "nDCG_exp": "exp"}.get(m.definition.name)
+        if gain is not None:
+            out.setdefault(gain, set()).add(m.cutoff)
+    return out
 
 
 def _kernels(ctx: EvalContext, measures: list[Measure]) -> np.ndarray:
@@ -1503,6 +1509,8 @@ class LiveEvaluation:
         ctx = _LayoutContext(qrels, None, qrels.query_id_bytes, n_ret=ranked_n,
                              gather=lambda size: matrix[:, :size], threshold=self.threshold,
                              depth=max_depth(parsed))
+        for gain, cutoffs in _ideal_cutoffs(parsed).items():
+            ctx.prime_ideal_dcg(cutoffs, gain)
         values = _kernels(ctx, parsed)
         maps = {id(view): (np.array(view.plain), np.array([columns[view.measures[j]] for j in view.plain]))
                 for view, _ in jobs}
