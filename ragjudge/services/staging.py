@@ -39,8 +39,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ragjudge.store.engine import with_retry
-from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, pack_ids, write_arrays,
-                                       write_part)
+from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, pack_ids, read_named,
+                                       write_arrays, write_part)
 from ragjudge.store.schema import Run, RunEntry, RunImport, utcnow
 
 _runs = Run.__table__
@@ -417,23 +417,9 @@ def _remove_placeholders(session: ImportSession, name: str, generation: int) -> 
     """The placeholders an unpublished import wrote (its :data:`CREATED` arrays), where they
     are still empty."""
     from ragjudge.services.bulk import decode, unpack_ids
-    from ragjudge.store.schema import RunArray
 
-    table = RunArray.__table__
     with session.read() as connection:
-        rows = connection.execute(select(table.c.name, table.c.dtype, table.c.data).where(
-            table.c.run == name, table.c.generation == generation, table.c.name.in_(CREATED))
-            .order_by(table.c.name, table.c.part)).all()
-    if not rows:
-        return
-    import numpy as np
-
-    pieces: dict[str, list[bytes]] = {}
-    dtypes: dict[str, str] = {}
-    for key, dtype, data in rows:
-        pieces.setdefault(key, []).append(bytes(data))
-        dtypes[key] = dtype
-    arrays = {key: np.frombuffer(b"".join(parts), dtype=np.dtype(dtypes[key])) for key, parts in pieces.items()}
+        arrays = read_named(connection, name, generation, CREATED)
     for what in ("chunks", "queries"):
         data, lengths = arrays.get(f"created_{what}"), arrays.get(f"created_{what}_lengths")
         if data is None or lengths is None or not len(lengths):

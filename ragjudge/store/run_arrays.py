@@ -80,19 +80,22 @@ def write_part(connection: Connection, row: dict) -> None:
 def read_arrays(connection: Connection, run: str, generation: int) -> dict[str, np.ndarray] | None:
     """The arrays stored for the run's generation, or None when it has none (a run written
     before arrays were kept, or by other means than an import)."""
+    arrays = read_named(connection, run, generation, NAMES)
+    return arrays if set(arrays) == set(NAMES) else None
+
+
+def read_named(connection: Connection, run: str, generation: int,
+               names: Iterable[str]) -> dict[str, np.ndarray]:
+    """Those of ``names`` stored for the run's generation, each joined from its pieces."""
     rows = connection.execute(
         select(_arrays.c.name, _arrays.c.dtype, _arrays.c.data)
-        .where(_arrays.c.run == run, _arrays.c.generation == generation, _arrays.c.name.in_(NAMES))
+        .where(_arrays.c.run == run, _arrays.c.generation == generation, _arrays.c.name.in_(list(names)))
         .order_by(_arrays.c.name, _arrays.c.part)).all()
-    if not rows:
-        return None
     pieces: dict[str, list[bytes]] = {}
     dtypes: dict[str, str] = {}
     for name, dtype, data in rows:
         pieces.setdefault(name, []).append(bytes(data))
         dtypes[name] = dtype
-    if set(pieces) != set(NAMES):
-        return None
     return {name: np.frombuffer(b"".join(parts), dtype=np.dtype(dtypes[name]))
             for name, parts in pieces.items()}
 
