@@ -579,11 +579,15 @@ def evaluate_all(
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
     results: dict[str, EvalResult] = {}
+    ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
     for done, (name, run) in enumerate(runs.items()):
         if progress is not None:  # progress(done, total, description, unit), now and then
             progress(done, len(runs), "evaluating", "runs")
-        extras = _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
-        result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        if name in ahead:
+            result = ahead[name].result()
+        else:
+            extras = _project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
+            result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
         result.run_name = name
         results[name] = result
     if progress is not None:
@@ -603,6 +607,28 @@ def evaluate_all(
             groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
         evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
     return evaluation
+
+
+PARALLEL_ENTRIES = 500_000
+"""From this many run entries in all, runs whose measures need nothing but the qrels and the run
+are evaluated two at a time (numpy lets go of the interpreter in its array loops)."""
+
+
+def _evaluate_ahead(qrels: Qrels, runs: Mapping[str, Run], parsed: Sequence[Measure],
+                    threshold: int, queries: Any) -> dict[str, Any]:
+    """run name -> a future of its :func:`evaluate`, started on two worker threads, when the
+    runs are many and large enough and no measure needs the project's extras (else empty)."""
+    if len(runs) < 2 or any(m.needs for m in parsed) or \
+            sum(len(run) for run in runs.values()) < PARALLEL_ENTRIES:
+        return {}
+    from concurrent.futures import ThreadPoolExecutor
+
+    qrels.index  # noqa: B018 - the pair index, built once before the threads read it
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragjudge-eval")
+    ahead = {name: pool.submit(evaluate, qrels, run, parsed, threshold=threshold, queries=queries)
+             for name, run in runs.items()}
+    pool.shutdown(wait=False)  # the threads end when the last run is evaluated
+    return ahead
 
 
 def _closed_world(project: Project, qrels: Qrels, runs: Mapping[str, Run], rule: str) -> Qrels:

@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,13 +70,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def open_alone(db: str, repeat: int) -> float:
-    """Seconds from a fresh engine to its first snapshot (what the screen shows first), best
-    of ``repeat``."""
+def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
+    """The engine alone, before any app runs in this process (the home screen under the
+    evaluation screen counts the pool of a large project in SQL in worker threads that outlive
+    the app): seconds from a fresh engine to everything evaluated and its first snapshot, best
+    of ``repeat``; a full recomputation, best of 3; and per label, the poll after its commit."""
+    from ragjudge.metrics import _keys
+    from ragjudge.services import judging
     from ragjudge.services.live import LiveEvaluation
     from ragjudge.services.project import Project
 
-    best = float("inf")
+    out: dict = {"open_s": float("inf")}
     for _ in range(repeat):
         project = Project.open(db)
         try:
@@ -83,10 +88,37 @@ def open_alone(db: str, repeat: int) -> float:
             engine = LiveEvaluation(project)
             engine.load()
             engine.snapshot(measure="nDCG@10")
-            best = min(best, time.perf_counter() - started)
+            out["open_s"] = min(out["open_s"], time.perf_counter() - started)
         finally:
             project.close()
-    return best
+    project = Project.open(db)
+    try:
+        engine = LiveEvaluation(project)
+        engine.load()
+        full = []
+        for _ in range(3):
+            t = time.perf_counter()
+            engine.recompute()
+            full.append(time.perf_counter() - t)
+        out["full_s"] = min(full)
+        rnd = random.Random(seed)
+        names, annotators, alone = list(engine.runs), list(engine.annotators), []
+        for _ in range(labels):
+            query = rnd.choice(engine.query_ids)
+            run = engine.runs[rnd.choice(names)]
+            r = engine.run_rows[run.name][engine.row[query]]
+            if r < 0:
+                continue
+            chunk = _keys.decode(run.chunk_ids[run.offsets[r]:run.offsets[r] + 1])[0]
+            judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
+                                 chunk_id=chunk, grade=rnd.randint(0, 3))
+            t = time.perf_counter()
+            engine.poll()
+            alone.append((time.perf_counter() - t) * 1000)
+        out["label_ms"] = (statistics.median(alone), pct(alone, 0.95))
+    finally:
+        project.close()
+    return out
 
 
 PYTREC_MEASURES = {"P": "P.1,3,5,10", "recall": "recall.5,10,20", "success": "success.5",
@@ -224,23 +256,31 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
     return out
 
 
+def run_app(coroutine: Any) -> dict:
+    """Run a measurement without waiting, at its end, for the app's leftover thread workers (the
+    home screen under the evaluation screen counts the pool of a large project in SQL for
+    minutes); the script ends with os._exit once it has printed."""
+    loop = asyncio.new_event_loop()
+    return loop.run_until_complete(coroutine)
+
+
 def report(name: str, r: dict, reference: dict | None = None) -> None:
     print(f"{name}: {r['queries']:,} queries, {r['runs']} runs, {r['views']} qrels views "
           f"(gold + each annotator), {r['labels']} labels")
     if reference is not None:
-        print(f"  {'':<46}{'ragjudge':>12}{'pytrec_eval':>14}")
-        print(f"  {'open / whole process on the exported files':<46}{r['alone_open_s']:>10.2f} s"
-              f"{reference['process']:>12.2f} s   (target < 3 s)")
-        print(f"  {'full recomputation / evaluation alone':<46}{r['full_s']:>10.2f} s"
-              f"{reference['evaluate']:>12.2f} s   (target < 1 s)")
-        print(f"  {'a new label (engine alone) / one query':<46}{r['alone_ms'][0]:>9.1f} ms"
-              f"{reference['one_query_ms']:>11.1f} ms   (target < 5 ms)")
+        e = r["engine"]
+        print(f"  the engine alone (before any app ran):  {'ragjudge':>10}{'pytrec_eval':>14}")
+        print(f"  {'open, everything evaluated / whole process':<46}{e['open_s']:>8.2f} s"
+              f"{reference['process']:>12.2f} s   (target < 3 s; best of {r['repeat']})")
+        print(f"  {'full recomputation / evaluation alone':<46}{e['full_s']:>8.2f} s"
+              f"{reference['evaluate']:>12.2f} s   (target < 1 s; best of 3)")
+        print(f"  {'a new label, median (p95) / one query':<46}{e['label_ms'][0]:>7.1f} ms"
+              f"{reference['one_query_ms']:>11.1f} ms   (target < 5 ms; p95 {e['label_ms'][1]:.1f} ms)")
         print(f"  pytrec_eval: {len(PYTREC_MEASURES)} measure families, 13 measures, 1 qrels x "
               f"{r['runs']} runs; reading the files {reference['read']:.2f} s of its process")
+        print("  in the app (its home screen's pool count runs in the background meanwhile):")
     print(f"  screen open in the app, first numbers (runs + labels read, the gold evaluated): "
           f"{r['open_s']:.2f} s; every annotator's view too: {r['open_all_s']:.2f} s")
-    if "alone_open_s" in r:
-        print(f"  open, engine alone (best of {r['repeat']}): {r['alone_open_s']:.2f} s")
     print(f"  first intervals/agreement/pool on screen: {r['details_first_s']:.2f} s after opening")
     print(f"  compute per label: median {r['compute_ms'][0]:.1f} ms, p95 {r['compute_ms'][1]:.1f} ms"
           "   (target < 5 ms)")
@@ -265,7 +305,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "demo.db")
         build_demo(db)
-        report("demo", asyncio.run(measure(db, args.labels)))
+        report("demo", run_app(measure(db, args.labels)))
     if args.skip_large:
         return 0
     args.large.parent.mkdir(parents=True, exist_ok=True)
@@ -276,8 +316,9 @@ def main() -> int:
     shutil.copyfile(args.large, work)  # labels written by the benchmark stay out of the cache
     try:
         reference = pytrec(args.large)
-        result = asyncio.run(measure(str(work), args.labels))
-        result["alone_open_s"] = open_alone(str(args.large), args.repeat)
+        engine = measure_engine(str(work), args.labels, args.repeat)
+        result = run_app(measure(str(work), args.labels))
+        result["engine"] = engine
         result["repeat"] = args.repeat
         report("large", result, reference)
     finally:
@@ -287,4 +328,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # not waiting for the apps' leftover worker threads (see run_app)

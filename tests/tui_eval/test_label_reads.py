@@ -157,3 +157,19 @@ def test_aggregate_pairs_agrees_with_the_rule_code_on_random_grades():
             expected = [g for _, _, g in Q.aggregate(labels, rule)]
             _, got = Q.aggregate_pairs(pairs, labels.grades, rule)
             assert got.tolist() == expected, (rule, rows)
+
+
+def test_runs_evaluated_two_at_a_time_give_the_same_results(demo, monkeypatch):
+    from ragjudge.services import evaluation as ev
+
+    qrels, rule = ev.project_qrels(demo)
+    runs = {n: ev.project_run(demo, n) for n in ev.project_run_names(demo)}
+    measures = ["P@5", "AP", "nDCG@10", "RR", "Rprec", "bpref"]
+    monkeypatch.setattr(ev, "PARALLEL_ENTRIES", 10**12)
+    one = ev.evaluate_all(qrels, runs, measures, project=demo, rule=rule)
+    monkeypatch.setattr(ev, "PARALLEL_ENTRIES", 0)
+    assert ev._evaluate_ahead(qrels, runs, [ev.parse_measure(m) for m in measures], 1, "judged")
+    two = ev.evaluate_all(qrels, runs, measures, project=demo, rule=rule)
+    for name in runs:
+        assert np.array_equal(one.results[name].values, two.results[name].values)
+        assert one.results[name].query_ids == two.results[name].query_ids
