@@ -99,7 +99,6 @@ JUDGED = "Judged@10"
 CURVE_K = tuple(range(1, 21))
 PR_LEVELS = tuple(j / 10 for j in range(11))
 _PR_NAMES = tuple(f"iprec@{x:g}" for x in PR_LEVELS)
-_SEP = "\x1f"  # between run index and query id in the rows of an incremental context
 POOL_DEPTH = 10
 """The pool is the union of every run's top ``POOL_DEPTH``."""
 EARLY_CELLS = 2_000_000
