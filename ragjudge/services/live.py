@@ -2001,7 +2001,7 @@ def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
     rule aggregates are :func:`ragjudge.services.qrels.gold_labels` (a reference decides its
     pairs).
     """
-    from ragjudge.services.qrels import gold_labels
+    from ragjudge.services.qrels import aggregate_pairs, gold_labels
 
     labels = gold_labels(labels, policy, rule)
     q, c, a, g = labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades
@@ -2016,24 +2016,7 @@ def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
         new[1:] = (q[1:] != q[:-1]) | (c[1:] != c[:-1])
         gid = np.cumsum(new) - 1
         starts = np.flatnonzero(new)
-        counts = np.diff(np.r_[starts, len(g)])
-        ordered = g[np.lexsort((g, gid))]
-        if rule == "median":
-            out = ordered[starts + (counts - 1) // 2]
-        elif rule == "min":
-            out = ordered[starts]
-        elif rule == "max":
-            out = ordered[starts + counts - 1]
-        elif rule == "mean":
-            out = np.floor(np.bincount(gid, weights=g) / counts + 0.5).astype(np.int64)
-        else:  # majority
-            low = int(g.min())
-            span = int(g.max()) - low + 1
-            keys, n = np.unique(gid * span + (g - low), return_counts=True)
-            group, grade = keys // span, keys % span + low
-            first = np.lexsort((grade, -n, group))
-            take = first[np.r_[True, group[first][1:] != group[first][:-1]]]
-            out = grade[take]
+        _, out = aggregate_pairs(gid, g, rule)  # the rule code the gold qrels use
         q, c, g = q[starts], c[starts], np.asarray(out, dtype=np.int64)
     if decided:
         keep = np.array([(qid, cid) not in decided for qid, cid in zip(q.tolist(), c.tolist())],
