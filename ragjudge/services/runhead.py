@@ -121,7 +121,7 @@ def ensure_rows(project: Project, depth: int, runs: Iterable[str] | None = None,
             "written (this one opened read-only). Use a smaller --depth, or open the project "
             "where it can be written.")
     from ragjudge.services.staging import ImportSession, ids_in
-    from ragjudge.services.bulk import unpack_ids
+    from ragjudge.services.bulk import decode, unpack_ids
     from ragjudge.store.run_arrays import read_arrays
 
     written = 0
@@ -137,13 +137,13 @@ def ensure_rows(project: Project, depth: int, runs: Iterable[str] | None = None,
             qidx = np.repeat(np.arange(len(query_ids)), np.diff(offsets))
             picked = head_rows(offsets, qidx, have, depth)
             if len(picked):
-                chunks = [c.decode("utf-8", "surrogatepass") for c in chunk_ids[picked].tolist()]
+                chunks = decode(chunk_ids[picked])
                 distinct = sorted(set(chunks))
                 with session.read() as connection:
                     found = ids_in(connection, _chunks, distinct)
                 missing = [c for c in distinct if c not in found]
                 write_placeholders(session, missing)
-                queries = [q.decode("utf-8", "surrogatepass") for q in query_ids.tolist()]
+                queries = decode(query_ids)
                 ranks = (picked - offsets[qidx[picked]] + 1).tolist()
                 values = [None if v != v else v for v in scores[picked].tolist()]
                 rows = list(zip(repeat(name), repeat(generation), [queries[i] for i in qidx[picked].tolist()],

@@ -48,6 +48,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
+
+def pick_pair(engine, rnd: random.Random, names: list, top: int) -> tuple[str, list[str]] | None:
+    """A random query and the first ``top`` chunks a random run ranks for it (None when that
+    run does not answer the query)."""
+    query = rnd.choice(engine.query_ids)
+    run = engine.runs[rnd.choice(names)]
+    r = engine.run_rows[run.name][engine.row[query]]
+    if r < 0:
+        return None
+    from ragjudge.metrics import _keys
+
+    return query, _keys.decode(run.chunk_ids[run.offsets[r]:min(run.offsets[r] + top, run.offsets[r + 1])])
+
+
 def build_large(db: Path) -> None:
     folder = db.parent / "live-large-files"
     if not (folder / "labels.jsonl").exists():
@@ -75,7 +89,6 @@ def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
     evaluation screen counts the pool of a large project in SQL in worker threads that outlive
     the app): seconds from a fresh engine to everything evaluated and its first snapshot, best
     of ``repeat``; a full recomputation, best of 3; and per label, the poll after its commit."""
-    from ragjudge.metrics import _keys
     from ragjudge.services import judging
     from ragjudge.services.live import LiveEvaluation
     from ragjudge.services.project import Project
@@ -104,12 +117,10 @@ def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
         rnd = random.Random(seed)
         names, annotators, alone = list(engine.runs), list(engine.annotators), []
         for _ in range(labels):
-            query = rnd.choice(engine.query_ids)
-            run = engine.runs[rnd.choice(names)]
-            r = engine.run_rows[run.name][engine.row[query]]
-            if r < 0:
+            picked = pick_pair(engine, rnd, names, 1)
+            if picked is None:
                 continue
-            chunk = _keys.decode(run.chunk_ids[run.offsets[r]:run.offsets[r] + 1])[0]
+            query, (chunk,) = picked
             judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
                                  chunk_id=chunk, grade=rnd.randint(0, 3))
             t = time.perf_counter()
@@ -173,7 +184,6 @@ def pytrec(db: Path) -> dict:
 
 
 async def measure(db: str, labels: int, seed: int = 11) -> dict:
-    from ragjudge.metrics import _keys
     from ragjudge.services import judging
     from ragjudge.services.project import Project
     from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
@@ -199,12 +209,10 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
         annotators = list(engine.annotators)
         on_screen, compute = [], []
         for _ in range(labels):
-            query = rnd.choice(engine.query_ids)
-            run = engine.runs[rnd.choice(names)]
-            r = engine.run_rows[run.name][engine.row[query]]
-            if r < 0:
+            picked = pick_pair(engine, rnd, names, 10)
+            if picked is None:
                 continue
-            top = _keys.decode(run.chunk_ids[run.offsets[r]:min(run.offsets[r] + 10, run.offsets[r + 1])])
+            query, top = picked
             seen = len(screen.applied)
             start = time.perf_counter()
             event = judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
@@ -220,12 +228,10 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
         # the engine alone, without the app sharing the interpreter: record, then poll
         alone = []
         for _ in range(labels):
-            query = rnd.choice(engine.query_ids)
-            run = engine.runs[rnd.choice(names)]
-            r = engine.run_rows[run.name][engine.row[query]]
-            if r < 0:
+            picked = pick_pair(engine, rnd, names, 1)
+            if picked is None:
                 continue
-            chunk = _keys.decode(run.chunk_ids[run.offsets[r]:run.offsets[r] + 1])[0]
+            query, (chunk,) = picked
             with engine.lock:  # keep the screen's worker out while timing
                 judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
                                      chunk_id=chunk, grade=rnd.randint(0, 3))
