@@ -22,6 +22,7 @@ from ragjudge.cli.common import (
     print_json,
     safe,
 )
+from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 
 AGREE_EPILOG = (
@@ -430,10 +431,10 @@ def assign(
     check_int("--seed", seed, 0, MAX_SEED, "a seed")
     names = [n for n in annotators.split(",") if n.strip()]
     run_names = None if runs is None else [r.strip() for r in runs.split(",") if r.strip()]
-    with open_project() as project:
+    with open_project() as project, progress_bar() as bar:
         plan = assign_pool(project, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
                            depth=depth, runs=run_names, seed=seed, replace=replace,
-                           by=by or login_name())
+                           by=by or login_name(), progress=bar)
         progress = assignment_progress(project)
     new = plan.workloads()
     if format == "json":

@@ -9,6 +9,7 @@ import typer
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import MAX_DEPTH, check_int, open_project
+from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import InputError, UsageError, why_unusable
 
 
@@ -100,7 +101,10 @@ def annotate(
             if show_source:
                 _check_sees_sources(project, annotator)
         # check the options before the screen opens, so that mistakes are one line on stderr
-        JudgingQueue(project, annotator or "-", **{k: v for k, v in options.items() if v is not None})
+        # (and write the runs' deeper ranks, with a bar, when the pool goes deeper than their rows)
+        with progress_bar() as bar:
+            JudgingQueue(project, annotator or "-", progress=bar,
+                         **{k: v for k, v in options.items() if v is not None})
         run_app(project, annotator=annotator, start="judge", new_annotator=new_annotator, **options)
 
 

@@ -104,9 +104,10 @@ def llm_judge(
         name = check_annotator(annotator or svc.default_annotator(model))
         svc.check_llm_annotator(project, name)
         run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
-        pairs = svc.plan_pairs(project, name, runs=run_list, depth=depth,
-                               queries=parse_queries(queries), category=category, limit=limit,
-                               retry_unparsed=retry_unparsed)
+        with progress_bar(quiet) as bar:  # the runs' deeper ranks, if the pool goes deeper than their rows
+            pairs = svc.plan_pairs(project, name, runs=run_list, depth=depth,
+                                   queries=parse_queries(queries), category=category, limit=limit,
+                                   retry_unparsed=retry_unparsed, progress=bar)
         if dry_run:
             _dry_run(project, svc, template, pairs, name, format)
             return

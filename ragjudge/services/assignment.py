@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import and_, case, delete, exists, func, or_, select
@@ -124,10 +124,12 @@ def assign(
     seed: int = 0,
     replace: bool = False,
     by: str | None = None,
+    progress: Callable[..., None] | None = None,
 ) -> AssignmentPlan:
     """Plan and store the assignment of the pool (top ``depth`` of ``runs``, default all runs)
     in one transaction. Returns the pairs newly assigned. Once the project has a lead, ``by``
-    (who assigns) must be one."""
+    (who assigns) must be one. ``progress``: of writing the runs' deeper ranks, when the pool
+    goes deeper than their rows (:func:`ragjudge.services.runhead.ensure_rows`)."""
     names = _check_names(annotators)
     require_lead(project, by, "assign pairs")
     if depth < 1:
@@ -141,7 +143,7 @@ def assign(
                     f"--runs: no run named {', '.join(unknown)} in this project "
                     f"(runs: {', '.join(sorted(known)) or 'none'})."
                 )
-    ensure_rows(project, depth, list(runs) if runs else None)
+    ensure_rows(project, depth, list(runs) if runs else None, progress)
     with project.connect() as connection:
         pool = [tuple(row) for row in connection.execute(pool_select(depth, list(runs) if runs else None))]
         if not pool:

@@ -17,7 +17,7 @@ before grading stays, and a flag and a comment live side by side.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -741,7 +741,8 @@ class JudgingQueue:
     def __init__(self, project, annotator: str, *, runs: list[str] | None = None,  # noqa: ANN001
                  depth: int = 10, order: str = "depth", queries: list[str] | None = None,
                  category: str | None = None, show_source: bool = False, recheck: float = 0.0,
-                 use_assignment: bool = True, pairs: list[tuple[str, str]] | None = None) -> None:
+                 use_assignment: bool = True, pairs: list[tuple[str, str]] | None = None,
+                 progress: Callable[..., None] | None = None) -> None:
         if order not in ORDERS:
             raise UsageError(f"--order {order}: use depth or query.")
         if depth < 1:
@@ -761,7 +762,7 @@ class JudgingQueue:
         self.runs = self._check_runs(runs)
         from ragjudge.services.runhead import ensure_rows
 
-        ensure_rows(project, depth, self.runs or None)  # a pool deeper than the runs' rows
+        ensure_rows(project, depth, self.runs or None, progress)  # a pool deeper than the runs' rows
         self.only: dict[str, set[str]] | None = None
         """With ``pairs``: the only chunks of each query the queue holds (judging exactly the
         pairs nobody has graded, from the evaluation screen)."""

@@ -190,13 +190,15 @@ def unparsed_pairs(project: Project, annotator: str) -> set[tuple[str, str]]:
 
 def plan_pairs(project: Project, annotator: str, *, runs: list[str] | None = None, depth: int = 10,
                queries: list[str] | None = None, category: str | None = None,
-               limit: int | None = None, retry_unparsed: bool = False) -> list[tuple[str, str]]:
+               limit: int | None = None, retry_unparsed: bool = False,
+               progress: Callable[..., None] | None = None) -> list[tuple[str, str]]:
     """The pool pairs the model has still to grade, in judging order: never one it graded, and
-    one whose answer it could not be read from only with ``retry_unparsed``."""
+    one whose answer it could not be read from only with ``retry_unparsed``. ``progress``: of
+    writing the runs' deeper ranks, when the pool goes deeper than their rows."""
     from ragjudge.services.judging import JudgingQueue
 
     queue = JudgingQueue(project, annotator, runs=runs, depth=depth, queries=queries,
-                         category=category, use_assignment=False)
+                         category=category, use_assignment=False, progress=progress)
     skip = set() if retry_unparsed else unparsed_pairs(project, annotator)
     out: list[tuple[str, str]] = []
     for pair in queue.open_pairs():

@@ -5,13 +5,13 @@ export and the comparison of a re-imported run read, and writing it costs one bl
 the run is. Rows are for the judging pool, which SQL joins with labels, assignments and marks
 (:mod:`ragjudge.services.pool`, :class:`ragjudge.services.judging.JudgingQueue`), and a pool
 only ever reaches a run's first ranks. So an import writes rows for the first
-:func:`head_depth` ranks of every query (100 unless the project's ``run_rows_depth`` setting
-says otherwise) and records that depth in the run's ``meta`` (``rows_depth``); with
+:func:`head_depth` ranks of every query (20, twice the default pool depth, unless the project's
+``run_rows_depth`` setting says otherwise) and records that depth in the run's ``meta`` (``rows_depth``); with
 ``--create-missing`` it makes placeholders only for the chunks of those rows.
 
 Writing a row per entry was most of an import's time (a few microseconds each on SQLite, twice
-over with the placeholder chunks): a TREC run of 10,000 queries x 1,000 now writes a tenth of
-its lines as rows.
+over with the placeholder chunks): a TREC run of 10,000 queries x 1,000 now writes one line in
+fifty as a row.
 
 A pool deeper than a run's head widens the head first (:func:`ensure_rows`, called by
 everything that reads a pool with a depth): the missing ranks are written from the run's arrays
@@ -35,8 +35,10 @@ from ragjudge.store.schema import Chunk, Run
 if TYPE_CHECKING:
     from ragjudge.services.project import Project
 
-HEAD_DEPTH = 100
-"""The ranks an import keeps as rows by default: deeper than any usual judging pool."""
+HEAD_DEPTH = 20
+"""The ranks an import keeps as rows by default: twice the judging pool's default depth (10),
+so the usual pools, assignments and LLM judging read rows that are there; a deeper pool widens
+the head once (:func:`ensure_rows`)."""
 SETTING = "run_rows_depth"
 MAX_DEPTH = 100_000
 

@@ -95,6 +95,29 @@ def test_a_deeper_pool_widens_the_head_first(project):
     assert runhead.ensure_rows(project, DEPTH + 10) == 0  # nothing deeper to write
 
 
+def test_a_widening_reports_its_progress_to_the_command_that_asked(project):
+    # what `annotate`, `assign` and `llm-judge` draw as a bar before a deep pool
+    imported(project)
+    reports = []
+    JudgingQueue(project, "ana", depth=6, progress=lambda *args: reports.append(args))
+    assert reports, "a widening said nothing"
+    done, total, description, unit = reports[-1]
+    assert (done, total, unit) == (QUERIES * 3, QUERIES * 3, "rows")
+    assert description == "run bm25: rows to rank 6"
+    reports.clear()
+    JudgingQueue(project, "ana", depth=6, progress=lambda *args: reports.append(args))
+    assert reports == []  # deep enough already: nothing written, nothing said
+
+
+def test_the_default_head_covers_the_default_pool_twice(tmp_path):
+    from ragjudge.services.pool import DEFAULT_DEPTH
+
+    with Project.init(str(tmp_path / "d.db"), name="d") as project:
+        assert runhead.head_depth(project) == runhead.HEAD_DEPTH == 2 * DEFAULT_DEPTH
+        imported(project)  # 7 ranks: all of them rows
+        assert count(project, RunEntry) == QUERIES * DEPTH
+
+
 def test_a_killed_widening_is_finished_by_the_next(project, monkeypatch):
     imported(project)
     real = runhead._execute_many

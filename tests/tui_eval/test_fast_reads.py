@@ -6,8 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+from sqlalchemy import select
 
 from ragjudge.services import evaluation as ev
+from ragjudge.services.runhead import rows_depth
+from ragjudge.store.schema import Run
 
 
 def _reference_run(db: str, name: str) -> dict[str, list[str]]:
@@ -27,13 +30,20 @@ def _reference_run(db: str, name: str) -> dict[str, list[str]]:
 def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):
     names = ev.project_run_names(demo)
     assert len(names) >= 2
+    deeper = 0
     for name in names:
-        run = ev.project_run(demo, name)
-        assert run.to_ranked() == _reference_run(demo_db, name)
+        # the whole run (its arrays), down to the ranks the import kept as rows (its head)
+        with demo.connect() as connection:
+            head = rows_depth(connection.scalar(select(Run.meta).where(Run.name == name)))
+        assert head is not None
+        whole = ev.project_run(demo, name).to_ranked()
+        deeper += sum(len(cs) > head for cs in whole.values())
+        assert {q: cs[:head] for q, cs in whole.items()} == _reference_run(demo_db, name)
         with demo.connect() as connection:
             generic = ev._read_run_rows(connection, name, batch=7)  # the non-SQLite path
         assert list(generic[0]) == [q for q, cs in _reference_run(demo_db, name).items() for _ in cs]
         assert list(generic[1]) == [c for cs in _reference_run(demo_db, name).values() for c in cs]
+    assert deeper, "no demo run goes deeper than its rows: the head is not exercised"
 
 
 def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):
