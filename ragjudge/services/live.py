@@ -845,9 +845,7 @@ class LiveEvaluation:
         named (as :func:`ragjudge.services.qrels.gold_qrels` does)."""
         from ragjudge.services.qrels import without
 
-        if self.include_llm or rule.startswith("annotator:"):
-            return labels
-        return without(labels, self.llm)
+        return without(labels, self.llm) if self._people(rule) else labels
 
     def _read_llm(self) -> None:
         from ragjudge.services.qrels import llm_annotators
@@ -983,15 +981,15 @@ class LiveEvaluation:
                    golds: dict[tuple[bool, str], np.ndarray]) -> np.ndarray:
         """A view's grade per pair number: the gold under ``rule`` (of the people, unless the
         LLM annotators are let in or named), or an annotator's view for the ranges: on the
-        queries they judged, the gold (of every annotator's labels, as the incremental
-        :meth:`_in_place_of_gold` takes it) with their grades in place of the gold's."""
+        queries they judged, the gold the screen shows (the people's unless the LLM annotators
+        are let in, as the incremental :meth:`_in_place_of_gold` takes it) with their grades in place of the gold's."""
         if rule != self.rule and rule.startswith("annotator:"):
             code = self._code.get(rule.split(":", 1)[1], -1)
             out = np.full(self.pairs.n, NO_GRADE, dtype=np.int64)
             mine = who == code
             if code < 0 or not mine.any():
                 return out
-            gold = self._gold_grades(False, self.rule, pair, who, grade, golds)
+            gold = self._gold_grades(self._people(self.rule), self.rule, pair, who, grade, golds)
             out = np.full(len(gold), NO_GRADE, dtype=np.int64)
             rows = np.zeros(len(self.query_ids), dtype=bool)
             rows[self.pairs.rows[pair[mine]]] = True
@@ -999,8 +997,11 @@ class LiveEvaluation:
             out[take] = gold[take]
             out[pair[mine]] = grade[mine]
             return out
-        people = not (self.include_llm or rule.startswith("annotator:"))
-        return self._gold_grades(people, rule, pair, who, grade, golds)
+        return self._gold_grades(self._people(rule), rule, pair, who, grade, golds)
+
+    def _people(self, rule: str) -> bool:
+        """Whether ``rule``'s gold leaves the LLM annotators' labels out (see :meth:`_gold_labels`)."""
+        return not (self.include_llm or rule.startswith("annotator:"))
 
     def _gold_grades(self, people: bool, rule: str, pair: np.ndarray, who: np.ndarray,
                      grade: np.ndarray, golds: dict[tuple[bool, str], np.ndarray]) -> np.ndarray:
@@ -1256,7 +1257,7 @@ class LiveEvaluation:
         if not mine.any():
             empty = np.array([], dtype=object)
             return empty, empty.copy(), np.array([], dtype=np.int64)
-        q, c, g = self._gold(labels, decided, self.rule)
+        q, c, g = self._gold(self._gold_labels(labels, self.rule), decided, self.rule)
         xq, xc, xg = labels.query_ids[mine], labels.chunk_ids[mine], labels.grades[mine]
         queries = set(xq.tolist())
         own = set(zip(xq.tolist(), xc.tolist()))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sqlalchemy import select
 from textual.app import App
 from textual.widgets import Static
 
@@ -21,6 +22,7 @@ from ragjudge.services.agreement import human_vs_llm, load_ratings, verdict_stab
 from ragjudge.services.judging import JudgingQueue, record_label
 from ragjudge.services.live import LiveEvaluation
 from ragjudge.services.qrels import gold_qrels
+from ragjudge.store.schema import Chunk
 
 ROOT = Path(__file__).resolve().parents[2]
 LLM = "llm:m"
@@ -68,6 +70,39 @@ def test_live_evaluation_leaves_the_llm_out_until_let_in(project):
     live.set_include_llm(True)
     assert f"annotator:{LLM}" in live.views
     assert gold_view() == set(gold_qrels(project, include_llm=True)) != set(gold_qrels(project))
+
+
+def test_an_annotators_range_view_fills_in_from_the_gold_the_screen_shows(project):
+    """A person's view for the ranges takes the gold's grades where they graded nothing: the
+    people's gold while the LLM is left out, on a full pass and on a label taken in place."""
+    grades = seed(project)
+    # the LLM alone grades two more chunks of q1, a query ana judged; one before the screen
+    # opens (a full pass), one after (taken in place)
+    graded = {c for q, c, _ in gold_qrels(project, include_llm=True) if q == "q1"}
+    with project.connect() as connection:
+        chunks = connection.execute(select(Chunk.id).order_by(Chunk.id)).scalars().all()
+    extra = [c for c in chunks if c not in graded][:2]
+    assert len(extra) == 2, "the project has no chunk left for the LLM alone"
+    record_label(project, annotator=LLM, query_id="q1", chunk_id=extra[0], grade=3)
+    live = LiveEvaluation(project, measures=["P@5"], resamples=50)
+    live.load()
+
+    def view(rule: str) -> dict:
+        q, c, g = live.views[rule].pairs()
+        return {(a, b): x for a, b, x in zip(q.tolist(), c.tolist(), g.tolist())}
+
+    people = {(q, c): g for q, c, g in gold_qrels(project)}
+    assert ("q1", extra[0]) not in people
+    assert ("q1", extra[0]) not in view("annotator:ana")
+    # on q1: the gold the screen shows, with ana's grades in place of its own
+    on_q1 = {k: g for k, g in view(live.rule).items() if k[0] == "q1"}
+    on_q1 |= {k: ana for k, (ana, _, _) in grades.items() if k[0] == "q1"}
+    assert {k: g for k, g in view("annotator:ana").items() if k[0] == "q1"} == on_q1
+    record_label(project, annotator=LLM, query_id="q1", chunk_id=extra[1], grade=3)
+    live.poll()
+    assert ("q1", extra[1]) not in view("annotator:ana")
+    live.set_include_llm(True)  # let in: the gold and the views both have the LLM's grades
+    assert view("annotator:ana")[("q1", extra[1])] == view(live.rule)[("q1", extra[1])] == 3
 
 
 def test_people_and_llm_agreement_and_the_verdict(project):
