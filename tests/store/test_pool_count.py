@@ -1,0 +1,87 @@
+"""The pool's size and how much of it is judged (``status``, the home screen) equal what one SQL
+statement over the pool and the newest label events says, on random projects with every kind
+of label event: grades changed, undone (no grade), blind re-checks, pairs outside the pool,
+a complete reference annotator, an LLM annotator, ids with non-ASCII text. On SQLite, and on
+PostgreSQL when RAGJUDGE_TEST_PG names a server."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from sqlalchemy import and_, exists, func, or_, select
+
+from ragjudge.services.pool import pool_select, pool_size_and_judged
+from ragjudge.services.project import Project
+from ragjudge.services.qrels import newest_label_ids
+from ragjudge.store.schema import Annotator, Chunk, Label, Query, Run, RunEntry
+
+NAMES = ("ana", "bo", "ref", "llm:m")
+
+
+def reference(project: Project, depth: int, runs: list[str] | None) -> dict:
+    """The same counts from SQL alone (slow on large projects: a scan of the label events
+    per pool pair), as the pool's count was once computed."""
+    pool = pool_select(depth, runs).subquery()
+    newest = newest_label_ids()
+    current = (select(Label.query_id, Label.chunk_id, Label.annotator)
+               .join(newest, Label.id == newest.c.id).where(Label.grade.is_not(None)).subquery())
+    complete = select(Annotator.name).where(Annotator.reference.is_(True), Annotator.complete.is_(True))
+    closed = select(current.c.query_id).where(current.c.annotator.in_(complete)).distinct()
+    graded = exists().where(and_(current.c.query_id == pool.c.query_id,
+                                 current.c.chunk_id == pool.c.chunk_id))
+    with project.connect() as connection:
+        pairs = connection.scalar(select(func.count()).select_from(pool))
+        judged = connection.scalar(
+            select(func.count()).select_from(pool).where(or_(graded, pool.c.query_id.in_(closed))))
+        mine = dict(connection.execute(
+            select(current.c.annotator, func.count())
+            .join(pool, and_(pool.c.query_id == current.c.query_id, pool.c.chunk_id == current.c.chunk_id))
+            .group_by(current.c.annotator)).all())
+        for name in connection.execute(complete).scalars():
+            its = select(current.c.query_id).where(current.c.annotator == name).distinct()
+            mine[name] = connection.scalar(
+                select(func.count()).select_from(pool).where(pool.c.query_id.in_(its))) or 0
+    return {"depth": depth, "pairs": int(pairs or 0), "judged": int(judged or 0),
+            "by_annotator": {str(k): int(v) for k, v in sorted(mine.items()) if v}}
+
+
+def random_project(db: str, seed: int) -> Project:
+    rng = random.Random(seed)
+    project = Project.init(db, name=f"pool {seed}")
+    queries = [f"q{i}" for i in range(rng.randint(1, 9))] + ["qé"]
+    chunks = [f"c{j}" for j in range(rng.randint(3, 30))] + ["cü", "c z"]
+
+    def fill(session) -> None:
+        session.add_all(Query(id=q, text=q) for q in queries)
+        session.add_all(Chunk(id=c, text=c) for c in chunks)
+        session.add_all(Annotator(name=n, kind="llm" if n.startswith("llm") else "human",
+                                  reference=n == "ref" and seed % 2 == 0,
+                                  complete=n == "ref" and seed % 4 == 0) for n in NAMES)
+        for run in ("a", "b", "c"):
+            session.add(Run(name=run))
+            session.flush()
+            for q in queries:
+                for rank, c in enumerate(rng.sample(chunks, rng.randint(0, len(chunks))), 1):
+                    session.add(RunEntry(run=run, query_id=q, chunk_id=c, rank=rank, score=-rank))
+        for _ in range(rng.randint(0, 120)):
+            grade = rng.choice([None, 0, 1, 2, 3])
+            session.add(Label(query_id=rng.choice(queries), chunk_id=rng.choice(chunks),
+                              annotator=rng.choice(NAMES), grade=grade, skipped=grade is None,
+                              source=rng.choice([None, None, None, "recheck", "tui"])))
+
+    project.write(fill)
+    return project
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_pool_count_equals_the_sql_statement(any_db, seed):
+    rng = random.Random(seed)
+    with random_project(any_db, seed) as project:
+        for depth, runs in ((rng.randint(1, 12), None), (rng.randint(1, 40), ["b"]), (5, ["a", "c"])):
+            assert pool_size_and_judged(project, depth, runs) == reference(project, depth, runs)
+
+
+def test_an_empty_project_has_an_empty_pool(tmp_path):
+    with Project.init(str(tmp_path / "e.db"), name="e") as project:
+        assert pool_size_and_judged(project) == {"depth": 10, "pairs": 0, "judged": 0, "by_annotator": {}}
