@@ -84,6 +84,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def best_of(work, times: int = 3) -> float:
+    """The shortest of ``times`` runs of ``work()``, in seconds."""
+    took = []
+    for _ in range(times):
+        t = time.perf_counter()
+        work()
+        took.append(time.perf_counter() - t)
+    return min(took)
+
+
 def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
     """The engine alone, before any app runs in this process (the home screen under the
     evaluation screen counts the pool of a large project in SQL in worker threads that outlive
@@ -108,12 +118,7 @@ def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
     try:
         engine = LiveEvaluation(project)
         engine.load()
-        full = []
-        for _ in range(3):
-            t = time.perf_counter()
-            engine.recompute()
-            full.append(time.perf_counter() - t)
-        out["full_s"] = min(full)
+        out["full_s"] = best_of(engine.recompute)
         rnd = random.Random(seed)
         names, annotators, alone = list(engine.runs), list(engine.annotators), []
         for _ in range(labels):
@@ -240,12 +245,7 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
                 alone.append((time.perf_counter() - t) * 1000)
         out["alone_ms"] = (statistics.median(alone), pct(alone, 0.95))
         # a full recomputation, with the runs already in memory
-        full = []
-        for _ in range(3):
-            t = time.perf_counter()
-            engine.recompute()
-            full.append(time.perf_counter() - t)
-        out["full_s"] = min(full)
+        out["full_s"] = best_of(engine.recompute)
         # a rule change: the gold view evaluated again, the annotators' views kept
         rule = engine.rule
         t = time.perf_counter()
