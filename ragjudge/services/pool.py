@@ -58,21 +58,13 @@ def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: lis
             "by_annotator": {str(k): v for k, v in sorted(mine.items()) if v}}
 
 
-def _find(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Each id's position in ``sorted_ids`` (byte order), or -1."""
-    if not len(sorted_ids) or not len(ids):
-        return np.full(len(ids), -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
-    return np.where(sorted_ids[at] == ids, at, -1).astype(np.int64)
-
-
 def _labelled(labels: Any, query_ids: list[str], chunk_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """For each pair: its query's index into ``labels.queries`` (-1: nobody graded a pair of
     it), and the index of the labelled pair it is (-1: nobody holds a current grade of it)."""
-    from ragjudge.services.bulk import _encode
+    from ragjudge.metrics._keys import as_ids, lookup
 
-    q = _find(labels.queries, _encode(query_ids))
-    c = _find(labels.chunks, _encode(chunk_ids))
+    q = lookup(labels.queries, as_ids(query_ids))
+    c = lookup(labels.chunks, as_ids(chunk_ids))
     found = (q >= 0) & (c >= 0)
     width = max(len(labels.chunks), 1)
     keys = np.where(found, q * width + c, -1)
