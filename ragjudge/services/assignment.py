@@ -17,7 +17,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, case, delete, exists, func, or_, select
+from sqlalchemy import and_, case, delete, exists, func, insert, or_, select
+from sqlalchemy.orm import aliased
 
 from ragjudge.errors import UsageError
 from ragjudge.services.judging import RECHECK, check_annotator
@@ -164,11 +165,10 @@ def assign(
             session.execute(delete(Assignment))
         ensure_annotators(session.connection(), names)
         now = utcnow()
-        session.add_all(
-            Assignment(annotator=name, query_id=q, chunk_id=c, overlap=o, created_at=now)
-            for name, items in plan.pairs.items()
-            for q, c, o in items
-        )
+        rows = [{"annotator": name, "query_id": q, "chunk_id": c, "overlap": o, "created_at": now}
+                for name, items in plan.pairs.items() for q, c, o in items]
+        if rows:  # one executemany: objects per row kept the write lock for seconds per 100,000
+            session.execute(insert(Assignment), rows)
 
     project.write(store)
     return plan
@@ -202,21 +202,17 @@ def assigned_pairs(project: Project, annotator: str) -> set[tuple[str, str]] | N
 def assignment_progress(project: Project) -> dict[str, dict]:
     """``{annotator: {"assigned", "overlap", "done"}}``: pairs assigned, of them in the overlap,
     and done (current label graded or skipped); empty without assignments."""
-    newest = (
-        select(func.max(Label.id).label("id"))
-        .where(or_(Label.source.is_(None), Label.source != RECHECK))
-        .group_by(Label.annotator, Label.query_id, Label.chunk_id)
-        .subquery()
-    )
-    done = (
-        select(Label.annotator, Label.query_id, Label.chunk_id)
-        .join(newest, Label.id == newest.c.id)
-        .where(or_(Label.grade.is_not(None), Label.skipped.is_(True)))
-        .subquery()
-    )
-    is_done = exists().where(and_(done.c.annotator == Assignment.annotator,
-                                  done.c.query_id == Assignment.query_id,
-                                  done.c.chunk_id == Assignment.chunk_id))
+    # the assignee's newest event of the pair that is not a blind re-check, graded or skipped:
+    # correlated on the pair, so that SQLite answers each assignment from the label index
+    # (ix_labels_annotator_pair) rather than scanning every label event per assignment
+    event, newer = aliased(Label, name="event"), aliased(Label, name="newer")
+    is_done = exists().where(
+        event.annotator == Assignment.annotator, event.query_id == Assignment.query_id,
+        event.chunk_id == Assignment.chunk_id, or_(event.source.is_(None), event.source != RECHECK),
+        or_(event.grade.is_not(None), event.skipped.is_(True)),
+        ~exists().where(newer.annotator == event.annotator, newer.query_id == event.query_id,
+                        newer.chunk_id == event.chunk_id, newer.id > event.id,
+                        or_(newer.source.is_(None), newer.source != RECHECK)))
     stmt = (
         select(
             Assignment.annotator,

@@ -1,5 +1,5 @@
-"""The pool's size and how much of it is judged (``status``, the home screen) equal what one SQL
-statement over the pool and the newest label events says, on random projects with every kind
+"""The pool's size and how much of it is judged (``status``, the home screen), and each
+annotator's assignment progress, equal what one SQL statement over the newest label events says, on random projects with every kind
 of label event: grades changed, undone (no grade), blind re-checks, pairs outside the pool,
 a complete reference annotator, an LLM annotator, ids with non-ASCII text. On SQLite, and on
 PostgreSQL when RAGJUDGE_TEST_PG names a server."""
@@ -11,6 +11,7 @@ import random
 import pytest
 from sqlalchemy import and_, exists, func, or_, select
 
+from ragjudge.errors import UsageError
 from ragjudge.services.pool import pool_select, pool_size_and_judged
 from ragjudge.services.project import Project
 from ragjudge.services.qrels import newest_label_ids
@@ -85,3 +86,61 @@ def test_the_pool_count_equals_the_sql_statement(any_db, seed):
 def test_an_empty_project_has_an_empty_pool(tmp_path):
     with Project.init(str(tmp_path / "e.db"), name="e") as project:
         assert pool_size_and_judged(project) == {"depth": 10, "pairs": 0, "judged": 0, "by_annotator": {}}
+
+
+def progress_reference(project: Project) -> dict:
+    """Assignment progress from the statement it once was (the newest event per annotator and
+    pair as a grouped subquery; slow on large projects: a scan per assignment)."""
+    from sqlalchemy import case
+
+    from ragjudge.services.qrels import RECHECK
+    from ragjudge.store.schema import Assignment
+
+    newest = (select(func.max(Label.id).label("id"))
+              .where(or_(Label.source.is_(None), Label.source != RECHECK))
+              .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
+    done = (select(Label.annotator, Label.query_id, Label.chunk_id).join(newest, Label.id == newest.c.id)
+            .where(or_(Label.grade.is_not(None), Label.skipped.is_(True))).subquery())
+    is_done = exists().where(and_(done.c.annotator == Assignment.annotator,
+                                  done.c.query_id == Assignment.query_id,
+                                  done.c.chunk_id == Assignment.chunk_id))
+    stmt = (select(Assignment.annotator, func.count(),
+                   func.sum(case((Assignment.overlap.is_(True), 1), else_=0)),
+                   func.sum(case((is_done, 1), else_=0)))
+            .group_by(Assignment.annotator).order_by(Assignment.annotator))
+    with project.connect() as connection:
+        rows = connection.execute(stmt).all()
+    return {name: {"assigned": int(n), "overlap": int(o or 0), "done": int(d or 0)} for name, n, o, d in rows}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_assignment_progress_equals_the_grouped_statement(any_db, seed):
+    from ragjudge.services.assignment import assign, assignment_progress
+
+    with random_project(any_db, seed) as project:
+        try:
+            assign(project, ["ana", "bo", "llm:m"], depth=3 + seed, overlap=0.5, seed=seed)
+        except UsageError:  # an empty pool: nothing to compare
+            assert pool_size_and_judged(project, 3 + seed)["pairs"] == 0
+            return
+        # on ana's assigned pairs, every kind of history: graded then undone (not done), skipped
+        # (done), graded then a blind re-check without a grade (done), undone then graded (done)
+        from ragjudge.services.assignment import assigned_pairs
+
+        histories = ([2, None], ["skip"], [1, ("recheck", None)], [None, 3])
+        pairs = sorted(assigned_pairs(project, "ana") or ())
+
+        def events(session) -> None:
+            for (q, c), history in zip(pairs, histories * len(pairs)):
+                for step in history:
+                    source, grade = step if isinstance(step, tuple) else (None, step)
+                    session.add(Label(query_id=q, chunk_id=c, annotator="ana",
+                                      grade=None if grade == "skip" else grade,
+                                      skipped=grade == "skip", source=source))
+                    session.flush()
+
+        project.write(events)
+        progress = assignment_progress(project)
+        assert progress == progress_reference(project)
+        if len(pairs) >= 4:
+            assert 0 < progress["ana"]["done"] < progress["ana"]["assigned"]
