@@ -159,7 +159,7 @@ class Ratings:
         """
         lo, hi = _check_scale(scale)
         grades = np.asarray(grades, dtype=np.float64)
-        ann_names, ann_idx = np.unique(np.asarray(annotators), return_inverse=True)
+        ann_names, ann_idx = _distinct(annotators)
         unit_keys, unit_idx = _unit_codes(units, len(grades))
         if len(ann_idx) != len(grades):
             raise InputError(
@@ -185,8 +185,8 @@ class Ratings:
         return cls.from_matrix(
             matrix,
             (lo, hi),
-            annotators=[_plain(a) for a in ann_names],
-            units=[_plain(u) for u in unit_keys],
+            annotators=ann_names.tolist(),
+            units=unit_keys.tolist(),
             source=source,
         )
 
@@ -233,18 +233,36 @@ def _check_scale(scale: Any) -> tuple[int, int]:
 
 def _unit_codes(units: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(units, tuple):
-        parts = [np.unique(np.asarray(part), return_inverse=True) for part in units]
-        codes = np.stack([inverse.ravel() for _, inverse in parts], axis=1)
+        parts = [_distinct(part) for part in units]
+        codes = np.stack([inverse for _, inverse in parts], axis=1)
         combos, idx = np.unique(codes, axis=0, return_inverse=True)
         keys = np.empty(len(combos), dtype=object)
-        keys[:] = [tuple(_plain(parts[j][0][c]) for j, c in enumerate(row)) for row in combos]
+        keys[:] = list(zip(*(parts[j][0][combos[:, j]].tolist() for j in range(len(parts)))))
         return keys, idx.ravel()
-    keys, idx = np.unique(np.asarray(units), return_inverse=True)
-    return keys, idx.ravel()
+    return _distinct(units)
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
+def _distinct(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, sorted the same way. Text is sorted as its
+    UTF-8 bytes, which order as the code points do (sorting Python strings one comparison at
+    a time took most of the time of a project's 1.4 million labels)."""
+    array = np.asarray(values)
+    if array.dtype == object and len(array):
+        items = array.tolist()
+        try:
+            encoded = [v.encode("utf-8") for v in items]
+        except (AttributeError, UnicodeEncodeError):  # not all text: Python's comparisons
+            encoded = None
+        if encoded is not None:
+            raw = np.array(encoded, dtype=bytes)
+            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+            if np.array_equal(np.char.str_len(raw), lengths):  # no text ends in NUL (S drops it)
+                keys, inverse = np.unique(raw, return_inverse=True)
+                out = np.empty(len(keys), dtype=object)
+                out[:] = [k.decode("utf-8") for k in keys.tolist()]
+                return out, inverse.ravel()
+    keys, inverse = np.unique(array, return_inverse=True)
+    return keys, inverse.ravel()
 
 
 def _show_key(key: Any) -> str:
