@@ -103,7 +103,7 @@ def agree(
         view = svc.agreement_view(ratings)
     else:
         with open_project() as project:
-            ratings = svc.load_ratings(project)
+            ratings = people = svc.load_ratings(project)
             if declared is not None and declared != ratings.scale:
                 from ragjudge.metrics.agreement import Ratings
 
@@ -116,7 +116,7 @@ def agree(
                         f"--scale {scale}: {detail} Give a scale that holds every grade of the "
                         f"project, such as its own {ratings.scale[0]}-{ratings.scale[1]}.") from None
             view = svc.with_reference(project, svc.agreement_view(ratings))
-            llm_data = svc.human_vs_llm(project)
+            llm_data = svc.human_vs_llm(project, people)
             if not llm_data["llm"]:
                 llm_data = None
             if verdict:

@@ -392,18 +392,20 @@ def annotator_breakdown(ratings: Ratings) -> list[dict]:
     return out
 
 
-def human_vs_llm(project: Project) -> dict:
+def human_vs_llm(project: Project, people: Ratings | None = None) -> dict:
     """How each LLM annotator agrees with each person, beside how the people agree with each
     other: per (person, LLM) the pairs both graded, percent agreement, Cohen's κ (plain and
     linear), Krippendorff's α (ordinal) and the confusion matrix (rows: the person), and the
     mean grade difference (LLM − person: above 0, the model is the more lenient); per LLM the
-    same against the people's gold grade (the project's rule over the people's grades)."""
+    same against the people's gold grade (the project's rule over the people's grades).
+    ``people``: the caller's :func:`load_ratings` of the people, which are all the ratings
+    when the roster has no LLM annotator (read once, not twice)."""
     from ragjudge.metrics.agreement import pair_agreement
     from ragjudge.services.qrels import gold_qrels, llm_annotators
 
     with project.connect() as connection:
         machines = sorted(llm_annotators(connection))
-    ratings = load_ratings(project, include_llm=True)
+    ratings = people if people is not None and not machines else load_ratings(project, include_llm=True)
     present = [str(a) for a in ratings.annotators]
     machines = [m for m in machines if m in present]
     humans = [a for a in present if a not in machines]

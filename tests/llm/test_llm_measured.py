@@ -105,6 +105,20 @@ def test_an_annotators_range_view_fills_in_from_the_gold_the_screen_shows(projec
     assert view("annotator:ana")[("q1", extra[1])] == view(live.rule)[("q1", extra[1])] == 3
 
 
+def test_the_peoples_ratings_are_read_once_and_only_without_an_llm(project):
+    """human_vs_llm takes the caller's ratings of the people when the roster has no LLM
+    annotator (they are then every rating), and reads its own when it has one."""
+    for i, (q, c) in enumerate(JudgingQueue(project, "ana", queries=["q1"]).open_pairs()):
+        for who, g in (("ana", i % 4), ("ben", (i // 2) % 4)):
+            record_label(project, annotator=who, query_id=q, chunk_id=c, grade=g)
+    people = load_ratings(project)
+    assert human_vs_llm(project, people) == human_vs_llm(project)
+    assert human_vs_llm(project)["human_pairs"][0]["n"] > 0
+    seed(project)  # now with an LLM annotator: the people's ratings alone would leave it out
+    assert human_vs_llm(project, load_ratings(project)) == human_vs_llm(project)
+    assert human_vs_llm(project, load_ratings(project))["llm"] == [LLM]
+
+
 def test_people_and_llm_agreement_and_the_verdict(project):
     seed(project)
     data = human_vs_llm(project)

@@ -156,7 +156,7 @@ class AgreementScreen(Screen):
         self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
                                         svc.label_quality(self.project), stamp,
                                         answers.answer_agreement(self.project), visible=visible,
-                                        llm=svc.human_vs_llm(self.project)))
+                                        llm=svc.human_vs_llm(self.project, view.ratings)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
