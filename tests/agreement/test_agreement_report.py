@@ -230,3 +230,40 @@ def test_last_duplicate_wins_whatever_the_order():
 def test_off_scale_message_names_the_annotator_and_pair():
     with pytest.raises(InputError, match="annotator bob to q1/c2 is not a whole grade of the scale 0-1"):
         Ratings.from_long((["q1", "q1"], ["c1", "c2"]), ["ann", "bob"], [1, 3], (0, 1))
+
+
+@pytest.mark.parametrize("nul", [False, True])
+def test_units_and_annotators_come_in_the_order_python_sorts_them(nul):
+    """Ids are coded as UTF-8 bytes for speed; their order and round trip are Python's own,
+    non-ASCII text included; with an id ending in NUL (which a byte array would drop) Python's
+    comparisons are used; ids that are not text keep their type."""
+    import random as _random
+
+    from ragjudge.metrics import agreement as ag
+    from ragjudge.metrics.agreement import Ratings
+
+    rng = _random.Random(5)
+    alphabet = ["a", "z", "Z", "é", "中", "ÿ", "0", " "] + (["\x00"] if nul else [])
+    queries = ["".join(rng.choices(alphabet, k=rng.randint(1, 3))) for _ in range(60)]
+    chunks = ["".join(rng.choices(alphabet, k=rng.randint(1, 3))) for _ in range(60)]
+    names = rng.choices(["bo", "ana", "Émile", "zoë"], k=60)
+    grades = [rng.randint(0, 3) for _ in range(60)]
+    assert any(q.endswith("\x00") for q in queries + chunks) == nul
+
+    def objects(values: list) -> np.ndarray:  # as the project's label readers give them
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+
+    r = Ratings.from_long((objects(queries), objects(chunks)), objects(names), grades, (0, 3),
+                          duplicates="last")
+    assert list(r.units) == sorted(set(zip(queries, chunks)))
+    assert list(r.annotators) == sorted(set(names))
+    for q, c, a in zip(queries, chunks, names):  # the last grade of each stands
+        last = [x for x in zip(queries, chunks, names, grades) if x[:3] == (q, c, a)][-1][3]
+        assert r.matrix[r.units.index((q, c)), r.annotators.index(a)] == last
+    keys, inverse = ag._distinct(objects(queries))
+    assert keys.tolist() == sorted(set(queries)) and [keys[i] for i in inverse] == queries
+    numbers = Ratings.from_long(([3, 1, 2], [1, 1, 1]), [2, 1, 2], [0, 1, 2], (0, 3))
+    assert list(numbers.units) == [(1, 1), (2, 1), (3, 1)] and list(numbers.annotators) == [1, 2]
+    assert all(type(x) is int for unit in numbers.units for x in unit)
