@@ -45,6 +45,9 @@ class RagjudgeApp(App):
         self.judge_screen = None
         self.closing = False
         """True once the app is exiting: no action starts any more (see :meth:`run_action`)."""
+        self.opening_on_top = False
+        """True while a screen is about to open on top of the home screen as the app starts
+        (``ragjudge eval --tui``): the home screen then counts only when it is shown."""
 
     # -- who is looking: every screen asks here (see ragjudge.services.visibility) ------------
 

@@ -209,3 +209,37 @@ async def _add_measure_and_rule(demo) -> None:
         assert table.row_count == len(screen.snapshot.measures)
         verdicts = {str(table.get_row_at(i)[-1]) for i in range(table.row_count)}
         assert verdicts <= {"within noise", "B better (hybrid)", "A better (bm25)"}
+
+
+def test_the_home_screen_counts_only_when_it_is_shown(demo, monkeypatch):
+    """Under ``eval --tui`` the home screen does not count the pool while the evaluation
+    screen loads on top of it (seconds of both cores on a large project); it counts when it
+    is shown, and at once when it is the first screen."""
+    from ragjudge.tui.screens.home import HomeScreen
+
+    counted: list[int] = []
+    real = HomeScreen.count
+
+    def count(self) -> None:
+        counted.append(1)
+        real(self)
+
+    monkeypatch.setattr(HomeScreen, "count", count)
+
+    async def under_the_evaluation() -> None:
+        app = evaluation_app(demo)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen) and app.screen.snapshot)
+            assert counted == []
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen) and counted)
+
+    async def first() -> None:
+        app = make_app(demo)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen) and counted)
+
+    asyncio.run(under_the_evaluation())
+    counted.clear()
+    asyncio.run(first())
+    assert counted == [1]

@@ -884,7 +884,12 @@ def evaluation_app(project, *, rule: str | None = None, measures: list[str] | No
 
         def on_mount(self) -> None:
             # Textual calls RagjudgeApp.on_mount too (it pushes the home screen): go on top of it
-            self.call_after_refresh(self.open_evaluation)
+            self.opening_on_top = True
+            self.call_after_refresh(self._on_top)
+
+        def _on_top(self) -> None:
+            self.opening_on_top = False
+            self.open_evaluation()
 
     app = EvaluationApp(project)
     app.evaluation_options = {k: v for k, v in

@@ -66,7 +66,10 @@ class HomeScreen(Screen):
         self.query_one("#home-title", Static).update(title)
         self.query_one("#home-summary", Static).update(Text("counting…", style="dim"))
         self._show_start()
-        self.count()
+
+    def _count_if_shown(self) -> None:
+        if self.is_current and not getattr(self.app, "opening_on_top", False):
+            self.count()
 
     def _show_start(self) -> None:
         opts = self.app.queue_options
@@ -179,7 +182,10 @@ class HomeScreen(Screen):
         self.app.push_screen(HelpScreen("Home keys", rows))
 
     def on_screen_resume(self) -> None:
-        self.count()
+        # each time this screen is shown (the first time too), unless another screen opens on
+        # top of it at once (``eval --tui``): on a large project the count takes seconds of
+        # the cores that screen loads on
+        self.call_after_refresh(self._count_if_shown)
 
     async def action_quit(self) -> None:
         self.app.exit()
