@@ -284,7 +284,7 @@ def report(name: str, r: dict, reference: dict | None = None) -> None:
               f"{reference['one_query_ms']:>11.1f} ms   (target < 5 ms; p95 {e['label_ms'][1]:.1f} ms)")
         print(f"  pytrec_eval: {len(PYTREC_MEASURES)} measure families, 13 measures, 1 qrels x "
               f"{r['runs']} runs; reading the files {reference['read']:.2f} s of its process")
-        print("  in the app (its home screen's pool count runs in the background meanwhile):")
+        print("  in the app (the home screen under it counts its pool when it is shown, not meanwhile):")
     print(f"  screen open in the app, first numbers (runs + labels read, the gold evaluated): "
           f"{r['open_s']:.2f} s; every annotator's view too: {r['open_all_s']:.2f} s")
     print(f"  first intervals/agreement/pool on screen: {r['details_first_s']:.2f} s after opening")
