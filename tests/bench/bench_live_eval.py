@@ -94,12 +94,30 @@ def best_of(work, times: int = 3) -> float:
     return min(took)
 
 
+def labels_alone(project, engine, rnd: random.Random, labels: int) -> list[float]:
+    """``labels`` labels recorded on random pairs of the runs, each followed by the engine's
+    poll: the poll's milliseconds."""
+    from ragjudge.services import judging
+
+    names, annotators, took = list(engine.runs), list(engine.annotators), []
+    for _ in range(labels):
+        picked = pick_pair(engine, rnd, names, 1)
+        if picked is None:
+            continue
+        query, (chunk,) = picked
+        judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
+                             chunk_id=chunk, grade=rnd.randint(0, 3))
+        t = time.perf_counter()
+        engine.poll()
+        took.append((time.perf_counter() - t) * 1000)
+    return took
+
+
 def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
     """The engine alone, before any app runs in this process (the home screen under the
     evaluation screen counts the pool of a large project in SQL in worker threads that outlive
     the app): seconds from a fresh engine to everything evaluated and its first snapshot, best
     of ``repeat``; a full recomputation, best of 3; and per label, the poll after its commit."""
-    from ragjudge.services import judging
     from ragjudge.services.live import LiveEvaluation
     from ragjudge.services.project import Project
 
@@ -120,17 +138,7 @@ def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
         engine.load()
         out["full_s"] = best_of(engine.recompute)
         rnd = random.Random(seed)
-        names, annotators, alone = list(engine.runs), list(engine.annotators), []
-        for _ in range(labels):
-            picked = pick_pair(engine, rnd, names, 1)
-            if picked is None:
-                continue
-            query, (chunk,) = picked
-            judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
-                                 chunk_id=chunk, grade=rnd.randint(0, 3))
-            t = time.perf_counter()
-            engine.poll()
-            alone.append((time.perf_counter() - t) * 1000)
+        alone = labels_alone(project, engine, rnd, labels)
         out["label_ms"] = (statistics.median(alone), pct(alone, 0.95))
     finally:
         project.close()
@@ -231,18 +239,8 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
         out["compute_ms"] = (statistics.median(compute), pct(compute, 0.95))
         out["labels"] = len(on_screen)
         # the engine alone, without the app sharing the interpreter: record, then poll
-        alone = []
-        for _ in range(labels):
-            picked = pick_pair(engine, rnd, names, 1)
-            if picked is None:
-                continue
-            query, (chunk,) = picked
-            with engine.lock:  # keep the screen's worker out while timing
-                judging.record_label(project, annotator=rnd.choice(annotators), query_id=query,
-                                     chunk_id=chunk, grade=rnd.randint(0, 3))
-                t = time.perf_counter()
-                engine.poll()
-                alone.append((time.perf_counter() - t) * 1000)
+        with engine.lock:  # keep the screen's worker out while timing
+            alone = labels_alone(project, engine, rnd, labels)
         out["alone_ms"] = (statistics.median(alone), pct(alone, 0.95))
         # a full recomputation, with the runs already in memory
         out["full_s"] = best_of(engine.recompute)
