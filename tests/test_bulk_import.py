@@ -12,6 +12,7 @@ import pytest
 from test_import_export import BAD_INPUTS, GOOD_RUN
 
 from projectkit import make_small_project
+from ragjudge.services.project import project_status
 from ragjudge.errors import RagjudgeError
 
 LONG = "x" * 801
@@ -99,7 +100,7 @@ def outcome(db: str, kind: str, path: str) -> tuple:
                 for name in project_run_names(project)}
         with project.connect() as connection:
             labels = current_labels(connection)
-        status = project.status()
+        status = project_status(project)
         return ("imported", result.summary(), runs, labels.query_ids.tolist(), labels.chunk_ids.tolist(),
                 labels.grades.tolist(), status["queries"], status["chunks"])
 

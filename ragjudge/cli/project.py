@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ragjudge.services.project import project_status
 from ragjudge.cli.app import app
 from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, safe
 from ragjudge.errors import UsageError
@@ -83,7 +84,7 @@ def status(
     if format not in ("table", "json"):
         raise UsageError(f"--format {format}: use table or json.")
     with open_project() as project:
-        data = project.status()
+        data = project_status(project)
         progress = _assignment_progress(project)
     if progress is not None:
         data["assignments"] = progress

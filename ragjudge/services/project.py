@@ -276,43 +276,6 @@ class Project:
     def name(self) -> str:
         return self.get_setting("name", "ragjudge project")
 
-    # -- summary -------------------------------------------------------------------------
-
-    def status(self) -> dict[str, Any]:
-        """Counts for ``ragjudge status`` and the home screen."""
-        from ragjudge.services.judging import set_marks
-        from ragjudge.services.pool import pool_size_and_judged
-
-        with self.read() as session:
-            count = lambda model: session.scalar(select(func.count()).select_from(model))  # noqa: E731
-            queries, chunks, runs = count(Query), count(Chunk), count(Run)
-            annotators = count(Annotator)
-            labels = count(Label)
-            flagged = count(set_marks("flag").subquery())
-            per_annotator = dict(
-                session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
-            )
-            run_rows = _run_sizes(session)
-        pool = pool_size_and_judged(self)
-        return {
-            "project": self.name,
-            "db": self.shown_db,
-            "scale": self.scale.describe(),
-            "threshold": self.scale.threshold,
-            "rule": self.rule,
-            "queries": queries,
-            "chunks": chunks,
-            "runs": runs,
-            "annotators": annotators,
-            "labels": labels,
-            "flagged": flagged,
-            "labels_per_annotator": per_annotator,
-            "run_summary": [
-                {"name": name, "entries": n, "queries": q, "depth": d} for name, n, q, d in run_rows
-            ],
-            "pool": pool,
-        }
-
 
 def _stat(path: Path, db: str) -> os.stat_result | None:
     """``os.stat(path)``, None when nothing is there; a :class:`ProjectError` when the system
@@ -458,3 +421,39 @@ def _run_sizes(session: Session) -> list[tuple[str, int, int, int]]:
     for name, n, q, d in session.execute(counted):
         sizes[name] = (name, n, q, d)
     return [sizes[name] for name in sorted(sizes)]
+
+
+def project_status(project: Project) -> dict[str, Any]:
+    """Counts for ``ragjudge status`` and the home screen."""
+    from ragjudge.services.judging import set_marks
+    from ragjudge.services.pool import pool_size_and_judged
+
+    with project.read() as session:
+        count = lambda model: session.scalar(select(func.count()).select_from(model))  # noqa: E731
+        queries, chunks, runs = count(Query), count(Chunk), count(Run)
+        annotators = count(Annotator)
+        labels = count(Label)
+        flagged = count(set_marks("flag").subquery())
+        per_annotator = dict(
+            session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
+        )
+        run_rows = _run_sizes(session)
+    pool = pool_size_and_judged(project)
+    return {
+        "project": project.name,
+        "db": project.shown_db,
+        "scale": project.scale.describe(),
+        "threshold": project.scale.threshold,
+        "rule": project.rule,
+        "queries": queries,
+        "chunks": chunks,
+        "runs": runs,
+        "annotators": annotators,
+        "labels": labels,
+        "flagged": flagged,
+        "labels_per_annotator": per_annotator,
+        "run_summary": [
+            {"name": name, "entries": n, "queries": q, "depth": d} for name, n, q, d in run_rows
+        ],
+        "pool": pool,
+    }

@@ -44,7 +44,7 @@ CHILD = textwrap.dedent("""
     import contextlib, os, sys, time
     from ragjudge.services import staging
     from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project
+    from ragjudge.services.project import Project, project_status
 
     db, path, name, mode, folder, replace = sys.argv[1:7]
     folder = os.path.abspath(folder)
@@ -144,13 +144,13 @@ def visible(db: str, monkeypatch) -> dict:
     """What readers see, with the clean-up at opening turned off."""
     from ragjudge.services import evaluation, exporting, staging
     from ragjudge.services.pool import pool_size_and_judged
-    from ragjudge.services.project import Project
+    from ragjudge.services.project import Project, project_status
     from ragjudge.store.schema import PUBLISHED
 
     monkeypatch.setattr(staging, "clean_on_open", lambda project: None)
     try:
         with Project.open(db) as project:
-            status = project.status()
+            status = project_status(project)
             runs = evaluation.project_run_names(project)
             exported = {name: [(e.query_id, e.chunk_id, e.rank) for e in exporting.run_entries(project, name)]
                         for name in runs}
@@ -194,12 +194,12 @@ def test_a_killed_import_leaves_the_project_as_it_was(tmp_path, monkeypatch, mod
     assert raw_tables(db) == before_raw
     # and importing again works
     from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project
+    from ragjudge.services.project import Project, project_status
 
     with Project.open(db) as project:
         result = import_file(project, "run", path, name="big", create_missing=True)
         assert result.added == QUERIES * DEPTH
-        assert project.status()["run_summary"][0] == {"name": "big", "entries": QUERIES * DEPTH,
+        assert project_status(project)["run_summary"][0] == {"name": "big", "entries": QUERIES * DEPTH,
                                                       "queries": QUERIES, "depth": DEPTH}
     assert raw_tables(db)["run_imports"] == []
 

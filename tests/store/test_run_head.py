@@ -9,6 +9,7 @@ import io
 import pytest
 from sqlalchemy import func, select
 
+from ragjudge.services.project import project_status
 from ragjudge.errors import ProjectError
 from ragjudge.services import runhead
 from ragjudge.metrics.evaluate import evaluate
@@ -64,7 +65,7 @@ def test_an_import_writes_rows_and_placeholders_for_the_head_only(project):
     with project.connect() as connection:
         meta = connection.scalar(select(Run.meta))
     assert meta["rows_depth"] == HEAD
-    summary = project.status()["run_summary"]
+    summary = project_status(project)["run_summary"]
     assert summary == [{"name": "bm25", "entries": QUERIES * DEPTH, "queries": QUERIES, "depth": DEPTH}]
 
 
@@ -160,4 +161,4 @@ def test_a_read_only_project_refuses_to_widen_in_one_paragraph(tmp_path, monkeyp
         JudgingQueue(project, "ana", depth=HEAD)  # deep enough: nothing to write
         with pytest.raises(ProjectError, match="keeps its runs' rows to a shallower depth"):
             JudgingQueue(project, "ana", depth=5)
-        assert project.status()["run_summary"][0]["entries"] == QUERIES * DEPTH  # reads still work
+        assert project_status(project)["run_summary"][0]["entries"] == QUERIES * DEPTH  # reads still work

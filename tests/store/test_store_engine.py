@@ -13,6 +13,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from projectkit import make_small_project
+from ragjudge.services.project import project_status
 from ragjudge.errors import ProjectError
 from ragjudge.store.engine import database_url, is_locked_error, make_engine, sqlite_path, with_retry
 
@@ -133,7 +134,7 @@ def test_services_round_trip(any_db, tmp_path):
         assert undone.undone_id == ids[4]
         assert current_label(project, "ann", "q1", "c05").grade is None
         assert current_label(project, "ann", "q1", "c01").grade == 1
-        status = project.status()
+        status = project_status(project)
         assert (status["queries"], status["chunks"], status["labels"], status["annotators"]) == (5, 20, 7, 2)
         report = verify(project)
         assert report.ok, [c for c in report.checks if c.failed]
@@ -154,12 +155,12 @@ def test_import_is_one_transaction_on_either_backend(any_db, tmp_path):
         good = tmp_path / "queries.jsonl"
         good.write_text("".join(f'{{"id": "n{i}", "text": "new {i}"}}\n' for i in range(50)), encoding="utf-8")
         import_file(project, "queries", good)
-        assert project.status()["queries"] == 55
+        assert project_status(project)["queries"] == 55
         bad = tmp_path / "more.jsonl"
         bad.write_text("".join(f'{{"id": "m{i}", "text": "more {i}"}}\n' for i in range(50))
                        + '{"id": "m50", "text": 42}\n', encoding="utf-8")
         with pytest.raises(InputError, match="line 51"):
             import_file(project, "queries", bad)
-        assert project.status()["queries"] == 55
+        assert project_status(project)["queries"] == 55
     finally:
         project.close()

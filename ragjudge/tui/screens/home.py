@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ragjudge.services.project import project_status
 from ragjudge.services import judging, review
 from ragjudge.tui.widgets.literal import literal
 
@@ -104,7 +105,7 @@ class HomeScreen(Screen):
 
     @work(thread=True, exclusive=True, group="home-count")
     def count(self) -> None:
-        status = self.project.status()
+        status = project_status(self.project)
         progress = judging.annotator_progress(self.project)
         status["to_review"] = review.open_count(self.project)
         self.post_message(self.Counted(status, progress))
