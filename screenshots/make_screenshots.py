@@ -42,7 +42,7 @@ class Scenario:
 
 def _seen(name: str) -> Callable:
     def prepare(project) -> None:
-        from ragjudge.services.judging import mark_guidelines_seen
+        from ragjudge.services.events.annotators import mark_guidelines_seen
 
         mark_guidelines_seen(project, name)
 
@@ -55,52 +55,56 @@ FACET_QUERY = ["m01"]  # a demo query with facets and nuggets
 def _judged_a_few(project) -> None:
     """dana has judged six pairs of m01, flagged one, marked a facet and a nugget; the screen is
     back on it."""
-    from ragjudge.services import judging as J
+    from ragjudge.services.events import state as J_state
+    from ragjudge.services.labels import events as J_events
+    from ragjudge.services.labels import facets as J_facets
+    from ragjudge.services.labels import queue as J_queue
 
     _seen("dana")(project)
-    queue = J.JudgingQueue(project, "dana", queries=FACET_QUERY)
+    queue = J_queue.JudgingQueue(project, "dana", queries=FACET_QUERY)
     view = queue.first()
     for grade in (3, 1, 0, 2, 2, 1):
-        J.record_label(project, annotator="dana", query_id=view.query_id, chunk_id=view.chunk_id,
+        J_events.record_label(project, annotator="dana", query_id=view.query_id, chunk_id=view.chunk_id,
                        grade=grade, duration_ms=9000)
         queue.note_event(view.query_id, view.chunk_id,
-                         J.current_label(project, "dana", view.query_id, view.chunk_id))
+                         J_state.current_label(project, "dana", view.query_id, view.chunk_id))
         last = view
         view = queue.after(view.position)
-    J.flag_pair(project, annotator="dana", query_id=last.query_id, chunk_id=last.chunk_id,
+    J_events.flag_pair(project, annotator="dana", query_id=last.query_id, chunk_id=last.chunk_id,
                 note="the chunk contradicts the policy page")
-    facets = J.facets_for(project, last.query_id)
+    facets = J_facets.facets_for(project, last.query_id)
     if facets:
-        J.set_facet_link(project, annotator="dana", facet_id=facets[0].id, chunk_id=last.chunk_id,
+        J_facets.set_facet_link(project, annotator="dana", facet_id=facets[0].id, chunk_id=last.chunk_id,
                          covered=True)
-    nuggets = J.nuggets_for(project, last.query_id)
+    nuggets = J_facets.nuggets_for(project, last.query_id)
     if nuggets:
-        J.set_nugget_support(project, annotator="dana", nugget_id=nuggets[0].id,
+        J_facets.set_nugget_support(project, annotator="dana", nugget_id=nuggets[0].id,
                              chunk_id=last.chunk_id, support="partial")
 
 
 def _flags_for_review(project) -> None:
     """dora leads the demo; ana and ben flagged or commented on pairs of m01 she has to review."""
-    from ragjudge.services import judging as J
-    from ragjudge.services import roster
+    from ragjudge.services.labels import events as J_events
+    from ragjudge.services.labels import queue as J_queue
+    from ragjudge.services.access import roster
 
     roster.add(project, "dora", role="lead")
     _seen("dora")(project)
-    queue = J.JudgingQueue(project, "ana", queries=FACET_QUERY)
+    queue = J_queue.JudgingQueue(project, "ana", queries=FACET_QUERY)
     view = queue.first()
-    J.flag_pair(project, annotator="ana", query_id=view.query_id, chunk_id=view.chunk_id,
+    J_events.flag_pair(project, annotator="ana", query_id=view.query_id, chunk_id=view.chunk_id,
                 note="is a claim form the same as a report?")
-    J.comment_pair(project, annotator="ben", query_id=view.query_id, chunk_id=view.chunk_id,
+    J_events.comment_pair(project, annotator="ben", query_id=view.query_id, chunk_id=view.chunk_id,
                    note="the deadline is in the second paragraph")
     nxt = queue.after(view.position)
     if nxt is not None:
-        J.flag_pair(project, annotator="chen", query_id=nxt.query_id, chunk_id=nxt.chunk_id,
+        J_events.flag_pair(project, annotator="chen", query_id=nxt.query_id, chunk_id=nxt.chunk_id,
                     note="outdated policy?")
 
 
 def _lead(name: str) -> Callable:
     def prepare(project) -> None:
-        from ragjudge.services import roster
+        from ragjudge.services.access import roster
 
         roster.add(project, name, role="lead")
         _seen(name)(project)
@@ -114,7 +118,7 @@ ANSWER_MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "Citatio
 
 def _answer_board(project) -> None:
     """The evaluation screen shows the answer measures and chunk attribution."""
-    from ragjudge.services.live import save_measures
+    from ragjudge.services.scoring.live import save_measures
 
     save_measures(project, ANSWER_MEASURES)
 
@@ -158,7 +162,7 @@ async def shoot(scenario: Scenario, db: str, out: Path) -> Path:
     from textual.app import App
     from textual.widgets import Input
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.tui import make_app
 
     with Project.open(db) as project:
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="scenarios to render (default: all)")
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args(argv)
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     chosen = [s for s in SCENARIOS if not args.names or s.name in args.names]
     out = args.out.resolve()

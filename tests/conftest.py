@@ -30,7 +30,7 @@ def project_db(tmp_path) -> str:
 
 @pytest.fixture
 def project(project_db):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(project_db) as opened:
         yield opened

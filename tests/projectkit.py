@@ -11,7 +11,7 @@ def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: in
                        scale: str = "0-3"):
     """Create a project at ``db`` with queries q1.., chunks c01.. and a run ``bm25``."""
     from ragjudge.models import Scale
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Chunk, Query, Run, RunEntry
 
     project = Project.init(db, scale=Scale.parse(scale), name="test project")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ragjudge.services.judging import comment_pair, flag_pair, record_label
+from ragjudge.services.labels.events import comment_pair, flag_pair, record_label
 
 def seed_marks(project) -> None:
     """ana grades and flags q1/c05 (with a note) and comments on q2/c08; ben grades q1/c05 and

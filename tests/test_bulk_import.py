@@ -12,7 +12,7 @@ import pytest
 from test_import_export import BAD_INPUTS, GOOD_RUN
 
 from projectkit import make_small_project
-from ragjudge.services.project import project_status
+from ragjudge.services.overview import project_status
 from ragjudge.errors import RagjudgeError
 
 LONG = "x" * 801
@@ -85,11 +85,11 @@ def base(tmp_path_factory):
 
 def outcome(db: str, kind: str, path: str) -> tuple:
     """The refusal's message, or what the project holds afterwards."""
-    from ragjudge.services import exporting
-    from ragjudge.services.evaluation import project_run_names
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project
-    from ragjudge.services.qrels import current_labels
+    from ragjudge.services.transfer import exporting
+    from ragjudge.services.runs.stored import project_run_names
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.events.labels import current_labels
 
     with Project.open(db) as project:
         try:
@@ -107,7 +107,7 @@ def outcome(db: str, kind: str, path: str) -> tuple:
 
 @pytest.mark.parametrize(("kind", "name", "content"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_the_plain_reader_and_the_record_readers_agree(tmp_path, base, monkeypatch, kind, name, content):
-    from ragjudge.services import bulk
+    from ragjudge.services.project import columns as bulk
 
     suffix = ".trec.gz" if name.startswith(("gzip", "truncated")) else (
         "." + name.rsplit(".", 1)[1] if "." in name else ".trec")
@@ -129,7 +129,7 @@ def test_the_plain_reader_and_the_record_readers_agree(tmp_path, base, monkeypat
 
 
 def test_the_plain_reader_takes_plain_files_and_leaves_the_rest(tmp_path):
-    from ragjudge.services import bulk
+    from ragjudge.services.project import columns as bulk
 
     assert bulk.plain_run(RUNS["plain"]) is not None
     assert bulk.plain_run(RUNS["crlf"]) is not None

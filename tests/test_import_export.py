@@ -197,8 +197,8 @@ def test_ranked_list_run_keeps_its_order_and_replace(tmp_path, capsys, project_d
 
 
 def test_qrels_become_labels_and_identical_current_labels_are_skipped(tmp_path, capsys, project_db):
-    from ragjudge.services.judging import record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     path = write(tmp_path / "gold.qrels", "q1 0 c01 2\nq1 0 c02 0\n")
     assert run_cli(capsys, "--db", project_db, "import", "qrels", path, "--annotator", "nist")[0] == 0
@@ -292,7 +292,7 @@ def test_help_has_examples(capsys):
 
 
 def test_progress_callback_sees_the_whole_file(tmp_path, project):
-    from ragjudge.services.importing import import_file
+    from ragjudge.services.transfer.importing import import_file
 
     path = tmp_path / "dense.trec"
     path.write_text(GOOD_RUN * 1)

@@ -11,8 +11,8 @@ from projectkit import make_small_project
 from sqlalchemy import select
 
 from ragjudge.errors import InputError
-from ragjudge.services.exporting import export
-from ragjudge.services.importing import import_file
+from ragjudge.services.transfer.exporting import export
+from ragjudge.services.transfer.importing import import_file
 from ragjudge.store.schema import Base
 
 

@@ -75,7 +75,8 @@ def agree(
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
     Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
-    from ragjudge.services import agreement as svc
+    from ragjudge.services.agreement import ratings as svc_ratings
+    from ragjudge.services.agreement import views as svc_views
 
     _check_choice("--format", format, ("table", "json"))
     _check_choice("--by", by, ("query", "annotator"))
@@ -94,16 +95,16 @@ def agree(
 
         name = source_name(labels) if labels != "-" else "standard input"
         records = read_records("labels", labels)
-        ratings, inferred = svc.ratings_from_records(records, declared, source=name)
+        ratings, inferred = svc_ratings.ratings_from_records(records, declared, source=name)
         if inferred:
             notes.append(
                 f"Scale {ratings.scale[0]}-{ratings.scale[1]} taken from the grades seen; give "
                 "--scale to declare the full scale (weights depend on it)."
             )
-        view = svc.agreement_view(ratings)
+        view = svc_views.agreement_view(ratings)
     else:
         with open_project() as project:
-            ratings = people = svc.load_ratings(project)
+            ratings = people = svc_ratings.load_ratings(project)
             if declared is not None and declared != ratings.scale:
                 from ragjudge.metrics.agreement import Ratings
 
@@ -115,12 +116,12 @@ def agree(
                     raise UsageError(
                         f"--scale {scale}: {detail} Give a scale that holds every grade of the "
                         f"project, such as its own {ratings.scale[0]}-{ratings.scale[1]}.") from None
-            view = svc.with_reference(project, svc.agreement_view(ratings))
-            llm_data = svc.human_vs_llm(project, people)
+            view = svc_views.with_reference(project, svc_views.agreement_view(ratings))
+            llm_data = svc_views.human_vs_llm(project, people)
             if not llm_data["llm"]:
                 llm_data = None
             if verdict:
-                from ragjudge.services.agreement import verdict_stability
+                from ragjudge.services.agreement.verdict import verdict_stability
 
                 verdict_data = verdict_stability(
                     project, measures=None if measures is None else
@@ -167,7 +168,7 @@ def _fmt(value: float | None, reason: str | None = None) -> str:
 def _agree_on_answers(labels: str | None, *, scale: str | None, by: str | None, format: str,
                       verdict: bool, limit: int) -> None:
     """``agree --answers``: the same statistics on nugget support and on citation support."""
-    from ragjudge.services import answers as svc
+    from ragjudge.services.agreement.answers import answer_agreement, answer_views, ratings_of
 
     if verdict:
         raise UsageError("--verdict compares runs scored with each annotator's labels; it does "
@@ -178,10 +179,10 @@ def _agree_on_answers(labels: str | None, *, scale: str | None, by: str | None, 
     if labels is not None:
         from ragjudge.formats import read_records
 
-        views = svc.answer_views(*svc.ratings_of(read_records("answer-labels", labels)))
+        views = answer_views(*ratings_of(read_records("answer-labels", labels)))
     else:
         with open_project() as project:
-            views = svc.answer_agreement(project)
+            views = answer_agreement(project)
     if format == "json":
         data = {}
         for key, view in views.items():
@@ -213,8 +214,8 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
     summary = Table(title="agreement", title_justify="left", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
-    from ragjudge.services import agreement as svc
-    from ragjudge.services.agreement import summary_statistics
+    from ragjudge.services.agreement import views as svc_views
+    from ragjudge.services.agreement.views import summary_statistics
 
     for label, stat in summary_statistics(r):
         summary.add_row(label, _fmt(stat.value, stat.reason))
@@ -223,7 +224,7 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
         pairs = Table(title="pairs of annotators (Cohen's κ over the pairs both judged)", title_justify="left")
         for col in ("a", "b", "n", "agree", "±1", "κ", "κ linear", "κ quadratic"):
             pairs.add_column(col, justify="left" if col in ("a", "b") else "right")
-        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(view.ratings)}
+        degenerate = {(a, b) for a, b, _ in svc_views.degenerate_pairs(view.ratings)}
         for p in r.pairwise:
             bad = (str(p.a), str(p.b)) in degenerate
             pairs.add_row(
@@ -422,9 +423,9 @@ def assign(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Split the judging pool among annotators, with a blind overlap for agreement."""
-    from ragjudge.services.assignment import assign as assign_pool
-    from ragjudge.services.assignment import assignment_progress
-    from ragjudge.services.visibility import login_name
+    from ragjudge.services.labels.assignment import assign as assign_pool
+    from ragjudge.services.labels.assignment import assignment_progress
+    from ragjudge.services.access.identity import login_name
 
     _check_choice("--format", format, ("table", "json"))
     check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
@@ -464,8 +465,9 @@ def disputes(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Pairs whose annotators disagree, largest spread of grades first, with any adjudication."""
-    from ragjudge.services.agreement import disputed_pairs
-    from ragjudge.services.visibility import login_name, require_sees_others
+    from ragjudge.services.agreement.views import disputed_pairs
+    from ragjudge.services.access.identity import login_name
+    from ragjudge.services.access.visibility import require_sees_others
 
     _check_choice("--format", format, ("table", "json"))
     _check_limit(limit)
@@ -508,9 +510,10 @@ def adjudicate(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Set the final grade of a disputed pair, or show every annotator's label for it."""
-    from ragjudge.services.agreement import adjudicate as decide
-    from ragjudge.services.agreement import pair_detail
-    from ragjudge.services.visibility import login_name, require_sees_others
+    from ragjudge.services.gold.adjudication import adjudicate as decide
+    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.access.identity import login_name
+    from ragjudge.services.access.visibility import require_sees_others
 
     _check_choice("--format", format, ("table", "json"))
     if show and (grade is not None or reason is not None):
@@ -568,7 +571,7 @@ def quality(
 ) -> None:
     """Label-quality signals: labels made too fast for the chunk's length, grades drifting over
     a session, and self-agreement on blind re-checks."""
-    from ragjudge.services.agreement import label_quality
+    from ragjudge.services.agreement.quality import label_quality
 
     _check_choice("--format", format, ("table", "json"))
     with open_project() as project:
@@ -594,7 +597,7 @@ def quality(
             _fmt(s["self_agreement"]) if s else "-",
         )
     console.print(table)
-    from ragjudge.services.agreement import MAX_CHARS_PER_SECOND, MIN_DURATION_MS
+    from ragjudge.services.agreement.quality import MAX_CHARS_PER_SECOND, MIN_DURATION_MS
 
     console.print(f"[dim]too fast: a current label quicker than reading the chunk allows "
                   f"({MAX_CHARS_PER_SECOND:g} characters a second, {MIN_DURATION_MS / 1000:g} s at "

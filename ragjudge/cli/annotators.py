@@ -53,7 +53,7 @@ def annotators(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """List the project's annotators, add them with a role, rename, retire, issue tokens."""
-    from ragjudge.services import roster
+    from ragjudge.services.access import roster
 
     if action not in ACTIONS:
         raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {action!r}. "
@@ -76,11 +76,12 @@ def annotators(
             _print_members(roster.members(project), format)
             return
         assert name is not None
-        from ragjudge.services import visibility
+        from ragjudge.services.access import identity as visibility_identity
+        from ragjudge.services.access import visibility as visibility_visibility
 
-        roster.require_lead(project, by or visibility.login_name(), "change the roster")
+        roster.require_lead(project, by or visibility_identity.login_name(), "change the roster")
         if action == "blind":
-            visibility.set_blind(project, name == "on")
+            visibility_visibility.set_blind(project, name == "on")
             _say(format, {"blind": name == "on"},
                  "Blind: annotators who are not leads see only their own grades." if name == "on"
                  else "Not blind: every annotator sees everyone's grades.")

@@ -38,7 +38,7 @@ def db_given() -> bool:
 
 
 def open_project(*, create: bool = False):  # noqa: ANN201 - Project
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     return Project.open(project_db(), create=create)
 

@@ -123,7 +123,7 @@ def eval_command(
     quiet: QuietOption = False,
 ) -> None:
     """Score runs against qrels: every measure per run, the best per column marked."""
-    from ragjudge.services import evaluation as svc
+    from ragjudge.services.scoring import files as svc_files
 
     if tui:
         from ragjudge.tui.screens.evaluation import run_evaluation_app
@@ -132,7 +132,7 @@ def eval_command(
             raise UsageError("--tui shows every run of the project against its gold labels; "
                              "it combines with --rule, -m and --threshold only.")
         with open_project() as project:
-            run_evaluation_app(project, rule=rule, measures=svc.parse_measure_list(measure) if measure else None,
+            run_evaluation_app(project, rule=rule, measures=svc_files.parse_measure_list(measure) if measure else None,
                                threshold=threshold)
         return
     evaluate_and_print(run=run, qrels=qrels, rule=rule, name=name, measure=measure,
@@ -173,7 +173,8 @@ def compare(
     quiet: QuietOption = False,
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
-    from ragjudge.services import evaluation as svc
+    from ragjudge.services.scoring import evaluation as svc_evaluation
+    from ragjudge.services.scoring import files as svc_files
 
     _check_format(format)
     mode = _queries_mode(averaging)
@@ -184,16 +185,16 @@ def compare(
     check_int("--permutations", permutations, 1, MAX_DRAWS, "the number of sign flips")
     check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
     check_int("--seed", seed, 0, MAX_SEED, "a seed")
-    measures = svc.parse_measure_list(measure)
+    measures = svc_files.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
         loaded = inputs.runs(list(runs), name, progress)
-        evaluation = svc.evaluate_all(
+        evaluation = svc_evaluation.evaluate_all(
             inputs.qrels, loaded, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
             progress=progress,
         )
-    rows = svc.compare(evaluation, alpha=alpha, resamples=resamples,
+    rows = svc_evaluation.compare(evaluation, alpha=alpha, resamples=resamples,
                        permutations=permutations, seed=seed)
     adjusted = len(evaluation.run_names) > 2
     if format == "json":
@@ -328,7 +329,7 @@ def gate(
     quiet: QuietOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
-    from ragjudge.services import evaluation as svc
+    from ragjudge.services.scoring import evaluation as svc_evaluation
 
     _check_format(format, ("table", "json"))
     mode = _queries_mode(averaging)
@@ -337,7 +338,7 @@ def gate(
     with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
         runs = inputs.runs(run, name, progress)
-        evaluation = svc.evaluate_all(
+        evaluation = svc_evaluation.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
             progress=progress,
@@ -400,10 +401,10 @@ def explain(
     threshold: ThresholdOption = None,
 ) -> None:
     """Step by step: how a measure's value comes about for one query."""
-    from ragjudge.services import evaluation as svc
+    from ragjudge.services.scoring import files as svc_files
 
     _check_format(format, ("text", "json"))
-    measures = svc.parse_measure_list(measure)
+    measures = svc_files.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
         inputs.check_measures(measures)
         runs = inputs.runs([run])
@@ -425,7 +426,7 @@ def explain(
 
 
 def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str) -> Any:
-    from ragjudge.services.evaluation import explain_query
+    from ragjudge.services.scoring.evaluation import explain_query
 
     return explain_query(inputs.project, run_name, inputs.qrels, run, query, name,
                          threshold=inputs.threshold, rule=inputs.rule)

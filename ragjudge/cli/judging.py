@@ -79,7 +79,7 @@ def annotate(
     new_annotator: Annotated[bool, typer.Option("--new-annotator", help="--annotator is a new name on purpose: do not ask whether a known one was meant.")] = False,
 ) -> None:
     """Judge query-chunk pairs in the terminal, starting at your first unjudged pair."""
-    from ragjudge.services.judging import ORDERS, JudgingQueue
+    from ragjudge.services.labels.queue import ORDERS, JudgingQueue
     from ragjudge.tui import run_app
 
     if answers:
@@ -112,7 +112,7 @@ def _annotate_answers(annotator: str | None, *, runs: str | None, queries: str |
                       category: str | None, show_source: bool, pair_options: bool,
                       new_annotator: bool = False) -> None:
     """``annotate --answers``: judge generated answers (nugget and citation support)."""
-    from ragjudge.services.answers import AnswerQueue
+    from ragjudge.services.labels.answers import AnswerQueue
     from ragjudge.tui import run_app
 
     if pair_options:
@@ -136,8 +136,8 @@ def check_name(project, name: str, new_annotator: bool) -> str:  # noqa: ANN001 
     means) unless ``--new-annotator`` says it is new on purpose."""
     import sys
 
-    from ragjudge.services import roster
-    from ragjudge.services.judging import check_annotator
+    from ragjudge.services.access import roster
+    from ragjudge.services.events.annotators import check_annotator
 
     name = check_annotator(name)
     roster.check_can_label(project, name)
@@ -158,7 +158,7 @@ def check_name(project, name: str, new_annotator: bool) -> str:  # noqa: ANN001 
 def _check_sees_sources(project, name: str) -> None:  # noqa: ANN001 - Project
     """--show-source shows which runs ranked a pair still to judge: not in a blind project,
     unless a lead."""
-    from ragjudge.services.visibility import sees_all_grades
+    from ragjudge.services.access.visibility import sees_all_grades
 
     if not sees_all_grades(project, name):
         raise UsageError(

@@ -67,8 +67,11 @@ def llm_judge(
 ) -> None:
     """Grade the judging pool with an LLM, as one more annotator measured against the people."""
     from ragjudge.cli.judging import parse_queries
-    from ragjudge.services import llm_judge as svc
-    from ragjudge.services.judging import check_annotator
+    from ragjudge.services.labels import llmhints as svc_llmhints
+    from ragjudge.services.llm import client as svc_client
+    from ragjudge.services.llm import judge as svc_judge
+    from ragjudge.services.llm import prompt as svc_prompt
+    from ragjudge.services.events.annotators import check_annotator
 
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
@@ -86,34 +89,34 @@ def llm_judge(
         raise UsageError(f"--temperature {temperature}: give a value from 0 to 2.")
     if not 0.0 < timeout <= 3600:
         raise UsageError(f"--timeout {timeout}: give seconds, more than 0 and at most 3600.")
-    if queue_order is not None and queue_order not in svc.QUEUE_ORDERS:
-        raise UsageError(f"--queue-order {queue_order}: use {', '.join(svc.QUEUE_ORDERS)}.")
+    if queue_order is not None and queue_order not in svc_llmhints.QUEUE_ORDERS:
+        raise UsageError(f"--queue-order {queue_order}: use {', '.join(svc_llmhints.QUEUE_ORDERS)}.")
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise UsageError(f"--base-url {safe(base_url)}: give an http:// or https:// URL, such as "
                          "http://127.0.0.1:8000/v1.")
-    template = svc.load_template(prompt)
+    template = svc_prompt.load_template(prompt)
     with open_project() as project:
         if queue_order is not None or reveal is not None:
-            svc.set_judging_settings(project, order=queue_order, reveal=reveal)
-            console.print(f"Human judging: queue order {svc.queue_order(project)}; the LLM's grade "
-                          f"{'shown' if svc.reveal_after_grading(project) else 'not shown'} after "
+            svc_llmhints.set_judging_settings(project, order=queue_order, reveal=reveal)
+            console.print(f"Human judging: queue order {svc_llmhints.queue_order(project)}; the LLM's grade "
+                          f"{'shown' if svc_llmhints.reveal_after_grading(project) else 'not shown'} after "
                           "grading.")
         if settings_only:
             return
         assert base_url is not None and model is not None
-        name = check_annotator(annotator or svc.default_annotator(model))
-        svc.check_llm_annotator(project, name)
+        name = check_annotator(annotator or svc_judge.default_annotator(model))
+        svc_judge.check_llm_annotator(project, name)
         run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
         with progress_bar(quiet) as bar:  # the runs' deeper ranks, if the pool goes deeper than their rows
-            pairs = svc.plan_pairs(project, name, runs=run_list, depth=depth,
+            pairs = svc_judge.plan_pairs(project, name, runs=run_list, depth=depth,
                                    queries=parse_queries(queries), category=category, limit=limit,
                                    retry_unparsed=retry_unparsed, progress=bar)
         if dry_run:
-            _dry_run(project, svc, template, pairs, name, format)
+            _dry_run(project, template, pairs, name, format)
             return
         _require_httpx()
         key = os.environ.get(api_key_env) or None
-        settings = svc.ClientSettings(base_url=base_url, model=model, api_key=key,
+        settings = svc_client.ClientSettings(base_url=base_url, model=model, api_key=key,
                                       temperature=temperature, max_tokens=max_tokens,
                                       concurrency=concurrency, timeout=timeout, retries=retries,
                                       key_env=api_key_env)
@@ -121,17 +124,17 @@ def llm_judge(
             console.print(f"Nothing to send: {safe(name)} has answered every pair of this pool "
                           "(--retry-unparsed sends again those whose answer named no grade).")
             return
-        summary = svc.Summary(pairs=len(pairs))
+        summary = svc_judge.Summary(pairs=len(pairs))
         try:
             with progress_bar(quiet) as bar:
-                def report(s: svc.Summary) -> None:
+                def report(s: svc_judge.Summary) -> None:
                     summary.__dict__.update(s.__dict__)
                     if bar is not None:
                         bar(s.done, s.pairs, f"{name} grading", unit="pairs",
                             detail=f"{s.prompt_tokens + s.completion_tokens:,} tokens · "
                                    f"{s.unparsed} unparsed · {s.failed} failed")
 
-                summary = svc.judge(project, pairs, settings, annotator=name, template=template,
+                summary = svc_judge.judge(project, pairs, settings, annotator=name, template=template,
                                     progress=report)
         except KeyboardInterrupt:
             _summary(summary, name, format, interrupted=True)
@@ -147,8 +150,10 @@ def _require_httpx() -> None:
                          "pip install 'ragjudge[llm]' (or pip install httpx).")
 
 
-def _dry_run(project, svc, template: str, pairs: list, name: str, format: str) -> None:  # noqa: ANN001
-    first = (svc.pair_prompt(project, template, svc.prompt_values(project), *pairs[0])
+def _dry_run(project, template: str, pairs: list, name: str, format: str) -> None:  # noqa: ANN001
+    from ragjudge.services.llm.prompt import pair_prompt, prompt_values
+
+    first = (pair_prompt(project, template, prompt_values(project), *pairs[0])
              if pairs else None)
     if format == "json":
         print_json({"annotator": name, "pairs": len(pairs), "first_pair": list(pairs[0]) if pairs else None,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragjudge.services.project import project_status
+from ragjudge.services.overview import project_status
 from ragjudge.cli.app import app
 from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, safe
 from ragjudge.errors import UsageError
@@ -36,7 +36,7 @@ def init(
 ) -> None:
     """Create a new project with its relevance scale."""
     from ragjudge.models import Scale
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     try:
         parsed = Scale.parse(scale, threshold)
@@ -96,7 +96,7 @@ def status(
 
 def _assignment_progress(project) -> dict | None:  # noqa: ANN001
     try:
-        from ragjudge.services.assignment import assignment_progress
+        from ragjudge.services.labels.assignment import assignment_progress
     except ImportError:
         return None
     return assignment_progress(project) or None
@@ -151,7 +151,7 @@ def demo(
     """Build the bundled demo project (a parcel-delivery support knowledge base) and open the app."""
     from ragjudge.cli.common import db_given, set_db
     from ragjudge.safetext import mask_url
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     if not no_tui:  # without a terminal, refuse before building anything
         from ragjudge.tui import require_terminal

@@ -44,7 +44,7 @@ def review(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """List the open flags and comments, and resolve them or send them back."""
-    from ragjudge.services import review as svc
+    from ragjudge.services.labels import review as svc
 
     if action not in ACTIONS:
         raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {action!r}. "
@@ -67,7 +67,7 @@ def review(
         raise UsageError(f"'review {action}' needs {' and '.join(missing)} (and --annotator when "
                          "several annotators marked the pair). Nothing was changed.")
     assert query is not None and chunk is not None
-    from ragjudge.services.visibility import login_name
+    from ragjudge.services.access.identity import login_name
 
     answer = svc.resolve if action == "resolve" else svc.send_back
     with open_project() as project:

@@ -38,7 +38,8 @@ class Inputs:
             raise
 
     def _load(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
-        from ragjudge.services import evaluation as svc
+        from ragjudge.services.scoring import evaluation as svc_evaluation
+        from ragjudge.services.scoring import files as svc_files
 
         if qrels_file == "-":
             raise UsageError("--qrels -: eval, compare, gate and explain read qrels from a file, not "
@@ -47,7 +48,7 @@ class Inputs:
             if rule is not None:
                 raise UsageError("--rule chooses how a project's labels become qrels; it does not "
                                  "apply to a --qrels file.")
-            self.qrels = svc.load_qrels_file(qrels_file)
+            self.qrels = svc_files.load_qrels_file(qrels_file)
             self.rule = None
             self.source = qrels_file
             self.threshold = 1 if threshold is None else threshold
@@ -55,7 +56,7 @@ class Inputs:
                 self.project = open_project()
         else:
             self.project = open_project()
-            self.qrels, self.rule = svc.project_qrels(self.project, rule)
+            self.qrels, self.rule = svc_evaluation.project_qrels(self.project, rule)
             self.source = f"project {self.project.shown_db}"
             self.threshold = self.project.scale.threshold if threshold is None else threshold
         if not 0 <= self.threshold <= MAX_GRADE:
@@ -93,9 +94,14 @@ class Inputs:
              progress: Any = None) -> dict[str, Any]:
         """``{name: Run}`` for the runs named (all of the project's when none is); ``progress``
         hears of each run read."""
-        from ragjudge.services import evaluation as svc
+        from ragjudge.services.scoring import evaluation as svc_evaluation
+        from ragjudge.services.scoring import files as svc_files
 
-        stored = svc.project_run_names(self.project) if self.project is not None else None
+        stored = None
+        if self.project is not None:  # runs from files alone never load the database layer
+            from ragjudge.services.runs.stored import project_run, project_run_names
+
+            stored = project_run_names(self.project)
         if not texts:
             if self.project is None:
                 raise UsageError("name a run file with --run (or evaluate a project's runs with "
@@ -109,16 +115,16 @@ class Inputs:
         if "-" in texts:
             raise UsageError("--run -: runs are read from files or from the project, not from "
                              "standard input; save it to a file first.")
-        specs = svc.resolve_runs(texts, names, project_runs=stored)
+        specs = svc_evaluation.resolve_runs(texts, names, project_runs=stored)
         runs = {}
         for done, spec in enumerate(specs):
             if progress is not None:
                 progress(done, len(specs), "reading runs", "runs")
             if spec.from_project:
-                run = svc.project_run(self.project, spec.text)
+                run = project_run(self.project, spec.text)
                 run.name = spec.name
             else:
-                run = svc.load_run_file(spec.path, spec.name)
+                run = svc_files.load_run_file(spec.path, spec.name)
             runs[spec.name] = run
         if progress is not None:
             progress(len(specs), len(specs), "reading runs", "runs")
@@ -175,7 +181,8 @@ def evaluate_and_print(
     quiet: bool = False,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
-    from ragjudge.services import evaluation as svc
+    from ragjudge.services.scoring import evaluation as svc_evaluation
+    from ragjudge.services.scoring import files as svc_files
 
     _check_format(format)
     mode = _queries_mode(averaging)
@@ -187,7 +194,7 @@ def evaluate_and_print(
             runs = inputs.runs(run, name)
             _curve(inputs, runs, curve, k, format, mode)
         return
-    measures = svc.parse_measure_list(measure)
+    measures = svc_files.parse_measure_list(measure)
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
     with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
@@ -196,13 +203,13 @@ def evaluate_and_print(
         strata = None
         if by is not None:
             if queries is not None:
-                strata = svc.file_strata(queries, by)
+                strata = svc_evaluation.file_strata(queries, by)
             elif inputs.project is not None:
-                strata = svc.project_strata(inputs.project, by)
+                strata = svc_evaluation.project_strata(inputs.project, by)
             else:
                 raise UsageError(f"--by {by} needs the queries' fields: use a project (--db) or "
                                  "give a queries file with --queries.")
-        evaluation = svc.evaluate_all(
+        evaluation = svc_evaluation.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
             strata=strata, by=by, progress=progress,
@@ -448,7 +455,7 @@ def _short(text: str, limit: int = 40) -> str:
 def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
     from ragjudge.metrics.curves import metric_at_k, pr_curve
     from ragjudge.metrics.registry import parse_measure
-    from ragjudge.services.evaluation import _project_extras
+    from ragjudge.services.scoring.evaluation import project_extras
 
     base = curve.strip()
     is_pr = base.upper() in ("PR", "P-R", "PRC")
@@ -465,7 +472,7 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
             raise UsageError(f"--curve {curve}: {probe.definition.name} takes no @k cutoff; "
                              "curves are drawn for @k measures (P, R, nDCG, Success, ...) or PR.")
         for name, run in runs.items():
-            extras = _project_extras(inputs.project, name, inputs.qrels, run, [probe],
+            extras = project_extras(inputs.project, name, inputs.qrels, run, [probe],
                                      inputs.threshold, mode, inputs.rule)
             curves[name] = metric_at_k(inputs.qrels, run, probe, ks, threshold=inputs.threshold,
                                        queries=mode, extras=extras)

@@ -72,7 +72,7 @@ def serve(
     if public_url is not None:
         public_url = check_public_url(public_url)
     from ragjudge.serve.server import is_loopback, serve as run_server
-    from ragjudge.services import roster
+    from ragjudge.services.access import roster
 
     db = project_db()
     with open_project() as project:  # a missing or foreign project is told now, not per tab

@@ -75,10 +75,11 @@ def import_command(
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""
     from ragjudge.formats import FORMATS
-    from ragjudge.services import importing
+    from ragjudge.services.transfer import common as importing_common
+    from ragjudge.services.transfer import importing as importing_importing
 
     kind = kind.strip().lower()
-    kinds = (*importing.IMPORT_KINDS, "beir", "ir-datasets")
+    kinds = (*importing_importing.IMPORT_KINDS, "beir", "ir-datasets")
     if kind not in kinds:
         raise UsageError(f"'ragjudge import {kind}': KIND is one of {', '.join(kinds)}.")
     if format not in ("auto", *FORMATS):
@@ -98,24 +99,24 @@ def import_command(
         raise UsageError("--format does not apply to ir-datasets: ir_datasets reads the dataset.")
     if kind == "ir-datasets":
         with open_project() as project, progress_bar(quiet) as progress:
-            results = importing.import_ir_datasets(project, file, split=split, annotator=annotator,
+            results = importing_importing.import_ir_datasets(project, file, split=split, annotator=annotator,
                                                    create_missing=create_missing, replace=replace,
                                                    progress=progress, **marks)
         for result in results:
             err_console.print(safe(result.summary()))
         return
-    annotator = importing.DEFAULT_ANNOTATOR if annotator is None else annotator
+    annotator = importing_common.DEFAULT_ANNOTATOR if annotator is None else annotator
     with open_project() as project, progress_bar(quiet) as progress:
         if kind == "beir":
-            results = importing.import_beir(project, file, split=split, annotator=annotator,
+            results = importing_importing.import_beir(project, file, split=split, annotator=annotator,
                                             create_missing=create_missing, replace=replace,
                                             progress=progress, **marks)
         else:
             source = file if file != "-" else "-"
             if kind == "guidelines":
-                results = [importing.import_guidelines(project, source)]
+                results = [importing_importing.import_guidelines(project, source)]
             else:
-                results = [importing.import_file(
+                results = [importing_importing.import_file(
                     project, kind, source, fmt=format, name=name, annotator=annotator,
                     create_missing=create_missing, replace=replace, progress=progress,
                     **marks)]
@@ -135,7 +136,7 @@ def export_command(
     llm_audit: Annotated[bool, typer.Option("--llm-audit", help="labels only: every request of the LLM annotators instead (model, prompt SHA-256, answer, outcome, tokens, latency).")] = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
-    from ragjudge.services import exporting
+    from ragjudge.services.transfer import exporting
 
     kind = kind.strip().lower()
     if kind not in exporting.EXPORT_KINDS:
@@ -144,7 +145,7 @@ def export_command(
         _export_llm_audit(kind, format, output)
         return
     if rule is not None:
-        from ragjudge.services.qrels import check_rule
+        from ragjudge.services.gold.rules import check_rule
 
         check_rule(rule)
     dest = str(output) if output is not None else "-"
@@ -162,7 +163,8 @@ PER_ANNOTATOR_KINDS = ("labels", "facets", "nuggets", "answer-labels")
 
 def _check_may_export(project, kind: str, rule: str | None, by: str | None) -> None:  # noqa: ANN001
     """Other annotators' labels (and qrels of one other annotator) only for who may see them."""
-    from ragjudge.services.visibility import login_name, require_sees_others
+    from ragjudge.services.access.identity import login_name
+    from ragjudge.services.access.visibility import require_sees_others
 
     viewer = by or login_name()
     if kind in PER_ANNOTATOR_KINDS:
@@ -171,7 +173,7 @@ def _check_may_export(project, kind: str, rule: str | None, by: str | None) -> N
         require_sees_others(project, viewer, "export another annotator's grades")
 def _export_llm_audit(kind: str, format: str | None, output: Path | None) -> None:
     """``export labels --llm-audit``: the LLM annotators' requests, one line each."""
-    from ragjudge.services.llm_judge import export_audit
+    from ragjudge.services.llm.judge import export_audit
 
     if kind != "labels":
         raise UsageError("--llm-audit goes with 'export labels' (the LLM annotators' requests).")

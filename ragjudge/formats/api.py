@@ -167,7 +167,7 @@ def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag
     bytes are written exactly as stored."""
     if is_terminal(dest):
         multiline = fmt == "jsonl"  # JSON escapes a line break; in TREC and CSV it would split the row
-        records = (_visible_fields(record, multiline) for record in records)
+        records = (visible_fields(record, multiline) for record in records)
         tag = visible(tag)
     if fmt == "jsonl":
         return write_jsonl(records, dest, kind=kind)
@@ -182,15 +182,15 @@ def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag
     raise UsageError(f"unknown output format '{fmt}'; one of: trec, jsonl, csv.")
 
 
-def _visible_fields(value: Any, multiline: bool) -> Any:
+def visible_fields(value: Any, multiline: bool) -> Any:
     """``value`` (a record, a dict, a tuple or a list) with every string in it made visible."""
     if isinstance(value, str):
         return visible(value, multiline=multiline)
     if isinstance(value, BaseModel):
-        return value.model_copy(update={name: _visible_fields(field, multiline) for name, field in value
+        return value.model_copy(update={name: visible_fields(field, multiline) for name, field in value
                                         if isinstance(field, (str, dict, list, tuple))})
     if isinstance(value, dict):
-        return {key: _visible_fields(field, multiline) for key, field in value.items()}
+        return {key: visible_fields(field, multiline) for key, field in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_visible_fields(field, multiline) for field in value)
+        return type(value)(visible_fields(field, multiline) for field in value)
     return value

@@ -35,7 +35,7 @@ Within an answer somebody judged, a thing nobody judged counts as no support, as
 chunk counts as not relevant.
 
 The data is ``extras["answers"]``: :class:`AnswerLabels` (one run's answers with the annotators'
-combined judgments, from ``ragjudge.services.answers.answer_labels``), aligned here with the
+combined judgments, from ``ragjudge.services.scoring.answers.answer_labels``), aligned here with the
 evaluated queries as :class:`AnswerSupport`. Numpy only.
 """
 

@@ -40,7 +40,7 @@ Each measure reads one key of ``evaluate(..., extras=...)``:
 
 Each value comes in one of two forms:
 
-1. **Gold labels, independent of any run** (what ``ragjudge.services.rag.rag_extras`` gives):
+1. **Gold labels, independent of any run** (what ``ragjudge.services.scoring.rag.rag_extras`` gives):
    :class:`ItemLabels` — one entry per item (query id, name, vital, weight) and one per
    supporting (item, chunk id, level) pair, annotators already combined; :class:`EntityLabels`
    — (query id, entity text) pairs and a source of chunk texts; :class:`CitationLabels` — the
@@ -1046,7 +1046,7 @@ def explain_rag(qrels: Any, run: Any, query_id: str, measure: Any, *,
                 extras: Mapping[str, Any] | None = None, threshold: int = 1
                 ) -> RagExplanation | None:
     """:func:`explain_in_context` from a qrels, a run and the extras (e.g. from
-    ``ragjudge.services.rag.rag_extras``). None for a measure this module does not explain."""
+    ``ragjudge.services.scoring.rag.rag_extras``). None for a measure this module does not explain."""
     from ragjudge.metrics.evaluate import build_context
     from ragjudge.metrics.registry import parse_measure
 

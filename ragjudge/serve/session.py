@@ -20,7 +20,7 @@ def main() -> int:
         print(f"ragjudge: this is the app process of 'ragjudge serve' ({SERVED_ENV} is not set); "
               "run 'ragjudge serve' instead.", file=sys.stderr)
         return 2
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     try:
         project = Project.open(env_db())

@@ -45,7 +45,7 @@ from ragjudge.store.schema import (
 )
 
 if TYPE_CHECKING:
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
 EVENT_TABLES: dict[str, type[Label] | type[FacetLink] | type[NuggetSupport] | type[Adjudication]
                    | type[PairMark] | type[AnswerJudgment]] = {

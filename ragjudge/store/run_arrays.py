@@ -111,7 +111,7 @@ def delete_arrays(connection: Connection, run: str, generation: int,
 
 CREATED = ("created_queries", "created_queries_lengths", "created_chunks", "created_chunks_lengths")
 """Beside an import's arrays until its run is published: the placeholders it is writing (packed
-ids), so that a killed import's are removed (:mod:`ragjudge.services.staging`)."""
+ids), so that a killed import's are removed (:mod:`ragjudge.services.project.staging`)."""
 
 
 def arrays_from_rows(rows: Iterable[tuple[str, str, int, float | None]]) -> dict[str, np.ndarray]:

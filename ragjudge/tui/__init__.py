@@ -44,7 +44,7 @@ def require_terminal() -> None:
 def run_app(project, *, annotator: str | None = None, start: str = "home", **queue_options: Any) -> None:  # noqa: ANN001
     """Run the app in the terminal until the user quits.
 
-    ``queue_options`` go to :class:`ragjudge.services.judging.JudgingQueue`: ``runs``, ``depth``,
+    ``queue_options`` go to :class:`ragjudge.services.labels.queue.JudgingQueue`: ``runs``, ``depth``,
     ``order``, ``queries``, ``category``, ``show_source``, ``recheck``.
     """
     require_terminal()

@@ -49,26 +49,26 @@ class RagjudgeApp(App):
         """True while a screen is about to open on top of the home screen as the app starts
         (``ragjudge eval --tui``): the home screen then counts only when it is shown."""
 
-    # -- who is looking: every screen asks here (see ragjudge.services.visibility) ------------
+    # -- who is looking: every screen asks here (see ragjudge.services.access.visibility) ------------
 
     @property
     def viewer(self) -> str | None:
         """The annotator, else (with :attr:`trust_login`) the login name, else None."""
-        from ragjudge.services.visibility import login_name
+        from ragjudge.services.access.identity import login_name
 
         return self.annotator or (login_name() if self.trust_login else None)
 
     @property
     def is_lead(self) -> bool:
         """Whether the viewer may do a lead's work (anyone while the project has no lead)."""
-        from ragjudge.services.visibility import viewer_is_lead
+        from ragjudge.services.access.visibility import viewer_is_lead
 
         return viewer_is_lead(self.project, self.viewer)
 
     @property
     def sees_others(self) -> bool:
         """Whether the viewer may see other annotators' grades and gold grades pair by pair."""
-        from ragjudge.services.visibility import sees_all_grades
+        from ragjudge.services.access.visibility import sees_all_grades
 
         return sees_all_grades(self.project, self.viewer)
 
@@ -144,7 +144,7 @@ class RagjudgeApp(App):
             return
         from ragjudge.tui.screens.prompts import TextPrompt
 
-        from ragjudge.services.judging import annotator_names
+        from ragjudge.services.events.annotators import annotator_names
 
         known = annotator_names(self.project)
         note = None
@@ -159,11 +159,12 @@ class RagjudgeApp(App):
         one in a closed roster, is refused; an unknown name where annotators exist asks first,
         offering the known name it most likely means (``Ana`` for ``ana``), so that a slip of
         the keyboard does not start a second annotator with an empty queue."""
-        from ragjudge.services import judging, roster
+        from ragjudge.services.events import annotators as judging_annotators
+        from ragjudge.services.access import roster
         from ragjudge.tui.screens.prompts import NameChoice
 
         try:
-            name = judging.check_annotator(name)
+            name = judging_annotators.check_annotator(name)
             roster.check_can_label(self.project, name)
             known = [m.name for m in roster.members(self.project, counts=False)]
         except RagjudgeError as exc:
@@ -182,16 +183,17 @@ class RagjudgeApp(App):
         self.push_screen(NameChoice(name, roster.nearest_name(self.project, name), known), chosen)
 
     def _open_judging(self, name: str, *, from_home: bool) -> None:
-        from ragjudge.services import judging
+        from ragjudge.services.events import annotators as judging_annotators
+        from ragjudge.services.labels import queue as judging_queue
         from ragjudge.tui.screens.judge import JudgeScreen
 
         try:
-            name = judging.check_annotator(name)
+            name = judging_annotators.check_annotator(name)
             opts = {k: v for k, v in self.queue_options.items() if v is not None}
             if opts.get("show_source") and not self._sees_sources(name):
                 opts["show_source"] = False
-            queue = judging.JudgingQueue(self.project, name, **opts)
-            judging.ensure_annotator(self.project, name)
+            queue = judging_queue.JudgingQueue(self.project, name, **opts)
+            judging_annotators.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
             if from_home:
                 self.notify(str(exc), severity="error", timeout=10)
@@ -205,7 +207,7 @@ class RagjudgeApp(App):
     def _sees_sources(self, name: str) -> bool:
         """Whether ``name`` may see which runs retrieved a pair still to judge, and at which
         rank (not in a blind project, unless a lead); says so when not."""
-        from ragjudge.services.visibility import sees_all_grades
+        from ragjudge.services.access.visibility import sees_all_grades
 
         if sees_all_grades(self.project, name):
             return True
@@ -214,16 +216,16 @@ class RagjudgeApp(App):
         return False
 
     def _open_answer_judging(self, name: str, *, from_home: bool) -> None:
-        from ragjudge.services import judging
-        from ragjudge.services.answers import AnswerQueue
+        from ragjudge.services.events import annotators as judging_annotators
+        from ragjudge.services.labels.answers import AnswerQueue
         from ragjudge.tui.screens.answers import AnswerJudgeScreen
 
         try:
-            name = judging.check_annotator(name)
+            name = judging_annotators.check_annotator(name)
             opts = {k: v for k, v in self.queue_options.items()
                     if k in ("runs", "queries", "category", "show_source") and v is not None}
             queue = AnswerQueue(self.project, name, **opts)
-            judging.ensure_annotator(self.project, name)
+            judging_annotators.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
             if from_home:
                 self.notify(for_terminal(exc), severity="error", timeout=10, markup=False)
@@ -235,14 +237,14 @@ class RagjudgeApp(App):
         self._guidelines_once(name)
 
     def _guidelines_once(self, name: str) -> None:
-        from ragjudge.services import judging
+        from ragjudge.services.events import annotators as judging_annotators
         from ragjudge.tui.screens.guidelines import GuidelinesScreen
 
-        if not judging.annotator_seen_guidelines(self.project, name):
+        if not judging_annotators.annotator_seen_guidelines(self.project, name):
             markdown = self.project.get_setting("guidelines")
             if markdown:
                 self.push_screen(GuidelinesScreen(markdown, first_time=True),
-                                 lambda _: judging.mark_guidelines_seen(self.project, name))
+                                 lambda _: judging_annotators.mark_guidelines_seen(self.project, name))
 
     # -- the other engineers' screens ------------------------------------------------------
 
@@ -308,6 +310,6 @@ def viewer_of(app: App) -> str | None:
     ``ragjudge eval --tui``'s parent), its ``annotator`` or the login name."""
     if isinstance(app, RagjudgeApp):
         return app.viewer
-    from ragjudge.services.visibility import login_name
+    from ragjudge.services.access.identity import login_name
 
     return getattr(app, "annotator", None) or login_name()

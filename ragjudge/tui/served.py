@@ -85,7 +85,7 @@ class ServedApp(RagjudgeApp):
         changed role applies from now on."""
         if self.member is None or self._token is None or self.closing:
             return
-        from ragjudge.services import roster
+        from ragjudge.services.access import roster
 
         found = roster.by_token(self.project, self._token)
         if found is None or found.name != self.member.name:

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragjudge.errors import UsageError
-from ragjudge.services import assignment as svc
-from ragjudge.services.judging import record_label, skip_pair
-from ragjudge.services.pool import pool_select
+from ragjudge.services.labels import assignment as svc
+from ragjudge.services.labels.events import record_label, skip_pair
+from ragjudge.services.gold.pool import pool_select
 
 
 @settings(max_examples=150, deadline=None)

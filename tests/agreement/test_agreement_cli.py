@@ -95,8 +95,8 @@ def test_agree_rejects_bad_input_without_traceback(tmp_path, capsys):
 
 
 def _label(project_db, annotator, query, chunk, grade) -> None:
-    from ragjudge.services.judging import record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     with Project.open(project_db) as project:
         record_label(project, annotator=annotator, query_id=query, chunk_id=chunk, grade=grade)

@@ -10,8 +10,8 @@ from pathlib import Path
 from textual.app import App
 from textual.widgets import DataTable, Static
 
-from ragjudge.services.judging import record_label
-from ragjudge.services.qrels import gold_qrels
+from ragjudge.services.labels.events import record_label
+from ragjudge.services.gold.qrels import gold_qrels
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
 
@@ -60,7 +60,7 @@ def test_statistics_then_adjudicate_a_disputed_pair_in_a_few_keys(project):
     asyncio.run(_adjudicate_in_a_few_keys(project))
     gold = {(q, c): g for q, c, g in gold_qrels(project)}
     assert gold[("q1", "c05")] == 2  # the decision, not the median (1)
-    from ragjudge.services.agreement import pair_detail
+    from ragjudge.services.events.pairs import pair_detail
 
     decision = pair_detail(project, "q1", "c05").adjudications[-1]
     assert decision["reason"] == "fits" and decision["by"] == "lead"

@@ -9,9 +9,14 @@ import numpy as np
 import pytest
 
 from ragjudge.errors import UsageError
-from ragjudge.services import agreement as svc
-from ragjudge.services.judging import record_label, skip_pair
-from ragjudge.services.qrels import gold_qrels
+from ragjudge.services.agreement import quality as svc_quality
+from ragjudge.services.agreement import ratings as svc_ratings
+from ragjudge.services.agreement import verdict as svc_verdict
+from ragjudge.services.agreement import views as svc_views
+from ragjudge.services.events import pairs as svc_pairs
+from ragjudge.services.gold import adjudication as svc_adjudication
+from ragjudge.services.labels.events import record_label, skip_pair
+from ragjudge.services.gold.qrels import gold_qrels
 from ragjudge.store.schema import Annotator, Label
 
 T0 = datetime(2026, 1, 1, 9, 0, 0)
@@ -63,7 +68,7 @@ def test_load_ratings_uses_the_newest_non_recheck_event(project):
         ("ann", "q1", "c02", 1), ("ann", "q1", "c02", None),  # undone: no grade now
         ("bob", "q1", "c02", 3),
     ])
-    r = svc.load_ratings(project)
+    r = svc_ratings.load_ratings(project)
     assert r.annotators == ("ann", "bob")
     assert r.units == (("q1", "c01"), ("q1", "c02"))
     np.testing.assert_array_equal(r.matrix, [[2, 2], [np.nan, 3]])
@@ -72,7 +77,7 @@ def test_load_ratings_uses_the_newest_non_recheck_event(project):
 
 def test_project_agreement_matches_the_library_on_the_same_matrix(project):
     _fill(project)
-    view = svc.project_agreement(project)
+    view = svc_views.project_agreement(project)
     matrix = np.array([[np.nan if g is None else g - 1 for g in DATA[n]] for n in "ABCD"]).T
     from ragjudge.metrics.agreement import krippendorff_alpha
 
@@ -96,24 +101,24 @@ def test_project_agreement_matches_the_library_on_the_same_matrix(project):
 
 def test_disputed_pairs_then_adjudication_reaches_gold_qrels(project):
     _fill(project)
-    pairs = svc.disputed_pairs(project)
+    pairs = svc_views.disputed_pairs(project)
     assert pairs[0]["chunk_id"] == "c06" and pairs[0]["adjudicated"] is None
-    svc.adjudicate(project, query_id="q3", chunk_id="c06", grade=1, reason="guideline 3b", by="lead")
-    assert svc.disputed_pairs(project)[0]["adjudicated"] == 1
+    svc_adjudication.adjudicate(project, query_id="q3", chunk_id="c06", grade=1, reason="guideline 3b", by="lead")
+    assert svc_views.disputed_pairs(project)[0]["adjudicated"] == 1
     gold = {(q, c): g for q, c, g in gold_qrels(project, "max")}
     assert gold[("q3", "c06")] == 1  # adjudication beats the max rule (3)
-    detail = svc.pair_detail(project, "q3", "c06")
+    detail = svc_pairs.pair_detail(project, "q3", "c06")
     assert [lab.grade for lab in detail.labels] == [0, 1, 2, 3]
     assert detail.adjudicated == 1 and detail.adjudications[0]["reason"] == "guideline 3b"
 
 
 def test_adjudicate_rejects_bad_input(project):
     with pytest.raises(UsageError, match="off the project's scale"):
-        svc.adjudicate(project, query_id="q1", chunk_id="c01", grade=7, reason="x", by="lead")
+        svc_adjudication.adjudicate(project, query_id="q1", chunk_id="c01", grade=7, reason="x", by="lead")
     with pytest.raises(UsageError, match="reason"):
-        svc.adjudicate(project, query_id="q1", chunk_id="c01", grade=1, reason=" ", by="lead")
+        svc_adjudication.adjudicate(project, query_id="q1", chunk_id="c01", grade=1, reason=" ", by="lead")
     with pytest.raises(UsageError, match="no query"):
-        svc.adjudicate(project, query_id="nope", chunk_id="c01", grade=1, reason="r", by="lead")
+        svc_adjudication.adjudicate(project, query_id="nope", chunk_id="c01", grade=1, reason="r", by="lead")
 
 
 def test_pair_detail_sums_time_spent_and_keeps_notes(project):
@@ -121,7 +126,7 @@ def test_pair_detail_sums_time_spent_and_keeps_notes(project):
                  duration_ms=4000, note="half relevant")
     record_label(project, annotator="ann", query_id="q1", chunk_id="c01", grade=2, duration_ms=1500)
     skip_pair(project, annotator="bob", query_id="q1", chunk_id="c01", duration_ms=900)
-    detail = svc.pair_detail(project, "q1", "c01")
+    detail = svc_pairs.pair_detail(project, "q1", "c01")
     by = {lab.annotator: lab for lab in detail.labels}
     assert by["ann"].grade == 2 and by["ann"].duration_ms == 5500
     assert by["bob"].grade is None and by["bob"].skipped
@@ -131,7 +136,7 @@ def test_fast_labels_by_chunk_length(project):
     # chunk texts are "chunk N" (7-8 characters): the floor of 700 ms decides
     add_labels(project, [("ann", "q1", "c01", 1, 300), ("ann", "q1", "c02", 1, 5000),
                          ("ann", "q1", "c03", 1, None)])
-    fast = svc.fast_labels(project)
+    fast = svc_quality.fast_labels(project)
     assert [(f["chunk_id"], f["duration_ms"]) for f in fast] == [("c01", 300)]
     # a long chunk needs more time: 1500 chars at 75 chars/s = 20 s
     def lengthen(session) -> None:
@@ -140,7 +145,7 @@ def test_fast_labels_by_chunk_length(project):
         session.get(Chunk, "c02").text = "x" * 1500
 
     project.write(lengthen)
-    assert {f["chunk_id"] for f in svc.fast_labels(project)} == {"c01", "c02"}
+    assert {f["chunk_id"] for f in svc_quality.fast_labels(project)} == {"c01", "c02"}
 
 
 def test_grade_drift_and_self_agreement(project):
@@ -148,17 +153,17 @@ def test_grade_drift_and_self_agreement(project):
     drifting = [("bob", "q2", f"c{j:02d}", 0 if j <= 10 else 3) for j in range(1, 21)]
     rechecks = [("ann", "q1", "c01", 1, None, "recheck"), ("ann", "q1", "c02", 1, None, "recheck")]
     add_labels(project, steady + drifting + rechecks)
-    drift = {d["annotator"]: d for d in svc.grade_drift(project)}
+    drift = {d["annotator"]: d for d in svc_quality.grade_drift(project)}
     assert not drift["ann"]["drifting"]
     assert drift["bob"]["drifting"] and drift["bob"]["mean_second"] - drift["bob"]["mean_first"] == 3
     # ann's c01 is 1 (recheck 1: same), c02 is 0 (recheck 1: differs, within 1)
-    assert svc.self_agreement(project) == [
+    assert svc_quality.self_agreement(project) == [
         {"annotator": "ann", "rechecks": 2, "self_agreement": 0.5, "within_1": 1.0}
     ]
 
 
 def test_empty_project_gives_undefined_statistics(project):
-    d = svc.project_agreement(project).to_dict()
+    d = svc_views.project_agreement(project).to_dict()
     assert d["units"] == 0 and d["krippendorff_alpha"]["nominal"] is None
     assert d["by_query"] == [] and d["by_annotator"] == []
 
@@ -185,7 +190,7 @@ def _two_runs_and_opposed_annotators(project) -> None:
 
 def test_verdict_kendall_tau_and_largest_change(project):
     _two_runs_and_opposed_annotators(project)
-    v = svc.verdict_stability(project, measures=["P@5", "AP"])
+    v = svc_verdict.verdict_stability(project, measures=["P@5", "AP"])
     assert v["runs"] == ["bm25", "dense"] and v["qrels"] == ["gold", "ann", "bob", "cy"]
     p5 = v["measures"][0]
     assert p5["measure"] == "P@5"
@@ -202,7 +207,7 @@ def test_verdict_kendall_tau_and_largest_change(project):
 
 def test_verdict_with_one_run_says_why_tau_is_undefined(project):
     add_labels(project, [("ann", "q1", "c05", 1), ("bob", "q1", "c05", 0)])
-    v = svc.verdict_stability(project, measures=["P@5"])
+    v = svc_verdict.verdict_stability(project, measures=["P@5"])
     m = v["measures"][0]
     assert m["min_tau"] is None and m["tau_reason"] == "fewer than two runs"
     assert m["tau_undefined"]["ann"] == "fewer than two items to rank"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.app import App
 
-from ragjudge.services.judging import record_label
+from ragjudge.services.labels.events import record_label
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
 

@@ -17,7 +17,7 @@ def _template(folder: Path, judgments: bool) -> Path:
     db = folder / "template.db"
     make_small_project(str(db)).close()
     build(str(db), folder, judgments=judgments)
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(str(db)) as project:  # fold the write-ahead log into the file
         with project.engine.connect() as connection:
@@ -60,7 +60,7 @@ def _no_default_project(monkeypatch):
 
 @pytest.fixture(scope="session")
 def _demo_file(tmp_path_factory) -> Path:
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     path = tmp_path_factory.mktemp("answers-demo") / "demo.db"
     build_demo(str(path))

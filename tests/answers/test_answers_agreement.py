@@ -21,8 +21,9 @@ import pytest
 
 from answerkit import JUDGMENTS, jsonl
 from ragjudge.cli import main
-from ragjudge.services import answers
-from ragjudge.services.project import Project
+from ragjudge.services.agreement import answers as answer_agreement_svc
+from ragjudge.services.labels import answers as answer_judging
+from ragjudge.services.project.database import Project
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -33,7 +34,7 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_ratings_have_the_answer_units_on_a_0_to_2_scale(answers_db):
     with Project.open(answers_db) as project:
-        nuggets, citations = answers.answer_ratings(project)
+        nuggets, citations = answer_agreement_svc.answer_ratings(project)
     assert nuggets.scale == (0, 2) and citations.scale == (0, 2)
     assert list(nuggets.annotators) == ["ana", "ben"]
     as_dict = lambda r: {u: tuple(None if np.isnan(v) else int(v) for v in row)  # noqa: E731
@@ -48,7 +49,7 @@ def test_ratings_have_the_answer_units_on_a_0_to_2_scale(answers_db):
 
 def test_the_statistics_are_the_labels_statistics(answers_db):
     with Project.open(answers_db) as project:
-        views = answers.answer_agreement(project)
+        views = answer_agreement_svc.answer_agreement(project)
     nugget = views["nugget_support"].report
     assert nugget.units == 4 and nugget.pairable_units == 3
     assert nugget.percent_agreement.value == pytest.approx(1 / 3)
@@ -129,10 +130,10 @@ async def _answers_tab(db: str) -> None:
             assert "4 (query, run, nugget) units judged, 3 by two or more annotators" in text
             assert "free returns" in text and "ana=partial, ben=none" in text
             # a new judgment elsewhere shows up on the next poll
-            answer_id = answers.answer_view(project, 1, None).answer_id
-            view = answers.answer_view(project, answer_id, "ben")
+            answer_id = answer_judging.answer_view(project, 1, None).answer_id
+            view = answer_judging.answer_view(project, answer_id, "ben")
             tracking = next(i for i in view.items if i.nugget == "tracking")
-            answers.record_answer_judgment(project, annotator="ben", answer_id=answer_id,
+            answer_judging.record_answer_judgment(project, annotator="ben", answer_id=answer_id,
                                            nugget_id=tracking.nugget_id, support="none")
             screen.compute()
             await pilot.app.workers.wait_for_complete()

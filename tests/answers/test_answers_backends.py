@@ -10,8 +10,8 @@ import pytest
 from answerkit import JUDGMENTS, build
 from projectkit import make_small_project
 from ragjudge.cli import main
-from ragjudge.services import answers
-from ragjudge.services.project import Project
+from ragjudge.services.labels import answers
+from ragjudge.services.project.database import Project
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +49,7 @@ def test_answers_on_both_backends(any_db, tmp_path, capsys):
 
 
 def test_the_live_evaluation_takes_answer_judgments_in_on_both_backends(any_db, tmp_path):
-    from ragjudge.services import live
+    from ragjudge.services.scoring import live
 
     make_small_project(any_db).close()
     build(any_db, tmp_path)

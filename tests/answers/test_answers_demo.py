@@ -10,9 +10,13 @@ import json
 import time
 
 from ragjudge.cli import main
-from ragjudge.services import answers, judging, live
-from ragjudge.services import evaluation as ev
-from ragjudge.services.project import Project
+from ragjudge.services.events import answers as answer_events
+from ragjudge.services.labels import answers as answer_judging
+from ragjudge.services.events import annotators as judging
+from ragjudge.services.scoring import live
+from ragjudge.services.runs import stored as ev_stored
+from ragjudge.services.scoring import evaluation as ev_evaluation
+from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
 from ragjudge.tui.screens.evaluation import EvaluationScreen
@@ -57,18 +61,18 @@ def test_judge_an_answer_in_a_few_keys_and_watch_the_scores_move(demo_copy, tmp_
                 assert 3 <= len(view.items) <= 10  # a few keys judge the whole answer
                 for i in range(len(view.items)):
                     await pilot.press("2" if i % 3 else "1")
-                assert answers.answer_view(project, view.answer_id, "dee").open == 0
+                assert answer_judging.answer_view(project, view.answer_id, "dee").open == 0
                 await pilot.press("e")
                 await wait_for(pilot, lambda: isinstance(app.screen, EvaluationScreen)
                                and app.screen.snapshot is not None)
                 board = app.screen
                 seen.append({run: dict(board.snapshot.means[run]) for run in RUNS})
                 # while the board is open, more judgments arrive (another annotator's keys)
-                for item in answers.answer_view(project, view.answer_id, None).items:
-                    answers.record_answer_judgment(
+                for item in answer_judging.answer_view(project, view.answer_id, None).items:
+                    answer_judging.record_answer_judgment(
                         project, annotator="ed", answer_id=view.answer_id, support="none",
                         nugget_id=item.nugget_id, sentence=item.sentence, chunk_id=item.chunk_id)
-                newest = answers.answers_stamp(project)
+                newest = answer_events.answers_stamp(project)
                 await wait_for(pilot, lambda: board.engine.answer_stamp >= newest
                                and board.snapshot.version > 0 and board.snapshot.touched)
                 await pilot.pause()
@@ -94,9 +98,9 @@ def test_judge_an_answer_in_a_few_keys_and_watch_the_scores_move(demo_copy, tmp_
 def test_both_answering_runs_have_every_answer_measure_on_the_demo(demo_copy):
     db = demo_copy()
     with Project.open(db) as project:
-        qrels, rule = ev.project_qrels(project)
-        runs = {n: ev.project_run(project, n) for n in RUNS}
-        result = ev.evaluate_all(qrels, runs, MEASURES, project=project, rule=rule)
+        qrels, rule = ev_evaluation.project_qrels(project)
+        runs = {n: ev_stored.project_run(project, n) for n in RUNS}
+        result = ev_evaluation.evaluate_all(qrels, runs, MEASURES, project=project, rule=rule)
     for run in RUNS:
         aggregate = result.aggregate(run)
         undefined = result.results[run].undefined()

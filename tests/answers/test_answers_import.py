@@ -213,8 +213,9 @@ def test_answer_labels_round_trip_through_export_and_import(answers_db, bare_ans
 
 
 def test_export_leaves_out_undone_judgments_and_removed_nuggets(answers_db, capsys):
-    from ragjudge.services import answers, judging
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels import answers
+    from ragjudge.services.labels import facets as judging
+    from ragjudge.services.project.database import Project
 
     with Project.open(answers_db) as project:
         (dense,), = rows(answers_db, "SELECT id FROM answers WHERE query_id = 'q1' AND run = 'dense'")
@@ -276,7 +277,7 @@ def test_a_line_contradicting_an_earlier_one_is_refused(bare_answers_db, tmp_pat
 def test_migrating_an_older_project_splits_its_answers_into_sentences(tmp_path):
     from sqlalchemy import text
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store import migrate
     from ragjudge.store.engine import make_engine
 
@@ -302,8 +303,9 @@ HOSTILE_NUGGET = 'ship\r"fast", [bold]now[/] \x1b]52;c;aGk=\x07 \u202eevil\n' + 
 def test_answer_labels_round_trip_hostile_nugget_text(answers_db, bare_answers_db, tmp_path, capsys, fmt):
     # a nugget named by hostile text (CR, quotes, markup, an escape sequence, bidi, 10,000
     # characters) is exported and read back to the same judgment, byte for byte
-    from ragjudge.services import answers, judging
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels import answers
+    from ragjudge.services.labels import facets as judging
+    from ragjudge.services.project.database import Project
 
     with Project.open(answers_db) as project:
         nugget = judging.add_nugget(project, "q1", HOSTILE_NUGGET)

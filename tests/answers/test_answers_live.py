@@ -8,19 +8,22 @@ import random
 
 import pytest
 
-from ragjudge.services import answers
-from ragjudge.services import evaluation as ev
-from ragjudge.services import judging, live
-from ragjudge.services.project import Project
+from ragjudge.services.events import answers as answer_events
+from ragjudge.services.labels import answers as answer_judging
+from ragjudge.services.runs import stored as ev_stored
+from ragjudge.services.scoring import evaluation as ev_evaluation
+from ragjudge.services.labels import events as judging
+from ragjudge.services.scoring import live
+from ragjudge.services.project.database import Project
 
 MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision",
             "CitationRecall", "P@5"]
 
 
 def reference(project, rule, measures, threshold):
-    qrels, rule = ev.project_qrels(project, rule)
-    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
-    return ev.evaluate_all(qrels, runs, measures, threshold=threshold, project=project, rule=rule)
+    qrels, rule = ev_evaluation.project_qrels(project, rule)
+    runs = {n: ev_stored.project_run(project, n) for n in ev_stored.project_run_names(project)}
+    return ev_evaluation.evaluate_all(qrels, runs, measures, threshold=threshold, project=project, rule=rule)
 
 
 def in_place_of_gold(project, annotator, measures, threshold):
@@ -30,17 +33,17 @@ def in_place_of_gold(project, annotator, measures, threshold):
     import numpy as np
 
     from ragjudge.metrics.data import Qrels
-    from ragjudge.services.qrels import gold_qrels
+    from ragjudge.services.gold.qrels import gold_qrels
 
     rule = f"annotator:{annotator}"
     mine = {(q, c): g for q, c, g in gold_qrels(project, rule)}
     queries = {q for q, _ in mine}
     judged = {(q, c): g for q, c, g in gold_qrels(project) if q in queries} | mine
-    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+    runs = {n: ev_stored.project_run(project, n) for n in ev_stored.project_run_names(project)}
     q, c = zip(*judged) if judged else ((), ())
     qrels = Qrels(list(q), list(c), np.array(list(judged.values()), dtype=np.int64),
                   top_grade=project.scale.max)
-    return ev.evaluate_all(qrels, runs, measures, threshold=threshold, project=project, rule=rule)
+    return ev_evaluation.evaluate_all(qrels, runs, measures, threshold=threshold, project=project, rule=rule)
 
 
 def assert_same(engine, project) -> None:
@@ -71,7 +74,7 @@ def project(answers_db):
 def _items(project) -> list[tuple[int, object]]:
     out = []
     for answer_id in range(1, 4):
-        view = answers.answer_view(project, answer_id, None)
+        view = answer_judging.answer_view(project, answer_id, None)
         out += [(answer_id, item) for item in view.items]
     return out
 
@@ -86,14 +89,14 @@ def test_answer_judgments_undo_and_labels_keep_the_live_numbers_exact(project):
     for step in range(24):
         who = rnd.choice(["ana", "ben", "cy"])
         if step % 7 == 6:
-            answers.undo_last_answer_judgment(project, who)
+            answer_judging.undo_last_answer_judgment(project, who)
         elif step % 11 == 10:
             judging.record_label(project, annotator=who, query_id="q1", chunk_id="c07", grade=rnd.randint(0, 3))
         else:
             answer_id, item = rnd.choice(items)
-            answers.record_answer_judgment(project, annotator=who, answer_id=answer_id,
+            answer_judging.record_answer_judgment(project, annotator=who, answer_id=answer_id,
                                            nugget_id=item.nugget_id, sentence=item.sentence,
-                                           chunk_id=item.chunk_id, support=rnd.choice(answers.SUPPORTS))
+                                           chunk_id=item.chunk_id, support=rnd.choice(answer_events.SUPPORTS))
         assert engine.poll()
         assert "q1" in engine.touched or step % 7 == 6
         assert_same(engine, project)
@@ -104,14 +107,14 @@ def test_a_judgment_moves_the_number_eval_prints(project):
     engine = live.LiveEvaluation(project, measures=["AnswerNuggets(all)"], ranges=False)
     engine.load()
     assert engine.snapshot().means["dense"]["AnswerNuggets(all)"] == 0.0
-    view = answers.answer_view(project, 2, None)  # q1 / dense
+    view = answer_judging.answer_view(project, 2, None)  # q1 / dense
     assert view.run == "dense"
     tracking = next(i for i in view.items if i.nugget == "tracking")
-    answers.record_answer_judgment(project, annotator="ana", answer_id=2, nugget_id=tracking.nugget_id,
+    answer_judging.record_answer_judgment(project, annotator="ana", answer_id=2, nugget_id=tracking.nugget_id,
                                    support="full")
     assert engine.poll() and engine.touched == ("q1",)
     assert engine.snapshot().means["dense"]["AnswerNuggets(all)"] == pytest.approx(1 / 3)
-    answers.undo_last_answer_judgment(project, "ana")
+    answer_judging.undo_last_answer_judgment(project, "ana")
     assert engine.poll()
     assert engine.snapshot().means["dense"]["AnswerNuggets(all)"] == 0.0
 
@@ -120,10 +123,10 @@ def test_without_an_answer_measure_answer_judgments_are_not_even_looked_at(proje
     engine = live.LiveEvaluation(project, measures=["P@5", "AP"])
     engine.load()
     assert not engine.watches_answers
-    answers.record_answer_judgment(project, annotator="ana", answer_id=2, sentence=0, chunk_id="c05",
+    answer_judging.record_answer_judgment(project, annotator="ana", answer_id=2, sentence=0, chunk_id="c05",
                                    support="none")
     assert not engine.poll()
     engine.set_measures(["P@5", "CitationPrecision"])
     assert engine.watches_answers
-    assert engine.answer_stamp == answers.answers_stamp(project)
+    assert engine.answer_stamp == answer_events.answers_stamp(project)
     assert_same(engine, project)

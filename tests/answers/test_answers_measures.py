@@ -218,8 +218,8 @@ def test_another_gold_rule_combines_the_annotators_differently(answers_db, capsy
 
 
 def test_a_new_judgment_changes_the_numbers_eval_prints(answers_db, capsys):
-    from ragjudge.services import answers
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels import answers
+    from ragjudge.services.project.database import Project
 
     with Project.open(answers_db) as project:
         view = next(answers.answer_view(project, a, "ben") for a in _answer_ids(project)

@@ -11,8 +11,9 @@ import sqlite3
 from rich.console import Console
 from textual.widgets import Static
 
-from ragjudge.services import answers, judging
-from ragjudge.services.project import Project
+from ragjudge.services.labels import answers
+from ragjudge.services.events import annotators as judging
+from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
 

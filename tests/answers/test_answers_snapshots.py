@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from textual.app import App
 
-from ragjudge.services import judging
-from ragjudge.services.project import Project
+from ragjudge.services.events import annotators as judging
+from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.agreement import AgreementScreen
 

@@ -116,8 +116,8 @@ def export(db: Path, runs: list[str]) -> tuple[Path, list[Path]]:
 
 
 def run_names(db: Path) -> list[str]:
-    from ragjudge.services.evaluation import project_run_names
-    from ragjudge.services.project import Project
+    from ragjudge.services.runs.stored import project_run_names
+    from ragjudge.services.project.database import Project
 
     project = Project.open(str(db))
     try:

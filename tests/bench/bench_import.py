@@ -60,8 +60,8 @@ def parse_seconds(path: Path) -> float:
 
 LABELLER = """
 import os, sys, time
-from ragjudge.services.project import Project
-from ragjudge.services.judging import record_label
+from ragjudge.services.project.database import Project
+from ragjudge.services.labels.events import record_label
 db, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 stop = sys.argv[4] if len(sys.argv) > 4 else None
 times = []
@@ -85,7 +85,7 @@ def fresh_project(folder: Path, name: str) -> str:
     db = str(folder / f"{name}.db")
     subprocess.run([sys.executable, "-m", "ragjudge", "--db", db, "init"], check=True,
                    capture_output=True, env=env())
-    code = ("import sys\nfrom ragjudge.services.project import Project\n"
+    code = ("import sys\nfrom ragjudge.services.project.database import Project\n"
             "from ragjudge.store.schema import Chunk, Query\n"
             "with Project.open(sys.argv[1]) as p:\n"
             "    p.write(lambda s: (s.add(Query(id='lq', text='a query')),"

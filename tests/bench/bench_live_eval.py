@@ -97,7 +97,7 @@ def best_of(work, times: int = 3) -> float:
 def labels_alone(project, engine, rnd: random.Random, labels: int) -> list[float]:
     """``labels`` labels recorded on random pairs of the runs, each followed by the engine's
     poll: the poll's milliseconds."""
-    from ragjudge.services import judging
+    from ragjudge.services.labels import events as judging
 
     names, annotators, took = list(engine.runs), list(engine.annotators), []
     for _ in range(labels):
@@ -118,8 +118,8 @@ def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
     evaluation screen counts the pool of a large project in SQL in worker threads that outlive
     the app): seconds from a fresh engine to everything evaluated and its first snapshot, best
     of ``repeat``; a full recomputation, best of 3; and per label, the poll after its commit."""
-    from ragjudge.services.live import LiveEvaluation
-    from ragjudge.services.project import Project
+    from ragjudge.services.scoring.live import LiveEvaluation
+    from ragjudge.services.project.database import Project
 
     out: dict = {"open_s": float("inf")}
     for _ in range(repeat):
@@ -197,8 +197,8 @@ def pytrec(db: Path) -> dict:
 
 
 async def measure(db: str, labels: int, seed: int = 11) -> dict:
-    from ragjudge.services import judging
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels import events as judging
+    from ragjudge.services.project.database import Project
     from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 
     project = Project.open(db)
@@ -304,7 +304,7 @@ def main() -> int:
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="fresh engines opened for the open time")
     args = parser.parse_args()
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "demo.db")

@@ -30,7 +30,8 @@ def main() -> None:
     from llmserver import FakeLLM
     from projectkit import make_small_project
 
-    from ragjudge.services import llm_judge as svc
+    from ragjudge.services.llm import client as svc_client
+    from ragjudge.services.llm import judge as svc_judge
 
     queries = max(1, args.pairs // 10)
     server = FakeLLM(delay=args.delay, unparsed=False).start()
@@ -42,10 +43,10 @@ def main() -> None:
                                              chunks=max(20, args.pairs))
                 try:
                     name = "llm:bench"
-                    pairs = svc.plan_pairs(project, name, limit=args.pairs)
-                    settings = svc.ClientSettings(base_url=server.base_url, model="bench",
+                    pairs = svc_judge.plan_pairs(project, name, limit=args.pairs)
+                    settings = svc_client.ClientSettings(base_url=server.base_url, model="bench",
                                                   concurrency=concurrency, timeout=30)
-                    summary = svc.judge(project, pairs, settings, annotator=name)
+                    summary = svc_judge.judge(project, pairs, settings, annotator=name)
                 finally:
                     project.close()
             done = summary.done

@@ -110,8 +110,8 @@ def build_project(folder: Path, people: int) -> tuple[str, list[str]]:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     run = [sys.executable, "-m", "ragjudge", "--db", db]
     subprocess.run([*run, "demo", "--no-tui"], check=True, env=env, stdout=subprocess.DEVNULL)
-    from ragjudge.services import roster
-    from ragjudge.services.project import Project
+    from ragjudge.services.access import roster
+    from ragjudge.services.project.database import Project
 
     tokens = []
     with Project.open(db) as project:

@@ -6,7 +6,7 @@ SQLite and PostgreSQL, and the import of a large TREC run with its peak memory.
     python tests/bench/bench_store.py --skip-import --pg postgresql+psycopg://...
 
 Writers are separate processes (forked), each an annotator recording labels through
-``ragjudge.services.judging.record_label`` — the call the app makes on a keypress — so every
+``ragjudge.services.labels.events.record_label`` — the call the app makes on a keypress — so every
 label is its own committed transaction (SQLite: WAL, synchronous=FULL, BEGIN IMMEDIATE;
 PostgreSQL: the server's defaults, synchronous_commit on). PostgreSQL runs against
 ``--pg``/``RAGJUDGE_TEST_PG``, or a throwaway server started with ``.ci/postgres.sh``.
@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def _writer(db: str, annotator: str, n: int, offset: int, go_fd: int, out_fd: int) -> None:
-    from ragjudge.services.judging import record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     project = Project.open(db)
     pairs = [(f"q{i}", f"c{j:02d}") for i in range(1, 6) for j in range(1, 21)]

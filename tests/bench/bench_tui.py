@@ -30,7 +30,7 @@ def generate_project(db: str, *, queries: int = 10_000, runs: int = 10, depth: i
     Runs overlap (they draw from a per-query candidate set of 6*depth chunks), so the depth-20
     pool holds about a million distinct pairs at 10,000 queries.
     """
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     Project.init(db, name="generated").close()
     rng = random.Random(seed)
@@ -62,8 +62,8 @@ def generate_project(db: str, *, queries: int = 10_000, runs: int = 10, depth: i
 
 async def measure(db: str, *, labels: int, depth: int, annotator: str = "bench") -> dict:
     """Start the app as ``ragjudge annotate`` does and grade ``labels`` pairs with digit keys."""
-    from ragjudge.services import judging
-    from ragjudge.services.project import Project
+    from ragjudge.services.events import annotators as judging
+    from ragjudge.services.project.database import Project
     from ragjudge.tui import make_app
     from ragjudge.tui.screens.judge import JudgeScreen
 
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="ragjudge-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     demo = folder / "demo.db"
     if not demo.exists():
@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         generate_project(str(big), queries=args.queries, depth=args.depth)
         print(f"generated {big} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     for name, db, depth in (("demo", demo, 10), (f"{args.queries:,} queries", big, args.depth)):
-        from ragjudge.services.project import Project
-        from ragjudge.services.pool import pool_size_and_judged
+        from ragjudge.services.project.database import Project
+        from ragjudge.services.gold.pool import pool_size_and_judged
 
         with Project.open(str(db)) as project:
             pairs = pool_size_and_judged(project, depth)["pairs"]

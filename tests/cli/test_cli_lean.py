@@ -268,7 +268,7 @@ def test_lean_arguments_are_the_typer_commands_arguments(files, monkeypatch):
     (EOFError, 1, "\nragjudge: aborted.\n"),
 ])
 def test_interruptions_end_alike(files, capsys, monkeypatch, error, code, err):
-    import ragjudge.services.evaluation as svc
+    import ragjudge.services.scoring.evaluation as svc
 
     def interrupted(*args, **kwargs):
         raise error()

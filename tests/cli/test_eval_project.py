@@ -42,9 +42,9 @@ LABELS = [
 
 @pytest.fixture
 def labelled(project_db, tmp_path):
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.judging import record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     with Project.open(project_db) as project:
         for annotator, q, rank, grade in LABELS:

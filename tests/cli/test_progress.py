@@ -69,11 +69,12 @@ def test_an_import_on_a_pipe_prints_its_summary_only(tmp_path, db, quiet):
 
 
 def test_exports_and_evaluations_report_their_progress(tmp_path, db):
-    from ragjudge.services.evaluation import evaluate_all, project_qrels, project_run
-    from ragjudge.services.exporting import export
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.judging import record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.scoring.evaluation import evaluate_all, project_qrels
+    from ragjudge.services.runs.stored import project_run
+    from ragjudge.services.transfer.exporting import export
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     path = tmp_path / "dense.trec"
     path.write_text(RUN)

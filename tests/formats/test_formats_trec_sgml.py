@@ -270,7 +270,7 @@ def test_command_line_imports_a_collection_end_to_end(tmp_path, capsys):
     assert main(["--db", db, "status", "--format", "json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert (status["chunks"], status["queries"], status["labels"]) == (3, 3, 2)
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Chunk as ChunkRow
     from ragjudge.store.schema import Query as QueryRow
 

@@ -54,7 +54,7 @@ def test_standard_input_is_refused_by_eval(files, capsys):
 
 
 def test_undefined_queries_are_counted_in_json(project_db, capsys):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Annotator, Facet, FacetLink, Label, RunEntry
 
     with Project.open(project_db) as project:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ragjudge.errors import UsageError
-from ragjudge.services.project import Project
-from ragjudge.services.qrels import gold_qrels
+from ragjudge.services.project.database import Project
+from ragjudge.services.gold.qrels import gold_qrels
 from ragjudge.store.schema import Adjudication, Annotator, Chunk, Label, Query
 
 

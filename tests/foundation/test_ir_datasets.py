@@ -102,7 +102,7 @@ def test_import_reads_docs_queries_and_qrels(irds, tmp_path, capsys):
     assert (counts["chunks"], counts["queries"], counts["labels"]) == (2, 2, 3)
     assert counts["labels_per_annotator"] == {name: 3}  # the reference annotator is the dataset
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Chunk, Label, Query
 
     with Project.open(db) as opened, opened.read() as session:
@@ -178,8 +178,8 @@ def test_a_failure_inside_ir_datasets_is_reported_and_changes_nothing(irds, tmp_
 
 
 def test_progress_counts_records(irds, tmp_path, capsys):
-    from ragjudge.services.importing import import_ir_datasets
-    from ragjudge.services.project import Project
+    from ragjudge.services.transfer.importing import import_ir_datasets
+    from ragjudge.services.project.database import Project
 
     name = register(irds, tmp_path / "data", docs=BrokenDocs())
     calls: list[tuple] = []

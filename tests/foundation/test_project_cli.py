@@ -51,7 +51,7 @@ def test_ragjudge_db_environment_variable(tmp_path):
 def test_init_scales(tmp_path, capsys, scale):
     db = str(tmp_path / "s.db")
     assert main(["init", "--db", db, "--scale", scale]) == 0
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
         assert project.scale.describe() == ("binary" if scale == "binary" else scale)

@@ -276,7 +276,7 @@ def make_base_project(db: Path) -> Path:
     """
     from projectkit import make_small_project
 
-    from ragjudge.services.importing import import_file, import_guidelines
+    from ragjudge.services.transfer.importing import import_file, import_guidelines
 
     project = make_small_project(str(db))
     with project:

@@ -26,7 +26,7 @@ from hostilekit import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragjudge.services.importing import IMPORT_KINDS
+from ragjudge.services.transfer.importing import IMPORT_KINDS
 
 KINDS = (*IMPORT_KINDS, "beir")
 """Every kind ``ragjudge import`` takes (a new kind is covered as soon as it is added)."""

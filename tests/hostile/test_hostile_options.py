@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 
 from ragjudge.cli import _register
 from ragjudge.cli.app import app
-from ragjudge.services.exporting import EXPORT_KINDS
-from ragjudge.services.importing import IMPORT_KINDS
+from ragjudge.services.transfer.exporting import EXPORT_KINDS
+from ragjudge.services.transfer.importing import IMPORT_KINDS
 
 
 @dataclass(frozen=True)

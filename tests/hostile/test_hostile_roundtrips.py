@@ -37,7 +37,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from ragjudge.services.exporting import EXPORT_KINDS
+from ragjudge.services.transfer.exporting import EXPORT_KINDS
 from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, RunEntry
 
 FORMATS = ("trec", "jsonl", "csv")
@@ -112,8 +112,9 @@ def project_data(draw) -> Data:
 def fill(db: Path, data: Data, *, everything: bool) -> None:
     """The queries and chunks of ``data`` into the project at ``db``; with ``everything`` also
     its run, labels (with flags and comments), facets and nuggets."""
-    from ragjudge.services.judging import comment_pair, ensure_annotator, flag_pair, record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.events import comment_pair, flag_pair, record_label
+    from ragjudge.services.events.annotators import ensure_annotator
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Chunk, Query, Run
 
     with Project.open(str(db)) as project:
@@ -171,7 +172,7 @@ def _newest(table, *keys):
 def label_state(project) -> dict[tuple[str, str, str], dict[str, object]]:
     """Each annotator's current label per pair that has a grade: every field the judging
     service keeps for it except where the event came from (id, undo link, source)."""
-    from ragjudge.services.judging import current_label
+    from ragjudge.services.events.state import current_label
 
     labels = Label.__table__
     newest = _newest(labels, labels.c.annotator, labels.c.query_id, labels.c.chunk_id)
@@ -221,8 +222,8 @@ def nugget_state(project) -> tuple[list, list]:
 
 
 def kind_state(db: Path, kind: str, data: Data) -> object:
-    from ragjudge.services.project import Project
-    from ragjudge.services.qrels import gold_qrels
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.gold.qrels import gold_qrels
 
     with Project.open(str(db)) as project:
         if kind == "qrels":
@@ -246,7 +247,7 @@ def trec_can_hold(value: str) -> bool:
 @pytest.fixture(scope="module")
 def empty(tmp_path_factory) -> Path:
     from ragjudge.models import Scale
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     db = tmp_path_factory.mktemp("hostile-roundtrips") / "empty.db"
     Project.init(str(db), scale=Scale.parse("0-3"), name="round trip").close()

@@ -17,8 +17,10 @@ import pytest
 from sqlalchemy import select
 
 from llmserver import expected_grade, unparseable
-from ragjudge.services import llm_judge as svc
-from ragjudge.services.project import Project
+from ragjudge.services.llm import client as svc_client
+from ragjudge.services.llm import judge as svc_judge
+from ragjudge.services.llm import prompt as svc_prompt
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Annotator, Label, LlmCall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,21 +28,21 @@ MODEL = "fake-1"
 NAME = "llm:fake-1"
 
 
-def settings(server, **kw) -> svc.ClientSettings:
+def settings(server, **kw) -> svc_client.ClientSettings:
     base = dict(base_url=server.base_url, model=MODEL, api_key=server.key, concurrency=4,
                 timeout=0.5, retries=4, backoff=0.001)
     base.update(kw)
-    return svc.ClientSettings(**base)
+    return svc_client.ClientSettings(**base)
 
 
-def run_judge(project, server, pairs=None, **kw) -> svc.Summary:
+def run_judge(project, server, pairs=None, **kw) -> svc_judge.Summary:
     if pairs is None:
-        pairs = svc.plan_pairs(project, NAME)
-    return svc.judge(project, pairs, settings(server, **kw), annotator=NAME)
+        pairs = svc_judge.plan_pairs(project, NAME)
+    return svc_judge.judge(project, pairs, settings(server, **kw), annotator=NAME)
 
 
 def prompt_of(project, query_id, chunk_id) -> str:
-    return svc.pair_prompt(project, svc.DEFAULT_TEMPLATE, svc.prompt_values(project), query_id, chunk_id)
+    return svc_prompt.pair_prompt(project, svc_prompt.DEFAULT_TEMPLATE, svc_prompt.prompt_values(project), query_id, chunk_id)
 
 
 def labels_of(project, name=NAME) -> list[tuple[str, str, int | None]]:
@@ -71,7 +73,7 @@ def test_the_pool_graded_right_and_once_through_every_kind_of_fault(project, fak
     # a timeout fault sleeps well past the client's limit, and the limit leaves a loaded
     # machine room for the answers that are not faults (0.5 s was not: one pair ran out of tries)
     fake_llm.timeout_sleep = 4.0
-    pairs = svc.plan_pairs(project, NAME)
+    pairs = svc_judge.plan_pairs(project, NAME)
     assert len(pairs) == len(set(pairs)) > 30
     summary = run_judge(project, fake_llm, pairs, timeout=2.0, retries=8)
     assert_right_and_once(project)
@@ -84,7 +86,7 @@ def test_the_pool_graded_right_and_once_through_every_kind_of_fault(project, fak
     assert Counter(c.outcome for c in calls) == {"graded": summary.graded, "unparsed": summary.unparsed}
     for call in calls:
         prompt = prompt_of(project, call.query_id, call.chunk_id)
-        assert call.prompt_sha256 == svc.prompt_digest(prompt)
+        assert call.prompt_sha256 == svc_prompt.prompt_digest(prompt)
         assert call.model == MODEL and call.prompt_tokens == len(prompt.split())
         assert call.completion_tokens and call.latency_ms is not None and call.answer
         if call.outcome == "graded":
@@ -99,42 +101,42 @@ def test_the_pool_graded_right_and_once_through_every_kind_of_fault(project, fak
 
 def test_a_rerun_sends_only_what_is_left(project, fake_llm):
     fake_llm.unparsed = False
-    total = len(svc.plan_pairs(project, NAME))
-    first = run_judge(project, fake_llm, svc.plan_pairs(project, NAME, limit=7))
+    total = len(svc_judge.plan_pairs(project, NAME))
+    first = run_judge(project, fake_llm, svc_judge.plan_pairs(project, NAME, limit=7))
     assert first.graded == 7 and len(fake_llm.requests) == 7
-    left = svc.plan_pairs(project, NAME)
+    left = svc_judge.plan_pairs(project, NAME)
     assert len(left) == total - 7
     run_judge(project, fake_llm, left)
     assert len(fake_llm.requests) == total  # no pair sent twice
     assert_right_and_once(project, strict=False)
     assert len(labels_of(project)) == total
-    assert svc.plan_pairs(project, NAME) == []
+    assert svc_judge.plan_pairs(project, NAME) == []
 
 
 def test_unparsed_pairs_wait_for_retry_unparsed(project, fake_llm):
     run_judge(project, fake_llm)
-    unparsed = svc.unparsed_pairs(project, NAME)
-    assert unparsed and svc.plan_pairs(project, NAME) == []
-    assert set(svc.plan_pairs(project, NAME, retry_unparsed=True)) == unparsed
+    unparsed = svc_judge.unparsed_pairs(project, NAME)
+    assert unparsed and svc_judge.plan_pairs(project, NAME) == []
+    assert set(svc_judge.plan_pairs(project, NAME, retry_unparsed=True)) == unparsed
 
 
 def test_a_pair_failing_past_the_retries_is_left_unjudged_and_counted(project, fake_llm):
     fake_llm.unparsed = False
-    pair = svc.plan_pairs(project, NAME)[0]
+    pair = svc_judge.plan_pairs(project, NAME)[0]
     fake_llm.faults = ["500", "429", "500"]
     summary = run_judge(project, fake_llm, [pair], retries=2)
     assert summary.failed == 1 and summary.graded == 0
     assert labels_of(project) == []
     (call,) = calls_of(project)
     assert call.outcome == "failed" and call.attempts == 3 and "HTTP 500" in call.error
-    assert svc.plan_pairs(project, NAME)[0] == pair  # still to judge: the next run retries it
+    assert svc_judge.plan_pairs(project, NAME)[0] == pair  # still to judge: the next run retries it
     run_judge(project, fake_llm, [pair])
     assert_right_and_once(project, strict=False)
 
 
 def test_retry_after_is_honoured(project, fake_llm):
     fake_llm.unparsed = False
-    pair = svc.plan_pairs(project, NAME)[0]
+    pair = svc_judge.plan_pairs(project, NAME)[0]
     fake_llm.faults = ["429"]
     summary = run_judge(project, fake_llm, [pair], backoff=60.0)  # would wait a minute without it
     assert summary.graded == 1 and summary.retries == 1
@@ -142,7 +144,7 @@ def test_retry_after_is_honoured(project, fake_llm):
 
 def test_a_grade_already_given_by_another_run_is_not_written_again(project, fake_llm):
     fake_llm.unparsed = False
-    pairs = svc.plan_pairs(project, NAME)[:3]
+    pairs = svc_judge.plan_pairs(project, NAME)[:3]
     run_judge(project, fake_llm, pairs)
     summary = run_judge(project, fake_llm, pairs)  # as if two runs had planned the same pairs
     assert summary.already == 3 and summary.graded == 0
@@ -150,7 +152,7 @@ def test_a_grade_already_given_by_another_run_is_not_written_again(project, fake
 
 
 def test_wrong_key_stops_at_once_with_nothing_written(project, keyed_llm):
-    with pytest.raises(svc.StopJudging) as caught:
+    with pytest.raises(svc_client.StopJudging) as caught:
         run_judge(project, keyed_llm, api_key="sk-wrong-key-777")
     message = str(caught.value)
     assert "refused the API key" in message and "sk-wrong-key-777" not in message
@@ -166,16 +168,16 @@ def test_unreachable_server_stops_with_nothing_written(project):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    pairs = svc.plan_pairs(project, NAME)
-    with pytest.raises(svc.StopJudging, match="cannot be reached"):
-        svc.judge(project, pairs, svc.ClientSettings(base_url=f"http://127.0.0.1:{port}/v1",
+    pairs = svc_judge.plan_pairs(project, NAME)
+    with pytest.raises(svc_client.StopJudging, match="cannot be reached"):
+        svc_judge.judge(project, pairs, svc_client.ClientSettings(base_url=f"http://127.0.0.1:{port}/v1",
                                                      model=MODEL, timeout=2), annotator=NAME)
     assert labels_of(project) == [] and calls_of(project) == []
 
 
 def test_the_request_is_a_chat_completion(project, keyed_llm):
     keyed_llm.unparsed = False
-    pair = svc.plan_pairs(project, NAME)[0]
+    pair = svc_judge.plan_pairs(project, NAME)[0]
     run_judge(project, keyed_llm, [pair], temperature=0.3, max_tokens=77)
     (request,) = keyed_llm.requests
     assert request["path"] == "/v1/chat/completions"
@@ -239,7 +241,7 @@ def test_cli_dry_run_sends_nothing(project_db, fake_llm):
     assert run.returncode == 0, run.stderr
     assert "##final score: N" in run.stdout and "0 = Irrelevant" in run.stdout
     with Project.open(project_db) as project:
-        n = len(svc.plan_pairs(project, NAME, queries=["q1", "q2"]))
+        n = len(svc_judge.plan_pairs(project, NAME, queries=["q1", "q2"]))
         assert f"{n} pairs would be sent" in run.stdout
         assert calls_of(project) == []
     assert fake_llm.requests == []
@@ -270,7 +272,7 @@ def test_killed_mid_run_keeps_every_grade_received(project_db, fake_llm, how):
     fake_llm.unparsed = False
     fake_llm.delay = 0.05
     with Project.open(project_db) as project:
-        total = len(svc.plan_pairs(project, NAME))
+        total = len(svc_judge.plan_pairs(project, NAME))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen([sys.executable, "-m", "ragjudge", "--db", project_db, "llm-judge",
                               "--base-url", fake_llm.base_url, "--model", MODEL, "--concurrency", "2"],
@@ -303,7 +305,7 @@ def test_cli_needs_base_url_and_model(project_db):
 
 def test_an_llm_cannot_label_under_a_persons_name(project_db, fake_llm):
     with Project.open(project_db) as project:
-        from ragjudge.services import roster
+        from ragjudge.services.access import roster
 
         roster.add(project, "ana")
     run = cli(project_db, "llm-judge", "--base-url", fake_llm.base_url, "--model", MODEL,
@@ -313,6 +315,6 @@ def test_an_llm_cannot_label_under_a_persons_name(project_db, fake_llm):
 
 def test_async_api_runs_in_a_caller_loop(project, fake_llm):
     fake_llm.unparsed = False
-    pairs = svc.plan_pairs(project, NAME, limit=3)
-    summary = asyncio.run(svc.judge_async(project, pairs, settings(fake_llm), annotator=NAME))
+    pairs = svc_judge.plan_pairs(project, NAME, limit=3)
+    summary = asyncio.run(svc_judge.judge_async(project, pairs, settings(fake_llm), annotator=NAME))
     assert summary.graded == 3

@@ -16,12 +16,15 @@ from sqlalchemy import select
 from textual.app import App
 from textual.widgets import Static
 
-from ragjudge.services import llm_judge as svc
-from ragjudge.services import roster
-from ragjudge.services.agreement import human_vs_llm, load_ratings, verdict_stability
-from ragjudge.services.judging import JudgingQueue, record_label
-from ragjudge.services.live import LiveEvaluation
-from ragjudge.services.qrels import gold_qrels
+from ragjudge.services.labels import llmhints as svc
+from ragjudge.services.access import roster
+from ragjudge.services.agreement.views import human_vs_llm
+from ragjudge.services.agreement.ratings import load_ratings
+from ragjudge.services.agreement.verdict import verdict_stability
+from ragjudge.services.labels.queue import JudgingQueue
+from ragjudge.services.labels.events import record_label
+from ragjudge.services.scoring.live import LiveEvaluation
+from ragjudge.services.gold.qrels import gold_qrels
 from ragjudge.store.schema import Chunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +140,7 @@ def test_people_and_llm_agreement_and_the_verdict(project):
 
 
 def test_agree_cli_shows_people_and_llm(project_db):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(project_db) as project:
         seed(project)
@@ -244,7 +247,7 @@ def test_the_llm_grade_is_revealed_only_after_grading(project):
 
 
 def test_the_home_screen_s_annotator_list_tells_the_llm_apart(project):
-    from ragjudge.services.judging import annotator_progress
+    from ragjudge.services.labels.queue import annotator_progress
 
     seed(project)
     kinds = {row["annotator"]: row["kind"] for row in annotator_progress(project)}

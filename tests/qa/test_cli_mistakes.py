@@ -10,8 +10,9 @@ from projectkit import make_small_project
 
 from ragjudge.cli import common, main
 from ragjudge.errors import UsageError
-from ragjudge.services.judging import JudgingQueue, record_label
-from ragjudge.services.project import Project
+from ragjudge.services.labels.queue import JudgingQueue
+from ragjudge.services.labels.events import record_label
+from ragjudge.services.project.database import Project
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import pytest
 from projectkit import make_small_project
 
 from ragjudge.cli import common, main
-from ragjudge.services.evaluation import project_run_names
-from ragjudge.services.project import Project
+from ragjudge.services.runs.stored import project_run_names
+from ragjudge.services.project.database import Project
 
 
 @pytest.fixture(autouse=True)

@@ -78,8 +78,8 @@ def test_explain(capsys, rag_db):
 
 
 def test_compare(capsys, rag_db, tmp_path):
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
 
     # bm25 reversed: q1's top 5 is c14 … c10 (no facet covered there)
     lines = [f"q{i} Q0 c{(i * 3 + r) % 20 + 1:02d} {11 - r} {r} rev" for i in range(1, 6)

@@ -20,7 +20,7 @@ from ragjudge.metrics.rag import (
     entity_recall,
     nugget_recall,
 )
-from ragjudge.services.rag import rag_extras
+from ragjudge.services.scoring.rag import rag_extras
 from ragjudge.store.schema import RunEntry
 
 
@@ -133,7 +133,8 @@ def test_end_to_end_through_evaluate(rag_project):
     """Gold qrels and the stored run from the project, the extras from ``rag_extras`` (not
     aligned: each kernel aligns them), every RAG measure by name."""
     from ragjudge.metrics.evaluate import evaluate
-    from ragjudge.services.evaluation import project_qrels, project_run
+    from ragjudge.services.scoring.evaluation import project_qrels
+    from ragjudge.services.runs.stored import project_run
     from ragjudge.store.schema import Label
 
     def judge(session) -> None:
@@ -170,7 +171,7 @@ def test_end_to_end_through_evaluate(rag_project):
 
 def test_new_events_are_seen_by_the_next_call(rag_project):
     """Combined support is cached per open project until an event is added."""
-    from ragjudge.services.judging import set_facet_link
+    from ragjudge.services.labels.facets import set_facet_link
     from ragjudge.store.schema import Facet, Nugget, NuggetSupport
 
     query_ids, matrix = run_matrix(rag_project)

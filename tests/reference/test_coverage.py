@@ -13,15 +13,18 @@ import pytest
 from projectkit import make_small_project
 from sklearn.metrics import cohen_kappa_score
 
-from ragjudge.services import agreement as agreement_svc
-from ragjudge.services import judging, live
+from ragjudge.services.agreement import quality as agreement_svc_quality
+from ragjudge.services.agreement import ratings as agreement_svc_ratings
+from ragjudge.services.agreement import views as agreement_svc_views
+from ragjudge.services.labels import events as judging
+from ragjudge.services.scoring import live
 
 MEASURES = ["nDCG@10", "P@5"]
 
 
 @pytest.fixture(scope="module")
 def demo_file(tmp_path_factory):
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.db"
     build_demo(str(path))
@@ -32,7 +35,7 @@ def demo_file(tmp_path_factory):
 def demo(demo_file, tmp_path):
     import shutil
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     target = tmp_path / "demo.db"
     shutil.copyfile(demo_file, target)
@@ -45,8 +48,8 @@ def _two_labels_by_a_newcomer(project, *, agree: bool = True) -> None:
     """zed's first two labels, on the top chunk of bm25 for two queries: the gold's grade there
     (so the gold, which the ranges are anchored to, stays as it was), or with ``agree=False``
     the opposite end of the scale."""
-    from ragjudge.services.evaluation import project_run
-    from ragjudge.services.qrels import gold_qrels
+    from ragjudge.services.runs.stored import project_run
+    from ragjudge.services.gold.qrels import gold_qrels
 
     gold = {(q, c): g for q, c, g in gold_qrels(project)}
     ranked = project_run(project, "bm25").to_ranked()
@@ -137,8 +140,8 @@ def test_mean_pairwise_kappa_weighs_each_pair_by_the_pairs_it_shares(tmp_path):
             total += len(shared) * kappa
             weight += len(shared)
     assert weight == 3 + 12 + 6
-    ratings = agreement_svc.load_ratings(project)
-    value, units, pairs = agreement_svc.mean_pairwise_kappa(ratings)
+    ratings = agreement_svc_ratings.load_ratings(project)
+    value, units, pairs = agreement_svc_views.mean_pairwise_kappa(ratings)
     assert (units, pairs) == (21, 3)
     assert value == pytest.approx(total / weight, abs=1e-12)
     engine = live.LiveEvaluation(project, measures=MEASURES)
@@ -219,7 +222,7 @@ async def _newcomer_on_screen(demo) -> None:
         note = str(screen.query_one("#overview-note").render())
         assert "≥ 50% of the pool" in note and "too few labels: zed 0%" in note
         header = str(screen.query_one("#eval-header").render())
-        value, units, _ = agreement_svc.mean_pairwise_kappa(agreement_svc.load_ratings(demo))
+        value, units, _ = agreement_svc_views.mean_pairwise_kappa(agreement_svc_ratings.load_ratings(demo))
         assert f"Cohen's κ {value:.3f} over {units:,} shared pairs" in header
         await pilot.press("n")  # the next share: 75%
         end = time.monotonic() + 30
@@ -268,8 +271,8 @@ def test_quality_counts_current_labels_only(tmp_path):
     for j in range(1, 21):
         judging.record_label(project, annotator="ann", query_id="q3", chunk_id=f"c{j:02d}",
                              grade=1, duration_ms=4000)
-    assert agreement_svc.fast_labels(project) == []
-    drift = {d["annotator"]: d for d in agreement_svc.grade_drift(project)}
+    assert agreement_svc_quality.fast_labels(project) == []
+    drift = {d["annotator"]: d for d in agreement_svc_quality.grade_drift(project)}
     # 30 current labels, all grade 1: the undone burst of 3s is no drift
     assert drift["ann"]["labels"] == 30
     assert drift["ann"]["mean_first"] == drift["ann"]["mean_second"] == 1.0
@@ -283,13 +286,13 @@ def test_the_drift_rule_is_the_one_stated(tmp_path):
     for j in range(1, 20):
         judging.record_label(project, annotator="bob", query_id="q1", chunk_id=f"c{j:02d}",
                              grade=0 if j <= 9 else 3)
-    rule = agreement_svc.drift_rule()
-    assert f"at least {agreement_svc.DRIFT_MIN_LABELS} current labels" in rule
-    assert f"{agreement_svc.DRIFT_MEAN:g} grades" in rule and f"{agreement_svc.DRIFT_DISTANCE:g}" in rule
-    (bob,) = agreement_svc.grade_drift(project)
-    assert bob["labels"] == 19 < agreement_svc.DRIFT_MIN_LABELS and not bob["drifting"]
+    rule = agreement_svc_quality.drift_rule()
+    assert f"at least {agreement_svc_quality.DRIFT_MIN_LABELS} current labels" in rule
+    assert f"{agreement_svc_quality.DRIFT_MEAN:g} grades" in rule and f"{agreement_svc_quality.DRIFT_DISTANCE:g}" in rule
+    (bob,) = agreement_svc_quality.grade_drift(project)
+    assert bob["labels"] == 19 < agreement_svc_quality.DRIFT_MIN_LABELS and not bob["drifting"]
     judging.record_label(project, annotator="bob", query_id="q1", chunk_id="c20", grade=3)
-    (bob,) = agreement_svc.grade_drift(project)
+    (bob,) = agreement_svc_quality.grade_drift(project)
     assert bob["drifting"]
-    assert agreement_svc.label_quality(project)["drift_rule"] == rule
+    assert agreement_svc_quality.label_quality(project)["drift_rule"] == rule
     project.close()

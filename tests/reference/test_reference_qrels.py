@@ -13,7 +13,7 @@ from projectkit import make_small_project
 from sklearn.metrics import cohen_kappa_score
 
 from ragjudge.cli import common, main
-from ragjudge.services.judging import record_label
+from ragjudge.services.labels.events import record_label
 
 MEASURES = ["P@5", "R@10", "AP", "nDCG@10", "RR"]
 TREC = {"P@5": "P_5", "R@10": "recall_10", "AP": "map", "nDCG@10": "ndcg_cut_10", "RR": "recip_rank"}
@@ -68,7 +68,7 @@ def db(tmp_path):
 def _disagree(db: str) -> None:
     """ana and ben both call every official relevant chunk of q1..q3 not relevant, and judge a
     few other pool pairs of those queries not relevant."""
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
         for i in range(1, 4):
@@ -116,9 +116,9 @@ def test_without_reference_the_same_labels_move_the_numbers(capsys, db, files):
 
 
 def test_adjudication_still_comes_first(capsys, db, files):
-    from ragjudge.services.agreement import adjudicate
-    from ragjudge.services.project import Project
-    from ragjudge.services.qrels import gold_qrels
+    from ragjudge.services.gold.adjudication import adjudicate
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.gold.qrels import gold_qrels
 
     qrels, _ = files
     _run(capsys, "--db", db, "import", "qrels", qrels, "--annotator", "nist", "--reference")
@@ -133,8 +133,8 @@ def test_adjudication_still_comes_first(capsys, db, files):
 
 
 def test_the_import_marks_the_reference_in_the_roster(capsys, db, files):
-    from ragjudge.services import roster
-    from ragjudge.services.project import Project
+    from ragjudge.services.access import roster
+    from ragjudge.services.project.database import Project
 
     qrels, _ = files
     code, _, err = _run(capsys, "--db", db, "import", "qrels", qrels, "--annotator", "nist",
@@ -187,7 +187,7 @@ def test_complete_closes_the_world_of_the_reference_queries(capsys, db, files):
 
 
 def test_complete_makes_kappa_against_the_reference_meaningful(capsys, db, files):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     qrels, _ = files
     _run(capsys, "--db", db, "import", "qrels", qrels, "--annotator", "nist", "--reference", "--complete")
@@ -217,7 +217,7 @@ def test_complete_makes_kappa_against_the_reference_meaningful(capsys, db, files
 def test_one_grade_only_is_a_warning_not_kappa_zero(capsys, db, files):
     """Relevant-only qrels without --complete: on the shared pairs the reference has one grade;
     κ is not 0 but undefined with the reason, and the table warns."""
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     qrels, _ = files
     flat = qrels.parent / "flat.qrels"
@@ -241,7 +241,7 @@ def test_one_grade_only_is_a_warning_not_kappa_zero(capsys, db, files):
 
 
 def test_the_agreement_screen_shows_the_reference_and_the_degenerate_warning(capsys, db, files):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     qrels, _ = files
     _run(capsys, "--db", db, "import", "qrels", qrels, "--annotator", "nist", "--reference")
@@ -260,7 +260,7 @@ def test_the_agreement_screen_shows_the_reference_and_the_degenerate_warning(cap
 
 
 def test_the_agreement_screen_warns_on_one_grade_only(capsys, db, files):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     qrels, _ = files
     flat = qrels.parent / "flat.qrels"

@@ -101,8 +101,8 @@ def label_forever(db: str, annotator: str, *, limit: int | None = None, offset: 
     each returned event id as ``<id> <seq>``."""
 
     def work(write_fd: int, go_fd: int | None) -> None:
-        from ragjudge.services.judging import record_label
-        from ragjudge.services.project import Project
+        from ragjudge.services.labels.events import record_label
+        from ragjudge.services.project.database import Project
         from ragjudge.store.schema import Label
 
         project = Project.open(db)

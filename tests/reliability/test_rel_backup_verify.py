@@ -24,8 +24,8 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def label_some(db: str, n: int = 12, annotator: str = "ann") -> None:
-    from ragjudge.services.judging import record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
         for seq in range(n):
@@ -55,7 +55,7 @@ def test_backup_while_four_annotators_write(tmp_path):
     acked = {name: acknowledged(child) for name, child in zip(names, children, strict=True)}
     assert all(len(lines) == 250 for lines in acked.values())
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     counts_seen = []
     for target in copies:
@@ -200,7 +200,7 @@ def test_a_failed_backup_leaves_no_file_under_the_target_name(tmp_path, monkeypa
     """The copy is written under a temporary name and renamed only once complete and checked."""
     import ragjudge.services.maintenance as maintenance
     from ragjudge.errors import ProjectError
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     db = str(tmp_path / "p.db")
     make_small_project(db).close()

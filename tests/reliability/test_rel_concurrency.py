@@ -37,7 +37,7 @@ def _run_writers(db: str, *, writers: int = WRITERS, each: int = LABELS_EACH,
 
 def _check(db: str, acked: dict[str, list]) -> None:
     from ragjudge.services.maintenance import verify
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Label
 
     with Project.open(db) as project:
@@ -76,8 +76,8 @@ def _same_annotator_worker(db: str, annotator: str, each: int, tag: int):
     def work(write_fd: int, go_fd: int | None) -> None:
         from reliability_helpers import pair_for, wait_for_go
 
-        from ragjudge.services.judging import record_label
-        from ragjudge.services.project import Project
+        from ragjudge.services.labels.events import record_label
+        from ragjudge.services.project.database import Project
 
         project = Project.open(db)
         wait_for_go(go_fd)
@@ -99,7 +99,7 @@ def newcomer_db(any_db) -> str:
 def test_one_new_annotator_in_four_processes_at_once(newcomer_db):
     """The same person opens the app twice (or on two machines) before their annotator row
     exists: creating the annotator must not race into an error on either backend."""
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Annotator, Label
 
     any_db = newcomer_db

@@ -42,9 +42,10 @@ def run_file(path: Path, *, seed: int = 0) -> Path:
 
 CHILD = textwrap.dedent("""
     import contextlib, os, sys, time
-    from ragjudge.services import staging
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project, project_status
+    from ragjudge.services.project import staging
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.overview import project_status
 
     db, path, name, mode, folder, replace = sys.argv[1:7]
     folder = os.path.abspath(folder)
@@ -142,9 +143,12 @@ def raw_tables(db: str) -> dict[str, list]:
 
 def visible(db: str, monkeypatch) -> dict:
     """What readers see, with the clean-up at opening turned off."""
-    from ragjudge.services import evaluation, exporting, staging
-    from ragjudge.services.pool import pool_size_and_judged
-    from ragjudge.services.project import Project, project_status
+    from ragjudge.services.runs import stored as evaluation
+    from ragjudge.services.transfer import exporting
+    from ragjudge.services.project import staging
+    from ragjudge.services.gold.pool import pool_size_and_judged
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.overview import project_status
     from ragjudge.store.schema import PUBLISHED
 
     monkeypatch.setattr(staging, "clean_on_open", lambda project: None)
@@ -166,7 +170,7 @@ def visible(db: str, monkeypatch) -> dict:
 
 
 def reopen(db: str) -> None:
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     Project.open(db).close()
 
@@ -193,8 +197,9 @@ def test_a_killed_import_leaves_the_project_as_it_was(tmp_path, monkeypatch, mod
     reopen(db)
     assert raw_tables(db) == before_raw
     # and importing again works
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project, project_status
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.overview import project_status
 
     with Project.open(db) as project:
         result = import_file(project, "run", path, name="big", create_missing=True)
@@ -205,8 +210,8 @@ def test_a_killed_import_leaves_the_project_as_it_was(tmp_path, monkeypatch, mod
 
 
 def test_an_import_killed_after_its_publish_keeps_the_new_run(tmp_path, monkeypatch):
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
 
     db = str(tmp_path / "replace.db")
     deep_project(db)
@@ -233,9 +238,10 @@ def test_an_import_killed_after_its_publish_keeps_the_new_run(tmp_path, monkeypa
 
 
 def test_a_label_commits_while_an_import_runs(tmp_path):
-    from ragjudge.services.evaluation import project_run_names
-    from ragjudge.services.judging import current_label, record_label
-    from ragjudge.services.project import Project
+    from ragjudge.services.runs.stored import project_run_names
+    from ragjudge.services.events.state import current_label
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
 
     db = str(tmp_path / "busy.db")
     deep_project(db)
@@ -263,8 +269,8 @@ def test_a_label_commits_while_an_import_runs(tmp_path):
 
 
 def test_importing_a_big_run_twice_changes_nothing(tmp_path):
-    from ragjudge.services.importing import import_file
-    from ragjudge.services.project import Project
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
 
     db = str(tmp_path / "twice.db")
     deep_project(db)

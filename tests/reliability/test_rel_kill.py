@@ -54,7 +54,7 @@ def _kill_rounds(db: str, *, rounds: int, seed: int) -> tuple[dict, int]:
 
 def _check_sqlite(db: str, acked: dict) -> None:
     from ragjudge.services.maintenance import verify
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     raw = sqlite3.connect(db)
     assert raw.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -82,7 +82,7 @@ def test_sigkill_50_times_loses_no_acknowledged_label(tmp_path):
 
 @pytest.mark.postgres
 def test_sigkill_on_postgresql_loses_no_acknowledged_label(pg_url):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     make_small_project(pg_url).close()
     acked, kills = _kill_rounds(pg_url, rounds=KILLS // 2, seed=7)
@@ -114,7 +114,7 @@ def test_a_label_survives_a_kill_right_after_its_acknowledgement(tmp_path):
     raw = sqlite3.connect(db)
     assert raw.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     raw.close()
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project, project.connect() as connection:
         check_event_log(connection, ["ann-a"], acked)

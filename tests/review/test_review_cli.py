@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ragjudge.cli import main
-from ragjudge.services import roster
-from ragjudge.services.judging import flag_pair
+from ragjudge.services.access import roster
+from ragjudge.services.labels.events import flag_pair
 
 
 def run(tmp_path, capsys, *argv: str) -> tuple[int, str, str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import functools
 
-from ragjudge.services import review
-from ragjudge.services.judging import record_label
+from ragjudge.services.labels import review
+from ragjudge.services.labels.events import record_label
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.judge import JudgeScreen
 

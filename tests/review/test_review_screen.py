@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from ragjudge.services import review, roster
-from ragjudge.services.judging import flag_pair
+from ragjudge.services.labels import review
+from ragjudge.services.access import roster
+from ragjudge.services.labels.events import flag_pair
 from ragjudge.store.schema import Query
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
@@ -117,7 +118,7 @@ async def test_resolve_with_a_note_is_an_event_and_the_walk_moves_on(project, tm
 
 @sync
 async def test_send_back_puts_the_pair_first_in_the_authors_queue(project, tmp_path):
-    from ragjudge.services.judging import JudgingQueue
+    from ragjudge.services.labels.queue import JudgingQueue
 
     app = make_app(project, annotator="dora")
     async with app.run_test(size=SIZE) as pilot:
@@ -260,8 +261,8 @@ def clock(monkeypatch):
     """Every event at a fixed time, one second apart: the rendered text does not depend on
     the clock."""
     ticks = iter(datetime(2030, 1, 1, 9, 0) + timedelta(seconds=i) for i in range(10_000))
-    import ragjudge.services.judging as J
-    import ragjudge.services.review as R
+    import ragjudge.services.labels.events as J
+    import ragjudge.services.labels.review as R
 
     monkeypatch.setattr(J, "utcnow", lambda: next(ticks))
     monkeypatch.setattr(R, "utcnow", lambda: next(ticks))

@@ -7,16 +7,12 @@ import sqlite3
 import pytest
 
 from ragjudge.errors import UsageError
-from ragjudge.services import review, roster
-from ragjudge.services.agreement import pair_detail
-from ragjudge.services.judging import (
-    JudgingQueue,
-    comment_pair,
-    current_marks,
-    flag_pair,
-    record_label,
-    unflag_pair,
-)
+from ragjudge.services.labels import review
+from ragjudge.services.access import roster
+from ragjudge.services.events.pairs import pair_detail
+from ragjudge.services.labels.queue import JudgingQueue
+from ragjudge.services.labels.events import comment_pair, flag_pair, record_label, unflag_pair
+from ragjudge.services.events.marks import current_marks
 
 
 def rows(tmp_path, sql: str) -> list[tuple]:
@@ -150,7 +146,7 @@ def test_a_new_annotators_queue_starts_without_review_items(project):
 
 
 def test_export_labels_dates_a_leads_comment_by_the_comment_not_by_a_review(project, tmp_path):
-    from ragjudge.services.exporting import label_lines
+    from ragjudge.services.transfer.exporting import label_lines
 
     comment_pair(project, annotator="dora", query_id="q1", chunk_id="c05", note="mine")
     commented = rows(tmp_path, "SELECT created_at FROM pair_marks WHERE annotator = 'dora'")[0][0]

@@ -13,8 +13,9 @@ from projectkit import make_small_project
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
-from ragjudge.services import roster, visibility
-from ragjudge.services.judging import record_label
+from ragjudge.services.access import roster
+from ragjudge.services.access import visibility
+from ragjudge.services.labels.events import record_label
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
@@ -132,7 +133,8 @@ def test_the_adjudication_screen_shows_the_lead_every_label(project):
 
 def test_a_non_lead_cannot_adjudicate_through_the_app_either(project):
     from ragjudge.errors import UsageError
-    from ragjudge.services.agreement import adjudicate, pair_detail
+    from ragjudge.services.gold.adjudication import adjudicate
+    from ragjudge.services.events.pairs import pair_detail
 
     with pytest.raises(UsageError, match="Only a lead may adjudicate"):
         adjudicate(project, query_id="q1", chunk_id="c05", grade=1, reason="x", by="ana")

@@ -12,8 +12,9 @@ import pytest
 from projectkit import make_small_project
 
 from ragjudge.cli import main
-from ragjudge.services import roster, visibility
-from ragjudge.services.judging import record_label
+from ragjudge.services.access import roster
+from ragjudge.services.access import visibility
+from ragjudge.services.labels.events import record_label
 
 
 @pytest.fixture
@@ -105,7 +106,7 @@ def test_a_lead_manages_the_roster(db, capsys):
 
 
 def _open(db: str):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     return Project.open(db)
 

@@ -1,4 +1,4 @@
-"""The roster: annotators with roles, status and tokens (ragjudge.services.roster and the
+"""The roster: annotators with roles, status and tokens (ragjudge.services.access.roster and the
 ``ragjudge annotators`` command)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from projectkit import make_small_project
 
 from ragjudge.cli import main
 from ragjudge.errors import UsageError
-from ragjudge.services import roster
-from ragjudge.services.judging import record_label, skip_pair
+from ragjudge.services.access import roster
+from ragjudge.services.labels.events import record_label, skip_pair
 
 
 @pytest.fixture

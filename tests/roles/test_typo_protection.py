@@ -14,8 +14,8 @@ from projectkit import make_small_project
 from textual.widgets import Input, Label
 
 from ragjudge.cli import main
-from ragjudge.services import roster
-from ragjudge.services.judging import record_label
+from ragjudge.services.access import roster
+from ragjudge.services.labels.events import record_label
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.judge import JudgeScreen
 from ragjudge.tui.screens.prompts import NameChoice, TextPrompt
@@ -34,7 +34,7 @@ def db(tmp_path) -> str:
 
 @pytest.fixture
 def project(db):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
         yield project

@@ -12,8 +12,8 @@ from projectkit import make_small_project
 
 
 def build_served_project(db: str) -> SimpleNamespace:
-    from ragjudge.services import roster
-    from ragjudge.services.judging import record_label
+    from ragjudge.services.access import roster
+    from ragjudge.services.labels.events import record_label
 
     with make_small_project(db) as project:
         tokens = {}

@@ -17,7 +17,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright is not installed (
 from browserkit import CHROMIUM, Tab, start_server, wait_for
 from sqlalchemy import select
 
-from ragjudge.services.project import Project
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Label
 
 pytestmark = [

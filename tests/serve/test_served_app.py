@@ -12,8 +12,8 @@ from sqlalchemy import select
 from textual.widgets import Input
 
 from ragjudge.errors import UsageError
-from ragjudge.services import roster
-from ragjudge.services.project import Project
+from ragjudge.services.access import roster
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Label
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.home import HomeScreen

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import and_, exists, func, or_, select
 
 from ragjudge.errors import UsageError
-from ragjudge.services.pool import pool_select, pool_size_and_judged
-from ragjudge.services.project import Project
-from ragjudge.services.qrels import newest_label_ids
+from ragjudge.services.gold.pool import pool_select, pool_size_and_judged
+from ragjudge.services.project.database import Project
+from ragjudge.services.events.labels import newest_label_ids
 from ragjudge.store.schema import Annotator, Chunk, Label, Query, Run, RunEntry
 
 NAMES = ("ana", "bo", "ref", "llm:m")
@@ -93,7 +93,7 @@ def progress_reference(project: Project) -> dict:
     pair as a grouped subquery; slow on large projects: a scan per assignment)."""
     from sqlalchemy import case
 
-    from ragjudge.services.qrels import RECHECK
+    from ragjudge.services.events.labels import RECHECK
     from ragjudge.store.schema import Assignment
 
     newest = (select(func.max(Label.id).label("id"))
@@ -115,7 +115,7 @@ def progress_reference(project: Project) -> dict:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_assignment_progress_equals_the_grouped_statement(any_db, seed):
-    from ragjudge.services.assignment import assign, assignment_progress
+    from ragjudge.services.labels.assignment import assign, assignment_progress
 
     with random_project(any_db, seed) as project:
         try:
@@ -125,7 +125,7 @@ def test_assignment_progress_equals_the_grouped_statement(any_db, seed):
             return
         # on ana's assigned pairs, every kind of history: graded then undone (not done), skipped
         # (done), graded then a blind re-check without a grade (done), undone then graded (done)
-        from ragjudge.services.assignment import assigned_pairs
+        from ragjudge.services.labels.assignment import assigned_pairs
 
         histories = ([2, None], ["skip"], [1, ("recheck", None)], [None, 3])
         pairs = sorted(assigned_pairs(project, "ana") or ())

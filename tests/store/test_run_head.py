@@ -9,16 +9,17 @@ import io
 import pytest
 from sqlalchemy import func, select
 
-from ragjudge.services.project import project_status
+from ragjudge.services.overview import project_status
 from ragjudge.errors import ProjectError
-from ragjudge.services import runhead
+from ragjudge.services.runs import head as runhead
 from ragjudge.metrics.evaluate import evaluate
-from ragjudge.services.evaluation import project_qrels, project_run
-from ragjudge.services.exporting import export
-from ragjudge.services.importing import import_file
-from ragjudge.services.judging import JudgingQueue
-from ragjudge.services.pool import pool_size_and_judged
-from ragjudge.services.project import Project
+from ragjudge.services.scoring.evaluation import project_qrels
+from ragjudge.services.runs.stored import project_run
+from ragjudge.services.transfer.exporting import export
+from ragjudge.services.transfer.importing import import_file
+from ragjudge.services.labels.queue import JudgingQueue
+from ragjudge.services.gold.pool import pool_size_and_judged
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Chunk, Query, Run, RunEntry
 
 QUERIES, DEPTH, HEAD = 3, 7, 3
@@ -111,7 +112,7 @@ def test_a_widening_reports_its_progress_to_the_command_that_asked(project):
 
 
 def test_the_default_head_covers_the_default_pool_twice(tmp_path):
-    from ragjudge.services.pool import DEFAULT_DEPTH
+    from ragjudge.services.gold.pool import DEFAULT_DEPTH
 
     with Project.init(str(tmp_path / "d.db"), name="d") as project:
         assert runhead.head_depth(project) == runhead.HEAD_DEPTH == 2 * DEFAULT_DEPTH
@@ -155,7 +156,7 @@ def test_a_read_only_project_refuses_to_widen_in_one_paragraph(tmp_path, monkeyp
         project.set_settings({runhead.SETTING: HEAD})
         imported(project)
     # as for a user who may only read the file (root may write anywhere, so it is told)
-    monkeypatch.setattr("ragjudge.services.project.sqlite_writable", lambda path: False)
+    monkeypatch.setattr("ragjudge.services.project.database.sqlite_writable", lambda path: False)
     with Project.open(str(db)) as project:
         assert project.readonly
         JudgingQueue(project, "ana", depth=HEAD)  # deep enough: nothing to write

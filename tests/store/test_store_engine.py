@@ -13,7 +13,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from projectkit import make_small_project
-from ragjudge.services.project import project_status
+from ragjudge.services.overview import project_status
 from ragjudge.errors import ProjectError
 from ragjudge.store.engine import database_url, is_locked_error, make_engine, sqlite_path, with_retry
 
@@ -97,7 +97,7 @@ def test_writer_takes_the_lock_at_begin(project_db):
 
 def test_write_waits_for_another_writer_instead_of_failing(project):
     """Another process holds the write lock for 0.6 s; a label written meanwhile waits and lands."""
-    from ragjudge.services.judging import record_label
+    from ragjudge.services.labels.events import record_label
 
     holder = sqlite3.connect(project.db, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
@@ -120,7 +120,8 @@ def test_write_waits_for_another_writer_instead_of_failing(project):
 
 def test_services_round_trip(any_db, tmp_path):
     """Project, judging, qrels, status and verify on SQLite and PostgreSQL alike."""
-    from ragjudge.services.judging import current_label, record_label, undo_last
+    from ragjudge.services.events.state import current_label
+    from ragjudge.services.labels.events import record_label, undo_last
     from ragjudge.services.maintenance import verify
     from ragjudge.store.schema import Label
 
@@ -148,7 +149,7 @@ def test_services_round_trip(any_db, tmp_path):
 def test_import_is_one_transaction_on_either_backend(any_db, tmp_path):
     """A bad line late in the file leaves the project exactly as before (one transaction)."""
     from ragjudge.errors import InputError
-    from ragjudge.services.importing import import_file
+    from ragjudge.services.transfer.importing import import_file
 
     project = make_small_project(any_db)
     try:

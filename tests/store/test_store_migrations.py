@@ -10,7 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from ragjudge.errors import ProjectError
-from ragjudge.services.project import Project
+from ragjudge.services.project.database import Project
 from ragjudge.store import migrate
 from ragjudge.store.engine import make_engine
 from ragjudge.store.schema import Base

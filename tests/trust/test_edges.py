@@ -36,7 +36,7 @@ def _no_project(monkeypatch):
 @pytest.fixture()
 def db(tmp_path) -> str:
     """The small project, with labels of two annotators on three pairs of q1."""
-    from ragjudge.services.judging import record_label
+    from ragjudge.services.labels.events import record_label
 
     path = str(tmp_path / "edges.db")
     project = make_small_project(path)
@@ -368,7 +368,7 @@ NUL_FILES = {
 def _rows(db: str) -> dict[str, object]:
     from sqlalchemy import text
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project, project.connect() as connection:
         counts = {t: connection.execute(text(f"SELECT count(*) FROM {t}")).scalar() for t in (
@@ -414,20 +414,24 @@ def test_nul_in_a_beir_folder_is_refused(capsys, any_db, tmp_path):
 
 def test_nul_typed_in_the_app_or_given_to_a_service_is_refused(any_db):
     # the app's notes, comments, flags, facets, nuggets and adjudications, a run's --name
-    from ragjudge.services import agreement, importing, judging
-    from ragjudge.services.project import Project
+    from ragjudge.services.gold import adjudication as agreement
+    from ragjudge.services.transfer import importing
+    from ragjudge.services.events import annotators as judging_annotators
+    from ragjudge.services.labels import events as judging_events
+    from ragjudge.services.labels import facets as judging_facets
+    from ragjudge.services.project.database import Project
 
     make_small_project(any_db).close()
     before = _rows(any_db)
     with Project.open(any_db) as project:
         pair = {"annotator": "ana", "query_id": "q1", "chunk_id": "c05"}
         attempts = [
-            lambda: judging.record_label(project, grade=1, note="a\x00", **pair),
-            lambda: judging.flag_pair(project, note="\x00", **pair),
-            lambda: judging.comment_pair(project, note="see \x00", **pair),
-            lambda: judging.add_facet(project, "q1", "fa\x00cet"),
-            lambda: judging.add_nugget(project, "q1", "nug\x00get"),
-            lambda: judging.ensure_annotator(project, "an\x00a"),
+            lambda: judging_events.record_label(project, grade=1, note="a\x00", **pair),
+            lambda: judging_events.flag_pair(project, note="\x00", **pair),
+            lambda: judging_events.comment_pair(project, note="see \x00", **pair),
+            lambda: judging_facets.add_facet(project, "q1", "fa\x00cet"),
+            lambda: judging_facets.add_nugget(project, "q1", "nug\x00get"),
+            lambda: judging_annotators.ensure_annotator(project, "an\x00a"),
             lambda: agreement.adjudicate(project, query_id="q1", chunk_id="c05", grade=1,
                                          reason="r\x00", by="lead"),
             lambda: importing.import_file(project, "run", "q1 Q0 c01 1 1.0 t\n", name="b\x00m"),
@@ -443,8 +447,8 @@ def test_nul_in_what_a_command_reads_is_refused_alike(capsys, any_db, tmp_path, 
     # was on PostgreSQL: a DataError traceback from an id with a NUL in a --queries file, and
     # from the app's query finder given one
     import ragjudge.tui
-    from ragjudge.services.judging import JudgingQueue
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.queue import JudgingQueue
+    from ragjudge.services.project.database import Project
 
     monkeypatch.setattr(ragjudge.tui, "run_app", lambda *a, **k: pytest.fail("the app opened"))
     make_small_project(any_db).close()
@@ -497,8 +501,8 @@ def test_annotate_queries_with_an_unknown_id_is_refused(capsys, db, monkeypatch)
 
 
 def test_judging_queue_checks_queries_and_category_with_one_check(db):
-    from ragjudge.services.judging import JudgingQueue
-    from ragjudge.services.project import Project
+    from ragjudge.services.labels.queue import JudgingQueue
+    from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
         with pytest.raises(UsageError, match="'nope'"):

@@ -23,10 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from projectkit import make_small_project
 
+from ragjudge.services.overview import project_status
 from ragjudge import files
 from ragjudge.cli import common, main
-from ragjudge.services.judging import record_label
-from ragjudge.services.project import Project
+from ragjudge.services.labels.events import record_label
+from ragjudge.services.project.database import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORTS = [("qrels",), ("labels",), ("run", "bm25"), ("facets",), ("nuggets",)]
@@ -186,12 +187,12 @@ def test_demo_fresh_rebuilds_a_demo_project(capsys, tmp_path):
     assert run(capsys, "--db", demo, "demo", "--no-tui")[0] == 0
     with Project.open(str(demo)) as project:
         assert project.get_setting("demo") is True
-        labels = project.status()["labels"]
+        labels = project_status(project)["labels"]
         record_label(project, annotator="me", query_id="q01", chunk_id="faq-claims-01", grade=1)
     code, _, err = run(capsys, "--db", demo, "demo", "--fresh", "--no-tui")
     assert code == 0, err
     with Project.open(str(demo)) as project:
-        assert project.status()["labels"] == labels  # my practice label is gone: a fresh demo
+        assert project_status(project)["labels"] == labels  # my practice label is gone: a fresh demo
         assert project.get_setting("demo") is True
     assert not [p.name for p in tmp_path.iterdir() if ".partial-" in p.name]
 
@@ -200,11 +201,11 @@ def test_demo_fresh_rebuilds_a_demo_project(capsys, tmp_path):
 def test_demo_fresh_refuses_a_postgresql_project_that_is_not_the_demo(capsys, pg_url):
     make_small_project(pg_url).close()
     with Project.open(pg_url) as project:
-        before = project.status()
+        before = project_status(project)
     code, _, err = run(capsys, "--db", pg_url, "demo", "--fresh", "--no-tui")
     assert code == 2 and one_paragraph(err), err
     with Project.open(pg_url) as project:
-        assert project.status() == before
+        assert project_status(project) == before
         assert project.get_setting("demo") is None
 
 
@@ -214,7 +215,7 @@ def test_demo_builds_on_an_empty_postgresql_database(capsys, pg_url):
     code, _, err = run(capsys, "--db", pg_url, "demo", "--fresh", "--no-tui")
     assert code == 0, err
     with Project.open(pg_url) as project:
-        assert project.get_setting("demo") is True and project.status()["queries"] >= 40
+        assert project.get_setting("demo") is True and project_status(project)["queries"] >= 40
 
 
 # -- leftovers of a killed backup -------------------------------------------------------------

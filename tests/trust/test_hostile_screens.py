@@ -21,9 +21,10 @@ from textual.app import App
 from textual.widgets import DataTable, Input, Static
 
 from ragjudge.models import Scale
-from ragjudge.services import agreement as agreement_svc
-from ragjudge.services import judging
-from ragjudge.services.project import Project
+from ragjudge.services.gold import adjudication as agreement_svc
+from ragjudge.services.labels import events as judging_events
+from ragjudge.services.labels import facets as judging_facets
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Adjudication, Annotator, Chunk, Label, Query, Run, RunEntry
 from ragjudge.tui import make_app
 
@@ -83,15 +84,15 @@ def build(path) -> Project:
     project.write(seed)
     for qid in QUERIES:
         for cid in CHUNKS[:3]:
-            judging.record_label(project, annotator=ANNOTATOR, query_id=qid, chunk_id=cid, grade=3)
-    judging.comment_pair(project, annotator=ANNOTATOR, query_id=Q_MARKUP, chunk_id=C_MARKUP,
+            judging_events.record_label(project, annotator=ANNOTATOR, query_id=qid, chunk_id=cid, grade=3)
+    judging_events.comment_pair(project, annotator=ANNOTATOR, query_id=Q_MARKUP, chunk_id=C_MARKUP,
                          note=hostile("comment"))
-    judging.flag_pair(project, annotator=ANNOTATOR, query_id="q1", chunk_id="c1", note=hostile("flag"))
+    judging_events.flag_pair(project, annotator=ANNOTATOR, query_id="q1", chunk_id="c1", note=hostile("flag"))
     for qid in QUERIES:
-        facet = judging.add_facet(project, qid, hostile("facet"))
-        nugget = judging.add_nugget(project, qid, hostile("nugget"), "vital")
-        judging.set_facet_link(project, annotator=ANNOTATOR, facet_id=facet, chunk_id="c1", covered=True)
-        judging.set_nugget_support(project, annotator=ANNOTATOR, nugget_id=nugget, chunk_id="c1",
+        facet = judging_facets.add_facet(project, qid, hostile("facet"))
+        nugget = judging_facets.add_nugget(project, qid, hostile("nugget"), "vital")
+        judging_facets.set_facet_link(project, annotator=ANNOTATOR, facet_id=facet, chunk_id="c1", covered=True)
+        judging_facets.set_nugget_support(project, annotator=ANNOTATOR, nugget_id=nugget, chunk_id="c1",
                                    support="partial")
     agreement_svc.adjudicate(project, query_id="q1", chunk_id=C_MARKUP, grade=1,
                              reason=hostile("reason"), by=LEAD)

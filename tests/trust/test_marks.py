@@ -16,12 +16,17 @@ import pytest
 from sqlalchemy import func, insert, select, text
 
 from projectkit import make_small_project
+from ragjudge.services.overview import project_status
 from ragjudge.cli import main
 from ragjudge.errors import InputError
-from ragjudge.services import judging as J
-from ragjudge.services.exporting import export, label_lines
-from ragjudge.services.importing import import_file
-from ragjudge.services.project import Project
+from ragjudge.services.events import marks as J_marks
+from ragjudge.services.events import state as J_state
+from ragjudge.services.labels import events as J_events
+from ragjudge.services.labels import queue as J_queue
+from ragjudge.services.labels import texts as J_texts
+from ragjudge.services.transfer.exporting import export, label_lines
+from ragjudge.services.transfer.importing import import_file
+from ragjudge.services.project.database import Project
 from ragjudge.store import migrate
 from ragjudge.store.engine import make_engine
 from ragjudge.store.schema import Label, PairMark
@@ -48,81 +53,81 @@ def reopened(project) -> Project:
 
 
 def test_a_flag_made_before_grading_survives_the_grade(project):
-    J.flag_pair(project, **PAIR, note="contradicts the policy page")
-    J.record_label(project, **PAIR, grade=2)
+    J_events.flag_pair(project, **PAIR, note="contradicts the policy page")
+    J_events.record_label(project, **PAIR, grade=2)
     project = reopened(project)
-    assert J.current_marks(project, *WHERE) == J.PairMarks(True, "contradicts the policy page", None)
-    assert J.current_label(project, *WHERE).grade == 2
+    assert J_marks.current_marks(project, *WHERE) == J_marks.PairMarks(True, "contradicts the policy page", None)
+    assert J_state.current_label(project, *WHERE).grade == 2
     project.close()
 
 
 def test_a_comment_made_before_grading_survives_the_grade(project):
-    J.comment_pair(project, **PAIR, note="see the refund table")
-    J.record_label(project, **PAIR, grade=1)
-    assert J.current_marks(project, *WHERE).comment == "see the refund table"
+    J_events.comment_pair(project, **PAIR, note="see the refund table")
+    J_events.record_label(project, **PAIR, grade=1)
+    assert J_marks.current_marks(project, *WHERE).comment == "see the refund table"
 
 
 def test_a_flag_note_after_a_comment_keeps_the_comment(project):
-    J.comment_pair(project, **PAIR, note="see the refund table")
-    J.flag_pair(project, **PAIR, note="ask the lead")
-    assert J.current_marks(project, *WHERE) == J.PairMarks(True, "ask the lead", "see the refund table")
-    J.comment_pair(project, **PAIR, note="second thoughts")  # and a comment keeps the flag's note
-    assert J.current_marks(project, *WHERE) == J.PairMarks(True, "ask the lead", "second thoughts")
+    J_events.comment_pair(project, **PAIR, note="see the refund table")
+    J_events.flag_pair(project, **PAIR, note="ask the lead")
+    assert J_marks.current_marks(project, *WHERE) == J_marks.PairMarks(True, "ask the lead", "see the refund table")
+    J_events.comment_pair(project, **PAIR, note="second thoughts")  # and a comment keeps the flag's note
+    assert J_marks.current_marks(project, *WHERE) == J_marks.PairMarks(True, "ask the lead", "second thoughts")
 
 
 def test_grades_skips_and_undos_never_touch_the_marks(project):
-    J.flag_pair(project, **PAIR, note="odd")
-    J.comment_pair(project, **PAIR, note="mentions two products")
+    J_events.flag_pair(project, **PAIR, note="odd")
+    J_events.comment_pair(project, **PAIR, note="mentions two products")
     marks_before = mark_rows(project)
-    J.record_label(project, **PAIR, grade=3)
-    J.skip_pair(project, **PAIR)
-    J.record_label(project, **PAIR, grade=0)
-    while J.undo_last(project, "ann") is not None:
+    J_events.record_label(project, **PAIR, grade=3)
+    J_events.skip_pair(project, **PAIR)
+    J_events.record_label(project, **PAIR, grade=0)
+    while J_events.undo_last(project, "ann") is not None:
         pass
     project = reopened(project)
     assert mark_rows(project) == marks_before
-    assert J.current_marks(project, *WHERE) == J.PairMarks(True, "odd", "mentions two products")
-    assert J.current_label(project, *WHERE).grade is None  # every grade undone
+    assert J_marks.current_marks(project, *WHERE) == J_marks.PairMarks(True, "odd", "mentions two products")
+    assert J_state.current_label(project, *WHERE).grade is None  # every grade undone
     with project.read() as session:  # new label events leave the old flag column alone
         assert session.scalar(select(func.count()).select_from(Label).where(Label.flagged.is_(True))) == 0
     project.close()
 
 
 def test_an_annotator_clears_their_own_flag_and_comment(project):
-    J.flag_pair(project, **PAIR, note="odd")
-    J.comment_pair(project, **PAIR, note="x")
-    J.flag_pair(project, annotator="bob", query_id="q1", chunk_id="c02")
-    assert J.unflag_pair(project, **PAIR) == J.PairMarks(False, None, "x")
-    assert J.comment_pair(project, **PAIR, note="   ") == J.PairMarks()  # an empty comment clears it
-    assert J.current_marks(project, *WHERE) == J.PairMarks()
-    assert J.current_marks(project, "bob", "q1", "c02") == J.PairMarks(True, None, None)
+    J_events.flag_pair(project, **PAIR, note="odd")
+    J_events.comment_pair(project, **PAIR, note="x")
+    J_events.flag_pair(project, annotator="bob", query_id="q1", chunk_id="c02")
+    assert J_events.unflag_pair(project, **PAIR) == J_marks.PairMarks(False, None, "x")
+    assert J_events.comment_pair(project, **PAIR, note="   ") == J_marks.PairMarks()  # an empty comment clears it
+    assert J_marks.current_marks(project, *WHERE) == J_marks.PairMarks()
+    assert J_marks.current_marks(project, "bob", "q1", "c02") == J_marks.PairMarks(True, None, None)
     # clearing what is not there writes nothing; the same flag twice is one event
     count = len(mark_rows(project))
-    J.unflag_pair(project, **PAIR)
-    J.comment_pair(project, **PAIR, note="")
-    J.flag_pair(project, annotator="bob", query_id="q1", chunk_id="c02")
+    J_events.unflag_pair(project, **PAIR)
+    J_events.comment_pair(project, **PAIR, note="")
+    J_events.flag_pair(project, annotator="bob", query_id="q1", chunk_id="c02")
     assert len(mark_rows(project)) == count
     assert [r[3:5] for r in mark_rows(project) if r[0] == "ann"] == [
         ("flag", "set"), ("comment", "set"), ("flag", "clear"), ("comment", "clear")]
 
 
 def test_flag_counts_and_status_read_the_marks(project):
-    J.flag_pair(project, **PAIR)  # flagged without a grade
-    J.record_label(project, annotator="ann", query_id="q1", chunk_id="c03", grade=1)
-    J.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c03", note="n")
-    J.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c04")
-    J.unflag_pair(project, annotator="ann", query_id="q1", chunk_id="c04")
-    progress = {row["annotator"]: row for row in J.annotator_progress(project)}
+    J_events.flag_pair(project, **PAIR)  # flagged without a grade
+    J_events.record_label(project, annotator="ann", query_id="q1", chunk_id="c03", grade=1)
+    J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c03", note="n")
+    J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c04")
+    J_events.unflag_pair(project, annotator="ann", query_id="q1", chunk_id="c04")
+    progress = {row["annotator"]: row for row in J_queue.annotator_progress(project)}
     assert (progress["ann"]["graded"], progress["ann"]["flagged"]) == (1, 2)
-    assert project.status()["flagged"] == 2
+    assert project_status(project)["flagged"] == 2
 
 
 def test_the_adjudication_view_shows_flags_and_comments(project):
-    from ragjudge.services.agreement import pair_detail
+    from ragjudge.services.events.pairs import pair_detail
 
-    J.record_label(project, **PAIR, grade=2, note="graded from the title")
-    J.flag_pair(project, **PAIR, note="ask the lead")
-    J.comment_pair(project, annotator="bob", query_id="q1", chunk_id="c02", note="bob only commented")
+    J_events.record_label(project, **PAIR, grade=2, note="graded from the title")
+    J_events.flag_pair(project, **PAIR, note="ask the lead")
+    J_events.comment_pair(project, annotator="bob", query_id="q1", chunk_id="c02", note="bob only commented")
     labels = {lab.annotator: lab for lab in pair_detail(project, "q1", "c02").labels}
     assert (labels["ann"].grade, labels["ann"].flagged, labels["ann"].flag_note, labels["ann"].note) == (
         2, True, "ask the lead", "graded from the title")
@@ -133,7 +138,7 @@ def test_the_adjudication_view_shows_flags_and_comments(project):
 def test_verify_counts_and_checks_the_marks(project):
     from ragjudge.services.maintenance import verify
 
-    J.flag_pair(project, **PAIR)
+    J_events.flag_pair(project, **PAIR)
     report = verify(project)
     assert report.ok and report.tables["pair_marks"].events == 1
     assert {c.name for c in report.checks} >= {"pair_marks: no missing events",
@@ -146,16 +151,16 @@ def test_verify_counts_and_checks_the_marks(project):
 def marked_project(db: str) -> Project:
     """Grades with notes, flags and comments, and pairs flagged or commented on without a grade."""
     project = make_small_project(db)
-    J.record_label(project, annotator="ann", query_id="q1", chunk_id="c02", grade=2)
-    J.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c02", note="ask, the lead")
-    J.comment_pair(project, annotator="ann", query_id="q1", chunk_id="c02", note='says "5 days"')
-    J.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c03")  # no grade, no note
-    J.comment_pair(project, annotator="bob", query_id="q2", chunk_id="c05", note="only a comment")
-    J.record_label(project, annotator="bob", query_id="q2", chunk_id="c05", grade=0)
-    J.undo_last(project, "bob")  # the comment stays without a grade
-    J.record_label(project, annotator="bob", query_id="q2", chunk_id="c06", grade=3, note="grade's note")
-    J.flag_pair(project, annotator="bob", query_id="q2", chunk_id="c07", note="gone")
-    J.unflag_pair(project, annotator="bob", query_id="q2", chunk_id="c07")  # cleared: not exported
+    J_events.record_label(project, annotator="ann", query_id="q1", chunk_id="c02", grade=2)
+    J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c02", note="ask, the lead")
+    J_events.comment_pair(project, annotator="ann", query_id="q1", chunk_id="c02", note='says "5 days"')
+    J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c03")  # no grade, no note
+    J_events.comment_pair(project, annotator="bob", query_id="q2", chunk_id="c05", note="only a comment")
+    J_events.record_label(project, annotator="bob", query_id="q2", chunk_id="c05", grade=0)
+    J_events.undo_last(project, "bob")  # the comment stays without a grade
+    J_events.record_label(project, annotator="bob", query_id="q2", chunk_id="c06", grade=3, note="grade's note")
+    J_events.flag_pair(project, annotator="bob", query_id="q2", chunk_id="c07", note="gone")
+    J_events.unflag_pair(project, annotator="bob", query_id="q2", chunk_id="c07")  # cleared: not exported
     return project
 
 
@@ -193,10 +198,10 @@ def test_marks_round_trip_through_a_fresh_project(tmp_path, fmt):
     result = import_file(fresh, "labels", str(path))
     assert (result.read, result.added) == (4, 4)
     assert exported(fresh, fmt) == first
-    assert J.current_marks(fresh, "ann", "q1", "c02") == J.PairMarks(True, "ask, the lead", 'says "5 days"')
-    assert J.current_marks(fresh, "ann", "q1", "c03") == J.PairMarks(True, None, None)
-    assert J.current_label(fresh, "ann", "q1", "c03") is None  # a flag alone writes no label
-    assert J.current_label(fresh, "bob", "q2", "c06").note == "grade's note"
+    assert J_marks.current_marks(fresh, "ann", "q1", "c02") == J_marks.PairMarks(True, "ask, the lead", 'says "5 days"')
+    assert J_marks.current_marks(fresh, "ann", "q1", "c03") == J_marks.PairMarks(True, None, None)
+    assert J_state.current_label(fresh, "ann", "q1", "c03") is None  # a flag alone writes no label
+    assert J_state.current_label(fresh, "bob", "q2", "c06").note == "grade's note"
     again = import_file(fresh, "labels", str(path))  # importing twice changes nothing
     assert (again.added, again.unchanged) == (0, 4)
     assert exported(fresh, fmt) == first
@@ -205,16 +210,16 @@ def test_marks_round_trip_through_a_fresh_project(tmp_path, fmt):
 
 def test_import_sets_and_clears_a_flag_and_leaves_out_fields_alone(tmp_path):
     project = make_small_project(str(tmp_path / "p.db"))
-    J.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c02", note="old")
-    J.comment_pair(project, annotator="ann", query_id="q1", chunk_id="c03", note="kept")
+    J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c02", note="old")
+    J_events.comment_pair(project, annotator="ann", query_id="q1", chunk_id="c03", note="kept")
     lines = [{"query_id": "q1", "chunk_id": "c02", "grade": 1, "annotator": "ann", "flagged": False},
              {"query_id": "q1", "chunk_id": "c03", "grade": 2, "annotator": "ann"}]
     path = tmp_path / "l.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     import_file(project, "labels", str(path))
-    assert J.current_marks(project, "ann", "q1", "c02") == J.PairMarks()
-    assert J.current_marks(project, "ann", "q1", "c03") == J.PairMarks(False, None, "kept")
-    assert J.current_label(project, "ann", "q1", "c03").grade == 2
+    assert J_marks.current_marks(project, "ann", "q1", "c02") == J_marks.PairMarks()
+    assert J_marks.current_marks(project, "ann", "q1", "c03") == J_marks.PairMarks(False, None, "kept")
+    assert J_state.current_label(project, "ann", "q1", "c03").grade == 2
     project.close()
 
 
@@ -243,7 +248,7 @@ def test_import_refuses_bad_mark_fields_and_changes_nothing(tmp_path, capsys, li
     assert "line 2" in err and f"field '{field}'" in err and words in err, err
     assert "Traceback" not in err
     with Project.open(db) as project:
-        assert mark_rows(project) == [] and J.current_label(project, "ann", "q1", "c01") is None
+        assert mark_rows(project) == [] and J_state.current_label(project, "ann", "q1", "c01") is None
 
 
 @pytest.mark.parametrize("cell", ["maybe", "2"])
@@ -330,19 +335,19 @@ def test_migration_0003_copies_old_flags_and_notes_into_marks(any_db):
         with project.connect() as connection:
             assert migrate.current_revision(connection) == migrate.HEAD
             assert connection.execute(select(Label.__table__).order_by(Label.id)).all() == before
-        marks = {c: J.current_marks(project, "ann", "q1", c) for c in ("c1", "c2", "c3", "c4", "c5")}
+        marks = {c: J_marks.current_marks(project, "ann", "q1", c) for c in ("c1", "c2", "c3", "c4", "c5")}
         assert marks == {
-            "c1": J.PairMarks(True, "ask the lead", None),
-            "c2": J.PairMarks(True, None, "see table 3"),
-            "c3": J.PairMarks(),
-            "c4": J.PairMarks(False, None, "disagree with the vendor"),
-            "c5": J.PairMarks(True, "odd", "mentions two products"),
+            "c1": J_marks.PairMarks(True, "ask the lead", None),
+            "c2": J_marks.PairMarks(True, None, "see table 3"),
+            "c3": J_marks.PairMarks(),
+            "c4": J_marks.PairMarks(False, None, "disagree with the vendor"),
+            "c5": J_marks.PairMarks(True, "odd", "mentions two products"),
         }
         assert {r[5] for r in mark_rows(project)} >= {"too long"}  # the undone flag is history
-        assert J.current_label(project, "ann", "q1", "c1").grade == 2
+        assert J_state.current_label(project, "ann", "q1", "c1").grade == 2
         lines = {line["chunk_id"]: line for line in label_lines(project)}
         assert (lines["c1"]["grade"], lines["c1"]["flagged"], lines["c1"]["flag_note"]) == (2, True, "ask the lead")
-        assert J.annotator_progress(project)[0]["flagged"] == 3
+        assert J_queue.annotator_progress(project)[0]["flagged"] == 3
 
 
 # -- ids, names and categories of any length, alike on both backends ---------------------------
@@ -361,11 +366,11 @@ def test_long_ids_categories_and_doc_ids_are_accepted_alike(any_db, tmp_path):
         import_file(project, "chunks", str(tmp_path / "c.jsonl"))
         import_file(project, "run", str(tmp_path / "r.jsonl"), name="n" * 255)
         import_file(project, "labels", str(tmp_path / "l.jsonl"))
-        J.comment_pair(project, annotator="a" * 255, query_id=long_q, chunk_id=long_c, note="long")
-        assert J.query_text(project, long_q).category == long_cat
-        assert J.chunk_text(project, long_c).doc_id == long_doc
-        assert J.current_marks(project, "a" * 255, long_q, long_c) == J.PairMarks(True, None, "long")
-        queue = J.JudgingQueue(project, "b", category=long_cat)
+        J_events.comment_pair(project, annotator="a" * 255, query_id=long_q, chunk_id=long_c, note="long")
+        assert J_texts.query_text(project, long_q).category == long_cat
+        assert J_texts.chunk_text(project, long_c).doc_id == long_doc
+        assert J_marks.current_marks(project, "a" * 255, long_q, long_c) == J_marks.PairMarks(True, None, "long")
+        queue = J_queue.JudgingQueue(project, "b", category=long_cat)
         assert queue.first().chunk_id == long_c
 
 
@@ -389,10 +394,10 @@ def test_the_longest_keys_fit_every_index_and_one_more_byte_is_refused_alike(any
         import_file(project, "chunks", str(tmp_path / "c.jsonl"))
         import_file(project, "run", str(tmp_path / "r.jsonl"), name=name)
         import_file(project, "labels", str(tmp_path / "l.jsonl"))
-        from ragjudge.services.assignment import assign
+        from ragjudge.services.labels.assignment import assign
 
         assign(project, [name], overlap=0.0)
-        assert J.current_marks(project, name, query, chunk).flagged
+        assert J_marks.current_marks(project, name, query, chunk).flagged
         with pytest.raises(InputError) as caught:
             import_file(project, "chunks", str(tmp_path / "x.jsonl"))
         assert (caught.value.line, caught.value.field) == (1, "id")
@@ -413,7 +418,7 @@ def test_migrated_postgresql_keys_are_unbounded(pg_url):
 
 def test_agreement_from_an_exported_labels_file_skips_lines_without_a_grade(tmp_path, capsys):
     project = marked_project(str(tmp_path / "a.db"))
-    J.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=2)
+    J_events.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=2)
     path = tmp_path / "labels.jsonl"
     path.write_text(exported(project, "jsonl"), encoding="utf-8")
     project.close()

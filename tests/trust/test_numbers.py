@@ -107,7 +107,7 @@ def test_err_stays_a_probability_on_random_qrels():
 def _project_with_labels(db: str, labels: list[tuple[str, str, int]], scale: str = "0-3"):
     from projectkit import make_small_project
 
-    from ragjudge.services import judging
+    from ragjudge.services.labels import events as judging
 
     project = make_small_project(db, scale=scale)
     for query, chunk, grade in labels:
@@ -129,7 +129,7 @@ def test_project_err_uses_the_top_of_the_projects_scale(tmp_path, capsys):
     project = _project_with_labels(db, [("q1", "c05", 2), ("q1", "c06", 1)])
     assert _err_of_q1(capsys, db) == pytest.approx(0.4140625, abs=1e-15)
     # another query's first grade 3 does not move q1's value: the scale did not change
-    from ragjudge.services import judging
+    from ragjudge.services.labels import events as judging
 
     judging.record_label(project, annotator="ann", query_id="q2", chunk_id="c08", grade=3)
     project.close()
@@ -388,8 +388,8 @@ def test_eval_run_file_with_a_rank_out_of_range(tmp_path, capsys, name, text):
 def test_import_run_with_a_rank_out_of_range_changes_nothing(tmp_path, capsys, name, text):
     from projectkit import make_small_project
 
-    from ragjudge.services import evaluation as svc
-    from ragjudge.services.project import Project
+    from ragjudge.services.runs import stored as svc
+    from ragjudge.services.project.database import Project
 
     db = str(tmp_path / "p.db")
     make_small_project(db).close()
@@ -587,8 +587,8 @@ def test_the_highest_rank_fits_the_database(any_db, tmp_path, capsys):
     """MAX_RANK is the rank column's limit on PostgreSQL too (a 32-bit integer)."""
     from projectkit import make_small_project
 
-    from ragjudge.services import evaluation as svc
-    from ragjudge.services.project import Project
+    from ragjudge.services.runs import stored as svc
+    from ragjudge.services.project.database import Project
 
     make_small_project(any_db).close()
     ok = _write(tmp_path / "deep.jsonl",

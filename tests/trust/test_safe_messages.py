@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from ragjudge.cli import common, main
 from ragjudge.safetext import is_clean
-from ragjudge.services.project import Project
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Chunk, Label, Query, Run, RunEntry
 
 CLIPBOARD = "\x1b]52;c;aGFja2Vk\x07"

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 
 from ragjudge.cli import common, main
 from ragjudge.errors import ProjectError
-from ragjudge.services.project import Project
+from ragjudge.services.project.database import Project
 
 PASSWORD = "s3cret-pw"
 
@@ -40,7 +40,7 @@ def secret_db(pg_url) -> str:
     """A PostgreSQL project whose --db carries a password (the server ignores it)."""
     from projectkit import make_small_project
 
-    from ragjudge.services.judging import record_label
+    from ragjudge.services.labels.events import record_label
 
     db = with_password(pg_url)
     with make_small_project(db) as project:
@@ -78,7 +78,7 @@ def test_project_error_message_is_masked_where_it_is_made():
 
 
 def test_demo_messages_mask_the_password(capsys, monkeypatch):
-    from ragjudge.services import demo
+    from ragjudge.services.transfer import demo
 
     monkeypatch.setattr(demo, "build_demo", lambda db, **_: True)
     url = f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:1/demo"

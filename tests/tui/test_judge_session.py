@@ -8,7 +8,10 @@ from sqlalchemy import select
 from test_pilot import SIZE, labels, open_judging, screen_text
 from tui_project import sync
 
-from ragjudge.services import judging as J
+from ragjudge.services.events import state as J_state
+from ragjudge.services.labels import events as J_events
+from ragjudge.services.labels import facets as J_facets
+from ragjudge.services.labels import texts as J_texts
 from ragjudge.store.schema import Nugget, NuggetSupport, utcnow
 from ragjudge.tui import make_app
 
@@ -38,7 +41,7 @@ async def test_claims_are_shown_and_marked_like_nuggets(project):
         screen = await open_judging(app, pilot)
         pair = screen.pair
         claim = add_claim(project, pair.query_id, "refunds take five days")
-        J.add_nugget(project, pair.query_id, "paid to the card", "vital")
+        J_facets.add_nugget(project, pair.query_id, "paid to the card", "vital")
         await pilot.press("right", "left")  # the pair again: its panel is read anew
         assert "refunds take five days" in panel_text(app, "#facets-panel")
         assert "claim" in panel_text(app, "#facets-panel")
@@ -56,7 +59,7 @@ async def test_claims_are_shown_and_marked_like_nuggets(project):
         rows = s.scalars(select(NuggetSupport)).all()
     assert [(r.nugget_id, r.chunk_id, r.annotator, r.support) for r in rows] == [
         (claim, pair.chunk_id, "alice", "full")]
-    kinds = {n.text: n.kind for n in J.nuggets_for(project, pair.query_id)}
+    kinds = {n.text: n.kind for n in J_facets.nuggets_for(project, pair.query_id)}
     assert kinds == {"paid to the card": "nugget", "refunds take five days": "claim"}
 
 
@@ -100,7 +103,7 @@ async def test_pair_counter_follows_j_and_k(project):
 
 @sync
 async def test_counters_after_an_undo_across_a_restart(tmp_path):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from tui_project import build_project
 
     db = tmp_path / "u.db"
@@ -183,7 +186,7 @@ async def test_brackets_and_jk_move_within_the_queue_order(project):
 
 @sync
 async def test_history_lists_own_labels_newest_first_and_jumps_to_relabel(project):
-    J.record_label(project, annotator="zoe", query_id="q4", chunk_id="c05", grade=3)  # not alice's
+    J_events.record_label(project, annotator="zoe", query_id="q4", chunk_id="c05", grade=3)  # not alice's
     app = make_app(project, annotator="alice", start="judge", new_annotator=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_judging(app, pilot)
@@ -210,7 +213,7 @@ async def test_history_lists_own_labels_newest_first_and_jumps_to_relabel(projec
         assert (screen.pair.query_id, screen.pair.chunk_id) == (q, c)
         assert "2 " in panel_text(app, "#earlier-panel")
         await pilot.press("0")
-        assert J.current_label(project, "alice", q, c).grade == 0
+        assert J_state.current_label(project, "alice", q, c).grade == 0
         await pilot.press("l")
         await pilot.pause()
         first = str(app.screen.query_one("#history-list").get_option_at_index(0).prompt)
@@ -227,11 +230,11 @@ async def test_history_pages_through_a_long_session(project, monkeypatch):
     monkeypatch.setattr(history, "PAGE", 2)
     pairs = [("q1", "c02"), ("q1", "c09"), ("q2", "c03"), ("q3", "c04"), ("q4", "c05")]
     for i, (q, c) in enumerate(pairs):
-        J.record_label(project, annotator="alice", query_id=q, chunk_id=c, grade=i % 4)
-    J.record_label(project, annotator="alice", query_id="q1", chunk_id="c02", grade=3)  # moves up
+        J_events.record_label(project, annotator="alice", query_id=q, chunk_id=c, grade=i % 4)
+    J_events.record_label(project, annotator="alice", query_id="q1", chunk_id="c02", grade=3)  # moves up
     newest = [("q1", "c02"), ("q4", "c05"), ("q3", "c04"), ("q2", "c03"), ("q1", "c09")]
-    assert [(e.query_id, e.chunk_id) for e in J.label_history(project, "alice")] == newest
-    assert [(e.query_id, e.chunk_id) for e in J.label_history(project, "alice", limit=2, offset=2)] == newest[2:4]
+    assert [(e.query_id, e.chunk_id) for e in J_state.label_history(project, "alice")] == newest
+    assert [(e.query_id, e.chunk_id) for e in J_state.label_history(project, "alice", limit=2, offset=2)] == newest[2:4]
     app = make_app(project, annotator="alice", start="judge")
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_judging(app, pilot)
@@ -346,8 +349,8 @@ async def test_adjudication_shows_the_description_and_highlights_query_terms(pro
     from ragjudge.tui.screens.adjudicate import AdjudicateScreen
     from ragjudge.tui.widgets.literal import highlighted, query_terms
 
-    J.record_label(project, annotator="ann", query_id="q1", chunk_id="c02", grade=3)
-    J.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=0)
+    J_events.record_label(project, annotator="ann", query_id="q1", chunk_id="c02", grade=3)
+    J_events.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=0)
     app = make_app(project, annotator="lead")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -411,13 +414,13 @@ async def test_chunk_title_section_and_neighbours_in_the_document(project):
 
 
 def test_neighbours_without_an_order_follow_the_ids(project):
-    before, after = J.chunk_neighbours(project, "c13")
+    before, after = J_texts.chunk_neighbours(project, "c13")
     assert (before.id if before else None, after) == ("c03", None)
-    before, after = J.chunk_neighbours(project, "c03")
+    before, after = J_texts.chunk_neighbours(project, "c03")
     assert (before, after.id if after else None) == (None, "c13")
     place_in_document(project)
-    assert [c.id if c else None for c in J.chunk_neighbours(project, "c09")] == [None, "c02"]
-    assert [c.id if c else None for c in J.chunk_neighbours(project, "c14")] == ["c02", None]
+    assert [c.id if c else None for c in J_texts.chunk_neighbours(project, "c09")] == [None, "c02"]
+    assert [c.id if c else None for c in J_texts.chunk_neighbours(project, "c14")] == ["c02", None]
 
 
 # -- every key in the help screen and the README -------------------------------------------------

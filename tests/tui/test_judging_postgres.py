@@ -7,7 +7,10 @@ import pytest
 import test_judging_service as service
 from tui_project import build_project, sync
 
-from ragjudge.services import judging as J
+from ragjudge.services.events import annotators as J_annotators
+from ragjudge.services.events import state as J_state
+from ragjudge.services.labels import events as J_events
+from ragjudge.services.labels import queue as J_queue
 from ragjudge.tui import make_app
 
 PROJECT_TESTS = [
@@ -38,15 +41,15 @@ def test_on_postgres(pg_url, test):
 @sync
 async def test_judging_session_on_postgres(pg_url):
     project = build_project(pg_url)
-    J.mark_guidelines_seen(project, "alice")
-    J.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=1)
-    assert [row["annotator"] for row in J.annotator_progress(project)] == ["alice", "zoe"]
+    J_annotators.mark_guidelines_seen(project, "alice")
+    J_events.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=1)
+    assert [row["annotator"] for row in J_queue.annotator_progress(project)] == ["alice", "zoe"]
     app = make_app(project, annotator="alice", start="judge")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await pilot.press("2", "3", "u")
         await app.workers.wait_for_complete()
         assert app.screen.queue.totals == {"pairs": 28, "handled": 1}
-    assert [s.grade for s in [J.current_label(project, "alice", q, c) for q, c in
+    assert [s.grade for s in [J_state.current_label(project, "alice", q, c) for q, c in
                               [("q1", "c02"), ("q1", "c09")]]].count(2) == 1
     project.close()

@@ -7,8 +7,12 @@ import re
 
 from sqlalchemy import select
 
-from ragjudge.services import judging as J
-from ragjudge.services.project import Project
+from ragjudge.services.events import annotators as J_annotators
+from ragjudge.services.events import marks as J_marks
+from ragjudge.services.events import state as J_state
+from ragjudge.services.labels import events as J_events
+from ragjudge.services.labels import facets as J_facets
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Annotator, FacetLink, Label, NuggetSupport
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.judge import JUDGE_KEYS, JudgeScreen
@@ -90,11 +94,11 @@ async def test_skip_and_flag(project):
         assert (rows[0].skipped, rows[0].grade) == (True, None)
         assert [r.grade for r in rows[1:]] == [2]  # the flag is a mark, not a label event
         where = ("alice", flagged.query_id, flagged.chunk_id)
-        assert J.current_marks(project, *where) == J.PairMarks(True, "unsure", None)
+        assert J_marks.current_marks(project, *where) == J_marks.PairMarks(True, "unsure", None)
         await pilot.press("c", *"see doc", "enter")
         await pilot.pause()
-        assert J.current_marks(project, *where) == J.PairMarks(True, "unsure", "see doc")
-        assert J.current_label(project, *where).grade == 2
+        assert J_marks.current_marks(project, *where) == J_marks.PairMarks(True, "unsure", "see doc")
+        assert J_state.current_label(project, *where).grade == 2
 
 
 @sync
@@ -128,7 +132,7 @@ async def test_guidelines_shown_once_to_a_new_annotator(project):
         assert isinstance(app.screen, GuidelinesScreen)
         await pilot.press("escape")
         await pilot.pause()
-        assert J.annotator_seen_guidelines(project, "newbie")
+        assert J_annotators.annotator_seen_guidelines(project, "newbie")
         await pilot.press("h")
         await pilot.pause()
         assert isinstance(app.screen, GuidelinesScreen)
@@ -161,8 +165,8 @@ async def test_facets_and_nuggets_keys(project):
         await pilot.pause()
         await pilot.press("b", *"vital: five days", "enter")
         await pilot.pause()
-        facet = J.facets_for(project, pair.query_id)[0]
-        nugget = J.nuggets_for(project, pair.query_id)[0]
+        facet = J_facets.facets_for(project, pair.query_id)[0]
+        nugget = J_facets.nuggets_for(project, pair.query_id)[0]
         assert (facet.name, nugget.text, nugget.importance) == ("timing", "five days", "vital")
         options = app.screen.query_one("#facet-list")
         options.highlighted = options.get_option_index(f"f:{facet.id}")
@@ -278,7 +282,7 @@ async def test_command_palette_lists_every_judging_action(project):
 async def test_home_screen_and_missing_screens(project):
     from ragjudge.tui.screens.home import HomeScreen
 
-    J.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=3)
+    J_events.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=3)
     app = make_app(project, annotator="alice", new_annotator=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -310,7 +314,7 @@ async def test_recheck_pairs_are_recorded_apart(project):
         await pilot.press("0")
     rows = [r for r in labels(project) if r.source == "recheck"]
     assert [(r.query_id, r.chunk_id, r.grade) for r in rows] == [(rechecked.query_id, rechecked.chunk_id, 0)]
-    assert J.current_label(project, "alice", rechecked.query_id, rechecked.chunk_id).grade == 3
+    assert J_state.current_label(project, "alice", rechecked.query_id, rechecked.chunk_id).grade == 3
 
 
 @sync

@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_pilot import SIZE, labels, open_judging, screen_text
 from tui_project import sync
 
-from ragjudge.services import judging as J
+from ragjudge.services.events import marks as J
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.prompts import ConfirmPrompt
 

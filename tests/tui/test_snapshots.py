@@ -11,7 +11,11 @@ import pytest
 from textual.widgets import Input
 from tui_project import build_project
 
-from ragjudge.services import judging as J
+from ragjudge.services.events import annotators as J_annotators
+from ragjudge.services.events import state as J_state
+from ragjudge.services.labels import events as J_events
+from ragjudge.services.labels import facets as J_facets
+from ragjudge.services.labels import queue as J_queue
 from ragjudge.tui import make_app
 
 SIZE = (120, 40)
@@ -34,12 +38,12 @@ async def settle(pilot) -> None:
 
 
 def seen(project, name: str = "alice") -> None:
-    J.mark_guidelines_seen(project, name)
+    J_annotators.mark_guidelines_seen(project, name)
 
 
 def test_home(snap_compare, snap_project):
-    J.record_label(snap_project, annotator="zoe", query_id="q1", chunk_id="c02", grade=3)
-    J.skip_pair(snap_project, annotator="zoe", query_id="q2", chunk_id="c03")
+    J_events.record_label(snap_project, annotator="zoe", query_id="q1", chunk_id="c02", grade=3)
+    J_events.skip_pair(snap_project, annotator="zoe", query_id="q2", chunk_id="c03")
     assert snap_compare(make_app(snap_project, annotator="alice"), terminal_size=SIZE, run_before=settle)
 
 
@@ -51,16 +55,16 @@ def test_judge_first_pair(snap_compare, snap_project):
 
 def test_judge_with_earlier_label_facets_and_nuggets(snap_compare, snap_project):
     seen(snap_project)
-    facet = J.add_facet(snap_project, "q1", "how many days")
-    J.add_facet(snap_project, "q1", "where to see the status")
-    nugget = J.add_nugget(snap_project, "q1", "Refunds take 5 working days", "vital")
-    J.add_nugget(snap_project, "q1", "Status is under Orders")
-    queue = J.JudgingQueue(snap_project, "alice")
+    facet = J_facets.add_facet(snap_project, "q1", "how many days")
+    J_facets.add_facet(snap_project, "q1", "where to see the status")
+    nugget = J_facets.add_nugget(snap_project, "q1", "Refunds take 5 working days", "vital")
+    J_facets.add_nugget(snap_project, "q1", "Status is under Orders")
+    queue = J_queue.JudgingQueue(snap_project, "alice")
     first = queue.first()
-    J.record_label(snap_project, annotator="alice", query_id="q1", chunk_id=first.chunk_id, grade=2)
-    J.flag_pair(snap_project, annotator="alice", query_id="q1", chunk_id=first.chunk_id, note="ask the lead")
-    J.set_facet_link(snap_project, annotator="alice", facet_id=facet, chunk_id=first.chunk_id, covered=True)
-    J.set_nugget_support(snap_project, annotator="alice", nugget_id=nugget, chunk_id=first.chunk_id,
+    J_events.record_label(snap_project, annotator="alice", query_id="q1", chunk_id=first.chunk_id, grade=2)
+    J_events.flag_pair(snap_project, annotator="alice", query_id="q1", chunk_id=first.chunk_id, note="ask the lead")
+    J_facets.set_facet_link(snap_project, annotator="alice", facet_id=facet, chunk_id=first.chunk_id, covered=True)
+    J_facets.set_nugget_support(snap_project, annotator="alice", nugget_id=nugget, chunk_id=first.chunk_id,
                          support="partial")
 
     async def back_to_first(pilot) -> None:
@@ -100,8 +104,8 @@ def test_guidelines_first_time(snap_compare, snap_project):
 
 def test_facets_panel(snap_compare, snap_project):
     seen(snap_project)
-    J.add_facet(snap_project, "q1", "how many days")
-    J.add_nugget(snap_project, "q1", "Refunds take 5 working days", "vital")
+    J_facets.add_facet(snap_project, "q1", "how many days")
+    J_facets.add_nugget(snap_project, "q1", "Refunds take 5 working days", "vital")
     assert snap_compare(make_app(snap_project, annotator="alice", start="judge"), terminal_size=SIZE,
                         press=["g"], run_before=settle)
 
@@ -123,12 +127,12 @@ def test_find_query(snap_compare, snap_project):
 
 def test_queue_done(snap_compare, snap_project):
     seen(snap_project)
-    queue = J.JudgingQueue(snap_project, "alice", queries=["q3"])
+    queue = J_queue.JudgingQueue(snap_project, "alice", queries=["q3"])
     view = queue.first()
     while view is not None:
-        J.record_label(snap_project, annotator="alice", query_id=view.query_id, chunk_id=view.chunk_id, grade=1)
+        J_events.record_label(snap_project, annotator="alice", query_id=view.query_id, chunk_id=view.chunk_id, grade=1)
         queue.note_event(view.query_id, view.chunk_id,
-                         J.current_label(snap_project, "alice", view.query_id, view.chunk_id))
+                         J_state.current_label(snap_project, "alice", view.query_id, view.chunk_id))
         view = queue.after(view.position)
     assert snap_compare(make_app(snap_project, annotator="alice", start="judge", queries=["q3"]),
                         terminal_size=SIZE, run_before=settle)

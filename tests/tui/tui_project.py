@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragjudge.models import Scale
-from ragjudge.services.project import Project
+from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Chunk, Query, Run, RunEntry
 
 GUIDELINES = "# Judging guidelines\n\nGrade how well the chunk answers the query.\n\n- 3: answers it fully\n- 0: unrelated\n"

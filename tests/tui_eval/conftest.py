@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def demo_file(tmp_path_factory):
-    from ragjudge.services.demo import build_demo
+    from ragjudge.services.transfer.demo import build_demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.db"
     build_demo(str(path))
@@ -27,7 +27,7 @@ def demo_db(demo_file, tmp_path) -> str:
 
 @pytest.fixture
 def demo(demo_db):
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
 
     project = Project.open(demo_db)
     yield project

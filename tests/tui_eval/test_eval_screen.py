@@ -12,9 +12,11 @@ import time
 
 from textual.widgets import DataTable
 
-from ragjudge.services import evaluation as ev
-from ragjudge.services import judging
-from ragjudge.services.live import MEASURES_SETTING
+from ragjudge.services.runs import stored as ev_stored
+from ragjudge.services.scoring import evaluation as ev_evaluation
+from ragjudge.services.events import state as judging_state
+from ragjudge.services.labels import events as judging_events
+from ragjudge.services.scoring.live import MEASURES_SETTING
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
@@ -28,7 +30,7 @@ async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
 
 
 def max_label_id(project) -> int:
-    from ragjudge.services.agreement import labels_stamp
+    from ragjudge.services.agreement.ratings import labels_stamp
 
     return labels_stamp(project)[0]
 
@@ -62,10 +64,10 @@ def overview_cells(screen: EvaluationScreen) -> dict[str, dict[str, str]]:
 
 def a_pair_that_moves_ndcg(project):
     """A pair in bm25's top 10 that nobody has graded (a grade 3 there raises nDCG@10)."""
-    from ragjudge.services.qrels import gold_qrels
+    from ragjudge.services.gold.qrels import gold_qrels
 
     judged = {(q, c) for q, c, _ in gold_qrels(project)}
-    for q, chunks in sorted(ev.project_run(project, "bm25").to_ranked().items()):
+    for q, chunks in sorted(ev_stored.project_run(project, "bm25").to_ranked().items()):
         for c in chunks[:3]:
             if (q, c) not in judged:
                 return q, c
@@ -87,7 +89,7 @@ async def _label_then_compare(demo, db, tmp_path, capsys) -> None:
         for run, values in expected["runs"].items():
             assert before[run] == {m: fmt(v) for m, v in values["aggregate"].items()}
         query, chunk = a_pair_that_moves_ndcg(demo)
-        judging.record_label(demo, annotator="dora", query_id=query, chunk_id=chunk, grade=3)
+        judging_events.record_label(demo, annotator="dora", query_id=query, chunk_id=chunk, grade=3)
         await wait_for(pilot, caught_up(screen, max_label_id(demo)))
         await pilot.pause()
         after = overview_cells(screen)
@@ -106,8 +108,8 @@ def test_another_process_labels_and_the_pane_follows(demo, demo_db, tmp_path, ca
 
 WRITER = """
 import sys
-from ragjudge.services.project import Project
-from ragjudge.services.judging import record_label
+from ragjudge.services.project.database import Project
+from ragjudge.services.labels.events import record_label
 with Project.open(sys.argv[1]) as project:
     for i, (q, c) in enumerate(zip(sys.argv[2::2], sys.argv[3::2])):
         record_label(project, annotator="ben", query_id=q, chunk_id=c, grade=3 - i % 2)
@@ -115,7 +117,7 @@ with Project.open(sys.argv[1]) as project:
 
 
 async def _second_process(demo, db, tmp_path, capsys) -> None:
-    ranked = ev.project_run(demo, "hybrid").to_ranked()
+    ranked = ev_stored.project_run(demo, "hybrid").to_ranked()
     pairs = [(q, ranked[q][k]) for q in ("f01", "m05", "p03", "q07") if q in ranked for k in (0, 4)]
     assert len(pairs) >= 4
     app = evaluation_app(demo)
@@ -167,7 +169,7 @@ async def _explain_and_judge(demo) -> None:
         pair = judge.pair
         await pilot.press("2")
         await pilot.pause()
-        state = judging.current_label(demo, "erin", pair.query_id, pair.chunk_id)
+        state = judging_state.current_label(demo, "erin", pair.query_id, pair.chunk_id)
         assert state is not None and state.grade == 2
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)
@@ -191,17 +193,17 @@ async def _add_measure_and_rule(demo) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: "P(rel=2)@5" in screen.snapshot.measures)
         assert demo.get_setting(MEASURES_SETTING)[-1] == "P(rel=2)@5"
-        qrels, _ = ev.project_qrels(demo)
-        runs = {n: ev.project_run(demo, n) for n in ev.project_run_names(demo)}
+        qrels, _ = ev_evaluation.project_qrels(demo)
+        runs = {n: ev_stored.project_run(demo, n) for n in ev_stored.project_run_names(demo)}
         # the same measure list as the screen: numpy sums a lone column pairwise, several
         # columns row by row, so the last bit of a mean depends on the company it keeps
-        strict = ev.evaluate_all(qrels, runs, screen.snapshot.measures)
+        strict = ev_evaluation.evaluate_all(qrels, runs, screen.snapshot.measures)
         for run in runs:
             assert screen.snapshot.means[run]["P(rel=2)@5"] == strict.aggregate(run)["P(rel=2)@5"]
         await pilot.press("g")  # median -> majority
         await wait_for(pilot, lambda: screen.snapshot.rule == "majority")
-        qrels, _ = ev.project_qrels(demo, "majority")
-        majority = ev.evaluate_all(qrels, runs, screen.snapshot.measures)
+        qrels, _ = ev_evaluation.project_qrels(demo, "majority")
+        majority = ev_evaluation.evaluate_all(qrels, runs, screen.snapshot.measures)
         assert screen.snapshot.means["hybrid"]["nDCG@10"] == majority.aggregate("hybrid")["nDCG@10"]
         await pilot.press("c")
         await wait_for(pilot, lambda: screen.query_one("#compare-table", DataTable).row_count > 0)

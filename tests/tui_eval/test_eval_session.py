@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ragjudge.services import judging
+from ragjudge.services.events import state as judging
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.widgets.evalpane import ExplainModal

@@ -8,8 +8,9 @@ import sqlite3
 import numpy as np
 from sqlalchemy import select
 
-from ragjudge.services import evaluation as ev
-from ragjudge.services.runhead import rows_depth
+from ragjudge.services.runs import stored as ev_stored
+from ragjudge.services.scoring import evaluation as ev_evaluation
+from ragjudge.services.runs.head import rows_depth
 from ragjudge.store.schema import Run
 
 
@@ -28,7 +29,7 @@ def _reference_run(db: str, name: str) -> dict[str, list[str]]:
 
 
 def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):
-    names = ev.project_run_names(demo)
+    names = ev_stored.project_run_names(demo)
     assert len(names) >= 2
     deeper = 0
     for name in names:
@@ -36,11 +37,11 @@ def test_project_runs_equal_the_rank_ordered_rows(demo, demo_db):
         with demo.connect() as connection:
             head = rows_depth(connection.scalar(select(Run.meta).where(Run.name == name)))
         assert head is not None
-        whole = ev.project_run(demo, name).to_ranked()
+        whole = ev_stored.project_run(demo, name).to_ranked()
         deeper += sum(len(cs) > head for cs in whole.values())
         assert {q: cs[:head] for q, cs in whole.items()} == _reference_run(demo_db, name)
         with demo.connect() as connection:
-            generic = ev._read_run_rows(connection, name, batch=7)  # the non-SQLite path
+            generic = ev_stored._read_run_rows(connection, name, batch=7)  # the non-SQLite path
         assert list(generic[0]) == [q for q, cs in _reference_run(demo_db, name).items() for _ in cs]
         assert list(generic[1]) == [c for cs in _reference_run(demo_db, name).values() for c in cs]
     assert deeper, "no demo run goes deeper than its rows: the head is not exercised"
@@ -58,10 +59,10 @@ def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):
             con.execute("INSERT INTO run_entries (run, query_id, chunk_id, rank) VALUES "
                         "('odd', ?, ?, ?)", (query, chunk, rank))
         con.commit()
-        run = ev.project_run(demo, "odd")
+        run = ev_stored.project_run(demo, "odd")
         assert run.to_ranked() == {query: [chunks[1], chunks[3], chunks[0], chunks[2]]}
         with demo.connect() as connection:
-            assert ev._read_run_sqlite(connection, "odd") is not None
+            assert ev_stored._read_run_sqlite(connection, "odd") is not None
         con.execute("INSERT INTO chunks (id, text) VALUES ('x\x1fy', 'odd id')")
         con.execute("INSERT INTO run_entries (run, query_id, chunk_id, rank) VALUES "
                     "('odd', ?, 'x\x1fy', 5)", (query,))
@@ -69,10 +70,10 @@ def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):
     finally:
         con.close()
     with demo.connect() as connection:
-        assert ev._read_run_sqlite(connection, "odd") is None
+        assert ev_stored._read_run_sqlite(connection, "odd") is None
         # the driver's connection is given back as it was: text read as str again
         assert isinstance(connection.exec_driver_sql("SELECT id FROM queries LIMIT 1").scalar(), str)
-    run = ev.project_run(demo, "odd")
+    run = ev_stored.project_run(demo, "odd")
     assert run.to_ranked() == {query: [chunks[1], chunks[3], chunks[0], chunks[2], "x\x1fy"]}
     assert np.array_equal(run.offsets, [0, 5])
 
@@ -80,8 +81,8 @@ def test_ranks_not_in_row_order_and_a_separator_in_a_chunk_id(demo, demo_db):
 def test_current_labels_through_the_driver_equal_the_core_select(demo):
     from sqlalchemy import select
 
-    from ragjudge.services import judging
-    from ragjudge.services import qrels as Q
+    from ragjudge.services.labels import events as judging
+    from ragjudge.services.events import labels as Q
     from ragjudge.store.schema import Label
 
     # a newer grade, a blind re-check (ignored) and a pair whose newest event has no grade
@@ -111,7 +112,7 @@ def test_current_labels_through_the_driver_equal_the_core_select(demo):
 
 def test_ids_encoded_in_bulk_equal_the_metrics_encoding():
     from ragjudge.metrics import _keys
-    from ragjudge.services.live import _encode, _encode_runs
+    from ragjudge.services.scoring.livecore import encode_id_runs as _encode_runs, encode_ids as _encode
 
     for values in (["q1", "bb", "c" * 15], ["é-1", "x"], ["abcdefgh"], ["a" * 9, "b"], [],
                    ["q1", "q1", "q2", "q1", "é", "é", "é"]):
@@ -129,15 +130,16 @@ def test_driver_reads_on_every_database(any_db):
 
     from projectkit import make_small_project
 
-    from ragjudge.services import judging, live
+    from ragjudge.services.labels import events as judging
+    from ragjudge.services.scoring import live
 
     project = make_small_project(any_db)
     try:
-        run = ev.project_run(project, "bm25")
+        run = ev_stored.project_run(project, "bm25")
         assert sorted(run.to_ranked()) == [f"q{i}" for i in range(1, 6)]
         assert all(len(v) == 10 for v in run.to_ranked().values())
         with project.connect() as connection:
-            rows = ev._read_run_rows(connection, "bm25", 3)
+            rows = ev_stored._read_run_rows(connection, "bm25", 3)
         assert list(rows[1]) == [c for q in sorted(run.to_ranked()) for c in run.to_ranked()[q]]
         rnd = random.Random(2)
         ranked = run.to_ranked()
@@ -152,8 +154,8 @@ def test_driver_reads_on_every_database(any_db):
             judging.record_label(project, annotator="ana", query_id=q, chunk_id=ranked[q][0],
                                  grade=rnd.randint(0, 3))
             assert engine.poll()
-        qrels, rule = ev.project_qrels(project)
-        expected = ev.evaluate_all(qrels, {"bm25": ev.project_run(project, "bm25")},
+        qrels, rule = ev_evaluation.project_qrels(project)
+        expected = ev_evaluation.evaluate_all(qrels, {"bm25": ev_stored.project_run(project, "bm25")},
                                    ["P@5", "nDCG@10", "AP"], threshold=engine.threshold,
                                    project=project, rule=rule)
         for m, value in expected.aggregate("bm25").items():

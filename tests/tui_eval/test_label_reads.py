@@ -11,20 +11,22 @@ import sqlite3
 import numpy as np
 import pytest
 
-from ragjudge.services import qrels as Q
-from ragjudge.services.agreement import adjudicate
-from ragjudge.services.judging import record_label, undo_last
+from ragjudge.services.events import labels as Q_labels
+from ragjudge.services.gold import qrels as Q_qrels
+from ragjudge.services.gold import rules as Q_rules
+from ragjudge.services.gold.adjudication import adjudicate
+from ragjudge.services.labels.events import record_label, undo_last
 from ragjudge.store.schema import Annotator
 
 RULES = ["median", "majority", "mean", "min", "max", "adjudicated"]
 
 
-def _by_sql(connection, annotator=None) -> Q.LabelArrays:
+def _by_sql(connection, annotator=None) -> Q_labels.LabelArrays:
     """The current labels through the portable SQL, row by row (the reference)."""
-    return Q._to_arrays(Q.raw_rows(connection, Q._current_statement(annotator)))
+    return Q_labels.label_arrays_from_rows(Q_labels.raw_rows(connection, Q_labels._current_statement(annotator)))
 
 
-def _same_labels(a: Q.LabelArrays, b: Q.LabelArrays) -> None:
+def _same_labels(a: Q_labels.LabelArrays, b: Q_labels.LabelArrays) -> None:
     assert a.query_ids.tolist() == b.query_ids.tolist()
     assert a.chunk_ids.tolist() == b.chunk_ids.tolist()
     assert a.annotators.tolist() == b.annotators.tolist()
@@ -38,10 +40,10 @@ def _gold_by_rule_code(project, rule, include_llm=False) -> list[tuple[str, str,
         annotator = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
         labels = _by_sql(connection, annotator)
         if annotator is None and not include_llm:
-            labels = Q.without(labels, Q.llm_annotators(connection))
-        decided = Q.adjudications(connection)
-        policy = Q.gold_policy(connection, project.scale.min)
-    merged = {(q, c): g for q, c, g in Q.aggregate(Q.gold_labels(labels, policy, rule), rule)}
+            labels = Q_labels.without(labels, Q_labels.llm_annotators(connection))
+        decided = Q_labels.adjudications(connection)
+        policy = Q_rules.gold_policy(connection, project.scale.min)
+    merged = {(q, c): g for q, c, g in Q_rules.aggregate(Q_rules.gold_labels(labels, policy, rule), rule)}
     merged.update(decided)
     return sorted((q, c, g) for (q, c), g in merged.items())
 
@@ -71,16 +73,16 @@ def _history(project, seed: int, *, steps: int = 300, queries=("q1", "q2", "q3",
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_bulk_read_equals_the_sql_and_gold_equals_the_rule_code(project, monkeypatch, seed, parallel):
-    monkeypatch.setattr(Q, "PARALLEL_LABELS", 0 if parallel else 10**12)
+    monkeypatch.setattr(Q_labels, "PARALLEL_LABELS", 0 if parallel else 10**12)
     _history(project, seed)
     with project.connect() as connection:
-        assert Q._read_sqlite(connection, None) is not None  # the bulk path, not its fallback
-        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+        assert Q_labels._read_sqlite(connection, None) is not None  # the bulk path, not its fallback
+        _same_labels(Q_labels.read_labels(connection).arrays(), _by_sql(connection))
         for who in ("ana", "gpt", "nobody"):
-            _same_labels(Q.read_labels(connection, annotator=who).arrays(), _by_sql(connection, who))
+            _same_labels(Q_labels.read_labels(connection, annotator=who).arrays(), _by_sql(connection, who))
     for rule in [*RULES, "annotator:ben", "annotator:gpt"]:
-        assert Q.gold_qrels(project, rule) == _gold_by_rule_code(project, rule), rule
-    assert Q.gold_qrels(project, include_llm=True) == _gold_by_rule_code(project, "median", True)
+        assert Q_qrels.gold_qrels(project, rule) == _gold_by_rule_code(project, rule), rule
+    assert Q_qrels.gold_qrels(project, include_llm=True) == _gold_by_rule_code(project, "median", True)
 
 
 @pytest.mark.parametrize("complete", [False, True])
@@ -92,7 +94,7 @@ def test_a_reference_annotator_decides_its_pairs_in_the_bulk_gold_too(project, c
         for j in rnd.sample(range(1, 21), 6):
             record_label(project, annotator="nist", query_id=q, chunk_id=f"c{j:02d}", grade=rnd.randint(0, 3))
     for rule in [*RULES, "annotator:nist", "annotator:ana"]:
-        assert Q.gold_qrels(project, rule) == _gold_by_rule_code(project, rule), rule
+        assert Q_qrels.gold_qrels(project, rule) == _gold_by_rule_code(project, rule), rule
 
 
 def _sqlite(project) -> sqlite3.Connection:
@@ -111,35 +113,35 @@ def test_odd_ids_a_separator_in_an_id_and_a_real_grade_fall_back_to_the_same_lab
         record_label(project, annotator="ana", query_id="q2", chunk_id=chunk, grade=grade)
         record_label(project, annotator="bob", query_id="q1", chunk_id=chunk, grade=3 - grade)
     with project.connect() as connection:
-        assert Q._read_sqlite(connection, None) is not None
-        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+        assert Q_labels._read_sqlite(connection, None) is not None
+        _same_labels(Q_labels.read_labels(connection).arrays(), _by_sql(connection))
     con.execute("INSERT INTO chunks (id, text) VALUES ('x\x1fy', 'odd id')")
     con.commit()
     record_label(project, annotator="ana", query_id="q3", chunk_id="x\x1fy", grade=2)
     with project.connect() as connection:
-        assert Q._read_sqlite(connection, None) is None
-        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
+        assert Q_labels._read_sqlite(connection, None) is None
+        _same_labels(Q_labels.read_labels(connection).arrays(), _by_sql(connection))
     con.execute("DELETE FROM labels WHERE chunk_id = 'x\x1fy'")
     con.commit()
     record_label(project, annotator="ana", query_id="q3", chunk_id="c07", grade=1)
     con.execute("UPDATE labels SET grade = 1.5 WHERE chunk_id = 'c07'")  # a real number in the column
     con.commit()
     with project.connect() as connection:
-        assert Q._read_sqlite(connection, None) is None
+        assert Q_labels._read_sqlite(connection, None) is None
     con.close()
 
 
 def test_no_labels_and_only_ungraded_events(project):
     with project.connect() as connection:
-        empty = Q.read_labels(connection)
+        empty = Q_labels.read_labels(connection)
         assert len(empty) == 0 and empty.n_pairs == 0
-    assert Q.gold_qrels(project) == []
+    assert Q_qrels.gold_qrels(project) == []
     record_label(project, annotator="ana", query_id="q1", chunk_id="c01", grade=2)
     undo_last(project, "ana")
     with project.connect() as connection:
-        assert len(Q.read_labels(connection)) == 0
-        _same_labels(Q.read_labels(connection).arrays(), _by_sql(connection))
-    assert Q.gold_qrels(project) == []
+        assert len(Q_labels.read_labels(connection)) == 0
+        _same_labels(Q_labels.read_labels(connection).arrays(), _by_sql(connection))
+    assert Q_qrels.gold_qrels(project) == []
 
 
 def test_aggregate_pairs_agrees_with_the_rule_code_on_random_grades():
@@ -151,25 +153,27 @@ def test_aggregate_pairs_agrees_with_the_rule_code_on_random_grades():
                 for a in rnd.sample(["a", "b", "c", "d", "e"], rnd.randint(1, 5)):
                     rows.append((f"q{q}", f"c{c}", a, rnd.randint(-2, 5)))
         rows.sort()
-        labels = Q._to_arrays(rows)
+        labels = Q_labels.label_arrays_from_rows(rows)
         pairs = np.cumsum(np.r_[True, [rows[i][:2] != rows[i - 1][:2] for i in range(1, len(rows))]]) - 1
         for rule in ("median", "majority", "mean", "min", "max"):
-            expected = [g for _, _, g in Q.aggregate(labels, rule)]
-            _, got = Q.aggregate_pairs(pairs, labels.grades, rule)
+            expected = [g for _, _, g in Q_rules.aggregate(labels, rule)]
+            _, got = Q_rules.aggregate_pairs(pairs, labels.grades, rule)
             assert got.tolist() == expected, (rule, rows)
 
 
 def test_runs_evaluated_two_at_a_time_give_the_same_results(demo, monkeypatch):
-    from ragjudge.services import evaluation as ev
+    from ragjudge.services.runs import stored as ev_stored
+    from ragjudge.metrics.registry import parse_measure
+    from ragjudge.services.scoring import evaluation as ev_evaluation
 
-    qrels, rule = ev.project_qrels(demo)
-    runs = {n: ev.project_run(demo, n) for n in ev.project_run_names(demo)}
+    qrels, rule = ev_evaluation.project_qrels(demo)
+    runs = {n: ev_stored.project_run(demo, n) for n in ev_stored.project_run_names(demo)}
     measures = ["P@5", "AP", "nDCG@10", "RR", "Rprec", "bpref"]
-    monkeypatch.setattr(ev, "PARALLEL_ENTRIES", 10**12)
-    one = ev.evaluate_all(qrels, runs, measures, project=demo, rule=rule)
-    monkeypatch.setattr(ev, "PARALLEL_ENTRIES", 0)
-    assert ev._evaluate_ahead(qrels, runs, [ev.parse_measure(m) for m in measures], 1, "judged")
-    two = ev.evaluate_all(qrels, runs, measures, project=demo, rule=rule)
+    monkeypatch.setattr(ev_evaluation, "PARALLEL_ENTRIES", 10**12)
+    one = ev_evaluation.evaluate_all(qrels, runs, measures, project=demo, rule=rule)
+    monkeypatch.setattr(ev_evaluation, "PARALLEL_ENTRIES", 0)
+    assert ev_evaluation._evaluate_ahead(qrels, runs, [parse_measure(m) for m in measures], 1, "judged")
+    two = ev_evaluation.evaluate_all(qrels, runs, measures, project=demo, rule=rule)
     for name in runs:
         assert np.array_equal(one.results[name].values, two.results[name].values)
         assert one.results[name].query_ids == two.results[name].query_ids

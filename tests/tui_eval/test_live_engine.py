@@ -12,18 +12,21 @@ import random
 
 import pytest
 
-from ragjudge.services import evaluation as ev
-from ragjudge.services import judging, live
-from ragjudge.services.agreement import adjudicate
+from ragjudge.services.runs import stored as ev_stored
+from ragjudge.services.scoring import evaluation as ev_evaluation
+from ragjudge.services.scoring.files import DEFAULT_MEASURES
+from ragjudge.services.labels import events as judging
+from ragjudge.services.scoring import live
+from ragjudge.services.gold.adjudication import adjudicate
 
 MEASURES = ["P@1", "P@5", "R@10", "RR", "AP", "nDCG@10", "Rprec", "ERR@10", "Judged@10",
             "ContextPrecision@5", "bpref"]
 
 
 def reference(project, rule, measures, threshold=None):
-    qrels, rule = ev.project_qrels(project, rule)
-    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
-    return ev.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold
+    qrels, rule = ev_evaluation.project_qrels(project, rule)
+    runs = {n: ev_stored.project_run(project, n) for n in ev_stored.project_run_names(project)}
+    return ev_evaluation.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold
                            if threshold is None else threshold, project=project, rule=rule)
 
 
@@ -38,7 +41,7 @@ def assert_same(engine, project, rule=None):
 
 
 def _ranked(project):
-    return {n: ev.project_run(project, n).to_ranked() for n in ev.project_run_names(project)}
+    return {n: ev_stored.project_run(project, n).to_ranked() for n in ev_stored.project_run_names(project)}
 
 
 def test_labels_undo_and_adjudication_keep_every_number_exact(demo):
@@ -128,18 +131,18 @@ def _in_place_of_gold(project, annotator, measures):
     judged (their grades in place of the gold's there), per run and measure, through
     services.qrels and services.evaluation."""
     from ragjudge.metrics.data import Qrels
-    from ragjudge.services.qrels import gold_qrels
+    from ragjudge.services.gold.qrels import gold_qrels
 
     gold = {(q, c): g for q, c, g in gold_qrels(project)}
     mine = {(q, c): g for q, c, g in gold_qrels(project, f"annotator:{annotator}")}
     queries = {q for q, _ in mine}
     overlay = {k: g for k, g in gold.items() if k[0] in queries} | mine
-    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+    runs = {n: ev_stored.project_run(project, n) for n in ev_stored.project_run_names(project)}
 
     def scores(judgments, only=None):
         (q, c), g = zip(*judgments), list(judgments.values())
         qrels = Qrels(list(q), list(c), g, top_grade=project.scale.max)
-        result = ev.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold,
+        result = ev_evaluation.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold,
                                  project=project, rule="median")
         return {n: (result.results[n].subset(sorted(only)) if only else result.results[n]).aggregate()
                 for n in runs}
@@ -168,7 +171,7 @@ def test_annotator_ranges_move_the_gold_by_each_annotators_difference_on_their_q
 
 
 def test_header_figures_intervals_and_comparison_match_the_services(demo):
-    from ragjudge.services.pool import pool_size_and_judged
+    from ragjudge.services.gold.pool import pool_size_and_judged
 
     engine = live.LiveEvaluation(demo)
     engine.load()
@@ -186,11 +189,11 @@ def test_header_figures_intervals_and_comparison_match_the_services(demo):
     ranked = _ranked(demo)["bm25"]
     shown = sum(min(len(ranked.get(q, [])), 10) for q in result.query_ids)
     assert snap.unjudged_top10["bm25"] == shown - round(result.values[:, 0].sum() * 10)
-    rows = ev.compare(reference_eval.__class__(
+    rows = ev_evaluation.compare(reference_eval.__class__(
         measures=reference_eval.measures, results={n: reference_eval.results[n] for n in ("bm25", "hybrid")},
         query_ids=reference_eval.query_ids, averaging=reference_eval.averaging,
         queries_mode="judged", threshold=1), baseline="bm25")
-    mine = ev.compare(engine.evaluation(["bm25", "hybrid"]), baseline="bm25")
+    mine = ev_evaluation.compare(engine.evaluation(["bm25", "hybrid"]), baseline="bm25")
     assert [r.as_dict() for r in mine] == [r.as_dict() for r in rows]
 
 
@@ -198,13 +201,13 @@ def test_strata_curves_and_per_query_rows(demo):
     engine = live.LiveEvaluation(demo, measures=["nDCG@10", "R@5"], curve="R")
     engine.load()
     snap = engine.snapshot(measure="nDCG@10", by="category")
-    strata = ev.project_strata(demo, "category")
-    expected = ev.evaluate_all(*_qr(demo), ["nDCG@10", "R@5"], strata=strata, by="category")
+    strata = ev_evaluation.project_strata(demo, "category")
+    expected = ev_evaluation.evaluate_all(*_qr(demo), ["nDCG@10", "R@5"], strata=strata, by="category")
     assert list(snap.strata) == list(expected.strata)
     for stratum in expected.strata:
         for run in snap.run_names:
             assert snap.strata[stratum][run] == pytest.approx(expected.aggregate(run, stratum), abs=1e-15)
-    curve = ev.evaluate_all(*_qr(demo), [f"R@{k}" for k in range(1, 21)])
+    curve = ev_evaluation.evaluate_all(*_qr(demo), [f"R@{k}" for k in range(1, 21)])
     for run in snap.run_names:
         assert snap.curve_values[run] == pytest.approx(list(curve.aggregate(run).values()), abs=1e-15)
     pq = expected.per_query("bm25")
@@ -215,12 +218,12 @@ def test_strata_curves_and_per_query_rows(demo):
 
 
 def _qr(project):
-    qrels, _ = ev.project_qrels(project)
-    return qrels, {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
+    qrels, _ = ev_evaluation.project_qrels(project)
+    return qrels, {n: ev_stored.project_run(project, n) for n in ev_stored.project_run_names(project)}
 
 
 def test_measures_are_saved_in_the_project(demo):
-    assert live.saved_measures(demo) == list(ev.DEFAULT_MEASURES)
+    assert live.saved_measures(demo) == list(DEFAULT_MEASURES)
     live.save_measures(demo, ["nDCG@20", "P(rel=2)@5"])
     assert live.saved_measures(demo) == ["nDCG@20", "P(rel=2)@5"]
     engine = live.LiveEvaluation(demo)
@@ -245,14 +248,15 @@ def test_the_engine_never_imports_textual():
     import subprocess
     import sys
 
-    code = "import sys, ragjudge.services.live; assert 'textual' not in sys.modules"
+    code = "import sys, ragjudge.services.scoring.live; assert 'textual' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
     """The vectorized rules give, pair by pair, the grades of services.qrels.aggregate."""
-    from ragjudge.services.live import gold_arrays
-    from ragjudge.services.qrels import _to_arrays, aggregate
+    from ragjudge.services.scoring.live import gold_arrays
+    from ragjudge.services.events.labels import label_arrays_from_rows
+    from ragjudge.services.gold.rules import aggregate
 
     rnd = random.Random(3)
     for trial in range(60):
@@ -262,7 +266,7 @@ def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
                 for a in rnd.sample(["ann", "bob", "cy", "dee", "eve"], rnd.randint(1, 5)):
                     rows.append((f"q{q}", f"c{c}", a, rnd.randint(0, 3)))
         rows.sort()
-        labels = _to_arrays(rows)
+        labels = label_arrays_from_rows(rows)
         decided = {("q0", "c0"): 2} if trial % 3 == 0 else {}
         for rule in ("median", "majority", "mean", "min", "max", "annotator:bob", "adjudicated"):
             expected = {(q, c): g for q, c, g in aggregate(labels, rule)}
@@ -330,9 +334,9 @@ def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):
 
 
 def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch):
-    from ragjudge.services.agreement import labels_stamp
+    from ragjudge.services.agreement.ratings import labels_stamp
 
-    monkeypatch.setattr(live, "_IN_BATCH", 3)  # the touched queries' labels read 3 queries a time
+    monkeypatch.setattr(live, "IN_BATCH", 3)  # the touched queries' labels read 3 queries a time
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     assert engine._stamp() == labels_stamp(demo)

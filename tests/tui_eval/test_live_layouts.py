@@ -15,9 +15,11 @@ import pytest
 from ragjudge.metrics.context import EvalContext
 from ragjudge.metrics.data import Qrels
 from ragjudge.metrics.evaluate import max_depth
-from ragjudge.services import evaluation as ev
-from ragjudge.services import judging, live
-from ragjudge.services.agreement import adjudicate
+from ragjudge.services.runs import stored as ev_stored
+from ragjudge.services.scoring import evaluation as ev_evaluation
+from ragjudge.services.labels import events as judging
+from ragjudge.services.scoring import live
+from ragjudge.services.gold.adjudication import adjudicate
 from ragjudge.store.schema import Annotator, Query
 
 MEASURES = ["P@1", "P@5", "R@10", "RR", "AP", "nDCG@10", "Rprec", "ERR@10", "Judged@10",
@@ -36,7 +38,7 @@ def test_gathered_matrices_shared_counts_and_values_equal_a_plain_context(demo, 
                              grade=rnd.randint(0, 3))
     engine.recompute()
     for view in engine.views.values():
-        p = live._Pass(engine, view)
+        p = live.LivePass(engine, view)
         for name in engine.runs:  # the first run computes the qrels' counts, the others share them
             p.evaluate(name)
         assert p.plain
@@ -52,13 +54,13 @@ def test_layout_context_matrix_and_counts(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     view = engine.views[engine.rule]
-    p = live._Pass(engine, view)
+    p = live.LivePass(engine, view)
     p.prepare()
     names = list(engine.runs)
     contexts = []
     for name in names:
         layout = engine._layouts[name]
-        ctx = live._LayoutContext(p.qrels, engine.runs[name], p.qids, n_ret=layout.n_ret[p.rows],
+        ctx = live.LayoutContext(p.qrels, engine.runs[name], p.qids, n_ret=layout.n_ret[p.rows],
                                   gather=lambda size, layout=layout: p.source[layout.pairs[p.rows, :size]],
                                   threshold=engine.threshold, depth=None,
                                   like=contexts[0] if contexts else None)
@@ -93,7 +95,7 @@ def test_prime_ideal_dcg_on_random_qrels_with_negative_and_tied_grades():
         qrels = Qrels(q, c, np.array(g), top_grade=7)
         qids = qrels.query_id_bytes
         n = len(qids)
-        ctx = live._LayoutContext(qrels, None, qids, n_ret=np.zeros(n, dtype=np.int64),
+        ctx = live.LayoutContext(qrels, None, qids, n_ret=np.zeros(n, dtype=np.int64),
                                   gather=lambda size, n=n: np.full((n, size), -1, dtype=np.int32),
                                   threshold=1, depth=None)
         plain = EvalContext(qrels, None, qids)
@@ -131,9 +133,9 @@ def test_qrels_from_grouped_lay_out_as_the_constructor():
 
 
 def _reference(project, rule, measures):
-    qrels, rule = ev.project_qrels(project, rule)
-    runs = {n: ev.project_run(project, n) for n in ev.project_run_names(project)}
-    return ev.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold,
+    qrels, rule = ev_evaluation.project_qrels(project, rule)
+    runs = {n: ev_stored.project_run(project, n) for n in ev_stored.project_run_names(project)}
+    return ev_evaluation.evaluate_all(qrels, runs, measures, threshold=project.scale.threshold,
                            project=project, rule=rule)
 
 
@@ -141,7 +143,7 @@ def _assert_same(engine, project) -> None:
     expected = _reference(project, engine.rule, engine.measures)
     snap = engine.snapshot()
     assert snap.n_queries == expected.n_queries()
-    assert snap.gold_pairs == len(ev.project_qrels(project, engine.rule)[0]) or engine.policy.complete
+    assert snap.gold_pairs == len(ev_evaluation.project_qrels(project, engine.rule)[0]) or engine.policy.complete
     for run in expected.run_names:
         for m, value in expected.aggregate(run).items():
             got = snap.means[run][m]
@@ -163,7 +165,7 @@ def test_a_reference_annotator_and_pairs_numbered_on_the_fly(project, complete):
     measures = ["P@5", "R@10", "AP", "nDCG@10", "RR", "Judged@10", "bpref"]
     project.write(lambda s: s.add(Annotator(name="nist", reference=True, complete=complete)))
     rnd = random.Random(3)
-    ranked = ev.project_run(project, "bm25").to_ranked()
+    ranked = ev_stored.project_run(project, "bm25").to_ranked()
     for q in ("q1", "q2"):
         for c in rnd.sample(ranked[q], 3) + ["c20"]:
             judging.record_label(project, annotator="nist", query_id=q, chunk_id=c, grade=rnd.randint(0, 3))
@@ -208,7 +210,7 @@ def test_many_labels_between_polls_on_the_large_path(demo, monkeypatch):
     """Above the thresholds a full pass runs on two threads and numbers many pairs through the
     hash index; the numbers are those of the small path."""
     rnd = random.Random(6)
-    ranked = {n: ev.project_run(demo, n).to_ranked() for n in ev.project_run_names(demo)}
+    ranked = {n: ev_stored.project_run(demo, n).to_ranked() for n in ev_stored.project_run_names(demo)}
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     for _ in range(120):

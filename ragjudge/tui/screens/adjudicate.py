@@ -15,8 +15,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ragjudge.errors import RagjudgeError
-from ragjudge.services import agreement as svc
-from ragjudge.services import judging
+from ragjudge.services.events import pairs as svc_pairs
+from ragjudge.services.gold import adjudication as svc_adjudication
+from ragjudge.services.labels import texts as judging
 from ragjudge.tui.app import viewer_of
 from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
 
@@ -24,7 +25,7 @@ from ragjudge.tui.widgets.literal import highlighted, literal, query_block, quer
 def refuse_non_lead(screen: Screen) -> bool:
     """True (after saying why) when the viewer of ``screen`` (which has a ``project``) may not
     adjudicate."""
-    from ragjudge.services.roster import require_lead
+    from ragjudge.services.access.roster import require_lead
 
     try:
         require_lead(screen.project, viewer_of(screen.app),  # type: ignore[attr-defined]
@@ -93,7 +94,7 @@ class AdjudicateScreen(Screen[bool]):
             self.dismiss(False)
             return
         try:
-            detail = svc.pair_detail(self.project, self.query_id, self.chunk_id)
+            detail = svc_pairs.pair_detail(self.project, self.query_id, self.chunk_id)
         except RagjudgeError as exc:
             self.notify(str(exc), severity="error")
             self.dismiss(False)
@@ -156,7 +157,7 @@ class AdjudicateScreen(Screen[bool]):
             if not reason:
                 return
             try:
-                svc.adjudicate(self.project, query_id=self.query_id, chunk_id=self.chunk_id,
+                svc_adjudication.adjudicate(self.project, query_id=self.query_id, chunk_id=self.chunk_id,
                                grade=grade, reason=reason, by=self._who())
             except RagjudgeError as exc:
                 self.notify(str(exc), severity="error", timeout=10)

@@ -2,10 +2,10 @@
 breakdowns per query and per annotator; confusion matrices; the disputed pairs, largest spread
 first. Enter on a disputed pair opens adjudication (a lead's work). In a blind project only a
 lead sees the disputed pairs (they list each annotator's grade); everyone sees the statistics
-(:mod:`ragjudge.services.visibility`). A tab shows the same statistics on the
+(:mod:`ragjudge.services.access.visibility`). A tab shows the same statistics on the
 judgments of generated answers (nugget support, citation support).
 
-The statistics are computed in a thread worker (:func:`ragjudge.services.agreement.agreement_view`)
+The statistics are computed in a thread worker (:func:`ragjudge.services.agreement.views.agreement_view`)
 and delivered as a message; a timer polls a two-number stamp of the labels and recomputes only
 when something changed.
 """
@@ -23,7 +23,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from ragjudge.services import agreement as svc
+from ragjudge.services.agreement import quality as svc_quality
+from ragjudge.services.agreement import ratings as svc_ratings
+from ragjudge.services.agreement import views as svc_views
 from ragjudge.tui.widgets.literal import literal
 
 POLL_SECONDS = 3.0
@@ -70,7 +72,7 @@ class AgreementScreen(Screen):
     class Computed(Message):
         """A fresh agreement view, computed in a worker."""
 
-        def __init__(self, view: svc.AgreementView, decided: dict, quality: dict,
+        def __init__(self, view: svc_views.AgreementView, decided: dict, quality: dict,
                      stamp: tuple[int, ...], answers: dict | None = None,
                      visible: bool = True, llm: dict | None = None) -> None:
             super().__init__()
@@ -89,7 +91,7 @@ class AgreementScreen(Screen):
     def __init__(self, project) -> None:  # noqa: ANN001 - Project
         super().__init__()
         self.project = project
-        self.view: svc.AgreementView | None = None
+        self.view: svc_views.AgreementView | None = None
         self.decided: dict[tuple[str, str], int] = {}
         self.stamp: tuple[int, ...] | None = None
         self._disputed: list[tuple[str, str]] = []
@@ -144,19 +146,20 @@ class AgreementScreen(Screen):
 
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self, force: bool = False) -> None:
-        from ragjudge.services import answers
-        from ragjudge.services.visibility import sees_all_grades
+        from ragjudge.services.agreement import answers as answer_agreement_svc
+        from ragjudge.services.events import answers as answer_events
+        from ragjudge.services.access.visibility import sees_all_grades
         from ragjudge.tui.app import viewer_of
 
-        stamp = (*svc.labels_stamp(self.project), answers.answers_stamp(self.project))
+        stamp = (*svc_ratings.labels_stamp(self.project), answer_events.answers_stamp(self.project))
         if not force and stamp == self.stamp:
             return
-        view = svc.project_agreement(self.project)
+        view = svc_views.project_agreement(self.project)
         visible = sees_all_grades(self.project, viewer_of(self.app))
-        self.post_message(self.Computed(view, svc.adjudicated_grades(self.project),
-                                        svc.label_quality(self.project), stamp,
-                                        answers.answer_agreement(self.project), visible=visible,
-                                        llm=svc.human_vs_llm(self.project, view.ratings)))
+        self.post_message(self.Computed(view, svc_views.adjudicated_grades(self.project),
+                                        svc_quality.label_quality(self.project), stamp,
+                                        answer_agreement_svc.answer_agreement(self.project), visible=visible,
+                                        llm=svc_views.human_vs_llm(self.project, view.ratings)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
@@ -186,7 +189,7 @@ class AgreementScreen(Screen):
         stats = Table(box=None, show_header=False, padding=(0, 2))
         stats.add_column(style="bold")
         stats.add_column()
-        for label, stat in svc.summary_statistics(r):
+        for label, stat in svc_views.summary_statistics(r):
             stats.add_row(label, _num(stat.value, stat.reason))
         binary = Table(title="binarised: relevant = grade ≥ t", title_justify="left",
                        header_style="bold", box=None)
@@ -237,7 +240,7 @@ class AgreementScreen(Screen):
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
         view = self.view
         assert view is not None  # shown once computed
-        degenerate = {(a, b) for a, b, _ in svc.degenerate_pairs(view.ratings)}
+        degenerate = {(a, b) for a, b, _ in svc_views.degenerate_pairs(view.ratings)}
         for p in r.pairwise:
             if (str(p.a), str(p.b)) in degenerate:
                 kappas = [Text("degenerate", style="yellow")] * 3
@@ -338,8 +341,8 @@ class AgreementScreen(Screen):
                           str(s["rechecks"]) if s else "0",
                           _num(s["self_agreement"]) if s else Text("–", style="dim"))
         note = Text(f"too fast: a current label quicker than reading the chunk allows "
-                    f"({svc.MAX_CHARS_PER_SECOND:g} characters a second, "
-                    f"{svc.MIN_DURATION_MS / 1000:g} s at least); {quality['drift_rule']}.",
+                    f"({svc_quality.MAX_CHARS_PER_SECOND:g} characters a second, "
+                    f"{svc_quality.MIN_DURATION_MS / 1000:g} s at least); {quality['drift_rule']}.",
                     style="dim")
         self.query_one("#quality-body", Static).update(Group(table, Text(""), note))
 
@@ -363,7 +366,7 @@ class AgreementScreen(Screen):
             stats = Table(box=None, show_header=False, padding=(0, 2))
             stats.add_column(style="bold")
             stats.add_column()
-            for label, stat in svc.summary_statistics(r):
+            for label, stat in svc_views.summary_statistics(r):
                 if label == "within ±1 grade":
                     continue
                 stats.add_row(label, _num(stat.value, stat.reason))

@@ -9,9 +9,9 @@ answer: first the nuggets, then every (sentence, cited chunk) in reading order. 
 ``↑``/``↓`` move without judging, ``c`` shows the sentence's next cited chunk, ``[``/``]`` the
 previous or next answer.
 
-Durability: every judging key calls :func:`ragjudge.services.answers.record_answer_judgment`
+Durability: every judging key calls :func:`ragjudge.services.labels.answers.record_answer_judgment`
 synchronously; the call returns once the event is committed, and only then does the focus move.
-Undo writes a new event (:func:`~ragjudge.services.answers.undo_last_answer_judgment`). Text from
+Undo writes a new event (:func:`~ragjudge.services.labels.answers.undo_last_answer_judgment`). Text from
 data is shown through :mod:`ragjudge.tui.widgets.literal` (never as markup).
 """
 
@@ -29,8 +29,9 @@ from textual.widgets import Footer, Static
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.safetext import for_terminal
-from ragjudge.services import answers, judging
-from ragjudge.services.answers import AnswerItem, AnswerQueue, AnswerView
+from ragjudge.services.labels import answers
+from ragjudge.services.labels import texts as judging
+from ragjudge.services.labels.answers import AnswerItem, AnswerQueue, AnswerView
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
 

@@ -2,7 +2,7 @@
 
 A timer looks at a two-number stamp of the labels (and, while an answer measure is shown, the
 newest judgment of an answer) every few tens of milliseconds (any process may have written them);
-when it moved, a thread worker has the :class:`ragjudge.services.live.LiveEvaluation`
+when it moved, a thread worker has the :class:`ragjudge.services.scoring.live.LiveEvaluation`
 re-evaluate only the queries the new events touch and posts a
 :class:`EvaluationScreen.Updated` message. Messages of one kind replace an undelivered
 predecessor (``can_replace``), so a burst of labels is one repaint. The slower numbers —
@@ -32,7 +32,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, T
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
-from ragjudge.services import live as svc
+from ragjudge.services.scoring import live as svc
 from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
 from ragjudge.tui.widgets.literal import literal
 from ragjudge.tui.widgets.widetable import WideTable
@@ -223,7 +223,7 @@ class EvaluationScreen(Screen):
     def _tick(self) -> None:
         """Every POLL_SECONDS on the UI thread: start a worker only when there is work (new
         label events or adjudications — two index lookups —, a request, stale details)."""
-        from ragjudge.services.agreement import labels_stamp
+        from ragjudge.services.agreement.ratings import labels_stamp
 
         engine = self.engine
         if engine is None or self._busy["live"]:
@@ -243,7 +243,7 @@ class EvaluationScreen(Screen):
         try:
             changed = labels_stamp(self.project) != engine.stamp
             if not changed and engine.watches_answers:  # judgments of the runs' answers
-                from ragjudge.services.answers import answers_stamp
+                from ragjudge.services.events.answers import answers_stamp
 
                 changed = answers_stamp(self.project) != engine.answer_stamp
         except RagjudgeError as exc:
@@ -332,7 +332,7 @@ class EvaluationScreen(Screen):
         return (engine.version, *self.pair, tuple(engine.measures))
 
     def _post_comparison(self, engine: svc.LiveEvaluation, pair: tuple[str, str]) -> None:
-        from ragjudge.services.evaluation import compare
+        from ragjudge.services.scoring.evaluation import compare
 
         a, b = pair
         if a == b:
@@ -534,8 +534,8 @@ class EvaluationScreen(Screen):
 
     def _explain(self, query_id: str) -> None:
         """The computation per run; in a blind project, without the grades and ranks of pairs
-        the viewer has not judged (:func:`ragjudge.services.visibility.grade_filter`)."""
-        from ragjudge.services.visibility import grade_filter
+        the viewer has not judged (:func:`ragjudge.services.access.visibility.grade_filter`)."""
+        from ragjudge.services.access.visibility import grade_filter
         from ragjudge.tui.app import viewer_of
 
         engine, s = self.engine, self.snapshot
@@ -570,13 +570,14 @@ class EvaluationScreen(Screen):
                     refuse=lambda message: self.notify(message, severity="error", timeout=8))
 
         def start(name: str) -> None:
-            from ragjudge.services import judging
+            from ragjudge.services.events import annotators as judging_annotators
+            from ragjudge.services.labels import queue as judging_queue
             from ragjudge.tui.screens.judge import JudgeScreen
 
             try:
-                name = judging.check_annotator(name)
-                judging.ensure_annotator(self.project, name)
-                queue_ = judging.JudgingQueue(self.project, name,
+                name = judging_annotators.check_annotator(name)
+                judging_annotators.ensure_annotator(self.project, name)
+                queue_ = judging_queue.JudgingQueue(self.project, name,
                                               pairs=[(query_id, c) for c in unjudged])
             except RagjudgeError as exc:
                 self.notify(str(exc), severity="error", timeout=8)

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ragjudge.errors import RagjudgeError
-from ragjudge.services import judging
+from ragjudge.services.labels import facets as judging
 from ragjudge.tui.widgets.literal import literal
 
 FACET_KEYS = (

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from ragjudge.services import judging
+from ragjudge.services.events import state as judging
 from ragjudge.tui.widgets.literal import literal
 
 PAGE = 200

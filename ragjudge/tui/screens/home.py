@@ -12,8 +12,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ragjudge.services.project import project_status
-from ragjudge.services import judging, review
+from ragjudge.services.overview import project_status
+from ragjudge.services.labels import queue as judging
+from ragjudge.services.labels import review
 from ragjudge.tui.widgets.literal import literal
 
 HOME_KEYS = (

@@ -24,8 +24,14 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ragjudge.errors import RagjudgeError
-from ragjudge.services import judging, review
-from ragjudge.services.judging import JudgingQueue, LabelState, PairView
+from ragjudge.services.events import marks as judging_marks
+from ragjudge.services.labels import events as judging_events
+from ragjudge.services.labels import facets as judging_facets
+from ragjudge.services.labels import queue as judging_queue
+from ragjudge.services.labels import texts as judging_texts
+from ragjudge.services.labels import review
+from ragjudge.services.labels.queue import JudgingQueue, PairView
+from ragjudge.services.events.state import LabelState
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal, query_block, query_terms
@@ -147,7 +153,7 @@ class JudgeScreen(SessionActions, Screen):
         self.shown_at = time.monotonic()
         self.session_labels = 0
         self.session_start: float | None = None
-        self._query_cache: dict[str, judging.QueryText] = {}
+        self._query_cache: dict[str, judging_texts.QueryText] = {}
         self._shown: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
@@ -197,12 +203,12 @@ class JudgeScreen(SessionActions, Screen):
             self._show_progress()
         self.shown_at = time.monotonic()
 
-    def _query(self, query_id: str) -> judging.QueryText:
+    def _query(self, query_id: str) -> judging_texts.QueryText:
         q = self._query_cache.get(query_id)
         if q is None:
             if len(self._query_cache) > 256:
                 self._query_cache.clear()
-            q = self._query_cache[query_id] = judging.query_text(self.project, query_id)
+            q = self._query_cache[query_id] = judging_texts.query_text(self.project, query_id)
         return q
 
     def _update(self, selector: str, key: object, make) -> None:  # noqa: ANN001
@@ -214,7 +220,7 @@ class JudgeScreen(SessionActions, Screen):
 
     def _show_pair(self, pair: PairView) -> None:
         q = self._query(pair.query_id)
-        c = judging.chunk_text(self.project, pair.chunk_id)
+        c = judging_texts.chunk_text(self.project, pair.chunk_id)
         self._update("#query-panel", q, lambda: query_block(q))
         scroll = self.query_one("#chunk-scroll", VerticalScroll)
         title = Text("chunk ")
@@ -244,7 +250,7 @@ class JudgeScreen(SessionActions, Screen):
         self._show_marks(pair)
 
     def _show_marks(self, pair: PairView) -> None:
-        marks = judging.marks_for(self.project, pair.query_id, annotator=self.queue.annotator,
+        marks = judging_facets.marks_for(self.project, pair.query_id, annotator=self.queue.annotator,
                                   chunk_id=pair.chunk_id)
         self._update("#facets-panel", marks, lambda: self._facets_text(*marks))
 
@@ -320,7 +326,7 @@ class JudgeScreen(SessionActions, Screen):
             out.append_text(literal(answer.by + (f": {answer.note}" if answer.note else ""), "italic"))
         return out
 
-    def _facets_text(self, facets: list[judging.FacetView], nuggets: list[judging.NuggetView]) -> Text:
+    def _facets_text(self, facets: list[judging_facets.FacetView], nuggets: list[judging_facets.NuggetView]) -> Text:
         if not facets and not nuggets:
             return Text("none yet — g to add", style="dim")
         out = Text()
@@ -416,7 +422,7 @@ class JudgeScreen(SessionActions, Screen):
                         severity="warning")
             return
         duration = self._elapsed_ms()
-        event_id = self._run(judging.record_label, self.project, annotator=self.queue.annotator,
+        event_id = self._run(judging_events.record_label, self.project, annotator=self.queue.annotator,
                              query_id=pair.query_id, chunk_id=pair.chunk_id, grade=grade,
                              duration_ms=duration, source="recheck" if pair.recheck else "tui")
         if event_id is None:
@@ -430,7 +436,7 @@ class JudgeScreen(SessionActions, Screen):
     def _reveal_llm(self, query_id: str, chunk_id: str, grade: int) -> None:
         """With the project's setting on, the LLM's grade of the pair just graded, in one line:
         only after the annotator's own grade is on disk, never before."""
-        from ragjudge.services import llm_judge
+        from ragjudge.services.labels import llmhints as llm_judge
 
         if getattr(self, "_llm_reveal", None) is None:
             self._llm_reveal = self._run(llm_judge.reveal_after_grading, self.project) or False
@@ -458,7 +464,7 @@ class JudgeScreen(SessionActions, Screen):
         pair = self.pair
         if pair is None:
             return
-        event_id = self._run(judging.skip_pair, self.project, annotator=self.queue.annotator,
+        event_id = self._run(judging_events.skip_pair, self.project, annotator=self.queue.annotator,
                              query_id=pair.query_id, chunk_id=pair.chunk_id,
                              duration_ms=self._elapsed_ms(),
                              source="recheck" if pair.recheck else "tui")
@@ -466,7 +472,7 @@ class JudgeScreen(SessionActions, Screen):
             return
         self._recorded(LabelState(event_id, None, True, None, None, None, "tui"), move_on=True)
 
-    def _marked(self, pair: PairView, marks: judging.PairMarks, message: str) -> None:
+    def _marked(self, pair: PairView, marks: judging_marks.PairMarks, message: str) -> None:
         """Show the pair's flag and comment just written (the pair stays on screen)."""
         self.queue.note_marks(pair.query_id, pair.chunk_id, marks)
         self.notify(message)
@@ -484,7 +490,7 @@ class JudgeScreen(SessionActions, Screen):
             def unflag(yes: bool | None) -> None:
                 if not yes:
                     return
-                marks = self._run(judging.unflag_pair, self.project, **where)
+                marks = self._run(judging_events.unflag_pair, self.project, **where)
                 if marks is not None:
                     self._marked(pair, marks, "Flag removed.")
 
@@ -496,7 +502,7 @@ class JudgeScreen(SessionActions, Screen):
         def done(note: str | None) -> None:
             if note is None:
                 return
-            marks = self._run(judging.flag_pair, self.project, note=note or None, **where)
+            marks = self._run(judging_events.flag_pair, self.project, note=note or None, **where)
             if marks is not None:
                 self._marked(pair, marks, "Flagged for review.")
 
@@ -514,7 +520,7 @@ class JudgeScreen(SessionActions, Screen):
         def done(note: str | None) -> None:
             if note is None or (not note and not current):
                 return
-            marks = self._run(judging.comment_pair, self.project, annotator=self.queue.annotator,
+            marks = self._run(judging_events.comment_pair, self.project, annotator=self.queue.annotator,
                               query_id=pair.query_id, chunk_id=pair.chunk_id, note=note)
             if marks is not None:
                 self._marked(pair, marks, "Comment saved." if note else "Comment removed.")
@@ -523,11 +529,11 @@ class JudgeScreen(SessionActions, Screen):
                                         value=current, allow_empty=True), done)
 
     def action_undo(self) -> None:
-        result = self._run(judging.undo_last, self.project, self.queue.annotator)
+        result = self._run(judging_events.undo_last, self.project, self.queue.annotator)
         if result is None:
             self.notify("Nothing to undo.")
             return
-        if result.source == judging.RECHECK:
+        if result.source == judging_events.RECHECK:
             self.notify("Undid your last recheck.")
             return
         state = self.queue.reload_state(result.query_id, result.chunk_id)
@@ -568,7 +574,7 @@ class JudgeScreen(SessionActions, Screen):
         if self.pair is None:  # past the end: [ goes to the last query's first pair
             last = self.queue.end(-1) if delta < 0 else None
             view = None if last is None else self.queue.view(
-                judging.Position(last.position.round, last.position.query, 0))
+                judging_queue.Position(last.position.round, last.position.query, 0))
         else:
             view = self.queue.step_query(self.pair.position, delta)
         if view is None:
@@ -615,7 +621,7 @@ class JudgeScreen(SessionActions, Screen):
         pair = self.pair
         if pair is None:
             return
-        chunk = judging.chunk_text(self.project, pair.chunk_id)
+        chunk = judging_texts.chunk_text(self.project, pair.chunk_id)
         if not chunk.doc_id:
             self.notify("This chunk has no doc_id: there is no document to show it in.")
             return

@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Label
 
-from ragjudge.services import roster
+from ragjudge.services.access import roster
 from ragjudge.tui.widgets.literal import literal
 
 FREE_ATTEMPTS = 2

@@ -1,6 +1,6 @@
 """The chunk in view among its neighbours (``d`` while judging): the chunks before and after it
 in the same document (``doc_id``), in the document's order (see
-:func:`ragjudge.services.judging.document_order`). ``←``/``→`` walk along the document; the
+:func:`ragjudge.services.labels.texts.document_order`). ``←``/``→`` walk along the document; the
 chunk being judged stays the one on the judging screen."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from ragjudge.services import judging
+from ragjudge.services.labels import texts as judging
 from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal
 
 

@@ -4,7 +4,7 @@ Each item shows the query (text and description), the chunk, and every annotator
 label on the pair with their note, flag, comment and time. The lead resolves it (with a note
 its author sees the next time they open the pair), adjudicates the pair (the adjudication
 screen), or sends it back (the pair comes first in the author's queue again). Answers are
-review events (:mod:`ragjudge.services.review`); the list of items is read when the screen
+review events (:mod:`ragjudge.services.labels.review`); the list of items is read when the screen
 opens, so an answered item stays reachable with ``p`` and shows its answer.
 
 Once the project has a lead, only a lead may review; anyone else is told why.
@@ -24,8 +24,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ragjudge.errors import RagjudgeError
-from ragjudge.services import review as svc
-from ragjudge.services import roster
+from ragjudge.services.labels import review as svc
+from ragjudge.services.access import roster
 from ragjudge.tui.widgets.literal import literal
 
 REVIEW_KEYS = (

@@ -1,0 +1,63 @@
+"""Annotator names as labels record them: checked, created on first use, and whether the
+guidelines were shown to them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from ragjudge.errors import UsageError
+from ragjudge.store.annotators import ensure_annotators
+from ragjudge.store.schema import (
+    Annotator,
+)
+
+
+if TYPE_CHECKING:
+    from ragjudge.services.project.database import Project
+
+
+def check_annotator(name: str) -> str:
+    """An annotator name, stripped; empty or control characters are a :class:`UsageError`."""
+    cleaned = (name or "").strip()
+    if not cleaned:
+        raise UsageError("The annotator name is empty. Give a name such as --annotator alice.")
+    if any(not ch.isprintable() for ch in cleaned) or len(cleaned) > 255:
+        raise UsageError(f"The annotator name {cleaned!r} must be printable and under 256 characters.")
+    return cleaned
+
+
+def ensure_annotator_in(session: Session, name: str) -> bool:
+    return bool(ensure_annotators(session.connection(), [name]))
+
+
+def ensure_annotator(project: Project, name: str) -> bool:
+    """Create the annotator if missing. Returns True when the annotator is new."""
+    name = check_annotator(name)
+
+    def work(session: Session) -> bool:
+        return ensure_annotator_in(session, name)
+
+    return project.write(work)
+
+
+def annotator_seen_guidelines(project: Project, name: str) -> bool:
+    with project.read() as session:
+        row = session.get(Annotator, name)
+        return bool(row and row.seen_guidelines)
+
+
+def mark_guidelines_seen(project: Project, name: str) -> None:
+    def work(session: Session) -> None:
+        ensure_annotator_in(session, name)
+        annotator = session.get(Annotator, name)
+        assert annotator is not None  # ensured just above, in the same transaction
+        annotator.seen_guidelines = True
+
+    project.write(work)
+
+
+def annotator_names(project: Project) -> list[str]:
+    with project.read() as session:
+        return list(session.scalars(select(Annotator.name).order_by(Annotator.name)))

@@ -1,0 +1,90 @@
+"""Flags and comments: an annotator's current marks on a pair (the newest ``pair_marks`` event
+of each kind).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from sqlalchemy import select
+from ragjudge.store.schema import (
+    PairMark,
+)
+
+
+if TYPE_CHECKING:
+    from ragjudge.services.project.database import Project
+
+
+MARK_KINDS = ("flag", "comment")
+
+
+@dataclass(frozen=True)
+class PairMarks:
+    """An annotator's current flag (with its optional note) and comment on one pair."""
+
+    flagged: bool = False
+    flag_note: str | None = None
+    comment: str | None = None
+
+    def with_event(self, kind: str, action: str, text: str | None) -> PairMarks:
+        """The marks after one more ``pair_marks`` event (a lead's review of someone's mark,
+        kind ``review``, changes none of the lead's own marks)."""
+        if kind not in MARK_KINDS:
+            return self
+        if kind == "flag":
+            return PairMarks(action == "set", text if action == "set" else None, self.comment)
+        return PairMarks(self.flagged, self.flag_note, text if action == "set" else None)
+
+    @property
+    def any(self) -> bool:
+        return self.flagged or self.comment is not None
+
+
+NO_MARKS = PairMarks()
+
+
+def marks_of_query(connection, annotator: str, query_id: str,  # noqa: ANN001 - Connection/Session
+                   chunk_id: str | None = None) -> dict[str, PairMarks]:
+    """The annotator's current marks per chunk of the query (only chunks with a mark event)."""
+    marks = PairMark.__table__
+    stmt = (select(marks.c.chunk_id, marks.c.kind, marks.c.action, marks.c.text)
+            .where(marks.c.annotator == annotator, marks.c.query_id == query_id)
+            .order_by(marks.c.id))
+    if chunk_id is not None:
+        stmt = stmt.where(marks.c.chunk_id == chunk_id)
+    out: dict[str, PairMarks] = {}
+    for chunk, kind, action, text in connection.execute(stmt):
+        out[chunk] = out.get(chunk, NO_MARKS).with_event(kind, action, text)
+    return out
+
+
+def marks_of_pair(connection, query_id: str, chunk_id: str) -> dict[str, PairMarks]:  # noqa: ANN001
+    """Every annotator's current marks on the pair (annotators without mark events left out)."""
+    marks = PairMark.__table__
+    out: dict[str, PairMarks] = {}
+    for annotator, kind, action, text in connection.execute(
+            select(marks.c.annotator, marks.c.kind, marks.c.action, marks.c.text)
+            .where(marks.c.query_id == query_id, marks.c.chunk_id == chunk_id).order_by(marks.c.id)):
+        out[annotator] = out.get(annotator, NO_MARKS).with_event(kind, action, text)
+    return out
+
+
+def set_marks(kind: str):  # noqa: ANN201 - Select
+    """A select of ``annotator, query_id, chunk_id, text`` of every pair whose newest ``kind``
+    mark event (flag or comment) sets it: the current flags, or the current comments."""
+    from sqlalchemy import func
+
+    marks = PairMark.__table__
+    newest = (select(func.max(marks.c.id).label("id")).where(marks.c.kind == kind)
+              .group_by(marks.c.annotator, marks.c.query_id, marks.c.chunk_id).subquery())
+    return (select(marks.c.annotator, marks.c.query_id, marks.c.chunk_id, marks.c.text)
+            .join(newest, marks.c.id == newest.c.id).where(marks.c.action == "set"))
+
+
+def current_marks(project: Project, annotator: str, query_id: str, chunk_id: str) -> PairMarks:
+    """The annotator's current flag and comment on the pair."""
+    with project.read() as session:
+        return marks_of_query(session, annotator, query_id, chunk_id).get(chunk_id, NO_MARKS)
+
+

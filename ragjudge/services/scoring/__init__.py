@@ -1,0 +1,7 @@
+"""Scoring: the runs of a project or of files against the gold.
+
+``files`` reads qrels and runs from files; ``evaluation`` evaluates runs (``eval``,
+``compare``, ``explain``); ``rag`` and ``answers`` gather the labels the RAG and answer
+measures need; ``live`` keeps every measure of every run current while people label (the
+evaluation screen), with ``livecore`` its data structures.
+"""

@@ -1,0 +1,442 @@
+"""Evaluation use cases: qrels and runs from a project or from files, into ``ragjudge.metrics``.
+
+- Qrels: a project's gold qrels (:func:`ragjudge.services.gold.qrels.gold_qrels`, the rule named) or a
+  file (TREC ``qid 0 chunk grade`` through the metrics library's bulk parser, or JSONL qrels).
+- Runs: a run stored in the project (``run_entries``, read with one Core select per run straight
+  into arrays, in the stored rank order) or a file (TREC through the bulk parser; JSONL through
+  :func:`ragjudge.formats.jsonl.read_jsonl`).
+- Strata (``--by FIELD``): a query's ``category`` or any key of its ``meta``; every stratum gets
+  its own block of results, the overall block stays (seed 000 §5.3).
+- Comparisons: per-query values of several runs on the same queries into
+  :func:`ragjudge.metrics.significance.compare_runs`.
+
+Nothing here prints: the CLI and the TUI render what these functions return.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+import numpy as np
+from ragjudge.errors import InputError, UsageError
+from ragjudge.metrics.data import Qrels, Run
+from ragjudge.metrics.evaluate import EvalResult, evaluate
+from ragjudge.metrics.registry import Measure, parse_measure
+from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
+from ragjudge.services.scoring.files import check_file, run_name_of
+
+
+if TYPE_CHECKING:
+    from ragjudge.services.project.database import Project
+
+
+NO_STRATUM = "(none)"
+"""The stratum of a query that has no value for the ``--by`` field."""
+
+
+def project_qrels(project: Project, rule: str | None = None) -> tuple[Qrels, str]:
+    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
+
+    The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
+    depend on the grades other queries happen to have."""
+    from ragjudge.services.gold.rules import check_rule
+    from ragjudge.services.gold.qrels import gold_qrel_arrays
+
+    rule = check_rule(rule or project.rule)
+    q, c, g = gold_qrel_arrays(project, rule)  # sorted by query and chunk, each pair once
+    if not len(q):
+        return Qrels(q, c, g, top_grade=project.scale.max), rule
+    heads = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    counts = np.diff(np.r_[heads, len(q)])
+    return Qrels.from_grouped(q[heads], counts, c, g, top_grade=project.scale.max), rule
+
+
+def stratum_of(value: Any) -> str:
+    if value is None or value == "" or value == [] or value == {}:
+        return NO_STRATUM
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def project_strata(project: Project, by: str) -> dict[str, str]:
+    """``{query id: stratum}`` from the queries' ``category`` (``by="category"``) or
+    ``meta[by]``. Raises a UsageError when no query has the field."""
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Query
+
+    with project.connect() as connection:
+        rows = connection.execute(select(Query.id, Query.category, Query.meta)).all()
+    return _strata_of(((qid, cat, meta) for qid, cat, meta in rows), by, "the project's queries")
+
+
+def file_strata(path: str | os.PathLike, by: str) -> dict[str, str]:
+    """``{query id: stratum}`` from a queries file (JSONL or CSV, ragjudge's query fields)."""
+    check_file(path, "queries")
+    name = Path(path).name.lower()
+    if name.endswith(".csv") or name.endswith(".csv.gz"):
+        from ragjudge.formats.csvfile import read_csv
+
+        records = read_csv("queries", str(path))
+    else:
+        from ragjudge.formats.jsonl import read_jsonl
+
+        records = read_jsonl("queries", str(path))
+    return _strata_of(((r.id, r.category, r.meta) for r in records), by, str(path))
+
+
+def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    seen_field = False
+    fields: dict[str, None] = {}  # the fields the queries do have, for the message
+    for qid, category, meta in rows:
+        if category is not None:
+            fields.setdefault("category")
+        if isinstance(meta, dict):
+            fields.update(dict.fromkeys(str(k) for k in meta))
+        if by == "category":
+            value = category
+        else:
+            value = meta.get(by) if isinstance(meta, dict) else None
+        if value is not None:
+            seen_field = True
+        out[str(qid)] = stratum_of(value)
+    if not seen_field:
+        what = "value" if by == "category" else "key in its meta"
+        if not out:
+            raise UsageError(f"--by {by}: {where} holds no queries.")
+        if fields:
+            names = sorted(fields, key=lambda f: (f != "category", f))
+            listed = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+            advice = f"The queries have: {listed}; give one of them to --by."
+        else:
+            advice = ("The queries have no category and nothing in their meta to stratify by; "
+                      "give them a 'category' or a meta field and import them again.")
+        raise UsageError(f"--by {by}: no query in {where} has a {by!r} {what}. {advice}")
+    return out
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run as named on the command line: a file, or a run stored in the project."""
+
+    text: str
+    name: str
+    path: str | None = None
+
+    @property
+    def from_project(self) -> bool:
+        return self.path is None
+
+
+def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
+                 project_runs: Sequence[str] | None = None) -> list[RunSpec]:
+    """Decide for each ``--run`` whether it is a file or a project run.
+
+    An existing file wins; otherwise, with a project, a stored run of that name; otherwise the
+    file is missing (InputError). ``names`` (``--name``) rename the runs in order. Two runs may
+    not end up with one name.
+    """
+    from ragjudge.formats.source import path_kind
+
+    names = list(names or [])
+    if len(names) > len(texts):
+        raise UsageError(f"{len(names)} --name for {len(texts)} --run: give one name per run.")
+    if any(not n.strip() for n in names):
+        raise UsageError("--name is empty or only spaces: a run's name needs a visible character.")
+    specs: list[RunSpec] = []
+    for i, text in enumerate(texts):
+        given = names[i] if i < len(names) else None
+        try:
+            is_file = path_kind(text) == "file"
+        except InputError:  # no file can have this name; a stored run still may
+            if project_runs is None or text not in project_runs:
+                raise
+            is_file = False
+        if is_file:
+            specs.append(RunSpec(text, given or run_name_of(text), str(text)))
+        elif project_runs is not None and text in project_runs:
+            specs.append(RunSpec(text, given or text, None))
+        elif project_runs is not None and not _looks_like_path(text):
+            listed = ", ".join(project_runs) if project_runs else "none yet"
+            raise UsageError(
+                f"--run {text}: no such file, and the project has no run of that name. "
+                f"Its runs: {listed}."
+            )
+        else:
+            raise InputError("no such run file.", file=text)
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.name in seen:
+            raise UsageError(
+                f"two runs are both named {spec.name!r} ({seen[spec.name]} and {spec.text}); "
+                "name them apart with --name."
+            )
+        seen[spec.name] = spec.text
+    return specs
+
+
+def _looks_like_path(text: str) -> bool:
+    return os.sep in text or "/" in text or Path(text).suffix.lower() in (
+        ".trec", ".txt", ".run", ".gz", ".jsonl", ".json", ".tsv", ".csv")
+
+
+@dataclass
+class Evaluation:
+    """Every run evaluated on the same queries, and (with ``--by``) the strata of the queries."""
+
+    measures: list[str]
+    results: dict[str, EvalResult]
+    query_ids: list[str]
+    averaging: str
+    queries_mode: str
+    threshold: int
+    rule: str | None = None
+    qrels_source: str = ""
+    by: str | None = None
+    strata: dict[str, list[str]] = field(default_factory=dict)
+    """stratum -> its query ids (in evaluation order); empty without ``by``"""
+
+    @property
+    def run_names(self) -> list[str]:
+        return list(self.results)
+
+    def aggregate(self, run: str, stratum: str | None = None) -> dict[str, float]:
+        result = self.results[run]
+        if stratum is not None:
+            result = result.subset(self.strata[stratum])
+        return result.aggregate()
+
+    def per_query(self, run: str, stratum: str | None = None) -> dict[str, dict[str, float]]:
+        result = self.results[run]
+        if stratum is not None:
+            result = result.subset(self.strata[stratum])
+        return result.per_query()
+
+    def n_queries(self, stratum: str | None = None, *, run: str | None = None) -> int:
+        """Queries evaluated (of ``run``: with averaging over answered queries they differ)."""
+        if run is not None:
+            result = self.results[run]
+            if stratum is not None:
+                result = result.subset(self.strata[stratum])
+            return result.n_queries
+        return len(self.query_ids) if stratum is None else len(self.strata[stratum])
+
+    def intervals(self, run: str, *, resamples: int = 2_000, seed: int = 0,
+                  stratum: str | None = None) -> dict[str, tuple[float, float, float]]:
+        """``{measure: (mean, low, high)}``: the 95 % bootstrap interval of each mean over the
+        queries where the measure is defined."""
+        result = self.results[run]
+        if stratum is not None:
+            result = result.subset(self.strata[stratum])
+        out = {}
+        for j, label in enumerate(result.labels):
+            column = result.values[:, j]
+            column = column[~np.isnan(column)]
+            out[label] = bootstrap_ci(column, resamples=resamples, seed=seed)
+        return out
+
+
+def evaluate_all(
+    qrels: Qrels,
+    runs: Mapping[str, Run],
+    measures: Sequence[str],
+    *,
+    threshold: int = 1,
+    queries: Any = "judged",
+    project: Project | None = None,
+    rule: str | None = None,
+    qrels_source: str = "",
+    strata: Mapping[str, str] | None = None,
+    by: str | None = None,
+    progress: Any = None,
+) -> Evaluation:
+    """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
+    labelled facets, nuggets, claims, entities or citations get them from it; a query with such
+    labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
+    parsed = [parse_measure(m) for m in measures]
+    if project is not None and rule is not None:
+        qrels = _closed_world(project, qrels, runs, rule)
+    # qrels from a file have no rule; the project's gold labels always have one
+    from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
+    nothing = UsageError(
+        "there are no judged queries to evaluate against"
+        + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
+           else " (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
+           if project is not None else ".")
+    )
+    if qrels.n_queries == 0 and not any(m.needs for m in parsed):
+        raise nothing
+    results: dict[str, EvalResult] = {}
+    ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
+    for done, (name, run) in enumerate(runs.items()):
+        if progress is not None:  # progress(done, total, description, unit), now and then
+            progress(done, len(runs), "evaluating", "runs")
+        if name in ahead:
+            result = ahead[name].result()
+        else:
+            extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
+            result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        result.run_name = name
+        results[name] = result
+    if progress is not None:
+        progress(len(runs), len(runs), "evaluating", "runs")
+    first = next(iter(results.values()))
+    if qrels.n_queries == 0 and first.n_queries == 0:
+        raise nothing
+    evaluation = Evaluation(
+        measures=list(measures), results=results, query_ids=list(first.query_ids),
+        averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
+        qrels_source=qrels_source, by=by,
+    )
+    if strata is not None:
+        groups: dict[str, list[str]] = {}
+        every = dict.fromkeys(q for r in results.values() for q in r.query_ids)
+        for qid in every:
+            groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
+        evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
+    return evaluation
+
+
+PARALLEL_ENTRIES = 500_000
+"""From this many run entries in all, runs whose measures need nothing but the qrels and the run
+are evaluated two at a time (numpy lets go of the interpreter in its array loops)."""
+
+
+def _evaluate_ahead(qrels: Qrels, runs: Mapping[str, Run], parsed: Sequence[Measure],
+                    threshold: int, queries: Any) -> dict[str, Any]:
+    """run name -> a future of its :func:`evaluate`, started on two worker threads, when the
+    runs are many and large enough and no measure needs the project's extras (else empty)."""
+    if len(runs) < 2 or any(m.needs for m in parsed) or \
+            sum(len(run) for run in runs.values()) < PARALLEL_ENTRIES:
+        return {}
+    from concurrent.futures import ThreadPoolExecutor
+
+    qrels.index  # noqa: B018 - the pair index, built once before the threads read it
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragjudge-eval")
+    ahead = {name: pool.submit(evaluate, qrels, run, parsed, threshold=threshold, queries=queries)
+             for name, run in runs.items()}
+    pool.shutdown(wait=False)  # the threads end when the last run is evaluated
+    return ahead
+
+
+def _closed_world(project: Project, qrels: Qrels, runs: Mapping[str, Run], rule: str) -> Qrels:
+    """The project's qrels with every chunk the runs rank on a complete reference's queries
+    judged at the bottom of the scale (an unlisted pair there is not relevant, and judged)."""
+    from ragjudge.metrics._keys import decode
+    from ragjudge.services.gold.qrels import closed_queries
+    from ragjudge.services.gold.rules import complete_runs
+
+    policy, queries = closed_queries(project, rule)
+    if not queries:
+        return qrels
+    names = np.array(qrels.query_ids, dtype=object)
+    q, c, g = complete_runs(names[qrels.qidx], np.array(decode(qrels.chunk_ids), dtype=object),
+                            qrels.grades, queries, runs.values(), policy.lowest)
+    return Qrels(q, c, g, top_grade=qrels.top_grade)
+
+
+def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],
+                    threshold: int | None, queries: Any, rule: str | None) -> dict[str, Any] | None:
+    """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked."""
+    needs = {key for m in parsed for key in m.needs}
+    if not needs:
+        return None
+    if project is None:
+        raise UsageError(
+            f"{', '.join(str(m) for m in parsed if m.needs)} need labelled facets, nuggets or "
+            "citations, which only a project has: evaluate with --db instead of --qrels."
+        )
+    from ragjudge.services.scoring.rag import rag_extras
+
+    # the labels come keyed by query and chunk ids; the measures align them with the run
+    only = None if isinstance(queries, str) else list(queries)
+    return rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)
+
+
+def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,
+                  *, threshold: int, rule: str | None = None) -> Any:
+    """The step-by-step computation of ``measure`` for one query (``ragjudge explain`` and the
+    evaluation screen). RAG measures get the project's facets, nuggets, entities or citations;
+    the two Context Precision definitions are explained side by side."""
+    from ragjudge.metrics.explain import explain
+
+    parsed = parse_measure(measure)
+    if parsed.needs or parsed.definition.name.startswith("ContextPrecision"):
+        from ragjudge.metrics.rag import explain_rag
+
+        extras = project_extras(project, run_name, qrels, run, [parsed], threshold, [query_id], rule)
+        explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
+        if explanation is not None:
+            return explanation
+    return explain(qrels, run, query_id, parsed, threshold=threshold)
+
+
+def compare(
+    evaluation: Evaluation,
+    *,
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    permutations: int = 10_000,
+    seed: int = 0,
+) -> list[PairedComparison]:
+    """Paired comparison of the baseline (default: the first run) with each other run.
+
+    The runs are paired on the evaluated queries (with averaging over the queries a run
+    answers: those every run answers). A measure undefined (NaN) on some queries is compared
+    on the queries where every run has it. ``mean_a`` and ``mean_b`` are each run's mean as
+    ``evaluate_all`` gives it (what ``ragjudge eval`` prints under the same averaging); the
+    difference, its interval and the tests are over the paired queries.
+    """
+    names = evaluation.run_names
+    if len(names) < 2:
+        raise UsageError("compare needs at least two runs.")
+    labels = evaluation.measures
+    # pair on the queries every run was evaluated on (all of them unless averaging="run")
+    results = [evaluation.results[name] for name in names]
+    common = set(results[0].query_ids).intersection(*(r.query_ids for r in results[1:]))
+    order = [q for q in results[0].query_ids if q in common]
+    values = {}
+    for name, result in zip(names, results):
+        position = {q: i for i, q in enumerate(result.query_ids)}
+        rows = np.array([position[q] for q in order], dtype=np.int64)
+        values[name] = result.values[rows].T  # (measures, queries)
+    defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
+    complete = defined.all(axis=1)
+    options: dict[str, Any] = dict(baseline=baseline, alpha=alpha, resamples=resamples,
+                   permutations=permutations, seed=seed)
+    by_label: dict[str, list[PairedComparison]] = {}
+    whole = [j for j in range(len(labels)) if complete[j]]
+    if whole:
+        compared = compare_runs({n: v[whole] for n, v in values.items()},
+                                [labels[j] for j in whole], **options)
+        for row in compared:
+            by_label.setdefault(row.measure, []).append(row)
+    for j in range(len(labels)):
+        if complete[j]:
+            continue
+        keep = defined[j]
+        by_label[labels[j]] = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
+                                           [labels[j]], **options)
+    return [_with_run_means(row, evaluation)
+            for label in labels for row in by_label.get(label, [])]
+
+
+def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComparison:
+    """``row`` with each run's own mean (the one ``eval`` gives) instead of the mean over the
+    paired queries, which differs when the runs do not share every query."""
+    means = {side: evaluation.aggregate(name)[row.measure]
+             for side, name in (("mean_a", row.run_a), ("mean_b", row.run_b))}
+    undefined = {k: v for k, v in row.undefined.items() if k not in means}
+    for side, value in means.items():
+        if math.isnan(value):
+            undefined[side] = "the measure is undefined on every query of the run"
+    return replace(row, mean_a=means["mean_a"], mean_b=means["mean_b"], undefined=undefined)

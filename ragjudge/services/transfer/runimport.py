@@ -1,0 +1,223 @@
+"""Importing a run: read as columns, checked as arrays, stored whole as arrays with its head as
+rows, published in one short transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import suppress
+from itertools import repeat
+from typing import NoReturn
+import numpy as np
+from sqlalchemy import (
+    select,
+)
+from sqlalchemy.engine import Connection
+from ragjudge.errors import InputError, UsageError
+from ragjudge.formats.source import Source, is_inline
+from ragjudge.services.project import columns as bulk
+from ragjudge.services.runs import head as runhead
+from ragjudge.services.project.staging import ImportSession, publish_run
+from ragjudge.store.schema import (
+    Run, RunEntry,
+)
+from ragjudge.services.transfer.common import ImportResult, Progress, numbered
+from ragjudge.services.transfer.definitions import ReferenceCheck, check_long_ids, chunks_table, queries_table
+
+
+def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None) -> bulk.RunColumns:
+    """The run's lines as columns: the plain reader when the file is plain TREC, the record
+    readers otherwise (and for the message of any bad line)."""
+    if fmt == "trec":
+        size = _size_of(source)
+        description = f"run {file}: reading"
+        if progress is not None:
+            progress(0, size, description)
+        columns = bulk.plain_run(source)
+        if columns is not None:
+            if progress is not None:
+                progress(size or 0, size, description)
+            return columns
+    with numbered("run", source, fmt, file, progress) as records:
+        return bulk.record_run(records)  # type: ignore[arg-type]  # runs come as plain tuples
+
+
+def _size_of(source: Source) -> int | None:
+    """The bytes of a file source (as stored: compressed for ``.gz``), for progress."""
+    if isinstance(source, (bytes, bytearray)):
+        return len(source)
+    if isinstance(source, (str, os.PathLike)) and not is_inline(source) and str(source) != "-":
+        try:
+            return os.stat(source).st_size
+        except OSError:
+            return None
+    return None
+
+
+def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa: ANN001
+                create_missing: bool, replace: bool, progress: Progress | None) -> ImportResult:
+    """A run: read and checked as columns, staged under a new generation in short
+    transactions, published in one small one (:mod:`ragjudge.services.project.staging`)."""
+    name = name.strip()
+    if not name or len(name) > 255:
+        raise UsageError("--name: a run name must be 1 to 255 characters.")
+    result = ImportResult(kind="run", file=file, run=name)
+    source = bulk.materialize(source)
+    columns = _run_columns(source, fmt, file, progress)
+    result.read = len(columns)
+    if result.read == 0:
+        raise InputError("the file holds no run lines.", file=file)
+    check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, file)
+    repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids)
+    head = runhead.head_depth(project)
+    with ImportSession(project) as session:
+        with session.read() as connection:
+            refs = ReferenceCheck(connection, create_missing, result)
+            if create_missing and repeat is None:  # nothing refused: the ranked run's distinct queries
+                ranked = bulk.rank(columns)
+                missing_queries = refs.check_columns("query", ranked.query_ids,
+                                                     columns.lines[ranked.order[ranked.offsets[:-1]]])
+            else:
+                missing_queries = refs.check_columns("query", columns.query_ids, columns.lines)
+            if not create_missing:  # every chunk must be there
+                missing_chunks = refs.check_columns("chunk", columns.chunk_ids, columns.lines)
+                refs.raise_if_missing(file)
+            if repeat is not None:
+                _duplicate(columns, repeat, file)
+            if not create_missing:
+                ranked = bulk.rank(columns)
+            in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
+            if create_missing:  # placeholders for the head's chunks only (see runhead)
+                missing_chunks = refs.check_columns("chunk", ranked.chunk_ids[in_head],
+                                                    columns.lines[ranked.order[in_head]])
+                if len(in_head) < len(ranked):
+                    result.notes.append(
+                        f"Chunks ranked below {head} that the project lacks get their placeholders "
+                        "when a judging pool first reaches that deep.")
+            current = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
+            if current is not None and _same_run_or_refuse(connection, name, current, ranked,
+                                                           file, result, replace):
+                return result
+        arrays = ranked.arrays()
+        del columns
+        generation, replaces = session.begin_run(name)
+
+        def placeholders(connection: Connection) -> None:  # PostgreSQL: COPY
+            for table, ids in ((queries_table, missing_queries), (chunks_table, missing_chunks)):
+                session.write_rows(connection, "", [(i, "") for i in sorted(ids)], table.name, ("id", "text"))
+            result.created_queries = len(missing_queries)
+            result.created_chunks = len(missing_chunks)
+
+        try:
+            if not session.sqlite:  # one transaction: the entries' references come first
+                with session.write() as connection:
+                    placeholders(connection)
+            else:  # before the publish, in short transactions, removed if the import dies
+                session.stage_placeholders(name, generation, missing_queries, missing_chunks)
+                result.created_queries = len(missing_queries)
+                result.created_chunks = len(missing_chunks)
+            _stage_entries(session, name, generation, ranked, in_head, progress)
+            session.store_arrays(name, generation, arrays)
+            meta = runhead.run_meta(file, head, arrays)
+            with session.write(durable=True) as connection:
+                publish_run(connection, name, generation, meta, replaces is not None)
+        except BaseException:
+            with suppress(Exception):  # the next import or opening removes what is left
+                session.abandon_run(name, generation)
+            raise
+        session.finish_run(name, generation, replaces)
+    result.added = result.read
+    if replaces is not None:
+        result.updated = 1
+        result.notes.append(f"Replaced the earlier run '{name}'.")
+    return result
+
+
+_runs = Run.__table__
+
+
+_entries = RunEntry.__table__
+
+
+def _stage_entries(session: ImportSession, name: str, generation: int, ranked: bulk.RankedRun,
+                   rows: np.ndarray, progress: Progress | None) -> None:
+    """The run's head (its entries at positions ``rows``, see :mod:`ragjudge.services.runs.head`)
+    under ``generation``, batch by batch, in storage order."""
+    queries = np.array(bulk.decode(ranked.query_ids), dtype=object)
+    ranks = ranked.ranks[rows]
+    scores = ranked.scores[rows]
+    qidx = ranked.qidx[rows]
+    chunk_ids = ranked.chunk_ids[rows]
+    has_none = bool(np.isnan(scores).any())
+    sql = session.run_entries_sql()
+    total = len(rows)
+    description = f"run {name}: writing entries"
+
+    def prepare(start: int, stop: int) -> list[tuple]:
+        part = scores[start:stop]
+        values = ([None if v != v else v for v in part.tolist()] if has_none else part.tolist())
+        return list(zip(repeat(name), repeat(generation), queries[qidx[start:stop]].tolist(),
+                        bulk.decode(chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
+
+    def write(connection: Connection, rows: list[tuple]) -> None:
+        session.write_rows(connection, sql, rows, "run_entries",
+                           ("run", "generation", "query_id", "chunk_id", "rank", "score"))
+
+    report = None if progress is None else (lambda done: progress(done, total, description, "entries"))
+    if report is not None:
+        report(0)
+    session.batches(total, prepare, write, report)
+
+
+def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> NoReturn:
+    """The first line that lists a chunk its query listed before."""
+    first, second = repeat
+    query_id, chunk_id = bulk.decode(np.array([columns.query_ids[second], columns.chunk_ids[second]]))
+    raise InputError(
+        f"chunk '{chunk_id}' appears twice for query '{query_id}' (first on line "
+        f"{int(columns.lines[first])}); a run lists each chunk of a query once. Nothing was imported.",
+        file=file, line=int(columns.lines[second]), field="chunk_id")
+
+
+def _same_run_or_refuse(connection: Connection, name: str, generation: int,
+                        ranked: bulk.RankedRun, file: str, result: ImportResult,
+                        replace: bool) -> bool:
+    """A run of the same name is in the project: the same entries change nothing (True), with
+    ``replace`` too (a replace would rewrite the run's time); other entries are refused with how
+    many differ, unless ``replace`` (False)."""
+    from ragjudge.services.runs.stored import stored_arrays
+
+    old = stored_arrays(connection, name, generation)
+    new = ranked.arrays()
+    same = all(len(old[key]) == len(new[key]) and np.array_equal(old[key], new[key], equal_nan=key == "scores")
+               for key in new)
+    if same:
+        result.unchanged = result.read
+        result.notes.append("The project already holds this run; nothing changed.")
+        return True
+    if replace:
+        return False
+    new_keys, old_keys = _entry_keys(new), _entry_keys(old)
+    new_only = int(np.count_nonzero(~np.isin(new_keys, old_keys)))
+    old_only = int(np.count_nonzero(~np.isin(old_keys, new_keys)))
+    raise InputError(
+        f"the project already has a run named '{name}' with other entries ({new_only:,} "
+        f"of the file's entries are not in it, {old_only:,} of its entries are not in the "
+        "file). Pass --replace to replace it, or --name to import under another name. "
+        "Nothing was imported.", file=file)
+
+
+def _entry_keys(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """One 64-bit key per entry of stored run arrays: its query, chunk, rank and score."""
+    from ragjudge.metrics._keys import id_hash, mix, pair_hash
+
+    queries = bulk.unpack_ids(arrays["query_ids"], arrays["query_ids_lengths"])
+    chunks = bulk.unpack_ids(arrays["chunk_ids"], arrays["chunk_ids_lengths"])
+    offsets = arrays["offsets"]
+    counts = np.diff(offsets)
+    qidx = np.repeat(np.arange(len(counts)), counts)
+    ranks = np.arange(len(chunks)) - offsets[qidx] + 1
+    keys = pair_hash(id_hash(queries)[qidx], chunks)
+    keys = mix(keys, ranks.astype(np.uint64))
+    scores = np.where(np.isnan(arrays["scores"]), np.inf, arrays["scores"])
+    return mix(keys, scores.view(np.uint64))
