@@ -11,7 +11,8 @@ of two five-column forms, read by :func:`read_prels`:
   sampled pairs, ``query chunk grade method probability``. A probability ``NA`` or a grade of
   -999 marks a pair that was not sampled (skipped, as the track's script skips it); method 0
   or 2 means the pair was judged for certain, so its probability is read as 1, as the script
-  reads it. One stratum.
+  reads it; a probability outside (0, 1] is refused (the script would skip the line or divide
+  by zero). One stratum.
 
 The result is ``(Qrels, PoolSample)``: evaluate with ``extras={"sample": sample}``
 (``statAP``, ``xinfAP``, ``infNDCG``, ``infP@k``); ``infAP`` reads the qrels of the strata form
@@ -65,41 +66,41 @@ def read_prels(source: Any, form: Literal["strata", "probability"]) -> tuple[Qre
         parts = line.split()
         if not parts:
             continue
-        where = {"file": name, "line": number}
+        where: dict[str, Any] = {"file": name, "line": number}
         if len(parts) != 5:
             raise InputError(f"has {len(parts)} fields; a {form} prels line has 5: "
                              f"{' '.join(fields)}.", **where)
         if form == "strata":
-            query, _, chunk, stratum, grade = parts
+            query, _, chunk, stratum_text, grade_text = parts
             qids.append(query)
             cids.append(chunk)
-            strata.append(_integer(stratum, where, "stratum"))
-            grades.append(max(_integer(grade, where, "grade"), -1))
+            strata.append(_integer(stratum_text, where, "stratum"))
+            grades.append(max(_integer(grade_text, where, "grade"), -1))
         else:
-            query, chunk, grade, method, prob = parts
-            value = _integer(grade, where, "grade")
+            query, chunk, grade_text, method, prob = parts
+            value = _integer(grade_text, where, "grade")
             if prob == "NA" or value == -999:
                 continue
-            p = parse_number(prob)
-            if p is None or not math.isfinite(p) or not 0.0 < p <= 1.0:
+            chance = parse_number(prob)
+            if chance is None or not math.isfinite(chance) or not 0.0 < chance <= 1.0:
                 raise InputError(f"{prob!r} is not an inclusion probability in (0, 1].",
                                  field="probability", **where)
             if _integer(method, where, "method") in (0, 2):
-                p = 1.0
+                chance = 1.0
             qids.append(query)
             cids.append(chunk)
             grades.append(max(value, -1))
-            probs.append(p)
+            probs.append(chance)
             strata.append(0)
         lines.append(number)
     qrels = Qrels(qids, cids, grades, file=name, lines=np.asarray(lines, dtype=np.int64),
                   from_file=True)
     grade = np.asarray(grades, dtype=np.int64)
     if form == "strata":
-        prob = _stratum_rates(qids, np.asarray(strata, dtype=np.int64), grade >= 0)
+        inclusion = _stratum_rates(qids, np.asarray(strata, dtype=np.int64), grade >= 0)
     else:
-        prob = np.asarray(probs, dtype=np.float64)
-    return qrels, PoolSample(qids, cids, prob, strata, grade >= 0)
+        inclusion = np.asarray(probs, dtype=np.float64)
+    return qrels, PoolSample(qids, cids, inclusion, strata, grade >= 0)
 
 
 def _stratum_rates(qids: list[str], strata: np.ndarray, sampled: np.ndarray) -> np.ndarray:
@@ -111,4 +112,4 @@ def _stratum_rates(qids: list[str], strata: np.ndarray, sampled: np.ndarray) -> 
     cell = cell.ravel()
     pooled = np.bincount(cell)
     drawn = np.bincount(cell, weights=sampled)
-    return (drawn / pooled)[cell]  # type: ignore[no-any-return]
+    return (drawn / pooled)[cell]

@@ -175,7 +175,7 @@ def aligned_sample(ctx: EvalContext) -> _Aligned:
     """``ctx.extras["sample"]`` aligned with the context's rows and ranks (once per context)."""
     cache = ctx.__dict__.setdefault("_sample_aligned", {})
     if "value" in cache:
-        return cache["value"]  # type: ignore[no-any-return]
+        return cache["value"]
     sample = ctx.extras[SAMPLE_KEY]
     if not isinstance(sample, PoolSample):
         raise UsageError(f"extras[{SAMPLE_KEY!r}] must be a PoolSample, not "
@@ -215,7 +215,7 @@ def _pooled_unjudged(ctx: EvalContext) -> np.ndarray:
             ok = (row >= 0) & (col >= 0)
             out[row[ok], col[ok]] = True
         cache["value"] = out
-    return cache["value"]  # type: ignore[no-any-return]
+    return cache["value"]
 
 
 @measure("infAP", full_depth=True, params=REL, aliases=("InfAP", "inf_AP"))
@@ -265,7 +265,7 @@ def _stat_ap(ctx: EvalContext, m: Measure) -> _StatAP:
     cache = ctx.__dict__.setdefault("_stat_ap", {})
     level = ctx.threshold if m.rel is None else int(m.rel)
     if level in cache:
-        return cache[level]  # type: ignore[no-any-return]
+        return cache[level]
     al = aligned_sample(ctx)
     nq = ctx.n_queries
     relevant = al.sampled & (al.grade >= max(level, 0))
@@ -368,13 +368,13 @@ def _segment_cumsum(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     cum = np.cumsum(values, axis=0)
     base = np.where((start > 0)[:, None] if values.ndim == 2 else start > 0,
                     cum[np.maximum(start - 1, 0)], 0)
-    return cum - base  # type: ignore[no-any-return]
+    return cum - base
 
 
 def _exclusive_cumsum(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     """The sum of the values before each one within its segment."""
     shifted = np.concatenate(([0.0], np.cumsum(values)[:-1])) if len(values) else values
-    return shifted - shifted[start]  # type: ignore[no-any-return]
+    return shifted - shifted[start]
 
 
 def _strata_terms(docs: np.ndarray, rel: np.ndarray, sampled: np.ndarray) -> np.ndarray:
