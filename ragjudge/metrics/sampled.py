@@ -171,6 +171,26 @@ def _judged_grades(qrels: Qrels, qids: np.ndarray, cids: np.ndarray) -> np.ndarr
     return grade
 
 
+def _sample_positions(ctx: EvalContext, sample: PoolSample) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluation row (-1: not evaluated) and 0-based rank (-1: not ranked) of each pooled pair.
+
+    The ranked chunks are looked up among the pooled pairs (a hash index of the sample), which
+    costs less than indexing every ranked chunk when the pool is shallower than the run."""
+    unique, qidx = _keys.factorize(sample.query_ids)
+    row = _keys.lookup(ctx.query_id_bytes, unique)[qidx]
+    col = np.full(len(sample), -1, dtype=np.int64)
+    if ctx.depth and len(sample):
+        hashes = _keys.id_hash(unique)
+        index = _keys.PairIndex(qidx, sample.chunk_ids, hashes[qidx])
+        rows, cols = np.nonzero(ctx.valid)
+        srow = _keys.lookup(unique, ctx.query_id_bytes)[rows]
+        keep = srow >= 0
+        rows, cols, srow = rows[keep], cols[keep], srow[keep]
+        at = index.get(srow, ctx.chunk_ids[rows, cols], query_hash=hashes[srow])
+        col[at[at >= 0]] = cols[at >= 0]
+    return row, col
+
+
 def aligned_sample(ctx: EvalContext) -> _Aligned:
     """``ctx.extras["sample"]`` aligned with the context's rows and ranks (once per context)."""
     cache = ctx.__dict__.setdefault("_sample_aligned", {})
@@ -180,18 +200,19 @@ def aligned_sample(ctx: EvalContext) -> _Aligned:
     if not isinstance(sample, PoolSample):
         raise UsageError(f"extras[{SAMPLE_KEY!r}] must be a PoolSample, not "
                          f"{type(sample).__name__}.")
-    row, col = ctx.positions(sample.query_ids, sample.chunk_ids)
+    row, col = _sample_positions(ctx, sample)
     keep = np.flatnonzero(row >= 0)
     row, col = row[keep], col[keep]
     grade = _judged_grades(ctx.qrels, sample.query_ids[keep], sample.chunk_ids[keep])
     grade = np.where(sample.drawn[keep], grade, -1)
     stratum = sample.stratum[keep]
-    pairs, group = np.unique(np.stack([row, stratum], axis=1), axis=0, return_inverse=True)
+    levels, code = np.unique(stratum, return_inverse=True)
+    cells, group = np.unique(row * len(levels) + code.ravel(), return_inverse=True)
     group = group.ravel()
-    group_row = pairs[:, 0]
+    group_row = cells // max(len(levels), 1)
     first = np.searchsorted(group_row, group_row, side="left")
-    local = (np.arange(len(pairs)) - first)[group]
-    value = _Aligned(row, col, grade, sample.inclusion[keep], group, local, len(pairs), group_row)
+    local = (np.arange(len(cells)) - first)[group]
+    value = _Aligned(row, col, grade, sample.inclusion[keep], group, local, len(cells), group_row)
     cache["value"] = value
     return value
 
@@ -208,12 +229,16 @@ def _pooled_unjudged(ctx: EvalContext) -> np.ndarray:
     cache = ctx.__dict__.setdefault("_pooled_unjudged", {})
     if "value" not in cache:
         qrels = ctx.qrels
-        neg = np.flatnonzero(qrels.grades < 0)
         out = np.zeros((ctx.n_queries, ctx.depth), dtype=bool)
-        if len(neg) and ctx.depth:
-            row, col = ctx.positions(qrels.query_id_bytes[qrels.qidx[neg]], qrels.chunk_ids[neg])
-            ok = (row >= 0) & (col >= 0)
-            out[row[ok], col[ok]] = True
+        if ctx.depth and np.any(qrels.grades < 0):
+            # the ranked chunks without a grade that the qrels list (with a negative grade)
+            rows, cols = np.nonzero(ctx.valid & ~ctx.judged)
+            qrow = _keys.lookup(qrels.query_id_bytes, ctx.query_id_bytes)[rows]
+            keep = qrow >= 0
+            rows, cols, qrow = rows[keep], cols[keep], qrow[keep]
+            at = qrels.index.get(qrow, ctx.chunk_ids[rows, cols],
+                                 query_hash=_keys.id_hash(qrels.query_id_bytes)[qrow])
+            out[rows[at >= 0], cols[at >= 0]] = True
         cache["value"] = out
     return cache["value"]
 
@@ -461,21 +486,29 @@ def _ideal_dcg(ctx: EvalContext, al: _Aligned, size: np.ndarray, n_sampled: np.n
     if len(pick) == 0:
         return np.zeros(nq)
     # sampled chunks per (query, grade, stratum), each scaled as sample_eval.pl does
-    cells, inverse, count = np.unique(np.stack([al.row[pick], -al.grade[pick], al.group[pick]],
-                                               axis=1), axis=0, return_inverse=True,
-                                      return_counts=True)
-    group = cells[:, 2]
+    top = int(al.grade[pick].max()) + 1
+    ng = max(al.n_groups, 1)
+    # (query, grade descending) as one integer, then the stratum within it
+    query_grade = al.row[pick] * top + (top - 1 - al.grade[pick])
+    cells, count = np.unique(query_grade * ng + al.group[pick], return_counts=True)
+    group = cells % ng
     scaled = count * size[group] / n_sampled[group]
-    pairs, which = np.unique(cells[:, :2], axis=0, return_inverse=True)
+    pairs, which = np.unique(cells // ng, return_inverse=True)
     estimate = np.bincount(which.ravel(), weights=scaled, minlength=len(pairs))
     count_g = np.floor(estimate + 0.5)
-    row, grade = pairs[:, 0], -pairs[:, 1].astype(np.float64)
+    row, grade = pairs // top, (top - 1 - pairs % top).astype(np.float64)
     start = np.searchsorted(row, row, side="left")
     end = _segment_cumsum(count_g, start)
+    begin = end - count_g
     discount = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, depth + 2)))))
     hi = np.minimum(end, depth).astype(np.int64)
-    lo = np.minimum(end - count_g, depth).astype(np.int64)
-    return np.bincount(row, weights=grade * (discount[hi] - discount[lo]), minlength=nq)
+    lo = np.minimum(begin, depth).astype(np.int64)
+    ideal = grade * (discount[hi] - discount[lo])
+    # sample_eval.pl stops each grade's loop at the depth only after adding a term, so a grade
+    # whose chunks all lie past the depth still adds its first one (estimated R over 1000)
+    past = (begin >= depth) & (count_g > 0)
+    ideal[past] += grade[past] / np.log2(begin[past] + 2.0)
+    return np.bincount(row, weights=ideal, minlength=nq)
 
 
 @measure("xinfAP", cutoff="optional", params=REL, needs=(SAMPLE_KEY,), aliases=("XinfAP",))
@@ -509,8 +542,10 @@ def inf_ndcg(ctx: EvalContext, m: Measure) -> np.ndarray:
     of them, M_s sampled, G_s the sum of g_d / log2(k_d + 1) over the sampled ones.
     ``DCG^ = sum_s G_s D_s / M_s``. The ideal DCG ranks, per grade g > 0 from the best,
     ``round(sum_s n_s(g) N_s / n_s)`` chunks of gain g (n_s(g) sampled chunks of grade g in
-    stratum s of the pool), cut at rank k (or 1000). ``infNDCG = DCG^ / IDCG^``, 0 when
-    IDCG^ = 0. Needs ``extras["sample"]``.
+    stratum s of the pool), cut at rank k (or 1000; as in sample_eval.pl, a grade whose chunks
+    all fall past that rank still adds its first one, which matters only when the estimated
+    relevant chunks outnumber the ranks). ``infNDCG = DCG^ / IDCG^``, 0 when IDCG^ = 0. Needs
+    ``extras["sample"]``.
     """
     return _inferred(ctx, ctx.threshold, _depth(m)).ndcg
 

@@ -82,8 +82,12 @@ def test_xinfap_infndcg_infp_hand_example():
     #   = 3.56161; infNDCG = 1.01585 (an estimate, which may exceed 1).
     # infP@10: the run ranks 6 chunks; sum_s D_s (Q_s + 1e-5)/(M_s + 3e-5) = 3*2/3 + 2*1/1 = 4,
     #   over 10 = 0.4.
+    # infNDCG@1 reads rank 1 (a, grade 2: DCG^ = 2) and cuts the ideal ranking at rank 1; as
+    #   sample_eval.pl does at its 1,000 ranks, the next grade (1) still adds its first chunk:
+    #   IDCG^ = 2 + 1/log2 3, infNDCG@1 = 2 / 2.63093 = 0.76019
     got = _evaluate_prels("hand.strata", "strata", "hand_strata.run",
-                          ["xinfAP", "infNDCG", "infP@10", "infP@50"])["1"]
+                          ["xinfAP", "infNDCG", "infP@10", "infP@50", "infNDCG@1"])["1"]
+    assert got["infNDCG@1"] == pytest.approx(2 / (2 + 1 / math.log2(3)), abs=1e-12)
     assert got["xinfAP"] == pytest.approx(0.91666, abs=1e-5)
     assert got["infNDCG"] == pytest.approx(3.61807 / 3.56161, abs=1e-5)
     assert got["infP@10"] == pytest.approx(0.4, abs=1e-5)
@@ -106,8 +110,9 @@ def test_statap_and_variance_hand_example():
 # -- NIST's scripts ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["hand", "random1", "random2", "random3"])
+@pytest.mark.parametrize("name", ["hand", "random1", "random2", "random3", "large"])
 def test_matches_sample_eval(name):
+    # "large": 1,520 pooled chunks, 50 sampled, R^ = 1165 > 1000 ranks: the ideal DCG's cap
     run = "hand_strata.run" if name == "hand" else f"{name}.run"
     expected = _sample_eval_output(FIXTURES / f"{name}.strata.sample_eval")
     got = _evaluate_prels(f"{name}.strata", "strata", run, list(SAMPLE_EVAL.values()))
