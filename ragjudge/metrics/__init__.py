@@ -32,6 +32,13 @@ Curves and explanations::
     pr_curve(qrels, run) -> Curve                                # 11-point interpolated P-R
     explain(qrels, run, query_id, "AP") -> Explanation           # .steps, .value, .render()
 
+Sampled judgments (``metrics/sampled.py``, ``metrics/prels.py``)::
+
+    evaluate(qrels, run, ["infAP"])                     # trec_eval's: negative grade = unsampled
+    qrels, sample = read_prels(path, "strata")          # or "probability" (Million Query prels)
+    evaluate(qrels, run, ["statAP", "xinfAP", "infNDCG", "infP@10"], extras={"sample": sample})
+    draw_sample(query_ids, chunk_ids, ranks, size=50, strategy="stratified", seed=0) -> PoolSample
+
 Errors: bad input raises ``ragjudge.errors.InputError`` (file, line, field), an unknown measure
 or impossible option ``ragjudge.errors.UsageError``.
 """
@@ -77,6 +84,9 @@ __all__ = [
     "Explanation",
     "ExplainStep",
     "explain",
+    "PoolSample",
+    "draw_sample",
+    "read_prels",
 ]
 
 _WHERE = {
@@ -104,6 +114,9 @@ _WHERE = {
     "Explanation": "explain",
     "ExplainStep": "explain",
     "explain": "explain",
+    "PoolSample": "sampled",
+    "draw_sample": "sampled",
+    "read_prels": "prels",
 }
 
 
