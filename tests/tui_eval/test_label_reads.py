@@ -5,6 +5,7 @@ LLM and reference annotators, odd ids, and on the paths that fall back to the ro
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 
@@ -43,9 +44,66 @@ def _gold_by_rule_code(project, rule, include_llm=False) -> list[tuple[str, str,
             labels = Q_labels.without(labels, Q_labels.llm_annotators(connection))
         decided = Q_labels.adjudications(connection)
         policy = Q_rules.gold_policy(connection, project.scale.min)
-    merged = {(q, c): g for q, c, g in Q_rules.aggregate(Q_rules.gold_labels(labels, policy, rule), rule)}
-    merged.update(decided)
-    return sorted((q, c, g) for (q, c), g in merged.items())
+    gold = reference_gold(list(zip(labels.query_ids.tolist(), labels.chunk_ids.tolist(),
+                                   labels.annotators.tolist(), labels.grades.tolist())),
+                          decided, rule, policy.reference, policy.complete, policy.lowest)
+    closing = policy.complete if rule in ("median", "majority", "mean", "min", "max", "reference") \
+        else policy.complete & {rule[10:]} if rule.startswith("annotator:") else set()
+    closed = {q for q, _, a, _ in zip(labels.query_ids, labels.chunk_ids, labels.annotators,
+                                      labels.grades) if a in closing}
+    if closed:  # a complete reference's world: every chunk any run retrieves on its queries
+        from ragjudge.metrics._keys import decode
+        from ragjudge.services.runs.stored import project_run, project_run_names
+
+        for name in project_run_names(project):
+            run = project_run(project, name)
+            for i, q in enumerate(run.query_ids):
+                if q in closed:
+                    for c in decode(run.chunk_ids[run.offsets[i]:run.offsets[i + 1]]):
+                        if (q, c) not in gold:
+                            gold[(q, c)] = decided.get((q, c), policy.lowest) if rule != "reference" \
+                                else policy.lowest
+    return sorted((q, c, g) for (q, c), g in gold.items())
+
+
+def reference_gold(rows, decided, rule, reference=frozenset(), complete=frozenset(), lowest=0):
+    """The gold rule written out pair by pair, independently of ragjudge's vectorised code:
+    ``{(query, chunk): (grade)}`` from rows ``(query, chunk, annotator, grade)``."""
+    by_pair = {}
+    for q, c, a, g in rows:
+        by_pair.setdefault((q, c), {})[a] = g
+    aggregation = rule in ("median", "majority", "mean", "min", "max")
+    if aggregation and complete:  # a complete reference's unlisted pairs of its queries: lowest
+        for name in complete:
+            queries = {q for (q, _), who in by_pair.items() if name in who}
+            for (q, c), who in by_pair.items():
+                if q in queries and name not in who:
+                    who[name] = lowest
+    out = {}
+    for pair, who in by_pair.items():
+        if rule.startswith("annotator:"):
+            if rule[10:] in who:
+                out[pair] = who[rule[10:]]
+            continue
+        if rule == "adjudicated":
+            continue
+        grades = sorted(g for a, g in who.items() if a in reference) if (aggregation or rule == "reference") \
+            and any(a in reference for a in who) else ([] if rule == "reference" else sorted(who.values()))
+        if not grades:
+            continue
+        if rule in ("median", "reference"):
+            out[pair] = grades[(len(grades) - 1) // 2]
+        elif rule == "min":
+            out[pair] = grades[0]
+        elif rule == "max":
+            out[pair] = grades[-1]
+        elif rule == "mean":
+            out[pair] = int(math.floor(sum(grades) / len(grades) + 0.5))
+        else:
+            out[pair] = max(sorted(set(grades)), key=grades.count)  # ties to the lower grade
+    if rule != "reference":
+        out.update(decided)
+    return out
 
 
 def _history(project, seed: int, *, steps: int = 300, queries=("q1", "q2", "q3", "q4", "q5")) -> None:

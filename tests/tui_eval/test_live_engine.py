@@ -252,11 +252,13 @@ def test_the_engine_never_imports_textual():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
-def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
-    """The vectorized rules give, pair by pair, the grades of services.qrels.aggregate."""
-    from ragjudge.services.scoring.live import gold_arrays
+def test_the_gold_of_some_labels_agrees_with_the_rule_written_pair_by_pair():
+    """The vectorized rule (one implementation for the project's gold and the screen's touched
+    pairs) gives, pair by pair, the grades of the rule written out in the test."""
+    from test_label_reads import reference_gold
+
     from ragjudge.services.events.labels import label_arrays_from_rows
-    from ragjudge.services.gold.rules import aggregate
+    from ragjudge.services.gold.gold import labels_gold
 
     rnd = random.Random(3)
     for trial in range(60):
@@ -269,9 +271,8 @@ def test_gold_arrays_agree_with_the_rule_code_of_services_qrels():
         labels = label_arrays_from_rows(rows)
         decided = {("q0", "c0"): 2} if trial % 3 == 0 else {}
         for rule in ("median", "majority", "mean", "min", "max", "annotator:bob", "adjudicated"):
-            expected = {(q, c): g for q, c, g in aggregate(labels, rule)}
-            expected.update(decided)
-            q, c, g = gold_arrays(labels, decided, rule)
+            expected = reference_gold(rows, decided, rule)
+            q, c, g = labels_gold(labels, decided, rule)
             assert dict(zip(zip(q.tolist(), c.tolist()), g.tolist())) == expected, (rule, rows)
 
 

@@ -13,7 +13,6 @@ copy of the database does not let anyone log in.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import secrets
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -23,6 +22,7 @@ from sqlalchemy import ForeignKey, func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
+from ragjudge.services.access.identity import token_digest
 from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.events.labels import newest_label_ids
 from ragjudge.store.annotators import ensure_annotators
@@ -190,10 +190,6 @@ def _check_choice(option: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise UsageError(f"{option} is one of {', '.join(choices)}, not {value!r}. Nothing was changed.")
     return value
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.strip().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _new_token() -> str:

@@ -1,32 +1,31 @@
-"""Gold qrels: one grade per (query, chunk) pair from the annotators' current labels.
+"""The gold rule: one grade per (query, chunk) pair from the annotators' current grades.
 
-A pair's gold grade is its newest adjudication if any, else the aggregate of every annotator's
-current grade under a rule (ragjudge/ARCHITECTURE.md):
+A pair's gold grade is its newest adjudication if any (:mod:`ragjudge.services.gold.gold`
+adds those), else, under the rule:
 
 - ``median`` (default) — the lower median: with grades [1, 2] it is 1;
 - ``majority`` — the most frequent grade, ties going to the lower grade (a conservative choice);
 - ``mean`` — the arithmetic mean rounded half up to a whole grade;
 - ``min`` / ``max``;
-- ``annotator:NAME`` — that annotator's grades only (adjudications still come first);
+- ``reference`` — the reference's grades alone (a collection's official qrels), as
+  ``eval --qrels`` on the official file reads them; nobody else's label counts;
+- ``annotator:NAME`` — that annotator's grades only;
 - ``adjudicated`` — adjudicated pairs only.
 
-A *reference* annotator (a collection's official qrels, ``ragjudge import qrels --reference``)
-is not one more opinion: on the pairs it graded its grade is the gold (unless adjudicated) and
-the rule decides only the other pairs (:func:`gold_labels`). A *complete* reference declares
-every pair of its queries that it does not list not relevant, as trec_eval reads such qrels:
-those pairs count as judged at the bottom of the scale (:func:`implied_labels`,
-:func:`complete_runs`) without a row being written for them.
+A *reference* annotator (``ragjudge import qrels --reference``) is not one more opinion: under
+the aggregation rules, on the pairs it graded its grade is the gold and the rule decides only
+the other pairs. A *complete* reference declares every pair of its queries that it does not
+list not relevant, as trec_eval reads such qrels: on a pair of its queries that others graded
+and it does not list, its implied grade (the bottom of the scale) decides.
 
-The current labels are read in bulk (:func:`read_labels`: on SQLite one pass over the label
-events, each column joined into one string by the database; ids coded once, no Python object
-per row) and the gold grade of every pair is computed at once from those codes
-(:func:`coded_gold`, :func:`aggregate_pairs`); :func:`aggregate` and :func:`gold_labels` are the
-same rules pair by pair, on :class:`LabelArrays`, for the few pairs a label event touches.
+Everything here works on coded rows (:class:`~ragjudge.services.events.labels.GradeRows`:
+pair numbers, annotator codes, grades), for every pair at once; :func:`decide_labels` and the
+functions after it are the same code for :class:`LabelArrays` (the few pairs a label touches,
+the support judgments of the RAG measures).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 import numpy as np
@@ -39,10 +38,15 @@ from ragjudge.services.events.labels import GradeRows, LabelArrays
 
 
 if TYPE_CHECKING:
-    from ragjudge.metrics.data import Run
+    pass
 
 
-RULES = (*AGGREGATION_RULES, "annotator:NAME", "adjudicated")
+REFERENCE_RULE = "reference"
+RULES = (*AGGREGATION_RULES, REFERENCE_RULE, "annotator:NAME", "adjudicated")
+
+FROM_RULE, FROM_REFERENCE, FROM_IMPLIED, FROM_ADJUDICATION = 0, 1, 2, 3
+"""What decided a gold pair's grade: the rule over the annotators' grades, the reference's
+grade, a complete reference's implied "not relevant", or an adjudication."""
 
 
 @dataclass(frozen=True)
@@ -56,16 +60,16 @@ class GoldPolicy:
     """the bottom of the scale: the grade of a pair a complete reference does not list"""
 
     def applies(self, rule: str) -> bool:
-        """The reference decides under the aggregation rules; ``annotator:NAME`` and
-        ``adjudicated`` ask for something else."""
-        return bool(self.reference) and rule in AGGREGATION_RULES
+        """The reference decides under the aggregation rules and ``reference``;
+        ``annotator:NAME`` and ``adjudicated`` ask for something else."""
+        return bool(self.reference) and (rule in AGGREGATION_RULES or rule == REFERENCE_RULE)
 
     def completes(self, rule: str) -> bool:
         """Whether unlisted pairs of a complete reference's queries count as judged under
         ``rule`` (the aggregation rules, and the complete reference's own labels)."""
         if not self.complete:
             return False
-        return rule in AGGREGATION_RULES or (
+        return rule in AGGREGATION_RULES or rule == REFERENCE_RULE or (
             rule.startswith("annotator:") and rule.split(":", 1)[1] in self.complete)
 
     def complete_queries(self, labels: LabelArrays, rule: str | None = None) -> set[str]:
@@ -87,98 +91,15 @@ def gold_policy(connection: Connection, lowest: int) -> GoldPolicy:
     return GoldPolicy(frozenset(n for n, _ in rows), frozenset(n for n, c in rows if c), int(lowest))
 
 
-def implied_labels(labels: LabelArrays, policy: GoldPolicy) -> LabelArrays:
-    """``labels`` and, for each complete reference, its grade ``policy.lowest`` on every pair
-    of its queries that another annotator graded and it does not list: those pairs are judged
-    not relevant by the reference (for the gold and for agreement). Rows stay grouped by pair."""
-    if not policy.complete or len(labels) == 0:
-        return labels
-    q, c, a = labels.query_ids, labels.chunk_ids, labels.annotators
-    extra_q: list[str] = []
-    extra_c: list[str] = []
-    extra_a: list[str] = []
-    for name in sorted(policy.complete):
-        mine = a == name
-        if not mine.any():
-            continue
-        queries = set(q[mine].tolist())
-        listed = set(zip(q[mine].tolist(), c[mine].tolist()))
-        in_scope = np.fromiter((x in queries for x in q.tolist()), dtype=bool, count=len(q))
-        missing = sorted({p for p in zip(q[in_scope].tolist(), c[in_scope].tolist())} - listed)
-        extra_q += [p[0] for p in missing]
-        extra_c += [p[1] for p in missing]
-        extra_a += [name] * len(missing)
-    if not extra_q:
-        return labels
-    q = np.concatenate([q, np.array(extra_q, dtype=object)])
-    c = np.concatenate([c, np.array(extra_c, dtype=object)])
-    a = np.concatenate([a, np.array(extra_a, dtype=object)])
-    g = np.concatenate([labels.grades, np.full(len(extra_q), policy.lowest, dtype=np.int64)])
-    order = np.lexsort((a.astype(str), c.astype(str), q.astype(str)))
-    return LabelArrays(q[order], c[order], a[order], g[order])
-
-
-def gold_labels(labels: LabelArrays, policy: GoldPolicy | None, rule: str) -> LabelArrays:
-    """The labels the gold rule aggregates (the one place that decides whose grades count):
-    on a pair a reference annotator graded (a complete one: any pair of its queries), only the
-    reference's grades; elsewhere everyone's. ``labels`` are grouped by pair."""
-    if policy is None or not policy.applies(rule) or len(labels) == 0:
-        return labels
-    labels = implied_labels(labels, policy)
-    q, c, a = labels.query_ids, labels.chunk_ids, labels.annotators
-    is_reference = np.isin(a, list(policy.reference))
-    if not is_reference.any():
-        return labels
-    new = np.ones(len(q), dtype=bool)
-    new[1:] = (q[1:] != q[:-1]) | (c[1:] != c[:-1])
-    pair = np.cumsum(new) - 1
-    has_reference = np.bincount(pair, weights=is_reference) > 0
-    keep = is_reference | ~has_reference[pair]
-    return LabelArrays(q[keep], c[keep], a[keep], labels.grades[keep])
-
-
-def complete_runs(q: np.ndarray, c: np.ndarray, g: np.ndarray, queries: set[str],
-                  runs: Iterable[Run], lowest: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Judgments (query ids, chunk ids, grades) and, on each of ``queries`` (a complete
-    reference's), grade ``lowest`` for every chunk a run ranks that has none: a closed world
-    for Judged@k, bpref and pool coverage, made for the runs at hand instead of stored."""
-    if not queries:
-        return q, c, g
-    judged = {p for p in zip(q.tolist(), c.tolist()) if p[0] in queries}
-    extra: dict[tuple[str, str], None] = {}
-    for run in runs:
-        for qid, chunks in ranked_chunks(run, queries).items():
-            for cid in chunks:
-                if (qid, cid) not in judged:
-                    extra.setdefault((qid, cid))
-    if not extra:
-        return q, c, g
-    eq, ec = zip(*extra)
-    return (np.concatenate([q, np.array(eq, dtype=object)]),
-            np.concatenate([c, np.array(ec, dtype=object)]),
-            np.concatenate([np.asarray(g, dtype=np.int64), np.full(len(eq), lowest, dtype=np.int64)]))
-
-
-def ranked_chunks(run: Run, queries: set[str]) -> dict[str, list[str]]:
-    """The chunks ``run`` ranks for each of ``queries`` (that it answers), in rank order."""
-    from ragjudge.metrics._keys import decode
-
-    out: dict[str, list[str]] = {}
-    names = run.query_ids
-    for i, qid in enumerate(names):
-        if qid in queries:
-            out[qid] = decode(run.chunk_ids[run.offsets[i]:run.offsets[i + 1]])
-    return out
-
-
 def check_rule(rule: str) -> str:
-    if rule in AGGREGATION_RULES or rule == "adjudicated":
+    if rule in AGGREGATION_RULES or rule in ("adjudicated", REFERENCE_RULE):
         return rule
-    if rule.startswith("annotator:") and len(rule) > len("annotator:"):
+    if rule.startswith("annotator:") and rule[len("annotator:"):].strip():
         return rule
+    shown = repr(rule) if rule.strip() else "(empty)"
     raise UsageError(
-        f"--rule '{rule}' is not an aggregation rule. Use one of: median, majority, mean, min, "
-        "max, adjudicated, or annotator:NAME."
+        f"--rule {shown} is not a gold rule. Use one of: median, majority, mean, min, max, "
+        "reference (the reference qrels alone), adjudicated, or annotator:NAME."
     )
 
 
@@ -221,17 +142,26 @@ def aggregate_pairs(pair: np.ndarray, grade: np.ndarray, rule: str) -> tuple[np.
 
 
 def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
-                      rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`gold_labels` on coded rows: the rows ``(pair, annotator, grade)`` the rule
-    aggregates, grouped by pair. A complete reference's implied grades (:func:`implied_labels`)
-    are rows added on the pairs of its queries others graded and it does not list."""
+                      rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows ``(pair, annotator, grade)`` the rule aggregates, grouped by pair, and which of
+    them are a complete reference's implied grades: on a pair a reference graded only the
+    reference's rows (under ``reference``, only the reference's pairs); a complete reference
+    adds its grade ``policy.lowest`` on the pairs of its queries others graded and it does not
+    list (not under ``reference``, which reads nobody else's labels)."""
     pair, who, grade = rows.pair, rows.annotator, rows.grade
+    implied = np.zeros(len(grade), dtype=bool)
     if policy is None or not policy.applies(rule) or not len(grade):
-        return pair, who, grade
+        if rule == REFERENCE_RULE:  # no reference: no gold
+            return pair[:0], who[:0], grade[:0], implied[:0]
+        return pair, who, grade, implied
+    codes = [c for c in (rows.code_of(n) for n in policy.reference) if c >= 0]
+    if rule == REFERENCE_RULE:
+        keep = np.isin(who, codes)
+        return pair[keep], who[keep], grade[keep], implied[keep]
     n_pairs = len(rows.pair_query)
     query = rows.pair_query
     n_queries = int(query.max()) + 1 if n_pairs else 0
-    parts = [(pair, who, grade)]
+    parts = [(pair, who, grade, implied)]
     for name in sorted(policy.complete):
         code = rows.code_of(name)
         mine = who == code
@@ -244,62 +174,108 @@ def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
         missing = np.unique(pair[scope[query[pair]] & ~listed[pair]])
         if len(missing):
             parts.append((missing, np.full(len(missing), code, dtype=np.int64),
-                          np.full(len(missing), policy.lowest, dtype=np.int64)))
+                          np.full(len(missing), policy.lowest, dtype=np.int64),
+                          np.ones(len(missing), dtype=bool)))
     if len(parts) > 1:
-        pair, who, grade = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        pair, who, grade, implied = (np.concatenate([p[i] for p in parts]) for i in range(4))
         order = np.lexsort((who, pair))
-        pair, who, grade = pair[order], who[order], grade[order]
-    codes = [rows.code_of(n) for n in policy.reference]
-    is_reference = np.isin(who, [c for c in codes if c >= 0])
+        pair, who, grade, implied = pair[order], who[order], grade[order], implied[order]
+    is_reference = np.isin(who, codes)
     if not is_reference.any():
-        return pair, who, grade
+        return pair, who, grade, implied
     has_reference = np.zeros(n_pairs, dtype=bool)
     has_reference[pair[is_reference]] = True
     keep = is_reference | ~has_reference[pair]
-    return pair[keep], who[keep], grade[keep]
+    return pair[keep], who[keep], grade[keep], implied[keep]
+
+
+def decide(rows: GradeRows, policy: GoldPolicy | None,
+           rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pairs, grades, sources)``: the gold grade of every pair the rule grades, ascending by
+    pair, and what decided it (:data:`FROM_RULE`, :data:`FROM_REFERENCE`,
+    :data:`FROM_IMPLIED`); adjudications are not included. The one implementation of the rule."""
+    rule = check_rule(rule)
+    empty = np.zeros(0, dtype=np.int64)
+    if rule == "adjudicated":
+        return empty, empty, empty
+    pair, who, grade, implied = coded_gold_labels(rows, policy, rule)
+    codes = [] if policy is None else [c for c in (rows.code_of(n) for n in policy.reference) if c >= 0]
+    if rule.startswith("annotator:"):
+        me = rows.code_of(rule.split(":", 1)[1])
+        keep = who == me
+        source = np.full(int(keep.sum()), FROM_REFERENCE if me in codes else FROM_RULE, dtype=np.int64)
+        return pair[keep], grade[keep], source
+    pairs, grades = aggregate_pairs(pair, grade, rule if rule != REFERENCE_RULE else "median")
+    if not len(pairs):
+        return pairs, grades, empty
+    source = np.full(len(pairs), FROM_RULE, dtype=np.int64)
+    at = np.searchsorted(pairs, pair)
+    source[at[np.isin(who, codes) & ~implied]] = FROM_REFERENCE
+    source[at[implied]] = FROM_IMPLIED
+    return pairs, grades, source
 
 
 def coded_gold(rows: GradeRows, policy: GoldPolicy | None, rule: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(pairs, grades)``: the gold grade of every pair the rule grades (adjudications not
-    included), the same grades as :func:`aggregate` over :func:`gold_labels`."""
-    rule = check_rule(rule)
-    if rule == "adjudicated":
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    pair, who, grade = coded_gold_labels(rows, policy, rule)
-    if rule.startswith("annotator:"):
-        keep = who == rows.code_of(rule.split(":", 1)[1])
-        return pair[keep], grade[keep]
-    return aggregate_pairs(pair, grade, rule)
+    """``(pairs, grades)`` of :func:`decide`."""
+    pairs, grades, _ = decide(rows, policy, rule)
+    return pairs, grades
+
+
+# -- the same rule on LabelArrays (object arrays of ids) ------------------------------------
+
+
+def coded_rows(labels: LabelArrays) -> tuple[GradeRows, np.ndarray, np.ndarray]:
+    """``labels`` as coded rows, and the query id and chunk id of each pair number (pairs in
+    order of (query id, chunk id); rows grouped by pair, by annotator code within it)."""
+    q = np.asarray(labels.query_ids, dtype=object)
+    c = np.asarray(labels.chunk_ids, dtype=object)
+    a = np.asarray(labels.annotators, dtype=object)
+    if not len(q):
+        empty = np.zeros(0, dtype=np.int64)
+        return GradeRows(empty, empty, empty, empty, {}), q[:0], c[:0]
+    keys = sorted(set(zip(q.tolist(), c.tolist())))
+    number = {k: i for i, k in enumerate(keys)}
+    queries = sorted({k[0] for k in keys})
+    query_code = {k: i for i, k in enumerate(queries)}
+    names = sorted(set(a.tolist()))
+    codes = {n: i for i, n in enumerate(names)}
+    pair = np.fromiter((number[k] for k in zip(q.tolist(), c.tolist())), dtype=np.int64, count=len(q))
+    who = np.fromiter((codes[x] for x in a.tolist()), dtype=np.int64, count=len(a))
+    order = np.lexsort((who, pair))
+    pair_query = np.fromiter((query_code[k[0]] for k in keys), dtype=np.int64, count=len(keys))
+    rows = GradeRows(pair[order], who[order], np.asarray(labels.grades, dtype=np.int64)[order],
+                     pair_query, codes)
+    return rows, np.array([k[0] for k in keys], dtype=object), np.array([k[1] for k in keys], dtype=object)
+
+
+def decide_labels(labels: LabelArrays, policy: GoldPolicy | None,
+                  rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`decide` on :class:`LabelArrays`: ``(query ids, chunk ids, grades, sources)``,
+    sorted by query and chunk."""
+    rows, pq, pc = coded_rows(labels)
+    pairs, grades, source = decide(rows, policy, rule)
+    return pq[pairs], pc[pairs], grades, source
 
 
 def aggregate(labels: LabelArrays, rule: str) -> list[tuple[str, str, int]]:
-    """Aggregate several annotators' grades per pair under ``rule`` (adjudication not included)."""
-    rule = check_rule(rule)
-    if rule.startswith("annotator:"):
-        keep = labels.annotators == rule.split(":", 1)[1]
-        return [(q, c, int(g)) for q, c, g in zip(labels.query_ids[keep], labels.chunk_ids[keep],
-                                                  labels.grades[keep])]
-    if rule == "adjudicated" or len(labels) == 0:
-        return []
-    # Rows are sorted by pair; find each pair's run of rows.
-    keys = np.char.add(np.char.add(labels.query_ids.astype(str), "\x00"), labels.chunk_ids.astype(str))
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    ends = np.r_[starts[1:], len(keys)]
-    out = []
-    for start, end in zip(starts, ends):
-        grades = np.sort(labels.grades[start:end])
-        out.append((labels.query_ids[start], labels.chunk_ids[start], _combine(grades, rule)))
-    return out
+    """``(query, chunk, grade)`` per pair under ``rule`` with no reference (adjudications not
+    included): :func:`decide_labels` as triples."""
+    q, c, g, _ = decide_labels(labels, None, rule)
+    return list(zip(q.tolist(), c.tolist(), g.tolist()))
 
 
-def _combine(grades: np.ndarray, rule: str) -> int:
-    if rule == "median":
-        return int(grades[(len(grades) - 1) // 2])
-    if rule == "min":
-        return int(grades[0])
-    if rule == "max":
-        return int(grades[-1])
-    if rule == "mean":
-        return int(np.floor(grades.mean() + 0.5))
-    values, counts = np.unique(grades, return_counts=True)
-    return int(values[np.argmax(counts)])  # argmax takes the first, i.e. lowest, tied grade
+def implied_labels(labels: LabelArrays, policy: GoldPolicy) -> LabelArrays:
+    """``labels`` and each complete reference's implied grade on the pairs of its queries that
+    others graded and it does not list (for agreement with the reference), grouped by pair."""
+    if not policy.complete or len(labels) == 0:
+        return labels
+    rows, pq, pc = coded_rows(labels)
+    complete = GoldPolicy(policy.complete, policy.complete, policy.lowest)
+    pair, who, grade, implied = coded_gold_labels(rows, complete, AGGREGATION_RULES[0])
+    names = np.array(sorted(rows.codes, key=rows.codes.__getitem__), dtype=object)
+    pair = np.concatenate([rows.pair, pair[implied]])
+    who = np.concatenate([rows.annotator, who[implied]])
+    grade = np.concatenate([rows.grade, grade[implied]])
+    order = np.lexsort((who, pair))
+    pair, who, grade = pair[order], who[order], grade[order]
+    return LabelArrays(pq[pair], pc[pair], names[who], grade)

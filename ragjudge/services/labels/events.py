@@ -17,6 +17,7 @@ before grading stays, and a flag and a comment live side by side.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -30,7 +31,7 @@ from ragjudge.store.schema import (
 )
 from ragjudge.services.events.annotators import check_annotator, ensure_annotator_in
 from ragjudge.services.events.marks import NO_MARKS, PairMarks, marks_of_query
-from ragjudge.services.events.state import newest_event
+from ragjudge.services.events.state import LabelState, label_state, newest_event
 
 
 if TYPE_CHECKING:
@@ -49,15 +50,43 @@ def _check_grade(project: Project, grade: int | None) -> int | None:
     return grade
 
 
+class LabelConflict(UsageError):
+    """Another session of the same annotator recorded something on the pair after this one
+    showed it: the write is refused, and :attr:`current` is what stands now."""
+
+    def __init__(self, message: str, current: LabelState | None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+def _conflict(annotator: str, current: LabelState | None) -> LabelConflict:
+    if current is None:
+        what = "undid its label"
+    elif current.grade is not None:
+        what = f"recorded grade {current.grade}"
+    elif current.skipped:
+        what = "skipped it"
+    else:
+        what = "undid its label"
+    return LabelConflict(
+        f"Another session of {annotator} {what} on this pair after this one showed it, so this "
+        "label was not recorded. The pair now shows what stands; give the grade again to "
+        "replace it.", current)
+
+
 def _add_event(project: Project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,
                skipped: bool = False, note: str | None = None, duration_ms: int | None = None,
-               source: str = "tui") -> int:
+               source: str = "tui", seen: int | None | EllipsisType = ...) -> int:
     annotator = check_annotator(annotator)
     check_typed(note, "The note")
     duration = None if duration_ms is None else max(0, int(duration_ms))
 
     def work(session: Session) -> int:
         ensure_annotator_in(session, annotator)
+        if seen is not ... and source != RECHECK:
+            current = newest_event(session, annotator, query_id, chunk_id)
+            if (None if current is None else int(current.id)) != seen:
+                raise _conflict(annotator, label_state(current))
         event = Label(query_id=query_id, chunk_id=chunk_id, annotator=annotator, grade=grade,
                       skipped=bool(skipped), flagged=False, note=note, created_at=utcnow(),
                       duration_ms=duration, source=source)
@@ -69,26 +98,34 @@ def _add_event(project: Project, *, annotator: str, query_id: str, chunk_id: str
 
 
 def record_label(project: Project, *, annotator: str, query_id: str, chunk_id: str, grade: int | None,
-                 duration_ms: int | None = None, note: str | None = None, source: str = "tui") -> int:
+                 duration_ms: int | None = None, note: str | None = None, source: str = "tui",
+                 seen: int | None | EllipsisType = ...) -> int:
     """Record ``grade`` for the pair as one committed event; returns the event id.
 
     The grade must be on the project's scale (:class:`UsageError` otherwise); the annotator row is
     created when missing. ``source='recheck'`` records a consistency recheck, which does not
     change the annotator's current label.
+
+    ``seen`` is the id of the annotator's newest event on the pair that the screen showed (None:
+    none): when another session of the same annotator wrote on the pair since, nothing is
+    recorded and :class:`LabelConflict` says what stands. Left out, the label is recorded
+    whatever came before (imports, scripts).
     """
     if grade is None:
         raise UsageError("record_label needs a grade; use skip_pair to pass over a pair.")
     grade = _check_grade(project, grade)
     return _add_event(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
-                      grade=grade, note=note, duration_ms=duration_ms, source=source)
+                      grade=grade, note=note, duration_ms=duration_ms, source=source, seen=seen)
 
 
 def skip_pair(project: Project, *, annotator: str, query_id: str, chunk_id: str,
-              duration_ms: int | None = None, note: str | None = None, source: str = "tui") -> int:
+              duration_ms: int | None = None, note: str | None = None, source: str = "tui",
+              seen: int | None | EllipsisType = ...) -> int:
     """Pass over the pair: an event with no grade and ``skipped`` set. A pair skipped without a
-    grade comes back once the rest of the queue is done."""
+    grade comes back once the rest of the queue is done. ``seen`` as for :func:`record_label`."""
     return _add_event(project, annotator=annotator, query_id=query_id, chunk_id=chunk_id,
-                      grade=None, skipped=True, note=note, duration_ms=duration_ms, source=source)
+                      grade=None, skipped=True, note=note, duration_ms=duration_ms, source=source,
+                      seen=seen)
 
 
 def _mark(project: Project, *, annotator: str, query_id: str, chunk_id: str, kind: str,

@@ -7,6 +7,7 @@ another annotator holds the write lock), ``project.connect()`` for bulk Core sel
 
 from __future__ import annotations
 
+import copy
 import os
 import sqlite3
 import stat
@@ -48,6 +49,9 @@ class Project:
         self._scale: Scale | None = None
         path = sqlite_path(db) if engine.dialect.name == "sqlite" else None
         self._writers = engine_settings.WriterQueue(path) if path is not None else None
+        self.guard: Callable[[Session], None] | None = None
+        """Run first in every write transaction (:meth:`guarded`); it may refuse the write."""
+        self._owner = True
 
     # -- opening -------------------------------------------------------------------------
 
@@ -181,7 +185,17 @@ class Project:
         return project
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._owner:
+            self.engine.dispose()
+
+    def guarded(self, guard: Callable[[Session], None]) -> Project:
+        """This project for one session: the same database and connections, every write
+        transaction running ``guard`` first (a login token's check), which may refuse it by
+        raising. Closing the guarded project leaves the database open for its owner."""
+        twin = copy.copy(self)
+        twin.guard = guard
+        twin._owner = False
+        return twin
 
     @property
     def shown_db(self) -> str:
@@ -222,6 +236,8 @@ class Project:
             try:
                 with Session(bind=connection, expire_on_commit=False) as session:
                     with session.begin():
+                        if self.guard is not None:
+                            self.guard(session)
                         result = work(session)
                     return result
             finally:

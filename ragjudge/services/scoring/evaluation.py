@@ -31,6 +31,7 @@ from ragjudge.services.scoring.files import check_file, run_name_of
 
 
 if TYPE_CHECKING:
+    from ragjudge.services.gold.gold import Gold
     from ragjudge.services.project.database import Project
 
 
@@ -39,20 +40,21 @@ NO_STRATUM = "(none)"
 
 
 def project_qrels(project: Project, rule: str | None = None) -> tuple[Qrels, str]:
-    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule.
+    """The project's gold qrels under ``rule`` (default: the project's rule), and the rule
+    (:func:`ragjudge.services.gold.gold.gold`; :func:`project_gold` keeps its composition).
 
     The qrels carry the top of the project's scale (ERR's g_max), so that a query's ERR does not
     depend on the grades other queries happen to have."""
-    from ragjudge.services.gold.rules import check_rule
-    from ragjudge.services.gold.qrels import gold_qrel_arrays
+    found = project_gold(project, rule)
+    return found.qrels(), found.composition.rule
 
-    rule = check_rule(rule or project.rule)
-    q, c, g = gold_qrel_arrays(project, rule)  # sorted by query and chunk, each pair once
-    if not len(q):
-        return Qrels(q, c, g, top_grade=project.scale.max), rule
-    heads = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-    counts = np.diff(np.r_[heads, len(q)])
-    return Qrels.from_grouped(q[heads], counts, c, g, top_grade=project.scale.max), rule
+
+def project_gold(project: Project, rule: str | None = None, *,
+                 runs: Mapping[str, Run] | None = None) -> Gold:
+    """:func:`ragjudge.services.gold.gold.gold` (``runs``: the project's runs when already read)."""
+    from ragjudge.services.gold.gold import gold
+
+    return gold(project, rule, runs=runs)
 
 
 def stratum_of(value: Any) -> str:
@@ -262,8 +264,6 @@ def evaluate_all(
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
     labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
     parsed = [parse_measure(m) for m in measures]
-    if project is not None and rule is not None:
-        qrels = _closed_world(project, qrels, runs, rule)
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
     nothing = UsageError(
@@ -325,22 +325,6 @@ def _evaluate_ahead(qrels: Qrels, runs: Mapping[str, Run], parsed: Sequence[Meas
              for name, run in runs.items()}
     pool.shutdown(wait=False)  # the threads end when the last run is evaluated
     return ahead
-
-
-def _closed_world(project: Project, qrels: Qrels, runs: Mapping[str, Run], rule: str) -> Qrels:
-    """The project's qrels with every chunk the runs rank on a complete reference's queries
-    judged at the bottom of the scale (an unlisted pair there is not relevant, and judged)."""
-    from ragjudge.metrics._keys import decode
-    from ragjudge.services.gold.qrels import closed_queries
-    from ragjudge.services.gold.rules import complete_runs
-
-    policy, queries = closed_queries(project, rule)
-    if not queries:
-        return qrels
-    names = np.array(qrels.query_ids, dtype=object)
-    q, c, g = complete_runs(names[qrels.qidx], np.array(decode(qrels.chunk_ids), dtype=object),
-                            qrels.grades, queries, runs.values(), policy.lowest)
-    return Qrels(q, c, g, top_grade=qrels.top_grade)
 
 
 def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],

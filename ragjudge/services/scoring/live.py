@@ -502,9 +502,9 @@ class LiveEvaluation:
     def _gold_grades(self, people: bool, rule: str, pair: np.ndarray, who: np.ndarray,
                      grade: np.ndarray, golds: dict[tuple[bool, str], np.ndarray]) -> np.ndarray:
         """The gold grade per pair number under ``rule`` (``people``: without the LLM
-        annotators' labels): :func:`gold_arrays` for every pair at once (the rule, then the
+        annotators' labels): :func:`ragjudge.services.gold.rules.decide` for every pair at once (the rule, then the
         adjudications), and on a complete reference's queries every chunk the runs rank judged
-        at the bottom of the scale (:func:`ragjudge.services.gold.rules.complete_runs`)."""
+        at the bottom of the scale (:func:`ragjudge.services.gold.gold.closure`)."""
         from ragjudge.services.events.labels import GradeRows
         from ragjudge.services.gold.rules import coded_gold
 
@@ -736,15 +736,21 @@ class LiveEvaluation:
 
     def _gold(self, labels: LabelArrays, decided: dict[tuple[str, str], int],
               rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The judgments of a view: :func:`gold_arrays`, and on a complete reference's queries
-        every chunk the runs rank judged at the bottom of the scale."""
-        from ragjudge.services.gold.rules import complete_runs
+        """The judgments of a view: :func:`ragjudge.services.gold.gold.labels_gold`, and on a
+        complete reference's queries its closed world over every run
+        (:func:`ragjudge.services.gold.gold.closure`), as :func:`ragjudge.services.gold.gold.gold`
+        makes them for the whole project."""
+        from ragjudge.services.gold.gold import closed_queries, closure, labels_gold
 
         if rule != self.rule and rule.startswith("annotator:"):
             return self._in_place_of_gold(labels, decided, rule.split(":", 1)[1])
-        q, c, g = gold_arrays(labels, decided, rule, self.policy)
-        closed = self.policy.complete_queries(labels, rule)
-        return complete_runs(q, c, g, closed, self.runs.values(), self.policy.lowest)
+        q, c, g = labels_gold(labels, decided, rule, self.policy)
+        closed = closed_queries(labels, self.policy, rule)
+        if not closed:
+            return q, c, g
+        eq, ec = closure(q, c, closed, self.runs.values())
+        return (np.concatenate([q, eq]), np.concatenate([c, ec]),
+                np.concatenate([g, np.full(len(eq), self.policy.lowest, dtype=np.int64)]))
 
     def _in_place_of_gold(self, labels: LabelArrays, decided: dict[tuple[str, str], int],
                           name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1486,46 +1492,6 @@ class LiveEvaluation:
         explanation = explain_query(self.project, run, qrels, sub, query_id, measure,
                                     threshold=self.threshold, rule=self.rule)
         return explanation.render(visible=visible)
-
-
-def gold_arrays(labels: LabelArrays, decided: dict[tuple[str, str], int],
-                rule: str, policy: GoldPolicy | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(query ids, chunk ids, grades) of the gold qrels under ``rule``: the same grades as
-    :func:`ragjudge.services.gold.qrels.gold_qrels` (adjudication first, else the rule over the
-    annotators' current grades), computed for every pair at once.
-
-    ``labels`` are :class:`ragjudge.services.events.labels.LabelArrays` sorted by query and chunk.
-    Rules: the lower median ``g[(n - 1) // 2]`` of the sorted grades; ``min``; ``max``; ``mean``
-    rounded half up ``floor(mean + 0.5)``; ``majority`` the most frequent grade, ties to the
-    lower; ``annotator:NAME`` that annotator's grades; ``adjudicated`` none. The labels the
-    rule aggregates are :func:`ragjudge.services.gold.rules.gold_labels` (a reference decides its
-    pairs).
-    """
-    from ragjudge.services.gold.rules import aggregate_pairs, gold_labels
-
-    labels = gold_labels(labels, policy, rule)
-    q, c, a, g = labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades
-    empty = (np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
-    if rule.startswith("annotator:"):
-        keep = a == rule.split(":", 1)[1]
-        q, c, g = q[keep], c[keep], g[keep]
-    elif rule == "adjudicated" or len(g) == 0:
-        q, c, g = empty
-    else:
-        new = np.ones(len(g), dtype=bool)
-        new[1:] = (q[1:] != q[:-1]) | (c[1:] != c[:-1])
-        gid = np.cumsum(new) - 1
-        starts = np.flatnonzero(new)
-        _, out = aggregate_pairs(gid, g, rule)  # the rule code the gold qrels use
-        q, c, g = q[starts], c[starts], np.asarray(out, dtype=np.int64)
-    if decided:
-        keep = np.array([(qid, cid) not in decided for qid, cid in zip(q.tolist(), c.tolist())],
-                        dtype=bool) if len(q) else np.zeros(0, dtype=bool)
-        dq, dc, dg = zip(*((qid, cid, grade) for (qid, cid), grade in decided.items()))
-        q = np.concatenate([q[keep], np.array(dq, dtype=object)])
-        c = np.concatenate([c[keep], np.array(dc, dtype=object)])
-        g = np.concatenate([g[keep], np.array(dg, dtype=np.int64)])
-    return q, c, g
 
 
 def _intervals(matrix: np.ndarray, measures: list[str], resamples: int) -> dict[str, tuple[float, float]]:

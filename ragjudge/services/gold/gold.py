@@ -1,0 +1,315 @@
+"""The gold of a project, decided once: each pair's grade, and what it is made of.
+
+Every path that scores asks :func:`gold` (``eval``, ``compare``, ``gate``, ``explain``,
+``export qrels``, ``agree --verdict``, the RAG and answer measures) or, for the evaluation
+screen's few touched pairs, :func:`labels_gold` — the same rule code
+(:func:`ragjudge.services.gold.rules.decide`), the same adjudications, the same closed world.
+
+Precedence for a pair: its newest adjudication; else, under an aggregation rule, a reference
+annotator's grade (a complete reference's implied "not relevant" on the pairs of its queries it
+does not list); else the rule over the other people's grades. LLM annotators count only when
+named (``annotator:NAME``) or let in. ``reference`` is the reference alone, as ``eval --qrels``
+reads the official file (no adjudication, nobody else).
+
+**The closed world of a complete reference.** A complete reference says that every chunk of its
+queries it does not list is not relevant. ragjudge makes that world one stated set of pairs,
+the same for every run: on each of the reference's queries, every chunk that any of the
+project's runs retrieves (at any depth) is judged, at the bottom of the scale unless graded.
+So Judged@k and bpref count the same judged non-relevant chunks whichever run is scored and
+whichever runs are scored together, and ``export qrels`` writes those pairs as 0 lines, so that
+trec_eval on the exported file gives the project's numbers. ``eval --qrels FILE --complete``
+closes a file's world the same way over the runs it is given.
+
+:class:`Composition` says what a gold is made of; every output shows it (``eval``'s footer and
+``"gold"`` in JSON, the evaluation screen, ``gate``, ``compare``, ``export qrels``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ragjudge.services.events.labels import (
+    CodedLabels,
+    LabelArrays,
+    adjudications,
+    llm_annotators,
+    read_labels,
+)
+from ragjudge.services.gold.rules import (
+    FROM_ADJUDICATION,
+    FROM_IMPLIED,
+    FROM_REFERENCE,
+    FROM_RULE,
+    REFERENCE_RULE,
+    GoldPolicy,
+    check_rule,
+    decide,
+    decide_labels,
+    gold_policy,
+)
+
+if TYPE_CHECKING:
+    from ragjudge.metrics.data import Qrels, Run
+    from ragjudge.services.project.database import Project
+
+
+@dataclass(frozen=True)
+class Composition:
+    """What a gold is made of: the rule, the reference, and how many pairs each part decided."""
+
+    rule: str
+    reference: tuple[str, ...] = ()
+    complete: bool = False
+    reference_pairs: int = 0
+    """pairs whose grade is the reference's"""
+    implied_pairs: int = 0
+    """pairs a complete reference does not list, judged not relevant (its closed world)"""
+    other_pairs: int = 0
+    """pairs the reference does not list, graded by the rule over the other annotators"""
+    adjudicated: int = 0
+    annotators: tuple[str, ...] = ()
+    """whose grades entered the gold (the reference included)"""
+    llm_left_out: tuple[str, ...] = ()
+
+    @property
+    def pairs(self) -> int:
+        return self.reference_pairs + self.implied_pairs + self.other_pairs + self.adjudicated
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "reference": ", ".join(self.reference) or None,
+                "complete": self.complete, "pairs": self.pairs,
+                "reference_pairs": self.reference_pairs, "implied_pairs": self.implied_pairs,
+                "other_pairs": self.other_pairs, "adjudicated": self.adjudicated,
+                "annotators": list(self.annotators), "llm_left_out": list(self.llm_left_out)}
+
+    def describe(self) -> str:
+        """One line for a footer: ``gold: median · reference trec (complete): 1,204 pairs,
+        35 pairs from other annotators · 3 adjudicated``."""
+        parts = [f"gold: {self.rule}"]
+        if self.reference:
+            ref = ", ".join(self.reference) + (" (complete)" if self.complete else "")
+            counted = f"reference {ref}: {self.reference_pairs:,} pairs"
+            if self.implied_pairs:
+                counted += f" + {self.implied_pairs:,} unlisted judged not relevant"
+            if self.rule != REFERENCE_RULE:
+                counted += f", {self.other_pairs:,} pairs from other annotators"
+            parts.append(counted)
+        elif self.rule != "adjudicated":
+            who = ", ".join(self.annotators) if 0 < len(self.annotators) <= 4 else f"{len(self.annotators)} annotators"
+            parts.append(f"{self.other_pairs:,} pairs from {who or 'no one yet'}")
+        if self.adjudicated:
+            parts.append(f"{self.adjudicated:,} adjudicated")
+        if self.llm_left_out:
+            parts.append(f"LLM {', '.join(self.llm_left_out)} left out")
+        return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class Gold:
+    """Gold judgments ``(query ids, chunk ids, grades)`` as ``as_ids`` arrays sorted by query and
+    chunk (each pair once), with what decided each (``sources``: ``FROM_*`` of
+    :mod:`ragjudge.services.gold.rules`) and the :class:`Composition`."""
+
+    query_ids: np.ndarray
+    chunk_ids: np.ndarray
+    grades: np.ndarray
+    sources: np.ndarray
+    composition: Composition
+    top_grade: int = field(default=3)
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    def qrels(self) -> Qrels:
+        """The gold as metrics :class:`~ragjudge.metrics.data.Qrels` (carrying the top of the
+        project's scale, ERR's g_max)."""
+        from ragjudge.metrics.data import Qrels
+
+        q, c, g = self.query_ids, self.chunk_ids, self.grades
+        if not len(q):
+            return Qrels(q, c, g, top_grade=self.top_grade)
+        heads = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+        counts = np.diff(np.r_[heads, len(q)])
+        return Qrels.from_grouped(q[heads], counts, c, g, top_grade=self.top_grade)
+
+    def triples(self, *, listed_only: bool = False) -> list[tuple[str, str, int]]:
+        """``(query, chunk, grade)`` per pair (``listed_only``: without a complete reference's
+        implied pairs)."""
+        from ragjudge.metrics._keys import decode
+
+        keep = self.sources != FROM_IMPLIED if listed_only else slice(None)
+        return list(zip(decode(self.query_ids[keep]), decode(self.chunk_ids[keep]),
+                        self.grades[keep].tolist()))
+
+
+def gold(project: Project, rule: str | None = None, *, include_llm: bool = False,
+         runs: Mapping[str, Run] | None = None) -> Gold:
+    """The gold of ``project`` under ``rule`` (default: the project's). A complete reference's
+    world is closed over every chunk of the project's runs (``runs``: those already read, to
+    spare reading them again; they must be all of the project's runs)."""
+    from ragjudge.services.gold.qrels import check_annotator_known
+
+    rule = check_rule(rule or project.rule)
+    with project.connect() as connection:
+        named = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
+        if named is not None:
+            check_annotator_known(connection, named)
+        labels = read_labels(connection, annotator=named)
+        llm = llm_annotators(connection)
+        left_out: tuple[str, ...] = ()
+        if named is None and not include_llm:
+            left_out = tuple(sorted(n for n in llm if n in labels.names))
+            labels = labels.without(llm)
+        decided = adjudications(connection) if rule != REFERENCE_RULE else {}
+        policy = gold_policy(connection, project.scale.min)
+    pairs, grades, sources = decide(labels.grade_rows(), policy, rule)
+    q = labels.queries[labels.pair_query[pairs]]
+    c = labels.chunks[labels.pair_chunk[pairs]]
+    closed = _closed_queries(labels, policy, rule)
+    if closed:
+        if runs is None:
+            from ragjudge.services.runs.stored import project_run, project_run_names
+
+            runs = {name: project_run(project, name) for name in project_run_names(project)}
+        eq, ec = closure(q, c, closed, runs.values())
+        q, c = _concat_ids(q, eq), _concat_ids(c, ec)
+        grades = np.concatenate([grades, np.full(len(eq), policy.lowest, dtype=np.int64)])
+        sources = np.concatenate([sources, np.full(len(eq), FROM_IMPLIED, dtype=np.int64)])
+    q, c, grades, sources = _with_adjudications(q, c, grades, sources, decided)
+    annotators = tuple(sorted({labels.names[i] for i in np.unique(labels.annotator)}
+                              & _counted_names(labels.names, policy, rule)))
+    composition = _composition(rule, policy, sources, annotators, left_out, bool(closed))
+    return Gold(q, c, grades, sources, composition, top_grade=project.scale.max)
+
+
+def labels_gold(labels: LabelArrays, decided: Mapping[tuple[str, str], int], rule: str,
+                policy: GoldPolicy | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gold of some labels (object arrays of ids; the pairs a label event touched): the
+    rule over them, then the adjudications ``decided`` — :func:`gold` on a few queries, without
+    the closed world (the caller adds :func:`closure` with its runs)."""
+    rule = check_rule(rule)
+    q, c, g, _ = decide_labels(labels, policy, rule)
+    if decided and rule != REFERENCE_RULE:
+        keep = np.fromiter(((qid, cid) not in decided for qid, cid in zip(q.tolist(), c.tolist())),
+                           dtype=bool, count=len(q))
+        dq, dc, dg = zip(*((qid, cid, grade) for (qid, cid), grade in decided.items()))
+        q = np.concatenate([q[keep], np.array(dq, dtype=object)])
+        c = np.concatenate([c[keep], np.array(dc, dtype=object)])
+        g = np.concatenate([g[keep], np.array(dg, dtype=np.int64)])
+    return q, c, g
+
+
+def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
+            runs: Iterable[Run]) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of a complete reference's closed world that have no grade yet: on each of
+    ``queries``, every chunk any of ``runs`` retrieves that is not among the judged pairs
+    (``query_ids``, ``chunk_ids``: ``as_ids`` arrays or object arrays of str). Returned as
+    arrays of the same kind, sorted, each pair once."""
+    from ragjudge.metrics._keys import as_ids, decode
+
+    textual = query_ids.dtype == object
+    judged_q = query_ids.tolist() if textual else decode(query_ids)
+    judged_c = chunk_ids.tolist() if textual else decode(chunk_ids)
+    judged = {p for p in zip(judged_q, judged_c) if p[0] in queries}
+    extra: set[tuple[str, str]] = set()
+    for run in runs:
+        for i, qid in enumerate(run.query_ids):
+            if qid in queries:
+                for cid in decode(run.chunk_ids[run.offsets[i]:run.offsets[i + 1]]):
+                    if (qid, cid) not in judged:
+                        extra.add((qid, cid))
+    pairs = sorted(extra)
+    eq = [p[0] for p in pairs]
+    ec = [p[1] for p in pairs]
+    if textual:
+        return np.array(eq, dtype=object), np.array(ec, dtype=object)
+    return as_ids(eq), as_ids(ec)
+
+
+def closed_queries(labels: LabelArrays | CodedLabels, policy: GoldPolicy, rule: str) -> set[str]:
+    """The queries where ``rule``'s gold closes the world: those a complete reference graded
+    (under ``annotator:NAME``, that complete reference's)."""
+    return _closed_queries(labels, policy, rule)
+
+
+def _closed_queries(labels: LabelArrays | CodedLabels, policy: GoldPolicy, rule: str) -> set[str]:
+    if not policy.completes(rule):
+        return set()
+    names = set(policy.complete)
+    if rule.startswith("annotator:"):
+        names = {rule.split(":", 1)[1]}
+    if isinstance(labels, CodedLabels):
+        from ragjudge.metrics._keys import decode
+
+        codes = [labels.code_of(n) for n in names]
+        mine = np.isin(labels.annotator, [x for x in codes if x >= 0])
+        return set(decode(labels.queries[np.unique(labels.pair_query[labels.pair[mine]])]))
+    mine = np.isin(labels.annotators, list(names))
+    return set(labels.query_ids[mine].tolist())
+
+
+def _concat_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from ragjudge.metrics._keys import widen
+
+    if not len(b):
+        return a
+    width = max(a.dtype.itemsize, b.dtype.itemsize)
+    return np.concatenate([widen(a, width), widen(b, width)])
+
+
+def _with_adjudications(q: np.ndarray, c: np.ndarray, g: np.ndarray, s: np.ndarray,
+                        decided: Mapping[tuple[str, str], int]) -> tuple[np.ndarray, ...]:
+    """The judgments with the adjudicated pairs' grades in place (adjudications come first),
+    sorted by (query, chunk) bytes."""
+    from ragjudge.metrics._keys import as_ids, words
+
+    if decided:
+        dq = as_ids([k[0] for k in decided])
+        dc = as_ids([k[1] for k in decided])
+        wq, wc = max(q.dtype.itemsize, dq.dtype.itemsize), max(c.dtype.itemsize, dc.dtype.itemsize)
+        keep = ~np.isin(_pair_keys(q, c, wq, wc), _pair_keys(dq, dc, wq, wc))
+        q, c = _concat_ids(q[keep], dq), _concat_ids(c[keep], dc)
+        g = np.concatenate([g[keep], np.array(list(decided.values()), dtype=np.int64)])
+        s = np.concatenate([s[keep], np.full(len(decided), FROM_ADJUDICATION, dtype=np.int64)])
+    if len(q):
+        order = np.lexsort([*words(c).T[::-1], *words(q).T[::-1]])
+        q, c, g, s = q[order], c[order], g[order], s[order]
+    return q, c, g, s
+
+
+def _pair_keys(q: np.ndarray, c: np.ndarray, wq: int, wc: int) -> np.ndarray:
+    """One fixed-width byte string per pair (the query id's bytes, then the chunk id's), equal
+    for equal pairs: for membership tests without a Python object per pair."""
+    from ragjudge.metrics._keys import widen
+
+    n = len(q)
+    both = np.empty((n, wq + wc), dtype=np.uint8)
+    both[:, :wq] = widen(q, wq).view(np.uint8).reshape(n, wq)
+    both[:, wq:] = widen(c, wc).view(np.uint8).reshape(n, wc)
+    return both.view(f"V{wq + wc}").ravel()
+
+
+def _counted_names(names: Iterable[str], policy: GoldPolicy, rule: str) -> set[str]:
+    """The annotators whose grades ``rule`` reads."""
+    if rule == REFERENCE_RULE:
+        return set(policy.reference)
+    if rule.startswith("annotator:"):
+        return {rule.split(":", 1)[1]}
+    if rule == "adjudicated":
+        return set()
+    return set(names)
+
+
+def _composition(rule: str, policy: GoldPolicy, sources: np.ndarray, annotators: tuple[str, ...],
+                 left_out: tuple[str, ...], closed: bool) -> Composition:
+    counts = np.bincount(sources, minlength=4) if len(sources) else np.zeros(4, dtype=np.int64)
+    reference = tuple(sorted(policy.reference)) if (policy.applies(rule) or rule == REFERENCE_RULE) else ()
+    complete = bool(reference) and bool(policy.complete & set(reference)) and (closed or policy.completes(rule))
+    return Composition(rule=rule, reference=reference, complete=complete,
+                       reference_pairs=int(counts[FROM_REFERENCE]), implied_pairs=int(counts[FROM_IMPLIED]),
+                       other_pairs=int(counts[FROM_RULE]), adjudicated=int(counts[FROM_ADJUDICATION]),
+                       annotators=annotators, llm_left_out=left_out)
