@@ -347,18 +347,29 @@ class ItemLabels:
         """The queries that have items: evaluated even without a relevance grade."""
         return [_as_str(q) for q in self.query_ids]
 
-    def align(self, query_ids: Sequence[str], positions: Positions) -> ItemSupport:
-        """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
-        each (query, chunk) pair's row and 0-based column (-1 when absent)."""
+    def placement(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Where each item goes among evaluated ``query_ids``: its row (-1 when its query is
+        not evaluated), its column within the row's items (in the order the items are given),
+        and the width (the most items of one row)."""
         item_row = _row_lookup(query_ids, self.query_ids)
         n_rows = len(query_ids)
         counts = np.bincount(item_row[item_row >= 0], minlength=n_rows) if n_rows else np.zeros(0)
         width = int(counts.max()) if len(counts) else 0
-        # column of each item within its row, in the order the items are given
         order = np.argsort(item_row, kind="stable")
         sorted_rows = item_row[order]
         item_col = np.empty(len(item_row), dtype=np.int64)
         item_col[order] = np.arange(len(order)) - np.searchsorted(sorted_rows, sorted_rows)
+        return item_row, item_col, width
+
+    def support_chunk_ids(self) -> np.ndarray:
+        """``support_chunks`` as a NUL-padded ``S`` array (encoded once per object)."""
+        return _encoded(self, "support_chunks")
+
+    def align(self, query_ids: Sequence[str], positions: Positions) -> ItemSupport:
+        """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
+        each (query, chunk) pair's row and 0-based column (-1 when absent)."""
+        item_row, item_col, width = self.placement(query_ids)
+        n_rows = len(query_ids)
         valid = np.zeros((n_rows, width), dtype=bool)
         keep = item_row >= 0
         valid[item_row[keep], item_col[keep]] = True
@@ -652,6 +663,7 @@ _PREFIX_EXTRAS = {
     "ContextRecall": "claims",
     "EntityRecall": "entities",
     "Attribution": "citations",
+    "alpha_nDCG": "facets",
     "AnswerNuggets": "answers",
     "CitationPrecision": "answers",
     "CitationRecall": "answers",

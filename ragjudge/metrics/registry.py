@@ -45,7 +45,8 @@ from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_number, short_int
 
 #: modules whose import registers measures; imported in this order, as far as a lookup needs
-MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers")
+MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers",
+                   "ragjudge.metrics.diversity")
 
 Kernel = Callable[["Any", "Measure"], np.ndarray]
 
