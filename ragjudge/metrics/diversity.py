@@ -38,8 +38,9 @@ from ragjudge.metrics.registry import Measure, Param, measure
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
+    from ragjudge.metrics.rag import RagExplanation
 
-__all__ = ["alpha_dcg", "ideal_alpha_gains", "facet_links"]
+__all__ = ["alpha_dcg", "ideal_alpha_gains", "facet_links", "explain_alpha_ndcg"]
 
 
 def _discount(n: int) -> np.ndarray:
@@ -135,11 +136,10 @@ ALPHA = {"alpha": Param(float, 0.5, doc="redundancy penalty: a facet's gain shri
 @measure("alpha_nDCG", cutoff="optional", params=ALPHA, needs=("facets",),
          aliases=("alpha-nDCG", "alphaNDCG", "a-nDCG"))
 def _alpha_ndcg_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """alpha-nDCG at k (Clarke, Kolla, Cormack, Vechtomova, Ashkan, Büttcher & MacKinnon,
-    "Novelty and diversity in information retrieval evaluation", SIGIR 2008), the facets of the
-    query as its subtopics:
+    """alpha-nDCG@k = alpha-DCG@k(run) / alpha-DCG@k(greedy ideal), facets as subtopics.
 
-    ``alpha-nDCG@k = alpha-DCG@k(run) / alpha-DCG@k(greedy ideal)``,
+    Clarke, Kolla, Cormack, Vechtomova, Ashkan, Büttcher & MacKinnon, "Novelty and diversity
+    in information retrieval evaluation", SIGIR 2008:
     ``alpha-DCG@k = sum_{i<=k} (sum_f J(i, f) (1 - alpha)^{c(i, f)}) / log2(i + 1)``
 
     J(i, f) = 1 when the chunk at rank i is linked to (covers) facet f, c(i, f) = how many chunks
@@ -160,3 +160,54 @@ def _alpha_ndcg_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     best = ideal @ _discount(ideal.shape[1])
     value = np.divide(run, best, out=np.zeros(ctx.n_queries), where=best > 0)
     return np.where(support.valid.any(axis=1), value, np.nan)
+
+
+def explain_alpha_ndcg(ctx: EvalContext, row: int, m: Measure,
+                       chunk_ids: list[str] | None = None) -> RagExplanation:
+    """Why alpha_nDCG@k has its value for one query (row of ``ctx``): each rank's facets, new
+    or found again, its gain and discounted gain; then the greedy ideal's gains."""
+    from ragjudge.metrics.rag import RagExplanation
+
+    value = float(m(ctx)[row])
+    alpha = float(m.get("alpha", 0.5))
+    support = aligned_extra(ctx, "facets")
+    names = support.names[row] if support.names is not None else None
+    label = lambda f: names[f] if names is not None else f"#{f + 1}"  # noqa: E731
+    keep = (support.rows == row) & (support.levels >= FULL)
+    if m.cutoff is not None:
+        keep &= support.ranks <= m.cutoff
+    seen: dict[int, int] = {}
+    rows: list[tuple[object, ...]] = []
+    dcg = 0.0
+    for rank in sorted(set(support.ranks[keep].tolist())):
+        facets = sorted(set(support.items[keep & (support.ranks == rank)].tolist()))
+        gain = sum((1.0 - alpha) ** seen.get(f, 0) for f in facets)
+        new = [label(f) for f in facets if f not in seen]
+        again = [label(f) for f in facets if f in seen]
+        for f in facets:
+            seen[f] = seen.get(f, 0) + 1
+        dcg += gain / np.log2(rank + 1.0)
+        chunk = chunk_ids[rank - 1] if chunk_ids is not None and rank <= len(chunk_ids) else None
+        rows.append((rank, chunk, ", ".join(new) or None, ", ".join(again) or None, gain,
+                     gain / np.log2(rank + 1.0)))
+    labels = ctx.extras["facets"]
+    links = facet_links(labels, ctx.query_ids)
+    mine = links[0] == row
+    ideal = ideal_alpha_gains(np.zeros(int(mine.sum()), np.int64), links[1][mine], links[2][mine],
+                              1, alpha, m.cutoff)[0]
+    best = float(ideal @ _discount(len(ideal)))
+    where = "the whole run" if m.cutoff is None else f"the top {m.cutoff}"
+    steps = [f"{m}: a chunk gains, for each facet it covers, (1 - {alpha:g})^(times the facet "
+             f"was covered above it); alpha-DCG sums gain / log2(rank + 1) over {where}. Ranks "
+             "covering no facet gain nothing and are not listed.",
+             f"alpha-DCG = {dcg:.4f}",
+             "greedy ideal (every chunk linked to a facet, the largest gain first): gains "
+             + (", ".join(f"{g:g}" for g in ideal[ideal > 0]) or "none") + f"; alpha-DCG = {best:.4f}"]
+    if not support.valid[row].any():
+        steps.append("The query has no facets: undefined (left out of the mean).")
+    elif best > 0:
+        steps.append(f"alpha-nDCG = {dcg:.4f} / {best:.4f} = {value:.4f}")
+    else:
+        steps.append("No chunk covers a facet of this query: 0.")
+    return RagExplanation(str(m), value, ("rank", "chunk", "new facets", "facets again", "gain",
+                                          "discounted"), rows, steps)

@@ -188,8 +188,9 @@ def num_rel(ctx: EvalContext, m: Measure) -> np.ndarray:
 
 @measure("NumRelRet", params=REL, aliases=("num_rel_ret",))
 def num_rel_ret(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Relevant chunks the run ranks: ``num_rel_ret = sum_i rel_i`` over the whole ranking
-    (trec_eval ``num_rel_ret``; ir_measures ``NumRelRet``)."""
+    """Relevant chunks the run ranks: ``num_rel_ret = sum_i rel_i`` (whole ranking).
+
+    trec_eval ``num_rel_ret``; ir_measures ``NumRelRet``."""
     return ctx.hits_at(None, m.rel)
 
 
@@ -219,8 +220,9 @@ def set_relative_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
 
 @measure("SetR", params=REL, aliases=("set_recall", "SetRecall"))
 def set_recall(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Set recall: ``set_recall = num_rel_ret / R`` (0 when R = 0); trec_eval ``set_recall``,
-    the same value as ``R`` without a cutoff."""
+    """Set recall: ``set_recall = num_rel_ret / R`` (0 when R = 0).
+
+    trec_eval ``set_recall``; the same value as ``R`` without a cutoff."""
     return _div(ctx.hits_at(None, m.rel), ctx.n_relevant(m.rel))
 
 
@@ -229,9 +231,9 @@ def set_recall(ctx: EvalContext, m: Measure) -> np.ndarray:
                                               rule="a positive finite number")},
          aliases=("set_F",))
 def set_f(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Set F: ``(1 + b^2) P R / (b^2 P + R)`` with P = ``set_P``, R = ``set_recall`` (0 when
-    both are 0), van Rijsbergen's F over the whole ranking.
+    """Set F: ``(1 + b^2) P R / (b^2 P + R)``, P = ``set_P``, R = ``set_recall`` (0 if both 0).
 
+    Van Rijsbergen's F over the whole ranking as one set.
     ``beta`` is the textbook b, as in ``F``: trec_eval's ``set_F.x`` computes
     ``(x + 1) P R / (x P + R)``, so its x is b^2 (``set_F.4`` = ``SetF(beta=2)``), and
     ir_measures' ``SetF(beta=x)`` passes its beta to trec_eval as that x. The default
@@ -438,10 +440,10 @@ def _rbp_weights(ctx: EvalContext, cols: int, p: float) -> np.ndarray:
                  "graded": Param(bool, False, flag=True, doc="gain = grade / max_grade instead "
                                                              "of relevant or not")})
 def rbp(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Rank-biased precision (Moffat & Zobel, "Rank-biased precision for measurement of
-    retrieval effectiveness", ACM TOIS 27(1), 2008):
+    """Rank-biased precision: ``RBP@k = (1 - p) sum_{i<=k} r_i p^(i-1)``, persistence p.
 
-    ``RBP@k = (1 - p) sum_{i<=k} r_i p^(i-1)``, p the persistence (``p=``, default 0.8).
+    Moffat & Zobel, "Rank-biased precision for measurement of retrieval effectiveness", ACM
+    TOIS 27(1), 2008. p is ``p=`` (default 0.8): the chance the user goes on to the next rank.
 
     r_i is 1 when the chunk at rank i is relevant (grade >= ``rel``, default the evaluation's
     threshold: the authors' rbp_eval on integer qrels, and ir_measures' ``RBP(rel=1)``), else 0.
@@ -468,11 +470,10 @@ def rbp(ctx: EvalContext, m: Measure) -> np.ndarray:
 @measure("RBP_residual", cutoff="optional", params=PERSISTENCE,
          aliases=("RBP_res", "RBPResidual"))
 def rbp_residual(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """The residual of RBP (Moffat & Zobel 2008, section 4): how much RBP could still grow.
+    """RBP's residual: ``(1 - p) sum_{i<=d, i unjudged} p^(i-1) + p^d``, d = min(k, ranked).
 
-    ``RBP_residual@k = (1 - p) sum_{i<=d, chunk i unjudged} p^(i-1) + p^d`` with
-    d = min(k, chunks ranked): the weight of the unjudged positions (a negative grade is
-    unjudged) plus the weight of everything past the ranking. The true RBP lies in
+    How much RBP could still grow (Moffat & Zobel 2008): the weight of the unjudged positions
+    (a negative grade is unjudged) plus the weight of everything past the ranking. The true RBP lies in
     [RBP, RBP + residual] whatever the unjudged and unranked chunks turn out to be; rbp_eval
     prints the same number as its error term. A query the run does not answer has residual 1.
     A separate name, not a parameter of ``RBP``, so that a report shows both columns side by

@@ -1048,7 +1048,7 @@ _ITEM_WORDS = {"Coverage": ("facets", "facet"), "NuggetRecall": ("nuggets", "nug
                "ContextRecall": ("claims", "claim"), "EntityRecall": ("entities", "entity")}
 
 #: measures :func:`explain_in_context` explains
-EXPLAINED = (*_ITEM_WORDS, "Attribution", "ContextPrecision", "ContextPrecisionAP")
+EXPLAINED = (*_ITEM_WORDS, "Attribution", "ContextPrecision", "ContextPrecisionAP", "alpha_nDCG")
 
 
 def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation | None:
@@ -1071,6 +1071,10 @@ def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation 
     row = ids.index(query_id)
     n = int(min(ctx.n_ret[row], ctx.depth))
     chunk_ids = [_as_str(c) for c in ctx.chunk_ids[row, :n]]
+    if name == "alpha_nDCG":
+        from ragjudge.metrics.diversity import explain_alpha_ndcg
+
+        return explain_alpha_ndcg(ctx, row, m, chunk_ids)
     label = str(m)
     if name in _ITEM_WORDS:
         key, word = _ITEM_WORDS[name]

@@ -161,3 +161,19 @@ def test_matches_ndeval_on_a_larger_random_collection():
             assert ours[q][f"alpha_nDCG@{k}"] == pytest.approx(row[f"alpha-nDCG@{k}"], abs=1e-12)
             compared += 1
     assert compared == 3 * len(ref) and len(ref) >= 35
+
+
+def test_explained_rank_by_rank_with_the_ideal():
+    from ragjudge.metrics.rag import explain_rag
+
+    facets = {"q": [["a", "b"], ["a"], ["c"]]}  # the worked example above
+    run = Run.from_ranked({"q": ["b", "d", "a", "c"]})
+    explanation = explain_rag(Qrels.from_dict({"q": {"a": 1}}), run, "q", "alpha_nDCG@4",
+                              extras={"facets": _labels(facets)})
+    assert explanation.value == pytest.approx(0.756935, abs=1e-6)
+    # rank 3 (a) finds q-f0 again (0.5) and q-f1 new (1): gain 1.5, discounted by log2(4)
+    assert explanation.rows[1] == (3, "a", "q-f1", "q-f0", pytest.approx(1.5), pytest.approx(0.75))
+    assert [r[0] for r in explanation.rows] == [1, 3, 4]  # rank 2 covers nothing
+    text = explanation.render()
+    assert "gains 2, 1, 0.5; alpha-DCG = 2.8809" in text
+    assert "alpha-nDCG = 2.1807 / 2.8809 = 0.7569" in text

@@ -211,3 +211,20 @@ def test_rbp_long_ranking_matches_cwl_eval():
     run = {"t": {d: float(300 - i) for i, d in enumerate(rng.permutation(docs))}}
     ours = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ["RBP(p=0.95)"])["RBP(p=0.95)"]
     assert ours == pytest.approx(_cwl_rbp(qrels, run, 0.95, 1)["t"], abs=1e-12)
+
+
+def test_rbp_explained_rank_by_rank():
+    from ragjudge.metrics import explain
+
+    qrels = Qrels.from_dict({"a": {"d1": 2, "d2": 1, "d3": 0, "d4": -1}})
+    run = Run.from_dict({"a": {"d1": 1.0, "d3": 2.0, "d5": 0.5, "d4": 0.1}})
+    rbp = explain(qrels, run, "a", "RBP")
+    # d1 at rank 2 adds 0.2 x 0.8; the running sum ends at the kernel's value
+    assert [s.term for s in rbp.steps] == [None, pytest.approx(0.16), None, None]
+    assert rbp.steps[-1].running == pytest.approx(rbp.value) == pytest.approx(0.16)
+    residual = explain(qrels, run, "a", "RBP_residual")
+    # d5 and d4 are unjudged: 0.2 x 0.64 and 0.2 x 0.512; the tail past rank 4 is 0.8^4
+    assert [s.term for s in residual.steps] == [None, None, pytest.approx(0.128),
+                                                pytest.approx(0.1024)]
+    assert "residual = 0.2304 (unjudged ranks) + 0.4096 (tail) = 0.6400" in residual.render()
+    assert not any("differs" in n for n in rbp.notes + residual.notes)

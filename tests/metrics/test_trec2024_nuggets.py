@@ -192,3 +192,17 @@ def test_chunk_scores_match_the_track_scorer(data, k):
                 assert got[q][name] == pytest.approx(ref[key], abs=1e-12), (q, name)
             else:
                 assert math.isnan(got[q][name])
+
+
+def test_weighted_chunk_explanation_shows_importance_weights():
+    from ragjudge.metrics.rag import explain_rag
+
+    # n0 vital fully supported by a, n1 okay partially by b: W = (1 + 0.5 x 0.5) / 1.5
+    labels = ItemLabels(["q"] * 2, ["n0", "n1"], [True, False], None, support_items=[0, 1],
+                        support_chunks=["a", "b"], support_levels=[FULL, PARTIAL])
+    explanation = explain_rag(Qrels.from_dict({"q": {"a": 1}}), Run.from_ranked({"q": ["a", "b"]}),
+                              "q", "NuggetRecall(weighted)@2", extras={"nuggets": labels})
+    assert explanation.value == pytest.approx(1.25 / 1.5)
+    weight = explanation.columns.index("weight")
+    assert [row[weight] for row in explanation.rows] == [1.0, 0.5]
+    assert "= 1.25 / 1.5 = 0.8333" in explanation.render()
