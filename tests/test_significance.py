@@ -277,8 +277,12 @@ def test_property_t_test_and_holm_against_references(pairs, pvals):
     np.testing.assert_allclose(holm(pvals), expected, rtol=1e-12)
 
 
+# No subnormal differences: the implementation floors its tie tolerance's scale at 1e-300
+# (``randomization_test``), so for differences such as 2.2e-313 its tolerance and the brute
+# force's below (1e-9 x the sum of |d|, unfloored) are different numbers and may count a
+# near-tie differently; that says nothing about either, and such differences are no scores.
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=10))
+@given(st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False), min_size=1, max_size=10))
 def test_property_exact_randomization_equals_brute_force(diffs):
     d = np.array(diffs)
     n = len(d)

@@ -11,6 +11,9 @@ name                                   value for one query (the run's answer to 
 ``AnswerNuggets(vital)``               the same over the vital nuggets only
 ``AnswerNuggets(strict,all)``          nuggets the answer fully supports / nuggets
 ``AnswerNuggets(strict,vital)``        the same over the vital nuggets only
+``AnswerNuggets(weighted)``            sum of weight x score / sum of weights, vital nuggets
+                                       weighing 1 and okay ones 0.5 (a nugget's own weight first)
+``AnswerNuggets(strict,weighted)``     the same, counting full support only
 ``CitationPrecision``                  mean over the answer's (sentence, cited chunk) pairs of the
                                        chunk's support of the sentence: full 1, partial 0.5, none 0
 ``CitationRecall``                     mean over the answer's sentences of the best support among
@@ -21,7 +24,7 @@ name                                   value for one query (the run's answer to 
 
 Sources: the nugget scores are those of the TREC 2024 RAG track (Pradeep et al. 2024, "Initial
 Nugget Evaluation Results for the TREC 2024 RAG Track with the AutoNuggetizer Framework"; A =
-all, V = vital, strict = full support only); citation precision and recall are the weighted
+all, V = vital, W = weighted, strict = full support only); citation precision and recall are the weighted
 support precision and recall of Thakur et al. 2025 ("Support Evaluation for the TREC 2024 RAG
 Track: Comparing Human versus LLM Judges").
 
@@ -75,7 +78,8 @@ class AnswerLabels:
     - ``answered``: the queries the run has an answer to;
     - nuggets of those queries: ``nugget_query_ids``, ``nugget_names``, ``nugget_vital`` and
       ``nugget_levels`` (the answer's support of the nugget: 0 none, 1 partial, 2 full, -1 not
-      judged);
+      judged); ``nugget_weights``, the weights set for nuggets (None or NaN: not set; the whole
+      list None: none set), for the weighted score (:func:`ragjudge.metrics.rag.item_weights`);
     - sentences in reading order: ``sentence_query_ids`` (and ``sentence_texts``);
     - citations: ``citation_query_ids``, ``citation_sentences`` (the citing sentence, counted
       from 0 within its answer), ``citation_chunk_ids`` and ``citation_levels`` (the chunk's
@@ -88,6 +92,7 @@ class AnswerLabels:
     nugget_names: Sequence[str] = ()
     nugget_vital: Sequence[bool] = ()
     nugget_levels: Sequence[int] = ()
+    nugget_weights: Sequence[float | None] | None = None
     sentence_query_ids: Sequence[str] = ()
     sentence_texts: Sequence[str] | None = None
     citation_query_ids: Sequence[str] = ()
@@ -119,6 +124,7 @@ class AnswerLabels:
         valid = np.zeros((n, width), dtype=bool)
         vital = np.zeros((n, width), dtype=bool)
         levels = np.full((n, width), UNJUDGED, dtype=np.int64)
+        weight = None if self.nugget_weights is None else np.full((n, width), np.nan)
         if keep.any():
             order = np.argsort(nugget_rows[keep], kind="stable")
             r = nugget_rows[keep][order]
@@ -126,6 +132,8 @@ class AnswerLabels:
             valid[r, col] = True
             vital[r, col] = np.asarray(self.nugget_vital, dtype=bool)[keep][order]
             levels[r, col] = _ints(self.nugget_levels)[keep][order]
+            if weight is not None:
+                weight[r, col] = np.asarray(self.nugget_weights, dtype=np.float64)[keep][order]
         sentence_rows = rows(self.sentence_query_ids)
         n_sentences = np.bincount(sentence_rows[sentence_rows >= 0], minlength=n)
         texts: list[list[str]] | None = None
@@ -141,7 +149,7 @@ class AnswerLabels:
         unplaced[unplaced_rows[unplaced_rows >= 0]] = True
         return AnswerSupport(
             answered=answered, unplaced=unplaced, valid=valid, vital=vital, nugget_levels=levels,
-            n_sentences=n_sentences, rows=cite_rows[ok],
+            nugget_weights=weight, n_sentences=n_sentences, rows=cite_rows[ok],
             sentences=_ints(self.citation_sentences)[ok] if len(cite_rows) else np.zeros(0, np.int64),
             levels=_ints(self.citation_levels)[ok] if len(cite_rows) else np.zeros(0, np.int64),
             chunk_ids=[str(c) for c, k in zip(self.citation_chunk_ids, ok) if k],
@@ -155,6 +163,7 @@ class AnswerSupport:
     - ``answered`` bool (Q,);
     - ``valid``, ``vital`` bool and ``nugget_levels`` int (Q, M): the nuggets of each row's query
       (padded columns not valid) and the answer's support of each (-1 not judged);
+      ``nugget_weights`` float (Q, M) or None: the weights set for them (NaN: not set);
     - ``n_sentences`` int (Q,);
     - ``rows``, ``sentences``, ``levels``: one entry per citation — its row, the citing sentence
       (from 0 within the answer) and the chunk's support of the sentence (-1 not judged);
@@ -174,6 +183,7 @@ class AnswerSupport:
     chunk_ids: Sequence[str] | None = None
     nugget_names: Sequence[Sequence[str]] | None = None
     sentence_texts: Sequence[Sequence[str]] | None = None
+    nugget_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, kind in (("answered", bool), ("unplaced", bool), ("valid", bool), ("vital", bool),
@@ -193,6 +203,12 @@ class AnswerSupport:
         for levels in (self.levels, self.nugget_levels):
             if levels.size and (levels.min() < UNJUDGED or levels.max() > _FULL):
                 raise ValueError("AnswerSupport: levels are -1 (not judged), 0, 1 or 2")
+        if self.nugget_weights is not None:
+            weights = np.asarray(self.nugget_weights, dtype=np.float64)
+            if weights.shape != self.valid.shape or np.any(weights < 0) or np.any(np.isinf(weights)):
+                raise ValueError("AnswerSupport: nugget weights are one per nugget cell, finite "
+                                 "and >= 0 (NaN: not set)")
+            object.__setattr__(self, "nugget_weights", weights)
 
     @property
     def n_queries(self) -> int:
@@ -212,18 +228,33 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), np.nan)
 
 
-def answer_nuggets(support: AnswerSupport, *, strict: bool, vital_only: bool) -> np.ndarray:
+def answer_nuggets(support: AnswerSupport, *, strict: bool, vital_only: bool,
+                   weighted: bool = False) -> np.ndarray:
     """The TREC 2024 RAG track's nugget score of each row's answer (Pradeep et al. 2024).
 
     ``score_n`` = 1 when the answer fully supports nugget n, 0.5 when partially (0 with
-    ``strict``), else 0; ``AnswerNuggets = sum_n score_n / |N|`` over the query's nuggets
-    (``vital_only``: its vital nuggets). NaN without an answer, without a nugget to count, or
-    when none of the query's nuggets has been judged for this answer."""
-    counted = support.valid & support.vital if vital_only else support.valid
-    scores = support_scores(support.nugget_levels, strict=strict) * counted
-    value = _ratio(scores.sum(axis=1), counted.sum(axis=1).astype(np.float64))
+    ``strict``), else 0; ``AnswerNuggets = sum_n w_n score_n / sum_n w_n`` over the query's
+    nuggets (``vital_only``: its vital nuggets), w_n = 1, or with ``weighted`` the nugget's own
+    weight where one is set, else vital 1 and okay 0.5 (the track's weighted score W;
+    :func:`ragjudge.metrics.rag.item_weights`). NaN without an answer, without a nugget to
+    count (or zero total weight), or when none of the query's nuggets has been judged for this
+    answer."""
+    weight = _weights(support, vital_only=vital_only, weighted=weighted)
+    scores = support_scores(support.nugget_levels, strict=strict) * weight
+    value = _ratio(scores.sum(axis=1), weight.sum(axis=1))
     judged = (support.valid & (support.nugget_levels != UNJUDGED)).any(axis=1)
     return np.where(support.answered & judged, value, np.nan)
+
+
+def _weights(support: AnswerSupport, *, vital_only: bool, weighted: bool) -> np.ndarray:
+    """float (Q, M): each counted nugget's weight (1, or :func:`item_weights` when weighted),
+    0 for nuggets not counted."""
+    from ragjudge.metrics.rag import item_weights
+
+    counted = support.valid & support.vital if vital_only else support.valid
+    if not weighted:
+        return counted.astype(np.float64)
+    return item_weights(counted, support.vital, support.nugget_weights)
 
 
 def _citation_counts(support: AnswerSupport) -> tuple[np.ndarray, np.ndarray]:
@@ -296,7 +327,9 @@ def aligned_answers(ctx: Any) -> AnswerSupport:
 @measure("AnswerNuggets", needs=("answers",),
          params={"strict": _FLAG("only full support counts (partial counts 0.5 otherwise)"),
                  "vital": _FLAG("vital nuggets only"),
-                 "all": _FLAG("every nugget (the default)")},
+                 "all": _FLAG("every nugget (the default)"),
+                 "weighted": _FLAG("each nugget counts with its weight: its own if set, else "
+                                   "vital 1, okay 0.5 (TREC 2024)")},
          aliases=("Answer_Nuggets",))
 def _answer_nuggets_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """The TREC 2024 RAG track's nugget score of the run's generated answer (Pradeep et al.
@@ -305,13 +338,16 @@ def _answer_nuggets_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     Per nugget n of the query, how fully the whole answer supports it: ``score_n`` = 1 full,
     0.5 partial (0 with ``strict``), 0 none.
     ``AnswerNuggets = sum_n score_n / |nuggets|`` over every nugget (``all``, the default) or the
-    vital ones (``vital``). TREC's four: ``(strict,vital)`` (its primary score), ``(vital)``,
-    ``(strict,all)``, ``(all)``. NaN without an answer, without a nugget to count, or before
-    anyone judged a nugget of this answer."""
+    vital ones (``vital``). ``AnswerNuggets(weighted) = sum_n w_n score_n / sum_n w_n``, w_n the
+    nugget's own weight where one is set, else vital 1 and okay 0.5, as the track weighs them.
+    The track's scores: ``(all)`` = All (A), ``(strict,all)`` = All strict, ``(vital)`` =
+    Vital (V), ``(strict,vital)`` = Vital strict (its primary score), ``(weighted)`` =
+    Weighted (W), ``(strict,weighted)`` = Weighted strict. NaN without an answer, without a
+    nugget to count, or before anyone judged a nugget of this answer."""
     if m.get("vital") and m.get("all"):
         raise UsageError(f"measure {m}: choose vital or all, not both.")
     return answer_nuggets(aligned_answers(ctx), strict=bool(m.get("strict")),
-                          vital_only=bool(m.get("vital")))
+                          vital_only=bool(m.get("vital")), weighted=bool(m.get("weighted")))
 
 
 @measure("CitationPrecision", needs=("answers",),
@@ -368,38 +404,13 @@ def explain_answer(measure: Any, support: AnswerSupport, row: int) -> RagExplana
         steps.append("The run has no generated answer for this query: undefined (left out of "
                      "the mean).")
     if name == "AnswerNuggets":
-        vital_only = bool(measure.get("vital"))
-        value = float(answer_nuggets(_one(support, row), strict=strict, vital_only=vital_only)[0])
-        names = support.nugget_names[row] if support.nugget_names is not None else None
-        rows: list[tuple[Any, ...]] = []
-        num, den = 0.0, 0
-        for m in np.flatnonzero(support.valid[row]):
-            level = int(support.nugget_levels[row, m])
-            counted = not vital_only or bool(support.vital[row, m])
-            score = _score_text(level, strict)
-            rows.append((names[int(m)] if names is not None else f"#{m + 1}", bool(support.vital[row, m]),
-                         _WORDS[level], score if counted else "not counted"))
-            if counted:
-                num += score
-                den += 1
-        steps.insert(0, f"{label}: each nugget scores by how fully the whole answer supports it: "
-                        f"{rule}; a nugget nobody judged counts 0.")
-        if vital_only:
-            steps.append("Only vital nuggets count.")
-        if support.answered[row] and den:
-            if math.isnan(value):
-                steps.append("Nobody has judged a nugget of this answer yet: undefined.")
-            else:
-                steps.append(f"sum of scores / nuggets counted = {num:g} / {den} = {value:.4f}")
-        elif support.answered[row]:
-            steps.append("No nugget to count for this query: undefined (left out of the mean).")
-        return RagExplanation(label, value, ("nugget", "vital", "support", "score"), rows, steps)
+        return _explain_nuggets(measure, support, row, steps)
     texts = support.sentence_texts[row] if support.sentence_texts is not None else None
     mine = np.flatnonzero(support.rows == row)
     chunks = support.chunk_ids or [""] * len(support.rows)
     if name == "CitationPrecision":
         value = float(citation_precision(_one(support, row), strict=strict)[0])
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         total = 0.0
         for i in mine:
             level = int(support.levels[i])
@@ -446,6 +457,51 @@ def explain_answer(measure: Any, support: AnswerSupport, row: int) -> RagExplana
                           rows, steps)
 
 
+def _explain_nuggets(measure: Any, support: AnswerSupport, row: int, steps: list[str]
+                     ) -> RagExplanation:
+    """The table of an AnswerNuggets value: each nugget, its support, weight and score."""
+    from ragjudge.metrics.rag import RagExplanation
+
+    label, strict = str(measure), bool(measure.get("strict"))
+    vital_only, weighted = bool(measure.get("vital")), bool(measure.get("weighted"))
+    one = _one(support, row)
+    value = float(answer_nuggets(one, strict=strict, vital_only=vital_only, weighted=weighted)[0])
+    weights = _weights(one, vital_only=vital_only, weighted=weighted)[0]
+    names = support.nugget_names[row] if support.nugget_names is not None else None
+    rows: list[tuple[Any, ...]] = []
+    num, den = 0.0, 0.0
+    for m in np.flatnonzero(support.valid[row]):
+        level = int(support.nugget_levels[row, m])
+        counted = not vital_only or bool(support.vital[row, m])
+        score = _score_text(level, strict)
+        cells: list[Any] = [names[int(m)] if names is not None else f"#{m + 1}",
+                            bool(support.vital[row, m]), _WORDS[level]]
+        if weighted:
+            cells.append(float(weights[m]) if counted else None)
+        rows.append((*cells, score if counted else "not counted"))
+        if counted:
+            num += float(weights[m]) * score
+            den += float(weights[m])
+    rule = "full 1, anything less 0" if strict else "full 1, partial 0.5, none 0"
+    steps.insert(0, f"{label}: each nugget scores by how fully the whole answer supports it: "
+                    f"{rule}; a nugget nobody judged counts 0.")
+    if vital_only:
+        steps.append("Only vital nuggets count.")
+    if weighted:
+        steps.append("A nugget weighs its own weight if one is set, else vital 1, okay 0.5.")
+    if support.answered[row] and den:
+        what = "sum of weight x score / sum of weights" if weighted else \
+            "sum of scores / nuggets counted"
+        if math.isnan(value):
+            steps.append("Nobody has judged a nugget of this answer yet: undefined.")
+        else:
+            steps.append(f"{what} = {num:g} / {den:g} = {value:.4f}")
+    elif support.answered[row]:
+        steps.append("No nugget to count for this query: undefined (left out of the mean).")
+    columns = ("nugget", "vital", "support", *(("weight",) if weighted else ()), "score")
+    return RagExplanation(label, value, columns, rows, steps)
+
+
 def _short(text: str | None, limit: int = 60) -> str | None:
     if text is None or len(text) <= limit:
         return text
@@ -459,7 +515,8 @@ def _one(support: AnswerSupport, row: int) -> AnswerSupport:
         support.answered[row:row + 1], support.unplaced[row:row + 1], support.valid[row:row + 1],
         support.vital[row:row + 1],
         support.nugget_levels[row:row + 1], support.n_sentences[row:row + 1],
-        np.zeros(int(keep.sum()), np.int64), support.sentences[keep], support.levels[keep])
+        np.zeros(int(keep.sum()), np.int64), support.sentences[keep], support.levels[keep],
+        nugget_weights=None if support.nugget_weights is None else support.nugget_weights[row:row + 1])
 
 
 def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation:

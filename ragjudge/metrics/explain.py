@@ -124,6 +124,41 @@ def _rows_to_show(steps: list[ExplainStep], cutoff: int | None, max_rows: int) -
     return show
 
 
+def _explain_rbp(explanation: Explanation, m: Measure, top: list[ExplainStep], ranked: int,
+                 top_grade: int) -> None:
+    """RBP: each rank adds (1 - p) p^(rank-1) times its gain; RBP_residual: each unjudged rank
+    adds its weight, and the tail past the ranking p^d."""
+    p = float(m.get("p", 0.8))
+    residual = m.definition.name == "RBP_residual"
+    graded = bool(m.get("graded"))
+    scale = float(m.get("max_grade", top_grade) or 0)
+    total = 0.0
+    for s in top:
+        weight = (1.0 - p) * p ** (s.rank - 1)
+        if residual:
+            gain = 1.0 if s.grade is None else 0.0
+        elif graded:
+            gain = (s.grade or 0) / scale if scale > 0 else 0.0
+        else:
+            gain = 1.0 if s.relevant else 0.0
+        s.term = weight * gain if gain else None
+        total += weight * gain
+        s.running = total
+    depth = len(top) if m.cutoff is None else min(int(m.cutoff), ranked)
+    explanation.notes.append(f"p = {p:g}; rank i weighs (1 - p) p^(i-1)")
+    if residual:
+        explanation.notes.append(f"term = the weight of an unjudged rank; then the tail past "
+                                 f"rank {depth}: p^{depth} = {p ** depth:.4f}")
+        explanation.notes.append(f"residual = {total:.4f} (unjudged ranks) + {p ** depth:.4f} "
+                                 f"(tail) = {total + p ** depth:.4f}")
+        total += p ** depth
+    elif graded:
+        explanation.notes.append(f"gain = grade / {scale:g}")
+    if not np.isclose(total, explanation.value, atol=1e-9):  # pragma: no cover - a bug
+        explanation.notes.append(f"(kernel value {explanation.value:.6f} differs from the "
+                                 f"steps' {total:.6f})")
+
+
 def explain(
     qrels: Qrels,
     run: Run,
@@ -211,6 +246,8 @@ def explain(
             s.running = total
             reach *= 1.0 - p
         explanation.notes.append(f"max grade = {top_grade}")
+    elif name in {"RBP", "RBP_residual"}:
+        _explain_rbp(explanation, m, top, len(steps), qrels.max_grade)
     elif name == "RR":
         first = next((s for s in top if s.relevant), None)
         if first is not None:

@@ -1,4 +1,4 @@
-"""The ranking and set measures of the seed documents, declared and registered.
+"""The ranking and set measures of the seed documents and of trec_eval, declared and registered.
 
 Notation for one query: the run ranks chunks 1..n; ``rel_i`` is 1 when the chunk at rank i is
 judged with grade >= the threshold (``rel=``, default the evaluation's threshold, 1); ``g_i`` its
@@ -155,6 +155,91 @@ def judged(ctx: EvalContext, m: Measure) -> np.ndarray:
     """
     cols = ctx.columns(m.cutoff)
     return _div(np.count_nonzero(ctx.judged[:, :cols], axis=1), ctx.retrieved_at(m.cutoff))
+
+
+# --------------------------------------------------------------------------- trec_eval's counts and set measures
+# The whole ranking is one set. trec_eval reports these per query and sums the counts in its
+# "all" line; ragjudge's aggregate is the mean over queries, as for every measure (the sum is
+# the mean times the number of queries counted).
+@measure("NumRet", params={"rel": Param(int, None, doc="count only the chunks with grade >= rel "
+                                                     "(then the same as NumRelRet(rel=...))")},
+         aliases=("num_ret",))
+def num_ret(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Chunks the run ranks for the query: ``num_ret = n`` (trec_eval ``num_ret``).
+
+    With ``rel=r`` only the ranked chunks graded >= r, as ir_measures' ``NumRet(rel=r)``
+    (= trec_eval ``num_rel_ret`` at relevance level r). Unjudged and negatively graded chunks
+    are counted: they are retrieved all the same.
+    """
+    if m.rel is None:
+        return ctx.retrieved_at(None)
+    return ctx.hits_at(None, m.rel)
+
+
+@measure("NumRel", params=REL, aliases=("num_rel",))
+def num_rel(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Relevant chunks of the query in the qrels: ``num_rel = R`` (trec_eval ``num_rel``).
+
+    Counts the qrels, retrieved or not; a query the run does not answer still has its R (under
+    trec_eval -c such a query adds nothing to the summed ``num_rel``).
+    """
+    return ctx.n_relevant(m.rel)
+
+
+@measure("NumRelRet", params=REL, aliases=("num_rel_ret",))
+def num_rel_ret(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Relevant chunks the run ranks: ``num_rel_ret = sum_i rel_i`` (whole ranking).
+
+    trec_eval ``num_rel_ret``; ir_measures ``NumRelRet``."""
+    return ctx.hits_at(None, m.rel)
+
+
+@measure("SetP", params={**REL, "relative": Param(bool, False, flag=True,
+                                                  doc="divide by min(n, R) (set_relative_P)")},
+         aliases=("set_P",))
+def set_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Set precision: ``set_P = num_rel_ret / num_ret`` (0 when nothing is ranked).
+
+    The ranking as an unordered set (trec_eval ``set_P``). ``SetP(relative)`` divides by the
+    best possible count instead, ``num_rel_ret / min(num_ret, R)`` (trec_eval
+    ``set_relative_P``, ir_measures ``SetRelP``; 0 when the minimum is 0).
+    """
+    if m.get("relative"):
+        return set_relative_precision(ctx, m)
+    return _div(ctx.hits_at(None, m.rel), ctx.retrieved_at(None))
+
+
+@measure("SetRelP", params=REL, aliases=("set_relative_P",))
+def set_relative_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Relative set precision: ``num_rel_ret / min(num_ret, R)`` (0 when that is 0).
+
+    trec_eval ``set_relative_P``; the same as ``SetP(relative)``.
+    """
+    return _div(ctx.hits_at(None, m.rel), np.minimum(ctx.retrieved_at(None), ctx.n_relevant(m.rel)))
+
+
+@measure("SetR", params=REL, aliases=("set_recall", "SetRecall"))
+def set_recall(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Set recall: ``set_recall = num_rel_ret / R`` (0 when R = 0).
+
+    trec_eval ``set_recall``; the same value as ``R`` without a cutoff."""
+    return _div(ctx.hits_at(None, m.rel), ctx.n_relevant(m.rel))
+
+
+@measure("SetF", params={**REL, "beta": Param(float, 1.0, doc="weight of recall (textbook beta)",
+                                              check=lambda b: 0.0 < b < math.inf,
+                                              rule="a positive finite number")},
+         aliases=("set_F",))
+def set_f(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Set F: ``(1 + b^2) P R / (b^2 P + R)``, P = ``set_P``, R = ``set_recall`` (0 if both 0).
+
+    Van Rijsbergen's F over the whole ranking as one set.
+    ``beta`` is the textbook b, as in ``F``: trec_eval's ``set_F.x`` computes
+    ``(x + 1) P R / (x P + R)``, so its x is b^2 (``set_F.4`` = ``SetF(beta=2)``), and
+    ir_measures' ``SetF(beta=x)`` passes its beta to trec_eval as that x. The default
+    (b = x = 1) is the same in all three.
+    """
+    return _f_beta(ctx, m, float(m.get("beta", 1.0)))
 
 
 # --------------------------------------------------------------------------- rank measures
@@ -339,6 +424,65 @@ def err_seed(ctx: EvalContext, m: Measure) -> np.ndarray:
         return np.zeros(ctx.n_queries)
     stop = np.minimum(ctx.gains_to(cols) / float(top), 1.0)
     return _err(ctx, m, stop)
+
+
+PERSISTENCE = {"p": Param(float, 0.8, doc="persistence: the chance of going on to the next rank",
+                         check=lambda p: 0.0 <= p < 1.0, rule="a number from 0 up to (not including) 1")}
+
+
+def _rbp_weights(ctx: EvalContext, cols: int, p: float) -> np.ndarray:
+    """(1 - p) p^(i-1) for ranks i = 1..cols: the chance the user looks at rank i and stops."""
+    return (1.0 - p) * np.power(p, ctx.ranks[:cols] - 1.0)
+
+
+@measure("RBP", cutoff="optional",
+         params={**REL, **PERSISTENCE, **TOP_GRADE,
+                 "graded": Param(bool, False, flag=True, doc="gain = grade / max_grade instead "
+                                                             "of relevant or not")})
+def rbp(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """Rank-biased precision: ``RBP@k = (1 - p) sum_{i<=k} r_i p^(i-1)``, persistence p.
+
+    Moffat & Zobel, "Rank-biased precision for measurement of retrieval effectiveness", ACM
+    TOIS 27(1), 2008. p is ``p=`` (default 0.8): the chance the user goes on to the next rank.
+
+    r_i is 1 when the chunk at rank i is relevant (grade >= ``rel``, default the evaluation's
+    threshold: the authors' rbp_eval on integer qrels, and ir_measures' ``RBP(rel=1)``), else 0.
+    ``RBP(graded)`` takes r_i = g_i / g_max instead, g_max as in ``ERR`` (``max_grade=`` or the
+    top of the scale): rbp_eval's fractional relevance scaled by 1/g_max. Unjudged chunks and
+    negative grades give 0 and are what the residual counts (``RBP_residual``); without a
+    cutoff the sum runs over the whole ranking. The ranking is ragjudge's order (ties by chunk
+    id descending); rbp_eval instead averages the weights over tied scores.
+    """
+    p = float(m.get("p", 0.8))
+    cols = ctx.columns(m.cutoff)
+    if m.get("graded"):
+        if m.rel is not None:
+            raise UsageError(f"measure {m}: graded takes the grade as gain; leave rel out.")
+        top = _top_grade(ctx, m)
+        if top <= 0:
+            return np.zeros(ctx.n_queries)
+        gains = ctx.gains_to(cols) / float(top)
+    else:
+        gains = ctx.relevant(m.rel)[:, :cols].astype(np.float64)
+    return gains @ _rbp_weights(ctx, cols, p)
+
+
+@measure("RBP_residual", cutoff="optional", params=PERSISTENCE,
+         aliases=("RBP_res", "RBPResidual"))
+def rbp_residual(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """RBP's residual: ``(1 - p) sum_{i<=d, i unjudged} p^(i-1) + p^d``, d = min(k, ranked).
+
+    How much RBP could still grow (Moffat & Zobel 2008): the weight of the unjudged positions
+    (a negative grade is unjudged) plus the weight of everything past the ranking. The true RBP lies in
+    [RBP, RBP + residual] whatever the unjudged and unranked chunks turn out to be; rbp_eval
+    prints the same number as its error term. A query the run does not answer has residual 1.
+    A separate name, not a parameter of ``RBP``, so that a report shows both columns side by
+    side with the same ``p`` (and cutoff).
+    """
+    p = float(m.get("p", 0.8))
+    cols = ctx.columns(m.cutoff)
+    unjudged = (ctx.valid[:, :cols] & ~ctx.judged[:, :cols]).astype(np.float64)
+    return unjudged @ _rbp_weights(ctx, cols, p) + np.power(p, ctx.retrieved_at(m.cutoff))
 
 
 # --------------------------------------------------------------------------- curves

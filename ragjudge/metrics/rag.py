@@ -12,7 +12,9 @@ name                                      value for one query
 ``NuggetRecall(vital)@k``                 the same over vital nuggets only
 ``NuggetRecall(strict,all)@k``            nuggets fully supported by >= 1 top-k chunk / nuggets
 ``NuggetRecall(strict,vital)@k``          the same over vital nuggets only
-``NuggetRecall(weighted)@k``              sum of weight * score / sum of weights (pyramid)
+``NuggetRecall(weighted)@k``              sum of weight * score / sum of weights: vital 1, okay
+                                          0.5 (TREC 2024's W), a nugget's own weight first
+``NuggetRecall(strict,weighted)@k``       the same, full support only (TREC 2024's W strict)
 ``ContextRecall@k``                       reference claims fully supported in the top k / claims
 ``EntityRecall@k``                        reference entities found in the top-k texts / entities
 ``Attribution@k``                         top-k chunks cited by the run's answer / top-k chunks
@@ -83,7 +85,7 @@ __all__ = [
     "NONE", "PARTIAL", "FULL", "SUPPORT_LEVELS", "EXTRAS_KEYS",
     "ItemSupport", "Citations", "ItemLabels", "EntityLabels", "CitationLabels",
     "coverage", "nugget_recall", "context_recall", "entity_recall", "attribution", "item_recall",
-    "item_scores", "normalize_text", "entity_pattern", "entity_hits", "entity_support",
+    "item_scores", "item_weights", "VITAL_WEIGHT", "OKAY_WEIGHT", "normalize_text", "entity_pattern", "entity_hits", "entity_support",
     "matrix_positions", "as_id_matrix", "aligned_extra", "required_extras",
     "RagExplanation", "explain_items", "explain_attribution", "explain_context_precision",
     "explain_in_context", "explain_rag",
@@ -113,7 +115,8 @@ class ItemSupport:
       (ranked chunk, item) pair with some support: the chunk at 1-based ``ranks[i]`` of query row
       ``rows[i]`` supports item ``items[i]`` at ``levels[i]`` (1 partial, 2 full);
     - ``vital``  bool (Q, M) or None (every item vital);
-    - ``weight`` float (Q, M) or None (every weight 1);
+    - ``weight`` float (Q, M) or None: a weight set for the item, NaN where none is set (None:
+      none set); see :func:`item_weights` for the weight an item then counts with;
     - ``names``  per row, the items' display names (for explanations), or None.
     """
 
@@ -145,9 +148,9 @@ class ItemSupport:
         if self.vital is not None:
             object.__setattr__(self, "vital", np.asarray(self.vital, dtype=bool) & valid)
         if self.weight is not None:
-            weight = np.where(valid, np.asarray(self.weight, dtype=np.float64), 0.0)
-            if np.any(weight < 0) or not np.all(np.isfinite(weight)):
-                raise ValueError("ItemSupport: weights must be finite and >= 0")
+            weight = np.where(valid, np.asarray(self.weight, dtype=np.float64), np.nan)
+            if np.any(weight < 0) or np.any(np.isinf(weight)):
+                raise ValueError("ItemSupport: weights must be finite and >= 0 (NaN: not set)")
             object.__setattr__(self, "weight", weight)
 
     @classmethod
@@ -328,8 +331,9 @@ class ItemLabels:
     """Gold labels of facets, nuggets or claims, independent of any run.
 
     Items: ``query_ids[i]`` is the query of item ``i``; ``names``, ``vital``, ``weight`` per item
-    (optional). Support: ``support_items[j]`` (an item index), ``support_chunks[j]`` (a chunk id)
-    and ``support_levels[j]`` (1 partial, 2 full — a covered facet is 2): the combined judgement
+    (optional; a weight of None or NaN is not set: :func:`item_weights`). Support:
+    ``support_items[j]`` (an item index), ``support_chunks[j]`` (a chunk id) and
+    ``support_levels[j]`` (1 partial, 2 full — a covered facet is 2): the combined judgement
     of the annotators for that (item, chunk) pair. A kernel aligns them with the rows and ranks
     of the run it evaluates (:meth:`align`), so one object serves every run.
     """
@@ -337,7 +341,7 @@ class ItemLabels:
     query_ids: Sequence[str]
     names: Sequence[str] | None = None
     vital: Sequence[bool] | None = None
-    weight: Sequence[float] | None = None
+    weight: Sequence[float | None] | None = None
     support_items: Sequence[int] = ()
     support_chunks: Sequence[str] = ()
     support_levels: Sequence[int] = ()
@@ -347,18 +351,29 @@ class ItemLabels:
         """The queries that have items: evaluated even without a relevance grade."""
         return [_as_str(q) for q in self.query_ids]
 
-    def align(self, query_ids: Sequence[str], positions: Positions) -> ItemSupport:
-        """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
-        each (query, chunk) pair's row and 0-based column (-1 when absent)."""
+    def placement(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Where each item goes among evaluated ``query_ids``: its row (-1 when its query is
+        not evaluated), its column within the row's items (in the order the items are given),
+        and the width (the most items of one row)."""
         item_row = _row_lookup(query_ids, self.query_ids)
         n_rows = len(query_ids)
         counts = np.bincount(item_row[item_row >= 0], minlength=n_rows) if n_rows else np.zeros(0)
         width = int(counts.max()) if len(counts) else 0
-        # column of each item within its row, in the order the items are given
         order = np.argsort(item_row, kind="stable")
         sorted_rows = item_row[order]
         item_col = np.empty(len(item_row), dtype=np.int64)
         item_col[order] = np.arange(len(order)) - np.searchsorted(sorted_rows, sorted_rows)
+        return item_row, item_col, width
+
+    def support_chunk_ids(self) -> np.ndarray:
+        """``support_chunks`` as a NUL-padded ``S`` array (encoded once per object)."""
+        return _encoded(self, "support_chunks")
+
+    def align(self, query_ids: Sequence[str], positions: Positions) -> ItemSupport:
+        """ItemSupport for evaluated ``query_ids`` (rows) and a ``positions`` function giving
+        each (query, chunk) pair's row and 0-based column (-1 when absent)."""
+        item_row, item_col, width = self.placement(query_ids)
+        n_rows = len(query_ids)
         valid = np.zeros((n_rows, width), dtype=bool)
         keep = item_row >= 0
         valid[item_row[keep], item_col[keep]] = True
@@ -384,7 +399,7 @@ class ItemLabels:
         ok = (rows >= 0) & (cols >= 0) & (levels > 0) if len(items) else np.zeros(0, bool)
         return ItemSupport(valid, rows[ok], cols[ok] + 1, item_col[items[ok]] if len(items) else
                            np.zeros(0, np.int64), levels[ok], spread(self.vital, bool, False),
-                           spread(self.weight, np.float64, 0.0), names)
+                           spread(self.weight, np.float64, np.nan), names)
 
 
 @dataclass(eq=False)
@@ -505,18 +520,42 @@ def item_scores(support: ItemSupport, k: int | None, *, strict: bool = True) -> 
     return np.where(full, 1.0, np.where(partial, 0.5, 0.0))
 
 
+VITAL_WEIGHT, OKAY_WEIGHT = 1.0, 0.5
+"""The TREC 2024 RAG track's nugget weights (Pradeep et al. 2024): its weighted score W counts a
+vital nugget 1 and an okay one 0.5."""
+
+
+def item_weights(valid: np.ndarray, vital: np.ndarray | None, weight: np.ndarray | None
+                 ) -> np.ndarray:
+    """float (Q, M): the weight each item counts with in a weighted score, in this order:
+
+    1. the item's own weight, where one is set (finite, not NaN);
+    2. else its importance, as the TREC 2024 RAG track weighs nuggets: vital 1, okay 0.5;
+    3. else (no importance known: every item vital) 1.
+
+    0 for padded columns."""
+    if vital is None:
+        by_importance = np.ones(valid.shape)
+    else:
+        by_importance = np.where(vital, VITAL_WEIGHT, OKAY_WEIGHT)
+    if weight is not None:
+        by_importance = np.where(np.isnan(weight), by_importance, weight)
+    return np.where(valid, by_importance, 0.0)
+
+
 def item_recall(support: ItemSupport, k: int | None, *, strict: bool = True,
                 vital_only: bool = False, weighted: bool = False) -> np.ndarray:
     """float (Q,): (sum over counted items of weight x score) / (sum of their weights).
 
     Counted items: the valid ones (the vital ones with ``vital_only``); weight 1 unless
-    ``weighted``. NaN where a query has no counted item (or zero total weight)."""
+    ``weighted`` (:func:`item_weights`). NaN where a query has no counted item (or zero total
+    weight)."""
     counted = support.valid
     if vital_only:
         counted = counted & (support.vital if support.vital is not None else counted)
     weight = counted.astype(np.float64)
-    if weighted and support.weight is not None:
-        weight = weight * support.weight
+    if weighted:
+        weight = weight * item_weights(support.valid, support.vital, support.weight)
     scores = item_scores(support, k, strict=strict)
     return _ratio((weight * scores).sum(axis=1), weight.sum(axis=1))
 
@@ -539,8 +578,9 @@ def nugget_recall(nuggets: ItemSupport, k: int | None, *, strict: bool, vital_on
 
         NuggetRecall@k = sum_n w_n s_n / sum_n w_n
 
-    over all nuggets (``all``) or the vital ones (``vital``), with w_n = 1, or the nugget's own
-    weight for the pyramid-style ``weighted`` variant. NaN when there is no nugget to count."""
+    over all nuggets (``all``) or the vital ones (``vital``), with w_n = 1, or with ``weighted``
+    the nugget's own weight where one is set, else vital 1 and okay 0.5 (TREC 2024's weighted
+    score; :func:`item_weights`). NaN when there is no nugget to count."""
     return item_recall(nuggets, k, strict=strict, vital_only=vital_only, weighted=weighted)
 
 
@@ -652,6 +692,7 @@ _PREFIX_EXTRAS = {
     "ContextRecall": "claims",
     "EntityRecall": "entities",
     "Attribution": "citations",
+    "alpha_nDCG": "facets",
     "AnswerNuggets": "answers",
     "CitationPrecision": "answers",
     "CitationRecall": "answers",
@@ -760,11 +801,14 @@ def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *
     if weighted:
         columns.insert(-1, "weight")
     rows, num, den = [], 0.0, 0.0
+    weights = item_weights(support.valid[row:row + 1],
+                           None if support.vital is None else support.vital[row:row + 1],
+                           None if support.weight is None else support.weight[row:row + 1])[0]
     for m in np.flatnonzero(support.valid[row]):
         full, partial = int(support.first_full[row, m]), int(support.first_partial[row, m])
         score = 1.0 if full <= kk else (0.5 if partial <= kk and not strict else 0.0)
         counted = not vital_only or support.vital is None or bool(support.vital[row, m])
-        w = float(support.weight[row, m]) if weighted and support.weight is not None else 1.0
+        w = float(weights[m]) if weighted else 1.0
         cells: list[Any] = [names[int(m)] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
         if not binary:
             cells.append(_rank_text(partial, chunk_ids) if partial < full else None)
@@ -942,7 +986,8 @@ def _coverage_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
          params={"strict": _FLAG("only full support counts (partial counts 0.5 otherwise)"),
                  "vital": _FLAG("vital nuggets only"),
                  "all": _FLAG("every nugget (the default)"),
-                 "weighted": _FLAG("each nugget counts with its weight (pyramid)")},
+                 "weighted": _FLAG("each nugget counts with its weight: its own if set, else "
+                                   "vital 1, okay 0.5 (TREC 2024)")},
          aliases=("Nugget_Recall",))
 def _nugget_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Nugget Recall at k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024).
@@ -950,8 +995,11 @@ def _nugget_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
     A nugget's score at k: 1 if a top-k chunk supports it fully, 0.5 if the best support in
     the top k is partial (0 with ``strict``), else 0.
     ``NuggetRecall@k = sum_n w_n score_n / sum_n w_n`` over all nuggets (``all``, the default)
-    or the vital ones (``vital``), with w_n = 1, or the nugget's weight (``weighted``).
-    TREC's four: ``(strict,vital)``, ``(strict,all)``, ``(vital)``, ``(all)``.
+    or the vital ones (``vital``), with w_n = 1, or with ``weighted``: the nugget's own weight
+    where one is set, else by importance as TREC 2024 weighs nuggets, vital 1 and okay 0.5.
+    The TREC 2024 RAG track's scores, here over the top k chunks: ``(all)`` = All (A),
+    ``(strict,all)`` = All strict, ``(vital)`` = Vital (V), ``(strict,vital)`` = Vital strict,
+    ``(weighted)`` = Weighted (W), ``(strict,weighted)`` = Weighted strict.
     NaN for a query with no nugget to count."""
     if m.get("vital") and m.get("all"):
         raise UsageError(f"measure {m}: choose vital or all, not both.")
@@ -1000,7 +1048,7 @@ _ITEM_WORDS = {"Coverage": ("facets", "facet"), "NuggetRecall": ("nuggets", "nug
                "ContextRecall": ("claims", "claim"), "EntityRecall": ("entities", "entity")}
 
 #: measures :func:`explain_in_context` explains
-EXPLAINED = (*_ITEM_WORDS, "Attribution", "ContextPrecision", "ContextPrecisionAP")
+EXPLAINED = (*_ITEM_WORDS, "Attribution", "ContextPrecision", "ContextPrecisionAP", "alpha_nDCG")
 
 
 def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation | None:
@@ -1023,6 +1071,10 @@ def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation 
     row = ids.index(query_id)
     n = int(min(ctx.n_ret[row], ctx.depth))
     chunk_ids = [_as_str(c) for c in ctx.chunk_ids[row, :n]]
+    if name == "alpha_nDCG":
+        from ragjudge.metrics.diversity import explain_alpha_ndcg
+
+        return explain_alpha_ndcg(ctx, row, m, chunk_ids)
     label = str(m)
     if name in _ITEM_WORDS:
         key, word = _ITEM_WORDS[name]

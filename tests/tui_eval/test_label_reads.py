@@ -76,7 +76,7 @@ def reference_gold(rows, decided, rule, reference=frozenset(), complete=frozense
     if aggregation and complete:  # a complete reference's unlisted pairs of its queries: lowest
         for name in complete:
             queries = {q for (q, _), who in by_pair.items() if name in who}
-            for (q, c), who in by_pair.items():
+            for (q, _), who in by_pair.items():
                 if q in queries and name not in who:
                     who[name] = lowest
     out = {}
