@@ -11,6 +11,7 @@ sentence by sentence.
 A column referencing an id (a chunk, an annotator) takes the type that id has in the database
 being upgraded, as a foreign key must.
 """
+import re
 from typing import Any
 
 from alembic import op
@@ -76,9 +77,37 @@ def upgrade() -> None:
     _split_existing_answers()
 
 
-def _split_existing_answers() -> None:
-    from ragjudge.formats.sentences import split_sentences
+# The sentence splitter as this revision ran it (a migration is history: it carries its own code,
+# so that a later change to ragjudge's splitter never changes what an old upgrade does).
+_END = re.compile(
+    r"(?:[.!?…]+[\"'”’»)\]]*(?:[ \t]*\[[^\[\]\n]{1,40}\])*(?=[ \t]+(?P<next>\S)|[ \t]*$)"
+    r"|[。！？]+[」』”’）]*)"
+)
+_OPENERS = "\"'“‘«(¿¡"
 
+
+def _starts_sentence(ch: str) -> bool:
+    if ch.isupper() or ch.isdigit() or ch in _OPENERS:
+        return True
+    return ch.isalpha() and ch.lower() == ch.upper()  # a letter of a script without case
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text``, stripped, in order; empty ones are dropped."""
+    out: list[str] = []
+    for line in text.splitlines():
+        start = 0
+        for match in _END.finditer(line):
+            following = match.group("next")
+            if following is not None and not _starts_sentence(following):
+                continue
+            out.append(line[start:match.end()])
+            start = match.end()
+        out.append(line[start:])
+    return [s for s in (part.strip() for part in out) if s]
+
+
+def _split_existing_answers() -> None:
     connection = op.get_bind()
     answers = sa.table('answers', sa.column('id', sa.Integer()), sa.column('text', sa.Text()))
     sentences = sa.table('answer_sentences', sa.column('answer_id', sa.Integer()),

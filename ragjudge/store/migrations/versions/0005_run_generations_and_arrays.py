@@ -15,8 +15,9 @@ found and removed.
 """
 from __future__ import annotations
 
-from alembic import op
+import numpy as np
 import sqlalchemy as sa
+from alembic import op
 
 
 revision = '0005'
@@ -74,10 +75,56 @@ def _rebuild_sqlite_entries() -> None:
     op.execute("CREATE INDEX ix_run_entries_query_rank ON run_entries (query_id, rank)")
 
 
+# How this revision stored a run's arrays (a migration is history: it carries its own code, so
+# that a later change to ragjudge's array storage never changes what an old upgrade wrote).
+_PART_BYTES = 4 << 20
+
+
+def _pack_ids(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes, lengths)``: the ids' UTF-8 bytes concatenated (uint8) and their lengths (uint16)."""
+    encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return data, np.fromiter(map(len, encoded), dtype=np.uint16, count=len(encoded))
+
+
+def arrays_from_rows(rows: list) -> dict[str, np.ndarray]:
+    """The arrays of a run from its rows ``(query_id, chunk_id, rank, score)``."""
+    keyed = sorted(rows, key=lambda r: (r[0].encode("utf-8", "surrogatepass"), r[2]))
+    queries: list[str] = []
+    offsets = [0]
+    for i, row in enumerate(keyed):
+        if not queries or row[0] != queries[-1]:
+            if queries:
+                offsets.append(i)
+            queries.append(row[0])
+    offsets.append(len(keyed))
+    if not queries:
+        offsets = [0]
+    q_bytes, q_lengths = _pack_ids(queries)
+    c_bytes, c_lengths = _pack_ids([r[1] for r in keyed])
+    scores = np.array([np.nan if r[3] is None else r[3] for r in keyed], dtype=np.float64)
+    return {"query_ids": q_bytes, "query_ids_lengths": q_lengths,
+            "offsets": np.array(offsets, dtype=np.int64), "chunk_ids": c_bytes,
+            "chunk_ids_lengths": c_lengths, "scores": scores}
+
+
+def write_arrays(bind, run: str, generation: int, arrays: dict[str, np.ndarray]) -> None:  # noqa: ANN001
+    """Store each array in pieces of at most ``_PART_BYTES`` rows of ``run_arrays``."""
+    table = sa.table('run_arrays', sa.column('run', sa.String()), sa.column('generation', sa.Integer()),
+                     sa.column('name', sa.String()), sa.column('part', sa.Integer()),
+                     sa.column('dtype', sa.String()), sa.column('data', sa.LargeBinary()))
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        raw = memoryview(array.view(np.uint8).reshape(-1)) if array.size else memoryview(b"")
+        step = max(array.itemsize, _PART_BYTES - _PART_BYTES % max(array.itemsize, 1))
+        parts = [raw[at:at + step] for at in range(0, len(raw), step)] or [raw]
+        bind.execute(sa.insert(table), [
+            {"run": run, "generation": generation, "name": name, "part": i,
+             "dtype": array.dtype.str, "data": bytes(part)} for i, part in enumerate(parts)])
+
+
 def _store_arrays(bind) -> None:  # noqa: ANN001
     """The arrays of every run already in the project, as the import now writes them."""
-    from ragjudge.store.run_arrays import arrays_from_rows, write_arrays
-
     runs = [row[0] for row in bind.execute(sa.text("SELECT name FROM runs ORDER BY name"))]
     for name in runs:
         rows = bind.execute(sa.text(
