@@ -381,7 +381,7 @@ def gate(
 # -- explain -----------------------------------------------------------------------------------
 
 EXPLAIN_EPILOG = (
-    "Shows the computation for one query the way the seeds do: rank, chunk, grade, relevant?, "
+    "Shows the computation for one query as a worked example: rank, chunk, grade, relevant?, "
     "the running values at each rank, the ideal ranking for nDCG, the final value.\n\n"
     "Examples:\n\n"
     "  ragjudge explain --qrels qrels.trec --run bm25.trec --query q1 -m AP\n\n"

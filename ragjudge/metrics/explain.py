@@ -1,4 +1,4 @@
-"""Step-by-step computation of one measure on one query, laid out the way the seeds show it.
+"""Step-by-step computation of one measure on one query, laid out as a worked example in a textbook.
 
 The final value always comes from the measure's own kernel (so an explanation can never disagree
 with ``evaluate``); the steps re-derive it rank by rank for a reader: rank, chunk, grade,
@@ -22,7 +22,7 @@ from ragjudge.metrics.registry import Measure, parse_measure
 
 _AP_LIKE = {"AP", "ContextPrecisionAP", "ContextPrecision"}
 _DCG_LIKE = {"DCG", "nDCG", "nDCG_exp"}
-_ERR_LIKE = {"ERR", "ERR_seed"}
+_ERR_LIKE = {"ERR", "ERR_linear"}
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Explanation:
         return asdict(self)
 
     def render(self, max_rows: int = 30, visible: Callable[[str], bool] | None = None) -> str:
-        """Plain text, as the seeds print their worked examples.
+        """Plain text, laid out as a worked example.
 
         ``visible`` (a chunk id -> bool) limits what a blind reader sees: a chunk it refuses is
         shown without its id, grade or relevance, and the columns and totals that would let the

@@ -1,4 +1,4 @@
-"""The ranking and set measures of the seed documents and of trec_eval, declared and registered.
+"""The ranking and set measures of IR evaluation (trec_eval's and the RAG literature's), declared and registered.
 
 Notation for one query: the run ranks chunks 1..n; ``rel_i`` is 1 when the chunk at rank i is
 judged with grade >= the threshold (``rel=``, default the evaluation's threshold, 1); ``g_i`` its
@@ -61,8 +61,8 @@ def _discount(ctx: Any, cols: int) -> np.ndarray:
 def precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Precision at k: ``P@k = hits@k / k``.
 
-    Divides by k even when fewer than k chunks are ranked (trec_eval ``P_k``). Seed 000 §1.1,
-    seed 004 ("precision@5 = 2/5").
+    Divides by k even when fewer than k chunks are ranked (trec_eval ``P_k``): two relevant
+    chunks in the top 5 give 2/5 = 0.40.
     """
     return ctx.hits_at(m.cutoff, m.rel) / float(m.cutoff)
 
@@ -71,7 +71,7 @@ def precision(ctx: EvalContext, m: Measure) -> np.ndarray:
 def recall(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Recall at k: ``R@k = hits@k / R`` (0 when R = 0); without a cutoff, the whole ranking.
 
-    trec_eval ``recall_k``; seed 000 §2.1 (MR@K is its mean over queries), seeds 002, 004.
+    trec_eval ``recall_k``; its mean over queries is sometimes called MR@K (mean recall).
     """
     return _div(ctx.hits_at(m.cutoff, m.rel), ctx.n_relevant(m.rel))
 
@@ -88,8 +88,7 @@ def _f_beta(ctx: EvalContext, m: Measure, beta: float) -> np.ndarray:
 def f1(ctx: EvalContext, m: Measure) -> np.ndarray:
     """F1 at k: ``2 P R / (P + R)`` with P = P@k and R = R@k (0 when both are 0).
 
-    Without a cutoff P is hits / chunks ranked. The harmonic mean of seed 004
-    (P = 0.40, R = 0.33 -> F1 = 0.36).
+    Without a cutoff P is hits / chunks ranked. P = 0.40 and R = 0.33 give F1 = 0.36.
     """
     return _f_beta(ctx, m, 1.0)
 
@@ -101,7 +100,7 @@ def f1(ctx: EvalContext, m: Measure) -> np.ndarray:
 def f_beta(ctx: EvalContext, m: Measure) -> np.ndarray:
     """F-beta at k: ``(1 + b^2) P R / (b^2 P + R)``, textbook (van Rijsbergen) form.
 
-    b > 1 favours recall (seed 003's F2 for medical retrieval). Note: trec_eval's ``set_F``
+    b > 1 favours recall (F2, where a missed relevant chunk costs more than a wrong one, as in medical retrieval). Note: trec_eval's ``set_F``
     reads its parameter as b^2; ragjudge's ``beta`` is b.
     """
     return _f_beta(ctx, m, float(m.get("beta", 1.0)))
@@ -136,7 +135,7 @@ def accuracy(ctx: EvalContext, m: Measure) -> np.ndarray:
 def success(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Success (hit rate) at k: 1 when at least one relevant chunk is in the top k, else 0.
 
-    trec_eval ``success_k``; seed 000 §4.3 and seeds 002/003 (hit rate, Hit@k).
+    trec_eval ``success_k``; also called hit rate or Hit@k.
     """
     return (ctx.hits_at(m.cutoff, m.rel) > 0).astype(np.float64)
 
@@ -248,7 +247,7 @@ def average_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Average precision: ``AP@k = (1/R) sum_{i<=k} P@i rel_i`` (0 when R = 0).
 
     R counts every relevant chunk of the query in the qrels, retrieved or not (trec_eval
-    ``map``; ``map_cut_k`` with a cutoff). Seed 000 §1.2-1.3, seed 004 (MAP = mean AP).
+    ``map``; ``map_cut_k`` with a cutoff). MAP is its mean over queries.
     """
     rows, ranks, hits = _relevant_positions(ctx, m.cutoff, m.rel)
     return _div(_row_sum(ctx, rows, hits / (ranks + 1.0)), ctx.n_relevant(m.rel))
@@ -257,10 +256,10 @@ def average_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
 @measure("ContextPrecisionAP", cutoff="optional", params=REL,
          aliases=("ContextPrecision_AP", "CP_AP"))
 def context_precision_ap(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Context precision as seed 000 §4.1 defines it: average precision (divides by R).
+    """Context precision as some RAG guides define it: average precision (divides by R).
 
     ``(1/R) sum_{i<=k} P@i rel_i`` -- the same value as ``AP@k``; offered under this name so
-    that reports following seed 000 say what they mean. Compare ``ContextPrecision@k``.
+    that reports following that definition say what they mean. Compare ``ContextPrecision@k``.
     """
     return average_precision(ctx, m)
 
@@ -280,7 +279,7 @@ def context_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
 def r_precision(ctx: EvalContext, m: Measure) -> np.ndarray:
     """R-precision: ``P@R = hits@R / R`` with R the relevant chunks of the query (0 if R = 0).
 
-    trec_eval ``Rprec``; seed 000 §1.4.
+    trec_eval ``Rprec``.
     """
     n_rel = ctx.n_relevant(m.rel)
     if ctx.depth == 0:
@@ -332,7 +331,7 @@ def bpref(ctx: EvalContext, m: Measure) -> np.ndarray:
 def dcg(ctx: EvalContext, m: Measure) -> np.ndarray:
     """Discounted cumulative gain: ``DCG@k = sum_{i<=k} g_i / log2(i + 1)``, gain = grade.
 
-    Seed 000 §3.1 (DCG@5 = 3.274), seed 004.
+    Grades 2, 0, 1, 0, 2 in the top 5 give DCG@5 = 2 + 1/2 + 2/log2(6) = 3.274.
     """
     cols = ctx.columns(m.cutoff)
     return ctx.gains_to(cols) @ _discount(ctx, cols)
@@ -351,7 +350,7 @@ def ndcg(ctx: EvalContext, m: Measure) -> np.ndarray:
 
 @measure("nDCG_exp", cutoff="optional", graded=True, aliases=("NDCG_exp", "nDCG_burges"))
 def ndcg_exp(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """nDCG with exponential gain ``2^g - 1`` (Burges et al. 2005; seed 003):
+    """nDCG with exponential gain ``2^g - 1`` (Burges et al. 2005):
 
     ``sum_{i<=k} (2^g_i - 1) / log2(i + 1)`` over the same sum for the ideal ranking.
     """
@@ -412,9 +411,9 @@ def err(ctx: EvalContext, m: Measure) -> np.ndarray:
     return _err(ctx, m, stop)
 
 
-@measure("ERR_seed", cutoff="optional", graded=True, params=TOP_GRADE, aliases=("ERR_linear",))
-def err_seed(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """ERR with seed 000's linear satisfaction probability ``R_i = g_i / g_max`` (§3.4):
+@measure("ERR_linear", cutoff="optional", graded=True, params=TOP_GRADE)
+def err_linear(ctx: EvalContext, m: Measure) -> np.ndarray:
+    """ERR with a linear satisfaction probability ``R_i = g_i / g_max`` (instead of Chapelle's (2^g - 1) / 2^g_max):
 
     ``sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i)``; g_max as in ``ERR``. 0 when g_max = 0.
     """

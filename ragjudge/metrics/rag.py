@@ -561,7 +561,7 @@ def item_recall(support: ItemSupport, k: int | None, *, strict: bool = True,
 
 
 def coverage(facets: ItemSupport, k: int | None) -> np.ndarray:
-    """Coverage Recall@k (seed 000 §2.2), per query.
+    """Coverage Recall@k, per query: the share of the query's facets its top k covers.
 
     Coverage@k = |{facets f : some chunk in the top k covers f}| / |facets of the query|
 
@@ -571,7 +571,7 @@ def coverage(facets: ItemSupport, k: int | None) -> np.ndarray:
 
 def nugget_recall(nuggets: ItemSupport, k: int | None, *, strict: bool, vital_only: bool,
                   weighted: bool = False) -> np.ndarray:
-    """Nugget Recall@k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024), per query.
+    """Nugget Recall@k (TREC 2024 RAG Track, Pradeep et al. 2024), per query.
 
     A nugget's score s_n at cutoff k is 1 when some top-k chunk supports it fully, 0.5 when the
     best support in the top k is partial (0 in the strict variants), else 0:
@@ -585,7 +585,7 @@ def nugget_recall(nuggets: ItemSupport, k: int | None, *, strict: bool, vital_on
 
 
 def context_recall(claims: ItemSupport, k: int | None, *, strict: bool = True) -> np.ndarray:
-    """Context Recall@k (seed 000 §4.2, seed 001 — RAGAS's definition with people as the judge).
+    """Context Recall@k (RAGAS's definition, Es et al. 2023, with people as the judge).
 
     ContextRecall@k = |{claims of the reference answer fully supported by a top-k chunk}|
                       / |claims of the reference answer|
@@ -595,7 +595,7 @@ def context_recall(claims: ItemSupport, k: int | None, *, strict: bool = True) -
 
 
 def entity_recall(entities: ItemSupport, k: int | None) -> np.ndarray:
-    """Context Entities Recall@k (seed 001), per query.
+    """Context Entities Recall@k (RAGAS), per query.
 
     EntityRecall@k = |RE ∩ RCE_k| / |RE|, RE = entities of the reference answer, RCE_k = those
     found in the text of a top-k chunk (:func:`entity_hits` says what "found" means).
@@ -604,7 +604,7 @@ def entity_recall(entities: ItemSupport, k: int | None) -> np.ndarray:
 
 
 def attribution(citations: Citations, k: int | None) -> np.ndarray:
-    """Chunk Attribution Rate@k (seed 000 §4.4), per query.
+    """Chunk Attribution Rate@k, per query: the share of the top k the answer cites.
 
     Attribution@k = |{top-k chunks cited by the run's answer}| / |top-k chunks|
 
@@ -727,7 +727,7 @@ def required_extras(measures: Iterable | None) -> set[str]:
 
 @dataclass(frozen=True)
 class RagExplanation:
-    """A step-by-step computation for one query, as the seeds show them: a table (``columns``,
+    """A step-by-step computation for one query, as a worked example lays it out: a table (``columns``,
     ``rows``), the lines of arithmetic (``steps``) and the final ``value`` (NaN = undefined)."""
 
     measure: str
@@ -873,7 +873,7 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
                               chunk_ids: Sequence[str] | None = None, *,
                               measure: str = "ContextPrecision", ap: bool = False
                               ) -> RagExplanation:
-    """AP (seed 000 §4.1's "Context Precision") and RAGAS Context Precision@k (seed 001) side by
+    """AP (what some RAG guides call "Context Precision") and RAGAS Context Precision@k side by
     side on one ranked list: the same sum of precision at each relevant rank, divided by all
     relevant chunks of the query (AP, n_relevant) or by the relevant chunks found in the top k
     (RAGAS). They differ exactly when some relevant chunk is missing from the top k.
@@ -888,14 +888,14 @@ def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int 
             p = hits / rank
             total += p
         rows.append((rank, chunk_ids[rank - 1] if chunk_ids is not None else None, rel, p, total))
-    # trec_eval and seed 001 give 0 (not undefined) when there is nothing relevant to find
+    # trec_eval and RAGAS give 0 (not undefined) when there is nothing relevant to find
     ap_value = total / n_relevant if n_relevant > 0 else 0.0
     cp = total / hits if hits > 0 else 0.0
     steps = [
         f"sum of P@rank at the relevant ranks of {_k_text(k)} = {total:.4f}",
-        f"AP (seed 000 §4.1) = sum / relevant chunks of the query = {total:.4f} / {n_relevant}"
+        f"AP = sum / relevant chunks of the query = {total:.4f} / {n_relevant}"
         f" = {_cell(ap_value)}",
-        f"ContextPrecision (RAGAS, seed 001) = sum / relevant chunks found in {_k_text(k)}"
+        f"ContextPrecision (RAGAS) = sum / relevant chunks found in {_k_text(k)}"
         f" = {total:.4f} / {hits} = {_cell(cp)}",
     ]
     missed = n_relevant - hits
@@ -973,7 +973,7 @@ _FLAG = lambda doc: Param(bool, False, flag=True, doc=doc)  # noqa: E731
 @measure("Coverage", cutoff="optional", needs=("facets",),
          aliases=("CoverageRecall", "Coverage_Recall"))
 def _coverage_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Coverage Recall at k (seed 000 §2.2): does the top k cover every facet of the query?
+    """Coverage Recall at k: does the top k cover every facet of the query?
 
     ``Coverage@k = |{facets f : some chunk in the top k covers f}| / |facets of the query|``
 
@@ -990,7 +990,7 @@ def _coverage_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
                                    "vital 1, okay 0.5 (TREC 2024)")},
          aliases=("Nugget_Recall",))
 def _nugget_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Nugget Recall at k (seed 000 §5.1; TREC 2024 RAG Track, Pradeep et al. 2024).
+    """Nugget Recall at k (TREC 2024 RAG Track, Pradeep et al. 2024).
 
     A nugget's score at k: 1 if a top-k chunk supports it fully, 0.5 if the best support in
     the top k is partial (0 with ``strict``), else 0.
@@ -1011,7 +1011,7 @@ def _nugget_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
          params={"partial": _FLAG("partial support counts 0.5")},
          aliases=("Context_Recall",))
 def _context_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Context Recall at k (seed 000 §4.2, seed 001; RAGAS's definition, people as the judge).
+    """Context Recall at k (RAGAS's definition, Es et al. 2023; people as the judge).
 
     ``ContextRecall@k = |{claims of the reference answer fully supported by a top-k chunk}|
     / |claims of the reference answer|`` (``partial``: partial support counts 0.5).
@@ -1022,7 +1022,7 @@ def _context_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
 @measure("EntityRecall", cutoff="optional", needs=("entities",),
          aliases=("ContextEntityRecall", "ContextEntitiesRecall"))
 def _entity_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Context Entities Recall at k (seed 001).
+    """Context Entities Recall at k (RAGAS).
 
     ``EntityRecall@k = |RE ∩ RCE_k| / |RE|``: RE = the entities of the reference answer,
     RCE_k = those found in the text of a top-k chunk — case- and accent-insensitive on word
@@ -1034,10 +1034,10 @@ def _entity_recall_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
 @measure("Attribution", cutoff="optional", needs=("citations",),
          aliases=("AttributionRate", "ChunkAttribution"))
 def _attribution_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
-    """Chunk Attribution Rate at k (seed 000 §4.4).
+    """Chunk Attribution Rate at k.
 
     ``Attribution@k = |{top-k chunks cited by the run's generated answer}| / min(k, retrieved)``
-    — the share of the chunks the run put in the top k that its answer uses (seed 000: 3 cited
+    — the share of the chunks the run put in the top k that its answer uses (e.g. 3 cited
     of 10 retrieved = 0.300). NaN when the run has no answer for the query or retrieved nothing."""
     return attribution(aligned_extra(ctx, "citations"), m.cutoff)
 

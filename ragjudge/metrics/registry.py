@@ -10,7 +10,7 @@ How to add a measure (one small declaration, in any module of ``ragjudge.metrics
 
     @measure("Coverage", cutoff="optional", needs=("facet_links",), aliases=("CoverageRecall",))
     def coverage(ctx, m):
-        \"\"\"Coverage@k = |facets with >= 1 linked chunk in the top k| / |facets| (seed 000 §2.2).\"\"\"
+        \"\"\"Coverage@k = |facets with >= 1 linked chunk in the top k| / |facets|.\"\"\"
         links = ctx.extras["facet_links"]          # whatever the caller passed under that key
         row, col = ctx.positions(links.query_ids, links.chunk_ids)   # rank of each linked chunk
         ...

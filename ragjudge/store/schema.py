@@ -400,7 +400,7 @@ class Adjudication(Base):
 
 
 class Entity(Base):
-    """An entity of a query's reference answer, for Context Entities Recall (seed 001)."""
+    """An entity of a query's reference answer, for Context Entities Recall (RAGAS)."""
 
     __tablename__ = "entities"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -304,10 +304,10 @@ def test_compare_two_runs_on_answer_measures(answers_db, capsys):
     assert "AnswerNuggets(all)" in text and "CitationRecall" in text
 
 
-# -- Attribution (seed 000 §4.4) from an answer given sentence by sentence ----------------------
+# -- Attribution (the share of the top k the answer cites) from an answer given sentence by sentence ----------------------
 
 
-def test_seed000_attribution_still_holds_for_an_answer_with_sentences(tmp_path, capsys):
+def test_attribution_example_still_holds_for_an_answer_with_sentences(tmp_path, capsys):
     from projectkit import make_small_project
 
     db = str(tmp_path / "seed.db")
@@ -324,7 +324,7 @@ def test_seed000_attribution_still_holds_for_an_answer_with_sentences(tmp_path, 
     code, out, err = run_cli(capsys, "--db", db, "eval", "--run", "seed", "-m", "Attribution@10",
                              "--format", "json")
     assert code == 0, err
-    # seed 000 §4.4: retrieved c1 … c10, cited {c1, c3, c5}: 3 / 10 = 0.300
+    # retrieved c1 … c10, cited {c1, c3, c5}: 3 / 10 = 0.300
     assert json.loads(out)["runs"]["seed"]["aggregate"]["Attribution@10"] == pytest.approx(0.3)
     assert not math.isnan(0.3)
 

@@ -118,7 +118,7 @@ def test_eval_json_shape_is_the_contract(tmp_path, capsys):
     for entry in data["runs"].values():
         assert set(entry) == {"aggregate"}  # per_query only with --per-query
         assert list(entry["aggregate"]) == ["P@5", "AP", "nDCG@5"]
-    # seed 000 with the ERRATA values: AP 0.6917 (seed says 0.729), nDCG@5 0.7808 (seed 0.793)
+    # the ten-chunk example: AP 0.6917, nDCG@5 0.7808
     first = data["runs"]["first.run"]["aggregate"]
     assert first["P@5"] == pytest.approx(0.6)
     assert first["AP"] == pytest.approx((1 + 2 / 3 + 3 / 5 + 4 / 8) / 4)
@@ -135,7 +135,7 @@ def test_eval_json_shape_is_the_contract(tmp_path, capsys):
 def test_eval_table_marks_the_best_and_names_the_averaging(tmp_path, capsys):
     q = _write(tmp_path / "qrels.trec", SEED_QRELS)
     good = _write(tmp_path / "good.trec", SEED_RUN)
-    # relevant chunks at ranks 6-9 (seed 000's "bad ranking")
+    # relevant chunks at ranks 6-9 (a bad ranking)
     bad_order = ["c2", "c4", "c6", "c7", "c9", "c1", "c3", "c5", "c8", "c10"]
     bad = _write(tmp_path / "bad.trec", "".join(
         f"s0 Q0 {c} {i} {10 - i} b\n" for i, c in enumerate(bad_order, start=1)))
@@ -145,7 +145,7 @@ def test_eval_table_marks_the_best_and_names_the_averaging(tmp_path, capsys):
     good_line = next(line for line in lines if "good" in line)
     bad_line = next(line for line in lines if " bad " in line)
     assert "*0.6917" in good_line and "*" not in bad_line
-    assert "0.3180" in bad_line  # seed 000 §1.2 says 0.354; ERRATA: 0.3180
+    assert "0.3180" in bad_line  # (1/6 + 2/7 + 3/8 + 4/9) / 4
     assert "averaging" in out and "relevant from grade 1" in out
 
 
@@ -202,7 +202,7 @@ def test_eval_curves(tmp_path, capsys):
     data = json.loads(out)
     assert data["k"] == list(range(1, 11))
     values = data["runs"]["run"]["value"]
-    # seed 000 §5.2 with the ERRATA values: nDCG@1 1.0, @3 0.6646, @5 0.7808, @10 0.8561
+    # nDCG@1 1.0, @3 0.6646, @5 0.7808, @10 0.8561
     assert values[0] == pytest.approx(1.0)
     assert values[2] == pytest.approx(0.6646, abs=5e-5)
     assert values[4] == pytest.approx(0.7808, abs=5e-5)
@@ -211,7 +211,7 @@ def test_eval_curves(tmp_path, capsys):
                         "--k", "1,3,5,8,10", "--format", "csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert rows[0] == ["k", "run"]
-    # seed 000's P@K column: 1.000 0.667 0.600 0.500 0.400
+    # P@K at 1, 3, 5, 8, 10: 1.000 0.667 0.600 0.500 0.400
     assert [round(float(v), 3) for _, v in rows[1:]] == [1.0, 0.667, 0.6, 0.5, 0.4]
     code, out, _ = _run(capsys, "eval", "--qrels", q, "--run", r, "--curve", "PR",
                         "--format", "json")
@@ -220,7 +220,7 @@ def test_eval_curves(tmp_path, capsys):
     # precision at the hits: 1/1, 2/3, 3/5, 4/8 at recall .25, .5, .75, 1; interpolated
     expected = [1, 1, 1, 2 / 3, 2 / 3, 2 / 3, 0.6, 0.6, 0.5, 0.5, 0.5]
     assert data["runs"]["run"]["precision"] == pytest.approx(expected)
-    # AUC_PR, trapezoidal over the 11 points (seed 000 §1.5)
+    # AUC_PR, trapezoidal over the 11 points
     area = sum((expected[i] + expected[i + 1]) / 2 * 0.1 for i in range(10))
     assert data["runs"]["run"]["area"] == pytest.approx(area)
     code, _, err = _run(capsys, "eval", "--qrels", q, "--run", r, "--curve", "nDCG", "--k", "x")
@@ -322,7 +322,7 @@ def test_explain_shows_seed_000_ap_steps(tmp_path, capsys):
     code, out, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "s0",
                           "-m", "AP")
     assert code == 0, err
-    # the hits at ranks 1, 3, 5, 8 with P@k 1/1, 2/3, 3/5, 4/8; AP = 0.6917 (ERRATA; seed 0.729)
+    # the hits at ranks 1, 3, 5, 8 with P@k 1/1, 2/3, 3/5, 4/8; AP = 0.6917
     for text in ("c1", "c3", "c5", "c8", "1.000", "0.667", "0.600", "0.500", "0.6917"):
         assert text in out, text
     code, out, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "s0",
@@ -332,7 +332,7 @@ def test_explain_shows_seed_000_ap_steps(tmp_path, capsys):
     ap, ndcg = data["explanations"]
     assert ap["value"] == pytest.approx(0.6917, abs=5e-5)
     assert [s["rank"] for s in ap["steps"] if s["relevant"]] == [1, 3, 5, 8]
-    assert ndcg["value"] == pytest.approx(0.7808, abs=5e-5)  # seed 000 §3.2 says 0.793 (ERRATA)
+    assert ndcg["value"] == pytest.approx(0.7808, abs=5e-5)  # DCG@5 3.2737 / IDCG@5 4.1925
     code, _, err = _run(capsys, "explain", "--qrels", q, "--run", r, "--query", "nope", "-m", "AP")
     assert code == 2 and "nope" in err
 

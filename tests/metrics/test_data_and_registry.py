@@ -145,7 +145,7 @@ def test_unknown_measure_lists_known_names():
 def test_every_measure_documents_formula():
     names = {d.name for d in known_measures()}
     assert {"P", "R", "F1", "F", "Accuracy", "Success", "AP", "Rprec", "RR", "DCG", "nDCG",
-            "nDCG_exp", "ERR", "ERR_seed", "bpref", "Judged", "iprec", "AUC_PR",
+            "nDCG_exp", "ERR", "ERR_linear", "bpref", "Judged", "iprec", "AUC_PR",
             "ContextPrecision", "ContextPrecisionAP"} <= names
     for d in known_measures():
         assert len(d.doc) > 40, d.name

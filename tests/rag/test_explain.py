@@ -25,8 +25,8 @@ def flags(ranked):
     return [c in SEED_RELEVANT for c in ranked]
 
 
-def test_context_precision_bad_order_seed000():
-    # Seed 000 §4.1 prints 0.533 for [c2, c4, c1, c3, c5]; ERRATA: 0.3583 as AP (÷ 4 relevant),
+def test_context_precision_bad_order():
+    # [c2, c4, c1, c3, c5]: 0.3583 as AP (÷ 4 relevant),
     # 0.4778 as RAGAS Context Precision@5 (÷ 3 found).
     ranked = ["c2", "c4", "c1", "c3", "c5"]
     e = explain_context_precision(flags(ranked), 4, 5, ranked)
@@ -40,7 +40,7 @@ def test_context_precision_bad_order_seed000():
     assert [row[3] for row in e.rows] == [None, None, pytest.approx(1 / 3), 0.5, 0.6]
 
 
-def test_context_precision_good_order_seed000():
+def test_context_precision_good_order():
     ranked = ["c1", "c3", "c5", "c8", "c2"]
     e = explain_context_precision(flags(ranked), 4, 5, ranked)
     assert e.value == pytest.approx(1.0)
@@ -48,8 +48,8 @@ def test_context_precision_good_order_seed000():
     assert "same number" in e.steps[-1]
 
 
-def test_context_precision_seed001_desert():
-    # seed 001: only the first of three chunks is relevant -> Context Precision@3 = 1.0
+def test_context_precision_desert():
+    # only the first of three chunks is relevant -> Context Precision@3 = 1.0
     e = explain_context_precision([True, False, False], 1, 3)
     assert "1.0000 / 1 = 1.0000" in e.steps[2]
 

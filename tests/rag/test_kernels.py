@@ -1,4 +1,4 @@
-"""RAG kernels on the seeds' worked examples and hand-worked cases.
+"""RAG kernels on worked examples (the Eiffel Tower facets and nuggets, a deforestation answer, Brasília's entities) and hand-worked cases.
 
 Seed 000's sample data: the run retrieves c1 … c10 in that order (rank r holds c<r>).
 """
@@ -51,12 +51,12 @@ def support_from_sets(items: list[dict[str, int]], run: list[str], **kwargs) -> 
 
 
 def eiffel_facets() -> ItemSupport:
-    # seed 000 §2.2: construction {c1, c2}, design {c3, c5}, renovation {c8, c9}, tourism {c6, c7}
+    # facets of the Eiffel Tower query: construction {c1, c2}, design {c3, c5}, renovation {c8, c9}, tourism {c6, c7}
     sets = [{"c1", "c2"}, {"c3", "c5"}, {"c8", "c9"}, {"c6", "c7"}]
     return support_from_sets([{c: FULL for c in s} for s in sets], SEED_RUN)
 
 
-def test_seed000_coverage_eiffel_tower():
+def test_coverage_eiffel_tower():
     facets = eiffel_facets()
     # Seed 000 §2.2 prints "Coverage Recall @5 = 3/4 = 0.750", but its own list puts renovation's
     # first chunk c8 at rank 8 ("covered by c8? depends on K") and tourism's c6 at rank 6, so at
@@ -70,8 +70,8 @@ def test_seed000_coverage_eiffel_tower():
     assert coverage(facets, 1)[0] == pytest.approx(0.25)
 
 
-def test_seed000_nugget_recall_eiffel_tower():
-    # seed 000 §5.1: height {c1, c2}, year {c3}, architect {c8}, visitors {c11} (never retrieved)
+def test_nugget_recall_eiffel_tower():
+    # nuggets: height {c1, c2}, year {c3}, architect {c8}, visitors {c11} (never retrieved)
     nuggets = support_from_sets(
         [{"c1": FULL, "c2": FULL}, {"c3": FULL}, {"c8": FULL}, {"c11": FULL}], SEED_RUN,
         vital=np.zeros((1, 4), dtype=bool))
@@ -82,14 +82,14 @@ def test_seed000_nugget_recall_eiffel_tower():
         assert math.isnan(nugget_recall(nuggets, 10, strict=strict, vital_only=True)[0])
 
 
-def test_seed000_context_recall_claims():
-    # seed 000 §4.2: claims 1, 2, 4 supported by the context, claim 3 not
+def test_context_recall_claims():
+    # claims 1, 2, 4 supported by the context, claim 3 not
     claims = support_from_sets([{"c1": FULL}, {"c2": FULL}, {}, {"c4": FULL}], SEED_RUN)
     assert context_recall(claims, None)[0] == pytest.approx(0.750)
 
 
-def test_seed001_context_recall_deforestation():
-    # seed 001: chunk 1 (logging) supports claim 1, chunk 2 (agriculture and urban development)
+def test_context_recall_deforestation():
+    # RAGAS-style example: chunk 1 (logging) supports claim 1, chunk 2 (agriculture and urban development)
     # supports claims 2 and 3, nothing supports claim 4 (wildfires)
     run = ["logging", "agriculture"]
     claims = support_from_sets([{"logging": FULL}, {"agriculture": FULL}, {"agriculture": FULL}, {}],
@@ -98,15 +98,15 @@ def test_seed001_context_recall_deforestation():
     assert context_recall(claims, 1)[0] == pytest.approx(0.25)
 
 
-def test_seed001_entity_recall_brasilia():
+def test_entity_recall_brasilia():
     support = entity_support([["Brazil", "Brasília", "April 21, 1960"]],
                              [["Brasília is a city in Brazil, designed as the capital."]])
     assert entity_recall(support, 1)[0] == pytest.approx(2 / 3)
     assert round(float(entity_recall(support, None)[0]), 3) == 0.667
 
 
-def test_seed000_attribution_rate():
-    # seed 000 §4.4: 10 retrieved, {c1, c3, c5} cited
+def test_attribution_rate():
+    # 10 retrieved, {c1, c3, c5} cited
     cited = np.zeros((1, 10), dtype=bool)
     cited[0, [0, 2, 4]] = True
     citations = Citations.from_flags(cited, answered=[True], retrieved=[10])

@@ -56,11 +56,11 @@ def test_names_parse_and_declare_their_extras():
         parse_measure("NuggetRecall(sloppy)@5")
 
 
-def test_seed000_coverage_by_name():
+def test_coverage_by_name():
     qrels, run = seed_inputs()
     result = evaluate(qrels, run, ["Coverage@5", "Coverage@7", "Coverage"],
                       extras={"facets": eiffel_facets()})
-    # seed 000 §2.2 prints 0.750 for @5; by its own ranks it is 2/4 at K = 5 and 3/4 at K = 6-7
+    # by the ranks of the example: 2 of 4 facets at K = 5, 3 of 4 at K = 6-7 (a guide that prints 0.750 for @5 miscounts)
     assert result["Coverage@5"] == pytest.approx(0.5)
     assert result["Coverage@7"] == pytest.approx(0.750)
     assert result["Coverage"] == pytest.approx(1.0)
@@ -73,7 +73,7 @@ def test_depth_limited_context_still_right():
         pytest.approx(0.5)
 
 
-def test_seed000_nugget_recall_by_name():
+def test_nugget_recall_by_name():
     qrels, run = seed_inputs()
     nuggets = ItemLabels(["eiffel"] * 4, ["height", "year", "architect", "visitors"],
                          vital=[True, True, False, False], weight=[2, 1, 1, 1],
@@ -82,7 +82,7 @@ def test_seed000_nugget_recall_by_name():
     names = ["NuggetRecall(all)@10", "NuggetRecall(strict,all)@10", "NuggetRecall(vital)@10",
              "NuggetRecall(strict,vital)@10", "NuggetRecall(weighted)@10", "NuggetRecall@5"]
     agg = evaluate(qrels, run, names, extras={"nuggets": nuggets}).aggregate()
-    assert agg["NuggetRecall(all)@10"] == pytest.approx(0.750)  # seed 000 §5.1
+    assert agg["NuggetRecall(all)@10"] == pytest.approx(0.750)  # 3 of the 4 nuggets have a supporting chunk in the top 10
     assert agg["NuggetRecall(strict,all)@10"] == pytest.approx(0.750)
     assert agg["NuggetRecall(vital)@10"] == pytest.approx(1.0)
     assert agg["NuggetRecall(strict,vital)@10"] == pytest.approx(1.0)
@@ -124,7 +124,7 @@ def test_entity_and_attribution_by_name():
                       extras={"entities": entities, "citations": citations})
     pq = result.per_query()
     assert pq["brazil"]["EntityRecall@1"] == 0.0
-    assert pq["brazil"]["EntityRecall@2"] == pytest.approx(2 / 3)  # seed 001's Brasília example
+    assert pq["brazil"]["EntityRecall@2"] == pytest.approx(2 / 3)  # the Brasília example: 2 of 3 entities found
     assert pq["brazil"]["Attribution@1"] == 0.0
     assert pq["brazil"]["Attribution@10"] == pytest.approx(1 / 2)  # 2 retrieved, 1 cited
     assert math.isnan(pq["other"]["EntityRecall@2"])
@@ -132,7 +132,7 @@ def test_entity_and_attribution_by_name():
 
 
 def test_context_precision_variants_side_by_side():
-    # seed 000 §4.1 "bad order": ERRATA gives 0.3583 as AP and 0.4778 as RAGAS CP@5
+    # the "bad order" [c2, c4, c1, c3, c5]: 0.3583 as AP (÷ 4 relevant), 0.4778 as RAGAS CP@5 (÷ 3 found)
     qrels = Qrels.from_dict({"q": SEED_GRADES})
     run = Run.from_ranked({"q": ["c2", "c4", "c1", "c3", "c5"]})
     agg = evaluate(qrels, run, ["ContextPrecisionAP@5", "ContextPrecision@5"]).aggregate()

@@ -96,7 +96,7 @@ def test_entity_recall_from_project(rag_project):
     query_ids, matrix = run_matrix(rag_project)
     entities = rag_extras(rag_project, "bm25", query_ids, matrix, ["EntityRecall@5"])["entities"]
     q1, q3 = query_ids.index("q1"), query_ids.index("q3")
-    assert entity_recall(entities, 10)[q1] == pytest.approx(2 / 3)  # seed 001's Brasília example
+    assert entity_recall(entities, 10)[q1] == pytest.approx(2 / 3)  # the Brasília example: 2 of 3 entities found
     assert entity_recall(entities, 4)[q3] == 0.0
     assert entity_recall(entities, 5)[q3] == 1.0  # c15 at rank 5 holds the date
     assert math.isnan(entity_recall(entities, 10)[query_ids.index("q2")])

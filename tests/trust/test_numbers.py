@@ -47,7 +47,7 @@ def _one_paragraph(err: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["ERR(max_grade=0)@1", "ERR(max_grade=-1)@5",
-                                  "ERR_seed(max_grade=0)@3", "ERR(max_grade=1001)@3"])
+                                  "ERR_linear(max_grade=0)@3", "ERR(max_grade=1001)@3"])
 def test_err_max_grade_out_of_range_is_refused(name):
     with pytest.raises(UsageError, match="max_grade"):
         parse_measure(name)
@@ -57,7 +57,7 @@ def test_err_refuses_a_grade_above_its_max_grade():
     # Chapelle's R = (2^g - 1) / 2^g_max is a probability; with g = 3 and g_max = 2 it is 7/4
     qrels = Qrels.from_dict({"q1": {"a": 3, "b": 1}, "q2": {"c": 1}})
     run = Run.from_ranked({"q1": ["a", "b"], "q2": ["c"]})
-    for name in ("ERR(max_grade=2)@1", "ERR_seed(max_grade=2)@1"):
+    for name in ("ERR(max_grade=2)@1", "ERR_linear(max_grade=2)@1"):
         with pytest.raises(InputError) as info:
             evaluate(qrels, run, [name])
         message = str(info.value)
@@ -100,7 +100,7 @@ def test_err_stays_a_probability_on_random_qrels():
         grades = {f"d{i}": int(rng.integers(-1, 5)) for i in range(8)}
         qrels = Qrels.from_dict({"q": grades})
         run = Run.from_ranked({"q": list(rng.permutation(list(grades)))})
-        result = evaluate(qrels, run, ["ERR@8", "ERR(max_grade=4)@8", "ERR_seed@8"])
+        result = evaluate(qrels, run, ["ERR@8", "ERR(max_grade=4)@8", "ERR_linear@8"])
         assert np.all((result.values >= 0) & (result.values <= 1))
 
 

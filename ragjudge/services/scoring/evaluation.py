@@ -6,7 +6,7 @@
   into arrays, in the stored rank order) or a file (TREC through the bulk parser; JSONL through
   :func:`ragjudge.formats.jsonl.read_jsonl`).
 - Strata (``--by FIELD``): a query's ``category`` or any key of its ``meta``; every stratum gets
-  its own block of results, the overall block stays (seed 000 §5.3).
+  its own block of results, the overall block stays.
 - Comparisons: per-query values of several runs on the same queries into
   :func:`ragjudge.metrics.significance.compare_runs`.
 

@@ -131,4 +131,4 @@ DEFAULT_MEASURES = (
     "P@1", "P@3", "P@5", "P@10", "R@5", "R@10", "R@20", "Success@5", "RR", "AP",
     "nDCG@5", "nDCG@10", "Rprec", "ContextPrecision@5",
 )
-"""The scorecard after the seeds: precision, recall, hit rate, rank and graded measures."""
+"""The default scorecard: precision, recall, hit rate, rank and graded measures."""

@@ -40,7 +40,7 @@ def best_rows(column: list[float]) -> set[int]:
 
 def knee(values: list[float], ks: list[int], flat: float = FLAT) -> int | None:
     """The K from which the curve is flat: the smallest K after which every further step
-    changes the value by less than ``flat`` (seed 000 §5.2: how many chunks to pass on)."""
+    changes the value by less than ``flat`` (how many chunks to pass on to the LLM)."""
     clean = [0.0 if v is None or math.isnan(v) else v for v in values]
     for i in range(len(clean)):
         if all(abs(clean[j + 1] - clean[j]) < flat for j in range(i, len(clean) - 1)):
