@@ -41,6 +41,8 @@ class FakeLLM:
         self.requests: list[dict] = []
         self.answered: list[tuple[str, str]] = []  # (prompt, answer text) of each 200 answer
         self.lock = threading.Lock()
+        self.trickle_seconds = 0.5
+        self.stopped = threading.Event()
         self._count = 0
         fake = self
 
@@ -68,6 +70,7 @@ class FakeLLM:
         return self
 
     def stop(self) -> None:
+        self.stopped.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -113,6 +116,20 @@ class FakeLLM:
         if fault == "timeout":
             time.sleep(self.timeout_sleep)
             self._send(handler, 500, b'{"error": {"message": "too late"}}')
+            return
+        if fault == "trickle":  # headers at once, then one byte of the body every half second
+            payload = b" " * 400 + b'{"error": {"message": "too late"}}'
+            handler.send_response(500)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+                for i in range(len(payload)):
+                    if self.stopped.is_set():
+                        return
+                    handler.wfile.write(payload[i:i + 1])
+                    handler.wfile.flush()
+                    time.sleep(self.trickle_seconds)
             return
         if fault == "malformed":
             self._send(handler, 200, b'{"choices": [{"message": ')

@@ -8,7 +8,6 @@ survives the process being killed (and the machine losing power).
 from __future__ import annotations
 
 import os
-import random
 import sqlite3
 import time
 from collections.abc import Callable
@@ -19,6 +18,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import QueuePool
+
+from ragjudge.retry import Backoff
 
 from ragjudge.errors import ProjectError, UsageError
 from ragjudge.safetext import mask_url
@@ -216,15 +217,14 @@ def with_retry(work: Callable[[], T], *, attempts: int = 12, first_delay: float 
     in all (default :data:`RETRY_LIMIT_S`) the last error is raised, for the caller to explain.
     """
     deadline = time.monotonic() + (RETRY_LIMIT_S if limit_s is None else limit_s)
-    delay = first_delay
-    for attempt in range(attempts):
+    backoff = Backoff(first_delay, 1.0)
+    for attempt in range(1, attempts + 1):
         try:
             return work()
         except OperationalError as exc:
-            if not is_locked_error(exc) or attempt == attempts - 1 or time.monotonic() > deadline:
+            if not is_locked_error(exc) or attempt == attempts or time.monotonic() > deadline:
                 raise
-            time.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 1.0)
+            time.sleep(backoff.wait(attempt))
     raise AssertionError("unreachable")
 
 

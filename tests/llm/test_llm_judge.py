@@ -318,3 +318,20 @@ def test_async_api_runs_in_a_caller_loop(project, fake_llm):
     pairs = svc_judge.plan_pairs(project, NAME, limit=3)
     summary = asyncio.run(svc_judge.judge_async(project, pairs, settings(fake_llm), annotator=NAME))
     assert summary.graded == 3
+
+
+def test_timeout_is_a_deadline_for_the_whole_answer(project, fake_llm):
+    """A server that sends its headers and then one byte every half second never lets a read
+    wait longer than the read timeout; --timeout bounds the whole request, then the retries,
+    then the pair counts as failed (it held a request for over 100 s with --timeout 5)."""
+    import time
+
+    fake_llm.faults = ["trickle"] * 3
+    pair = svc_judge.plan_pairs(project, NAME)[0]
+    started = time.monotonic()
+    summary = run_judge(project, fake_llm, [pair], timeout=1.0, retries=1)
+    elapsed = time.monotonic() - started
+    assert summary.failed == 1 and summary.graded == 0
+    assert elapsed < 6.0, elapsed  # two tries of at most 1 s each, and a short backoff
+    (call,) = calls_of(project)
+    assert call.outcome == "failed" and "within 1 s" in call.error

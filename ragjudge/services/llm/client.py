@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from ragjudge.errors import UsageError
+from ragjudge.retry import Backoff
 from ragjudge.safetext import mask_secrets, visible
 from collections.abc import Callable
-
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -117,8 +113,11 @@ class Client:
             started = time.perf_counter()
             try:
                 try:
-                    response = await self.http.post(s.endpoint, json=body, headers=headers)
-                except httpx.TimeoutException:
+                    # one deadline for the whole request (httpx's timeout is per read: a server
+                    # sending one byte at a time would hold a request for as long as it likes)
+                    response = await asyncio.wait_for(
+                        self.http.post(s.endpoint, json=body, headers=headers), s.timeout)
+                except (httpx.TimeoutException, TimeoutError):
                     raise _Transient(f"no answer within {s.timeout:g} s") from None
                 except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as exc:
                     if not self.answered:
@@ -135,11 +134,7 @@ class Client:
                     return Answer(None, None, None, int((time.perf_counter() - started) * 1000),
                                    attempt, error=self.clean(exc))
                 summary.retries += 1
-                wait = exc.wait
-                if wait is None:
-                    base = min(s.backoff * 2 ** (attempt - 1), 60.0)
-                    wait = base / 2 + random.uniform(0, base / 2)
-                await asyncio.sleep(wait)
+                await asyncio.sleep(Backoff(s.backoff, 60.0).wait(attempt, exc.wait))
 
     def _read(self, response: Any, latency: int, attempt: int) -> Answer:
         s = self.settings
