@@ -53,7 +53,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
-    from ragjudge.metrics.rag import RagExplanation
+    from ragjudge.metrics.explanation import RagExplanation
 
 __all__ = [
     "UNJUDGED", "AnswerLabels", "AnswerSupport", "answer_nuggets", "citation_precision",
@@ -393,7 +393,7 @@ def explain_answer(measure: Any, support: AnswerSupport, row: int) -> RagExplana
     """Why an answer measure has its value for one row: the table of nuggets (AnswerNuggets),
     of (sentence, cited chunk) pairs (CitationPrecision) or of sentences (CitationRecall), and
     the arithmetic. A :class:`ragjudge.metrics.rag.RagExplanation`."""
-    from ragjudge.metrics.rag import RagExplanation
+    from ragjudge.metrics.explanation import RagExplanation
 
     name = measure.definition.name
     label = str(measure)
@@ -460,7 +460,7 @@ def explain_answer(measure: Any, support: AnswerSupport, row: int) -> RagExplana
 def _explain_nuggets(measure: Any, support: AnswerSupport, row: int, steps: list[str]
                      ) -> RagExplanation:
     """The table of an AnswerNuggets value: each nugget, its support, weight and score."""
-    from ragjudge.metrics.rag import RagExplanation
+    from ragjudge.metrics.explanation import RagExplanation
 
     label, strict = str(measure), bool(measure.get("strict"))
     vital_only, weighted = bool(measure.get("vital")), bool(measure.get("weighted"))

@@ -38,7 +38,7 @@ from ragjudge.metrics.registry import Measure, Param, measure
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
-    from ragjudge.metrics.rag import RagExplanation
+    from ragjudge.metrics.explanation import RagExplanation
 
 __all__ = ["alpha_dcg", "ideal_alpha_gains", "facet_links", "explain_alpha_ndcg"]
 
@@ -166,7 +166,7 @@ def explain_alpha_ndcg(ctx: EvalContext, row: int, m: Measure,
                        chunk_ids: list[str] | None = None) -> RagExplanation:
     """Why alpha_nDCG@k has its value for one query (row of ``ctx``): each rank's facets, new
     or found again, its gain and discounted gain; then the greedy ideal's gains."""
-    from ragjudge.metrics.rag import RagExplanation
+    from ragjudge.metrics.explanation import RagExplanation
 
     value = float(m(ctx)[row])
     alpha = float(m.get("alpha", 0.5))

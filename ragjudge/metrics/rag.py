@@ -62,7 +62,6 @@ This module imports numpy, the standard library and ``ragjudge.errors`` only.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -87,8 +86,7 @@ __all__ = [
     "coverage", "nugget_recall", "context_recall", "entity_recall", "attribution", "item_recall",
     "item_scores", "item_weights", "VITAL_WEIGHT", "OKAY_WEIGHT", "normalize_text", "entity_pattern", "entity_hits", "entity_support",
     "matrix_positions", "as_id_matrix", "aligned_extra", "required_extras",
-    "RagExplanation", "explain_items", "explain_attribution", "explain_context_precision",
-    "explain_in_context", "explain_rag",
+    "cutoff_rank", "id_text",
 ]
 
 NONE, PARTIAL, FULL = 0, 1, 2
@@ -267,14 +265,14 @@ def as_id_matrix(chunk_matrix: Any, n_rows: int | None = None) -> np.ndarray:
         matrix = matrix.reshape(n_rows if n_rows is not None else len(matrix), -1)
     if matrix.dtype.kind != "S":
         shape = matrix.shape
-        matrix = _keys.as_ids([_as_str(c) for c in matrix.ravel()]).reshape(shape)
+        matrix = _keys.as_ids([id_text(c) for c in matrix.ravel()]).reshape(shape)
     return matrix
 
 
 def _as_ids(values: Any) -> np.ndarray:
     if isinstance(values, np.ndarray) and values.dtype.kind == "S":
         return _keys.as_ids(values)
-    return _keys.as_ids([_as_str(v) for v in values])
+    return _keys.as_ids([id_text(v) for v in values])
 
 
 def matrix_positions(query_ids: Sequence[str], chunk_matrix: Any) -> Positions:
@@ -314,11 +312,11 @@ def _encoded(labels: Any, name: str) -> np.ndarray:
     evaluating several runs with the same labels encodes the ids once)."""
     cache = labels.__dict__.setdefault("_encoded", {})
     if name not in cache:
-        cache[name] = _keys.as_ids([_as_str(v) for v in getattr(labels, name)])
+        cache[name] = _keys.as_ids([id_text(v) for v in getattr(labels, name)])
     return cache[name]
 
 
-def _as_str(value: Any) -> str:
+def id_text(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (bytes, np.bytes_)):
@@ -349,7 +347,7 @@ class ItemLabels:
     @property
     def labelled_query_ids(self) -> list[str]:
         """The queries that have items: evaluated even without a relevance grade."""
-        return [_as_str(q) for q in self.query_ids]
+        return [id_text(q) for q in self.query_ids]
 
     def placement(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
         """Where each item goes among evaluated ``query_ids``: its row (-1 when its query is
@@ -419,7 +417,7 @@ class EntityLabels:
     @property
     def labelled_query_ids(self) -> list[str]:
         """The queries that have entities: evaluated even without a relevance grade."""
-        return [_as_str(q) for q in self.query_ids]
+        return [id_text(q) for q in self.query_ids]
 
     def align(self, query_ids: Sequence[str], chunk_matrix: Any) -> ItemSupport:
         """ItemSupport over the evaluated ``query_ids`` and their ranked ``chunk_matrix``."""
@@ -429,7 +427,7 @@ class EntityLabels:
             r = row_of.get(str(q))
             if r is not None:
                 entities[r].append(str(text))
-        ranked = [[_as_str(c) for c in chunk_matrix[r]] if entities[r] else []
+        ranked = [[id_text(c) for c in chunk_matrix[r]] if entities[r] else []
                   for r in range(len(query_ids))]
         wanted = sorted({c for row in ranked for c in row if c})
         texts = self._texts(wanted)
@@ -499,7 +497,7 @@ class CitationLabels:
 # -- kernels -------------------------------------------------------------------------------
 
 
-def _cutoff(k: int | None) -> int:
+def cutoff_rank(k: int | None) -> int:
     return NEVER - 1 if k is None else int(k)
 
 
@@ -512,7 +510,7 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 def item_scores(support: ItemSupport, k: int | None, *, strict: bool = True) -> np.ndarray:
     """float (Q, M): each item's score at cutoff k — 1 if some top-k chunk supports it fully,
     else (``strict=False``) 0.5 if some top-k chunk supports it partially, else 0."""
-    k = _cutoff(k)
+    k = cutoff_rank(k)
     full = support.first_full <= k
     if strict:
         return full.astype(np.float64)
@@ -611,7 +609,7 @@ def attribution(citations: Citations, k: int | None) -> np.ndarray:
     where |top-k chunks| = min(k, chunks the run retrieved), as in the seed's example (3 cited of
     10 retrieved = 0.300). Citations of chunks the run did not retrieve do not count. NaN when
     the run has no answer for the query or retrieved nothing."""
-    k = _cutoff(k)
+    k = cutoff_rank(k)
     cited = np.bincount(citations.rows[citations.ranks <= k], minlength=citations.n_queries)
     shown = np.minimum(citations.retrieved, k)
     value = _ratio(cited.astype(np.float64), shown.astype(np.float64))
@@ -725,189 +723,6 @@ def required_extras(measures: Iterable | None) -> set[str]:
 # -- explanations --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RagExplanation:
-    """A step-by-step computation for one query, as a worked example lays it out: a table (``columns``,
-    ``rows``), the lines of arithmetic (``steps``) and the final ``value`` (NaN = undefined)."""
-
-    measure: str
-    value: float
-    columns: tuple[str, ...]
-    rows: list[tuple]
-    steps: list[str]
-
-    def lines(self) -> list[str]:
-        """Plain-text rendering (a table, then the steps)."""
-        cells = [tuple(_cell(v) for v in row) for row in self.rows]
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
-        fmt = lambda row: "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
-        out = [fmt(self.columns)] + [fmt(r) for r in cells] if self.columns else []
-        return out + self.steps
-
-    def render(self, visible: Callable[[str], bool] | None = None) -> str:
-        """The explanation as plain text: a title line, the table, the steps. For a blind
-        reader (any ``visible``, see :meth:`ragjudge.metrics.explain.Explanation.render`) only
-        the value: the table and its arithmetic are built from every pair's grade."""
-        value = "undefined" if math.isnan(self.value) else f"{self.value:.4f}"
-        if visible is not None:
-            return (f"{self.measure} = {value}\n  blind: the table and its arithmetic are hidden "
-                    "(they rest on the grades of pairs you have not judged)")
-        return "\n".join([f"{self.measure} = {value}", *self.lines()])
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: measure, value (None when undefined), columns, rows, steps."""
-        clean = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
-        return {"measure": self.measure, "value": clean(self.value), "columns": list(self.columns),
-                "rows": [[clean(v) for v in row] for row in self.rows], "steps": list(self.steps)}
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "-"
-    if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:.4f}"
-    return "-" if value is None else str(value)
-
-
-def _k_text(k: int | None) -> str:
-    return "the whole run" if k is None else f"the top {k}"
-
-
-def _rank_text(rank: int, chunk_ids: Sequence[str] | None) -> str | None:
-    if rank == NEVER:
-        return None
-    if chunk_ids is not None and rank <= len(chunk_ids):
-        return f"{rank} ({chunk_ids[rank - 1]})"
-    return str(rank)
-
-
-_FOUND_WORDS = {"facet": "covers it", "entity": "contains it (in its text)"}
-
-
-def explain_items(measure: str, support: ItemSupport, row: int, k: int | None, *,
-                  strict: bool = True, vital_only: bool = False, weighted: bool = False,
-                  chunk_ids: Sequence[str] | None = None, item: str = "item") -> RagExplanation:
-    """Why Coverage / NuggetRecall / ContextRecall / EntityRecall has its value for one query:
-    each item with the first rank fully (and partially) supporting it and its score at k.
-    Facets and entities are found or not (one "first at" column); nuggets and claims show the
-    first full and the first partial support."""
-    names = support.names[row] if support.names is not None else None
-    kk = _cutoff(k)
-    binary = item in _FOUND_WORDS
-    columns = [item, "first at", "score"] if binary else [item, "first full", "first partial",
-                                                         "score"]
-    if support.vital is not None and not binary:
-        columns.insert(1, "vital")
-    if weighted:
-        columns.insert(-1, "weight")
-    rows, num, den = [], 0.0, 0.0
-    weights = item_weights(support.valid[row:row + 1],
-                           None if support.vital is None else support.vital[row:row + 1],
-                           None if support.weight is None else support.weight[row:row + 1])[0]
-    for m in np.flatnonzero(support.valid[row]):
-        full, partial = int(support.first_full[row, m]), int(support.first_partial[row, m])
-        score = 1.0 if full <= kk else (0.5 if partial <= kk and not strict else 0.0)
-        counted = not vital_only or support.vital is None or bool(support.vital[row, m])
-        w = float(weights[m]) if weighted else 1.0
-        cells: list[Any] = [names[int(m)] if names is not None else f"#{m + 1}", _rank_text(full, chunk_ids)]
-        if not binary:
-            cells.append(_rank_text(partial, chunk_ids) if partial < full else None)
-            if support.vital is not None:
-                cells.insert(1, bool(support.vital[row, m]))
-        if weighted:
-            cells.append(w)
-        cells.append(score if counted else "not counted")
-        rows.append(tuple(cells))
-        if counted:
-            num += w * score
-            den += w
-    value = num / den if den > 0 else math.nan
-    if binary:
-        steps = [f"{measure}: a {item} counts 1 when a chunk in {_k_text(k)} "
-                 f"{_FOUND_WORDS[item]}, else 0."]
-    else:
-        rule = ("full support counts 1, anything less 0" if strict
-                else "full support counts 1, partial 0.5, none 0")
-        steps = [f"{measure}: a {item} scores by its best support in {_k_text(k)}: {rule}."]
-    if vital_only:
-        steps.append(f"Only vital {item}s count.")
-    if den > 0:
-        what = ("sum of weight x score / sum of weights" if weighted
-                else f"sum of scores / {item}s counted")
-        steps.append(f"{what} = {num:g} / {den:g} = {value:.4f}")
-    else:
-        steps.append(f"No {item} to count for this query: undefined (left out of the mean).")
-    if not rows:
-        columns = []
-    return RagExplanation(measure, value, tuple(columns), rows, steps)
-
-
-def explain_attribution(measure: str, citations: Citations, row: int, k: int | None, *,
-                        chunk_ids: Sequence[str] | None = None) -> RagExplanation:
-    """Why Attribution@k has its value for one query: the cited ranks within the top k."""
-    kk = _cutoff(k)
-    ranks = sorted(int(r) for r in citations.ranks[citations.rows == row])
-    shown = int(min(citations.retrieved[row], kk))
-    rows = [(r, chunk_ids[r - 1] if chunk_ids is not None and r <= len(chunk_ids) else None,
-             r <= kk) for r in ranks]
-    steps = []
-    elsewhere = 0 if citations.cited_elsewhere is None else int(citations.cited_elsewhere[row])
-    if elsewhere:
-        steps.append(f"The answer also cites {elsewhere} chunk(s) the run did not retrieve; "
-                     "they do not count.")
-    if not citations.answered[row]:
-        steps.append("The run has no generated answer for this query: undefined.")
-        value = math.nan
-    elif shown == 0:
-        steps.append("The run retrieved nothing for this query: undefined.")
-        value = math.nan
-    else:
-        cited = sum(1 for r in ranks if r <= kk)
-        value = cited / shown
-        steps.append(f"cited chunks in {_k_text(k)} / chunks retrieved in {_k_text(k)} = "
-                     f"{cited} / {shown} = {value:.4f}")
-    return RagExplanation(measure, value, ("rank", "cited chunk", f"in {_k_text(k)}"), rows, steps)
-
-
-def explain_context_precision(relevant: Sequence[bool], n_relevant: int, k: int | None = None,
-                              chunk_ids: Sequence[str] | None = None, *,
-                              measure: str = "ContextPrecision", ap: bool = False
-                              ) -> RagExplanation:
-    """AP (what some RAG guides call "Context Precision") and RAGAS Context Precision@k side by
-    side on one ranked list: the same sum of precision at each relevant rank, divided by all
-    relevant chunks of the query (AP, n_relevant) or by the relevant chunks found in the top k
-    (RAGAS). They differ exactly when some relevant chunk is missing from the top k.
-    The explanation's value is the RAGAS one, or AP with ``ap=True``."""
-    kk = len(relevant) if k is None else min(int(k), len(relevant))
-    rows, hits, total = [], 0, 0.0
-    for rank in range(1, kk + 1):
-        rel = bool(relevant[rank - 1])
-        p = None
-        if rel:
-            hits += 1
-            p = hits / rank
-            total += p
-        rows.append((rank, chunk_ids[rank - 1] if chunk_ids is not None else None, rel, p, total))
-    # trec_eval and RAGAS give 0 (not undefined) when there is nothing relevant to find
-    ap_value = total / n_relevant if n_relevant > 0 else 0.0
-    cp = total / hits if hits > 0 else 0.0
-    steps = [
-        f"sum of P@rank at the relevant ranks of {_k_text(k)} = {total:.4f}",
-        f"AP = sum / relevant chunks of the query = {total:.4f} / {n_relevant}"
-        f" = {_cell(ap_value)}",
-        f"ContextPrecision (RAGAS) = sum / relevant chunks found in {_k_text(k)}"
-        f" = {total:.4f} / {hits} = {_cell(cp)}",
-    ]
-    missed = n_relevant - hits
-    if missed > 0:
-        steps.append(f"They differ because {missed} relevant chunk(s) are not in {_k_text(k)}: "
-                     "AP counts them as found at no rank (precision 0); RAGAS ignores them.")
-    else:
-        steps.append("Every relevant chunk is in the list, so both divide by the same number.")
-    return RagExplanation(measure, ap_value if ap else cp, ("rank", "chunk", "relevant", "P@rank",
-                                                            "running sum"), rows, steps)
-
-
 # -- registered measures -----------------------------------------------------------------------
 # The registry (``ragjudge.metrics.registry``) imports this module on the first measure lookup.
 
@@ -958,7 +773,7 @@ def _context_positions(ctx: Any) -> Positions:
 
     def positions(qids: Any, chunks: Any) -> tuple[np.ndarray, np.ndarray]:
         ids = chunks if isinstance(chunks, np.ndarray) and chunks.dtype.kind == "S" else \
-            _keys.as_ids([_as_str(c) for c in chunks])
+            _keys.as_ids([id_text(c) for c in chunks])
         fits = np.char.str_len(ids) <= width  # (str_len does not count the NUL padding)
         rows, cols = ctx.positions(qids, _keys.widen(ids, width) if ids.dtype.itemsize < width
                                    else ids.astype(f"S{width}"))
@@ -1044,64 +859,4 @@ def _attribution_measure(ctx: EvalContext, m: Measure) -> np.ndarray:
 
 # -- explaining a registered measure on one query -------------------------------------------
 
-_ITEM_WORDS = {"Coverage": ("facets", "facet"), "NuggetRecall": ("nuggets", "nugget"),
-               "ContextRecall": ("claims", "claim"), "EntityRecall": ("entities", "entity")}
 
-#: measures :func:`explain_in_context` explains
-EXPLAINED = (*_ITEM_WORDS, "Attribution", "ContextPrecision", "ContextPrecisionAP", "alpha_nDCG")
-
-
-def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation | None:
-    """The step-by-step computation of a RAG measure (or of ``ContextPrecision`` /
-    ``ContextPrecisionAP``, side by side) for one query of an evaluation context whose extras
-    hold the measure's data. None for a measure this module does not explain."""
-    from ragjudge.metrics.registry import parse_measure
-
-    m = parse_measure(measure)
-    name = m.definition.name
-    from ragjudge.metrics import answers
-
-    if name in answers.EXPLAINED:
-        return answers.explain_in_context(ctx, query_id, m)
-    if name not in EXPLAINED:
-        return None
-    ids = ctx.query_ids
-    if query_id not in ids:
-        raise UsageError(f"query {query_id!r} is not among the evaluated queries (is it judged?).")
-    row = ids.index(query_id)
-    n = int(min(ctx.n_ret[row], ctx.depth))
-    chunk_ids = [_as_str(c) for c in ctx.chunk_ids[row, :n]]
-    if name == "alpha_nDCG":
-        from ragjudge.metrics.diversity import explain_alpha_ndcg
-
-        return explain_alpha_ndcg(ctx, row, m, chunk_ids)
-    label = str(m)
-    if name in _ITEM_WORDS:
-        key, word = _ITEM_WORDS[name]
-        options: dict[str, Any] = {"strict": True}
-        if name == "NuggetRecall":
-            options = {"strict": bool(m.get("strict")), "vital_only": bool(m.get("vital")),
-                       "weighted": bool(m.get("weighted"))}
-        elif name == "ContextRecall":
-            options = {"strict": not m.get("partial")}
-        return explain_items(label, aligned_extra(ctx, key), row, m.cutoff, chunk_ids=chunk_ids,
-                             item=word, **options)
-    if name == "Attribution":
-        return explain_attribution(label, aligned_extra(ctx, "citations"), row, m.cutoff,
-                                   chunk_ids=chunk_ids)
-    relevant = ctx.relevant(m.rel)[row, :n].tolist()
-    return explain_context_precision(relevant, int(ctx.n_relevant(m.rel)[row]), m.cutoff,
-                                     chunk_ids, measure=label, ap=name == "ContextPrecisionAP")
-
-
-def explain_rag(qrels: Any, run: Any, query_id: str, measure: Any, *,
-                extras: Mapping[str, Any] | None = None, threshold: int = 1
-                ) -> RagExplanation | None:
-    """:func:`explain_in_context` from a qrels, a run and the extras (e.g. from
-    ``ragjudge.services.scoring.rag.rag_extras``). None for a measure this module does not explain."""
-    from ragjudge.metrics.evaluate import build_context
-    from ragjudge.metrics.registry import parse_measure
-
-    ctx = build_context(qrels, run, threshold=threshold, queries=[query_id], extras=extras,
-                        measures=[parse_measure(measure)])
-    return explain_in_context(ctx, query_id, measure)

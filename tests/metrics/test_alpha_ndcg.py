@@ -164,7 +164,7 @@ def test_matches_ndeval_on_a_larger_random_collection():
 
 
 def test_explained_rank_by_rank_with_the_ideal():
-    from ragjudge.metrics.rag import explain_rag
+    from ragjudge.metrics.ragexplain import explain_rag
 
     facets = {"q": [["a", "b"], ["a"], ["c"]]}  # the worked example above
     run = Run.from_ranked({"q": ["b", "d", "a", "c"]})

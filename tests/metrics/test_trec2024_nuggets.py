@@ -195,7 +195,7 @@ def test_chunk_scores_match_the_track_scorer(data, k):
 
 
 def test_weighted_chunk_explanation_shows_importance_weights():
-    from ragjudge.metrics.rag import explain_rag
+    from ragjudge.metrics.ragexplain import explain_rag
 
     # n0 vital fully supported by a, n1 okay partially by b: W = (1 + 0.5 x 0.5) / 1.5
     labels = ItemLabels(["q"] * 2, ["n0", "n1"], [True, False], None, support_items=[0, 1],

@@ -7,16 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from ragjudge.metrics.rag import (
-    FULL,
-    PARTIAL,
-    Citations,
-    ItemSupport,
-    explain_attribution,
-    explain_context_precision,
-    explain_items,
-    nugget_recall,
-)
+from ragjudge.metrics.rag import FULL, PARTIAL, Citations, ItemSupport, nugget_recall
+from ragjudge.metrics.ragexplain import explain_attribution, explain_context_precision, explain_items
 
 SEED_RELEVANT = {"c1", "c3", "c5", "c8"}
 
@@ -93,7 +85,8 @@ def test_explain_rag_agrees_with_evaluate():
     """Every explained measure's value equals the value evaluate gives for that query."""
     from ragjudge.metrics.data import Qrels, Run
     from ragjudge.metrics.evaluate import evaluate
-    from ragjudge.metrics.rag import CitationLabels, EntityLabels, ItemLabels, explain_rag
+    from ragjudge.metrics.rag import CitationLabels, EntityLabels, ItemLabels
+    from ragjudge.metrics.ragexplain import explain_rag
 
     qrels = Qrels.from_dict({"q": {"c1": 2, "c3": 1, "c5": 2, "c8": 1}, "r": {"x": 1}})
     run = Run.from_ranked({"q": ["c2", "c4", "c1", "c3", "c5", "c6"], "r": ["x"]})

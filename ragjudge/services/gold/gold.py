@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
+from ragjudge.errors import UsageError
 from ragjudge.services.events.labels import (
     CodedLabels,
     LabelArrays,
@@ -51,6 +54,7 @@ from ragjudge.services.gold.rules import (
     decide_labels,
     gold_policy,
 )
+from ragjudge.store.schema import Annotator, Label
 
 if TYPE_CHECKING:
     from ragjudge.metrics.data import Qrels, Run
@@ -151,8 +155,6 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
     """The gold of ``project`` under ``rule`` (default: the project's). A complete reference's
     world is closed over every chunk of the project's runs (``runs``: those already read, to
     spare reading them again; they must be all of the project's runs)."""
-    from ragjudge.services.gold.qrels import check_annotator_known
-
     rule = check_rule(rule or project.rule)
     with project.connect() as connection:
         named = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
@@ -313,3 +315,14 @@ def _composition(rule: str, policy: GoldPolicy, sources: np.ndarray, annotators:
                        reference_pairs=int(counts[FROM_REFERENCE]), implied_pairs=int(counts[FROM_IMPLIED]),
                        other_pairs=int(counts[FROM_RULE]), adjudicated=int(counts[FROM_ADJUDICATION]),
                        annotators=annotators, llm_left_out=left_out)
+
+
+def check_annotator_known(connection: Connection, name: str) -> None:
+    """``--rule annotator:NAME`` with a name the project does not know is a typo, not 0 qrels."""
+    known = sorted(set(connection.execute(select(Annotator.name)).scalars())
+                   | set(connection.execute(select(Label.annotator).distinct()).scalars()))
+    if name not in known:
+        raise UsageError(
+            f"--rule 'annotator:{name}': the project has no annotator named {name!r} "
+            f"(annotators: {', '.join(known) or 'none yet'})."
+        )

@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlalchemy import select
-from sqlalchemy.engine import Connection
 
-from ragjudge.errors import UsageError
-from ragjudge.store.schema import Annotator, Label
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
@@ -24,17 +20,6 @@ def gold_qrel_arrays(project: Project, rule: str | None = None, *,
 
     found = gold(project, rule, include_llm=include_llm)
     return found.query_ids, found.chunk_ids, found.grades
-
-
-def check_annotator_known(connection: Connection, name: str) -> None:
-    """``--rule annotator:NAME`` with a name the project does not know is a typo, not 0 qrels."""
-    known = sorted(set(connection.execute(select(Annotator.name)).scalars())
-                   | set(connection.execute(select(Label.annotator).distinct()).scalars()))
-    if name not in known:
-        raise UsageError(
-            f"--rule 'annotator:{name}': the project has no annotator named {name!r} "
-            f"(annotators: {', '.join(known) or 'none yet'})."
-        )
 
 
 def gold_qrels(project: Project, rule: str | None = None, *,

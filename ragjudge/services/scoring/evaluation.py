@@ -354,7 +354,7 @@ def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query
 
     parsed = parse_measure(measure)
     if parsed.needs or parsed.definition.name.startswith("ContextPrecision"):
-        from ragjudge.metrics.rag import explain_rag
+        from ragjudge.metrics.ragexplain import explain_rag
 
         extras = project_extras(project, run_name, qrels, run, [parsed], threshold, [query_id], rule)
         explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
