@@ -87,8 +87,9 @@ def student_t_cdf(t: float, df: float) -> float:
 def normal_sf(x: np.ndarray | float) -> np.ndarray:
     """P(Z > x) for a standard normal Z, elementwise: erfc(x / √2) / 2.
 
-    Each value is the C library's ``erfc`` (``math.erfc``), correct to a few units in the last
-    place, including deep in the tail where ``1 - Φ(x)`` would round to 0.
+    Each value is the C library's ``erfc`` (``math.erfc``), including deep in the tail where
+    ``1 - Φ(x)`` would round to 0; rounding x / √2 makes the relative error about x² · 1e-16
+    (4e-13 at x = 40).
     """
     values = np.asarray(x, dtype=np.float64)
     scaled = (values * (1.0 / math.sqrt(2.0))).ravel().tolist()
@@ -176,14 +177,15 @@ def _scale_nodes(df: float) -> tuple[np.ndarray, np.ndarray]:
     With a = df / 2, X = a · S² is Gamma(a, 1); in τ = log S² = log(X / a) the density is
     exp(a log a + a τ - a e^τ - lgamma a), smooth with a Gaussian-like peak of width 1/√a at
     τ = 0, a left tail falling like e^{aτ} and a doubly exponential right tail. The trapezoid
-    rule in τ converges geometrically here too. Its step, min(0.1, 0.7/√a), resolves the peak
-    and also P(R > q e^{τ/2}), which falls from 1 to 0 over a width in τ of about
-    2 sd(R) / E(R) ≥ 0.15 for k ≤ 1000 (0.24 at k = 50): the error is of the order of
-    exp(-2π² (width / step)²) ≤ 1e-19. Nodes whose weight is below 1e-18 of the largest are
-    dropped, and the weights are normalised to sum to 1.
+    rule in τ converges geometrically here too, provided its step resolves the peak, skewed for
+    small a, and P(R > q e^{τ/2}), which falls from 1 to 0 over a width in τ of about
+    2 sd(R) / E(R) (1.5 for k = 2, 0.15 for k = 1000). The step min(0.1, 0.55/√a) keeps the
+    error below 1e-15 for k ≤ 200 and 1e-10 for k ≤ 1000, for every df (measured against a
+    step of 0.01). Nodes whose weight is below 1e-18 of the largest are dropped, and the
+    weights are normalised to sum to 1.
     """
     a = df / 2.0
-    step = min(0.1, 0.7 / math.sqrt(a))
+    step = min(0.1, 0.55 / math.sqrt(a))
     left = 45.0 / a + 10.0 / math.sqrt(a)
     right = 10.0 / math.sqrt(a) + 4.0
     tau = np.arange(-left, right + step / 2, step)
