@@ -137,7 +137,7 @@ def tukey_hsd(scores: np.ndarray, *, design: str = "paired", confidence: float =
     - ``design="independent"``: the one-way within-run mean square, df = k (n - 1); this is
       ``scipy.stats.tukey_hsd`` and what ranx's ``compare(stat_test="tukey")`` reports.
 
-    With MSE = 0 (no error at all) q is 0 for equal means and inf otherwise.
+    With no error at all (MSE at rounding noise) q is 0 for equal means and inf otherwise.
     """
     values = np.asarray(scores, dtype=np.float64)
     if values.ndim == 2:
@@ -155,8 +155,10 @@ def tukey_hsd(scores: np.ndarray, *, design: str = "paired", confidence: float =
                         df=float(df))
     mse = sse / df
     se = np.sqrt(mse / n)
+    # an error or a difference below rounding noise (1e-12 of the values' scale) is none
+    noise = 1e-12 * np.maximum(1.0, np.abs(values).max(axis=(0, 2)))
     with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(se > 0, difference / se, np.where(difference <= 1e-15, 0.0, np.inf))
+        q = np.where(se > noise, difference / se, np.where(difference <= noise, 0.0, np.inf))
     return TukeyHSD(
         q=q,
         p=studentized_range_sf(q, k, df),
