@@ -53,9 +53,8 @@ from ragjudge.metrics.significance import (
     paired_bootstrap_intervals,
     paired_t_test,
     randomization_pvalues,
-    rank_biserial,
     verdict,
-    wilcoxon_test,
+    wilcoxon_rank_biserial,
 )
 
 __all__ = [
@@ -329,8 +328,7 @@ def _paired_statistics(rows: np.ndarray, a: np.ndarray, b: np.ndarray, test: str
         chunk = slice(start, start + batch)
         run_a, run_b = rows[a[chunk]], rows[b[chunk]]
         if test == "wilcoxon":
-            p[chunk] = wilcoxon_test(run_a, run_b)[1]
-            effect[chunk] = rank_biserial(run_a, run_b)
+            _, p[chunk], effect[chunk] = wilcoxon_rank_biserial(run_a, run_b)
         else:
             if test == "t":
                 p[chunk] = paired_t_test(run_a, run_b)[1]
