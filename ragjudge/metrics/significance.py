@@ -197,7 +197,7 @@ def paired_bootstrap_intervals(
     for start in range(0, len(a), batch):
         chunk = slice(start, start + batch)
         low[chunk], high[chunk] = np.quantile(
-            means[b[chunk]] - means[a[chunk]], [tail, 1.0 - tail], axis=1
+            means[b[chunk]] - means[a[chunk]], [tail, 1.0 - tail], axis=1, overwrite_input=True
         )
     return difference, low, high
 
@@ -370,42 +370,48 @@ class _SignedRanks:
     nonzero: np.ndarray
     """how many differences are not 0 (the n of the test)"""
     doubled: np.ndarray
-    """twice the ranks, sorted by |d|, per row (integers; only the first ``nonzero`` count)"""
+    """twice the ranks, sorted by |d|, per row (integers; only the first ``nonzero`` are ranks)"""
     ties: np.ndarray
     """Σ (t³ - t) over the groups of t equal |d|"""
 
 
-def _signed_ranks(diffs: np.ndarray) -> _SignedRanks:
-    """Rank |d| in each row at once: sort, find each value's run of equal values, and give every
-    member the mean of the run's positions (1-based), as ``scipy.stats.rankdata`` does.
+#: the bits of +inf as a float64: the key :func:`_signed_ranks` gives a zero difference
+_INF_BITS = np.array(np.inf).view(np.uint64)[()]
 
-    The runs' first and last positions come from running maxima and minima over the whole
-    matrix read as one vector (a row's first cell always starts a run, its last always ends
-    one), which numpy does much faster than along the rows of a matrix.
+
+def _signed_ranks(diffs: np.ndarray) -> _SignedRanks:
+    """Rank |d| in each row at once, as ``scipy.stats.rankdata`` does: sort, find each value's
+    run of equal values, and give every member the mean of the run's positions (1-based).
+
+    The bits of a float64 ≥ 0 read as an unsigned integer sort as the float does and leave the
+    top bit 0, so shifting them left by one frees the lowest bit for the difference's sign: one
+    sort of these keys yields |d| in order with its signs, runs of ties compared exactly. Zero
+    differences become +inf, ranked after all others and then left out. The runs' first and
+    last positions come from running maxima and minima over the whole matrix read as one vector
+    (a row's first cell always starts a run, its last always ends one), which numpy does much
+    faster than along the rows of a matrix.
     """
     rows, n = diffs.shape
-    key = np.abs(diffs)
-    key[diffs == 0] = np.inf
-    order = np.argsort(key, axis=1)  # the order within a run of ties does not matter
-    ranked = np.take_along_axis(key, order, axis=1)
-    positive = np.take_along_axis(diffs, order, axis=1) > 0
-    nonzero = np.count_nonzero(diffs, axis=1)
+    magnitude = np.abs(diffs)
+    magnitude[diffs == 0] = np.inf
+    keys = np.sort((magnitude.view(np.uint64) << np.uint64(1)) | (diffs > 0), axis=1)
+    positive = (keys & np.uint64(1)).astype(bool)
+    keys >>= np.uint64(1)
     cells = np.arange(rows * n).reshape(rows, n)
     starts = np.ones((rows, n), dtype=bool)
-    starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    starts[:, 1:] = keys[:, 1:] != keys[:, :-1]
     ends = np.ones((rows, n), dtype=bool)
     ends[:, :-1] = starts[:, 1:]
     first = np.maximum.accumulate(np.where(starts, cells, 0).ravel())
     last = np.minimum.accumulate(np.where(ends, cells, rows * n).ravel()[::-1])[::-1]
-    row_start = (np.arange(rows) * n)[:, None]
-    doubled = (first + last).reshape(rows, n) - 2 * row_start + 2
-    valid = cells - row_start < nonzero[:, None]
-    doubled[~valid] = 0
+    # twice the mean rank: (first + 1) + (last + 1), positions counted from the row's start
+    doubled = (first + last).reshape(rows, n) - (2 * n) * np.arange(rows)[:, None] + 2
     plus = np.where(positive, doubled, 0).sum(axis=1) / 2.0
-    # Σ (t³ - t) over the runs of ties, from each run's first cell
-    run_rows, _ = np.nonzero(starts & valid)
-    size = (last - first + 1)[(starts & valid).ravel()].astype(np.float64)
-    ties = np.bincount(run_rows, weights=size**3 - size, minlength=rows)
+    nonzero = np.count_nonzero(diffs, axis=1)
+    # Σ (t³ - t) over the runs of tied nonzero |d|, from each run's first cell
+    runs = starts & (keys != _INF_BITS)
+    size = (last - first + 1)[runs.ravel()].astype(np.float64)
+    ties = np.bincount(np.nonzero(runs)[0], weights=size**3 - size, minlength=rows)
     return _SignedRanks(
         plus=plus,
         minus=nonzero * (nonzero + 1) / 2.0 - plus,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -312,3 +314,15 @@ def test_refusals():
         compare_all_pairs({"a": runs["r0"], "b": runs["r1"][:, :5]}, ["AP"])
     with pytest.raises(ValueError, match="design"):
         tukey_hsd(np.zeros((3, 4)), design="blocked")
+
+
+def test_significance_modules_never_load_scipy():
+    # scipy and statsmodels are references for the tests only: the library computes alone
+    code = ("import sys, numpy as np\n"
+            "from ragjudge.metrics.allpairs import compare_all_pairs\n"
+            "runs = {'a': np.random.default_rng(0).random((2, 30)), 'b': np.random.default_rng(1).random((2, 30))}\n"
+            "for test in ('fisher', 't', 'wilcoxon', 'tukey'):\n"
+            "    compare_all_pairs(runs, ['AP', 'RR'], test=test, resamples=200, permutations=200)\n"
+            "print(sorted(name for name in ('scipy', 'statsmodels', 'pandas') if name in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
