@@ -25,7 +25,7 @@ How ranx's ``compare`` differs (ranx 0.3.21), and why ragjudge does not follow i
   usually the largest source of variation in IR, as noise. The runs answer the same queries;
   ragjudge's HSD takes its error from the two-way (run + query) analysis without replication,
   df = (k - 1)(n - 1), as Carterette (ACM TOIS 30(1), 2012) and Sakai (Laboratory Experiments
-  in Information Retrieval, 2018, ch. 4) do for IR. With two runs it is exactly the paired
+  in Information Retrieval, Springer 2018) do for IR. With two runs it is exactly the paired
   t-test (q = √2 |t|). ``tukey_hsd(..., design="independent")`` gives ranx's numbers.
 - Fisher: ranx draws 1,000 random swaps per pair and reports hits / 1,000, which can be 0, not
   a valid p-value for a Monte Carlo test (Phipson & Smyth 2010); ragjudge reports
@@ -264,6 +264,21 @@ class AllPairsComparison:
                 wins[pair.winner].append(loser)
         return wins
 
+    def matrix(self, measure: str, field: str = "p_adjusted") -> np.ndarray:
+        """(runs x runs) ``field`` of every pair on ``measure``, cell [i, j] for A = runs[i],
+        B = runs[j]: p-values are symmetric; ``difference`` and ``effect_size`` (B - A) change
+        sign across the diagonal. The diagonal is NaN."""
+        if field not in ("p_value", "p_adjusted", "difference", "effect_size"):
+            raise ValueError(f"no matrix of {field!r}: p_value, p_adjusted, difference or effect_size")
+        index = {run: i for i, run in enumerate(self.runs)}
+        out = np.full((len(self.runs), len(self.runs)), np.nan)
+        sign = 1.0 if field.startswith("p_") else -1.0
+        for pair in self.for_measure(measure):
+            i, j = index[pair.run_a], index[pair.run_b]
+            value = getattr(pair, field)
+            out[i, j], out[j, i] = value, sign * value
+        return out
+
     def describe(self) -> str:
         """One sentence naming the test, the correction, the interval and the effect size."""
         family = len(self.runs) * (len(self.runs) - 1) // 2
@@ -412,6 +427,8 @@ def compare_all_pairs(
     names = list(per_query)
     if len(names) < 2:
         raise ValueError("a comparison needs at least two runs")
+    if not measures:
+        raise ValueError("a comparison needs at least one measure")
     scores = _stack(per_query, measures)
     k, m, n = scores.shape
     columns, hsd = _columns(scores, test, confidence, resamples, permutations, seed)

@@ -265,6 +265,12 @@ def test_verdicts_winners_and_beats():
     assert result.beats("AP") == {"weak": [], "same": [], "strong": ["weak", "same"]}
     with pytest.raises(KeyError):
         result.pair("AP", "weak", "nobody")
+    p = result.matrix("AP")
+    assert np.isnan(np.diag(p)).all() and p[0, 2] == p[2, 0] == strong.p_adjusted
+    difference = result.matrix("AP", "difference")
+    assert difference[0, 2] == strong.difference == -difference[2, 0]
+    with pytest.raises(ValueError):
+        result.matrix("AP", "verdict")
 
 
 def test_describe_and_json():
@@ -308,6 +314,8 @@ def test_refusals():
         compare_all_pairs(runs, ["AP"], test="anova")
     with pytest.raises(ValueError, match="bonferroni"):
         compare_all_pairs(runs, ["AP"], correction="fdr")
+    with pytest.raises(ValueError, match="one measure"):
+        compare_all_pairs({"a": np.zeros((0, 3)), "b": np.zeros((0, 3))}, [])
     with pytest.raises(ValueError, match="two runs"):
         compare_all_pairs({"a": runs["r0"]}, ["AP"])
     with pytest.raises(ValueError, match="queries"):
