@@ -80,8 +80,9 @@ CORRECTION_NAMES = {"none": "none", "bonferroni": "Bonferroni", "holm": "Holm",
                     "bh": "Benjamini-Hochberg"}
 EFFECT_NAMES = {"d_z": "Cohen's d_z", "rank-biserial": "rank-biserial correlation"}
 
-#: difference-matrix cells per batch of pairs (float64: ~32 MB)
-_BATCH_CELLS = 4_000_000
+#: difference-matrix cells per batch of pairs: ranking one holds about eight arrays of this
+#: many 8-byte cells (~64 MB)
+_BATCH_CELLS = 1_000_000
 
 
 def run_pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,9 +117,7 @@ def _tukey_error(scores: np.ndarray, design: str) -> tuple[np.ndarray, int]:
         # two-way layout, one value per cell: y - run mean - query mean + grand mean
         residual = scores - means - scores.mean(axis=0, keepdims=True) + means.mean(axis=0)
         return np.square(residual).sum(axis=(0, 2)), (k - 1) * (n - 1)
-    if design == "independent":
-        return np.square(scores - means).sum(axis=(0, 2)), k * (n - 1)
-    raise ValueError(f"unknown design {design!r}: choose 'paired' or 'independent'")
+    return np.square(scores - means).sum(axis=(0, 2)), k * (n - 1)
 
 
 def tukey_hsd(scores: np.ndarray, *, design: str = "paired", confidence: float = 0.95) -> TukeyHSD:
@@ -138,20 +137,23 @@ def tukey_hsd(scores: np.ndarray, *, design: str = "paired", confidence: float =
 
     With no error at all (MSE at rounding noise) q is 0 for equal means and inf otherwise.
     """
+    if design not in ("paired", "independent"):
+        raise ValueError(f"unknown design {design!r}: choose 'paired' or 'independent'")
     values = np.asarray(scores, dtype=np.float64)
     if values.ndim == 2:
         values = values[:, None, :]
     k, m, n = values.shape
     if k < 2:
         raise ValueError("Tukey's HSD needs at least two runs")
-    sse, df = _tukey_error(values, design)
     a, b = run_pairs(k)
-    means = values.mean(axis=2)
-    difference = np.abs(means[b] - means[a])
+    df = (k - 1) * (n - 1) if design == "paired" else k * (n - 1)
     if df < 1:
         nan = np.full((len(a), m), np.nan)
         return TukeyHSD(q=nan, p=nan.copy(), margin=np.full(m, np.nan), mse=np.full(m, np.nan),
                         df=float(df))
+    sse, df = _tukey_error(values, design)
+    means = values.mean(axis=2)
+    difference = np.abs(means[b] - means[a])
     mse = sse / df
     se = np.sqrt(mse / n)
     # an error or a difference below rounding noise (1e-12 of the values' scale) is none
@@ -176,6 +178,7 @@ class PairResult:
     run_a: str
     run_b: str
     queries: int
+    """the queries compared: those where the measure is defined for every run"""
     mean_a: float
     mean_b: float
     difference: float
@@ -226,6 +229,7 @@ class AllPairsComparison:
     runs: tuple[str, ...]
     measures: tuple[str, ...]
     queries: int
+    """the queries given; a measure undefined on some is compared on fewer (``PairResult.queries``)"""
     test: str
     correction: str
     effect: str
@@ -240,7 +244,8 @@ class AllPairsComparison:
     """bootstrap resamples of the intervals; ``None`` for Tukey's"""
     seed: int
     df: float | None
-    """Tukey's error degrees of freedom"""
+    """Tukey's error degrees of freedom, (k - 1)(q - 1) for q queries; ``None`` for the other
+    tests, and when measures are compared on different numbers of queries (each has its own)"""
     pairs: tuple[PairResult, ...]
 
     def for_measure(self, measure: str) -> list[PairResult]:
@@ -286,7 +291,8 @@ class AllPairsComparison:
             how = "all sign patterns" if self.exact else f"{self.permutations:,} random sign patterns, seed {self.seed}"
             test = f"{TEST_NAMES['fisher']} ({how})"
         elif self.test == "tukey":
-            test = f"{TEST_NAMES['tukey']} (two-way error, df {self.df:g}; simultaneous over the {family} pairs)"
+            df = f"df {self.df:g}" if self.df is not None else "df by measure"
+            test = f"{TEST_NAMES['tukey']} (two-way error, {df}; simultaneous over the {family} pairs)"
         else:
             test = TEST_NAMES[self.test]
         if self.correction == "none":
@@ -312,13 +318,15 @@ class AllPairsComparison:
 # ---------------------------------------------------------------------------- the comparison
 @dataclass
 class _Columns:
-    """Per (pair, measure) statistics, pair-major: row i * m + j is pair i on measure j."""
+    """Statistics of every (pair, measure), each a (pairs x measures) array."""
 
     difference: np.ndarray
     low: np.ndarray
     high: np.ndarray
     p: np.ndarray
     effect: np.ndarray
+    mean_a: np.ndarray
+    mean_b: np.ndarray
 
 
 def _stack(per_query: Mapping[str, np.ndarray], measures: Sequence[str]) -> np.ndarray:
@@ -352,26 +360,31 @@ def _paired_statistics(rows: np.ndarray, a: np.ndarray, b: np.ndarray, test: str
 
 
 def _columns(scores: np.ndarray, test: str, confidence: float, resamples: int,
-             permutations: int, seed: int) -> tuple[_Columns, TukeyHSD | None]:
+             permutations: int, seed: int) -> tuple[_Columns, float | None]:
+    """Every statistic of every pair on the measures of ``scores`` (runs x measures x queries,
+    every value defined), and Tukey's error df."""
     k, m, n = scores.shape
     pair_a, pair_b = run_pairs(k)
     rows = scores.reshape(k * m, n)
     a = (pair_a[:, None] * m + np.arange(m)).ravel()
     b = (pair_b[:, None] * m + np.arange(m)).ravel()
     p, effect = _paired_statistics(rows, a, b, test)
-    hsd = None
+    means = rows.mean(axis=1) if n else np.full(k * m, np.nan)
+    df = None
     if test == "tukey":
         hsd = tukey_hsd(scores, confidence=confidence)
-        difference = rows[b].mean(axis=1) - rows[a].mean(axis=1) if n else np.full(len(a), np.nan)
+        difference = means[b] - means[a]
         margin = np.tile(hsd.margin, len(pair_a))
         low, high = difference - margin, difference + margin
-        p = hsd.p.ravel()
+        p, df = hsd.p.ravel(), hsd.df
     else:
         difference, low, high = paired_bootstrap_intervals(
             rows, a, b, confidence=confidence, resamples=resamples, seed=seed)
         if test == "fisher":
             p = randomization_pvalues(rows, a, b, permutations=permutations, seed=seed)
-    return _Columns(difference, low, high, p, effect), hsd
+    shape = (len(pair_a), m)
+    return _Columns(*(column.reshape(shape) for column in
+                      (difference, low, high, p, effect, means[a], means[b]))), df
 
 
 def _pair_undefined(n: int, test: str, effect: float, difference: float, df: float | None) -> dict[str, str]:
@@ -394,6 +407,20 @@ def _pair_undefined(n: int, test: str, effect: float, difference: float, df: flo
     return undefined
 
 
+def _check_options(test: str, correction: str | None) -> str:
+    """The correction to apply, after checking the test and the correction asked for."""
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}: choose one of {', '.join(TESTS)}")
+    if correction is None:
+        correction = "none" if test == "tukey" else "holm"
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}: choose one of {', '.join(CORRECTIONS)}")
+    if test == "tukey" and correction != "none":
+        raise ValueError("Tukey's HSD p-values already hold for all pairs at once: "
+                         "use correction 'none'")
+    return correction
+
+
 def compare_all_pairs(
     per_query: Mapping[str, np.ndarray],
     measures: Sequence[str],
@@ -410,20 +437,15 @@ def compare_all_pairs(
 
     ``per_query[run]`` is a (len(measures) x n) matrix of per-query values, the same n queries in
     the same order for every run (a query a run did not answer counts 0, as in its aggregate);
-    the runs' order is the mapping's. ``test`` is one of :data:`TESTS`; ``correction`` one of
-    ``CORRECTIONS``, by default ``"holm"``, and ``"none"`` for Tukey's HSD, which refuses any
-    other (its p-values are already simultaneous). The family of a correction is the
-    k (k - 1) / 2 pairs of one measure. The verdict of a pair uses its adjusted p at ``alpha``.
+    the runs' order is the mapping's. A NaN (a measure undefined on a query for a run) leaves
+    that query out of that measure's comparisons, for every run: a pair is compared on the
+    queries where the measure is defined for all runs, and ``mean_a``/``mean_b`` are over those.
+    ``test`` is one of :data:`TESTS`; ``correction`` one of ``CORRECTIONS``, by default
+    ``"holm"``, and ``"none"`` for Tukey's HSD, which refuses any other (its p-values are
+    already simultaneous). The family of a correction is the k (k - 1) / 2 pairs of one measure.
+    The verdict of a pair uses its adjusted p at ``alpha``.
     """
-    if test not in TESTS:
-        raise ValueError(f"unknown test {test!r}: choose one of {', '.join(TESTS)}")
-    if correction is None:
-        correction = "none" if test == "tukey" else "holm"
-    if correction not in CORRECTIONS:
-        raise ValueError(f"unknown correction {correction!r}: choose one of {', '.join(CORRECTIONS)}")
-    if test == "tukey" and correction != "none":
-        raise ValueError("Tukey's HSD p-values already hold for all pairs at once: "
-                         "use correction 'none'")
+    correction = _check_options(test, correction)
     names = list(per_query)
     if len(names) < 2:
         raise ValueError("a comparison needs at least two runs")
@@ -431,34 +453,46 @@ def compare_all_pairs(
         raise ValueError("a comparison needs at least one measure")
     scores = _stack(per_query, measures)
     k, m, n = scores.shape
-    columns, hsd = _columns(scores, test, confidence, resamples, permutations, seed)
     pair_a, pair_b = run_pairs(k)
-    p = columns.p.reshape(len(pair_a), m)
-    adjusted = correct(p.T, correction).T.ravel()
-    means = scores.mean(axis=2) if n else np.full((k, m), np.nan)
+    defined = ~np.isnan(scores).any(axis=0)  # (measures, queries)
+    groups: dict[bytes, list[int]] = {}
+    for j in range(m):
+        groups.setdefault(np.packbits(defined[j]).tobytes(), []).append(j)
+    columns = _Columns(*(np.full((len(pair_a), m), np.nan) for _ in range(7)))
+    queries = np.zeros(m, dtype=np.int64)
+    dfs: dict[int, float | None] = {}
+    for chosen in groups.values():
+        keep = defined[chosen[0]]
+        part, df = _columns(scores[:, chosen][:, :, keep], test, confidence, resamples,
+                            permutations, seed)
+        for name in ("difference", "low", "high", "p", "effect", "mean_a", "mean_b"):
+            getattr(columns, name)[:, chosen] = getattr(part, name)
+        queries[chosen] = int(keep.sum())
+        dfs.update(dict.fromkeys(chosen, df))
+    adjusted = correct(columns.p.T, correction).T
     effect = "rank-biserial" if test == "wilcoxon" else "d_z"
+    interval = "tukey" if test == "tukey" else "bootstrap"
     results = []
     for j, measure in enumerate(measures):
         for i, (ra, rb) in enumerate(zip(pair_a.tolist(), pair_b.tolist())):
-            row = i * m + j
-            difference = float(columns.difference[row])
+            difference = float(columns.difference[i, j])
             results.append(PairResult(
-                measure=measure, run_a=names[ra], run_b=names[rb], queries=n,
-                mean_a=float(means[ra, j]), mean_b=float(means[rb, j]), difference=difference,
-                ci_low=float(columns.low[row]), ci_high=float(columns.high[row]),
-                p_value=float(columns.p[row]), p_adjusted=float(adjusted[row]),
-                effect_size=float(columns.effect[row]), test=test, correction=correction,
-                effect=effect, interval="tukey" if test == "tukey" else "bootstrap",
-                verdict=verdict(difference, float(adjusted[row]), alpha),
-                undefined=_pair_undefined(n, test, float(columns.effect[row]), difference,
-                                          hsd.df if hsd else None),
+                measure=measure, run_a=names[ra], run_b=names[rb], queries=int(queries[j]),
+                mean_a=float(columns.mean_a[i, j]), mean_b=float(columns.mean_b[i, j]),
+                difference=difference, ci_low=float(columns.low[i, j]),
+                ci_high=float(columns.high[i, j]), p_value=float(columns.p[i, j]),
+                p_adjusted=float(adjusted[i, j]), effect_size=float(columns.effect[i, j]),
+                test=test, correction=correction, effect=effect, interval=interval,
+                verdict=verdict(difference, float(adjusted[i, j]), alpha),
+                undefined=_pair_undefined(int(queries[j]), test, float(columns.effect[i, j]),
+                                          difference, dfs[j]),
             ))
+    distinct_df = set(dfs.values())
     return AllPairsComparison(
         runs=tuple(names), measures=tuple(measures), queries=n, test=test,
-        correction=correction, effect=effect, interval="tukey" if test == "tukey" else "bootstrap",
-        alpha=alpha, confidence=confidence,
-        permutations=permutations if test == "fisher" else None,
-        exact=test == "fisher" and n <= 62 and (1 << n) <= permutations,
+        correction=correction, effect=effect, interval=interval, alpha=alpha,
+        confidence=confidence, permutations=permutations if test == "fisher" else None,
+        exact=test == "fisher" and all(q <= 62 and (1 << int(q)) <= permutations for q in queries),
         resamples=None if test == "tukey" else resamples, seed=seed,
-        df=hsd.df if hsd else None, pairs=tuple(results),
+        df=distinct_df.pop() if len(distinct_df) == 1 else None, pairs=tuple(results),
     )

@@ -306,6 +306,30 @@ def test_too_few_queries_say_why():
     assert row.effect_size == math.inf and "no spread" in row.undefined["effect_size"]
 
 
+@pytest.mark.parametrize("test", TESTS)
+def test_undefined_values_leave_their_queries_out_of_that_measure(test):
+    # a NaN on query 3 of run r1 for RR: RR is compared on the other 39 queries for every pair,
+    # AP on all 40
+    runs = _runs(3, 40, m=2, seed=19)
+    holed = {name: values.copy() for name, values in runs.items()}
+    holed["r1"][1, 3] = np.nan
+    result = compare_all_pairs(holed, ["AP", "RR"], test=test, permutations=3_000, resamples=500)
+    whole = compare_all_pairs({n: v[:1] for n, v in runs.items()}, ["AP"], test=test,
+                              permutations=3_000, resamples=500)
+    keep = np.arange(40) != 3
+    reduced = compare_all_pairs({n: v[1:, keep] for n, v in runs.items()}, ["RR"], test=test,
+                                permutations=3_000, resamples=500)
+    assert result.queries == 40
+    for mine, theirs in zip(result.pairs, whole.pairs + reduced.pairs):
+        assert mine.queries == theirs.queries
+        for field in ("mean_a", "mean_b", "difference", "ci_low", "ci_high", "p_value",
+                      "p_adjusted", "effect_size"):
+            assert getattr(mine, field) == pytest.approx(getattr(theirs, field), rel=1e-12), field
+    assert [p.queries for p in result.pairs] == [40] * 3 + [39] * 3
+    if test == "tukey":
+        assert result.df is None and "df by measure" in result.describe()
+
+
 def test_refusals():
     runs = _runs(3, 10, seed=18)
     with pytest.raises(ValueError, match="already hold for all pairs"):
