@@ -39,6 +39,15 @@ Sampled judgments (``metrics/sampled.py``, ``metrics/prels.py``)::
     evaluate(qrels, run, ["statAP", "xinfAP", "infNDCG", "infP@10"], extras={"sample": sample})
     draw_sample(query_ids, chunk_ids, ranks, size=50, strategy="stratified", seed=0) -> PoolSample
 
+Significance (per-query values as (measures x queries) matrices; ``b - a`` throughout)::
+
+    significance: paired_t_test, randomization_test, wilcoxon_test, paired_bootstrap_ci,
+                  cohens_dz, rank_biserial, compare_runs (a baseline against each run)
+    corrections.correct(pvalues, "none" | "bonferroni" | "holm" | "bh")
+    allpairs.compare_all_pairs(per_query, measures, test="fisher" | "t" | "wilcoxon" | "tukey")
+        -> AllPairsComparison (.pairs, .matrix(measure), .beats(measure), .describe())
+    distributions: studentized_range_sf / _cdf / _ppf, normal_sf, signed_rank_null
+
 Errors: bad input raises ``ragjudge.errors.InputError`` (file, line, field), an unknown measure
 or impossible option ``ragjudge.errors.UsageError``.
 """

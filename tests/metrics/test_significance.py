@@ -18,14 +18,19 @@ from ragjudge.metrics.significance import (
     BETTER_B,
     NOISE,
     bootstrap_ci,
+    cohens_dz,
     compare_runs,
     holm,
     paired_bootstrap_ci,
+    paired_bootstrap_intervals,
     paired_t_test,
+    randomization_pvalues,
     randomization_test,
+    rank_biserial,
     regularized_incomplete_beta,
     student_t_cdf,
     verdict,
+    wilcoxon_test,
 )
 
 
@@ -291,3 +296,163 @@ def test_property_exact_randomization_equals_brute_force(diffs):
     observed = abs(d.sum())
     expected = np.mean(stats >= observed - 1e-9 * np.abs(d).sum())
     assert randomization_test(np.zeros(n), d) == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------------------- many pairs at once
+def test_many_pair_kernels_equal_the_two_run_functions():
+    rng = np.random.default_rng(31)
+    runs = rng.random((6, 40))
+    a = np.array([0, 0, 1, 3, 5])
+    b = np.array([1, 2, 4, 2, 0])
+    p = randomization_pvalues(runs, a, b, permutations=2_000, seed=5)
+    diff, low, high = paired_bootstrap_intervals(runs, a, b, resamples=2_000, seed=5)
+    for i in range(len(a)):
+        assert p[i] == randomization_test(runs[a[i]], runs[b[i]], permutations=2_000, seed=5)
+        expected = paired_bootstrap_ci(runs[a[i]], runs[b[i]], resamples=2_000, seed=5)
+        np.testing.assert_allclose((diff[i], low[i], high[i]), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_randomization_pvalues_exact_against_scipy():
+    # 10 queries: all 1,024 sign patterns fit in the budget, so the test is exact for every pair
+    rng = np.random.default_rng(8)
+    runs = rng.random((4, 10))
+    a, b = np.triu_indices(4, 1)
+    p = randomization_pvalues(runs, a, b)
+    for i, j, value in zip(a, b, p):
+        ref = scipy.stats.permutation_test(
+            (runs[j], runs[i]), lambda x, y, axis: np.mean(x - y, axis=axis),
+            permutation_type="samples", n_resamples=np.inf, vectorized=True,
+        )
+        assert value == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------ Wilcoxon
+def test_wilcoxon_exact_hand_worked():
+    # d = [1, -2, 3, 4, 5]: ranks 1..5, R+ = 1+3+4+5 = 13, R- = 2, W = 2. Of the 32 subsets of
+    # {1..5}, those summing to ≥ 13 are {1..5} (15), {2,3,4,5} (14) and {1,3,4,5} (13): 3, so
+    # p = 2 · 3/32 = 0.1875
+    w, p = wilcoxon_test(np.zeros(5), [1, -2, 3, 4, 5])
+    assert w == 2.0
+    assert p == pytest.approx(0.1875, rel=1e-14)
+
+
+def test_wilcoxon_ties_small_sample_hand_worked():
+    # d = [1, 1, 2, 3]: |d| ranks 1.5, 1.5, 3, 4, all positive: R+ = 10, the largest of the 16
+    # equally likely sums, so P(R+ ≥ 10) = 1/16 and p = 2/16
+    w, p = wilcoxon_test(np.zeros(4), [1, 1, 2, 3])
+    assert (w, p) == (0.0, 0.125)
+
+
+def test_wilcoxon_normal_approximation_hand_worked():
+    # 14 queries with two zeros: the normal approximation (scipy's choice with zeros beyond 13).
+    # Nonzero |d| = 1,1,2,2,3,...,10 (n' = 12) ranked 1.5,1.5,3.5,3.5,5,...,12; only the -1 is
+    # negative, so R- = 1.5 and R+ = 78 - 1.5 = 76.5. Mean n'(n'+1)/4 = 39; ties: two pairs,
+    # Σ(t³ - t) = 12; variance (12·13·25 - 12/2) / 24 = 162.25; z = 37.5 / √162.25
+    d = [0, 0, 1, -1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    w, p = wilcoxon_test(np.zeros(14), d)
+    z = 37.5 / math.sqrt(162.25)
+    assert w == 1.5
+    assert p == pytest.approx(math.erfc(z / math.sqrt(2)), rel=1e-13)
+    assert p == pytest.approx(scipy.stats.wilcoxon(d).pvalue, rel=1e-12)
+
+
+def test_wilcoxon_identical_runs_and_matrix():
+    assert wilcoxon_test([0.2] * 20, [0.2] * 20) == (0.0, 1.0)
+    rng = np.random.default_rng(4)
+    a = rng.random((3, 30))
+    b = a + rng.normal(0.05, 0.2, (3, 30))
+    w, p = wilcoxon_test(a, b)
+    for i in range(3):
+        assert (w[i], p[i]) == wilcoxon_test(a[i], b[i])
+
+
+def _random_pair(rng, n, kind):
+    a = rng.random(n)
+    if kind == 0:  # continuous: no ties
+        return a, a + rng.normal(0.05, 0.2, n)
+    if kind == 1:  # measure values on a grid: ties and zeros
+        a = np.round(a * 5) / 5
+        return a, np.round(np.clip(a + rng.normal(0.05, 0.3, n), 0, 1) * 5) / 5
+    return rng.integers(0, 3, n).astype(float), rng.integers(0, 3, n).astype(float)
+
+
+def test_wilcoxon_matches_scipy_on_random_samples():
+    # every branch of scipy's method="auto": exact (n ≤ 50, no tie or zero), exact over the
+    # sign patterns (n ≤ 13 with ties or zeros), normal approximation (the rest)
+    rng = np.random.default_rng(2024)
+    checked = 0
+    for trial in range(300):
+        n = int(rng.integers(1, 90))
+        a, b = _random_pair(rng, n, trial % 3)
+        if np.all(a == b):
+            continue
+        w, p = wilcoxon_test(a, b)
+        ref = scipy.stats.wilcoxon(b, a)
+        assert w == pytest.approx(ref.statistic, abs=1e-9)
+        assert p == pytest.approx(ref.pvalue, rel=1e-10, abs=1e-13)
+        checked += 1
+    assert checked > 250
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.2, 0.4, 0.6, 1.0]) | st.floats(0, 1),
+                          st.sampled_from([0.0, 0.2, 0.4, 0.6, 1.0]) | st.floats(0, 1)),
+                min_size=1, max_size=60))
+def test_property_wilcoxon_matches_scipy(pairs):
+    a, b = np.array(pairs).T
+    w, p = wilcoxon_test(a, b)
+    if np.all(a == b):
+        assert (w, p) == (0.0, 1.0)
+        return
+    ref = scipy.stats.wilcoxon(b, a)
+    assert w == pytest.approx(ref.statistic, abs=1e-9)
+    assert p == pytest.approx(ref.pvalue, rel=1e-10, abs=1e-13)
+
+
+# -------------------------------------------------------------------------------- effect sizes
+def test_cohens_dz_hand_worked_and_edges():
+    # d = [1, 2, 3]: mean 2, sample sd 1, d_z = 2
+    assert cohens_dz([0, 0, 0], [1, 2, 3]) == pytest.approx(2.0, rel=1e-14)
+    # d = [-1, 1, -3, -1]: mean -1, sd √(8/3)
+    assert cohens_dz([1, 0, 3, 1], [0, 1, 0, 0]) == pytest.approx(-1 / math.sqrt(8 / 3), rel=1e-14)
+    assert cohens_dz([0.3, 0.4], [0.3, 0.4]) == 0.0
+    assert cohens_dz([0.1, 0.2, 0.3], [0.6, 0.7, 0.8]) == math.inf
+    assert math.isnan(cohens_dz([0.1], [0.5]))
+
+
+def test_cohens_dz_is_t_over_root_n():
+    # d_z = t / √n (Lakens 2013, eq. 7), with t from scipy's paired t-test
+    rng = np.random.default_rng(17)
+    for n in (2, 5, 30, 400):
+        a = rng.random((3, n))
+        b = a + rng.normal(0.04, 0.2, (3, n))
+        ref = scipy.stats.ttest_rel(b, a, axis=1).statistic / math.sqrt(n)
+        np.testing.assert_allclose(cohens_dz(a, b), ref, rtol=1e-10)
+
+
+def test_rank_biserial_hand_worked():
+    # d = [1, -2, 3, 4]: R+ = 1+3+4 = 8, R- = 2, r = (8 - 2) / 10
+    assert rank_biserial(np.zeros(4), [1, -2, 3, 4]) == pytest.approx(0.6)
+    # zeros dropped, ties at mean ranks: d = [0, 1, -1, 2] -> ranks 1.5, 1.5, 3; R+ = 4.5, R- = 1.5
+    assert rank_biserial(np.zeros(4), [0, 1, -1, 2]) == pytest.approx(0.5)
+    assert rank_biserial([1, 2], [2, 3]) == 1.0
+    assert rank_biserial([0.4, 0.5], [0.4, 0.5]) == 0.0
+
+
+def test_rank_biserial_from_scipy_statistic():
+    # with no zero, R+ + R- = n(n+1)/2 and scipy's W = min(R+, R-), so |r| = 1 - 4W / (n(n+1)),
+    # its sign that of the median difference's side
+    rng = np.random.default_rng(6)
+    for trial in range(60):
+        n = int(rng.integers(3, 120))
+        a, b = _random_pair(rng, n, trial % 2)
+        d = b - a
+        d = d[d != 0]
+        if d.size == 0:
+            continue
+        r = rank_biserial(a, b)
+        m = d.size
+        magnitude = 1 - 4 * scipy.stats.wilcoxon(d).statistic / (m * (m + 1))
+        assert abs(r) == pytest.approx(magnitude, abs=1e-12)
+        ranks = scipy.stats.rankdata(np.abs(d))
+        assert math.copysign(1, r) == math.copysign(1, ranks[d > 0].sum() - ranks[d < 0].sum()) or r == 0
