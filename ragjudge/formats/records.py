@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ragjudge.errors import InputError, UsageError
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
 from ragjudge.numeric import grade_problem, parse_integer, rank_problem
-from ragjudge.safetext import visible
+from ragjudge.safetext import quote, visible
 
 KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers",
          "answer-labels")
@@ -262,7 +262,12 @@ def json_type(value: Any) -> str:
 
 
 def short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    """A value a message echoes: text quoted by :func:`ragjudge.safetext.quote` (an ESC shows
+    as ``␛``, a no-break space as ``⟨U+00A0⟩``; never Python's ``'\\x1b'``), anything else
+    as JSON; about ``limit`` characters at most."""
+    if isinstance(value, str):
+        return quote(value, limit)
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -409,9 +414,9 @@ def _check_label_grade(data: dict[str, Any], *, file: str, line: int) -> None:
                "and then \"flagged\": true or a \"comment\").")
     unknown = [str(name) for name in data if name not in FIELDS["labels"]]
     if len(unknown) == 1:
-        message += f" The line has the unknown field {unknown[0]!r}; is it a misspelling?"
+        message += f" The line has the unknown field {quote(unknown[0])}; is it a misspelling?"
     elif unknown:
-        message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
+        message += (f" The line has the unknown fields {', '.join(quote(u) for u in unknown)}; "
                     "is this a labels file?")
     raise InputError(message, file=file, line=line, field="grade")
 
@@ -437,13 +442,13 @@ def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> In
     kind_of_error = error.get("type", "")
     if kind_of_error == "missing":
         message = (f"the required field is missing (a {kind} line needs "
-                   f"{', '.join(repr(f) for f in REQUIRED[kind])}).")
+                   f"{', '.join(quote(f) for f in REQUIRED[kind])}).")
         unknown = [str(e["loc"][0]) for e in exc.errors(include_url=False)
                    if e.get("type") == "extra_forbidden" and len(e.get("loc", ())) == 1]
         if len(unknown) == 1:  # e.g. "socre" for "score": name the typo, not only the missing field
-            message += f" The line has the unknown field {unknown[0]!r}; is it a misspelling?"
+            message += f" The line has the unknown field {quote(unknown[0])}; is it a misspelling?"
         elif unknown:
-            message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
+            message += (f" The line has the unknown fields {', '.join(quote(u) for u in unknown)}; "
                         f"is this a {kind} file?")
     elif kind_of_error == "extra_forbidden":
         hint = " Put extra data under \"meta\"." if kind in ("queries", "chunks") else ""
@@ -499,17 +504,17 @@ class Duplicates:
             fields = record.__dict__
             values = tuple(hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
                            for k, v in fields.items() if k != "id")
-            what = f"{'query' if kind == 'queries' else 'chunk'} '{record.id}'"  # type: ignore[attr-defined]
+            what = f"{'query' if kind == 'queries' else 'chunk'} {quote(record.id)}"  # type: ignore[attr-defined]
             return self._same(record.id, values, line, "text", what,  # type: ignore[attr-defined]
                               names=tuple(k for k in fields if k != "id"))
         if kind in ("qrels", "labels"):
             key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
             repeat = self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
-                                f"the pair {record.query_id} / {record.chunk_id}")  # type: ignore[attr-defined]
+                                f"the pair {quote(record.query_id)} / {quote(record.chunk_id)}")  # type: ignore[attr-defined]
             if kind == "labels":  # and the same flag and comment
                 for name, noun in (("flagged", "flags"), ("flag_note", "flag notes"), ("comment", "comments")):
                     repeat = self._same(key + (name,), getattr(record, name), line, name,  # type: ignore[attr-defined]
-                                        f"the pair {record.query_id} / {record.chunk_id}", noun) and repeat  # type: ignore[attr-defined]
+                                        f"the pair {quote(record.query_id)} / {quote(record.chunk_id)}", noun) and repeat  # type: ignore[attr-defined]
             return repeat
         if kind == "facets":
             r: Any = record
@@ -517,7 +522,7 @@ class Duplicates:
                 return self._same((r.query_id, r.facet), None, line, "facet", "")
             self._seen.setdefault((r.query_id, r.facet), (line, None))
             return self._same((r.query_id, r.facet, r.chunk_id, r.annotator), r.covered, line,
-                              "covered", f"facet '{r.facet}' and chunk {r.chunk_id}")
+                              "covered", f"facet {quote(r.facet)} and chunk {quote(r.chunk_id)}")
         if kind == "nuggets":
             r = record
             given = {k: getattr(r, k) for k in ("importance", "kind", "weight") if k in r.model_fields_set}
@@ -535,7 +540,7 @@ class Duplicates:
             if r.chunk_id is None:
                 return self._same(key, None, line, "nugget", "")
             return self._same((r.query_id, r.nugget, r.chunk_id, r.annotator), r.support, line,
-                              "support", f"the nugget and chunk {r.chunk_id}")
+                              "support", f"the nugget and chunk {quote(r.chunk_id)}")
         if kind == "entities":
             return self._same((record.query_id, record.entity), None, line, "entity", "")  # type: ignore[attr-defined]
         if kind == "answers":
@@ -544,16 +549,16 @@ class Duplicates:
                 (s.text, tuple(s.citations)) for s in r.sentences)
             return self._same((r.query_id, r.run), (r.text, tuple(r.cited), sentences), line,
                               "text" if r.sentences is None else "sentences",
-                              f"the answer of run '{r.run}' to query {r.query_id}",
+                              f"the answer of run {quote(r.run)} to query {quote(r.query_id)}",
                               names=("text", "cited", "sentences"))
         if kind == "answer-labels":
             r = record
             target = r.nugget if r.nugget is not None else (r.sentence, r.chunk_id)
-            what = (f"nugget '{r.nugget}'" if r.nugget is not None
-                    else f"sentence {r.sentence} and chunk {r.chunk_id}")
+            what = (f"nugget {quote(r.nugget)}" if r.nugget is not None
+                    else f"sentence {r.sentence} and chunk {quote(r.chunk_id)}")
             return self._same((r.query_id, r.run, r.nugget is None, target, r.annotator),
                               r.support, line, "support",
-                              f"the answer of run '{r.run}' to query {r.query_id}, {what}")
+                              f"the answer of run {quote(r.run)} to query {quote(r.query_id)}, {what}")
         return False
 
     def _same(self, key: Any, value: Any, line: int, field: str, what: str,
@@ -570,7 +575,7 @@ class Duplicates:
                 field = next(n for n, old, new in zip(names, earlier[1], value) if old != new)
             raise InputError(
                 f"this line contradicts line {earlier[0]}: both are about {what}, "
-                + (f"but the {field!r} differs." if noun is None else f"with different {noun}."),
+                + (f"but the {quote(field)} differs." if noun is None else f"with different {noun}."),
                 file=self.file, line=line, field=field)
         return True
 
@@ -579,7 +584,7 @@ class Duplicates:
         earlier = self._seen.get(key)
         if earlier is not None:
             raise InputError(
-                f"chunk '{record.chunk_id}' appears twice for query '{record.query_id}' (first on "
+                f"chunk {quote(record.chunk_id)} appears twice for query {quote(record.query_id)} (first on "
                 f"line {earlier[0]}); a run lists each chunk of a query once.",
                 file=self.file, line=line, field="chunk_id")
         self._seen[key] = (line, None)

@@ -40,6 +40,7 @@ from numpy.typing import DTypeLike
 from ragjudge.errors import InputError
 from ragjudge.metrics._keys import MASKS, padded_width, widen
 from ragjudge.numeric import grade_problem, parse_integer, parse_number
+from ragjudge.safetext import quote
 
 QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
 RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
@@ -267,7 +268,7 @@ def _numbers(tokens: np.ndarray, dtype: DTypeLike, lines_of: Callable[[int], int
         if finite.all():
             return values
         bad = int(np.flatnonzero(~finite)[0])
-        raise InputError(f"{tokens[bad].decode('utf-8', 'replace')!r} is not a finite number.",
+        raise InputError(f"{quote(tokens[bad].decode('utf-8', 'replace'))} is not a finite number.",
                          file=name, line=lines_of(bad), field=field)
     if values is not None:
         return values
@@ -276,13 +277,13 @@ def _numbers(tokens: np.ndarray, dtype: DTypeLike, lines_of: Callable[[int], int
         text = token.decode("utf-8", "replace")
         value = strict(text)
         if value is None:
-            raise InputError(f"{text!r} is not {what}.", file=name, line=lines_of(i),
+            raise InputError(f"{quote(text)} is not {what}.", file=name, line=lines_of(i),
                              field=field)
         if dtype is np.float64 and not math.isfinite(value):
-            raise InputError(f"{text!r} is not a finite number.", file=name, line=lines_of(i),
+            raise InputError(f"{quote(text)} is not a finite number.", file=name, line=lines_of(i),
                              field=field)
         if dtype is not np.float64 and not _INT64_MIN <= value <= _INT64_MAX:
-            problem = grade_problem(int(value)) if field == "grade" else f"{text!r} is out of range."
+            problem = grade_problem(int(value)) if field == "grade" else f"{quote(text)} is out of range."
             raise InputError(problem or "", file=name, line=lines_of(i), field=field)
     raise InputError(f"a {field} value cannot be read.", file=name, field=field)
 
