@@ -18,7 +18,9 @@ from typing import Any
 
 from ragjudge.errors import InputError, why_unusable
 from ragjudge.formats.jsonl import parse_object
-from ragjudge.formats.records import Duplicates, build, plain_record, check_text, json_type, read_grade, short
+from ragjudge.formats.records import (
+    Duplicates, build, check_text, has_control, json_type, plain_record, read_grade, short,
+)
 from ragjudge.formats.source import Lines, open_output, path_kind
 from ragjudge.models import Chunk, Judgment, Query
 
@@ -130,7 +132,7 @@ def read_beir_qrels(folder: str | Path, *, split: str | None = None, numbered: b
                                  f"corpus-id score', this one has {len(parts)}: {short(text)}.",
                                  file=file, line=number)
             qid, docid = (p.strip() for p in parts[:2])
-            if "\x00" in text:
+            if has_control(text):
                 check_text(zip(("query-id", "corpus-id", "score"), (qid, docid, parts[2])),
                            file=file, line=number)
             # blanks around the grade are padding; other white space is no part of a number

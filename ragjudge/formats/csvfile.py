@@ -19,10 +19,11 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from ragjudge.errors import InputError
-from ragjudge.formats.jsonl import record_dict
+from ragjudge.formats.jsonl import DuplicateKey, duplicate_key_message, record_dict, unique_keys
 from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
 from ragjudge.numeric import parse_integer, parse_number
+from ragjudge.safetext import visible
 
 _INT = {"grade", "rank", "sentence"}
 _FLOAT = {"score", "weight"}
@@ -129,7 +130,10 @@ def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
         raise InputError(f"{short(cell)} is not true or false.", file=file, line=line, field=column)
     if column in _OBJECT:
         try:
-            value = json.loads(cell, parse_constant=_refuse)
+            value = json.loads(cell, parse_constant=_refuse, object_pairs_hook=unique_keys)
+        except DuplicateKey as exc:
+            raise InputError(duplicate_key_message(exc.key), file=file, line=line,
+                             field=f"{column}.{visible(exc.key)}") from None
         except (ValueError, RecursionError):
             raise InputError(f"{short(cell)} is not a JSON object.", file=file, line=line,
                              field=column) from None
@@ -139,7 +143,10 @@ def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
     if column in _LIST:
         if cell.lstrip().startswith("["):
             try:
-                value = json.loads(cell, parse_constant=_refuse)
+                value = json.loads(cell, parse_constant=_refuse, object_pairs_hook=unique_keys)
+            except DuplicateKey as exc:
+                raise InputError(duplicate_key_message(exc.key), file=file, line=line,
+                                 field=column) from None
             except (ValueError, RecursionError):
                 raise InputError(f"{short(cell)} is not a JSON list.", file=file, line=line,
                                  field=column) from None

@@ -32,14 +32,17 @@ something else. Extra data about a query or chunk belongs under ``meta``.
 
 **Text is checked alike for every kind and format** (:func:`check_text`): no field, ``meta``
 included, may hold a NUL character (PostgreSQL cannot store one and SQLite would, so a project
-would hold different things on the two backends), and an id or name (:data:`NAME_FIELDS`) of
-only spaces names nothing anyone can see or type.
+would hold different things on the two backends), an id or name (:data:`NAME_FIELDS`) of
+only spaces names nothing anyone can see or type, and an id (:data:`ID_FIELDS`) holding a
+control character (C0, DEL or C1: ESC, BEL, a lone CR, a tab...) would be an id a terminal
+moves its cursor for, or that no one can type, and that TREC files cannot carry.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -183,10 +186,24 @@ NAME_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "r
                          "cited", "facet", "nugget", "entity"})
 """Fields that name or point at something: refused when they are only spaces."""
 
+ID_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "run", "chunks", "cited",
+                       "citations", "query-id", "corpus-id"})
+"""Fields holding ids (of a query, a chunk, a document, an annotator, a run): refused when they
+hold a control character."""
 
-def text_problem(value: str, *, name: bool = False) -> str | None:
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0 but the tab, DEL, C1): a quick test for
+    the readers' lines, whose ids :func:`check_text` then checks."""
+    return not text.isprintable() and _CONTROL.search(text.replace("\t", " ")) is not None
+
+
+def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str | None:
     """What is wrong with one text value, as the end of a sentence about it, or None: a NUL
-    character anywhere, or (``name``: an id or a name) nothing but spaces."""
+    character anywhere, (``name``: an id or a name) nothing but spaces, (``ident``: an id) a
+    control character."""
     at = value.find("\x00")
     if at >= 0:
         return (f"holds a NUL character (\\0) at character {at + 1:,}; ragjudge stores no NUL "
@@ -194,6 +211,11 @@ def text_problem(value: str, *, name: bool = False) -> str | None:
                 "often UTF-16: convert it to UTF-8).")
     if name and not value.strip():
         return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
+    if ident and (control := _CONTROL.search(value)) is not None:
+        ch = control.group(0)
+        return (f"{quote(value)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
+                f"character {control.start() + 1:,}; an id cannot hold control characters (a "
+                "terminal obeys them, no one can type them, a TREC file cannot carry them).")
     return None
 
 
@@ -204,12 +226,13 @@ def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
     pairs; every importer's text passes here."""
     for field, value in fields:
         if isinstance(value, str):  # the common case, inline: this runs for every line read
-            if "\x00" not in value and (field not in NAME_FIELDS or value.strip()):
+            if "\x00" not in value and (field not in NAME_FIELDS or value.strip()) and (
+                    field not in ID_FIELDS or value.isprintable()):
                 continue
         elif (not value or not isinstance(value, (dict, list, tuple))
               or (isinstance(value, dict) and not _has_nul(value))):
             continue
-        _check_value(field, value, field in NAME_FIELDS, file, line)
+        _check_value(field, value, field, file, line)
 
 
 def _has_nul(value: Any) -> bool:
@@ -233,9 +256,12 @@ def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
         raise UsageError(f"{what} {problem}")
 
 
-def _check_value(field: str, value: Any, name: bool, file: str | None, line: int | None) -> None:
+def _check_value(field: str, value: Any, role: str, file: str | None, line: int | None) -> None:
+    """``role``: the name of the field ``value`` is (or is an item of) in its record, which
+    says whether it is a name (:data:`NAME_FIELDS`) or an id (:data:`ID_FIELDS`); "" for
+    ``meta``'s keys and values."""
     if isinstance(value, str):
-        problem = text_problem(value, name=name)
+        problem = text_problem(value, name=role in NAME_FIELDS, ident=role in ID_FIELDS)
         if problem is not None:
             if line is not None and "\x00" in value:
                 line += value.count("\n", 0, value.find("\x00"))
@@ -243,14 +269,14 @@ def _check_value(field: str, value: Any, name: bool, file: str | None, line: int
     elif isinstance(value, dict):
         for key, item in value.items():
             path = f"{field}.{visible(key)}"
-            _check_value(path, key, False, file, line)
-            _check_value(path, item, False, file, line)
+            _check_value(path, key, "", file, line)
+            _check_value(path, item, "", file, line)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            _check_value(f"{field}[{index}]", item, name, file, line)
+            _check_value(f"{field}[{index}]", item, role, file, line)
     elif isinstance(value, BaseModel):  # a nested record, e.g. an answer's sentence
         for key, item in value.__dict__.items():
-            _check_value(f"{field}.{key}", item, key in NAME_FIELDS, file, line)
+            _check_value(f"{field}.{key}", item, key, file, line)
 
 
 _JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
@@ -306,7 +332,8 @@ def plain_record(kind: str, data: dict[str, Any]) -> BaseModel | None:
         if allowed is None or kind_of not in allowed:
             return None
         if kind_of is _STR:
-            if "\x00" in value or (name in NAME_FIELDS and not value.strip()):
+            if "\x00" in value or (name in NAME_FIELDS and not value.strip()) or (
+                    name in ID_FIELDS and not value.isprintable()):
                 return None
         elif kind_of is _INT:
             if grade_problem(value) is not None:

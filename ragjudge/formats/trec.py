@@ -4,7 +4,8 @@ Fields are separated by any whitespace; blank lines are skipped. As in trec_eval
 is its scores' order, not its rank column: score descending, ties broken by docid descending
 compared as byte strings (:func:`trec_order`). The rank column must be an integer (at most
 ``ragjudge.numeric.MAX_RANK``); it is kept in :class:`~ragjudge.models.RunEntry` when it is 1 or
-more (many runs count from 0), and is otherwise ignored. Numbers are read in the one syntax of
+more, ignored when it is 0 (many runs count from 0), and refused when it is negative (no
+retriever writes one: the column is shifted or damaged). Numbers are read in the one syntax of
 :mod:`ragjudge.numeric` (``1_0`` is no grade, as ``2.0`` is none).
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ragjudge.errors import InputError
-from ragjudge.formats.records import Duplicates, check_text, read_grade, short
+from ragjudge.formats.records import Duplicates, check_text, has_control, read_grade, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output, source_name, stdin_format_hint
 from ragjudge.models import Judgment, RunEntry
 from ragjudge.numeric import parse_integer, parse_number, rank_problem
@@ -43,7 +44,7 @@ def read_trec_qrels(source: Source, *, name: str | None = None, check_duplicates
                 f"a qrels line has 4 fields 'query_id 0 chunk_id grade', this one has {len(parts)}: "
                 f"{short(text)}.", file=lines.name, line=number,
                 hint=stdin_format_hint(lines.name, number))
-        if "\x00" in text:
+        if has_control(text):
             check_text(zip(_QRELS_FIELDS, parts), file=lines.name, line=number)
         qid, _, docid, grade_text = parts
         grade = read_grade(grade_text, file=lines.name, line=number)
@@ -83,7 +84,7 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
                 f"a run line has 6 fields 'query_id Q0 chunk_id rank score tag', this one has "
                 f"{len(parts)}: {short(text)}.", file=lines.name, line=number,
                 hint=stdin_format_hint(lines.name, number))
-        if "\x00" in text:  # one test of the whole line keeps this path fast
+        if has_control(text):  # one test of the whole line keeps this path fast
             check_text(zip(_RUN_FIELDS, parts), file=lines.name, line=number)
         qid, _, docid, rank_text, score_text, _tag = parts
         rank: int | None = parse_integer(rank_text)
@@ -94,6 +95,10 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
         too_high = rank_problem(rank)
         if too_high:
             raise InputError(too_high, file=lines.name, line=number, field="rank")
+        if rank < 0:  # type: ignore[operator]
+            raise InputError(f"the rank {rank_text} is negative: ranks count from 1 (a run that "
+                             "counts from 0 may say 0).", file=lines.name, line=number,
+                             field="rank")
         score = parse_number(score_text)
         if score is None:
             raise InputError(f"{short(score_text)} is not a number.", file=lines.name,
