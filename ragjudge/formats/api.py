@@ -158,9 +158,14 @@ def _as_labels(judgments: Iterator[Any], kind: str, numbered: bool) -> Iterator[
     return (convert(j) for j in judgments)
 
 
-def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag: str = "ragjudge") -> int:
+def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag: str = "ragjudge",
+                  raw: bool = False) -> int:
     """Write ``records`` of ``kind`` to ``dest`` (a path, ``-`` or a text file) in ``fmt``;
     returns the number written.
+
+    In CSV a text cell a spreadsheet would run as a formula (``=…``, ``+…``, ``-…``, ``@…``) is
+    written with a ``'`` before it; ``raw`` writes every cell exactly (see
+    :mod:`ragjudge.formats.csvfile`).
 
     Shown on a terminal, every text field goes through :func:`ragjudge.safetext.visible`, so that
     a note or an id cannot send control sequences to it; anywhere else (a file, a pipe) the
@@ -172,7 +177,7 @@ def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag
     if fmt == "jsonl":
         return write_jsonl(records, dest, kind=kind)
     if fmt == "csv":
-        return write_csv(records, dest, kind=kind)
+        return write_csv(records, dest, kind=kind, raw=raw)
     if fmt == "trec":
         if kind == "run":
             return write_trec_run(records, dest, tag=tag)
