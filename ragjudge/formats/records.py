@@ -215,7 +215,7 @@ def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str 
         ch = control.group(0)
         return (f"{quote(value)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
                 f"character {control.start() + 1:,}; an id cannot hold control characters (a "
-                "terminal obeys them, no one can type them, a TREC file cannot carry them).")
+                "terminal would obey them, and no one can type them).")
     return None
 
 

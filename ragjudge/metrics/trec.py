@@ -27,6 +27,7 @@ import gzip
 import io
 import math
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 from functools import partial
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from ragjudge.errors import InputError
+from ragjudge.errors import InputError, device_problem, encoding_problem
 from ragjudge.metrics._keys import MASKS, padded_width, widen
 from ragjudge.numeric import grade_problem, parse_integer, parse_number
 from ragjudge.safetext import quote
@@ -113,15 +114,21 @@ def read_bytes(source: Any) -> tuple[np.ndarray, int, str | None]:
         path = Path(source)
         try:
             with open(path, "rb") as handle:
-                magic = handle.read(2)
-                if magic == b"\x1f\x8b":
+                mode = os.fstat(handle.fileno()).st_mode
+                device = device_problem(mode)
+                if device is not None:
+                    raise InputError(device, file=name)
+                if not stat.S_ISREG(mode):  # a pipe (<(zcat qrels.gz)): its size says nothing
+                    data = handle.read()
+                elif handle.read(2) == b"\x1f\x8b":
                     handle.seek(0)
                     data = _gunzip(handle, name)
                 else:
-                    size = path.stat().st_size
+                    size = os.fstat(handle.fileno()).st_size
                     buf = np.zeros(size + 9, dtype=np.uint8)
                     handle.seek(0)
                     got = handle.readinto(memoryview(buf)[:size])  # type: ignore[arg-type]  # an ndarray is a buffer; numpy's stubs omit it
+                    _check_text(buf[: min(got, 4096)].tobytes(), name)
                     return _finish(buf, got, name)
         except FileNotFoundError:
             raise InputError("no such file.", file=name) from None
@@ -131,9 +138,18 @@ def read_bytes(source: Any) -> tuple[np.ndarray, int, str | None]:
             raise InputError("cannot be read (permission denied).", file=name) from None
     if data[:2] == b"\x1f\x8b":
         data = _gunzip(io.BytesIO(data), name)
+    _check_text(data[:4096], name)
     buf = np.zeros(len(data) + 9, dtype=np.uint8)
     buf[: len(data)] = np.frombuffer(data, dtype=np.uint8)
     return _finish(buf, len(data), name)
+
+
+def _check_text(head: bytes, name: str | None) -> None:
+    """Refuse UTF-16, UTF-32 and binary data by their first bytes: read as TREC text they
+    would be lines of NUL-split fields, or none at all."""
+    problem = encoding_problem(head, name)
+    if problem is not None:
+        raise InputError(problem, file=name, line=1)
 
 
 def _gunzip(handle: Any, name: str | None) -> bytes:
@@ -320,6 +336,8 @@ def _mapped(source: Any) -> tuple[np.ndarray, int] | None:
     import mmap
 
     try:
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return None  # a pipe is read once, by read_bytes; a device is refused there
         with open(source, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size < max(ARROW_MIN_BYTES, 2):
