@@ -240,7 +240,7 @@ def trec_run_rows(source: Source, *, name: str | None = None) -> Iterator[tuple[
         if not isfinite(score):
             raise InputError(f"the score is {score_text}; scores must be finite numbers.",
                              file=lines.name, line=number, field="score")
-        yield number, qid, docid, (rank if rank >= 1 else None), score  # type: ignore[operator]
+        yield number, qid, docid, (rank if rank >= 1 else None), score
 
 
 def trec_order(entries: Iterable[RunEntry]) -> list[RunEntry]:
