@@ -192,12 +192,13 @@ ID_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "run
 hold a control character."""
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 def has_control(text: str) -> bool:
     """Whether ``text`` holds a control character (C0 but the tab, DEL, C1): a quick test for
     the readers' lines, whose ids :func:`check_text` then checks."""
-    return not text.isprintable() and _CONTROL.search(text.replace("\t", " ")) is not None
+    return not text.isprintable() and _CONTROL_BUT_TAB.search(text) is not None
 
 
 def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str | None:
