@@ -214,7 +214,7 @@ def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str 
         return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
     if ident and (control := _CONTROL.search(value)) is not None:
         ch = control.group(0)
-        return (f"{quote(value)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
+        return (f"{quote(value, 200)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
                 f"character {control.start() + 1:,}; an id cannot hold control characters (a "
                 "terminal would obey them, and no one can type them).")
     return None
