@@ -94,6 +94,62 @@ def why_unusable(exc: OSError, path: object) -> str:
     return f"cannot be read: {exc.strerror or exc}."
 
 
+_BOMS = (  # the longest first: UTF-32's little-endian mark starts like UTF-16's
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian, with a byte order mark)", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian, with a byte order mark)", "UTF-32"),
+    (b"\xff\xfe", "UTF-16 (little-endian, with a byte order mark)", "UTF-16"),
+    (b"\xfe\xff", "UTF-16 (big-endian, with a byte order mark)", "UTF-16"),
+)
+
+
+def encoding_problem(head: bytes, name: object) -> str | None:
+    """Why a file whose first bytes are ``head`` is not UTF-8 text, as the sentence a message
+    ends with, or None: UTF-16 or UTF-32 (named by their byte order mark, or without one by the
+    NUL bytes between the characters of ASCII text), with the ``iconv`` command that converts
+    it; or binary data (a quarter or more of the bytes NUL: a database, an archive,
+    ``/dev/zero``). A stray NUL in text is left to the readers, which name its field."""
+    for mark, what, source in _BOMS:
+        if head.startswith(mark):
+            return _convert_hint(what, source, name)
+    sample = head[:4096]
+    nuls = sample.count(0)
+    if not sample or nuls * 4 < len(sample):
+        return None
+    for what, source, offsets, period in (
+            ("UTF-32 (little-endian, no byte order mark)", "UTF-32LE", (1, 2, 3), 4),
+            ("UTF-32 (big-endian, no byte order mark)", "UTF-32BE", (0, 1, 2), 4),
+            ("UTF-16 (little-endian, no byte order mark)", "UTF-16LE", (1,), 2),
+            ("UTF-16 (big-endian, no byte order mark)", "UTF-16BE", (0,), 2)):
+        cut = sample[: len(sample) - len(sample) % period]
+        zero = [cut[at::period].count(0) for at in range(period)]
+        per_position = len(cut) // period
+        # (nearly) every byte of these positions NUL, (nearly) none of the others: ASCII and
+        # Latin letters in UTF-16 or UTF-32; the rest of Unicode leaves a few of them non-NUL
+        if per_position and all(zero[at] * 10 >= per_position * 9 for at in offsets) and \
+                sum(zero[at] for at in range(period) if at not in offsets) * 10 < per_position:
+            return _convert_hint(what, source, name)
+    return (f"is not a text file: {nuls:,} of its first {len(sample):,} bytes are NUL (binary "
+            "data: a database, an archive, a device such as /dev/zero?). Give a UTF-8 text file.")
+
+
+def _convert_hint(what: str, source: str, name: object) -> str:
+    shown = name if name not in (None, "<stdin>", "<text>", "<input>") else "FILE"
+    return (f"the text is {what}, not UTF-8, which is what ragjudge reads. Convert it first: "
+            f"iconv -f {source} -t UTF-8 {shown} > {shown}.utf8")
+
+
+def device_problem(mode: int) -> str | None:
+    """Why a path with ``st_mode`` ``mode`` cannot be read as an input file, or None: a
+    character or block device (``/dev/zero`` never ends, ``/dev/null`` holds nothing, a terminal
+    waits for typing)."""
+    import stat
+
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "character" if stat.S_ISCHR(mode) else "block"
+        return f"is a device ({kind} special file), not a file of data: give a file."
+    return None
+
+
 class CheckFailed(Exception):
     """A gate or verification found a failure: exit code 1, not an input error."""
 

@@ -5,10 +5,24 @@ annotator name, a file name or a line quoted in an error message. None of it may
 terminal as control (an OSC 52 sequence writes the clipboard, OSC 0 the window title, ``ESC c``
 resets the screen) or be read by Rich as markup (``[/]`` raises, ``[link=...]`` makes a link).
 
-- :func:`visible` turns every control character into a visible stand-in: C0 controls become
-  their Unicode control pictures (ESC is ``␛``, BEL ``␇``, CR ``␍``), DEL ``␡``, C1 controls and
-  the bidirectional overrides and isolates (which reorder what follows them on screen) a
-  ``⟨U+202E⟩`` tag. Newlines and tabs stay where the text is multi-line, else show as ``␊``/``␉``.
+- :func:`visible` turns every control character and every invisible character into a visible
+  stand-in: C0 controls become their Unicode control pictures (ESC is ``␛``, BEL ``␇``, CR
+  ``␍``), DEL ``␡``; C1 controls, the bidirectional overrides and isolates (which reorder what
+  follows them on screen), every format character (Unicode category Cf: the zero-width space,
+  joiners and no-break, the byte order mark, the soft hyphen, the invisible tag characters an
+  LLM reads and a person does not...) and the other characters that show as nothing (variation
+  selectors, the Hangul fillers, the blank Braille pattern, see :data:`INVISIBLE`) a
+  ``⟨U+200B⟩`` tag, so that two ids that differ only by them never look the same. Newlines and
+  tabs stay where the text is multi-line, else show as ``␊``/``␉``.
+
+  In multi-line text (the prose of a chunk, a query, a note) the characters writing needs are
+  kept where they do their work: a zero-width non-joiner or joiner or a soft hyphen between two
+  letters, digits or pictographs (Persian and the Indic scripts need the non-joiner in nearly
+  every sentence, emoji sequences are joined by the joiner), and a variation selector right
+  after a visible character (the emoji and the CJK variants it selects). Anywhere else, and
+  always in one-line text (ids, names, table cells, messages), they are marked too.
+- :func:`quote` is a value echoed in a message: :func:`visible`, with the spaces other than
+  the ASCII space marked as well, between single quotes and shortened.
 - :func:`markup` is :func:`visible` escaped for Rich markup, for text put into a markup string.
 - :func:`mask_secrets` replaces the password of every URL in a text with ``***``.
 - :func:`for_terminal` is what every message to a terminal goes through: both of the above.
@@ -19,15 +33,45 @@ This module imports only the standard library, so every layer may use it.
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["visible", "markup", "mask_secrets", "mask_url", "for_terminal", "is_clean"]
+__all__ = ["INVISIBLE", "visible", "quote", "markup", "mask_secrets", "mask_url", "for_terminal", "is_clean"]
 
 # Bidirectional formatting characters: embeddings and overrides (U+202A-U+202E), isolates
 # (U+2066-U+2069), marks (U+200E, U+200F, U+061C). An override reverses what follows it on
-# screen ("Trojan Source"); each is shown by name instead.
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+# screen ("Trojan Source"). They are format characters (Cf) like those below.
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f"
+)
+# Every format character (Unicode category Cf) of Unicode 14, and U+13439-U+1343F, which
+# Unicode 15 made format characters too: written out, so that importing this module costs
+# nothing (a test checks it against the running Python's unicodedata).
+
+INVISIBLE = (
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef"
+)
+"""Characters of other categories that show as nothing or as a blank: the combining grapheme
+joiner, the Hangul fillers (a "blank" name's favourite), the Khmer inherent vowels, the
+Mongolian and the other variation selectors, the blank Braille pattern."""
+
 # Line and paragraph separators end a line in some terminals and editors.
-_SEPARATORS = frozenset("\u2028\u2029\x85")
+_SEPARATORS = "\u2028\u2029\x85"
+
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}{INVISIBLE}{_SEPARATORS}\ud800-\udfff]")
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
+# the spaces that look like the ASCII space: marked in a quoted value (see quote)
+_SPACES = "\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_UNSAFE_OR_SPACE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}{INVISIBLE}{_SEPARATORS}{_SPACES}\ud800-\udfff]")
+
+# kept in multi-line text between two characters of these categories (letters, marks, digits,
+# symbols: emoji are So)
+_JOINERS = frozenset("\u00ad\u200c\u200d")
+_WORD_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "So"})
+_SELECTORS = re.compile("[\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 
 def _stand_in(ch: str) -> str:
@@ -39,34 +83,70 @@ def _stand_in(ch: str) -> str:
     return f"\u27e8U+{code:04X}\u27e9"  # ⟨U+202E⟩
 
 
-def _needs_stand_in(ch: str) -> bool:
-    code = ord(ch)
-    return code < 0x20 or 0x7F <= code <= 0x9F or ch in _BIDI or ch in _SEPARATORS or 0xD800 <= code <= 0xDFFF
+def _is_word(text: str, at: int) -> bool:
+    if not 0 <= at < len(text):
+        return False
+    ch = text[at]
+    return not _UNSAFE.match(ch) and unicodedata.category(ch) in _WORD_CATEGORIES
 
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029\ud800-\udfff]")
+def _kept_in_prose(text: str, at: int) -> bool:
+    """Whether the character at ``at`` of multi-line text is writing, not hiding: a joiner or
+    soft hyphen between two word characters (the one before may be a kept variation selector:
+    ``🏳️‍🌈``), a variation selector right after a visible character."""
+    ch = text[at]
+    if ch in _JOINERS:
+        before = at - 1
+        if before > 0 and _SELECTORS.match(text[before]):
+            return _kept_in_prose(text, before) and _is_word(text, at + 1)
+        return _is_word(text, before) and _is_word(text, at + 1)
+    if _SELECTORS.match(ch):
+        return at > 0 and not _UNSAFE_OR_SPACE.match(text[at - 1]) and not text[at - 1].isspace()
+    return False
 
 
 def visible(text: object, *, multiline: bool = False) -> str:
-    """The text with every control character shown as a visible stand-in.
+    """The text with every control and invisible character shown as a visible stand-in.
 
-    With ``multiline`` a newline and a tab are kept (a CR-LF pair reads as one newline); without
-    it they are shown too (``␊``, ``␉``), so that the text stays on one line.
+    With ``multiline`` a newline and a tab are kept (a CR-LF pair reads as one newline), and so
+    are the joiners and selectors of prose (see the module's docstring); without it they are
+    shown too (``␊``, ``␉``, ``⟨U+200D⟩``), so that the text stays on one line and every
+    character of an id can be seen.
     """
     value = str(text)
-    if not _UNSAFE.search(value):
+    if value.isprintable():  # no control, format or separator character: quick to tell
+        if value.isascii() or not _INVISIBLE.search(value):
+            return value
+    elif not _UNSAFE.search(value):
         return value
+    return _replace(_UNSAFE, value, multiline)
+
+
+def _replace(pattern: re.Pattern[str], value: str, multiline: bool) -> str:
     if multiline:
         value = value.replace("\r\n", "\n")
-    out = []
-    for ch in value:
-        if multiline and ch in "\n\t":
-            out.append(ch)
-        elif _needs_stand_in(ch):
-            out.append(_stand_in(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
+
+        def stand_in(match: re.Match[str]) -> str:
+            ch = match.group(0)
+            if ch in "\n\t" or _kept_in_prose(value, match.start()):
+                return ch
+            return _stand_in(ch)
+    else:
+        def stand_in(match: re.Match[str]) -> str:
+            return _stand_in(match.group(0))
+    return pattern.sub(stand_in, value)
+
+
+def quote(value: object, limit: int = 60) -> str:
+    """``value`` as a message echoes it: in single quotes, every character :func:`visible`
+    marks shown by its stand-in and so are the spaces other than U+0020 (``'c1⟨U+00A0⟩2'``:
+    a no-break space is why that id is not found), shortened to about ``limit`` characters."""
+    text = str(value)
+    cut = len(text) > limit - 2
+    if cut:
+        text = text[: limit - 5]
+    shown = _replace(_UNSAFE_OR_SPACE, text, False) if _UNSAFE_OR_SPACE.search(text) else text
+    return f"'{shown}{'...' if cut else ''}'"
 
 
 def is_clean(text: str, *, multiline: bool = False) -> bool:

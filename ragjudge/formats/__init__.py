@@ -1,5 +1,5 @@
 """Reading and writing ragjudge's file formats: TREC qrels and runs, JSONL, CSV, BEIR folders,
-TREC SGML documents and topics.
+TREC SGML documents and topics, SMART's test collections.
 
 Readers are generators over a path, an open file or inline text (:mod:`.source`); they stream,
 read ``.gz`` transparently, and turn every problem into an :class:`~ragjudge.errors.InputError`
@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time they l
     from ragjudge.formats.api import *  # noqa: F403
     from ragjudge.formats.api import __all__ as __all__
 
-_SUBMODULES = frozenset({"api", "beir", "csvfile", "irds", "jsonl", "records", "sentences", "source",
-                         "trec", "trec_sgml"})
+_SUBMODULES = frozenset({"api", "beir", "csvfile", "irds", "jsonl", "records", "sentences", "smart",
+                         "source", "trec", "trec_sgml"})
 
 
 def __getattr__(name: str) -> Any:

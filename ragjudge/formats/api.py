@@ -25,19 +25,20 @@ from ragjudge.formats.records import (
     FIELDS, KINDS, AnswerLabelRecord, EntityRecord, FacetRecord, LabelRecord, NuggetRecord,
     RankedList,
 )
+from ragjudge.formats.smart import read_smart, smart_format
 from ragjudge.formats.source import (
     MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
 )
 from ragjudge.formats.trec import (
-    read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows, write_trec_qrels,
-    write_trec_run,
+    QrelsTally, read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows,
+    unjudged_note, write_trec_qrels, write_trec_run,
 )
 from ragjudge.formats.trec_sgml import (
     SGML_FORMATS, read_trec_documents, read_trec_sgml, read_trec_topics, sgml_format,
 )
 from ragjudge.safetext import visible
 
-FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS)
+FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS, "smart")
 
 _EXTENSIONS = {
     ".trec": "trec", ".qrels": "trec", ".txt": "trec", ".run": "trec", ".tsv": "trec",
@@ -47,22 +48,24 @@ _EXTENSIONS = {
 
 __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "AnswerLabelRecord", "EntityRecord", "FacetRecord",
-    "LabelRecord", "Lines", "NuggetRecord", "RankedList", "Source", "detect_format", "open_output", "path_kind",
-    "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
-    "read_records", "read_text", "read_trec_documents", "read_trec_qrels", "read_trec_run",
+    "LabelRecord", "Lines", "NuggetRecord", "QrelsTally", "RankedList", "Source", "detect_format", "open_output",
+    "path_kind", "read_beir_corpus", "read_beir_qrels", "read_beir_queries", "read_csv", "read_jsonl",
+    "read_records", "read_smart", "read_text", "read_trec_documents", "read_trec_qrels", "read_trec_run",
     "read_trec_topics", "read_tsv_texts",
-    "record_dict", "source_name", "trec_order", "trec_run_rows", "write_beir", "write_csv", "write_jsonl", "write_records",
-    "write_trec_qrels", "write_trec_run",
+    "record_dict", "source_name", "trec_order", "trec_run_rows", "unjudged_note", "write_beir", "write_csv",
+    "write_jsonl", "write_records", "write_trec_qrels", "write_trec_run",
 ]
 
 
 def detect_format(source: Source, kind: str | None = None) -> str:
-    """``trec``, ``jsonl``, ``csv``, ``beir``, ``trec-sgml`` or ``trec-topics`` for ``source``: a
-    folder is BEIR; otherwise the extension decides (``.gz`` stripped first: ``.trec .qrels .txt
-    .run .tsv`` → trec, ``.jsonl .json .ndjson`` → jsonl, ``.csv`` → csv); failing that, the first
-    non-blank line does (``{`` → jsonl, a header of known field names → csv, a first tag ``<DOC>``
-    → trec-sgml, ``<top>`` → trec-topics, else trec). Queries and chunks in a trec-named file
-    (TREC ships topics as ``.txt`` as often as not) are SGML when their first tag says so."""
+    """``trec``, ``jsonl``, ``csv``, ``beir``, ``trec-sgml``, ``trec-topics`` or ``smart`` for
+    ``source``: a folder is BEIR; otherwise the extension decides (``.gz`` stripped first: ``.trec
+    .qrels .txt .run .tsv`` → trec, ``.jsonl .json .ndjson`` → jsonl, ``.csv`` → csv); failing
+    that, the first non-blank line does (``{`` → jsonl, a header of known field names → csv, a
+    first tag ``<DOC>`` → trec-sgml, ``<top>`` → trec-topics, ``.I 1`` or an NPL record → smart,
+    else trec). Queries and chunks in a trec-named file (TREC ships topics as ``.txt`` as often
+    as not) are SGML or SMART when their first lines say so. SMART's relevance files are TREC
+    here: the qrels reader recognises their ``query doc 0 0``."""
     if isinstance(source, (str, Path)) and not is_inline(source) and str(source) != "-":
         path = Path(source)
         found = path_kind(path)
@@ -74,7 +77,7 @@ def detect_format(source: Source, kind: str | None = None) -> str:
         suffix = Path(name).suffix
         if suffix in _EXTENSIONS:
             if _EXTENSIONS[suffix] == "trec" and kind in ("queries", "chunks"):
-                return sgml_format(source) or "trec"
+                return sgml_format(source) or ("smart" if smart_format(source) else "trec")
             return _EXTENSIONS[suffix]
         if found == "missing":
             raise InputError("the file does not exist.", file=str(source))
@@ -92,6 +95,8 @@ def _sniff(source: Source, kind: str | None) -> str:
             return "jsonl"
         if stripped.startswith("<") and (sgml := sgml_format(source)):
             return sgml
+        if kind not in ("run", "qrels", "labels") and smart_format(source):
+            return "smart"
         cells = [cell.strip().strip('"') for cell in stripped.split(",")]
         known = {f for fields in FIELDS.values() for f in fields}
         if len(cells) > 1 and all(cell in known for cell in cells):
@@ -103,22 +108,50 @@ def _sniff(source: Source, kind: str | None) -> str:
 
 
 def read_records(kind: str, source: Source, fmt: str = "auto", *, name: str | None = None,
-                 check_duplicates: bool = True, numbered: bool = False) -> Iterator[Any]:
+                 check_duplicates: bool = True, numbered: bool = False,
+                 tally: QrelsTally | None = None) -> Iterator[Any]:
     """Records of ``kind`` (one of :data:`KINDS`) from ``source`` in format ``fmt``.
 
     ``numbered`` yields ``(line, record)`` pairs. TREC holds runs and qrels (labels and qrels are
-    read alike), and queries or chunks as ``id<TAB>text`` lines (MS MARCO's ``.tsv``); BEIR folders give queries (``queries.jsonl``), chunks (``corpus.jsonl``) and
-    qrels (``qrels/*.tsv``).
+    read alike; 4 fields, 3, or SMART's ``query doc 0 0``: see
+    :func:`~ragjudge.formats.trec.read_trec_qrels`), and queries or chunks as ``id<TAB>text``
+    lines (MS MARCO's ``.tsv``); BEIR folders give queries (``queries.jsonl``), chunks
+    (``corpus.jsonl``) and qrels (``qrels/*.tsv``); SMART files give queries and chunks
+    (:mod:`~ragjudge.formats.smart`) and qrels.
+
+    ``tally`` (qrels and labels) is told, once the records are read, how a TREC or SMART qrels
+    file was read and how many lines had a negative grade, in any format: an import then says
+    "N lines with a negative grade were read as unjudged" (:meth:`QrelsTally.notes`).
     """
     if kind not in KINDS:
         raise UsageError(f"unknown kind of record '{kind}'; one of: {', '.join(KINDS)}.")
     fmt = detect_format(source, kind) if fmt == "auto" else fmt
+    records = _records(kind, source, fmt, name, check_duplicates, numbered, tally)
+    if tally is not None and kind in ("qrels", "labels"):
+        return _tallied(records, tally, numbered)
+    return records
+
+
+def _tallied(records: Iterator[Any], tally: QrelsTally, numbered: bool) -> Iterator[Any]:
+    for item in records:
+        line, record = item if numbered else (None, item)
+        tally.count(record.grade, line)
+        yield item
+
+
+def _records(kind: str, source: Source, fmt: str, name: str | None, check_duplicates: bool,
+             numbered: bool, tally: QrelsTally | None) -> Iterator[Any]:
     options = {"check_duplicates": check_duplicates, "numbered": numbered}
+    if fmt == "smart":
+        if kind in ("qrels", "labels"):
+            judgments = read_trec_qrels(source, name=name, form="smart", tally=tally, **options)
+            return _as_labels(judgments, kind, numbered)
+        return read_smart(kind, source, name=name, **options)
     if fmt == "trec":
         if kind == "run":
             return read_trec_run(source, name=name, **options)
         if kind in ("qrels", "labels"):
-            return _as_labels(read_trec_qrels(source, name=name, **options), kind, numbered)
+            return _as_labels(read_trec_qrels(source, name=name, tally=tally, **options), kind, numbered)
         if kind in ("queries", "chunks"):
             return read_tsv_texts(kind, source, name=name, **options)
         raise UsageError(f"{kind} cannot be read from TREC format; give JSONL or CSV "
@@ -158,9 +191,14 @@ def _as_labels(judgments: Iterator[Any], kind: str, numbered: bool) -> Iterator[
     return (convert(j) for j in judgments)
 
 
-def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag: str = "ragjudge") -> int:
+def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag: str = "ragjudge",
+                  raw: bool = False) -> int:
     """Write ``records`` of ``kind`` to ``dest`` (a path, ``-`` or a text file) in ``fmt``;
     returns the number written.
+
+    In CSV a text cell a spreadsheet would run as a formula (``=…``, ``+…``, ``-…``, ``@…``) is
+    written with a ``'`` before it; ``raw`` writes every cell exactly (see
+    :mod:`ragjudge.formats.csvfile`).
 
     Shown on a terminal, every text field goes through :func:`ragjudge.safetext.visible`, so that
     a note or an id cannot send control sequences to it; anywhere else (a file, a pipe) the
@@ -172,7 +210,7 @@ def write_records(kind: str, records: Iterable[Any], dest: Any, fmt: str, *, tag
     if fmt == "jsonl":
         return write_jsonl(records, dest, kind=kind)
     if fmt == "csv":
-        return write_csv(records, dest, kind=kind)
+        return write_csv(records, dest, kind=kind, raw=raw)
     if fmt == "trec":
         if kind == "run":
             return write_trec_run(records, dest, tag=tag)

@@ -18,19 +18,42 @@ from typing import Any
 
 from ragjudge.errors import InputError, why_unusable
 from ragjudge.formats.jsonl import parse_object
-from ragjudge.formats.records import Duplicates, build, plain_record, check_text, json_type, read_grade, short
+from ragjudge.formats.records import (
+    Duplicates, build, check_text, has_control, json_type, plain_record, read_grade, short,
+)
 from ragjudge.formats.source import Lines, open_output, path_kind
 from ragjudge.models import Chunk, Judgment, Query
 
 
+BEIR_FILES = ("corpus.jsonl", "queries.jsonl")
+
+
+def is_beir_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a BEIR dataset, or part of one: a ``corpus.jsonl``, a
+    ``queries.jsonl`` (either maybe gzipped) or a ``qrels`` folder."""
+    folder = Path(folder)
+    return path_kind(folder / "qrels") == "folder" or any(
+        path_kind(folder / name) == "file" for stem in BEIR_FILES for name in (stem, f"{stem}.gz"))
+
+
+def _no_dataset(folder: Path) -> InputError:
+    return InputError(
+        "is a folder, not a file, and holds no BEIR dataset (a BEIR folder holds corpus.jsonl, "
+        "queries.jsonl and qrels/<split>.tsv; this one holds none of them). Give the file "
+        "itself (JSONL, CSV, TSV, TREC or SMART), or a BEIR folder.", file=str(folder))
+
+
 def beir_file(folder: str | Path, stem: str) -> Path:
-    """``folder/stem`` or ``folder/stem.gz``; an :class:`InputError` when neither exists."""
+    """``folder/stem`` or ``folder/stem.gz``; an :class:`InputError` when neither exists,
+    which says whether the folder is a BEIR dataset lacking that file or no BEIR dataset."""
     folder = Path(folder)
     for candidate in (folder / stem, folder / f"{stem}.gz"):
         if path_kind(candidate) == "file":
             return candidate
-    raise InputError(f"a BEIR folder needs a file {stem} (or {stem}.gz); there is none.",
-                     file=str(folder))
+    if not is_beir_folder(folder):
+        raise _no_dataset(folder)
+    raise InputError(f"this BEIR folder has no {stem} (nor {stem}.gz), which this import "
+                     "reads.", file=str(folder))
 
 
 def beir_qrels_files(folder: str | Path, split: str | None = None) -> list[Path]:
@@ -44,8 +67,10 @@ def beir_qrels_files(folder: str | Path, split: str | None = None) -> list[Path]
         raise InputError(why_unusable(exc, qrels), file=str(qrels)) from None
     files = sorted(qrels / n for n in names if n.endswith((".tsv", ".tsv.gz")) and not n.startswith("."))
     if not files:
-        raise InputError("a BEIR folder needs qrels/<split>.tsv files; there are none.",
-                         file=str(folder))
+        if not is_beir_folder(folder):
+            raise _no_dataset(folder)
+        raise InputError("this BEIR folder has no qrels/<split>.tsv files, which this import "
+                         "reads.", file=str(folder))
     return files
 
 
@@ -130,7 +155,7 @@ def read_beir_qrels(folder: str | Path, *, split: str | None = None, numbered: b
                                  f"corpus-id score', this one has {len(parts)}: {short(text)}.",
                                  file=file, line=number)
             qid, docid = (p.strip() for p in parts[:2])
-            if "\x00" in text:
+            if has_control(text):
                 check_text(zip(("query-id", "corpus-id", "score"), (qid, docid, parts[2])),
                            file=file, line=number)
             # blanks around the grade are padding; other white space is no part of a number

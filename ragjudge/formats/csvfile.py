@@ -4,6 +4,24 @@ An empty cell is a missing value. ``meta`` holds a JSON object; ``cited`` a JSON
 separated by spaces; ``sentences`` a JSON list of ``{"text", "citations"}`` objects; ``covered`` is ``true``/``false`` (or ``1``/``0``, ``yes``/``no``). Quoted
 cells may span lines; errors name the line where the record starts. Columns a kind does not
 have are refused, as unknown JSONL fields are.
+
+**Written for spreadsheets.** A CSV file is opened in a spreadsheet more often than not, and a
+spreadsheet runs a cell that starts with ``=``, ``+``, ``-`` or ``@`` (or a tab or CR) as a
+formula: a query id ``=HYPERLINK(...)`` or a note ``@SUM(...)`` would run on the machine of
+whoever opens the export. :func:`write_csv` therefore writes such a *text* cell with a single
+quote before it (``'=HYPERLINK(...)``, OWASP's advice against CSV injection; the spreadsheet
+shows text), unless ``raw``. Text cells are those whose value is a string: ids, names, notes,
+flag notes, comments, queries, texts, nuggets, facets, run and annotator names. Numbers (grades,
+ranks, scores, weights), true/false, times and JSON cells (``meta``, ``cited``) are written as
+they are: they cannot start a formula, and a negative score stays a number; so does a text that
+is a plain number (an id ``-1``), which a spreadsheet reads as that number, not a formula.
+
+The reader undoes the quote: a text cell ``'=…`` is read as ``=…`` (a spreadsheet's own way of
+writing text that starts like a formula), so an export reads back exactly. To keep that true
+for a text that itself starts with quotes before a formula character (``'=x``), the writer adds
+one more (``''=x``) and the reader takes one away: :func:`spreadsheet_safe` and
+:func:`spreadsheet_text` are inverse. With ``raw`` every cell is written exactly as stored, for
+programs that read CSV literally.
 """
 
 from __future__ import annotations
@@ -19,10 +37,11 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from ragjudge.errors import InputError
-from ragjudge.formats.jsonl import record_dict
+from ragjudge.formats.jsonl import DuplicateKey, duplicate_key_message, record_dict, unique_keys
 from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
 from ragjudge.numeric import parse_integer, parse_number
+from ragjudge.safetext import visible
 
 _INT = {"grade", "rank", "sentence"}
 _FLOAT = {"score", "weight"}
@@ -129,7 +148,10 @@ def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
         raise InputError(f"{short(cell)} is not true or false.", file=file, line=line, field=column)
     if column in _OBJECT:
         try:
-            value = json.loads(cell, parse_constant=_refuse)
+            value = json.loads(cell, parse_constant=_refuse, object_pairs_hook=unique_keys)
+        except DuplicateKey as exc:
+            raise InputError(duplicate_key_message(exc.key), file=file, line=line,
+                             field=f"{column}.{visible(exc.key)}") from None
         except (ValueError, RecursionError):
             raise InputError(f"{short(cell)} is not a JSON object.", file=file, line=line,
                              field=column) from None
@@ -139,13 +161,16 @@ def _convert(column: str, cell: str, *, file: str, line: int) -> Any:
     if column in _LIST:
         if cell.lstrip().startswith("["):
             try:
-                value = json.loads(cell, parse_constant=_refuse)
+                value = json.loads(cell, parse_constant=_refuse, object_pairs_hook=unique_keys)
+            except DuplicateKey as exc:
+                raise InputError(duplicate_key_message(exc.key), file=file, line=line,
+                                 field=column) from None
             except (ValueError, RecursionError):
                 raise InputError(f"{short(cell)} is not a JSON list.", file=file, line=line,
                                  field=column) from None
             return value
         return cell.split()
-    return cell
+    return spreadsheet_text(cell)
 
 
 def _refuse(token: str) -> Any:
@@ -153,8 +178,11 @@ def _refuse(token: str) -> Any:
 
 
 def write_csv(records: Iterable[BaseModel | dict[str, Any]], dest: Destination, *, kind: str,
-              fields: tuple[str, ...] | None = None) -> int:
-    """Write a header of ``kind``'s fields, then a row per record; returns the rows written."""
+              fields: tuple[str, ...] | None = None, raw: bool = False) -> int:
+    """Write a header of ``kind``'s fields, then a row per record; returns the rows written.
+
+    A text cell that a spreadsheet would run as a formula gets a ``'`` before it unless
+    ``raw`` (see the module's docstring)."""
     fields = fields or FIELDS[kind]
     count = 0
     with open_output(dest) as out:
@@ -162,9 +190,35 @@ def write_csv(records: Iterable[BaseModel | dict[str, Any]], dest: Destination, 
         row.write(fields)
         for record in records:
             data = record_dict(record) if isinstance(record, BaseModel) else record
-            row.write([_cell(data.get(field)) for field in fields])
+            row.write([_cell(data.get(field), raw) for field in fields])
             count += 1
     return count
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet cell starts with when the spreadsheet may run it as a formula (OWASP)."""
+
+
+def _formula(text: str) -> bool:
+    """Whether a spreadsheet may run ``text`` as a formula: it starts with one of
+    :data:`FORMULA_STARTS` and is not a plain number (``-1``, ``+2.5e3``: read as numbers)."""
+    if not text.startswith(FORMULA_STARTS):
+        return False
+    number = parse_number(text)
+    return number is None or not math.isfinite(number)
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet shows and never runs: a ``'`` before a text that
+    would start a formula, and before one whose leading quotes are followed by such a start
+    (``'=x`` is written ``''=x``), so that :func:`spreadsheet_text` gives the text back."""
+    return "'" + text if _formula(text.lstrip("'")) else text
+
+
+def spreadsheet_text(cell: str) -> str:
+    """The text of a CSV cell :func:`spreadsheet_safe` may have written: one leading ``'``
+    taken away when quotes lead to a formula start (``'=x`` is the text ``=x``)."""
+    return cell[1:] if cell.startswith("'") and _formula(cell.lstrip("'")) else cell
 
 
 class _RowWriter:
@@ -188,7 +242,9 @@ class _RowWriter:
         self.out.write(line[:-2] + "\n")
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, raw: bool = False) -> str:
+    if isinstance(value, str):
+        return value if raw else spreadsheet_safe(value)
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -31,6 +31,7 @@ from typing import Any
 
 from ragjudge.errors import InputError, RagjudgeError, UsageError
 from ragjudge.formats.records import Duplicates, build, plain_record
+from ragjudge.safetext import quote
 
 INSTALL_HINT = "pip install 'ragjudge[ir-datasets]' (or pip install ir_datasets)"
 
@@ -64,7 +65,7 @@ def load_dataset(name: str, split: str | None = None) -> tuple[Any, str]:
     except KeyError:
         pass
     close = difflib.get_close_matches(full, list(ir_datasets.registry), n=3, cutoff=0.6)
-    suggestion = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    suggestion = f" Did you mean {', '.join(quote(c) for c in close)}?" if close else ""
     raise UsageError(f"ir_datasets has no dataset '{full}'.{suggestion} 'ir_datasets list' lists "
                      "them; a split is part of the name (NAME --split test reads NAME/test).")
 

@@ -19,11 +19,38 @@ from ragjudge.formats.records import (
 )
 from ragjudge.formats.source import Destination, Lines, Source, open_output, stdin_format_hint
 from ragjudge.models import RunEntry
+from ragjudge.safetext import quote
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names the same key twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, refusing a key given twice: JSON leaves the meaning of
+    ``{"id": "x18", "id": "x19"}`` open and Python's reader keeps the last silently."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return data
+
+
+def duplicate_key_message(key: str) -> str:
+    return (f"the key {quote(key)} appears twice in one object; JSON readers disagree on which "
+            "one counts (Python's keeps the last), so ragjudge takes neither: give it once.")
 
 
 # NaN and Infinity (which Python's json accepts) are read as floats, so that the field holding
 # them is named in the error (scores and weights must be finite; a grade must be an integer).
-_decode = json.JSONDecoder().decode
+_decode = json.JSONDecoder(object_pairs_hook=unique_keys).decode
 
 
 def read_jsonl(kind: str, source: Source, *, name: str | None = None,
@@ -69,6 +96,9 @@ def parse_object(text: str, *, file: str, line: int) -> dict[str, Any]:
     """One line's JSON object, or an :class:`InputError` saying what is wrong with it."""
     try:
         data = _decode(text)
+    except DuplicateKey as exc:
+        raise InputError(duplicate_key_message(exc.key), file=file, line=line,
+                         field=exc.key) from None
     except ValueError as exc:  # json.JSONDecodeError, or an integer too long to convert
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         column = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""

@@ -32,14 +32,17 @@ something else. Extra data about a query or chunk belongs under ``meta``.
 
 **Text is checked alike for every kind and format** (:func:`check_text`): no field, ``meta``
 included, may hold a NUL character (PostgreSQL cannot store one and SQLite would, so a project
-would hold different things on the two backends), and an id or name (:data:`NAME_FIELDS`) of
-only spaces names nothing anyone can see or type.
+would hold different things on the two backends), an id or name (:data:`NAME_FIELDS`) of
+only spaces names nothing anyone can see or type, and an id (:data:`ID_FIELDS`) holding a
+control character (C0, DEL or C1: ESC, BEL, a lone CR, a tab...) would be an id a terminal
+moves its cursor for, or that no one can type, and that TREC files cannot carry.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -48,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ragjudge.errors import InputError, UsageError
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
 from ragjudge.numeric import grade_problem, parse_integer, rank_problem
-from ragjudge.safetext import visible
+from ragjudge.safetext import quote, visible
 
 KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities", "answers",
          "answer-labels")
@@ -183,10 +186,25 @@ NAME_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "r
                          "cited", "facet", "nugget", "entity"})
 """Fields that name or point at something: refused when they are only spaces."""
 
+ID_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "run", "chunks", "cited",
+                       "citations", "query-id", "corpus-id"})
+"""Fields holding ids (of a query, a chunk, a document, an annotator, a run): refused when they
+hold a control character."""
 
-def text_problem(value: str, *, name: bool = False) -> str | None:
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0 but the tab, DEL, C1): a quick test for
+    the readers' lines, whose ids :func:`check_text` then checks."""
+    return not text.isprintable() and _CONTROL_BUT_TAB.search(text) is not None
+
+
+def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str | None:
     """What is wrong with one text value, as the end of a sentence about it, or None: a NUL
-    character anywhere, or (``name``: an id or a name) nothing but spaces."""
+    character anywhere, (``name``: an id or a name) nothing but spaces, (``ident``: an id) a
+    control character."""
     at = value.find("\x00")
     if at >= 0:
         return (f"holds a NUL character (\\0) at character {at + 1:,}; ragjudge stores no NUL "
@@ -194,6 +212,11 @@ def text_problem(value: str, *, name: bool = False) -> str | None:
                 "often UTF-16: convert it to UTF-8).")
     if name and not value.strip():
         return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
+    if ident and (control := _CONTROL.search(value)) is not None:
+        ch = control.group(0)
+        return (f"{quote(value, 200)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
+                f"character {control.start() + 1:,}; an id cannot hold control characters (a "
+                "terminal would obey them, and no one can type them).")
     return None
 
 
@@ -204,12 +227,13 @@ def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
     pairs; every importer's text passes here."""
     for field, value in fields:
         if isinstance(value, str):  # the common case, inline: this runs for every line read
-            if "\x00" not in value and (field not in NAME_FIELDS or value.strip()):
+            if "\x00" not in value and (field not in NAME_FIELDS or value.strip()) and (
+                    field not in ID_FIELDS or value.isprintable()):
                 continue
         elif (not value or not isinstance(value, (dict, list, tuple))
               or (isinstance(value, dict) and not _has_nul(value))):
             continue
-        _check_value(field, value, field in NAME_FIELDS, file, line)
+        _check_value(field, value, field, file, line)
 
 
 def _has_nul(value: Any) -> bool:
@@ -233,9 +257,12 @@ def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
         raise UsageError(f"{what} {problem}")
 
 
-def _check_value(field: str, value: Any, name: bool, file: str | None, line: int | None) -> None:
+def _check_value(field: str, value: Any, role: str, file: str | None, line: int | None) -> None:
+    """``role``: the name of the field ``value`` is (or is an item of) in its record, which
+    says whether it is a name (:data:`NAME_FIELDS`) or an id (:data:`ID_FIELDS`); "" for
+    ``meta``'s keys and values."""
     if isinstance(value, str):
-        problem = text_problem(value, name=name)
+        problem = text_problem(value, name=role in NAME_FIELDS, ident=role in ID_FIELDS)
         if problem is not None:
             if line is not None and "\x00" in value:
                 line += value.count("\n", 0, value.find("\x00"))
@@ -243,14 +270,14 @@ def _check_value(field: str, value: Any, name: bool, file: str | None, line: int
     elif isinstance(value, dict):
         for key, item in value.items():
             path = f"{field}.{visible(key)}"
-            _check_value(path, key, False, file, line)
-            _check_value(path, item, False, file, line)
+            _check_value(path, key, "", file, line)
+            _check_value(path, item, "", file, line)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            _check_value(f"{field}[{index}]", item, name, file, line)
+            _check_value(f"{field}[{index}]", item, role, file, line)
     elif isinstance(value, BaseModel):  # a nested record, e.g. an answer's sentence
         for key, item in value.__dict__.items():
-            _check_value(f"{field}.{key}", item, key in NAME_FIELDS, file, line)
+            _check_value(f"{field}.{key}", item, key, file, line)
 
 
 _JSON_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
@@ -262,7 +289,12 @@ def json_type(value: Any) -> str:
 
 
 def short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    """A value a message echoes: text quoted by :func:`ragjudge.safetext.quote` (an ESC shows
+    as ``␛``, a no-break space as ``⟨U+00A0⟩``; never Python's ``'\\x1b'``), anything else
+    as JSON; about ``limit`` characters at most."""
+    if isinstance(value, str):
+        return quote(value, limit)
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -301,7 +333,8 @@ def plain_record(kind: str, data: dict[str, Any]) -> BaseModel | None:
         if allowed is None or kind_of not in allowed:
             return None
         if kind_of is _STR:
-            if "\x00" in value or (name in NAME_FIELDS and not value.strip()):
+            if "\x00" in value or (name in NAME_FIELDS and not value.strip()) or (
+                    name in ID_FIELDS and not value.isprintable()):
                 return None
         elif kind_of is _INT:
             if grade_problem(value) is not None:
@@ -409,9 +442,9 @@ def _check_label_grade(data: dict[str, Any], *, file: str, line: int) -> None:
                "and then \"flagged\": true or a \"comment\").")
     unknown = [str(name) for name in data if name not in FIELDS["labels"]]
     if len(unknown) == 1:
-        message += f" The line has the unknown field {unknown[0]!r}; is it a misspelling?"
+        message += f" The line has the unknown field {quote(unknown[0])}; is it a misspelling?"
     elif unknown:
-        message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
+        message += (f" The line has the unknown fields {', '.join(quote(u) for u in unknown)}; "
                     "is this a labels file?")
     raise InputError(message, file=file, line=line, field="grade")
 
@@ -437,13 +470,13 @@ def _input_error(exc: ValidationError, kind: str, *, file: str, line: int) -> In
     kind_of_error = error.get("type", "")
     if kind_of_error == "missing":
         message = (f"the required field is missing (a {kind} line needs "
-                   f"{', '.join(repr(f) for f in REQUIRED[kind])}).")
+                   f"{', '.join(quote(f) for f in REQUIRED[kind])}).")
         unknown = [str(e["loc"][0]) for e in exc.errors(include_url=False)
                    if e.get("type") == "extra_forbidden" and len(e.get("loc", ())) == 1]
         if len(unknown) == 1:  # e.g. "socre" for "score": name the typo, not only the missing field
-            message += f" The line has the unknown field {unknown[0]!r}; is it a misspelling?"
+            message += f" The line has the unknown field {quote(unknown[0])}; is it a misspelling?"
         elif unknown:
-            message += (f" The line has the unknown fields {', '.join(repr(u) for u in unknown)}; "
+            message += (f" The line has the unknown fields {', '.join(quote(u) for u in unknown)}; "
                         f"is this a {kind} file?")
     elif kind_of_error == "extra_forbidden":
         hint = " Put extra data under \"meta\"." if kind in ("queries", "chunks") else ""
@@ -499,17 +532,17 @@ class Duplicates:
             fields = record.__dict__
             values = tuple(hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
                            for k, v in fields.items() if k != "id")
-            what = f"{'query' if kind == 'queries' else 'chunk'} '{record.id}'"  # type: ignore[attr-defined]
+            what = f"{'query' if kind == 'queries' else 'chunk'} {quote(record.id)}"  # type: ignore[attr-defined]
             return self._same(record.id, values, line, "text", what,  # type: ignore[attr-defined]
                               names=tuple(k for k in fields if k != "id"))
         if kind in ("qrels", "labels"):
             key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
             repeat = self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
-                                f"the pair {record.query_id} / {record.chunk_id}")  # type: ignore[attr-defined]
+                                f"the pair {quote(record.query_id)} / {quote(record.chunk_id)}")  # type: ignore[attr-defined]
             if kind == "labels":  # and the same flag and comment
                 for name, noun in (("flagged", "flags"), ("flag_note", "flag notes"), ("comment", "comments")):
                     repeat = self._same(key + (name,), getattr(record, name), line, name,  # type: ignore[attr-defined]
-                                        f"the pair {record.query_id} / {record.chunk_id}", noun) and repeat  # type: ignore[attr-defined]
+                                        f"the pair {quote(record.query_id)} / {quote(record.chunk_id)}", noun) and repeat  # type: ignore[attr-defined]
             return repeat
         if kind == "facets":
             r: Any = record
@@ -517,7 +550,7 @@ class Duplicates:
                 return self._same((r.query_id, r.facet), None, line, "facet", "")
             self._seen.setdefault((r.query_id, r.facet), (line, None))
             return self._same((r.query_id, r.facet, r.chunk_id, r.annotator), r.covered, line,
-                              "covered", f"facet '{r.facet}' and chunk {r.chunk_id}")
+                              "covered", f"facet {quote(r.facet)} and chunk {quote(r.chunk_id)}")
         if kind == "nuggets":
             r = record
             given = {k: getattr(r, k) for k in ("importance", "kind", "weight") if k in r.model_fields_set}
@@ -535,7 +568,7 @@ class Duplicates:
             if r.chunk_id is None:
                 return self._same(key, None, line, "nugget", "")
             return self._same((r.query_id, r.nugget, r.chunk_id, r.annotator), r.support, line,
-                              "support", f"the nugget and chunk {r.chunk_id}")
+                              "support", f"the nugget and chunk {quote(r.chunk_id)}")
         if kind == "entities":
             return self._same((record.query_id, record.entity), None, line, "entity", "")  # type: ignore[attr-defined]
         if kind == "answers":
@@ -544,16 +577,16 @@ class Duplicates:
                 (s.text, tuple(s.citations)) for s in r.sentences)
             return self._same((r.query_id, r.run), (r.text, tuple(r.cited), sentences), line,
                               "text" if r.sentences is None else "sentences",
-                              f"the answer of run '{r.run}' to query {r.query_id}",
+                              f"the answer of run {quote(r.run)} to query {quote(r.query_id)}",
                               names=("text", "cited", "sentences"))
         if kind == "answer-labels":
             r = record
             target = r.nugget if r.nugget is not None else (r.sentence, r.chunk_id)
-            what = (f"nugget '{r.nugget}'" if r.nugget is not None
-                    else f"sentence {r.sentence} and chunk {r.chunk_id}")
+            what = (f"nugget {quote(r.nugget)}" if r.nugget is not None
+                    else f"sentence {r.sentence} and chunk {quote(r.chunk_id)}")
             return self._same((r.query_id, r.run, r.nugget is None, target, r.annotator),
                               r.support, line, "support",
-                              f"the answer of run '{r.run}' to query {r.query_id}, {what}")
+                              f"the answer of run {quote(r.run)} to query {quote(r.query_id)}, {what}")
         return False
 
     def _same(self, key: Any, value: Any, line: int, field: str, what: str,
@@ -570,7 +603,7 @@ class Duplicates:
                 field = next(n for n, old, new in zip(names, earlier[1], value) if old != new)
             raise InputError(
                 f"this line contradicts line {earlier[0]}: both are about {what}, "
-                + (f"but the {field!r} differs." if noun is None else f"with different {noun}."),
+                + (f"but the {quote(field)} differs." if noun is None else f"with different {noun}."),
                 file=self.file, line=line, field=field)
         return True
 
@@ -579,7 +612,7 @@ class Duplicates:
         earlier = self._seen.get(key)
         if earlier is not None:
             raise InputError(
-                f"chunk '{record.chunk_id}' appears twice for query '{record.query_id}' (first on "
+                f"chunk {quote(record.chunk_id)} appears twice for query {quote(record.query_id)} (first on "
                 f"line {earlier[0]}); a run lists each chunk of a query once.",
                 file=self.file, line=line, field="chunk_id")
         self._seen[key] = (line, None)

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ragjudge.errors import InputError, why_unusable
+from ragjudge.errors import InputError, device_problem, encoding_problem, why_unusable
 from ragjudge.files import writing
 
 Source = str | bytes | os.PathLike | IO[Any] | io.IOBase
@@ -126,9 +126,14 @@ class Lines:
             try:
                 self._raw = raw
                 try:
-                    self.total = os.fstat(raw.fileno()).st_size
+                    status = os.fstat(raw.fileno())
                 except OSError:
                     self.total = None
+                else:
+                    device = device_problem(status.st_mode)
+                    if device is not None:
+                        raise InputError(device, file=self.name)
+                    self.total = status.st_size if stat.S_ISREG(status.st_mode) else None
                 yield self._maybe_gzip(raw, force=path.name.endswith(".gz")), None
             finally:
                 raw.close()
@@ -157,6 +162,7 @@ class Lines:
     def _binary_lines(self, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
         limit = self.max_line_bytes
         offset = 0
+        self._check_head(stream)
         while True:
             try:
                 raw = stream.readline(limit + 1)
@@ -186,6 +192,17 @@ class Lines:
             if not self.keep_newlines:
                 text = text.rstrip("\r\n")
             yield self.line, text
+
+    def _check_head(self, stream: IO[bytes]) -> None:
+        """Refuse UTF-16, UTF-32 and binary data by their first bytes, before a line is read
+        (a file of NUL bytes may have no line break for gigabytes)."""
+        try:
+            head = stream.peek(4096)[:4096]  # type: ignore[attr-defined]
+        except (AttributeError, EOFError, gzip.BadGzipFile, zlib.error, OSError):
+            return  # a damaged gzip stream: reading says so, with the line reached
+        problem = encoding_problem(head, self.name)
+        if problem is not None:
+            raise InputError(problem, file=self.name, line=1)
 
     def _text_lines(self, stream: IO[str]) -> Iterator[tuple[int, str]]:
         iterator = iter(stream)

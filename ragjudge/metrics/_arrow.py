@@ -29,13 +29,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import DTypeLike
 
 from ragjudge.errors import InputError
 from ragjudge.metrics._keys import MASKS, padded_width
+
+if TYPE_CHECKING:
+    from ragjudge.metrics.trec import Layout
 
 #: bytes per block of the CSV reader (its unit of parallel work)
 READ_BLOCK = 16 << 20
@@ -253,11 +255,9 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
     return table, bool(cr)
 
 
-def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
-         id_cols: tuple[int, int], num_col: int, dtype: DTypeLike,
-         what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
-    """(query ids, chunk ids, numbers, lines or None) parsed by pyarrow, or None: let numpy
-    parse it.
+def read(box: list, size: int, name: str | None,
+         layout: Layout) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None] | None:
+    """(id columns, numbers, lines or None) parsed by pyarrow, or None: let numpy parse it.
 
     ``box`` holds the input (``trec.read_bytes``'s buffer, ``size`` bytes used); once the
     input is known to be parsed, the box is emptied so that the buffer is freed early.
@@ -267,16 +267,16 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
     from ragjudge.metrics.trec import _numbers
 
     buf = box[0]
+    dtype = layout.dtype
     float_scores = dtype is np.float64
-    include = {id_cols[0]: pa.binary(), id_cols[1]: pa.binary(),
-               num_col: pa.float64() if float_scores else pa.binary()}
-    plain = plain_table(buf, size, len(fields), include)
+    include = {col: pa.binary() for col in layout.id_cols}
+    include[layout.num_col] = pa.float64() if float_scores else pa.binary()
+    plain = plain_table(buf, size, len(layout.fields), include)
     if plain is None:
         return None
     table, cr = plain
     n = table.num_rows
-    q_name, c_name, n_name = f"f{id_cols[0]}", f"f{id_cols[1]}", f"f{num_col}"
-    column = table.column(n_name)
+    column = table.column(f"f{layout.num_col}")
     if float_scores:
         if column.null_count:
             return None
@@ -287,21 +287,23 @@ def read(box: list, size: int, name: str | None, fields: tuple[str, ...],
         plan = _plan_ids([column])
         if plan is None:
             return None
-        try:
-            nums = _numbers(_gather_ids(plan)[0], dtype, lambda i: i + 1, name,
-                            fields[num_col], what)
-        except InputError:
-            return None
-    plan = _plan_ids([table.column(q_name), table.column(c_name)])
+        nums = _gather_ids(plan)[0]
+        if dtype is not None:  # else the tokens as they are, for the caller to read
+            try:
+                nums = _numbers(nums, dtype, lambda i: i + 1, name,
+                                layout.fields[layout.num_col], layout.what)
+            except InputError:
+                return None
+    plan = _plan_ids([table.column(f"f{col}") for col in layout.id_cols])
     if plan is None:
         return None
     # parsed: the raw input is no longer needed (the caller's box held the last reference)
     del buf, column
     box.clear()
-    q, c = _gather_ids(plan)
+    ids = _gather_ids(plan)
     del plan, table
     pa.default_memory_pool().release_unused()  # give the reader's memory back at once
     # the numpy tokenizer lists the line of each row when a line has more whitespace than
     # its separators (a CR): the same array here, so that both paths give equal results
     lines = np.arange(1, n + 1, dtype=np.int64) if cr else None
-    return q, c, nums, lines
+    return ids, nums, lines

@@ -18,7 +18,8 @@ from ragjudge.formats import KINDS, read_beir_corpus, read_beir_qrels, read_beir
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 READERS = [(kind, fmt) for kind in KINDS for fmt in ("jsonl", "csv")] + [
-    ("run", "trec"), ("qrels", "trec"), ("labels", "trec"), ("queries", "trec"), ("chunks", "trec")]
+    ("run", "trec"), ("qrels", "trec"), ("labels", "trec"), ("queries", "trec"), ("chunks", "trec"),
+    ("queries", "smart"), ("chunks", "smart"), ("qrels", "smart")]
 
 
 def consume(kind: str, fmt: str, data: bytes | str) -> None:
@@ -34,6 +35,8 @@ def consume(kind: str, fmt: str, data: bytes | str) -> None:
 
 
 VALID = {
+    "smart": {"chunks": ".I 1\n.T\nA title\n.A\nLind, E.\n.W\nSome text,\non two lines.\n.X\n1\t5\t1\n",
+              "queries": "1\nwhich papers\nare about sums?\n   /\n", "qrels": "01 1410  0 0\n01 1572  0 0\n"},
     "trec": {"run": "q1 Q0 c1 1 2.5 tag\nq1 Q0 c2 2 1.5 tag\nq2 Q0 c1 1 0.1 tag\n",
              "qrels": "q1 0 c1 2\nq1 0 c2 0\nq2 0 c1 1\n", "labels": "q1 0 c1 2\n",
              "queries": "q1\twhere?\nq2\twhen?\n", "chunks": "c1\ttext\n"},

@@ -75,3 +75,23 @@ def test_undefined_queries_are_counted_in_json(project_db, capsys):
     # q2..q5 have no facets: left out of the mean, and counted
     assert data["runs"]["bm25"]["undefined"] == {"Coverage@5": 4}
     assert data["runs"]["bm25"]["aggregate"]["Coverage@5"] == 1.0
+
+
+def test_inputs_that_are_not_text_files_are_named_for_what_they_are(files, project_db, capsys):
+    # a device: eval used to say the qrels "hold no judgments"
+    assert main(["eval", "--qrels", "/dev/zero", "--run", str(files / "r.trec")]) == 2
+    assert "/dev/zero: is a device (character special file)" in capsys.readouterr().err
+    # UTF-16 (as Windows tools save text): named, with the command that converts it
+    utf16 = files / "utf16.qrels"
+    utf16.write_bytes(QRELS.encode("utf-16"))
+    assert main(["eval", "--qrels", str(utf16), "--run", str(files / "r.trec")]) == 2
+    err = capsys.readouterr().err
+    assert "UTF-16" in err and f"iconv -f UTF-16 -t UTF-8 {utf16} > {utf16}.utf8" in err
+    assert main(["--db", project_db, "import", "qrels", str(utf16)]) == 2
+    assert "iconv -f UTF-16 -t UTF-8" in capsys.readouterr().err
+    # a folder that is no BEIR dataset: import says it is a folder, not that a file is missing
+    folder = files / "plain"
+    folder.mkdir()
+    assert main(["--db", project_db, "import", "queries", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder}: is a folder, not a file, and holds no BEIR dataset" in err

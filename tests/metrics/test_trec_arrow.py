@@ -24,9 +24,8 @@ from ragjudge.metrics import _arrow, trec
 from ragjudge.metrics.trec import read_bytes
 
 KINDS = {
-    "run": (trec.read_run_arrays, trec.RUN_FIELDS, (0, 2), 4, np.float64, "a number"),
-    "qrels": (trec.read_qrels_arrays, trec.QRELS_FIELDS, (0, 2), 3, np.int64,
-              "an integer grade"),
+    "run": (trec.read_run_arrays, trec.RUN_LAYOUT),
+    "qrels": (trec.read_qrels_arrays, trec.QRELS_LAYOUT),
 }
 
 
@@ -37,15 +36,16 @@ def _parse(kind, source, arrow: bool, monkeypatch):
         arrays = reader(source)
     except InputError as error:
         return ("error", str(error))
-    cols = [getattr(arrays, name) for name in arrays.__dataclass_fields__ if name != "file"]
-    return tuple(None if c is None else (c.dtype.str, c.tobytes()) for c in cols) + (arrays.file,)
+    cols = [getattr(arrays, name) for name in arrays.__dataclass_fields__ if name not in ("file", "form")]
+    return tuple(None if c is None else (c.dtype.str, c.tobytes()) for c in cols) + (
+        getattr(arrays, "form", None), arrays.file)
 
 
 def _arrow_accepts(kind, data: bytes) -> bool:
     """Whether the pyarrow reader itself takes the input (else numpy parses it)."""
-    _, fields, id_cols, num_col, dtype, what = KINDS[kind]
+    _, layout = KINDS[kind]
     buf, size, name = read_bytes(data)
-    return _arrow.read([buf], size, name, fields, id_cols, num_col, dtype, what) is not None
+    return _arrow.read([buf], size, name, layout) is not None
 
 
 def _same(kind, data: bytes, monkeypatch):

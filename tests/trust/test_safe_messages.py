@@ -84,11 +84,17 @@ def test_unknown_json_key(capsys, db, tmp_path):
 def test_unknown_ids(capsys, db, tmp_path):
     before = counts(db)
     path = tmp_path / "dense.trec"
+    # an id holding control characters is refused for them, the id shown visibly
     path.write_text(f"q1 Q0 c{HOSTILE} 1 2.0 x\n", encoding="utf-8")
     code, out, err = run_cli(capsys, "--db", db, "import", "run", str(path), "--name", "dense")
     assert code == 2 and out == ""
     assert_safe_message(err)
-    assert "dense.trec, line 1, field 'chunk_id'" in err and "not in the project" in err
+    assert "dense.trec, line 1, field 'chunk_id'" in err and "control character" in err
+    # one without them (a bidi override and markup) is an unknown id, shown visibly too
+    path.write_text(f"q1 Q0 c\u202e{MARKUP} 1 2.0 x\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "--db", db, "import", "run", str(path), "--name", "dense")
+    assert code == 2 and out == "" and is_clean(err, multiline=True) and err.count("\n") == 1
+    assert "⟨U+202E⟩" in err and MARKUP in err and "not in the project" in err
     assert counts(db) == before
 
 

@@ -1,0 +1,97 @@
+"""Invisible characters are shown, so that two ids never look the same: every format character
+(Unicode category Cf) and the other characters that show as nothing; and a value echoed in a
+message shows an ESC as safetext's ``␛``, never as Python's ``'\\x1b'``."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ragjudge.errors import InputError
+from ragjudge.formats import read_records
+from ragjudge.safetext import INVISIBLE, is_clean, quote, visible
+
+FORMAT_CHARACTERS = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+
+
+def test_every_format_character_is_marked_in_one_line_text():
+    unmarked = [f"U+{ord(ch):04X}" for ch in FORMAT_CHARACTERS if visible(f"a{ch}b") == f"a{ch}b"]
+    assert unmarked == []
+    assert visible("q\u200b1") == "q⟨U+200B⟩1"
+    assert visible("\ufeffq1") == "⟨U+FEFF⟩q1"
+
+
+def test_the_written_out_list_holds_format_characters_only():
+    # the list is written out for a cheap import: nothing in it may be a visible character in
+    # the running Python's Unicode (a character unassigned here may be Cf in a newer one)
+    from ragjudge import safetext
+
+    listed = safetext._FORMAT
+    import re
+
+    pattern = re.compile(f"[{listed}]")
+    wrong = [f"U+{c:04X}" for c in range(sys.maxunicode + 1)
+             if pattern.match(chr(c)) and unicodedata.category(chr(c)) not in ("Cf", "Cn")]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("ch", ["\u115f", "\u3164", "\uffa0", "\u2800", "\u034f", "\ufe0f", "\U000e0100", "\u180b"])
+def test_other_invisible_characters_are_marked(ch):
+    assert visible(f"id{ch}") == f"id⟨U+{ord(ch):04X}⟩"
+    assert is_clean(visible(f"id{ch}"))
+
+
+def test_two_ids_that_differ_only_by_an_invisible_character_look_different():
+    for ch in ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041", "\ufe0f"):
+        assert visible(f"doc{ch}1") != visible("doc1"), f"U+{ord(ch):04X}"
+        assert visible(f"doc{ch}1", multiline=True) != visible("doc1", multiline=True), f"U+{ord(ch):04X}"
+
+
+def test_prose_keeps_the_joiners_and_selectors_writing_needs():
+    persian = "می\u200cخواهم"  # the non-joiner inside a Persian word
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # an emoji sequence
+    heart = "\u2764\ufe0f"
+    flag = "\U0001f3f3\ufe0f\u200d\U0001f308"  # a joiner after a kept selector
+    for text in (persian, family, heart, flag, "Silben\u00adtrennung"):
+        assert visible(text, multiline=True) == text
+        assert visible(text) != text  # one-line text (ids, names, messages) marks them
+    # alone, or next to a space, they write nothing: marked
+    assert visible("a \u200d b", multiline=True) == "a ⟨U+200D⟩ b"
+    assert visible("\ufe0f", multiline=True) == "⟨U+FE0F⟩"
+    # tag characters (hidden text an LLM reads) and the zero-width space are marked in prose too
+    assert visible("ok\U000e0049\U000e0047", multiline=True) == "ok⟨U+E0049⟩⟨U+E0047⟩"
+    assert visible("a\u200bb", multiline=True) == "a⟨U+200B⟩b"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", "ب", " ", "\n", "\u200c", "\u200d", "\ufe0f", "\u00ad",
+                                          "\u200b", "😀", "\x1b"])))
+def test_visible_is_idempotent(text):
+    for multiline in (False, True):
+        shown = visible(text, multiline=multiline)
+        assert is_clean(shown, multiline=multiline)
+
+
+def test_invisible_list_is_not_visible_text():
+    assert all(unicodedata.category(ch) != "Cf" for ch in INVISIBLE if ch != "-")
+
+
+def test_quote_shows_esc_as_safetext_does_never_as_python_repr():
+    assert quote("h2\x1b[31m") == "'h2␛[31m'"
+    assert quote("c0\u00a01") == "'c0⟨U+00A0⟩1'"  # a no-break space looks like a space
+    assert quote("x" * 100) == "'" + "x" * 55 + "...'"
+    assert len(quote("x" * 100)) == 60
+
+
+def test_a_reader_message_quotes_a_value_with_esc_visibly():
+    with pytest.raises(InputError) as caught:
+        list(read_records("qrels", "query_id,chunk_id,grade\nq1,c1,h2\x1b[31m\n", "csv"))
+    message = str(caught.value)
+    assert "'h2␛[31m' is not an integer" in message
+    assert "\\x1b" not in message
+    with pytest.raises(InputError) as caught:
+        list(read_records("labels", '{"query_id": "q1", "chunk_id": "c1", "x\\u001b": 2}\n', "jsonl"))
+    assert "unknown field 'x␛'" in str(caught.value)
