@@ -65,7 +65,7 @@ def test_adjudication_comes_first(project):
 
 
 def test_unknown_rule(project):
-    with pytest.raises(UsageError, match="not an aggregation rule"):
+    with pytest.raises(UsageError, match="not a gold rule"):
         gold_qrels(project, "average")
 
 
