@@ -86,10 +86,11 @@ def write_files(folder: Path) -> tuple[Path, dict[str, Path]]:
     return qrels, runs
 
 
-def make_project(db: str, folder: Path, *, complete: bool = False, team: bool = True) -> None:
+def make_project(db: str, folder: Path, *, complete: bool = False, team: bool = True,
+                 reference: bool = True) -> None:
     """The project: queries, chunks, the three runs, the official qrels imported as the
-    reference ``nist`` (``complete``: relevant-only qrels, an unlisted pair is not relevant) and,
-    with ``team``, ana's labels."""
+    reference ``nist`` (``complete``: relevant-only qrels, an unlisted pair is not relevant;
+    without ``reference``, as one more annotator) and, with ``team``, ana's labels."""
     from projectkit import make_small_project
 
     from ragjudge.services.labels.events import record_label
@@ -100,7 +101,8 @@ def make_project(db: str, folder: Path, *, complete: bool = False, team: bool = 
     try:
         for name in ("dense", "hybrid"):
             import_file(project, "run", str(runs[name]))
-        import_file(project, "qrels", str(qrels), annotator="nist", reference=True, complete=complete)
+        import_file(project, "qrels", str(qrels), annotator="nist", reference=reference,
+                    complete=complete)
         if team:
             for annotator, q, c, g in team_labels():
                 record_label(project, annotator=annotator, query_id=q, chunk_id=c, grade=g)
