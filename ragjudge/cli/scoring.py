@@ -414,13 +414,43 @@ def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> s
     for measure, counts in left_out.items():
         n = "/".join(str(c) for c in sorted(counts))
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
-                     f"where it is undefined ({_nothing_to_count(measure)}).")
+                     f"where it is undefined ({_why_undefined(evaluation, measure)}).")
     lines = [safe(line) for line in lines]
     lines.append(qrels_line(evaluation, closed))
     lines.append(f"relevant from grade {evaluation.threshold} (nDCG uses every grade).")
     if n_runs > 1:
         lines.append("* best value in its column.")
     return "\n".join(lines)
+
+
+def _why_undefined(evaluation, measure: str) -> str:  # noqa: ANN001
+    """Why ``measure`` is undefined on some queries: what they lack, and for a measure of the
+    relevance grades, the measures a query without grades is evaluated for."""
+    import numpy as np
+
+    from ragjudge.metrics.registry import parse_measure
+
+    if parse_measure(measure).needs:
+        return _nothing_to_count(measure)
+    scored: list[str] = []  # the measures of extras defined where this one is not
+    for result in evaluation.results.values():
+        labels = list(result.labels)
+        if measure not in labels:
+            continue
+        missing = np.isnan(result.values[:, labels.index(measure)])
+        for j, other in enumerate(labels):
+            needs = parse_measure(other).needs
+            if needs and other not in scored and (~np.isnan(result.values[missing, j])).any():
+                scored.append(other)
+    if not scored:
+        return "the query has no relevance grade"
+    kinds = list(dict.fromkeys(k for m in scored for k in parse_measure(m).needs))
+    return (f"the query has no relevance grade, only {' and '.join(_KIND_WORDS.get(k, k) for k in kinds)}: "
+            f"it is evaluated for {', '.join(scored)}")
+
+
+_KIND_WORDS = {"citations": "the run's cited chunks", "answers": "the run's judged answer",
+               "facet_links": "facets"}
 
 
 _NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
@@ -436,9 +466,7 @@ def _nothing_to_count(measure: str) -> str:
     if "answers" in needs:
         return _NOTHING["answers"]
     lacks = [_NOTHING[k] for k in needs if k in _NOTHING]
-    if lacks:
-        return "the query has " + " or ".join(lacks)
-    return "the query has no relevance grade; it is evaluated for its facets or nuggets"
+    return "the query has " + " or ".join(lacks) if lacks else "the query lacks what it counts"
 
 
 def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
