@@ -564,7 +564,10 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
             "curve": label, "x": x_label, x_label: xs, "queries": len(first.query_ids),
             "averaging": first.averaging, "threshold": inputs.threshold, "rule": inputs.rule,
             "runs": {name: {y_label: v} for name, v in values.items()},
+            "gold": gold_json(inputs.composition),
         }
+        if inputs.closed is not None:
+            data["closed_world"] = closed_json(inputs.closed)
         if is_pr:  # the trapezoidal area of the mean curve: the mean AUC_PR
             for name, c in curves.items():
                 data["runs"][name]["area"] = c.area
@@ -575,6 +578,10 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
         writer.writerow([x_label, *values])
         for i, x in enumerate(xs):
             writer.writerow([x, *[_csv_value(v[i]) for v in values.values()]])
+        if inputs.composition is not None:
+            from ragjudge.safetext import visible
+
+            sys.stderr.write(visible(inputs.composition.describe()) + "\n")
         return
     from rich.table import Table
 
@@ -599,3 +606,8 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
                       "trapezoidal area under that mean curve over the 11 levels, the mean "
                       "AUC_PR.[/]")
     console.print(f"[dim]{len(first.query_ids):,} queries; averaging: {safe(first.averaging)}[/]")
+    if inputs.composition is not None:
+        console.print(f"[dim]{safe(inputs.composition.describe())}[/]")
+    elif inputs.closed is not None:
+        console.print(f"[dim]complete: {inputs.closed[1]:,} unlisted chunks the runs retrieve on the "
+                      f"{inputs.closed[0]:,} queries of {safe(inputs.source)} judged not relevant[/]")

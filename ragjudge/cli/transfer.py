@@ -73,7 +73,7 @@ def import_command(
     split: Annotated[str | None, typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     reference: Annotated[bool, typer.Option("--reference", help="qrels, labels, beir, ir-datasets: the annotator's grades are the official qrels -- the gold on their pairs, whatever others label.")] = False,
-    complete: Annotated[bool, typer.Option("--complete", help="With --reference: every pair of the reference's queries it does not list is not relevant (qrels that list only relevant chunks).")] = False,
+    complete: Annotated[bool, typer.Option("--complete", help="With --reference: every pair of the reference's queries it does not list is not relevant (qrels that list only relevant chunks); its closed world is every chunk any of the project's runs retrieves on its queries.")] = False,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""

@@ -121,3 +121,13 @@ def test_adjudications_are_counted(capsys, db):
     assert (gold["reference_pairs"], gold["other_pairs"], gold["adjudicated"]) == (20, 7, 1)
     code, out, _ = _run(capsys, "--db", db, "eval", "-m", "AP")
     assert "gold: median · reference nist: 20 pairs, 7 pairs from other annotators · 1 adjudicated" in out
+
+
+def test_curves_show_the_gold(capsys, db):
+    code, out, err = _run(capsys, "--db", db, "eval", "--curve", "P", "--k", "1-3", "--format", "json")
+    assert code == 0, err
+    assert _gold_of(json.loads(out)) == GOLD
+    code, out, _ = _run(capsys, "--db", db, "eval", "--curve", "P", "--k", "1-3")
+    assert LINE in out
+    code, out, err = _run(capsys, "--db", db, "eval", "--curve", "P", "--k", "1-3", "--format", "csv")
+    assert out.splitlines()[0] == "k,bm25,dense,hybrid" and LINE in err
