@@ -86,3 +86,19 @@ def test_explain_bpref_shows_its_terms(capsys, tmp_path):
     assert "N = 17 judged non-relevant" in " ".join(out.split())
     assert "rank 3: n = 1, term 1 - min(1, 4) / min(4, 17) = 0.7500" in out
     assert "bpref = 1.7500 / 4.0000 (R) = 0.4375" in out
+
+
+def test_only_llm_labels_say_why_the_gold_is_empty(capsys, project_db):
+    from ragjudge.services.access import roster
+    from ragjudge.services.labels.events import record_label
+    from ragjudge.services.project.database import Project
+
+    with Project.open(project_db) as project:
+        roster.add(project, "llm:judge", kind="llm")
+        record_label(project, annotator="llm:judge", query_id="q1", chunk_id="c05", grade=2)
+    code, _, err = _run(capsys, "--db", project_db, "eval")
+    text = " ".join(err.split())
+    assert code == 2 and "the project has 1 label by 1 annotator" in text
+    assert "LLM annotators' (llm:judge) count only when named" in text
+    code, out, err = _run(capsys, "--db", project_db, "eval", "--rule", "annotator:llm:judge", "-m", "P@5")
+    assert code == 0, err

@@ -43,6 +43,10 @@ def verdict_stability(
     LLM annotators are not among those annotators: each has its own entry under ``llm``, the
     τ_b between the ranking under its qrels alone and under the people's gold qrels, both on
     the queries it judged (as the TREC 2024 RAG track compared UMBRELA's qrels with NIST's).
+
+    With a reference annotator, ``reference`` (:func:`reference_verdict`) compares the runs under
+    the reference alone with the gold, which adds the team's labels, and names every order of two
+    runs that changes.
     """
     from ragjudge.metrics import Qrels, evaluate_runs, parse_measure
     from ragjudge.services.gold.gold import gold as project_gold

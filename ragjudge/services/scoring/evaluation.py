@@ -274,7 +274,7 @@ def evaluate_all(
     nothing = UsageError(
         "there are no judged queries to evaluate against"
         + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
-           else f" ({_empty_gold(project, rule)})." if project is not None else ".")
+           else f" ({_empty_gold(project, rule, composition)})." if project is not None else ".")
     )
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
@@ -309,7 +309,7 @@ def evaluate_all(
     return evaluation
 
 
-def _empty_gold(project: Project, rule: str | None) -> str:
+def _empty_gold(project: Project, rule: str | None, composition: Composition | None = None) -> str:
     """Why the project's gold under ``rule`` judges nothing: no labels at all, or none that
     this rule reads (no adjudication yet, no reference, an annotator without grades)."""
     from ragjudge.services.events.labels import read_labels
@@ -318,8 +318,9 @@ def _empty_gold(project: Project, rule: str | None) -> str:
         labels = read_labels(connection)
     if not len(labels.grade):
         return "the project has no labels yet; judge some pairs with 'ragjudge annotate'"
-    have = (f"the project has {len(labels.grade):,} labels by "
-            f"{len(set(labels.annotator.tolist())):,} annotators")
+    n, who = len(labels.grade), len(set(labels.annotator.tolist()))
+    have = (f"the project has {n:,} label{'s' * (n != 1)} by {who:,} "
+            f"annotator{'s' * (who != 1)}")
     if rule == "adjudicated":
         return (f"no pair is adjudicated yet, and the rule 'adjudicated' reads adjudications only; "
                 f"{have}: adjudicate disputed pairs with 'ragjudge adjudicate', or choose another --rule")
@@ -329,6 +330,9 @@ def _empty_gold(project: Project, rule: str | None) -> str:
                 "qrels FILE --annotator NAME --reference', or choose another --rule")
     if rule is not None and rule.startswith("annotator:"):
         return f"{rule.split(':', 1)[1]} has graded no pair; {have}"
+    if composition is not None and composition.llm_left_out:
+        return (f"{have}, and the LLM annotators' ({', '.join(composition.llm_left_out)}) count only "
+                "when named, as --rule annotator:NAME")
     return f"no label gives a grade under the rule {rule}; {have}"
 
 
