@@ -202,3 +202,36 @@ def test_complete_goes_with_a_qrels_file(capsys, closed_world):
     db, _ = closed_world
     code, _, err = _run(capsys, "--db", db, "eval", "--complete")
     assert code == 2 and "--complete closes the world of a --qrels file" in err
+
+
+def _closure_by_hand(judged: set[tuple[str, str]], queries: set[str], runs) -> list[tuple[str, str]]:
+    return sorted({(q, c) for run in runs for q, chunks in run.to_ranked().items() if q in queries
+                   for c in chunks if (q, c) not in judged})
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_closure_is_every_unjudged_chunk_the_runs_retrieve_on_the_closed_queries(seed):
+    import numpy as np
+
+    from ragjudge.metrics import Run
+    from ragjudge.metrics._keys import as_ids, decode
+    from ragjudge.services.gold.gold import closure
+
+    rng = np.random.default_rng(seed)
+    queries = [f"q{i}" for i in range(int(rng.integers(1, 12)))]
+    chunks = [f"doc-{j}" * int(rng.integers(1, 4)) for j in range(40)]  # ids of several widths
+    runs = []
+    for r in range(int(rng.integers(0, 4))):
+        ranked = {q: list(rng.choice(chunks, size=int(rng.integers(0, 15)), replace=False))
+                  for q in queries if rng.random() < 0.8}
+        runs.append(Run.from_ranked({q: [str(c) for c in cs] for q, cs in ranked.items() if cs},
+                                    name=f"r{r}"))
+    judged = sorted({(str(rng.choice(queries)), str(rng.choice(chunks))) for _ in range(int(rng.integers(0, 30)))})
+    closed = {q for q in queries if rng.random() < 0.6}
+    expected = _closure_by_hand(set(judged), closed, runs)
+    q = np.array([p[0] for p in judged], dtype=object)
+    c = np.array([p[1] for p in judged], dtype=object)
+    eq, ec = closure(q, c, closed, runs)
+    assert eq.dtype == object and list(zip(eq.tolist(), ec.tolist())) == expected
+    bq, bc = closure(as_ids(q.tolist()), as_ids(c.tolist()), closed, runs)
+    assert list(zip(decode(bq), decode(bc))) == expected
