@@ -30,9 +30,13 @@ def _no_project(monkeypatch):
 
 
 def _run(capsys, *args: str) -> tuple[int, str, str]:
+    """Exit code, standard output and standard error, each with its whitespace made single
+    spaces (a table's footer wraps at the console's width) unless it is JSON or CSV."""
     code = main([str(a) for a in args])
     out = capsys.readouterr()
-    return code, out.out, out.err
+    if "--format" in args:
+        return code, out.out, " ".join(out.err.split())
+    return code, " ".join(out.out.split()), " ".join(out.err.split())
 
 
 @pytest.fixture
