@@ -236,8 +236,9 @@ def evaluate_and_print(
         print_json(_eval_json(evaluation, per_query, ci, closed))
     elif format == "csv":
         _eval_csv(evaluation, per_query, ci)
-        line = qrels_line(evaluation, closed, plain=True)
-        sys.stderr.write(line + "\n")  # a CSV reader takes every line of the file as a row
+        if evaluation.composition is not None or closed is not None:
+            # on standard error: a CSV reader takes every line of the file as a row
+            sys.stderr.write(qrels_line(evaluation, closed, plain=True) + "\n")
     else:
         _eval_tables(evaluation, per_query, ci, closed)
 

@@ -135,3 +135,12 @@ def test_curves_show_the_gold(capsys, db):
     assert LINE in out
     code, out, err = _run(capsys, "--db", db, "eval", "--curve", "P", "--k", "1-3", "--format", "csv")
     assert out.splitlines()[0] == "k,bm25,dense,hybrid" and LINE in err
+
+
+def test_csv_from_a_file_writes_nothing_on_standard_error(capsys, db, tmp_path):
+    code, out, err = _run(capsys, "eval", "--qrels", tmp_path / "official.qrels", "--run",
+                          tmp_path / "bm25.trec", "-m", "AP", "--format", "csv")
+    assert code == 0 and err == "" and out.splitlines()[0] == "run,query,AP"
+    code, out, err = _run(capsys, "eval", "--qrels", tmp_path / "official.qrels", "--run",
+                          tmp_path / "bm25.trec", "-m", "AP", "--format", "csv", "--complete")
+    assert code == 0 and "complete: 32 unlisted chunks the runs retrieve on its 4 queries" in err
