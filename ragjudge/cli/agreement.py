@@ -394,6 +394,36 @@ def _print_verdict(data: dict) -> None:
             llm.add_row(safe(m["measure"]), _fmt(m["tau"], m["tau_reason"]), safe(m["winner_human"] or "-"),
                         safe(m["winner_llm"] or "-") + ("" if same else " [bold red](differs)[/]"))
         console.print(llm)
+    if data.get("reference"):
+        _print_reference_verdict(data["reference"])
+
+
+#: order changes listed per measure under the table (all of them are in the JSON)
+CHANGES_SHOWN = 10
+
+
+def _print_reference_verdict(found: dict) -> None:
+    """The reference alone against the gold with the team's labels: per measure τ and the
+    winners, then each order of two runs that changes, named."""
+    gold = found["gold"]
+    added = f"+{gold['other_pairs']:,} pairs from other annotators" + (
+        f", {gold['adjudicated']:,} adjudicated" if gold["adjudicated"] else "")
+    table = Table(title=f"The reference alone ({safe(found['reference'])}) against the gold with the "
+                  f"team's labels ({safe(found['rule'])}: {added})", title_justify="left")
+    for col in ("measure", "Kendall τ", "winner (reference)", "winner (with the team)", "orders changed"):
+        table.add_column(col, justify="right" if col in ("Kendall τ", "orders changed") else "left")
+    for m in found["measures"]:
+        same = m["winner_reference"] == m["winner_team"]
+        table.add_row(safe(m["measure"]), _fmt(m["tau"], m["tau_reason"]), safe(m["winner_reference"] or "-"),
+                      safe(m["winner_team"] or "-") + ("" if same else " [bold red](changes)[/]"),
+                      str(len(m["changes"])))
+    console.print(table)
+    for m in found["measures"]:
+        for change in m["changes"][:CHANGES_SHOWN]:
+            console.print(f"[bold red]•[/] {safe(change['text'])}")
+        if len(m["changes"]) > CHANGES_SHOWN:
+            console.print(f"  … and {len(m['changes']) - CHANGES_SHOWN:,} more for {safe(m['measure'])} "
+                          "(--format json lists them all)")
 
 
 # --------------------------------------------------------------------------- assign

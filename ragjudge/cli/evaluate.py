@@ -32,8 +32,11 @@ from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this mod
     _csv_writer,
     _fmt,
     _queries_mode,
+    closed_json,
     evaluate_and_print,
+    gold_json,
     parse_k,
+    qrels_line,
 )
 from ragjudge.errors import CheckFailed, UsageError
 
@@ -45,8 +48,17 @@ QrelsOption = Annotated[
 RuleOption = Annotated[
     str | None,
     typer.Option("--rule", help="How the project's annotators' grades become one gold grade: "
-                 "median, majority, mean, min, max, adjudicated or annotator:NAME (default: the "
+                 "median, majority, mean, min, max, reference (the reference qrels alone, as "
+                 "--qrels reads the official file), adjudicated or annotator:NAME (default: the "
                  "project's rule).", show_default=False),
+]
+CompleteOption = Annotated[
+    bool,
+    typer.Option("--complete", help="With --qrels: the file lists every relevant chunk of its "
+                 "queries (a complete reference), so every other chunk of those queries that any "
+                 "of the runs you evaluate together retrieves is judged not relevant (grade 0): "
+                 "Judged@k and bpref count it. A project's complete reference closes its world "
+                 "over all its runs."),
 ]
 MeasureOption = Annotated[
     list[str] | None,
@@ -99,6 +111,7 @@ EVAL_EPILOG = (
     "  ragjudge eval --db project.db --run bm25 --rule majority --by category\n\n"
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve nDCG --k 1-20 --format csv\n\n"
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve PR\n\n"
+    "  ragjudge eval --qrels official.qrels --complete --run bm25.trec --run dense.trec\n\n"
     "  ragjudge eval --db project.db --tui             # the live evaluation screen"
 )
 
@@ -121,6 +134,7 @@ def eval_command(
     ci: Annotated[bool, typer.Option("--ci", help="Add each mean's 95 % bootstrap interval (over queries).")] = False,
     tui: Annotated[bool, typer.Option("--tui", help="Open the live evaluation screen of the project (--rule, -m and --threshold apply).")] = False,
     quiet: QuietOption = False,
+    complete: CompleteOption = False,
 ) -> None:
     """Score runs against qrels: every measure per run, the best per column marked."""
     from ragjudge.services.scoring import files as svc_files
@@ -128,7 +142,7 @@ def eval_command(
     if tui:
         from ragjudge.tui.screens.evaluation import run_evaluation_app
 
-        if qrels is not None or run or curve is not None or by or per_query or ci:
+        if qrels is not None or run or curve is not None or by or per_query or ci or complete:
             raise UsageError("--tui shows every run of the project against its gold labels; "
                              "it combines with --rule, -m and --threshold only.")
         with open_project() as project:
@@ -137,7 +151,8 @@ def eval_command(
         return
     evaluate_and_print(run=run, qrels=qrels, rule=rule, name=name, measure=measure,
                        per_query=per_query, by=by, queries=queries, format=format, curve=curve,
-                       k=k, threshold=threshold, averaging=averaging, ci=ci, quiet=quiet)
+                       k=k, threshold=threshold, averaging=averaging, ci=ci, quiet=quiet,
+                       complete=complete)
 
 
 # -- compare -----------------------------------------------------------------------------------
@@ -192,7 +207,7 @@ def compare(
         evaluation = svc_evaluation.evaluate_all(
             inputs.qrels, loaded, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
-            progress=progress,
+            progress=progress, composition=inputs.composition,
         )
     rows = svc_evaluation.compare(evaluation, alpha=alpha, resamples=resamples,
                        permutations=permutations, seed=seed)
@@ -212,6 +227,7 @@ def compare(
             "resamples": resamples,
             "seed": seed,
             "comparisons": [row.as_dict() for row in rows],
+            "gold": gold_json(evaluation.composition),
         })
         return
     if format == "csv":
@@ -260,9 +276,10 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
         f"{reason}." for row in rows for name, reason in row.undefined.items()))
     notes.append(f"Verdict: randomization test at alpha = {alpha:g}"
                  + ("; p-values Holm-adjusted over the runs compared with A, per measure." if adjusted else "."))
-    if evaluation.rule is not None:
-        notes.append(f"qrels: {evaluation.qrels_source}, gold rule: {evaluation.rule}.")
-    console.print("[dim]" + "\n".join(safe(n) for n in notes) + "[/]")
+    lines = [safe(n) for n in notes]
+    if evaluation.composition is not None:
+        lines.append(qrels_line(evaluation))
+    console.print("[dim]" + "\n".join(lines) + "[/]")
 
 
 # -- gate --------------------------------------------------------------------------------------
@@ -327,6 +344,7 @@ def gate(
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
     quiet: QuietOption = False,
+    complete: CompleteOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
     from ragjudge.services.scoring import evaluation as svc_evaluation
@@ -335,14 +353,15 @@ def gate(
     mode = _queries_mode(averaging)
     requirements = [parse_requirement(text) for text in require]
     measures = list(dict.fromkeys(m for m, _, _ in requirements))
-    with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
+    with Inputs(qrels, rule, threshold, complete=complete) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
         runs = inputs.runs(run, name, progress)
         evaluation = svc_evaluation.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
-            progress=progress,
+            progress=progress, composition=inputs.composition,
         )
+        closed = inputs.closed
     checks = []
     for run_name in evaluation.run_names:
         aggregate = evaluation.aggregate(run_name)
@@ -353,9 +372,13 @@ def gate(
                            "required": value, "actual": actual, "passed": bool(passed)})
     failed = [c for c in checks if not c["passed"]]
     if format == "json":
-        print_json({"passed": not failed, "queries": evaluation.n_queries(),
-                    "averaging": evaluation.averaging, "rule": evaluation.rule,
-                    "threshold": evaluation.threshold, "checks": checks})
+        data = {"passed": not failed, "queries": evaluation.n_queries(),
+                "averaging": evaluation.averaging, "rule": evaluation.rule,
+                "threshold": evaluation.threshold, "checks": checks,
+                "gold": gold_json(evaluation.composition)}
+        if closed is not None:
+            data["closed_world"] = closed_json(closed)
+        print_json(data)
     else:
         table = Table(title="gate", title_justify="left")
         multi = len(evaluation.run_names) > 1
@@ -366,16 +389,27 @@ def gate(
         for c in checks:
             result = "[bold green]pass[/]" if c["passed"] else "[bold red]FAIL[/]"
             table.add_row(*([safe(c["run"])] if multi else []), safe(c["requirement"]),
-                          _fmt(c["actual"]), result)
+                          _fmt_against(c["actual"], c["required"]), result)
         console.print(table)
-        footer = f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}"
-        if evaluation.rule is not None:
-            footer += f"; gold rule: {evaluation.rule}"
-        console.print(f"[dim]{safe(footer)}.[/]")
+        footer = f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."
+        console.print(f"[dim]{safe(footer)}\n{qrels_line(evaluation, closed)}[/]")
     if failed:
-        listed = "; ".join(f"{c['run']}: {c['measure']} = {_fmt(c['actual'])}, required "
-                           f"{c['op']} {c['required']:g}" for c in failed)
+        listed = "; ".join(f"{c['run']}: {c['measure']} = {_fmt_against(c['actual'], c['required'])}, "
+                           f"required {c['op']} {c['required']:g}" for c in failed)
         raise CheckFailed(f"gate failed: {len(failed)} of {len(checks)} requirements not met ({listed}).")
+
+
+def _fmt_against(actual: float | None, required: float) -> str:
+    """``actual`` with four decimals, or with as many more as it takes (up to 12 significant
+    digits) to tell it apart from ``required``: 0.339977 against 0.34 is ``0.339977``, not
+    ``0.3400``."""
+    if actual is None or math.isnan(actual) or actual == required:
+        return _fmt(actual)
+    for digits in range(4, 13):
+        text = f"{actual:.{digits}f}"
+        if text != f"{required:.{digits}f}":
+            return text
+    return f"{actual:.12g}"
 
 
 # -- explain -----------------------------------------------------------------------------------
@@ -412,17 +446,18 @@ def explain(
         if not inputs.qrels.for_query(query) and query not in loaded.query_ids:
             raise UsageError(f"--query {query}: neither the qrels nor run {run_name!r} have this query.")
         explanations = [_explain_one(inputs, run_name, loaded, query, m) for m in measures]
-        rule_text = inputs.rule
+        rule_text, composition = inputs.rule, inputs.composition
     if format == "json":
         print_json({"run": run_name, "query": query, "rule": rule_text,
-                    "explanations": [_explanation_dict(e) for e in explanations]})
+                    "explanations": [_explanation_dict(e) for e in explanations],
+                    "gold": gold_json(composition)})
         return
     for i, explanation in enumerate(explanations):
         if i:
             console.print()
         console.print(safe(explanation.render()), soft_wrap=True)
-    if rule_text is not None:
-        console.print(f"[dim]gold rule: {safe(rule_text)}[/]")
+    if composition is not None:
+        console.print(f"[dim]{safe(composition.describe())}[/]")
 
 
 def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str) -> Any:

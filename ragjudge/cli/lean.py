@@ -44,6 +44,7 @@ EVAL_OPTIONS: dict[str, tuple[str, str]] = {
     "--threshold": ("threshold", _INT),
     "--averaging": ("averaging", _ONE),
     "--ci": ("ci", _FLAG),
+    "--complete": ("complete", _FLAG),
     "--quiet": ("quiet", _FLAG),
     "-q": ("quiet", _FLAG),
 }

@@ -29,8 +29,15 @@ FORMATS = ("table", "json", "csv")
 class Inputs:
     """Qrels, runs and settings of one command, from files and/or the project."""
 
-    def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
+    def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None,
+                 *, complete: bool = False) -> None:
         self.project = None
+        self.composition = None
+        """what the project's gold is made of (None for a qrels file)"""
+        self.complete = complete
+        """``--complete``: the file's queries closed over the runs read (:meth:`runs`)"""
+        self.closed: tuple[int, int] | None = None
+        """with ``complete``, once the runs are read: (queries closed, implied pairs added)"""
         try:
             self._load(qrels_file, rule, threshold)
         except BaseException:
@@ -55,8 +62,14 @@ class Inputs:
             if db_given():
                 self.project = open_project()
         else:
+            if self.complete:
+                raise UsageError("--complete closes the world of a --qrels file; a project's "
+                                 "reference says itself whether it is complete ('ragjudge import "
+                                 "qrels FILE --reference --complete').")
             self.project = open_project()
-            self.qrels, self.rule = svc_evaluation.project_qrels(self.project, rule)
+            found = svc_evaluation.project_gold(self.project, rule)
+            self.qrels, self.rule = found.qrels(), found.composition.rule
+            self.composition = found.composition
             self.source = f"project {self.project.shown_db}"
             self.threshold = self.project.scale.threshold if threshold is None else threshold
         if not 0 <= self.threshold <= MAX_GRADE:
@@ -128,6 +141,9 @@ class Inputs:
             runs[spec.name] = run
         if progress is not None:
             progress(len(specs), len(specs), "reading runs", "runs")
+        if self.complete and self.closed is None:
+            self.qrels, implied = svc_files.close_qrels(self.qrels, runs.values())
+            self.closed = (self.qrels.n_queries, implied)
         return runs
 
 
@@ -179,6 +195,7 @@ def evaluate_and_print(
     averaging: str = "judged",
     ci: bool = False,
     quiet: bool = False,
+    complete: bool = False,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
     from ragjudge.services.scoring import evaluation as svc_evaluation
@@ -190,14 +207,14 @@ def evaluate_and_print(
         if by or per_query or ci or measure:
             raise UsageError("--curve draws one measure over K; it does not combine with -m, "
                              "--by, --per-query or --ci.")
-        with Inputs(qrels, rule, threshold) as inputs:
+        with Inputs(qrels, rule, threshold, complete=complete) as inputs:
             runs = inputs.runs(run, name)
             _curve(inputs, runs, curve, k, format, mode)
         return
     measures = svc_files.parse_measure_list(measure)
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
-    with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
+    with Inputs(qrels, rule, threshold, complete=complete) as inputs, progress_bar(quiet) as progress:
         inputs.check_measures(measures)
         runs = inputs.runs(run, name, progress)
         strata = None
@@ -212,14 +229,46 @@ def evaluate_and_print(
         evaluation = svc_evaluation.evaluate_all(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
-            strata=strata, by=by, progress=progress,
+            strata=strata, by=by, progress=progress, composition=inputs.composition,
         )
+        closed = inputs.closed
     if format == "json":
-        print_json(_eval_json(evaluation, per_query, ci))
+        print_json(_eval_json(evaluation, per_query, ci, closed))
     elif format == "csv":
         _eval_csv(evaluation, per_query, ci)
+        if evaluation.composition is not None or closed is not None:
+            # on standard error: a CSV reader takes every line of the file as a row
+            sys.stderr.write(qrels_line(evaluation, closed, plain=True) + "\n")
     else:
-        _eval_tables(evaluation, per_query, ci)
+        _eval_tables(evaluation, per_query, ci, closed)
+
+
+def gold_json(composition: Any) -> dict[str, Any] | None:
+    """``"gold"`` of a JSON output: what the project's gold is made of (null for a qrels file)."""
+    return None if composition is None else composition.to_json()
+
+
+def closed_json(closed: tuple[int, int] | None) -> dict[str, int] | None:
+    """``"closed_world"`` of a JSON output with ``--complete``: the file's queries closed and the
+    unlisted pairs the runs retrieve there, judged 0."""
+    return None if closed is None else {"queries": closed[0], "implied_pairs": closed[1]}
+
+
+def qrels_line(evaluation: Any, closed: tuple[int, int] | None = None, *, plain: bool = False) -> str:
+    """Where the qrels come from, for a footer: the gold's composition for a project
+    (:meth:`~ragjudge.services.gold.gold.Composition.describe`), the file otherwise (and with
+    ``--complete`` the pairs its closed world added). ``plain``: for standard error, not Rich."""
+    from ragjudge.safetext import visible
+
+    composition = evaluation.composition
+    if composition is not None:
+        text = composition.describe()
+    else:
+        text = f"qrels: {evaluation.qrels_source}"
+        if closed is not None:
+            text += (f" (complete: {closed[1]:,} unlisted chunks the runs retrieve on its "
+                     f"{closed[0]:,} queries judged not relevant)")
+    return visible(text) if plain else safe(text)
 
 
 def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[str, Any]:  # noqa: ANN001
@@ -249,7 +298,8 @@ def _undefined(evaluation, run: str, stratum: str | None) -> dict[str, int]:  # 
     return {m: n for m, n in result.undefined().items() if n}
 
 
-def _eval_json(evaluation, per_query: bool, ci: bool) -> dict[str, Any]:  # noqa: ANN001
+def _eval_json(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
+               closed: tuple[int, int] | None = None) -> dict[str, Any]:
     overall = _block(evaluation, per_query, ci, None)
     data: dict[str, Any] = {
         "measures": evaluation.measures,
@@ -259,7 +309,10 @@ def _eval_json(evaluation, per_query: bool, ci: bool) -> dict[str, Any]:  # noqa
         "threshold": evaluation.threshold,
         "rule": evaluation.rule,
         "qrels": evaluation.qrels_source,
+        "gold": gold_json(evaluation.composition),
     }
+    if closed is not None:
+        data["closed_world"] = closed_json(closed)
     if evaluation.by is not None:
         data["by"] = evaluation.by
         data["strata"] = {s: _block(evaluation, per_query, ci, s) for s in evaluation.strata}
@@ -353,7 +406,7 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
 
 
 
-def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
+def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> str:  # noqa: ANN001
     lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
     left_out: dict[str, set[int]] = {}
     for name in evaluation.run_names:
@@ -362,15 +415,43 @@ def _footer(evaluation, n_runs: int) -> str:  # noqa: ANN001
     for measure, counts in left_out.items():
         n = "/".join(str(c) for c in sorted(counts))
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
-                     f"where it is undefined ({_nothing_to_count(measure)}).")
-    source = f"qrels: {evaluation.qrels_source}"
-    if evaluation.rule is not None:
-        source += f", gold rule: {evaluation.rule}"
-    source += f"; relevant from grade {evaluation.threshold} (nDCG uses every grade)."
-    lines.append(source)
+                     f"where it is undefined ({_why_undefined(evaluation, measure)}).")
+    lines = [safe(line) for line in lines]
+    lines.append(qrels_line(evaluation, closed))
+    lines.append(f"relevant from grade {evaluation.threshold} (nDCG uses every grade).")
     if n_runs > 1:
         lines.append("* best value in its column.")
-    return "\n".join(safe(line) for line in lines)
+    return "\n".join(lines)
+
+
+def _why_undefined(evaluation, measure: str) -> str:  # noqa: ANN001
+    """Why ``measure`` is undefined on some queries: what they lack, and for a measure of the
+    relevance grades, the measures a query without grades is evaluated for."""
+    import numpy as np
+
+    from ragjudge.metrics.registry import parse_measure
+
+    if parse_measure(measure).needs:
+        return _nothing_to_count(measure)
+    scored: list[str] = []  # the measures of extras defined where this one is not
+    for result in evaluation.results.values():
+        labels = list(result.labels)
+        if measure not in labels:
+            continue
+        missing = np.isnan(result.values[:, labels.index(measure)])
+        for j, other in enumerate(labels):
+            needs = parse_measure(other).needs
+            if needs and other not in scored and (~np.isnan(result.values[missing, j])).any():
+                scored.append(other)
+    if not scored:
+        return "the query has no relevance grade"
+    kinds = list(dict.fromkeys(k for m in scored for k in parse_measure(m).needs))
+    return (f"the query has no relevance grade, only {' and '.join(_KIND_WORDS.get(k, k) for k in kinds)}: "
+            f"it is evaluated for {', '.join(scored)}")
+
+
+_KIND_WORDS = {"citations": "the run's cited chunks", "answers": "the run's judged answer",
+               "facet_links": "facets"}
 
 
 _NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",
@@ -386,12 +467,11 @@ def _nothing_to_count(measure: str) -> str:
     if "answers" in needs:
         return _NOTHING["answers"]
     lacks = [_NOTHING[k] for k in needs if k in _NOTHING]
-    if lacks:
-        return "the query has " + " or ".join(lacks)
-    return "the query has no relevance grade; it is evaluated for its facets or nuggets"
+    return "the query has " + " or ".join(lacks) if lacks else "the query lacks what it counts"
 
 
-def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
+def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
+                 closed: tuple[int, int] | None = None) -> None:
     from rich.table import Table
 
     from ragjudge.cli.common import console
@@ -404,7 +484,7 @@ def _eval_tables(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
                                          f"all queries ({evaluation.n_queries()})"))
     else:
         console.print(*_aggregate_tables(evaluation, None, ci, None))
-    console.print(f"[dim]{_footer(evaluation, len(evaluation.run_names))}[/]")
+    console.print(f"[dim]{_footer(evaluation, len(evaluation.run_names), closed)}[/]")
     if per_query:
         for name in evaluation.run_names:
             per_query_values = evaluation.per_query(name)
@@ -485,7 +565,10 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
             "curve": label, "x": x_label, x_label: xs, "queries": len(first.query_ids),
             "averaging": first.averaging, "threshold": inputs.threshold, "rule": inputs.rule,
             "runs": {name: {y_label: v} for name, v in values.items()},
+            "gold": gold_json(inputs.composition),
         }
+        if inputs.closed is not None:
+            data["closed_world"] = closed_json(inputs.closed)
         if is_pr:  # the trapezoidal area of the mean curve: the mean AUC_PR
             for name, c in curves.items():
                 data["runs"][name]["area"] = c.area
@@ -496,6 +579,10 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
         writer.writerow([x_label, *values])
         for i, x in enumerate(xs):
             writer.writerow([x, *[_csv_value(v[i]) for v in values.values()]])
+        if inputs.composition is not None:
+            from ragjudge.safetext import visible
+
+            sys.stderr.write(visible(inputs.composition.describe()) + "\n")
         return
     from rich.table import Table
 
@@ -520,3 +607,8 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
                       "trapezoidal area under that mean curve over the 11 levels, the mean "
                       "AUC_PR.[/]")
     console.print(f"[dim]{len(first.query_ids):,} queries; averaging: {safe(first.averaging)}[/]")
+    if inputs.composition is not None:
+        console.print(f"[dim]{safe(inputs.composition.describe())}[/]")
+    elif inputs.closed is not None:
+        console.print(f"[dim]complete: {inputs.closed[1]:,} unlisted chunks the runs retrieve on the "
+                      f"{inputs.closed[0]:,} queries of {safe(inputs.source)} judged not relevant[/]")

@@ -41,7 +41,9 @@ IMPORT_EPILOG = (
 )
 
 EXPORT_EPILOG = (
-    "KIND is one of: qrels (the gold qrels), labels (every annotator's current labels with "
+    "KIND is one of: qrels (the gold qrels; a complete reference's closed world, every chunk "
+    "any of the project's runs retrieves on its queries, written as 0 lines unless "
+    "--listed-only), labels (every annotator's current labels with "
     "annotator, time and note, and their flags and comments), run NAME, facets, nuggets, "
     "answer-labels (every annotator's current nugget and citation support of the generated "
     "answers). Output goes to standard output unless -o names a file (a .gz name is compressed). "
@@ -51,6 +53,7 @@ EXPORT_EPILOG = (
     "  ragjudge export qrels -o gold.qrels               # TREC, project's rule (median)\n\n"
     "  ragjudge export qrels --rule majority --format jsonl\n\n"
     "  ragjudge export qrels --rule annotator:alice -o alice.qrels\n\n"
+    "  ragjudge export qrels --rule reference --listed-only -o official.qrels\n\n"
     "  ragjudge export labels --format csv -o labels.csv\n\n"
     "  ragjudge export run bm25 -o bm25.trec\n\n"
     "  ragjudge export nuggets -o nuggets.jsonl\n\n"
@@ -70,7 +73,7 @@ def import_command(
     split: Annotated[str | None, typer.Option("--split", help="beir: the qrels split (qrels/SPLIT.tsv; default: every split); ir-datasets: the dataset NAME/SPLIT.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     reference: Annotated[bool, typer.Option("--reference", help="qrels, labels, beir, ir-datasets: the annotator's grades are the official qrels -- the gold on their pairs, whatever others label.")] = False,
-    complete: Annotated[bool, typer.Option("--complete", help="With --reference: every pair of the reference's queries it does not list is not relevant (qrels that list only relevant chunks).")] = False,
+    complete: Annotated[bool, typer.Option("--complete", help="With --reference: every pair of the reference's queries it does not list is not relevant (qrels that list only relevant chunks); its closed world is every chunk any of the project's runs retrieves on its queries.")] = False,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""
@@ -128,12 +131,13 @@ def import_command(
 def export_command(
     kind: Annotated[str, typer.Argument(help="qrels, labels, run, facets, nuggets or answer-labels.", show_default=False)],
     name: Annotated[str | None, typer.Argument(help="The run to export (export run NAME).", show_default=False)] = None,
-    rule: Annotated[str | None, typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, adjudicated or annotator:NAME.")] = None,
+    rule: Annotated[str | None, typer.Option("--rule", help="qrels only: median (default: the project's rule), majority, mean, min, max, reference (the reference qrels alone), adjudicated or annotator:NAME.")] = None,
     format: Annotated[str | None, typer.Option("--format", help="trec, jsonl or csv (default: trec for qrels and runs, jsonl otherwise).")] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="The file to write (default: standard output).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
     llm_audit: Annotated[bool, typer.Option("--llm-audit", help="labels only: every request of the LLM annotators instead (model, prompt SHA-256, answer, outcome, tokens, latency).")] = False,
+    listed_only: Annotated[bool, typer.Option("--listed-only", help="qrels only: leave out a complete reference's implied 0 lines (every chunk any of the project's runs retrieves on its queries that it does not list); without them trec_eval counts those chunks as unjudged.")] = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
     from ragjudge.services.transfer import exporting
@@ -148,13 +152,18 @@ def export_command(
         from ragjudge.services.gold.rules import check_rule
 
         check_rule(rule)
+    if listed_only and kind != "qrels":
+        raise UsageError("--listed-only applies to 'export qrels' only.")
     dest = str(output) if output is not None else "-"
+    notes: list[str] = []
     with open_project() as project, progress_bar(quiet) as progress:
         _check_may_export(project, kind, rule, by)
         count = exporting.export(project, kind, dest, name=name, rule=rule, fmt=format,
-                                 progress=progress)
+                                 progress=progress, listed_only=listed_only, notes=notes)
     if output is not None:
         err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
+    for note in notes:
+        err_console.print(safe(note))
 
 
 #: exports that carry each annotator's own labels or marks

@@ -56,6 +56,8 @@ class Explanation:
     ideal_total: float | None = None
     notes: list[str] = field(default_factory=list)
     cutoff: int | None = None
+    working: list[str] = field(default_factory=list)
+    """lines of working per rank (bpref's counts), left out for a blind reader"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,6 +109,9 @@ class Explanation:
                 lines.append(f"{rank:>5}  grade {ideal_grade:>3}  {ideal_term:.4f}")
             if self.ideal_total is not None:
                 lines.append(f"  ideal total = {self.ideal_total:.4f}")
+        if self.working and visible is None:
+            lines.append("")
+            lines += [f"  {w}" for w in self.working]
         lines.append("")
         if self.numerator is not None and self.denominator is not None and visible is None:
             lines.append(f"{self.measure} = {self.numerator:.4f} / {self.denominator:.4f}"
@@ -157,6 +162,29 @@ def _explain_rbp(explanation: Explanation, m: Measure, top: list[ExplainStep], r
     if not np.isclose(total, explanation.value, atol=1e-9):  # pragma: no cover - a bug
         explanation.notes.append(f"(kernel value {explanation.value:.6f} differs from the "
                                  f"steps' {total:.6f})")
+
+
+def _explain_bpref(explanation: Explanation, steps: list[ExplainStep], n_rel: int,
+                   n_nonrel: int) -> None:
+    """bpref as trec_eval computes it: each relevant retrieved chunk adds
+    ``1 - min(n, R) / min(R, N)`` (1 when n = 0), n the judged non-relevant chunks ranked above
+    it; unjudged chunks are skipped; the sum over R."""
+    above, total = 0, 0.0
+    explanation.notes.append(f"N = {n_nonrel} judged non-relevant chunk(s) in the qrels; a relevant "
+                             "chunk adds 1 - min(n, R) / min(R, N), n = the judged non-relevant "
+                             "chunks ranked above it (1 when n = 0); unjudged chunks are skipped")
+    for s in steps:
+        if s.relevant:
+            s.term = 1.0 - min(above, n_rel) / min(n_rel, n_nonrel) if above else 1.0
+            total += s.term
+            explanation.working.append(f"rank {s.rank}: n = {above}, term " + (
+                f"1 - min({above}, {n_rel}) / min({n_rel}, {n_nonrel}) = {s.term:.4f}" if above
+                else "1"))
+        elif s.grade is not None:
+            above += 1
+        s.running = total
+    explanation.numerator, explanation.denominator = total, float(n_rel)
+    explanation.denominator_label = "R"
 
 
 def explain(
@@ -246,6 +274,9 @@ def explain(
             s.running = total
             reach *= 1.0 - p
         explanation.notes.append(f"max grade = {top_grade}")
+    elif name == "bpref":
+        n_nonrel = sum(1 for g in grades.values() if 0 <= g < level)
+        _explain_bpref(explanation, steps, n_rel, n_nonrel)
     elif name in {"RBP", "RBP_residual"}:
         _explain_rbp(explanation, m, top, len(steps), qrels.max_grade)
     elif name == "RR":

@@ -1,5 +1,6 @@
 """Whether the disagreement between annotators changes which run wins: every run scored under
-each annotator's labels (and the LLM's), and the order of the runs compared.
+each annotator's labels (and the LLM's), and the order of the runs compared; with a reference,
+the reference alone against the gold that includes the team's labels.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ragjudge.services.agreement.ratings import load_ratings
 
 
 if TYPE_CHECKING:
+    from ragjudge.services.gold.gold import Gold
     from ragjudge.services.project.database import Project
 
 
@@ -41,17 +43,23 @@ def verdict_stability(
     LLM annotators are not among those annotators: each has its own entry under ``llm``, the
     τ_b between the ranking under its qrels alone and under the people's gold qrels, both on
     the queries it judged (as the TREC 2024 RAG track compared UMBRELA's qrels with NIST's).
+
+    With a reference annotator, ``reference`` (:func:`reference_verdict`) compares the runs under
+    the reference alone with the gold, which adds the team's labels, and names every order of two
+    runs that changes.
     """
     from ragjudge.metrics import Qrels, evaluate_runs, parse_measure
-    from ragjudge.services.runs.stored import project_run, project_run_names
+    from ragjudge.services.gold.gold import gold as project_gold
     from ragjudge.services.gold.rules import check_rule
-    from ragjudge.services.gold.qrels import gold_qrels
+    from ragjudge.services.runs.stored import project_run, project_run_names
 
     rule = check_rule(rule or project.rule)
     names = list(measures) if measures else list(DEFAULT_VERDICT_MEASURES)
     labels = [str(parse_measure(m)) for m in names]
     run_names = project_run_names(project)
-    gold = {(q, c): g for q, c, g in gold_qrels(project, rule)}
+    runs = [project_run(project, name) for name in run_names]
+    team = project_gold(project, rule, runs=dict(zip(run_names, runs)))
+    gold = {(q, c): g for q, c, g in team.triples()}
     ratings = load_ratings(project)
     variants: dict[str, dict[tuple[str, str], int]] = {"gold": gold}
     for j, annotator in enumerate(ratings.annotators):
@@ -62,7 +70,6 @@ def verdict_stability(
                 mine[unit] = int(grade)
         variants[str(annotator)] = mine
     threshold = project.scale.threshold
-    runs = [project_run(project, name) for name in run_names]
     # scores[variant][measure] = array over runs
     scores: dict[str, np.ndarray] = {}
     for variant, judgments in variants.items():
@@ -115,6 +122,7 @@ def verdict_stability(
         "qrels": list(variants),
         "measures": out_measures,
         "llm": _llm_verdict(project, runs, run_names, names, labels, gold),
+        "reference": reference_verdict(project, team, runs, run_names, names, labels),
         "method": "each annotator's qrels = the gold qrels with that annotator's grades on the "
                   "pairs they judged; tau = Kendall's tau-b against the gold ranking of runs",
     }
@@ -158,6 +166,80 @@ def _llm_verdict(project: Project, runs: list, run_names: list[str], names: list
                          "winner_llm": _winner(scores["llm"][k], run_names)})
         out.append({"annotator": m, "queries": len(queries), "pairs": len(mine), "measures": rows})
     return out
+
+
+def reference_verdict(project: Project, team: Gold, runs: list, run_names: list[str],
+                      names: list[str], labels: list[str]) -> dict | None:
+    """The reference alone (rule ``reference``) against ``team``, the gold under the project's
+    rule, which adds the team's labels on the pairs the reference does not list (and the
+    adjudications): per measure each run's score under both, Kendall's τ_b between the two
+    rankings of runs, the winner under each, and every order of two runs that changes (a lead
+    that turns, or a tie that becomes a lead, or the reverse). None without a reference or when
+    the project's rule is the reference alone."""
+    from ragjudge.metrics import evaluate_runs
+    from ragjudge.services.gold.gold import gold
+    from ragjudge.services.gold.rules import REFERENCE_RULE
+
+    composition = team.composition
+    if not composition.reference or composition.rule == REFERENCE_RULE:
+        return None
+    alone = gold(project, REFERENCE_RULE, runs=dict(zip(run_names, runs)))
+    added = composition.other_pairs + composition.adjudicated
+    gained = f"+{composition.other_pairs:,} pairs" + (
+        f", {composition.adjudicated:,} adjudicated" if composition.adjudicated else "")
+    scores = {}
+    for key, found in (("reference", alone), ("team", team)):
+        if not len(found) or not runs:
+            scores[key] = np.full((len(labels), len(runs)), np.nan)
+            continue
+        results = evaluate_runs(found.qrels(), runs, names, threshold=project.scale.threshold)
+        scores[key] = np.array([[results[r].means[k] for r in run_names] for k in range(len(labels))])
+    rows = []
+    for k, label in enumerate(labels):
+        before, after = scores["reference"][k], scores["team"][k]
+        tau = kendall_tau(before, after)
+        rows.append({"measure": label, "tau": tau.value, "tau_reason": tau.reason,
+                     "reference_scores": dict(zip(run_names, _floats(before))),
+                     "team_scores": dict(zip(run_names, _floats(after))),
+                     "winner_reference": _winner(before, run_names),
+                     "winner_team": _winner(after, run_names),
+                     "changes": _order_changes(label, before, after, run_names, gained)})
+    return {"reference": ", ".join(composition.reference), "complete": composition.complete,
+            "rule": composition.rule, "added_pairs": added, "gold": composition.to_json(),
+            "reference_pairs": len(alone), "measures": rows}
+
+
+def _order_changes(label: str, before: np.ndarray, after: np.ndarray, run_names: list[str],
+                   gained: str) -> list[dict]:
+    """Every two runs whose order differs between ``before`` (the reference alone) and
+    ``after`` (with the team's labels), each named in a sentence."""
+    out = []
+    for i in range(len(run_names)):
+        for j in range(i + 1, len(run_names)):
+            was, now = _order(before[i], before[j]), _order(after[i], after[j])
+            if was is None or now is None or was == now:
+                continue
+            a, b = run_names[i], run_names[j]
+            ahead_before = a if was > 0 else b if was < 0 else None
+            ahead_after = a if now > 0 else b if now < 0 else None
+            behind = b if ahead_before == a else a
+            first = (f"{ahead_before} ahead of {behind} under the reference alone" if ahead_before
+                     else f"{a} and {b} tied under the reference alone")
+            second = (f"{ahead_after} ahead with the team's labels" if ahead_after
+                      else "tied with the team's labels")
+            out.append({"runs": [a, b], "ahead_reference": ahead_before, "ahead_team": ahead_after,
+                        "text": f"{label}: {first}, {second} ({gained})"})
+    return out
+
+
+def _order(x: float, y: float) -> int | None:
+    """1 when x is ahead, -1 when y is, 0 for a tie (equal within 1e-12); None when either is
+    undefined."""
+    if not (np.isfinite(x) and np.isfinite(y)):
+        return None
+    if abs(x - y) <= 1e-12:
+        return 0
+    return 1 if x > y else -1
 
 
 def _floats(values: np.ndarray) -> list[float | None]:

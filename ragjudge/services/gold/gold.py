@@ -210,26 +210,47 @@ def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
     """The pairs of a complete reference's closed world that have no grade yet: on each of
     ``queries``, every chunk any of ``runs`` retrieves that is not among the judged pairs
     (``query_ids``, ``chunk_ids``: ``as_ids`` arrays or object arrays of str). Returned as
-    arrays of the same kind, sorted, each pair once."""
-    from ragjudge.metrics._keys import as_ids, decode
+    arrays of the same kind, sorted, each pair once.
+
+    In numpy throughout (the rows of the closed queries gathered from each run's offsets, pairs
+    as one byte key each): 10 runs of 1,000,000 entries take seconds, not a minute."""
+    from ragjudge.metrics._keys import as_ids, decode, lookup
 
     textual = query_ids.dtype == object
-    judged_q = query_ids.tolist() if textual else decode(query_ids)
-    judged_c = chunk_ids.tolist() if textual else decode(chunk_ids)
-    judged = {p for p in zip(judged_q, judged_c) if p[0] in queries}
-    extra: set[tuple[str, str]] = set()
+    judged_q = as_ids(query_ids.tolist()) if textual else query_ids
+    judged_c = as_ids(chunk_ids.tolist()) if textual else chunk_ids
+    wanted = as_ids(sorted(queries))
+    found_q, found_c = [], []
     for run in runs:
-        for i, qid in enumerate(run.query_ids):
-            if qid in queries:
-                for cid in decode(run.chunk_ids[run.offsets[i]:run.offsets[i + 1]]):
-                    if (qid, cid) not in judged:
-                        extra.add((qid, cid))
-    pairs = sorted(extra)
-    eq = [p[0] for p in pairs]
-    ec = [p[1] for p in pairs]
+        rows = lookup(run.query_id_bytes, wanted)
+        rows = rows[rows >= 0]
+        if not len(rows):
+            continue
+        starts, counts = run.offsets[rows], run.offsets[rows + 1] - run.offsets[rows]
+        taken = np.arange(int(counts.sum())) + np.repeat(starts - np.cumsum(counts) + counts, counts)
+        found_q.append(np.repeat(run.query_id_bytes[rows], counts))
+        found_c.append(run.chunk_ids[taken])
+    empty: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=object), np.zeros(0, dtype=object)) \
+        if textual else (as_ids([]), as_ids([]))
+    if not found_q:
+        return empty
+    q, c = _concat_all(found_q), _concat_all(found_c)
+    wq = max(q.dtype.itemsize, judged_q.dtype.itemsize)
+    wc = max(c.dtype.itemsize, judged_c.dtype.itemsize)
+    keys, first = np.unique(_pair_keys(q, c, wq, wc), return_index=True)
+    fresh = first[~np.isin(keys, _pair_keys(judged_q, judged_c, wq, wc))]
+    q, c = q[fresh], c[fresh]
     if textual:
-        return np.array(eq, dtype=object), np.array(ec, dtype=object)
-    return as_ids(eq), as_ids(ec)
+        return np.array(decode(q), dtype=object), np.array(decode(c), dtype=object)
+    return q, c
+
+
+def _concat_all(parts: list[np.ndarray]) -> np.ndarray:
+    """``as_ids`` arrays of several widths as one, at the widest."""
+    from ragjudge.metrics._keys import widen
+
+    width = max(part.dtype.itemsize for part in parts)
+    return np.concatenate([widen(part, width) for part in parts])
 
 
 def closed_queries(labels: LabelArrays | CodedLabels, policy: GoldPolicy, rule: str) -> set[str]:

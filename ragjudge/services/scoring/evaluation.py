@@ -31,7 +31,7 @@ from ragjudge.services.scoring.files import check_file, run_name_of
 
 
 if TYPE_CHECKING:
-    from ragjudge.services.gold.gold import Gold
+    from ragjudge.services.gold.gold import Composition, Gold
     from ragjudge.services.project.database import Project
 
 
@@ -205,6 +205,9 @@ class Evaluation:
     by: str | None = None
     strata: dict[str, list[str]] = field(default_factory=dict)
     """stratum -> its query ids (in evaluation order); empty without ``by``"""
+    composition: Composition | None = None
+    """what the project's gold is made of (:class:`ragjudge.services.gold.gold.Composition`);
+    None for qrels from a file"""
 
     @property
     def run_names(self) -> list[str]:
@@ -259,18 +262,19 @@ def evaluate_all(
     strata: Mapping[str, str] | None = None,
     by: str | None = None,
     progress: Any = None,
+    composition: Composition | None = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
-    labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
+    labels and no relevance grade is evaluated too (its RAG measures are defined there).
+    ``composition``: what the project's gold is made of, kept for the output."""
     parsed = [parse_measure(m) for m in measures]
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
     nothing = UsageError(
         "there are no judged queries to evaluate against"
         + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
-           else " (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
-           if project is not None else ".")
+           else f" ({_empty_gold(project, rule, composition)})." if project is not None else ".")
     )
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
@@ -294,7 +298,7 @@ def evaluate_all(
     evaluation = Evaluation(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
-        qrels_source=qrels_source, by=by,
+        qrels_source=qrels_source, by=by, composition=composition,
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
@@ -303,6 +307,33 @@ def evaluate_all(
             groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
         evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
     return evaluation
+
+
+def _empty_gold(project: Project, rule: str | None, composition: Composition | None = None) -> str:
+    """Why the project's gold under ``rule`` judges nothing: no labels at all, or none that
+    this rule reads (no adjudication yet, no reference, an annotator without grades)."""
+    from ragjudge.services.events.labels import read_labels
+
+    with project.connect() as connection:
+        labels = read_labels(connection)
+    if not len(labels.grade):
+        return "the project has no labels yet; judge some pairs with 'ragjudge annotate'"
+    n, who = len(labels.grade), len(set(labels.annotator.tolist()))
+    have = (f"the project has {n:,} label{'s' * (n != 1)} by {who:,} "
+            f"annotator{'s' * (who != 1)}")
+    if rule == "adjudicated":
+        return (f"no pair is adjudicated yet, and the rule 'adjudicated' reads adjudications only; "
+                f"{have}: adjudicate disputed pairs with 'ragjudge adjudicate', or choose another --rule")
+    if rule == "reference":
+        return (f"the project has no reference annotator, and the rule 'reference' reads the "
+                f"reference's grades only; {have}: import official qrels with 'ragjudge import "
+                "qrels FILE --annotator NAME --reference', or choose another --rule")
+    if rule is not None and rule.startswith("annotator:"):
+        return f"{rule.split(':', 1)[1]} has graded no pair; {have}"
+    if composition is not None and composition.llm_left_out:
+        return (f"{have}, and the LLM annotators' ({', '.join(composition.llm_left_out)}) count only "
+                "when named, as --rule annotator:NAME")
+    return f"no label gives a grade under the rule {rule}; {have}"
 
 
 PARALLEL_ENTRIES = 500_000

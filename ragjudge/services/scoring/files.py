@@ -91,6 +91,28 @@ def load_qrels_file(path: str | os.PathLike) -> Qrels:
     return Qrels(q, c, np.array(g, dtype=np.int64), file=str(path))
 
 
+def close_qrels(qrels: Qrels, runs: Iterable[Run]) -> tuple[Qrels, int]:
+    """``eval --qrels FILE --complete``: the file read as a complete reference, its world closed
+    as a project closes a complete reference's (:func:`ragjudge.services.gold.gold.closure`).
+    On every query of the file, every chunk any of ``runs`` retrieves (at any depth) that the
+    file does not list is judged, grade 0: the closed world is every chunk any of the runs
+    evaluated together retrieves. Returns the closed qrels and how many pairs were added."""
+    from ragjudge.services.gold.gold import closure
+
+    query_ids = qrels.query_id_bytes[qrels.qidx]
+    extra_q, extra_c = closure(query_ids, qrels.chunk_ids, set(qrels.query_ids), runs)
+    if not len(extra_q):
+        return qrels, 0
+    width = max(query_ids.dtype.itemsize, extra_q.dtype.itemsize)
+    cwidth = max(qrels.chunk_ids.dtype.itemsize, extra_c.dtype.itemsize)
+    closed = Qrels(np.concatenate([query_ids.astype(f"S{width}"), extra_q.astype(f"S{width}")]),
+                   np.concatenate([qrels.chunk_ids.astype(f"S{cwidth}"), extra_c.astype(f"S{cwidth}")]),
+                   np.concatenate([qrels.grades, np.zeros(len(extra_q), dtype=np.int64)]),
+                   top_grade=qrels.top_grade)
+    closed.file = qrels.file
+    return closed, len(extra_q)
+
+
 def load_run_file(path: str | os.PathLike, name: str | None = None) -> Run:
     """A run from a TREC run file (bulk parser; order by score as trec_eval) or a JSONL run.
 

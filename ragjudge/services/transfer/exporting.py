@@ -1,7 +1,10 @@
 """Exporting a project's qrels, labels, runs, facets and nuggets in ragjudge's file formats.
 
-- ``qrels``: the gold qrels (:func:`ragjudge.services.gold.qrels.gold_qrels`: adjudication first,
-  else the aggregation rule, the project's own by default), one line per pair;
+- ``qrels``: the gold qrels (:func:`ragjudge.services.gold.gold.gold`: adjudication first,
+  else the reference, else the aggregation rule, the project's own by default), one line per
+  pair; a complete reference's closed world (every chunk any of the project's runs retrieves on
+  its queries) is written as 0 lines, so that trec_eval on the file gives the project's numbers,
+  bpref and Judged@k included (``listed_only``: without them);
 - ``labels``: every annotator's current label per pair (its newest event, when it has a grade),
   with the annotator, the time, the grade's note, and the annotator's flag (``flagged``,
   ``flag_note``) and ``comment``; a pair the annotator flagged or commented on without grading
@@ -32,6 +35,7 @@ from ragjudge.store.schema import published
 
 
 if TYPE_CHECKING:
+    from ragjudge.services.gold.gold import Composition
     from ragjudge.services.project.database import Project
 
 
@@ -44,11 +48,16 @@ DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "
 
 def export(project: Project, kind: str, dest: Destination, *, name: str | None = None,
            rule: str | None = None, fmt: str | None = None,
-           progress: Callable[..., None] | None = None) -> int:
+           progress: Callable[..., None] | None = None, listed_only: bool = False,
+           notes: list[str] | None = None) -> int:
     """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file); returns the
     number of lines written (not counting a CSV header). ``progress(done, total, description,
-    unit)`` hears of the lines written now and then."""
-    return _export(project, kind, dest, name=name, rule=rule, fmt=fmt, progress=progress)
+    unit)`` hears of the lines written now and then. ``listed_only`` and ``notes``: see
+    :func:`export_qrels`."""
+    if listed_only and kind != "qrels":
+        raise UsageError("--listed-only applies to 'export qrels' only.")
+    return _export(project, kind, dest, name=name, rule=rule, fmt=fmt, progress=progress,
+                   listed_only=listed_only, notes=notes)
 
 
 def _counted(records: Iterable[Any], total: int | None, description: str,
@@ -68,7 +77,8 @@ def _counted(records: Iterable[Any], total: int | None, description: str,
 
 
 def _export(project: Project, kind: str, dest: Destination, *, name: str | None,
-            rule: str | None, fmt: str | None, progress: Callable[..., None] | None) -> int:
+            rule: str | None, fmt: str | None, progress: Callable[..., None] | None,
+            listed_only: bool = False, notes: list[str] | None = None) -> int:
     if kind not in EXPORT_KINDS:
         raise UsageError(f"cannot export '{kind}'; one of: {', '.join(EXPORT_KINDS)}.")
     fmt = fmt or DEFAULT_FORMAT[kind]
@@ -79,7 +89,8 @@ def _export(project: Project, kind: str, dest: Destination, *, name: str | None,
     if name is not None and kind != "run":
         raise UsageError(f"'export {kind}' takes no NAME (only 'export run NAME' does).")
     if kind == "qrels":
-        return export_qrels(project, dest, rule=rule, fmt=fmt, progress=progress)
+        return export_qrels(project, dest, rule=rule, fmt=fmt, progress=progress,
+                            listed_only=listed_only, notes=notes)
     if kind == "labels":
         return export_labels(project, dest, fmt=fmt, progress=progress)
     if kind == "run":
@@ -94,16 +105,37 @@ def _export(project: Project, kind: str, dest: Destination, *, name: str | None,
 
 
 def export_qrels(project: Project, dest: Destination, *, rule: str | None = None, fmt: str = "trec",
-                 progress: Callable[..., None] | None = None) -> int:
-    """The gold qrels under ``rule`` (default: the project's rule)."""
-    from ragjudge.services.gold.qrels import gold_qrels
+                 progress: Callable[..., None] | None = None, listed_only: bool = False,
+                 notes: list[str] | None = None) -> int:
+    """The gold qrels under ``rule`` (default: the project's rule), with a complete reference's
+    implied 0 lines unless ``listed_only``. ``notes`` (a list) receives the lines that say what
+    was written: the gold's composition, and how many implied lines were written or left out."""
+    from ragjudge.services.gold.gold import gold
 
-    qrels = gold_qrels(project, rule)
+    found = gold(project, rule)
+    qrels = found.triples(listed_only=listed_only)
+    if notes is not None:
+        notes.extend(qrels_notes(found.composition, listed_only))
     lines = _counted(qrels, len(qrels), "export qrels", progress)
     if fmt == "trec":
         return write_records("qrels", lines, dest, "trec")
     return write_records("qrels", (Judgment(query_id=q, chunk_id=c, grade=g) for q, c, g in lines),
                          dest, fmt)
+
+
+def qrels_notes(composition: Composition, listed_only: bool) -> list[str]:
+    """What an export of a gold with ``composition`` wrote, for the person who asked."""
+    lines = [composition.describe()]
+    implied = composition.implied_pairs
+    if implied and listed_only:
+        lines.append(f"{implied:,} implied lines of the complete reference left out (--listed-only): "
+                     "trec_eval on this file counts those chunks as unjudged, so bpref and "
+                     "Judged@k differ from the project's.")
+    elif implied:
+        lines.append(f"{implied:,} of the lines are the complete reference's implied 0 lines: every "
+                     "chunk any of the project's runs retrieves on its queries that it does not "
+                     "list (--listed-only leaves them out).")
+    return lines
 
 
 def label_lines(project: Project) -> Iterator[dict[str, Any]]:

@@ -18,7 +18,7 @@ import math
 import queue
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -36,6 +36,9 @@ from ragjudge.services.scoring import live as svc
 from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
 from ragjudge.tui.widgets.literal import literal
 from ragjudge.tui.widgets.widetable import WideTable
+
+if TYPE_CHECKING:
+    from ragjudge.services.gold.gold import Composition
 
 POLL_SECONDS = 0.03
 """How often the worker looks for new label events (two index lookups)."""
@@ -95,11 +98,13 @@ class EvaluationScreen(Screen):
             return isinstance(message, EvaluationScreen.Updated)
 
     class Detailed(Message):
-        """Intervals, agreement and pool coverage (replaces an undelivered one)."""
+        """Intervals, agreement and pool coverage, and what the gold is made of (replaces an
+        undelivered one)."""
 
-        def __init__(self, details: svc.LiveDetails) -> None:
+        def __init__(self, details: svc.LiveDetails, composition: Composition | None = None) -> None:
             super().__init__()
             self.details = details
+            self.composition = composition
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, EvaluationScreen.Detailed)
@@ -129,6 +134,11 @@ class EvaluationScreen(Screen):
         self.engine: svc.LiveEvaluation | None = None
         self.snapshot: svc.LiveSnapshot | None = None
         self.details: svc.LiveDetails | None = None
+        self.composition: Composition | None = None
+        """what the gold is made of (:class:`ragjudge.services.gold.gold.Composition`), as the
+        last details pass counted it (set by the message handler)"""
+        self._counted: tuple[tuple, Composition] | None = None
+        """the details worker's last count: ((label stamp, rule, LLM in), composition)"""
         self.requests: queue.Queue = queue.Queue()
         self.applied: list[tuple[int, float]] = []
         """(label id, time.perf_counter()) each time a snapshot reached the widgets"""
@@ -275,14 +285,26 @@ class EvaluationScreen(Screen):
             version = engine.version
             engine.resync()
             details = engine.details()
+            composition = self._gold_composition(engine)
             self._details_version = version
-            self.post_message(self.Detailed(details))
+            self.post_message(self.Detailed(details, composition))
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
         finally:
             self._details_at = time.monotonic()
             self._details_cost = self._details_at - started
             self._busy["details"] = False
+
+    def _gold_composition(self, engine: svc.LiveEvaluation) -> Composition:
+        """What the gold is made of, counted by :func:`ragjudge.services.gold.gold.gold` on the
+        details pass, again only when labels arrived or the rule changed."""
+        from ragjudge.services.gold.gold import gold
+
+        key = (engine.stamp, engine.rule, engine.include_llm)
+        if self._counted is None or self._counted[0] != key:
+            found = gold(self.project, engine.rule, include_llm=engine.include_llm, runs=engine.runs)
+            self._counted = (key, found.composition)
+        return self._counted[1]
 
     @work(thread=True, group="live-evaluation-compare")
     def compute_comparison(self, pair: tuple[str, str]) -> None:
@@ -359,6 +381,7 @@ class EvaluationScreen(Screen):
 
     def on_evaluation_screen_detailed(self, message: Detailed) -> None:
         self.details = message.details
+        self.composition = message.composition
         self._show_header()
         self._stale |= {"overview", "per-query"}
         self._show_active()
@@ -402,8 +425,6 @@ class EvaluationScreen(Screen):
         line.append(f" gold pairs, {s.n_queries}/{s.n_queries_total} queries")
         if d is not None and d.pool_pairs:
             line.append(f" · pool@10 {100 * d.pool_judged / d.pool_pairs:.0f}% judged")
-        line.append(" · rule ")
-        line.append_text(literal(s.rule, "bold"))
         line.append(f" · rel ≥ {s.threshold} · at {self.clock(s)}")
         judged = Text("Judged@10 ")
         for i, name in enumerate(s.run_names):
@@ -423,8 +444,18 @@ class EvaluationScreen(Screen):
                          f"{fmt(d.alpha_nominal, 3)} · Cohen's κ {fmt(d.mean_kappa, 3)} over "
                          f"{d.kappa_units:,} shared pairs · ")
             agree.append(f"{d.disputed:,} disputed pairs", style="bold" if d.disputed else "")
-        header = Text("\n").join([line, judged, agree])
+        header = Text("\n").join([line, judged, agree, self._gold_line(s)])
         self.query_one("#eval-header", Static).update(header)
+
+    def _gold_line(self, s: svc.LiveSnapshot) -> Text:
+        """The gold's composition under the rule shown; until it is counted, the rule alone."""
+        composition = self.composition
+        if composition is not None and composition.rule == s.rule:
+            return literal(composition.describe())
+        line = Text("gold: ")
+        line.append_text(literal(s.rule, "bold"))
+        line.append(" · counting what it is made of…", style="dim")
+        return line
 
     # -- overview ----------------------------------------------------------------------------
 
