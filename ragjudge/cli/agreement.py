@@ -159,7 +159,7 @@ def agree(
 # --------------------------------------------------------------------------- table output
 
 
-def _fmt(value: float | None, reason: str | None = None) -> str:
+def fmt_value(value: float | None, reason: str | None = None) -> str:
     if value is None:
         return f"[dim]undefined: {safe(reason)}[/]" if reason else "[dim]-[/]"
     return f"{value:.3f}"
@@ -218,7 +218,7 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
     from ragjudge.services.agreement.views import summary_statistics
 
     for label, stat in summary_statistics(r):
-        summary.add_row(label, _fmt(stat.value, stat.reason))
+        summary.add_row(label, fmt_value(stat.value, stat.reason))
     console.print(summary)
     if r.pairwise:
         pairs = Table(title="pairs of annotators (Cohen's κ over the pairs both judged)", title_justify="left")
@@ -228,11 +228,11 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
         for p in r.pairwise:
             bad = (str(p.a), str(p.b)) in degenerate
             pairs.add_row(
-                safe(p.a), safe(p.b), str(p.n), _fmt(p.percent_agreement.value),
-                _fmt(p.percent_agreement_within_1.value),
+                safe(p.a), safe(p.b), str(p.n), fmt_value(p.percent_agreement.value),
+                fmt_value(p.percent_agreement_within_1.value),
                 *(("[yellow]degenerate[/]",) * 3 if bad else (
-                    _fmt(p.cohen_kappa.value), _fmt(p.cohen_kappa_linear.value),
-                    _fmt(p.cohen_kappa_quadratic.value))),
+                    fmt_value(p.cohen_kappa.value), fmt_value(p.cohen_kappa_linear.value),
+                    fmt_value(p.cohen_kappa_quadratic.value))),
             )
         console.print(pairs)
         # a few pairs get their confusion matrices here; many only with --by annotator
@@ -248,9 +248,9 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
         for t in r.binarised:
             overlaps = [p["overlap"].value for p in t.pairwise if p["overlap"].value is not None]
             binary.add_row(
-                str(t.threshold), _fmt(t.percent_agreement.value), _fmt(t.krippendorff_alpha.value),
-                _fmt(t.fleiss_kappa.value), _fmt(t.gwet_ac1.value),
-                _fmt(sum(overlaps) / len(overlaps)) if overlaps else _fmt(None),
+                str(t.threshold), fmt_value(t.percent_agreement.value), fmt_value(t.krippendorff_alpha.value),
+                fmt_value(t.fleiss_kappa.value), fmt_value(t.gwet_ac1.value),
+                fmt_value(sum(overlaps) / len(overlaps)) if overlaps else fmt_value(None),
             )
         console.print(binary)
     if by == "query":
@@ -277,8 +277,8 @@ def _print_reference(data: dict, scale: tuple[int, int]) -> None:
         table.add_column(col, justify="left" if col == "annotator" else "right")
     for row in data["annotators"]:
         why = row.get("undefined", {})
-        table.add_row(safe(row["name"]), str(row["n"]), _fmt(row["accuracy"], why.get("accuracy")),
-                      _fmt(row["kappa"], "degenerate, see the warning" if "one grade only" in
+        table.add_row(safe(row["name"]), str(row["n"]), fmt_value(row["accuracy"], why.get("accuracy")),
+                      fmt_value(row["kappa"], "degenerate, see the warning" if "one grade only" in
                            (why.get("kappa") or "") else why.get("kappa")))
     console.print(table)
     grades = list(range(scale[0], scale[1] + 1))
@@ -320,7 +320,7 @@ def _print_rows(title: str, rows: list[dict], key: str) -> None:
         table.add_column(col, justify="right")
     for row in rows:
         table.add_row(safe(row[key]), *(
-            str(row[c]) if isinstance(row[c], int) else _fmt(row[c]) for c in cols))
+            str(row[c]) if isinstance(row[c], int) else fmt_value(row[c]) for c in cols))
     console.print(table)
 
 
@@ -331,9 +331,9 @@ def _print_annotators(rows: list[dict]) -> None:
     for row in rows:
         dist = " ".join(f"{g}:{n}" for g, n in row["grade_distribution"].items())
         table.add_row(
-            safe(row["annotator"]), str(row["labels"]), dist, _fmt(row["mean_grade"]),
-            _fmt(row["percent_agreement_with_others"]), _fmt(row["mean_cohen_kappa"]),
-            _fmt(row["krippendorff_alpha_ordinal_without"]),
+            safe(row["annotator"]), str(row["labels"]), dist, fmt_value(row["mean_grade"]),
+            fmt_value(row["percent_agreement_with_others"]), fmt_value(row["mean_cohen_kappa"]),
+            fmt_value(row["krippendorff_alpha_ordinal_without"]),
         )
     console.print(table)
 
@@ -349,13 +349,13 @@ def _print_llm(data: dict) -> None:
         table.add_column(col, justify="left" if col in ("person", "LLM") else "right")
     for p in [*data["pairs"], *data["against_gold"]]:
         table.add_row(safe(p["a"]) if p["a"] != "gold" else "[italic]gold (people)[/]", safe(p["b"]),
-                      str(p["n"]), _fmt(p["percent_agreement"]),
-                      _fmt(p["cohen_kappa"], p["undefined"].get("cohen_kappa")),
-                      _fmt(p["cohen_kappa_linear"]),
-                      _fmt(p["krippendorff_alpha_ordinal"], p["undefined"].get("krippendorff_alpha_ordinal")),
-                      _fmt(p["mean_difference"]))
+                      str(p["n"]), fmt_value(p["percent_agreement"]),
+                      fmt_value(p["cohen_kappa"], p["undefined"].get("cohen_kappa")),
+                      fmt_value(p["cohen_kappa_linear"]),
+                      fmt_value(p["krippendorff_alpha_ordinal"], p["undefined"].get("krippendorff_alpha_ordinal")),
+                      fmt_value(p["mean_difference"]))
     console.print(table)
-    console.print(f"people with each other: mean Cohen's κ {_fmt(data['human_mean_kappa'])} over "
+    console.print(f"people with each other: mean Cohen's κ {fmt_value(data['human_mean_kappa'])} over "
                   f"{len(data['human_pairs'])} pairs of people")
     grades = list(range(data["scale"][0], data["scale"][1] + 1))
     for p in data["against_gold"]:
@@ -378,8 +378,8 @@ def _print_verdict(data: dict) -> None:
     for m in data["measures"]:
         change = m["largest_change"]
         table.add_row(
-            safe(m["measure"]), _fmt(m["min_tau"], m.get("tau_reason")), _fmt(m["mean_tau"]),
-            _fmt(change["delta"]) if change else "-", safe(change["run"]) if change else "-",
+            safe(m["measure"]), fmt_value(m["min_tau"], m.get("tau_reason")), fmt_value(m["mean_tau"]),
+            fmt_value(change["delta"]) if change else "-", safe(change["run"]) if change else "-",
             safe(change["qrels"]) if change else "-",
             safe(m["winner"].get("gold") or "-") + (" [bold red](changes)[/]" if m["winner_changes"] else ""),
         )
@@ -391,7 +391,7 @@ def _print_verdict(data: dict) -> None:
             llm.add_column(col, justify="right" if col == "Kendall τ" else "left")
         for m in entry["measures"]:
             same = m["winner_human"] == m["winner_llm"]
-            llm.add_row(safe(m["measure"]), _fmt(m["tau"], m["tau_reason"]), safe(m["winner_human"] or "-"),
+            llm.add_row(safe(m["measure"]), fmt_value(m["tau"], m["tau_reason"]), safe(m["winner_human"] or "-"),
                         safe(m["winner_llm"] or "-") + ("" if same else " [bold red](differs)[/]"))
         console.print(llm)
     if data.get("reference"):
@@ -414,7 +414,7 @@ def _print_reference_verdict(found: dict) -> None:
         table.add_column(col, justify="right" if col in ("Kendall τ", "orders changed") else "left")
     for m in found["measures"]:
         same = m["winner_reference"] == m["winner_team"]
-        table.add_row(safe(m["measure"]), _fmt(m["tau"], m["tau_reason"]), safe(m["winner_reference"] or "-"),
+        table.add_row(safe(m["measure"]), fmt_value(m["tau"], m["tau_reason"]), safe(m["winner_reference"] or "-"),
                       safe(m["winner_team"] or "-") + ("" if same else " [bold red](changes)[/]"),
                       str(len(m["changes"])))
     console.print(table)
@@ -622,9 +622,9 @@ def quality(
     for name in sorted(set(drift) | set(per) | set(selfs)):
         d, s = drift.get(name, {}), selfs.get(name)
         table.add_row(
-            safe(name), str(per.get(name, 0)), _fmt(d.get("mean_first")), _fmt(d.get("mean_second")),
+            safe(name), str(per.get(name, 0)), fmt_value(d.get("mean_first")), fmt_value(d.get("mean_second")),
             "yes" if d.get("drifting") else "no", str(s["rechecks"]) if s else "0",
-            _fmt(s["self_agreement"]) if s else "-",
+            fmt_value(s["self_agreement"]) if s else "-",
         )
     console.print(table)
     from ragjudge.services.agreement.quality import MAX_CHARS_PER_SECOND, MIN_DURATION_MS

@@ -15,26 +15,26 @@ from typing import Any
 from ragjudge.errors import UsageError
 from ragjudge.safetext import markup, mask_secrets
 
-_state: dict[str, str | None] = {"db": None}
+CLI_STATE: dict[str, str | None] = {"db": None}
 
 
 def set_db(db: str | None) -> None:
     """Remember the ``--db`` given anywhere on the command line (None forgets it)."""
-    _state["db"] = db or None
+    CLI_STATE["db"] = db or None
 
 
 def project_db() -> str:
     """The project database: ``--db``, else ``RAGJUDGE_DB``, else ``./ragjudge.db``."""
     from ragjudge.store.engine import env_db  # lazily: file-only commands never load SQLAlchemy
 
-    return _state["db"] or env_db()
+    return CLI_STATE["db"] or env_db()
 
 
 def db_given() -> bool:
     """True when the user named a project with --db or RAGJUDGE_DB."""
     import os
 
-    return bool(_state["db"] or os.environ.get("RAGJUDGE_DB"))
+    return bool(CLI_STATE["db"] or os.environ.get("RAGJUDGE_DB"))
 
 
 def open_project(*, create: bool = False):  # noqa: ANN201 - Project
@@ -64,7 +64,7 @@ def check_int(option: str, value: int, low: int, high: int, what: str) -> int:
     raise UsageError(f"{option} {shown}: {what} is a whole number from {low:,} to {high:,}.")
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if hasattr(value, "item"):
@@ -86,7 +86,7 @@ def clean_floats(value: Any) -> Any:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(clean_floats(data), indent=2, default=_json_default, allow_nan=False))
+    sys.stdout.write(json.dumps(clean_floats(data), indent=2, default=json_default, allow_nan=False))
     sys.stdout.write("\n")
 
 

@@ -27,11 +27,11 @@ from ragjudge.cli.progress import progress_bar
 from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this module's names too
     FORMATS,
     Inputs,
-    _check_format,
-    _csv_value,
-    _csv_writer,
-    _fmt,
-    _queries_mode,
+    check_format,
+    csv_value,
+    csv_writer,
+    fmt_value,
+    queries_mode,
     closed_json,
     evaluate_and_print,
     gold_json,
@@ -191,8 +191,8 @@ def compare(
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
-    _check_format(format)
-    mode = _queries_mode(averaging)
+    check_format(format)
+    mode = queries_mode(averaging)
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...].")
     if not 0 < alpha < 1:
@@ -231,7 +231,7 @@ def compare(
         })
         return
     if format == "csv":
-        writer = _csv_writer()
+        writer = csv_writer()
         fields = ["measure", "run_a", "run_b", "queries", "mean_a", "mean_b", "difference",
                   "ci_low", "ci_high", "p_randomization", "p_t_test", "p_randomization_adjusted",
                   "p_t_test_adjusted", "verdict", "winner"]
@@ -239,7 +239,7 @@ def compare(
         for row in rows:
             record = row.as_dict()
             writer.writerow([record[f] if isinstance(record[f], (str, int)) or record[f] is None
-                             else _csv_value(record[f]) for f in fields])
+                             else csv_value(record[f]) for f in fields])
         return
     _compare_table(evaluation, rows, adjusted, alpha)
 
@@ -262,7 +262,7 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
             style = "bold green" if row.verdict == "B better" else "bold red"
             verdict = f"[{style}]{verdict}[/] ({safe(row.winner)})"
         cells = [safe(row.measure)] + ([safe(row.run_b)] if multi else [])
-        cells += [_fmt(row.mean_a), _fmt(row.mean_b), f"{row.difference:+.4f}"
+        cells += [fmt_value(row.mean_a), fmt_value(row.mean_b), f"{row.difference:+.4f}"
                   if not math.isnan(row.difference) else "-",
                   f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]" if not math.isnan(row.ci_low) else "-",
                   _fmt_p(p_rand), _fmt_p(p_t), verdict]
@@ -349,8 +349,8 @@ def gate(
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
     from ragjudge.services.scoring import evaluation as svc_evaluation
 
-    _check_format(format, ("table", "json"))
-    mode = _queries_mode(averaging)
+    check_format(format, ("table", "json"))
+    mode = queries_mode(averaging)
     requirements = [parse_requirement(text) for text in require]
     measures = list(dict.fromkeys(m for m, _, _ in requirements))
     with Inputs(qrels, rule, threshold, complete=complete) as inputs, progress_bar(quiet) as progress:
@@ -404,7 +404,7 @@ def _fmt_against(actual: float | None, required: float) -> str:
     digits) to tell it apart from ``required``: 0.339977 against 0.34 is ``0.339977``, not
     ``0.3400``."""
     if actual is None or math.isnan(actual) or actual == required:
-        return _fmt(actual)
+        return fmt_value(actual)
     for digits in range(4, 13):
         text = f"{actual:.{digits}f}"
         if text != f"{required:.{digits}f}":
@@ -437,7 +437,7 @@ def explain(
     """Step by step: how a measure's value comes about for one query."""
     from ragjudge.services.scoring import files as svc_files
 
-    _check_format(format, ("text", "json"))
+    check_format(format, ("text", "json"))
     measures = svc_files.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs:
         inputs.check_measures(measures)

@@ -147,29 +147,29 @@ class Inputs:
         return runs
 
 
-def _check_format(value: str, choices: tuple[str, ...] = FORMATS) -> str:
+def check_format(value: str, choices: tuple[str, ...] = FORMATS) -> str:
     if value not in choices:
         raise UsageError(f"--format {value}: use {', '.join(choices[:-1])} or {choices[-1]}.")
     return value
 
 
-def _queries_mode(averaging: str) -> str:
+def queries_mode(averaging: str) -> str:
     if averaging not in ("judged", "run"):
         raise UsageError(f"--averaging {averaging}: use judged or run.")
     return averaging
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
+def fmt_value(value: float | None, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:.{digits}f}"
 
 
-def _csv_writer() -> Any:
+def csv_writer() -> Any:
     return csv.writer(sys.stdout, lineterminator="\n")
 
 
-def _csv_value(value: float | None) -> str:
+def csv_value(value: float | None) -> str:
     if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
         return ""
     return repr(float(value))
@@ -201,8 +201,8 @@ def evaluate_and_print(
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
-    _check_format(format)
-    mode = _queries_mode(averaging)
+    check_format(format)
+    mode = queries_mode(averaging)
     if curve is not None:
         if by or per_query or ci or measure:
             raise UsageError("--curve draws one measure over K; it does not combine with -m, "
@@ -320,7 +320,7 @@ def _eval_json(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
 
 
 def _eval_csv(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
-    writer = _csv_writer()
+    writer = csv_writer()
     stratified = evaluation.by is not None
     header = ["run"] + (["stratum"] if stratified else []) + ["query"] + list(evaluation.measures)
     writer.writerow(header)
@@ -329,14 +329,14 @@ def _eval_csv(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
         lead = [] if not stratified else ["all" if stratum is None else stratum]
         for name in evaluation.run_names:
             aggregate = evaluation.aggregate(name, stratum)
-            writer.writerow([name, *lead, "all"] + [_csv_value(aggregate[m]) for m in evaluation.measures])
+            writer.writerow([name, *lead, "all"] + [csv_value(aggregate[m]) for m in evaluation.measures])
             if ci:
                 intervals = evaluation.intervals(name, stratum=stratum)
-                writer.writerow([name, *lead, "ci95_low"] + [_csv_value(intervals[m][1]) for m in evaluation.measures])
-                writer.writerow([name, *lead, "ci95_high"] + [_csv_value(intervals[m][2]) for m in evaluation.measures])
+                writer.writerow([name, *lead, "ci95_low"] + [csv_value(intervals[m][1]) for m in evaluation.measures])
+                writer.writerow([name, *lead, "ci95_high"] + [csv_value(intervals[m][2]) for m in evaluation.measures])
             if per_query and stratum is None:
                 for qid, values in evaluation.per_query(name).items():
-                    writer.writerow([name, *lead, qid] + [_csv_value(values[m]) for m in evaluation.measures])
+                    writer.writerow([name, *lead, qid] + [csv_value(values[m]) for m in evaluation.measures])
 
 
 def _best_rows(values: list[list[float]]) -> list[set[int]]:
@@ -390,7 +390,7 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
             cells = [safe(name)]
             for j, m in enumerate(group):
                 value = rows[name][m]
-                text = _fmt(value)
+                text = fmt_value(value)
                 if ci and value is not None and not math.isnan(value):
                     _, low, high = intervals[name][m]
                     text += f"\n[dim][{low:.3f}, {high:.3f}][/]"
@@ -497,7 +497,7 @@ def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
                 for m in group:
                     table.add_column(safe(m), justify="right", no_wrap=True)
                 for qid, values in per_query_values.items():
-                    table.add_row(safe(qid), *[_fmt(values[m]) for m in group])
+                    table.add_row(safe(qid), *[fmt_value(values[m]) for m in group])
                 console.print(table)
 
 
@@ -575,10 +575,10 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
         print_json(data)
         return
     if format == "csv":
-        writer = _csv_writer()
+        writer = csv_writer()
         writer.writerow([x_label, *values])
         for i, x in enumerate(xs):
-            writer.writerow([x, *[_csv_value(v[i]) for v in values.values()]])
+            writer.writerow([x, *[csv_value(v[i]) for v in values.values()]])
         if inputs.composition is not None:
             from ragjudge.safetext import visible
 
@@ -596,9 +596,9 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
         table.add_column(safe(name), justify="right")
     for i, x in enumerate(xs):
         # every row of the PR table says what it is: a recall level, then the area
-        table.add_row(f"recall {x:.1f}" if is_pr else f"{x:g}", *[_fmt(v[i]) for v in values.values()])
+        table.add_row(f"recall {x:.1f}" if is_pr else f"{x:g}", *[fmt_value(v[i]) for v in values.values()])
     if is_pr:
-        table.add_row("area under the curve (AUC_PR)", *[_fmt(c.area) for c in curves.values()],
+        table.add_row("area under the curve (AUC_PR)", *[fmt_value(c.area) for c in curves.values()],
                       style="dim")
     console.print(table)
     if is_pr:

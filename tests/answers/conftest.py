@@ -54,7 +54,7 @@ def _no_default_project(monkeypatch):
     """``--db`` given to one command must not become another test's default project."""
     from ragjudge.cli import common
 
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

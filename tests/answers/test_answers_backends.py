@@ -18,7 +18,7 @@ from ragjudge.services.project.database import Project
 def _clean_default(monkeypatch):
     from ragjudge.cli import common
 
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
 
 
 def test_answers_on_both_backends(any_db, tmp_path, capsys):

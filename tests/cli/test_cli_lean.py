@@ -28,7 +28,7 @@ SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if k != "RAGJUDGE_DB"}
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
     monkeypatch.delenv("RAGJUDGE_LEAN", raising=False)
 

@@ -24,7 +24,7 @@ SEED_RUN = "".join(f"s0 Q0 c{i} {i} {11 - i} seed\n" for i in range(1, 11))
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
     """Each command starts without a remembered --db (the option is global to the process)."""
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

@@ -17,7 +17,7 @@ from ragjudge.services.project.database import Project
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

@@ -9,7 +9,7 @@ from ragjudge.cli import common, main
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch, tmp_path):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
     monkeypatch.chdir(tmp_path)
 

@@ -31,7 +31,7 @@ MEASURES = [*TREC, *OURS_ONLY]
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

@@ -24,7 +24,7 @@ GOLD = {"rule": "median", "reference": "nist", "complete": False, "pairs": 28,
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
 

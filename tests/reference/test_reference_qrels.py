@@ -21,7 +21,7 @@ TREC = {"P@5": "P_5", "R@10": "recall_10", "AP": "map", "nDCG@10": "ndcg_cut_10"
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

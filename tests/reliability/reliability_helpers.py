@@ -209,5 +209,5 @@ def cli_in_process(*args: str, code: str | None = None) -> subprocess.CompletedP
                 code_ = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     finally:
         sys.argv = saved
-        common._state["db"] = None  # --db is remembered per process; forget it
+        common.CLI_STATE["db"] = None  # --db is remembered per process; forget it
     return subprocess.CompletedProcess(args, code_, out.getvalue(), err.getvalue())

@@ -29,7 +29,7 @@ LONG_NAME = "a" * 300  # over the 255 bytes a file name may have
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 
@@ -50,7 +50,7 @@ def db(tmp_path) -> str:
 def _run(capsys, *args: object) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out = capsys.readouterr()
-    common._state["db"] = None
+    common.CLI_STATE["db"] = None
     return code, out.out, out.err
 
 
@@ -132,7 +132,7 @@ for args in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = main(args)
-    common._state["db"] = None
+    common.CLI_STATE["db"] = None
     results.append([code, out.getvalue(), err.getvalue()])
 sys.stdout.write(json.dumps(results))
 """

@@ -36,7 +36,7 @@ HOSTILE_NOTES = ["bare\rreturn", "crlf\r\nline", "lf\nline", 'say "no"', "a, b, 
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

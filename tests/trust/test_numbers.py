@@ -23,7 +23,7 @@ from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 

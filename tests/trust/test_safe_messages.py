@@ -27,7 +27,7 @@ HOSTILE = f"{CLIPBOARD}{TITLE}\x1bc\x9b31m\u202e{MARKUP}"
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
-    monkeypatch.setitem(common._state, "db", None)
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
 
 
