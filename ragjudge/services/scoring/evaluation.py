@@ -205,6 +205,10 @@ class Evaluation:
     by: str | None = None
     strata: dict[str, list[str]] = field(default_factory=dict)
     """stratum -> its query ids (in evaluation order); empty without ``by``"""
+    left_out: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    """run -> measure -> query -> why the measure is undefined there (for the measures that can
+    say: the answer measures, Attribution, and every measure of a ranking on a run of answers
+    only; :func:`left_out_reasons`)"""
 
     @property
     def run_names(self) -> list[str]:
@@ -262,30 +266,44 @@ def evaluate_all(
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
-    labels and no relevance grade is evaluated too (its RAG measures are defined there)."""
+    labels and no relevance grade is evaluated too (its RAG measures are defined there), and so
+    is a query whose generated answers somebody judged (its answer measures are).
+
+    A run without a single ranked chunk (a run of generated answers only) has every measure of
+    a ranking undefined (:func:`without_ranking`). Why a measure is undefined on a query is kept
+    in :attr:`Evaluation.left_out` for the measures that can say (:func:`left_out_reasons`)."""
     parsed = [parse_measure(m) for m in measures]
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
+    answers = any("answers" in m.needs for m in parsed)
     nothing = UsageError(
         "there are no judged queries to evaluate against"
         + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
+           else " (the project has no relevance labels and no judged answers yet; judge pairs "
+                "with 'ragjudge annotate', answers with 'ragjudge annotate --answers')."
+           if project is not None and answers
            else " (the project has no labels yet; judge some pairs with 'ragjudge annotate')."
            if project is not None else ".")
     )
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
     results: dict[str, EvalResult] = {}
+    left_out: dict[str, dict[str, dict[str, str]]] = {}
     ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
     for done, (name, run) in enumerate(runs.items()):
         if progress is not None:  # progress(done, total, description, unit), now and then
             progress(done, len(runs), "evaluating", "runs")
+        extras = None
         if name in ahead:
             result = ahead[name].result()
         else:
             extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
             result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        if len(run) == 0:
+            without_ranking(result)
         result.run_name = name
         results[name] = result
+        left_out[name] = left_out_reasons(result, extras, run)
     if progress is not None:
         progress(len(runs), len(runs), "evaluating", "runs")
     first = next(iter(results.values()))
@@ -294,7 +312,7 @@ def evaluate_all(
     evaluation = Evaluation(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
-        qrels_source=qrels_source, by=by,
+        qrels_source=qrels_source, by=by, left_out=left_out,
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
@@ -303,6 +321,52 @@ def evaluate_all(
             groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
         evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
     return evaluation
+
+
+NO_RANKING = "the run ranks no chunk (it has generated answers only)"
+
+
+def without_ranking(result: EvalResult) -> None:
+    """A run that ranks no chunk at all is a run of generated answers: every measure that reads
+    a ranking is undefined for it (NaN, left out and counted), not 0 on every query; its answer
+    measures stand."""
+    for j, m in enumerate(result.measures):
+        if "answers" not in m.needs:
+            result.values[:, j] = np.nan
+
+
+def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
+                     run: Run) -> dict[str, dict[str, str]]:
+    """``{measure: {query: why it is undefined there}}`` for the queries ``result`` leaves out
+    of a measure's mean, where the measure can say why: the answer measures
+    (:func:`ragjudge.metrics.answers.undefined_reasons`: "the run has no answer", "the answer is
+    not judged yet", "no nugget to count", ...), Attribution (no answer, no ranked chunk), and
+    every measure of a ranking on a run of answers only (:data:`NO_RANKING`)."""
+    from ragjudge.metrics.answers import AnswerLabels, undefined_reasons
+    from ragjudge.metrics.rag import CitationLabels, Citations, attribution_reasons
+
+    out: dict[str, dict[str, str]] = {}
+    qids = result.query_ids
+    for j, m in enumerate(result.measures):
+        undefined = np.isnan(result.values[:, j])
+        if not undefined.any():
+            continue
+        reasons: list[str | None] = [None] * len(qids)
+        given = (extras or {}).get(next(iter(m.needs), ""))
+        if "answers" in m.needs and isinstance(given, AnswerLabels):
+            reasons = undefined_reasons(m, given.align(qids))
+        elif "citations" in m.needs and isinstance(given, CitationLabels):
+            answered = set(map(str, given.answered))
+            ranked = set(run.query_ids)
+            reasons = attribution_reasons(Citations(
+                np.array([q in answered for q in qids], dtype=bool),
+                np.array([int(q in ranked) for q in qids], dtype=np.int64)))
+        elif len(run) == 0:
+            reasons = [NO_RANKING] * len(qids)
+        found = {q: why for q, why, nan in zip(qids, reasons, undefined.tolist()) if nan and why}
+        if found:
+            out[str(m)] = found
+    return out
 
 
 PARALLEL_ENTRIES = 500_000
