@@ -427,6 +427,77 @@ def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query
     return explain(qrels, run, query_id, parsed, threshold=threshold)
 
 
+@dataclass(frozen=True)
+class Pairing:
+    """The queries a paired comparison of run A (the baseline) with run B is over.
+
+    Paired queries are those both runs' means are over: under ``--averaging judged`` (trec_eval
+    ``-c``) every evaluated query, a query a run ranks nothing for counting 0 for it, as it does
+    in that run's mean; under ``--averaging run`` each mean is over the run's own queries, and a
+    paired test needs both values, so the queries only one run answers are left out.
+    A measure undefined on some paired queries is compared where both values are defined."""
+
+    run_a: str
+    run_b: str
+    mode: str
+    """the evaluation's averaging: ``judged``, ``run`` or ``list``"""
+    queries: list[str]
+    """the paired queries, in evaluation order"""
+    only_a: list[str] = field(default_factory=list)
+    """queries only A answers: left out (``run``), or 0 for B (``judged``, ``list``)"""
+    only_b: list[str] = field(default_factory=list)
+
+    @property
+    def zero_filled(self) -> bool:
+        return self.mode != "run"
+
+    def describe(self) -> str:
+        """One sentence: how many queries are paired and what became of the others."""
+        n = len(self.queries)
+        if not self.zero_filled:
+            text = f"paired on {n:,} quer{'y' if n == 1 else 'ies'} both runs answer"
+            dropped = [f"{len(qs):,} quer{'y' if len(qs) == 1 else 'ies'} only {name} answers"
+                       for name, qs in ((self.run_a, self.only_a), (self.run_b, self.only_b)) if qs]
+            if dropped:
+                text += "; " + " and ".join(dropped) + (" were" if sum(map(len, (self.only_a, self.only_b))) > 1
+                                                        else " was") + " left out"
+            return text
+        text = (f"paired on {n:,} judged quer{'y' if n == 1 else 'ies'}, a query a run ranks "
+                "nothing for counting 0 for it, as in its mean (trec_eval -c)")
+        missing = [f"{name} ranks nothing for {len(qs):,}"
+                   for name, qs in ((self.run_a, self.only_b), (self.run_b, self.only_a)) if qs]
+        if missing:
+            text += ": " + " and ".join(missing)
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON: ``queries`` paired, whether a query a run misses counts 0 (``missing_count_0``,
+        else it is left out), and the queries only A / only B answers."""
+        return {"run_a": self.run_a, "run_b": self.run_b, "queries": len(self.queries),
+                "missing_count_0": self.zero_filled, "sentence": self.describe(),
+                "only_a": list(self.only_a), "only_b": list(self.only_b)}
+
+
+def pairing(evaluation: Evaluation, run_a: str, run_b: str) -> Pairing:
+    """The queries :func:`compare` pairs run A with run B on (:class:`Pairing`)."""
+    a, b = evaluation.results[run_a], evaluation.results[run_b]
+    in_b = set(b.query_ids)
+    in_a = set(a.query_ids)
+    if evaluation.queries_mode == "run":
+        return Pairing(run_a, run_b, "run", [q for q in a.query_ids if q in in_b],
+                       [q for q in a.query_ids if q not in in_b],
+                       [q for q in b.query_ids if q not in in_a])
+    # every run is evaluated on the same queries; a run of answers only ranks nothing anywhere,
+    # and its measures of a ranking are undefined, not 0: it is not said to miss queries
+    ranks_a, ranks_b = bool(a.answered.any()), bool(b.answered.any())
+    answered_a = {q for q, yes in zip(a.query_ids, a.answered.tolist()) if yes}
+    answered_b = {q for q, yes in zip(b.query_ids, b.answered.tolist()) if yes}
+    paired = [q for q in a.query_ids if q in in_b]
+    return Pairing(run_a, run_b, evaluation.queries_mode, paired,
+                   [q for q in paired if ranks_b and q in answered_a and q not in answered_b],
+                   [q for q in paired if ranks_a and q in answered_b and q not in answered_a])
+
+
 def compare(
     evaluation: Evaluation,
     *,
@@ -438,44 +509,67 @@ def compare(
 ) -> list[PairedComparison]:
     """Paired comparison of the baseline (default: the first run) with each other run.
 
-    The runs are paired on the evaluated queries (with averaging over the queries a run
-    answers: those every run answers). A measure undefined (NaN) on some queries is compared
-    on the queries where every run has it. ``mean_a`` and ``mean_b`` are each run's mean as
-    ``evaluate_all`` gives it (what ``ragjudge eval`` prints under the same averaging); the
-    difference, its interval and the tests are over the paired queries.
+    Each pair of runs is compared on the queries their means are over (:func:`pairing`): under
+    ``judged`` averaging every evaluated query, a query a run ranks nothing for counting 0 (as
+    trec_eval -c counts it in the run's mean); under ``run`` averaging the queries both runs
+    answer. A measure undefined (NaN) on some of them is compared where both runs have it.
+    ``mean_a`` and ``mean_b`` are each run's mean as ``evaluate_all`` gives it (what ``ragjudge
+    eval`` prints under the same averaging); the difference, its 95 % paired bootstrap interval
+    and the tests are over the paired queries. With more than one run compared, the p-values
+    of each measure are Holm-adjusted over the comparisons with the baseline and the verdict
+    follows the adjusted randomization p-value; the interval is not adjusted (Holm's step-down
+    has no matching interval; Bonferroni's would answer another question): the two are
+    labelled apart wherever they are shown.
     """
+    from ragjudge.metrics.significance import holm, verdict
+
     names = evaluation.run_names
     if len(names) < 2:
         raise UsageError("compare needs at least two runs.")
+    base = baseline if baseline is not None else names[0]
+    others = [name for name in names if name != base]
+    options: dict[str, Any] = dict(alpha=alpha, resamples=resamples, permutations=permutations,
+                                   seed=seed)
+    by_run = {other: _compare_pair(evaluation, pairing(evaluation, base, other), options)
+              for other in others}
+    if len(others) > 1:  # Holm over the comparisons with the baseline, per measure
+        for j in range(len(evaluation.measures)):
+            rows = [by_run[o][j] for o in others]
+            p_rand = holm([r.p_randomization for r in rows])
+            p_t = holm([r.p_t_test for r in rows])
+            for k, o in enumerate(others):
+                by_run[o][j] = replace(rows[k], p_randomization_adjusted=float(p_rand[k]),
+                                       p_t_test_adjusted=float(p_t[k]),
+                                       verdict=verdict(rows[k].difference, float(p_rand[k]), alpha))
+    return [_with_run_means(by_run[o][j], evaluation)
+            for j in range(len(evaluation.measures)) for o in others]
+
+
+def _compare_pair(evaluation: Evaluation, pair: Pairing, options: dict[str, Any]
+                  ) -> list[PairedComparison]:
+    """Run A against run B on the paired queries, one row per measure (in the evaluation's
+    order); a measure undefined on some of them, on the queries where both runs have it."""
     labels = evaluation.measures
-    # pair on the queries every run was evaluated on (all of them unless averaging="run")
-    results = [evaluation.results[name] for name in names]
-    common = set(results[0].query_ids).intersection(*(r.query_ids for r in results[1:]))
-    order = [q for q in results[0].query_ids if q in common]
     values = {}
-    for name, result in zip(names, results):
+    for name in (pair.run_a, pair.run_b):
+        result = evaluation.results[name]
         position = {q: i for i, q in enumerate(result.query_ids)}
-        rows = np.array([position[q] for q in order], dtype=np.int64)
+        rows = np.array([position[q] for q in pair.queries], dtype=np.int64)
         values[name] = result.values[rows].T  # (measures, queries)
-    defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
+    defined = ~np.isnan(values[pair.run_a]) & ~np.isnan(values[pair.run_b])
     complete = defined.all(axis=1)
-    options: dict[str, Any] = dict(baseline=baseline, alpha=alpha, resamples=resamples,
-                   permutations=permutations, seed=seed)
-    by_label: dict[str, list[PairedComparison]] = {}
+    by_label: dict[str, PairedComparison] = {}
     whole = [j for j in range(len(labels)) if complete[j]]
     if whole:
-        compared = compare_runs({n: v[whole] for n, v in values.items()},
-                                [labels[j] for j in whole], **options)
-        for row in compared:
-            by_label.setdefault(row.measure, []).append(row)
+        for row in compare_runs({n: v[whole] for n, v in values.items()},
+                                [labels[j] for j in whole], baseline=pair.run_a, **options):
+            by_label[row.measure] = row
     for j in range(len(labels)):
-        if complete[j]:
-            continue
-        keep = defined[j]
-        by_label[labels[j]] = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
-                                           [labels[j]], **options)
-    return [_with_run_means(row, evaluation)
-            for label in labels for row in by_label.get(label, [])]
+        if not complete[j]:
+            keep = defined[j]
+            by_label[labels[j]], = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
+                                                [labels[j]], baseline=pair.run_a, **options)
+    return [by_label[label] for label in labels]
 
 
 def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComparison:
