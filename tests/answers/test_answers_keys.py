@@ -163,3 +163,19 @@ def test_c_on_a_nugget_or_a_lone_citation_changes_nothing(answers_db):
                 assert count(answers_db) == 0
 
     asyncio.run(main())
+
+
+def test_the_footer_pairs_each_key_with_what_it_does(answers_db):
+    async def main() -> None:
+        with Project.open(answers_db) as project:
+            judging.mark_guidelines_seen(project, "cy")
+            app = make_app(project, annotator="cy", start="answers")
+            async with app.run_test(size=SIZE) as pilot:
+                await pilot.pause()
+                # the screenshot places each key and label apart: compare without the spaces
+                footer = "".join(screen_text(app).splitlines()[-1].split())
+                keys = ["2/f full", "1/p partial", "0/x none", "↓/j next item", "c next chunk",
+                        "]/→ next answer", "u undo"]
+                assert footer.startswith("".join(k.replace(" ", "") for k in keys)), footer
+
+    asyncio.run(main())
