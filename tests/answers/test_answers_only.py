@@ -292,3 +292,12 @@ def test_undefined_reasons_follow_the_kernels_case_by_case():
     assert why["CitationRecall"] == ["the run has no answer", "the answer has no sentence",
                                      "the answer's citations are not tied to its sentences", None,
                                      "the answer's citations are not judged yet"]
+
+
+def test_averaging_over_the_ranked_queries_says_why_runs_of_answers_have_none(only_db, capsys):
+    code, _, err = run_cli(capsys, "--db", only_db, "eval", "-m", "AnswerNuggets(all)",
+                           "--averaging", "run")
+    assert code == 2
+    flat = " ".join(err.split())
+    assert "rank no chunk (they have generated answers only): use --averaging judged" in flat
+    assert "no judged answers yet" not in flat

@@ -182,7 +182,8 @@ def scored_run(project: Project, name: str) -> Run:
 def has_judged_answers(project: Project) -> bool:
     """Whether some answer judgment is current (not undone to nothing)."""
     with project.connect() as connection:
-        return bool(judged_answer_queries(connection, "median"))
+        return bool(judged_answer_queries(connection, "median",
+                                          cache=project.__dict__.setdefault("_rag_support_cache", {})))
 
 
 def has_grades(project: Project) -> bool:

@@ -287,6 +287,11 @@ def evaluate_all(
     )
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
+    if queries == "run" and runs and not any(len(run) for run in runs.values()):
+        raise UsageError(
+            "--averaging run averages each run over the queries it ranks, and these runs rank no "
+            "chunk (they have generated answers only): use --averaging judged, where each answer "
+            "measure is averaged over the queries the run's answer can be scored on.")
     results: dict[str, EvalResult] = {}
     left_out: dict[str, dict[str, dict[str, str]]] = {}
     ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
