@@ -1,5 +1,12 @@
 """The judgments of generated answers as the answer measures take them (one rule-combined
-judgment per thing judged).
+judgment per thing judged), and what a project that judges answers scores by default.
+
+- :func:`answer_labels`: one run's answers and their combined judgments, with the queries whose
+  answers (of any run) are judged (:func:`judged_answer_queries`): the answer measures are
+  computed on those queries for every run, graded or not.
+- :func:`scored_run_names`, :func:`scored_run`: the stored rankings and the runs of generated
+  answers only (a project may judge answers it holds no ranking of).
+- :func:`default_measures`: the scorecard, with :data:`ANSWER_MEASURES` once answers are judged.
 """
 
 from __future__ import annotations

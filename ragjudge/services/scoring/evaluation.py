@@ -7,8 +7,10 @@
   :func:`ragjudge.formats.jsonl.read_jsonl`).
 - Strata (``--by FIELD``): a query's ``category`` or any key of its ``meta``; every stratum gets
   its own block of results, the overall block stays (seed 000 §5.3).
-- Comparisons: per-query values of several runs on the same queries into
-  :func:`ragjudge.metrics.significance.compare_runs`.
+- Comparisons: each run against the baseline on the queries both means are over
+  (:func:`pairing`), into :func:`ragjudge.metrics.significance.compare_runs`, Holm over the
+  comparisons (:func:`compare`).
+- Why a measure is undefined on a query, where it can say (:func:`left_out_reasons`).
 
 Nothing here prints: the CLI and the TUI render what these functions return.
 """
