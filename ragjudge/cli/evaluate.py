@@ -159,11 +159,22 @@ def eval_command(
 
 COMPARE_EPILOG = (
     "The first run is the baseline A; every other run is B in turn. Per measure: each run's mean "
-    "(as eval gives it under the same --averaging), the mean difference B - A over the queries "
-    "both runs have, its 95 % paired bootstrap interval, the p-values of "
-    "a paired randomization test (10,000 sign flips) and a paired t-test, Holm-adjusted over the "
-    "runs compared with A when there are more than two runs. The verdict ('B better', 'A "
-    "better', 'within noise') follows the randomization test at --alpha.\n\n"
+    "(as eval gives it under the same --averaging), the mean difference B - A over the paired "
+    "queries, its 95 % paired bootstrap interval, and the p-values of a paired randomization "
+    "test (10,000 sign flips) and a paired t-test. The verdict ('B better', 'A better', 'within "
+    "noise') follows the randomization test at --alpha.\n\n"
+    "Paired queries: those both means are over. With --averaging judged (the default) every "
+    "judged query, a query a run ranks nothing for counting 0 for it (trec_eval -c), as it "
+    "does in its mean: dropping the queries a run fails on would compare it on its easy "
+    "queries only, and B - A would no longer be the difference of the means shown. With "
+    "--averaging run each mean is over the run's own queries, so the queries both runs answer "
+    "are paired and the others left out. A measure undefined on a query (an answer measure "
+    "where an answer is missing or not judged) is compared where both runs have it. The output "
+    "says how many queries were paired and what became of the others.\n\n"
+    "With more than two runs the p-values and the verdict are Holm-adjusted over the runs "
+    "compared with A ('p rand (Holm)'); the interval is not ('95% CI (unadjusted)'), so an "
+    "interval that excludes 0 may sit beside 'within noise'. Holm's step-down has no matching "
+    "interval, and Bonferroni-widened intervals would answer another question.\n\n"
     "Examples:\n\n"
     "  ragjudge compare bm25.trec hybrid.trec --qrels qrels.trec -m R@5 -m RR\n\n"
     "  ragjudge compare bm25 hybrid dense --db project.db     # runs stored in the project\n\n"
@@ -202,6 +213,7 @@ def compare(
     check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc_files.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
+        measures = inputs.default_measures(measures, measure)
         inputs.check_measures(measures)
         loaded = inputs.runs(list(runs), name, progress)
         evaluation = svc_evaluation.evaluate_all(
@@ -211,18 +223,24 @@ def compare(
         )
     rows = svc_evaluation.compare(evaluation, alpha=alpha, resamples=resamples,
                        permutations=permutations, seed=seed)
+    base = evaluation.run_names[0]
+    pairings = [svc_evaluation.pairing(evaluation, base, other) for other in evaluation.run_names[1:]]
     adjusted = len(evaluation.run_names) > 2
     if format == "json":
         print_json({
-            "baseline": evaluation.run_names[0],
+            "baseline": base,
             "runs": evaluation.run_names,
             "measures": evaluation.measures,
-            "queries": rows[0].queries if rows else 0,
+            "queries": len(pairings[0].queries),
+            "pairings": [p.as_dict() for p in pairings],
             "averaging": evaluation.averaging,
             "rule": evaluation.rule,
             "threshold": evaluation.threshold,
             "alpha": alpha,
             "holm": adjusted,
+            "p_adjustment": "holm" if adjusted else "none",
+            "interval": {"level": 0.95, "method": "paired bootstrap percentile",
+                         "adjusted": False},
             "permutations": permutations,
             "resamples": resamples,
             "seed": seed,
@@ -241,10 +259,10 @@ def compare(
             writer.writerow([record[f] if isinstance(record[f], (str, int)) or record[f] is None
                              else csv_value(record[f]) for f in fields])
         return
-    _compare_table(evaluation, rows, adjusted, alpha)
+    _compare_table(evaluation, rows, pairings, adjusted, alpha)
 
 
-def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # noqa: ANN001
+def _compare_table(evaluation, rows, pairings, adjusted: bool, alpha: float) -> None:  # noqa: ANN001
     multi = len(evaluation.run_names) > 2
     a_name = evaluation.run_names[0]
     table = Table(title=f"A = {safe(a_name)}" + ("" if multi else f", B = {safe(evaluation.run_names[1])}"),
@@ -252,8 +270,13 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
     table.add_column("measure", no_wrap=True)
     if multi:
         table.add_column("B", no_wrap=True)
-    for col in ("A", "B", "B - A", "95% CI", "p rand", "p t-test", "verdict"):
+    # which figures are adjusted for the several comparisons, and which are not, in the header
+    columns = ("A", "B", "B - A", "95% CI (unadjusted)" if adjusted else "95% CI",
+               "p rand (Holm)" if adjusted else "p rand", "p t (Holm)" if adjusted else "p t-test",
+               "verdict")
+    for col in columns:
         table.add_column(col, justify="left" if col == "verdict" else "right", no_wrap=True)
+    paired = {p.run_b: len(p.queries) for p in pairings}
     for row in rows:
         p_rand = row.p_randomization_adjusted if adjusted else row.p_randomization
         p_t = row.p_t_test_adjusted if adjusted else row.p_t_test
@@ -268,14 +291,28 @@ def _compare_table(evaluation, rows, adjusted: bool, alpha: float) -> None:  # n
                   _fmt_p(p_rand), _fmt_p(p_t), verdict]
         table.add_row(*cells)
     _wide_console().print(table)
-    paired = rows[0].queries if rows else 0
-    notes = [f"A and B: each run's mean as eval gives it (averaging: {evaluation.averaging}); "
-             f"B - A, its interval and the tests: over the {paired:,} queries paired."]
+    notes = [f"A and B: each run's mean as eval gives it (averaging: {evaluation.averaging})."]
+    for p in pairings:
+        notes.append(("B - A, its interval and the tests: " if not multi else f"{p.run_b}: ")
+                     + p.describe() + ".")
     notes += list(dict.fromkeys(
-        f"{row.measure}" + (f" ({row.run_b})" if multi else "") + f": {name} is undefined: "
-        f"{reason}." for row in rows for name, reason in row.undefined.items()))
-    notes.append(f"Verdict: randomization test at alpha = {alpha:g}"
-                 + ("; p-values Holm-adjusted over the runs compared with A, per measure." if adjusted else "."))
+        f"{row.measure}" + (f" ({row.run_b})" if multi else "") + f": paired on the {row.queries:,} "
+        f"of them where both runs' values are defined." for row in rows
+        if row.queries != paired[row.run_b]))
+    for row in rows:  # each figure that is undefined, grouped by why
+        why: dict[str, list[str]] = {}
+        for name, reason in row.undefined.items():
+            why.setdefault(reason, []).append(name)
+        notes += [f"{row.measure}" + (f" ({row.run_b})" if multi else "") + f": {', '.join(names)} "
+                  f"{'is' if len(names) == 1 else 'are'} undefined: {reason}."
+                  for reason, names in why.items()]
+    if adjusted:
+        notes.append(f"Verdict: randomization test at alpha = {alpha:g}, its p-value "
+                     "Holm-adjusted over the runs compared with A, per measure (the t-test's too); "
+                     "the 95% interval is not adjusted, so it may exclude 0 beside 'within noise'.")
+    else:
+        notes.append(f"Verdict: randomization test at alpha = {alpha:g}; the 95% interval is a "
+                     "paired bootstrap one.")
     lines = [safe(n) for n in notes]
     if evaluation.composition is not None:
         lines.append(qrels_line(evaluation))

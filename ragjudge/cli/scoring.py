@@ -82,6 +82,15 @@ class Inputs:
                 f"({self.project.scale.describe()}): nothing could count as relevant."
             )
 
+    def default_measures(self, measures: list[str], asked: list[str] | None) -> list[str]:
+        """``measures``, or when none was asked the project's scorecard (with its answer
+        measures once answers are judged: :func:`ragjudge.services.scoring.answers.default_measures`)."""
+        if asked or self.project is None:
+            return measures
+        from ragjudge.services.scoring.answers import default_measures
+
+        return default_measures(self.project)
+
     def check_measures(self, measures: list[str]) -> None:
         """A relevance threshold (``P(rel=9)@5``) above the project's scale is a mistake."""
         if self.max_grade is None:
@@ -112,9 +121,9 @@ class Inputs:
 
         stored = None
         if self.project is not None:  # runs from files alone never load the database layer
-            from ragjudge.services.runs.stored import project_run, project_run_names
+            from ragjudge.services.scoring.answers import scored_run, scored_run_names
 
-            stored = project_run_names(self.project)
+            stored = scored_run_names(self.project)  # rankings, and runs of answers only
         if not texts:
             if self.project is None:
                 raise UsageError("name a run file with --run (or evaluate a project's runs with "
@@ -134,7 +143,7 @@ class Inputs:
             if progress is not None:
                 progress(done, len(specs), "reading runs", "runs")
             if spec.from_project:
-                run = project_run(self.project, spec.text)
+                run = scored_run(self.project, spec.text)
                 run.name = spec.name
             else:
                 run = svc_files.load_run_file(spec.path, spec.name)
@@ -215,6 +224,7 @@ def evaluate_and_print(
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
     with Inputs(qrels, rule, threshold, complete=complete) as inputs, progress_bar(quiet) as progress:
+        measures = inputs.default_measures(measures, measure)
         inputs.check_measures(measures)
         runs = inputs.runs(run, name, progress)
         strata = None
@@ -280,6 +290,12 @@ def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[s
         left_out = _undefined(evaluation, name, stratum)
         if left_out:
             entry["undefined"] = left_out
+        why = evaluation.left_out.get(name, {})
+        if stratum is not None:
+            wanted = set(evaluation.strata[stratum])
+            why = {m: {q: r for q, r in reasons.items() if q in wanted} for m, reasons in why.items()}
+        if any(why.values()):  # each query left out, with why (the measures that can say)
+            entry["left_out"] = {m: reasons for m, reasons in why.items() if reasons}
         if ci:
             entry["ci95"] = {m: [low, high] for m, (_, low, high)
                              in evaluation.intervals(name, stratum=stratum).items()}
@@ -415,7 +431,7 @@ def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> s
     for measure, counts in left_out.items():
         n = "/".join(str(c) for c in sorted(counts))
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
-                     f"where it is undefined ({_why_undefined(evaluation, measure)}).")
+                     f"where it is undefined ({_reasons_text(evaluation, measure) or _why_undefined(evaluation, measure)}).")
     lines = [safe(line) for line in lines]
     lines.append(qrels_line(evaluation, closed))
     lines.append(f"relevant from grade {evaluation.threshold} (nDCG uses every grade).")
@@ -452,6 +468,27 @@ def _why_undefined(evaluation, measure: str) -> str:  # noqa: ANN001
 
 _KIND_WORDS = {"citations": "the run's cited chunks", "answers": "the run's judged answer",
                "facet_links": "facets"}
+
+
+def _reasons_text(evaluation, measure: str, shown: int = 8) -> str:  # noqa: ANN001
+    """Each left-out query of ``measure`` with why (``Evaluation.left_out``), grouped by
+    reason — "q2, q3: the run has no answer; q9: the answer is not judged yet" — and by run
+    when the runs differ; empty when no reason is known."""
+    per_run = {name: evaluation.left_out.get(name, {}).get(measure, {})
+               for name in evaluation.run_names}
+    texts = {}
+    for name, reasons in per_run.items():
+        grouped: dict[str, list[str]] = {}
+        for query, why in reasons.items():
+            grouped.setdefault(why, []).append(query)
+        texts[name] = "; ".join(
+            ", ".join(qs[:shown]) + (f" and {len(qs) - shown:,} more" if len(qs) > shown else "")
+            + f": {why}" for why, qs in grouped.items())
+    if not any(texts.values()):
+        return ""
+    if len(set(texts.values())) == 1:
+        return next(iter(texts.values()))
+    return " · ".join(f"{name}: {text}" for name, text in texts.items() if text)
 
 
 _NOTHING = {"facets": "no facets", "nuggets": "no nuggets to count", "claims": "no claims",

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UNJUDGED", "AnswerLabels", "AnswerSupport", "answer_nuggets", "citation_precision",
-    "citation_recall", "support_scores", "explain_answer", "EXPLAINED",
+    "citation_recall", "support_scores", "explain_answer", "EXPLAINED", "undefined_reasons",
 ]
 
 UNJUDGED = -1
@@ -84,7 +84,9 @@ class AnswerLabels:
     - citations: ``citation_query_ids``, ``citation_sentences`` (the citing sentence, counted
       from 0 within its answer), ``citation_chunk_ids`` and ``citation_levels`` (the chunk's
       support of the sentence, -1 not judged);
-    - ``unplaced``: queries whose answer cites chunks, but not sentence by sentence.
+    - ``unplaced``: queries whose answer cites chunks, but not sentence by sentence;
+    - ``judged_query_ids``: the queries whose answers (of any run) somebody judged: every run is
+      evaluated on them, with or without a relevance grade (:attr:`labelled_query_ids`).
     """
 
     answered: Sequence[str]
@@ -102,6 +104,15 @@ class AnswerLabels:
     unplaced: Sequence[str] = ()
     """Queries whose answer cites chunks without saying which sentence cites which (an answer
     imported as plain text with ``cited``): their citation measures are undefined."""
+    judged_query_ids: Sequence[str] = ()
+    """Queries whose answers somebody judged, of this run or another: the answer measures are
+    computed there for every run (a run without an answer there is left out, and counted)."""
+
+    @property
+    def labelled_query_ids(self) -> list[str]:
+        """The queries evaluated for the answer measures even without a relevance grade: those
+        whose answers somebody judged (:func:`ragjudge.metrics.evaluate.evaluate`)."""
+        return [str(q) for q in self.judged_query_ids]
 
     def align(self, query_ids: Sequence[str]) -> AnswerSupport:
         """The same data with one row per evaluated query (``query_ids``, in that order)."""
@@ -296,6 +307,58 @@ def citation_recall(support: AnswerSupport, *, strict: bool) -> np.ndarray:
     pairs, judged = _citation_counts(support)
     placed = (pairs == 0) & ~support.unplaced
     return np.where(support.answered & (placed | (judged > 0)), value, np.nan)
+
+
+# -- why a value is undefined -------------------------------------------------------------------
+
+NO_ANSWER = "the run has no answer"
+NOT_JUDGED = "the answer is not judged yet"
+CITATIONS_NOT_JUDGED = "the answer's citations are not judged yet"
+NOT_PLACED = "the answer's citations are not tied to its sentences"
+
+
+def undefined_reasons(measure: Any, support: AnswerSupport) -> list[str | None]:
+    """Why an answer measure is undefined (NaN) on each row, None where it is defined: the
+    words ``ragjudge eval`` prints beside each query left out of the mean.
+
+    In the order the kernels test them: the run has no answer; then for ``AnswerNuggets`` no
+    nugget to count (no vital nugget, for ``vital``; nuggets whose weights sum to 0), or the
+    answer is not judged yet (none of its nuggets); for ``CitationPrecision`` the answer cites no
+    chunk, or its citations are not tied to its sentences, or none of them is judged yet; for
+    ``CitationRecall`` the answer has no sentence, its citations are not tied to its sentences,
+    or none of them is judged yet."""
+    name = measure.definition.name
+    strict = bool(measure.get("strict"))
+    q = support.n_queries
+    reasons: list[str | None] = [None] * q
+    if name == "AnswerNuggets":
+        vital_only = bool(measure.get("vital"))
+        value = answer_nuggets(support, strict=strict, vital_only=vital_only,
+                               weighted=bool(measure.get("weighted")))
+        counted = (support.valid & support.vital if vital_only else support.valid).any(axis=1)
+        weight = _weights(support, vital_only=vital_only,
+                          weighted=bool(measure.get("weighted"))).sum(axis=1)
+        judged = (support.valid & (support.nugget_levels != UNJUDGED)).any(axis=1)
+        checks = [(~counted, "no vital nugget to count" if vital_only else "no nugget to count"),
+                  (weight <= 0, "the nuggets to count weigh 0"), (~judged, NOT_JUDGED)]
+    else:
+        pairs, judged_pairs = _citation_counts(support)
+        if name == "CitationPrecision":
+            value = citation_precision(support, strict=strict)
+            checks = [((pairs == 0) & support.unplaced, NOT_PLACED),
+                      (pairs == 0, "the answer cites no chunk"),
+                      (judged_pairs == 0, CITATIONS_NOT_JUDGED)]
+        elif name == "CitationRecall":
+            value = citation_recall(support, strict=strict)
+            checks = [(support.n_sentences == 0, "the answer has no sentence"),
+                      ((pairs == 0) & support.unplaced, NOT_PLACED),
+                      ((pairs > 0) & (judged_pairs == 0), CITATIONS_NOT_JUDGED)]
+        else:
+            raise UsageError(f"{measure} is not an answer measure.")
+    checks.insert(0, (~support.answered, NO_ANSWER))
+    for row in np.flatnonzero(np.isnan(value)).tolist():
+        reasons[row] = next((why for failed, why in checks if failed[row]), "undefined")
+    return reasons
 
 
 # -- registered measures -----------------------------------------------------------------------

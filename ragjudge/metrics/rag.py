@@ -25,9 +25,10 @@ the vital variants), no claims, no entities, no generated answer, or (Attributio
 chunk — gets NaN: undefined, left out of the mean and counted, never a silent 0. A query with
 facets, nuggets, claims or entities but no relevance grade is evaluated all the same
 (``labelled_query_ids`` of :class:`ItemLabels` and :class:`EntityLabels`): its RAG measures are
-computed, the measures that need grades are NaN there. (Answers belong to one run, and every
-run is evaluated on the same queries: Attribution counts on the queries evaluated for the other
-reasons.)
+computed, the measures that need grades are NaN there. Answers belong to one run, and every
+run is evaluated on the same queries: Attribution is computed on every query some run answered
+(``labelled_query_ids`` of :class:`CitationLabels`), and a run without an answer there is left
+out of its mean, and counted (:func:`attribution_reasons`).
 
 The data (``extras`` of an evaluation)
 --------------------------------------
@@ -83,7 +84,8 @@ Positions = Callable[[Any, Any], tuple[np.ndarray, np.ndarray]]
 __all__ = [
     "NONE", "PARTIAL", "FULL", "SUPPORT_LEVELS", "EXTRAS_KEYS",
     "ItemSupport", "Citations", "ItemLabels", "EntityLabels", "CitationLabels",
-    "coverage", "nugget_recall", "context_recall", "entity_recall", "attribution", "item_recall",
+    "coverage", "nugget_recall", "context_recall", "entity_recall", "attribution",
+    "attribution_reasons", "item_recall",
     "item_scores", "item_weights", "VITAL_WEIGHT", "OKAY_WEIGHT", "normalize_text", "entity_pattern", "entity_hits", "entity_support",
     "matrix_positions", "as_id_matrix", "aligned_extra", "required_extras",
     "cutoff_rank", "id_text",
@@ -472,11 +474,20 @@ class EntityLabels:
 @dataclass(frozen=True, eq=False)
 class CitationLabels:
     """A run's generated answers, independent of the rank matrix: ``answered`` lists the
-    queries the run has an answer for; ``query_ids[j]`` cites ``chunk_ids[j]``."""
+    queries the run has an answer for; ``query_ids[j]`` cites ``chunk_ids[j]``;
+    ``answered_by_any`` the queries some run (this one or another) has an answer for."""
 
     answered: Sequence[str]
     query_ids: Sequence[str] = ()
     chunk_ids: Sequence[str] = ()
+    answered_by_any: Sequence[str] = ()
+
+    @property
+    def labelled_query_ids(self) -> list[str]:
+        """The queries evaluated for Attribution even without a relevance grade: those some
+        run answered (every run is evaluated on them; one without an answer there is left
+        out, and counted)."""
+        return [id_text(q) for q in self.answered_by_any]
 
     def align(self, query_ids: Sequence[str], retrieved: np.ndarray, positions: Positions) -> Citations:
         """Citations over the evaluated ``query_ids``; ``retrieved[q]`` = chunks ranked for
@@ -599,6 +610,14 @@ def entity_recall(entities: ItemSupport, k: int | None) -> np.ndarray:
     found in the text of a top-k chunk (:func:`entity_hits` says what "found" means).
     NaN for a query without entities."""
     return item_recall(entities, k, strict=True)
+
+
+def attribution_reasons(citations: Citations) -> list[str | None]:
+    """Why Attribution is undefined on each row (None where it is defined): the run has no
+    answer to the query, or it ranks no chunk for it."""
+    return ["the run has no answer" if not answered else
+            "the run ranks no chunk for the query" if not retrieved else None
+            for answered, retrieved in zip(citations.answered.tolist(), citations.retrieved.tolist())]
 
 
 def attribution(citations: Citations, k: int | None) -> np.ndarray:

@@ -134,8 +134,8 @@ def test_answers_read_from_csv_with_a_json_list_of_sentences(project_db, tmp_pat
 
 
 BAD_ANSWERS = [
-    ("unknown-run", {"query_id": "q1", "run": "nope", "sentences": [{"text": "A.", "citations": []}]},
-     "run", "'nope' (line 2)"),
+    ("run-name-too-long", {"query_id": "q1", "run": "r" * 900, "sentences": [{"text": "A."}]},
+     "run", "at most"),
     ("unknown-chunk", {"query_id": "q1", "run": "bm25", "sentences": [{"text": "A.", "citations": ["zz"]}]},
      "chunk_id", "'zz'"),
     ("both-forms", {"query_id": "q1", "run": "bm25", "text": "A.", "sentences": [{"text": "A."}]},
@@ -162,6 +162,20 @@ def test_bad_answers_exit_2_naming_file_line_and_field_and_change_nothing(
         assert f"field '{field}'" in err
     assert "Traceback" not in err and err.count("\n") == 1
     assert snapshot(project_db) == before
+
+
+def test_answers_of_a_run_without_ranking_are_kept_and_said_so(project_db, tmp_path, capsys):
+    """A project may judge generators' answers without holding their rankings (the TREC 2024
+    RAG setting): the answers come in, and the import names the runs that have no ranking, so
+    that a misspelt run name shows."""
+    path = write(tmp_path / "gen.jsonl", jsonl([
+        {"query_id": "q1", "run": "gen", "sentences": [{"text": "A.", "citations": ["c05"]}]},
+        {"query_id": "q2", "run": "bm25", "text": "Fine."}]))
+    code, _, err = run_cli(capsys, "--db", project_db, "import", "answers", path)
+    assert code == 0, err
+    flat = " ".join(err.split())
+    assert "2 added" in flat and "1 run has no ranking in the project ('gen')" in flat
+    assert rows(project_db, "SELECT run FROM answers ORDER BY run") == [("bm25",), ("gen",)]
 
 
 # -- answer labels -------------------------------------------------------------------------------
@@ -241,7 +255,7 @@ BAD_LABELS = [
     ("support-word", {"nugget": "tracking", "support": "maybe"}, "support", "maybe"),
     ("sentence-as-text", {"sentence": "0", "chunk_id": "c05"}, "sentence", "not an integer"),
     ("negative-sentence", {"sentence": -1, "chunk_id": "c05"}, "sentence", "greater than or equal to 0"),
-    ("unknown-run", {"run": "nope", "nugget": "tracking"}, "run", "'nope' (line 2)"),
+    ("unknown-run", {"run": "nope", "nugget": "tracking"}, "run", "run 'nope' has no answer"),
     ("no-answer", {"query_id": "q3", "nugget": "tracking"}, "run", "no answer to query 'q3'"),
     ("typo", {"nugget": "tracking", "suport": "full"}, "suport", "unknown field"),
 ]

@@ -130,3 +130,54 @@ def test_without_an_answer_measure_answer_judgments_are_not_even_looked_at(proje
     assert engine.watches_answers
     assert engine.answer_stamp == answer_events.answers_stamp(project)
     assert_same(engine, project)
+
+
+def test_queries_without_a_grade_come_and_go_with_their_judged_answers(project, answers_db, tmp_path):
+    """Answers to q4 and q5, which have no relevance grade: a judgment of one brings its query
+    into every view's answer measures, its undo takes it out, a grade given and undone moves
+    nothing else; after every step the engine equals eval from scratch (gold and annotators)."""
+    import json
+
+    from ragjudge.cli import main
+
+    path = tmp_path / "more.jsonl"
+    path.write_text("".join(json.dumps({"query_id": q, "run": run, "sentences": [
+        {"text": f"{q} by {run}.", "citations": ["c02", "c03"]}]}) + "\n"
+        for q in ("q4", "q5") for run in ("bm25", "dense")), encoding="utf-8")
+    assert main(["--db", answers_db, "import", "answers", str(path)]) == 0
+    engine = live.LiveEvaluation(project, measures=MEASURES)
+    engine.load()
+    assert_same(engine, project)
+    before = engine.snapshot().n_queries
+    items = [(a, i) for a, i in _items_of(project) if a > 3]  # the new answers' citations
+    rnd = random.Random(5)
+    seen = set()
+    for step in range(30):
+        who = rnd.choice(["ana", "ben"])
+        if step % 5 == 4:
+            answer_judging.undo_last_answer_judgment(project, who)
+        elif step % 7 == 6:
+            grade = rnd.choice([None, 1])
+            if grade is None:
+                judging.undo_last(project, "ana")
+            else:
+                judging.record_label(project, annotator="ana", query_id="q4", chunk_id="c02", grade=grade)
+        else:
+            answer_id, item = rnd.choice(items)
+            answer_judging.record_answer_judgment(project, annotator=who, answer_id=answer_id,
+                                                  sentence=item.sentence, chunk_id=item.chunk_id,
+                                                  support=rnd.choice(answer_events.SUPPORTS))
+        engine.poll()
+        seen.add(engine.snapshot().n_queries)
+        assert_same(engine, project)
+    assert max(seen) > before  # the ungraded queries did come in
+
+
+def _items_of(project) -> list[tuple[int, object]]:
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Answer
+
+    with project.connect() as connection:
+        ids = list(connection.scalars(select(Answer.id).order_by(Answer.id)))
+    return [(a, item) for a in ids for item in answer_judging.answer_view(project, a, None).items]

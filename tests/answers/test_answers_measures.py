@@ -245,8 +245,10 @@ def test_the_footer_says_why_answer_measures_leave_queries_out(answers_db, capsy
     code, out, err = run_cli(capsys, "--db", answers_db, "eval", "-m", "CitationRecall")
     assert code == 0, err
     flat = " ".join(out.split())
-    assert "CitationRecall: left out of the mean for 2 of 3 queries" in flat
-    assert "no answer of the run, nothing to count, or not judged yet" in flat
+    # each query left out, with its reason: bm25's answer to q2 is plain text citing c08
+    assert ("CitationRecall: left out of the mean for 2 of 3 queries, where it is undefined "
+            "(bm25: q2: the answer's citations are not tied to its sentences; q3: the run has no "
+            "answer · dense: q2, q3: the run has no answer)") in flat
 
 
 def test_explain_shows_the_nugget_table(answers_db, capsys):

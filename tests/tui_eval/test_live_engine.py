@@ -180,7 +180,7 @@ def test_header_figures_intervals_and_comparison_match_the_services(demo):
     for run in snap.run_names:
         cli = reference_eval.intervals(run)
         for m in engine.measures:
-            assert details.intervals[run][m] == pytest.approx(cli[m][1:], abs=1e-12)
+            assert details.intervals[run][m] == pytest.approx(cli[m][1:], abs=1e-12, nan_ok=True)
     pool = pool_size_and_judged(demo)
     assert (details.pool_pairs, details.pool_judged) == (pool["pairs"], pool["judged"])
     assert snap.labels_used == 1800 and snap.annotators == ["ana", "ben", "chen"]
@@ -223,7 +223,10 @@ def _qr(project):
 
 
 def test_measures_are_saved_in_the_project(demo):
-    assert live.saved_measures(demo) == list(DEFAULT_MEASURES)
+    from ragjudge.services.scoring.answers import ANSWER_MEASURES
+
+    # until saved: the default scorecard, with the answer measures (the demo's answers are judged)
+    assert live.saved_measures(demo) == [*DEFAULT_MEASURES, *ANSWER_MEASURES]
     live.save_measures(demo, ["nDCG@20", "P(rel=2)@5"])
     assert live.saved_measures(demo) == ["nDCG@20", "P(rel=2)@5"]
     engine = live.LiveEvaluation(demo)

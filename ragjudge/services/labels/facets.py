@@ -146,13 +146,18 @@ def set_facet_link(project: Project, *, annotator: str, facet_id: int, chunk_id:
     return project.write(work)
 
 
-def add_nugget(project: Project, query_id: str, text: str, importance: str = "okay") -> int:
+def add_nugget(project: Project, query_id: str, text: str, importance: str = "okay",
+               kind: str = "nugget") -> int:
+    """A new nugget of the query, or with ``kind="claim"`` a claim of its reference answer
+    (what ContextRecall counts)."""
     text = _text(text, "nugget text")
     if importance not in IMPORTANCE_LEVELS:
         raise UsageError(f"Nugget importance {importance!r} must be vital or okay.")
+    if kind not in ("nugget", "claim"):
+        raise UsageError(f"A nugget's kind {kind!r} must be nugget or claim.")
 
     def work(session: Session) -> int:
-        nugget = Nugget(query_id=query_id, text=text, importance=importance, kind="nugget",
+        nugget = Nugget(query_id=query_id, text=text, importance=importance, kind=kind,
                         weight=1.0, removed=False, created_at=utcnow())
         session.add(nugget)
         session.flush()

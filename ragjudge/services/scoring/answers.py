@@ -1,16 +1,24 @@
 """The judgments of generated answers as the answer measures take them (one rule-combined
-judgment per thing judged).
+judgment per thing judged), and what a project that judges answers scores by default.
+
+- :func:`answer_labels`: one run's answers and their combined judgments, with the queries whose
+  answers (of any run) are judged (:func:`judged_answer_queries`): the answer measures are
+  computed on those queries for every run, graded or not.
+- :func:`scored_run_names`, :func:`scored_run`: the stored rankings and the runs of generated
+  answers only (a project may judge answers it holds no ranking of).
+- :func:`default_measures`: the scorecard, with :data:`ANSWER_MEASURES` once answers are judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 from ragjudge.store.schema import (
     Answer,
     AnswerCitation,
+    AnswerJudgment,
     AnswerSentence,
     Citation,
     Nugget,
@@ -20,13 +28,41 @@ from ragjudge.services.events.answers import BATCH, LEVELS, current_judgments
 
 if TYPE_CHECKING:
     from ragjudge.metrics.answers import AnswerLabels
+    from ragjudge.metrics.data import Run
+    from ragjudge.services.project.database import Project
+
+
+def judged_answer_queries(connection: Connection, rule: str,
+                          query_ids: Sequence[str] | None = None,
+                          cache: dict | None = None) -> list[str]:
+    """The queries (of ``query_ids``, or all) whose answers, of any run, somebody judged: under
+    ``annotator:NAME`` that annotator, else anyone. Every run's answer measures are computed on
+    these queries (a run without an answer there is left out, and counted).
+
+    ``cache`` (a dict kept with the open project) keeps the answer for as long as no judgment
+    is written (the table is append-only: its newest id says so)."""
+    who = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
+    stamp = int(connection.scalar(select(func.max(AnswerJudgment.id))) or 0)
+    key = ("judged answers", who)
+    if cache is not None and key in cache and cache[key][0] == stamp:
+        judged = cache[key][1]
+    else:
+        judged = frozenset(c.query_id for c in current_judgments(
+            connection, annotators=None if who is None else [who]))
+        if cache is not None:
+            cache[key] = (stamp, judged)
+    if query_ids is None:
+        return sorted(judged)
+    return sorted(q for q in set(query_ids) if q in judged)
 
 
 def answer_labels(connection: Connection, run_name: str | None, rule: str,
-                  query_ids: Sequence[str] | None = None) -> AnswerLabels:
+                  query_ids: Sequence[str] | None = None, *,
+                  cache: dict | None = None) -> AnswerLabels:
     """:class:`ragjudge.metrics.answers.AnswerLabels` of ``run_name``'s answers (of some
     queries): their sentences and citations, the nuggets of their queries, and each nugget's and
-    each citation's support with the annotators combined under ``rule``.
+    each citation's support with the annotators combined under ``rule``; and the queries whose
+    answers (of any run) are judged (:func:`judged_answer_queries`; ``cache`` as there).
 
     As for chunk support (``ragjudge.services.scoring.rag``): an annotator's current judgment is their
     newest event; those who never judged a thing have no opinion about it; the opinions are
@@ -35,9 +71,10 @@ def answer_labels(connection: Connection, run_name: str | None, rule: str,
     from ragjudge.metrics.answers import AnswerLabels
     from ragjudge.services.gold.support import combine_support, support_rule
 
-    if run_name is None:
-        return AnswerLabels([])
     rule = support_rule(rule)
+    judged_queries = judged_answer_queries(connection, rule, query_ids, cache)
+    if run_name is None:
+        return AnswerLabels([], judged_query_ids=judged_queries)
     stmt = select(Answer.id, Answer.query_id).where(Answer.run == run_name).order_by(Answer.query_id)
     answers: list[Any] = []
     if query_ids is None:
@@ -109,4 +146,72 @@ def answer_labels(connection: Connection, run_name: str | None, rule: str,
         citation_chunk_ids=[c[2] for c in citations],
         citation_levels=[combined_cites.get((int(c[0]), int(c[1]), c[2]), -1) for c in citations],
         unplaced=sorted(unplaced),
+        judged_query_ids=judged_queries,
     )
+
+
+# -- the runs and measures of a project that judges answers ---------------------------------
+
+ANSWER_MEASURES = ("AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision",
+                   "CitationRecall")
+"""The answer measures of the default scorecard once the project has judged answers: the TREC
+2024 RAG track's primary nugget score (vital nuggets, full support only), its all-nuggets score,
+and citation precision and recall."""
+
+
+def answer_run_names(project: Project) -> list[str]:
+    """The runs that have generated answers in the project, sorted (a run of answers only has
+    no ranking: it is not among ``ragjudge.services.runs.stored.project_run_names``)."""
+    with project.connect() as connection:
+        return list(connection.scalars(select(Answer.run).distinct().order_by(Answer.run)))
+
+
+def scored_run_names(project: Project) -> list[str]:
+    """Every run ``ragjudge eval`` scores by default: the stored rankings and the runs of
+    generated answers, sorted."""
+    from ragjudge.services.runs.stored import project_run_names
+
+    return sorted(set(project_run_names(project)) | set(answer_run_names(project)))
+
+
+def scored_run(project: Project, name: str) -> Run:
+    """The run stored under ``name``, or for a run of generated answers only an empty ranking
+    of that name (its answer measures come from its answers; measures of a ranking are
+    undefined for it)."""
+    from ragjudge.metrics.data import Run
+    from ragjudge.services.runs.stored import project_run, project_run_names
+
+    if name not in project_run_names(project) and name in answer_run_names(project):
+        return Run([], [], None, ordered=True, name=name)
+    return project_run(project, name)
+
+
+def has_judged_answers(project: Project) -> bool:
+    """Whether some answer judgment is current (not undone to nothing)."""
+    with project.connect() as connection:
+        return bool(judged_answer_queries(connection, "median",
+                                          cache=project.__dict__.setdefault("_rag_support_cache", {})))
+
+
+def has_grades(project: Project) -> bool:
+    """Whether the project holds a relevance grade or an adjudication (one event is enough)."""
+    from ragjudge.store.schema import Adjudication, Label
+
+    with project.connect() as connection:
+        graded = connection.execute(select(Label.id).where(Label.grade.is_not(None))
+                                    .limit(1)).first()
+        return graded is not None or connection.execute(select(Adjudication.id).limit(1)).first() is not None
+
+
+def default_measures(project: Project) -> list[str]:
+    """The scorecard of a project when no measure is named (``eval``, ``compare``, the
+    evaluation screen): the ranking measures (``ragjudge.services.scoring.files.DEFAULT_MEASURES``),
+    and once answers are judged the answer measures (:data:`ANSWER_MEASURES`) after them — alone
+    when the project has no relevance grade at all (a project that judges answers only)."""
+    from ragjudge.services.scoring.files import DEFAULT_MEASURES
+
+    if not has_judged_answers(project):
+        return list(DEFAULT_MEASURES)
+    if not has_grades(project):
+        return list(ANSWER_MEASURES)
+    return [*DEFAULT_MEASURES, *ANSWER_MEASURES]

@@ -7,8 +7,10 @@
   :func:`ragjudge.formats.jsonl.read_jsonl`).
 - Strata (``--by FIELD``): a query's ``category`` or any key of its ``meta``; every stratum gets
   its own block of results, the overall block stays.
-- Comparisons: per-query values of several runs on the same queries into
-  :func:`ragjudge.metrics.significance.compare_runs`.
+- Comparisons: each run against the baseline on the queries both means are over
+  (:func:`pairing`), into :func:`ragjudge.metrics.significance.compare_runs`, Holm over the
+  comparisons (:func:`compare`).
+- Why a measure is undefined on a query, where it can say (:func:`left_out_reasons`).
 
 Nothing here prints: the CLI and the TUI render what these functions return.
 """
@@ -208,6 +210,10 @@ class Evaluation:
     composition: Composition | None = None
     """what the project's gold is made of (:class:`ragjudge.services.gold.gold.Composition`);
     None for qrels from a file"""
+    left_out: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    """run -> measure -> query -> why the measure is undefined there (for the measures that can
+    say: the answer measures, Attribution, and every measure of a ranking on a run of answers
+    only; :func:`left_out_reasons`)"""
 
     @property
     def run_names(self) -> list[str]:
@@ -266,30 +272,49 @@ def evaluate_all(
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
-    labels and no relevance grade is evaluated too (its RAG measures are defined there).
-    ``composition``: what the project's gold is made of, kept for the output."""
+    labels and no relevance grade is evaluated too (its RAG measures are defined there), and so
+    is a query whose generated answers somebody judged (its answer measures are).
+
+    A run without a single ranked chunk (a run of generated answers only) has every measure of
+    a ranking undefined (:func:`without_ranking`). Why a measure is undefined on a query is kept
+    in :attr:`Evaluation.left_out` for the measures that can say (:func:`left_out_reasons`). ``composition``: what the project's gold is made of, kept for
+    the output."""
     parsed = [parse_measure(m) for m in measures]
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
+    answers = any("answers" in m.needs for m in parsed)
     nothing = UsageError(
         "there are no judged queries to evaluate against"
         + (f" (the qrels file {qrels_source} holds no judgments)." if from_file
+           else " (the project has no relevance labels and no judged answers yet; judge pairs "
+                "with 'ragjudge annotate', answers with 'ragjudge annotate --answers')."
+           if project is not None and answers
            else f" ({_empty_gold(project, rule, composition)})." if project is not None else ".")
     )
     if qrels.n_queries == 0 and not any(m.needs for m in parsed):
         raise nothing
+    if queries == "run" and runs and not any(len(run) for run in runs.values()):
+        raise UsageError(
+            "--averaging run averages each run over the queries it ranks, and these runs rank no "
+            "chunk (they have generated answers only): use --averaging judged, where each answer "
+            "measure is averaged over the queries the run's answer can be scored on.")
     results: dict[str, EvalResult] = {}
+    left_out: dict[str, dict[str, dict[str, str]]] = {}
     ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
     for done, (name, run) in enumerate(runs.items()):
         if progress is not None:  # progress(done, total, description, unit), now and then
             progress(done, len(runs), "evaluating", "runs")
+        extras = None
         if name in ahead:
             result = ahead[name].result()
         else:
             extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
             result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        if len(run) == 0:
+            without_ranking(result)
         result.run_name = name
         results[name] = result
+        left_out[name] = left_out_reasons(result, extras, run)
     if progress is not None:
         progress(len(runs), len(runs), "evaluating", "runs")
     first = next(iter(results.values()))
@@ -298,7 +323,7 @@ def evaluate_all(
     evaluation = Evaluation(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
-        qrels_source=qrels_source, by=by, composition=composition,
+        qrels_source=qrels_source, by=by, composition=composition, left_out=left_out,
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
@@ -334,6 +359,52 @@ def _empty_gold(project: Project, rule: str | None, composition: Composition | N
         return (f"{have}, and the LLM annotators' ({', '.join(composition.llm_left_out)}) count only "
                 "when named, as --rule annotator:NAME")
     return f"no label gives a grade under the rule {rule}; {have}"
+
+
+NO_RANKING = "the run ranks no chunk (it has generated answers only)"
+
+
+def without_ranking(result: EvalResult) -> None:
+    """A run that ranks no chunk at all is a run of generated answers: every measure that reads
+    a ranking is undefined for it (NaN, left out and counted), not 0 on every query; its answer
+    measures stand."""
+    for j, m in enumerate(result.measures):
+        if "answers" not in m.needs:
+            result.values[:, j] = np.nan
+
+
+def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
+                     run: Run) -> dict[str, dict[str, str]]:
+    """``{measure: {query: why it is undefined there}}`` for the queries ``result`` leaves out
+    of a measure's mean, where the measure can say why: the answer measures
+    (:func:`ragjudge.metrics.answers.undefined_reasons`: "the run has no answer", "the answer is
+    not judged yet", "no nugget to count", ...), Attribution (no answer, no ranked chunk), and
+    every measure of a ranking on a run of answers only (:data:`NO_RANKING`)."""
+    from ragjudge.metrics.answers import AnswerLabels, undefined_reasons
+    from ragjudge.metrics.rag import CitationLabels, Citations, attribution_reasons
+
+    out: dict[str, dict[str, str]] = {}
+    qids = result.query_ids
+    for j, m in enumerate(result.measures):
+        undefined = np.isnan(result.values[:, j])
+        if not undefined.any():
+            continue
+        reasons: list[str | None] = [None] * len(qids)
+        given = (extras or {}).get(next(iter(m.needs), ""))
+        if "answers" in m.needs and isinstance(given, AnswerLabels):
+            reasons = undefined_reasons(m, given.align(qids))
+        elif "citations" in m.needs and isinstance(given, CitationLabels):
+            answered = set(map(str, given.answered))
+            ranked = set(run.query_ids)
+            reasons = attribution_reasons(Citations(
+                np.array([q in answered for q in qids], dtype=bool),
+                np.array([int(q in ranked) for q in qids], dtype=np.int64)))
+        elif len(run) == 0:
+            reasons = [NO_RANKING] * len(qids)
+        found = {q: why for q, why, nan in zip(qids, reasons, undefined.tolist()) if nan and why}
+        if found:
+            out[str(m)] = found
+    return out
 
 
 PARALLEL_ENTRIES = 500_000
@@ -394,6 +465,77 @@ def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query
     return explain(qrels, run, query_id, parsed, threshold=threshold)
 
 
+@dataclass(frozen=True)
+class Pairing:
+    """The queries a paired comparison of run A (the baseline) with run B is over.
+
+    Paired queries are those both runs' means are over: under ``--averaging judged`` (trec_eval
+    ``-c``) every evaluated query, a query a run ranks nothing for counting 0 for it, as it does
+    in that run's mean; under ``--averaging run`` each mean is over the run's own queries, and a
+    paired test needs both values, so the queries only one run answers are left out.
+    A measure undefined on some paired queries is compared where both values are defined."""
+
+    run_a: str
+    run_b: str
+    mode: str
+    """the evaluation's averaging: ``judged``, ``run`` or ``list``"""
+    queries: list[str]
+    """the paired queries, in evaluation order"""
+    only_a: list[str] = field(default_factory=list)
+    """queries only A answers: left out (``run``), or 0 for B (``judged``, ``list``)"""
+    only_b: list[str] = field(default_factory=list)
+
+    @property
+    def zero_filled(self) -> bool:
+        return self.mode != "run"
+
+    def describe(self) -> str:
+        """One sentence: how many queries are paired and what became of the others."""
+        n = len(self.queries)
+        if not self.zero_filled:
+            text = f"paired on {n:,} quer{'y' if n == 1 else 'ies'} both runs answer"
+            dropped = [f"{len(qs):,} quer{'y' if len(qs) == 1 else 'ies'} only {name} answers"
+                       for name, qs in ((self.run_a, self.only_a), (self.run_b, self.only_b)) if qs]
+            if dropped:
+                text += "; " + " and ".join(dropped) + (" were" if sum(map(len, (self.only_a, self.only_b))) > 1
+                                                        else " was") + " left out"
+            return text
+        text = (f"paired on {n:,} judged quer{'y' if n == 1 else 'ies'}, a query a run ranks "
+                "nothing for counting 0 for it, as in its mean (trec_eval -c)")
+        missing = [f"{name} ranks nothing for {len(qs):,}"
+                   for name, qs in ((self.run_a, self.only_b), (self.run_b, self.only_a)) if qs]
+        if missing:
+            text += ": " + " and ".join(missing)
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON: ``queries`` paired, whether a query a run misses counts 0 (``missing_count_0``,
+        else it is left out), and the queries only A / only B answers."""
+        return {"run_a": self.run_a, "run_b": self.run_b, "queries": len(self.queries),
+                "missing_count_0": self.zero_filled, "sentence": self.describe(),
+                "only_a": list(self.only_a), "only_b": list(self.only_b)}
+
+
+def pairing(evaluation: Evaluation, run_a: str, run_b: str) -> Pairing:
+    """The queries :func:`compare` pairs run A with run B on (:class:`Pairing`)."""
+    a, b = evaluation.results[run_a], evaluation.results[run_b]
+    in_b = set(b.query_ids)
+    in_a = set(a.query_ids)
+    if evaluation.queries_mode == "run":
+        return Pairing(run_a, run_b, "run", [q for q in a.query_ids if q in in_b],
+                       [q for q in a.query_ids if q not in in_b],
+                       [q for q in b.query_ids if q not in in_a])
+    # every run is evaluated on the same queries; a run of answers only ranks nothing anywhere,
+    # and its measures of a ranking are undefined, not 0: it is not said to miss queries
+    ranks_a, ranks_b = bool(a.answered.any()), bool(b.answered.any())
+    answered_a = {q for q, yes in zip(a.query_ids, a.answered.tolist()) if yes}
+    answered_b = {q for q, yes in zip(b.query_ids, b.answered.tolist()) if yes}
+    paired = [q for q in a.query_ids if q in in_b]
+    return Pairing(run_a, run_b, evaluation.queries_mode, paired,
+                   [q for q in paired if ranks_b and q in answered_a and q not in answered_b],
+                   [q for q in paired if ranks_a and q in answered_b and q not in answered_a])
+
+
 def compare(
     evaluation: Evaluation,
     *,
@@ -405,44 +547,67 @@ def compare(
 ) -> list[PairedComparison]:
     """Paired comparison of the baseline (default: the first run) with each other run.
 
-    The runs are paired on the evaluated queries (with averaging over the queries a run
-    answers: those every run answers). A measure undefined (NaN) on some queries is compared
-    on the queries where every run has it. ``mean_a`` and ``mean_b`` are each run's mean as
-    ``evaluate_all`` gives it (what ``ragjudge eval`` prints under the same averaging); the
-    difference, its interval and the tests are over the paired queries.
+    Each pair of runs is compared on the queries their means are over (:func:`pairing`): under
+    ``judged`` averaging every evaluated query, a query a run ranks nothing for counting 0 (as
+    trec_eval -c counts it in the run's mean); under ``run`` averaging the queries both runs
+    answer. A measure undefined (NaN) on some of them is compared where both runs have it.
+    ``mean_a`` and ``mean_b`` are each run's mean as ``evaluate_all`` gives it (what ``ragjudge
+    eval`` prints under the same averaging); the difference, its 95 % paired bootstrap interval
+    and the tests are over the paired queries. With more than one run compared, the p-values
+    of each measure are Holm-adjusted over the comparisons with the baseline and the verdict
+    follows the adjusted randomization p-value; the interval is not adjusted (Holm's step-down
+    has no matching interval; Bonferroni's would answer another question): the two are
+    labelled apart wherever they are shown.
     """
+    from ragjudge.metrics.significance import holm, verdict
+
     names = evaluation.run_names
     if len(names) < 2:
         raise UsageError("compare needs at least two runs.")
+    base = baseline if baseline is not None else names[0]
+    others = [name for name in names if name != base]
+    options: dict[str, Any] = dict(alpha=alpha, resamples=resamples, permutations=permutations,
+                                   seed=seed)
+    by_run = {other: _compare_pair(evaluation, pairing(evaluation, base, other), options)
+              for other in others}
+    if len(others) > 1:  # Holm over the comparisons with the baseline, per measure
+        for j in range(len(evaluation.measures)):
+            rows = [by_run[o][j] for o in others]
+            p_rand = holm([r.p_randomization for r in rows])
+            p_t = holm([r.p_t_test for r in rows])
+            for k, o in enumerate(others):
+                by_run[o][j] = replace(rows[k], p_randomization_adjusted=float(p_rand[k]),
+                                       p_t_test_adjusted=float(p_t[k]),
+                                       verdict=verdict(rows[k].difference, float(p_rand[k]), alpha))
+    return [_with_run_means(by_run[o][j], evaluation)
+            for j in range(len(evaluation.measures)) for o in others]
+
+
+def _compare_pair(evaluation: Evaluation, pair: Pairing, options: dict[str, Any]
+                  ) -> list[PairedComparison]:
+    """Run A against run B on the paired queries, one row per measure (in the evaluation's
+    order); a measure undefined on some of them, on the queries where both runs have it."""
     labels = evaluation.measures
-    # pair on the queries every run was evaluated on (all of them unless averaging="run")
-    results = [evaluation.results[name] for name in names]
-    common = set(results[0].query_ids).intersection(*(r.query_ids for r in results[1:]))
-    order = [q for q in results[0].query_ids if q in common]
     values = {}
-    for name, result in zip(names, results):
+    for name in (pair.run_a, pair.run_b):
+        result = evaluation.results[name]
         position = {q: i for i, q in enumerate(result.query_ids)}
-        rows = np.array([position[q] for q in order], dtype=np.int64)
+        rows = np.array([position[q] for q in pair.queries], dtype=np.int64)
         values[name] = result.values[rows].T  # (measures, queries)
-    defined = np.logical_and.reduce([~np.isnan(v) for v in values.values()])
+    defined = ~np.isnan(values[pair.run_a]) & ~np.isnan(values[pair.run_b])
     complete = defined.all(axis=1)
-    options: dict[str, Any] = dict(baseline=baseline, alpha=alpha, resamples=resamples,
-                   permutations=permutations, seed=seed)
-    by_label: dict[str, list[PairedComparison]] = {}
+    by_label: dict[str, PairedComparison] = {}
     whole = [j for j in range(len(labels)) if complete[j]]
     if whole:
-        compared = compare_runs({n: v[whole] for n, v in values.items()},
-                                [labels[j] for j in whole], **options)
-        for row in compared:
-            by_label.setdefault(row.measure, []).append(row)
+        for row in compare_runs({n: v[whole] for n, v in values.items()},
+                                [labels[j] for j in whole], baseline=pair.run_a, **options):
+            by_label[row.measure] = row
     for j in range(len(labels)):
-        if complete[j]:
-            continue
-        keep = defined[j]
-        by_label[labels[j]] = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
-                                           [labels[j]], **options)
-    return [_with_run_means(row, evaluation)
-            for label in labels for row in by_label.get(label, [])]
+        if not complete[j]:
+            keep = defined[j]
+            by_label[labels[j]], = compare_runs({n: v[j:j + 1, keep] for n, v in values.items()},
+                                                [labels[j]], baseline=pair.run_a, **options)
+    return [by_label[label] for label in labels]
 
 
 def _with_run_means(row: PairedComparison, evaluation: Evaluation) -> PairedComparison:

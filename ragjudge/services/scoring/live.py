@@ -124,8 +124,10 @@ update (well under a millisecond); beyond, running sums are kept and made exact 
 
 
 def saved_measures(project: Project) -> list[str]:
-    """The measures the project's evaluation screen shows (the default scorecard until saved)."""
-    from ragjudge.services.scoring.files import DEFAULT_MEASURES
+    """The measures the project's evaluation screen shows (until saved, the default scorecard,
+    with the answer measures once answers are judged:
+    :func:`ragjudge.services.scoring.answers.default_measures`)."""
+    from ragjudge.services.scoring.answers import default_measures
 
     saved = project.get_setting(MEASURES_SETTING)
     if isinstance(saved, list) and saved:
@@ -135,7 +137,7 @@ def saved_measures(project: Project) -> list[str]:
             return [str(n) for n in saved]
         except UsageError:
             pass
-    return list(DEFAULT_MEASURES)
+    return default_measures(project)
 
 
 def saved_coverage(project: Project) -> float:
@@ -295,6 +297,9 @@ class LiveEvaluation:
         self.updated_at = datetime.now(UTC)
         self.views: dict[str, LiveView] = {}
         self.runs: dict[str, Run] = {}
+        self.answers_only: frozenset[str] = frozenset()
+        """Runs of generated answers only (no ranked chunk): every measure of a ranking is
+        undefined for them, as in ``ragjudge eval``."""
         self._labels: LiveLabels | None = None
         self._loaded = False
         from ragjudge.services.gold.rules import GoldPolicy
@@ -368,7 +373,7 @@ class LiveEvaluation:
         evaluated and before the annotators' views are, so that a screen can show the scores
         while the ranges over annotators are still being made (a snapshot taken then has no
         ranges yet)."""
-        from ragjudge.services.runs.stored import project_run, project_run_names
+        from ragjudge.services.scoring.answers import scored_run, scored_run_names
         from ragjudge.store.schema import Query
 
         with self.lock:
@@ -384,14 +389,16 @@ class LiveEvaluation:
             # the labels are read on a worker thread (mostly in SQLite) while the runs are read here
             fetching = self._pool().submit(self._fetch_labels)
             try:
-                self.runs = {name: project_run(self.project, name) for name in project_run_names(self.project)}
+                self.runs = {name: scored_run(self.project, name) for name in scored_run_names(self.project)}
+                self.answers_only = frozenset(name for name, run in self.runs.items() if not len(run))
                 self.run_rows: dict[str, np.ndarray] = {}
                 self.run_lengths: dict[str, np.ndarray] = {}
                 for name, run in self.runs.items():
                     rr = _keys.lookup(run.query_id_bytes, self.query_bytes)
                     self.run_rows[name] = rr
                     lengths = np.diff(run.offsets)
-                    self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0)
+                    self.run_lengths[name] = np.where(rr >= 0, lengths[np.maximum(rr, 0)], 0) \
+                        if len(lengths) else np.zeros(len(rr), dtype=np.int64)
                 self._query_hash = _keys.id_hash(self.query_bytes)
                 self._pool_of_runs()
             finally:
@@ -893,11 +900,14 @@ class LiveEvaluation:
         return np.fromiter((self.row[q] for q in query_ids), dtype=np.int64)
 
     def _rag(self, view: LiveView, name: str, qrels: Qrels, run: Run, measures: list, queries: Any) -> EvalResult:
-        from ragjudge.services.scoring.evaluation import project_extras
+        from ragjudge.services.scoring.evaluation import project_extras, without_ranking
 
         extras = project_extras(self.project, name, qrels, run, measures, self.threshold,
                                  queries, view.rule)
-        return evaluate(qrels, run, measures, threshold=self.threshold, queries=queries, extras=extras)
+        result = evaluate(qrels, run, measures, threshold=self.threshold, queries=queries, extras=extras)
+        if name in self.answers_only:
+            without_ranking(result)
+        return result
 
     def _begin(self, view: LiveView, touched: list[str], judgments: dict[str, dict[str, int]]) -> list[str]:
         """Take the touched queries' new judgments into ``view`` and clear their rows; returns
@@ -927,14 +937,21 @@ class LiveEvaluation:
     def _small(view: LiveView) -> bool:
         return view.present.size * len(view.measures) <= SMALL_VIEW_CELLS
 
-    def _evaluate_rag(self, view: LiveView, judged: list[str]) -> None:
-        if view.rag:
-            rag = [view.parsed[j] for j in view.rag]
-            qrels = self._qrels_of(view, judged)
-            for name in self.runs:
-                run = self._sub_run(name, judged)
-                result = self._rag(view, name, qrels, run, rag, judged)
-                view.values[name][np.ix_(self._rows(result.query_ids), view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+    def _evaluate_rag(self, view: LiveView, queries: list[str]) -> None:
+        """The measures that need the project's labels (facets, nuggets, answers ...) on some
+        queries, as :func:`evaluate` takes them: a query without a grade is evaluated when
+        those labels cover it (it is marked present), and its measures of a ranking stay
+        undefined. The caller has cleared the queries' rows (and took their sums out)."""
+        if not view.rag or not queries:
+            return
+        rag = [view.parsed[j] for j in view.rag]
+        qrels = self._qrels_of(view, queries)
+        for name in self.runs:
+            run = self._sub_run(name, queries)
+            result = self._rag(view, name, qrels, run, rag, queries)
+            rows = self._rows(result.query_ids)
+            view.values[name][np.ix_(rows, view.rag)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            view.present[rows] = True
 
     def _sub_run(self, name: str, query_ids: list[str]) -> Run:
         run = self.runs[name]
@@ -1020,7 +1037,8 @@ class LiveEvaluation:
                 for view, _ in jobs}
         for k, (view, i, row) in enumerate(places):
             cols, source = maps[id(view)]
-            view.values[names[i]][row, cols] = values[k, source]
+            view.values[names[i]][row, cols] = np.nan if names[i] in self.answers_only \
+                else values[k, source]
 
     # -- new labels --------------------------------------------------------------------------
 
@@ -1086,21 +1104,21 @@ class LiveEvaluation:
         return sorted(q for q, in rows)
 
     def _apply_answers(self, touched: list[str]) -> None:
-        """Re-evaluate the answer measures of the queries whose answers were just judged, in
-        every view where those queries are judged (the other measures do not move)."""
+        """Re-evaluate the measures that need the project's labels on the queries whose answers
+        were just judged, in every view that shows an answer measure (the measures of a ranking
+        do not move). A query without a grade comes in with its first judged answer and leaves
+        when none is judged any more."""
+        queries = [q for q in touched if q in self.row]
         for view in self.views.values():
-            cols = [j for j in view.rag if "answers" in view.parsed[j].needs]
-            queries = [q for q in touched if q in self.row and view.present[self.row[q]]]
-            if not cols or not queries:
+            if not queries or not any("answers" in view.parsed[j].needs for j in view.rag):
                 continue
             rows = self._rows(queries)
             if not self._small(view):
                 view.add_rows(rows, -1.0)
-            measures = [view.parsed[j] for j in cols]
-            qrels = self._qrels_of(view, queries)
-            for name in self.runs:
-                result = self._rag(view, name, qrels, self._sub_run(name, queries), measures, queries)
-                view.values[name][np.ix_(self._rows(result.query_ids), cols)] = result.values  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            for matrix in view.values.values():
+                matrix[np.ix_(rows, view.rag)] = np.nan  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
+            view.present[rows] = view.per_row[rows] > 0
+            self._evaluate_rag(view, queries)
             self._finish(view, queries)
 
     def _stamp(self) -> tuple[int, int]:
@@ -1146,8 +1164,9 @@ class LiveEvaluation:
                 judgments.setdefault(q, {})[c] = g
             jobs.append((view, self._begin(view, touched, judgments)))
         self._evaluate_plain(jobs)
-        for view, judged in jobs:
-            self._evaluate_rag(view, judged)
+        for view, _ in jobs:
+            # every touched query: one without a grade now may still have labels of a RAG measure
+            self._evaluate_rag(view, [q for q in touched if q in self.row])
             self._finish(view, touched)
 
     def _current(self, touched: list[str]):  # noqa: ANN202
@@ -1656,6 +1675,8 @@ class LivePass:
             for gain, cutoffs in self.ideal.items():
                 ctx.prime_ideal_dcg(cutoffs, gain)
         values = live_kernels(ctx, self.plain)
+        if name in engine.answers_only:  # no ranking: its measures are undefined, as in eval
+            values = np.full_like(values, np.nan)
         if self.first is None:
             self.first = ctx
         self.values[name] = values

@@ -31,9 +31,11 @@ How the annotators' labels become one judgement (the gold rule for RAG labels)
   reference answer (ContextRecall); the others are nuggets (NuggetRecall).
 - Entities are matched in the chunks' text (:func:`ragjudge.metrics.rag.entity_hits`: NFKD,
   combining marks removed, case-folded, whole words).
-- Citations are those of the run's own generated answer (``answers.run`` = the run's name).
+- Citations are those of the run's own generated answer (``answers.run`` = the run's name);
+  Attribution is computed on every query some run answered.
 - Judgments of the run's answers (nugget support, citation support) are combined under the same
-  rule (:func:`ragjudge.services.scoring.answers.answer_labels`).
+  rule (:func:`ragjudge.services.scoring.answers.answer_labels`); the answer measures are
+  computed on every query whose answers (of any run) are judged, graded or not.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def rag_extras(project: Project, run_name: str | None = None, query_ids: Sequenc
         if "answers" in needed:
             from ragjudge.services.scoring.answers import answer_labels
 
-            extras["answers"] = answer_labels(connection, run_name, rule, only_queries)
+            extras["answers"] = answer_labels(connection, run_name, rule, only_queries,
+                                              cache=cache)
     if query_ids is None and chunk_matrix is None:
         return extras
     if query_ids is None or chunk_matrix is None or len(chunk_matrix) != len(query_ids):
@@ -207,10 +210,14 @@ def _nugget_labels(connection, rule: str, cache: dict, *, kind: str) -> ItemLabe
 
 
 def _citation_labels(connection, run_name: str | None) -> CitationLabels:  # noqa: ANN001
+    """The citations of ``run_name``'s answers, and the queries some run answered (where
+    Attribution is computed for every run)."""
+    anyone = list(connection.scalars(select(Answer.query_id).distinct().order_by(Answer.query_id)))
     if run_name is None:
-        return CitationLabels([])
+        return CitationLabels([], answered_by_any=anyone)
     answers = connection.execute(select(Answer.query_id).where(Answer.run == run_name)).all()
     cited = connection.execute(
         select(Answer.query_id, Citation.chunk_id).join(Citation, Citation.answer_id == Answer.id)
         .where(Answer.run == run_name).order_by(Answer.query_id, Citation.position)).all()
-    return CitationLabels([a[0] for a in answers], [c[0] for c in cited], [c[1] for c in cited])
+    return CitationLabels([a[0] for a in answers], [c[0] for c in cited], [c[1] for c in cited],
+                          answered_by_any=anyone)

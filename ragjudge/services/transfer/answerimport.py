@@ -39,8 +39,11 @@ def _answer_chunks(record: Any) -> list[str]:
     return [c for s in record.sentences for c in s.citations]
 
 
-def _check_runs(connection: Connection, items: list[tuple[int, Any]], file: str) -> None:
-    """Refuse runs the project lacks (with their count and the first few), as unknown ids are."""
+def _runs_without_ranking(connection: Connection, items: list[tuple[int, Any]], file: str) -> list[str]:
+    """The runs named in ``items`` that have no ranking in the project (refusing a name too
+    long to be a run's). Their answers are welcome: a project may judge the answers of
+    generators without ever holding their rankings (the TREC 2024 RAG setting); such a run is
+    scored on its answers only."""
     first_line: dict[str, int] = {}
     for line, record in items:
         if too_long_key(record.run):
@@ -51,14 +54,7 @@ def _check_runs(connection: Connection, items: list[tuple[int, Any]], file: str)
     known: set[str] = set()
     for part in batches(sorted(first_line)):
         known.update(connection.scalars(select(runs_t.c.name).where(runs_t.c.name.in_(part))))
-    lacking = sorted((line, name) for name, line in first_line.items() if name not in known)
-    if lacking:
-        listed = ", ".join(f"'{name}' (line {line})" for line, name in lacking[:FIRST_FEW])
-        count = len(lacking)
-        raise InputError(
-            f"{count:,} run{'s are' if count > 1 else ' is'} not in the project (first: {listed}). "
-            "Import the runs first (ragjudge import run FILE). Nothing was imported.",
-            file=file, line=lacking[0][0], field="run")
+    return sorted(name for name in first_line if name not in known)
 
 
 def _stored_answer(connection: Connection, answer_id: int) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -84,7 +80,14 @@ def import_answers(connection: Connection, records: Iterable[tuple[int, Any]], f
     result.read = len(items)
     refs_of(refs, items, _answer_chunks)
     refs.raise_if_missing(file)
-    _check_runs(connection, items, file)
+    unranked = _runs_without_ranking(connection, items, file)
+    if unranked:
+        listed = ", ".join(f"'{name}'" for name in unranked[:FIRST_FEW])
+        more = f" and {len(unranked) - FIRST_FEW:,} more" if len(unranked) > FIRST_FEW else ""
+        result.notes.append(
+            f"{len(unranked):,} run{'s have' if len(unranked) > 1 else ' has'} no ranking in the "
+            f"project ({listed}{more}): scored on {'their' if len(unranked) > 1 else 'its'} "
+            "answers only (a misspelt run name would show here).")
     conflicts: list[tuple[int, Any]] = []
     judged_before = 0
     for line, record in items:
@@ -145,7 +148,7 @@ def import_answer_labels(connection: Connection, records: Iterable[tuple[int, An
     result.read = len(items)
     refs_of(refs, items, lambda r: [r.chunk_id] if r.chunk_id else [])
     refs.raise_if_missing(file)
-    _check_runs(connection, items, file)
+    _runs_without_ranking(connection, items, file)  # a run without an answer is refused below
     query_ids = sorted({r.query_id for _, r in items})
     answer_of: dict[tuple[str, str], int] = {}
     nugget_of: dict[tuple[str, str], int] = {}

@@ -6,8 +6,13 @@ annotator says the whole answer gives it; the answer, sentence by sentence with 
 and the cited chunk of the sentence in focus. One list of things to judge runs through the
 answer: first the nuggets, then every (sentence, cited chunk) in reading order. ``2``/``f``,
 ``1``/``p`` and ``0``/``x`` say full, partial or no support for the thing in focus and move on;
-``↑``/``↓`` move without judging, ``c`` shows the sentence's next cited chunk, ``[``/``]`` the
+``↑``/``↓`` move without judging, ``c`` moves to the sentence's next cited chunk, ``[``/``]`` the
 previous or next answer.
+
+One piece of state says what is on screen: :attr:`AnswerJudgeScreen.focus` (the answer and the
+item in focus). Every panel and the prompt line are drawn from it, and every key acts on it, so a
+key always judges the nugget or citation the prompt names: the cited chunk shown is the focused
+item's chunk, never a second "current chunk" that could drift from it.
 
 Durability: every judging key calls :func:`ragjudge.services.labels.answers.record_answer_judgment`
 synchronously; the call returns once the event is committed, and only then does the focus move.
@@ -18,12 +23,14 @@ data is shown through :mod:`ragjudge.tui.widgets.literal` (never as markup).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -40,10 +47,11 @@ ANSWER_KEYS = (
     ("2,f", "support('full')", "full", "Full support for the nugget or citation in focus; move on.", True),
     ("1,p", "support('partial')", "partial", "Partial support for the nugget or citation in focus; move on.", True),
     ("0,x", "support('none')", "none", "No support for the nugget or citation in focus; move on.", True),
-    ("down,j", "move(1)", "next", "The next nugget or citation, without judging.", True),
-    ("up,k", "move(-1)", "prev", "The previous nugget or citation, without judging.", False),
-    ("c", "next_chunk", "chunk", "Show the next chunk the sentence in focus cites.", True),
-    ("right_square_bracket,right", "answer(1)", "answer", "The next answer.", True),
+    ("down,j", "move(1)", "next item", "The next nugget or citation, without judging.", True),
+    ("up,k", "move(-1)", "previous item", "The previous nugget or citation, without judging.", False),
+    ("c", "next_chunk", "next chunk", "The next chunk the sentence in focus cites (its citation "
+     "comes into focus).", True),
+    ("right_square_bracket,right", "answer(1)", "next answer", "The next answer.", True),
     ("left_square_bracket,left", "answer(-1)", "previous answer", "The previous answer.", False),
     ("u,ctrl+z", "undo", "undo", "Undo your last judgment of an answer (a new event).", True),
     ("g", "nuggets", "nuggets", "The query's facets and nuggets: add, edit, remove.", True),
@@ -57,12 +65,57 @@ ANSWER_KEYS = (
 MARKS = {"full": ("●", "green"), "partial": ("◐", "yellow"), "none": ("○", "red"), None: ("·", "dim")}
 WORDS = {"full": "full", "partial": "partial", "none": "none", None: "not judged"}
 
+KEY_DISPLAY = {"2,f": "2/f", "1,p": "1/p", "0,x": "0/x", "down,j": "↓/j", "up,k": "↑/k",
+               "right_square_bracket,right": "]/→", "left_square_bracket,left": "[/←",
+               "u,ctrl+z": "u", "question_mark": "?"}
+"""How the footer shows each key: every key that does the thing, then what it does."""
+
 
 def key_rows() -> list[tuple[str, str, str]]:
     """(key, action, text) for the help screen."""
     shown = {"down,j": "↓ / j", "up,k": "↑ / k", "right_square_bracket,right": "] / →",
              "left_square_bracket,left": "[ / ←", "question_mark": "?", "u,ctrl+z": "u / ctrl+z"}
     return [(shown.get(k, " / ".join(k.split(","))), name, text) for k, _, name, text, _ in ANSWER_KEYS]
+
+
+class AnswerScroll(VerticalScroll, inherit_bindings=False):
+    """The answer's panel: scrolled by page, home and end. The arrows and ``j``/``k`` are the
+    screen's (they move the focus between nuggets and citations), so the footer lists the
+    screen's keys in the screen's order."""
+
+    BINDINGS = [Binding("pageup", "page_up", show=False), Binding("pagedown", "page_down", show=False),
+                Binding("home", "scroll_home", show=False), Binding("end", "scroll_end", show=False)]
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the screen shows and what a key acts on: the answer at ``position`` of the queue
+    (``view``, as read when shown) and the item in focus (``index`` into its items)."""
+
+    position: int
+    view: AnswerView
+    index: int = 0
+
+    @property
+    def item(self) -> AnswerItem | None:
+        return self.view.items[self.index] if self.view.items else None
+
+    @property
+    def sentence(self) -> int | None:
+        """The sentence in focus: the focused citation's (None on a nugget)."""
+        item = self.item
+        return None if item is None or item.is_nugget else item.sentence
+
+    @property
+    def chunk_id(self) -> str | None:
+        """The cited chunk on screen: the focused citation's (None on a nugget)."""
+        item = self.item
+        return None if item is None or item.is_nugget else item.chunk_id
+
+    def at(self, index: int) -> Focus:
+        """The same answer, the focus on item ``index`` (kept within the items)."""
+        last = max(len(self.view.items) - 1, 0)
+        return Focus(self.position, self.view, max(0, min(index, last)))
 
 
 class AnswerJudgeScreen(SessionActions, Screen):
@@ -83,11 +136,14 @@ class AnswerJudgeScreen(SessionActions, Screen):
 
     BINDINGS = [
         Binding(keys, action, name, show=show, priority=True, tooltip=text,
-                key_display={"2,f": "2f", "1,p": "1p", "0,x": "0x", "down,j": "↓j",
-                             "right_square_bracket,right": "]→", "question_mark": "?"}.get(keys))
+                key_display=KEY_DISPLAY.get(keys))
         for keys, action, name, text, show in ANSWER_KEYS
     ] + [Binding("escape", "home", "home", show=False)]
     ACTION_NAMES = {action: name for _, action, name, _, _ in ANSWER_KEYS}
+
+    focus: reactive[Focus | None] = reactive(None, always_update=True, init=False)
+    """The answer and the item on screen (None: nothing to judge). Every panel is drawn from
+    it and every key acts on it."""
 
     def __init__(self, project, queue: AnswerQueue, *, from_home: bool = False) -> None:  # noqa: ANN001
         super().__init__()
@@ -95,13 +151,20 @@ class AnswerJudgeScreen(SessionActions, Screen):
         self.queue = queue
         self.from_home = from_home
         self.project_name = project.name
-        self.position: int | None = None
-        self.view: AnswerView | None = None
-        self.focus_index = 0
-        self.sentence_focus = 0
-        self.chunk_focus = 0
         self.shown_at = time.monotonic()
         self._queries: dict[str, judging.QueryText] = {}
+
+    @property
+    def view(self) -> AnswerView | None:
+        return None if self.focus is None else self.focus.view
+
+    @property
+    def position(self) -> int | None:
+        return None if self.focus is None else self.focus.position
+
+    @property
+    def focus_index(self) -> int:
+        return 0 if self.focus is None else self.focus.index
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
@@ -110,7 +173,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
                 yield Static(id="answer-query", classes="panel")
                 yield Static(id="answer-nuggets", classes="panel")
             with Vertical(id="answers-right"):
-                with VerticalScroll(id="answer-scroll", classes="panel"):
+                with AnswerScroll(id="answer-scroll", classes="panel"):
                     yield Static(id="answer-text")
                 with VerticalScroll(id="cited-scroll", classes="panel"):
                     yield Static(id="cited-text")
@@ -129,64 +192,57 @@ class AnswerJudgeScreen(SessionActions, Screen):
 
     # -- moving --------------------------------------------------------------------------
 
-    def _open(self, position: int, key: tuple | None = None) -> None:
-        """Show the answer at ``position``, the focus on ``key`` or on its first open item."""
-        self.position = position
-        self.view = self.queue.view(position)
-        index = self.view.index(key) if key is not None else None
-        if index is None:
-            index = next((i for i, item in enumerate(self.view.items) if item.support is None), 0)
-        self._focus(index)
-
-    def _focus(self, index: int) -> None:
-        view = self.view
-        if view is not None and view.items:
-            self.focus_index = max(0, min(index, len(view.items) - 1))
-            item = view.items[self.focus_index]
-            if not item.is_nugget:
-                self.sentence_focus = item.sentence
-                cites = view.sentences[item.sentence].citations
-                self.chunk_focus = cites.index(item.chunk_id) if item.chunk_id in cites else 0
-            elif self.sentence_focus >= len(view.sentences):
-                self.sentence_focus, self.chunk_focus = 0, 0
-        else:
-            self.focus_index, self.sentence_focus, self.chunk_focus = 0, 0, 0
+    def watch_focus(self, _focus: Focus | None) -> None:
         self.shown_at = time.monotonic()
         self._show()
 
+    def _open(self, position: int, key: tuple | None = None) -> None:
+        """Show the answer at ``position`` (read afresh), the focus on ``key`` or on its first
+        open item."""
+        view = self.queue.view(position)
+        index = view.index(key) if key is not None else None
+        if index is None:
+            index = next((i for i, item in enumerate(view.items) if item.support is None), 0)
+        self.focus = Focus(position, view).at(index)
+
     def _reload(self, key: tuple | None = None) -> None:
-        if self.position is not None:
-            keep = key if key is not None else self._item_key()
-            self._open(self.position, keep)
+        """The answer on screen read again (nuggets added or removed meanwhile), the focus kept
+        on the same nugget or citation."""
+        focus = self.focus
+        if focus is not None:
+            self._open(focus.position, key if key is not None else self._item_key())
 
     def _item(self) -> AnswerItem | None:
-        if self.view is None or not self.view.items:
-            return None
-        return self.view.items[self.focus_index]
+        return None if self.focus is None else self.focus.item
 
     def _item_key(self) -> tuple | None:
         item = self._item()
         return None if item is None else item.key
 
     def action_move(self, delta: int) -> None:
-        if self.view is not None and self.view.items:
-            self._focus((self.focus_index + delta) % len(self.view.items))
+        focus = self.focus
+        if focus is not None and focus.view.items:
+            self.focus = focus.at((focus.index + delta) % len(focus.view.items))
 
     def action_next_chunk(self) -> None:
-        view = self.view
-        if view is None or not view.sentences:
+        focus = self.focus
+        if focus is None or focus.sentence is None:
+            self.notify("c steps through the chunks a sentence cites: ↓ moves to the citations.")
             return
-        cites = view.sentences[self.sentence_focus].citations
-        if not cites:
-            self.notify("This sentence cites no chunk.")
+        cites = focus.view.sentences[focus.sentence].citations
+        if len(cites) < 2:
+            self.notify("This sentence cites one chunk.")
             return
-        self.chunk_focus = (self.chunk_focus + 1) % len(cites)
-        self._show()
+        following = cites[(cites.index(focus.chunk_id) + 1) % len(cites)]
+        index = focus.view.index((None, focus.sentence, following))
+        if index is not None:
+            self.focus = focus.at(index)
 
     def action_answer(self, delta: int) -> None:
-        if self.position is None or not len(self.queue):
+        focus = self.focus
+        if focus is None or not len(self.queue):
             return
-        target = self.position + delta
+        target = focus.position + delta
         if not 0 <= target < len(self.queue):
             self.notify("No more answers that way.")
             return
@@ -195,43 +251,47 @@ class AnswerJudgeScreen(SessionActions, Screen):
     # -- judging -------------------------------------------------------------------------
 
     def action_support(self, support: str) -> None:
-        item, view = self._item(), self.view
-        if item is None or view is None:
+        focus = self.focus  # what the prompt names, read once
+        item = None if focus is None else focus.item
+        if focus is None or item is None:
             self.notify("Nothing to judge in this answer: no nugget (g adds one) and no citation.",
                         severity="warning")
             return
         try:
             answers.record_answer_judgment(
-                self.project, annotator=self.queue.annotator, answer_id=view.answer_id,
+                self.project, annotator=self.queue.annotator, answer_id=focus.view.answer_id,
                 support=support, nugget_id=item.nugget_id, sentence=item.sentence,
                 chunk_id=item.chunk_id, duration_ms=int((time.monotonic() - self.shown_at) * 1000))
         except RagjudgeError as exc:
             self.notify(for_terminal(exc), severity="error", timeout=8, markup=False)
             return
         # the event is committed: now the screen moves on
-        self._move_on(self.focus_index, was_open=item.support is None)
+        self._move_on(focus.position, item.key, was_open=item.support is None)
 
-    def _move_on(self, done: int, *, was_open: bool) -> None:
-        """After a judgment of item ``done``: the next item still to judge in this answer;
-        when the answer is complete, the next answer with something to judge (revising an
-        answer already complete steps through it)."""
-        self.view = self.queue.view(self.position)
-        self.queue.note(self.view)
-        items = self.view.items
+    def _move_on(self, position: int, done: tuple, *, was_open: bool) -> None:
+        """After a judgment of the item ``done`` (a key): the next item still to judge in this
+        answer; when the answer is complete, the next answer with something to judge (revising
+        an answer already complete steps through it)."""
+        view = self.queue.view(position)
+        self.queue.note(view)
+        focus = Focus(position, view)
+        items = view.items
+        at = view.index(done)
+        at = 0 if at is None else at
         still_open = [i for i, it in enumerate(items) if it.support is None]
-        later = [i for i in still_open if i > done]
+        later = [i for i in still_open if i > at]
         if later or still_open:
-            self._focus((later or still_open)[0])
+            self.focus = focus.at((later or still_open)[0])
             return
-        if not was_open and done + 1 < len(items):
-            self._focus(done + 1)
+        if not was_open and at + 1 < len(items):
+            self.focus = focus.at(at + 1)
             return
-        nxt = self.queue.first_open(self.position + 1)
-        if nxt is not None and nxt != self.position:
+        nxt = self.queue.first_open(position + 1)
+        if nxt is not None and nxt != position:
             self._open(nxt)
             return
         self.notify("Every answer of your queue is judged. Thank you!")
-        self._focus(done)
+        self.focus = focus.at(at)
 
     def action_undo(self) -> None:
         try:
@@ -247,21 +307,21 @@ class AnswerJudgeScreen(SessionActions, Screen):
             self.notify("Undone (an answer outside this queue).")
             return
         self._open(position, (result.nugget_id, result.sentence, result.chunk_id))
-        self.queue.note(self.view)
+        if self.focus is not None:
+            self.queue.note(self.focus.view)
         self.notify("Undone: " + ("back to not judged." if result.support is None
                                   else f"back to {result.support}."))
 
     # -- other screens -------------------------------------------------------------------
 
     def action_nuggets(self) -> None:
-        view = self.view
-        if view is None:
+        focus = self.focus
+        if focus is None:
             return
         from ragjudge.tui.screens.facets import FacetsScreen
 
-        chunk = self._chunk_in_view()
-        self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, view.query_id, chunk),
-                             lambda _: self._reload())
+        self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, focus.view.query_id,
+                                          focus.chunk_id), lambda _: self._reload())
 
     def help_rows(self) -> list[tuple[str, str, str]]:
         return key_rows()
@@ -272,11 +332,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
     # -- showing -------------------------------------------------------------------------
 
     def _chunk_in_view(self) -> str | None:
-        view = self.view
-        if view is None or not view.sentences:
-            return None
-        cites = view.sentences[self.sentence_focus].citations
-        return cites[self.chunk_focus] if cites else None
+        return None if self.focus is None else self.focus.chunk_id
 
     def _query(self, query_id: str) -> judging.QueryText:
         if query_id not in self._queries:
@@ -284,6 +340,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
         return self._queries[query_id]
 
     def _show(self) -> None:
+        """Every panel from :attr:`focus`, in one frame."""
         with self.app.batch_update():
             self._show_top()
             if self.view is None:
@@ -362,7 +419,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
 
     def _show_answer(self) -> None:
         view = self.view
-        scroll = self.query_one("#answer-scroll", VerticalScroll)
+        scroll = self.query_one("#answer-scroll", AnswerScroll)
         same_query = [a for a, q in zip(self.queue.answer_ids, self.queue.query_ids) if q == view.query_id]
         title = Text("answer ")
         title.append(f"{same_query.index(view.answer_id) + 1} of {len(same_query)}", style="bold")
@@ -372,9 +429,10 @@ class AnswerJudgeScreen(SessionActions, Screen):
             self.query_one("#answer-text", Static).update(Text("(the answer is empty)", style="dim"))
             return
         focus = self._item()
+        in_sentence = None if self.focus is None else self.focus.sentence
         table = self._rows()
         for s, sentence in enumerate(view.sentences):
-            in_focus = s == self.sentence_focus and (focus is None or not focus.is_nugget)
+            in_focus = s == in_sentence
             out = literal(sentence.text, "bold" if in_focus else "")
             for chunk in sentence.citations:
                 item_index = view.index((None, s, chunk))
@@ -391,19 +449,21 @@ class AnswerJudgeScreen(SessionActions, Screen):
     def _show_chunk(self, q: judging.QueryText) -> None:
         view = self.view
         scroll = self.query_one("#cited-scroll", VerticalScroll)
-        chunk_id = self._chunk_in_view()
-        if chunk_id is None:
+        chunk_id, sentence = self._chunk_in_view(), None if self.focus is None else self.focus.sentence
+        if chunk_id is None or sentence is None:
             scroll.border_title = "cited chunk"
-            self.query_one("#cited-text", Static).update(
-                Text("This sentence cites no chunk." if view.sentences else "", style="dim"))
+            hint = ("A nugget is judged against the whole answer; ↓ reaches the citations, each "
+                    "shown here with its chunk." if any(not i.is_nugget for i in view.items)
+                    else "This answer cites no chunk sentence by sentence.")
+            self.query_one("#cited-text", Static).update(Text(hint, style="dim"))
             return
-        cites = view.sentences[self.sentence_focus].citations
+        cites = view.sentences[sentence].citations
         chunk = judging.chunk_text(self.project, chunk_id)
         title = Text("chunk ")
         title.append_text(literal(chunk_id, "bold"))
-        title.append(f"  cited by sentence {self.sentence_focus + 1}")
+        title.append(f"  cited by sentence {sentence + 1}")
         if len(cites) > 1:
-            title.append(f"  ({self.chunk_focus + 1} of {len(cites)}; c: next)")
+            title.append(f"  ({cites.index(chunk_id) + 1} of {len(cites)}; c: next)")
         scroll.border_title = title
         self.query_one("#cited-text", Static).update(highlighted(chunk.text, query_terms(q.text)))
         if scroll.scroll_y:
@@ -416,7 +476,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
         if item is None:
             parts.append("nothing to judge here (g adds nuggets)")
         elif item.is_nugget:
-            parts.append(f"the answer supports this nugget? ({WORDS[item.support]})")
+            parts.append(f"the answer supports nugget “{item.nugget}”? ({WORDS[item.support]})")
         else:
             parts.append(f"chunk {item.chunk_id} supports sentence {item.sentence + 1}? "
                          f"({WORDS[item.support]})")

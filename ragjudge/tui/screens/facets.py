@@ -1,10 +1,15 @@
 """Facets and nuggets of a query (``g`` while judging).
 
 Facets are aspects of the information need; nuggets are atomic facts a good answer needs, each
-vital or okay (TREC RAG 2024); claims (nuggets of kind ``claim``) are the reference answer's
-claims of Context Recall, listed after the nuggets and marked the same way. While a chunk is on screen, ``space`` toggles whether it covers
-the highlighted facet, and ``space`` / ``f`` / ``p`` / ``x`` set how fully it supports the
-highlighted nugget. Every mark is an append-only event of this annotator.
+vital or okay (TREC RAG 2024); claims (nuggets of kind ``claim``, added with ``c``) are the
+reference answer's claims of Context Recall, listed after the nuggets and marked the same way.
+While a chunk is on screen, ``space`` toggles whether it covers the highlighted facet, and
+``space`` / ``f`` / ``p`` / ``x`` set how fully it supports the highlighted nugget or claim.
+Every mark is an append-only event of this annotator.
+
+The highlighted line is the one piece of state a key acts on, and the line under the list names
+it ("keys act on: nugget …"); a refresh of the list keeps the highlight on the same facet,
+nugget or claim, wherever it moved.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from ragjudge.services.labels import facets as judging
 from ragjudge.tui.widgets.literal import literal
 
 FACET_KEYS = (
-    ("space", "toggle", "toggle / cycle", "Facet: this chunk covers it or not. Nugget: none → partial → full."),
+    ("space", "toggle", "toggle", "Facet: this chunk covers it or not. Nugget: none → partial → full."),
     ("f", "support('full')", "full", "The chunk fully supports the highlighted nugget or claim."),
     ("p", "support('partial')", "partial", "The chunk partly supports the highlighted nugget or claim."),
     ("x", "support('none')", "none", "The chunk does not support the highlighted nugget or claim."),
     ("a", "add_facet", "add facet", "Add a facet (an aspect of the information need)."),
     ("b", "add_nugget", "add nugget", "Add a nugget (an atomic fact a good answer needs)."),
+    ("c", "add_claim", "add claim", "Add a claim of the reference answer (Context Recall counts "
+     "the chunks that support it)."),
     ("r", "rename", "rename", "Rename the highlighted facet or edit the nugget's text."),
     ("v", "vital", "vital/okay", "Switch the highlighted nugget between vital and okay."),
     ("d,delete", "remove", "remove", "Remove the highlighted facet or nugget (its marks are kept)."),
@@ -53,6 +60,8 @@ class FacetsScreen(ModalScreen[None]):
         self.annotator = annotator
         self.query_id = query_id
         self.chunk_id = chunk_id
+        self._named: dict[str, tuple[str, str]] = {}
+        """option id -> (facet | nugget | claim, its name), as the list shows them"""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="facets-box"):
@@ -65,6 +74,7 @@ class FacetsScreen(ModalScreen[None]):
                 title.append(" — no chunk in view: add, edit and remove only")
             yield Label(title, classes="prompt-title")
             yield OptionList(id="facet-list")
+            yield Static(id="facet-target", classes="prompt-hint")
             yield Static(id="facet-hint", classes="prompt-hint")
         yield Footer(compact=True)
 
@@ -72,17 +82,23 @@ class FacetsScreen(ModalScreen[None]):
         self.refresh_list()
         self.query_one("#facet-hint", Static).update(Text(
             "space toggles the highlighted facet or cycles the nugget's support; "
-            "a/b add a facet/nugget; r rename; v vital/okay; d remove; Esc back"))
+            "a/b/c add a facet/nugget/claim; r rename; v vital/okay; d remove; Esc back"))
         self.query_one("#facet-list").focus()
 
     def refresh_list(self, keep: str | None = None) -> None:
+        """Read the facets and nuggets again; the highlight stays on the same line (``keep``,
+        else the one highlighted), by its id, wherever it moved."""
         options = self.query_one("#facet-list", OptionList)
         highlighted = options.highlighted
+        if keep is None and highlighted is not None:
+            keep = options.get_option_at_index(highlighted).id
         options.clear_options()
         facets = judging.facets_for(self.project, self.query_id, annotator=self.annotator,
                                     chunk_id=self.chunk_id)
         nuggets = judging.nuggets_for(self.project, self.query_id, annotator=self.annotator,
                                       chunk_id=self.chunk_id)
+        self._named = {f"f:{f.id}": ("facet", f.name) for f in facets}
+        self._named |= {f"n:{n.id}": ("claim" if n.kind == "claim" else "nugget", n.text) for n in nuggets}
         options.add_option(Option(Text("FACETS — does this chunk cover it?", style="bold"), disabled=True))
         if not facets:
             options.add_option(Option(Text("  none yet: a adds one", style="dim"), disabled=True))
@@ -102,19 +118,46 @@ class FacetsScreen(ModalScreen[None]):
             options.add_option(Option(Text("CLAIMS of the reference answer — how fully does this "
                                            "chunk support it?", style="bold"), disabled=True))
             self._add_nuggets(options, claims)
+        options.highlighted = self._kept(options, keep, highlighted)
+        self._show_target()
+
+    @staticmethod
+    def _kept(options: OptionList, keep: str | None, highlighted: int | None) -> int | None:
+        """The line to highlight after a refresh: ``keep``'s, else (it was removed) the nearest
+        selectable line at or above where the highlight was, else the first selectable one."""
         if keep is not None:
             try:
-                options.highlighted = options.get_option_index(keep)
-                return
+                return options.get_option_index(keep)
             except Exception:  # noqa: BLE001 - the option is gone (removed)
                 pass
-        if highlighted is not None and options.option_count:
-            options.highlighted = min(highlighted, options.option_count - 1)
+        selectable = [i for i in range(options.option_count) if not options.get_option_at_index(i).disabled]
+        if not selectable:
+            return None
+        if highlighted is not None:
+            at_or_above = [i for i in selectable if i <= highlighted]
+            if at_or_above:
+                return at_or_above[-1]
+        return selectable[0]
+
+    def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
+        self._show_target()
+
+    def _show_target(self) -> None:
+        """The line that says what the keys act on, from the highlight they read."""
+        target = Text("keys act on: ", style="bold")
+        options = self.query_one("#facet-list", OptionList)
+        selected = None if options.highlighted is None else options.get_option_at_index(options.highlighted)
+        if selected is None or selected.disabled or selected.id not in self._named:
+            target.append("nothing (highlight a facet, nugget or claim)", style="dim")
         else:
-            for i in range(options.option_count):
-                if not options.get_option_at_index(i).disabled:
-                    options.highlighted = i
-                    break
+            kind, name = self._named[selected.id]
+            target.append(f"{kind} “")
+            target.append_text(literal(name))
+            target.append("”")
+            if self.chunk_id is not None:
+                target.append("  ·  chunk ")
+                target.append_text(literal(self.chunk_id, "bold"))
+        self.query_one("#facet-target", Static).update(target)
 
     @staticmethod
     def _add_nuggets(options: OptionList, nuggets: list[judging.NuggetView]) -> None:
@@ -192,25 +235,45 @@ class FacetsScreen(ModalScreen[None]):
         from ragjudge.tui.screens.prompts import TextPrompt
 
         def done(name: str | None) -> None:
-            if name and self._do(judging.add_facet, self.project, self.query_id, name):
-                self.refresh_list()
+            if not name:
+                return
+            try:
+                ident = judging.add_facet(self.project, self.query_id, name)
+            except RagjudgeError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.refresh_list(keep=f"f:{ident}")
 
         self.app.push_screen(TextPrompt("New facet (an aspect of the information need):"), done)
 
     def action_add_nugget(self) -> None:
+        self._add("nugget", "New nugget (an atomic fact; start with 'vital:' for a vital one):")
+
+    def action_add_claim(self) -> None:
+        self._add("claim", "New claim of the reference answer (start with 'vital:' for a vital one):")
+
+    def _add(self, kind: str, prompt: str) -> None:
+        """Ask for the text of a new nugget or claim; the new line is highlighted."""
         from ragjudge.tui.screens.prompts import TextPrompt
 
         def done(text: str | None) -> None:
             if not text:
                 return
+            if kind == "nugget" and text.lower().startswith("claim:"):
+                self.notify("A claim is added with c, not as a nugget named 'claim: …'. Nothing "
+                            "was added.", severity="warning")
+                return
             importance = "okay"
             if text.lower().startswith("vital:"):
                 importance, text = "vital", text[6:].strip()
-            if self._do(judging.add_nugget, self.project, self.query_id, text, importance):
-                self.refresh_list()
+            try:
+                ident = judging.add_nugget(self.project, self.query_id, text, importance, kind=kind)
+            except RagjudgeError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.refresh_list(keep=f"n:{ident}")
 
-        self.app.push_screen(TextPrompt("New nugget (an atomic fact; start with 'vital:' for a vital one):"),
-                             done)
+        self.app.push_screen(TextPrompt(prompt), done)
 
     def action_rename(self) -> None:
         from ragjudge.tui.screens.prompts import TextPrompt
