@@ -171,11 +171,15 @@ def test_the_footer_pairs_each_key_with_what_it_does(answers_db):
             judging.mark_guidelines_seen(project, "cy")
             app = make_app(project, annotator="cy", start="answers")
             async with app.run_test(size=SIZE) as pilot:
-                await pilot.pause()
-                # the screenshot places each key and label apart: compare without the spaces
-                footer = "".join(screen_text(app).splitlines()[-1].split())
                 keys = ["2/f full", "1/p partial", "0/x none", "↓/j next item", "c next chunk",
                         "]/→ next answer", "u undo"]
-                assert footer.startswith("".join(k.replace(" ", "") for k in keys)), footer
+                expected = "".join(k.replace(" ", "") for k in keys)
+                for _ in range(100):  # the answers screen opens after its first read
+                    await pilot.pause(0.05)
+                    # the screenshot places each key and label apart: compare without the spaces
+                    footer = "".join(screen_text(app).splitlines()[-1].split())
+                    if footer.startswith(expected):
+                        break
+                assert footer.startswith(expected), footer
 
     asyncio.run(main())
