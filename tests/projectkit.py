@@ -31,3 +31,12 @@ def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: in
 
     project.write(fill)
     return project
+
+
+def rights(project, name: str | None = "dora"):
+    """The :class:`~ragjudge.services.access.rights.Access` of ``name`` in ``project`` (by
+    default ``dora``, the lead of most test projects; in a project without a lead anyone named
+    may set one up)."""
+    from ragjudge.services.access.visibility import access_for
+
+    return access_for(project, name)

@@ -29,7 +29,18 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
 console = Console(highlight=False, soft_wrap=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)
 
-BY_LEAD_HELP = ("Who does this (default: your login name); once the project has a lead, it must "
-                "be a lead.")
-BY_VIEWER_HELP = ("Who looks (default: your login name); in a blind project with a lead, only a "
-                  "lead sees other annotators' labels.")
+BY_LEAD_HELP = ("Who does this (default: $RAGJUDGE_USER, else your login name); once the "
+                "project has a lead, it must be a lead.")
+BY_VIEWER_HELP = ("Who looks (default: $RAGJUDGE_USER, else your login name); in a blind "
+                  "project, only a lead sees other annotators' grades of pairs you have not judged.")
+RUNS_AS_NOTE = ("It runs as $RAGJUDGE_USER, else your login name (its --by is a breakdown, not "
+                "who runs it); what it prints is aggregates, which everyone sees.")
+
+
+def access_of(project, by: str | None):  # noqa: ANN001, ANN201 - Project -> Access
+    """The rights of who runs this command: ``--by NAME``, else ``$RAGJUDGE_USER``, else the
+    login name (:func:`ragjudge.services.access.identity.resolve`); unknown: the least rights."""
+    from ragjudge.services.access.identity import resolve
+    from ragjudge.services.access.visibility import access_for
+
+    return access_for(project, resolve(by))

@@ -60,7 +60,7 @@ def test_statistics_then_adjudicate_a_disputed_pair_in_a_few_keys(project):
     asyncio.run(_adjudicate_in_a_few_keys(project))
     gold = {(q, c): g for q, c, g in gold_qrels(project)}
     assert gold[("q1", "c05")] == 2  # the decision, not the median (1)
-    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.gold.pairs import pair_detail
 
     decision = pair_detail(project, "q1", "c05").adjudications[-1]
     assert decision["reason"] == "fits" and decision["by"] == "lead"

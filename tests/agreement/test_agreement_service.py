@@ -13,7 +13,7 @@ from ragjudge.services.agreement import quality as svc_quality
 from ragjudge.services.agreement import ratings as svc_ratings
 from ragjudge.services.agreement import verdict as svc_verdict
 from ragjudge.services.agreement import views as svc_views
-from ragjudge.services.events import pairs as svc_pairs
+from ragjudge.services.gold import pairs as svc_pairs
 from ragjudge.services.gold import adjudication as svc_adjudication
 from ragjudge.services.labels.events import record_label, skip_pair
 from ragjudge.services.gold.qrels import gold_qrels

@@ -9,7 +9,7 @@ import pytest
 from ragjudge.errors import UsageError
 from ragjudge.services.labels import review
 from ragjudge.services.access import roster
-from ragjudge.services.events.pairs import pair_detail
+from ragjudge.services.gold.pairs import pair_detail
 from ragjudge.services.labels.queue import JudgingQueue
 from ragjudge.services.labels.events import comment_pair, flag_pair, record_label, unflag_pair
 from ragjudge.services.events.marks import current_marks

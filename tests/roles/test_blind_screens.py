@@ -134,7 +134,7 @@ def test_the_adjudication_screen_shows_the_lead_every_label(project):
 def test_a_non_lead_cannot_adjudicate_through_the_app_either(project):
     from ragjudge.errors import UsageError
     from ragjudge.services.gold.adjudication import adjudicate
-    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.gold.pairs import pair_detail
 
     with pytest.raises(UsageError, match="Only a lead may adjudicate"):
         adjudicate(project, query_id="q1", chunk_id="c05", grade=1, reason="x", by="ana")

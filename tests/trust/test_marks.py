@@ -123,7 +123,7 @@ def test_flag_counts_and_status_read_the_marks(project):
 
 
 def test_the_adjudication_view_shows_flags_and_comments(project):
-    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.gold.pairs import pair_detail
 
     J_events.record_label(project, **PAIR, grade=2, note="graded from the title")
     J_events.flag_pair(project, **PAIR, note="ask the lead")
