@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from projectkit import rights
 from sqlalchemy import select
 
 from llmserver import expected_grade, unparseable
@@ -307,7 +308,7 @@ def test_an_llm_cannot_label_under_a_persons_name(project_db, fake_llm):
     with Project.open(project_db) as project:
         from ragjudge.services.access import roster
 
-        roster.add(project, "ana")
+        roster.add(project, "ana", access=rights(project))
     run = cli(project_db, "llm-judge", "--base-url", fake_llm.base_url, "--model", MODEL,
               "--annotator", "ana")
     assert run.returncode == 2 and "human annotator" in run.stderr and fake_llm.requests == []

@@ -34,7 +34,7 @@ LLM = "llm:m"
 def seed(project) -> dict:
     """ana and ben grade q1's and q2's pools much alike; the LLM grades every other pair one
     higher. Returns {(query, chunk): (ana, ben, llm)}."""
-    roster.add(project, LLM, kind="llm")
+    roster.add(project, LLM, kind="llm", access=rights(project))
     queue = JudgingQueue(project, "ana", queries=["q1", "q2"])
     out = {}
     for i, (q, c) in enumerate(queue.open_pairs()):

@@ -8,6 +8,7 @@ import functools
 import os
 
 import pytest
+from projectkit import rights
 from sqlalchemy import select
 from textual.widgets import Input
 
@@ -148,7 +149,7 @@ async def test_repeated_failures_close_the_field_for_longer_each_time(served):
 @sync
 async def test_a_retired_annotator_s_token_no_longer_logs_in(served):
     with Project.open(served.db) as project:
-        roster.retire(project, "ana")
+        roster.retire(project, "ana", access=rights(project))
         app = ServedApp(project)
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["ana"])
@@ -268,10 +269,10 @@ async def test_a_revoked_token_ends_the_session_and_a_new_role_applies(served):
         app = ServedApp(project)
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["ana"])
-            roster.set_role(project, "ana", "lead")
+            roster.set_role(project, "ana", "lead", access=rights(project))
             app._check_token()
             assert app.is_lead is True and not app.closing
-            roster.issue_token(project, "ana")  # the old token stops working
+            roster.issue_token(project, "ana", access=rights(project))  # the old token stops working
             app._check_token()
             await pilot.pause()
             assert app.closing
