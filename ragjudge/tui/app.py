@@ -24,14 +24,15 @@ class RagjudgeApp(App):
     ``start='judge'`` goes straight to judging (``ragjudge annotate``), asking the annotator's
     name first when none was given, and asking again when the project does not know the name
     (:meth:`confirm_annotator`; ``new_annotator=True`` skips that question); ``start='answers'`` to judging generated answers
-    (``ragjudge annotate --answers``); ``start='home'`` opens the home screen.
+    (``ragjudge annotate --answers``); ``start='home'`` opens the home screen; ``start=None``
+    nothing (a program that opens its own screen on the app).
     """
 
     CSS_PATH = "app.tcss"
     TITLE = "ragjudge"
     ENABLE_COMMAND_PALETTE = True
 
-    def __init__(self, project, *, annotator: str | None = None, start: str = "home",  # noqa: ANN001
+    def __init__(self, project, *, annotator: str | None = None, start: str | None = "home",  # noqa: ANN001
                  new_annotator: bool = False, **queue_options: Any) -> None:
         super().__init__()
         self.project = project
@@ -91,8 +92,8 @@ class RagjudgeApp(App):
             self.start_judging(from_home=False)
         elif self.start == "answers":
             self.start_judging(from_home=False, answers=True)
-        elif self.start == "login":  # a browser tab of `ragjudge serve`: tui/served.py logs in
-            return
+        elif self.start in ("login", None):  # a browser tab of `ragjudge serve` (tui/served.py
+            return                            # logs in), or a host that opens its own screen
         else:
             self.push_screen(HomeScreen(self.project))
 
