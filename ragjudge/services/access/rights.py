@@ -53,9 +53,9 @@ class Access:
         if not self.sees_all:
             raise UsageError(self.refusal(
                 doing, "in this blind project",
-                "Annotators see only their own grades, and others' of a pair once they have "
-                "judged it. Give --by a lead's name, or have a lead run 'ragjudge annotators "
-                "blind off'."))
+                "Annotators see others' grades of a pair once they have judged it themselves. "
+                "Ask a lead (on the command line: --by a lead's name), or have a lead turn blind "
+                "judging off ('ragjudge annotators blind off')."))
 
     def refusal(self, doing: str, where: str, then: str) -> str:
         """One paragraph: who may ``doing``, who is asking, and ``then`` (what to do)."""

@@ -7,7 +7,8 @@ passed to the services that reveal or change something; they refuse or filter th
 command line, the app and the browser give one answer to one question.
 
 - A project without a lead lets every *known* identity do a lead's work (as before roles
-  existed); once it has a lead, only active leads do. An unknown identity is never a lead.
+  existed); once it has a lead, only active leads do. An unknown identity is never a lead, and a
+  token identity (a browser tab) only with the role.
 - A project is *blind* by default (setting ``blind``, changed by a lead with ``ragjudge
   annotators blind on|off``): an annotator who is not a lead sees, pair by pair, only the
   grades of pairs they have judged themselves (others' grades, the gold, a run's rank), so that
