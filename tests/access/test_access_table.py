@@ -243,7 +243,7 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) 
         await pilot.pause(0.05)
 
 
-def _show(db: str, viewer: str, scenario) -> str:  # noqa: ANN001 - async (app, pilot, project) -> str
+def _show(db: str, viewer: str, scenario) -> str:  # scenario: async (app, pilot, project) -> str
     from ragjudge.tui import make_app
 
     async def go() -> str:
