@@ -15,6 +15,7 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
     MAX_SEED,
     _json_default,
     _state,
+    access_of,
     check_int,
     clean_floats,
     db_given,
@@ -36,11 +37,3 @@ BY_VIEWER_HELP = ("Who looks (default: $RAGJUDGE_USER, else your login name); in
 RUNS_AS_NOTE = ("It runs as $RAGJUDGE_USER, else your login name (its --by is a breakdown, not "
                 "who runs it); what it prints is aggregates, which everyone sees.")
 
-
-def access_of(project, by: str | None):  # noqa: ANN001, ANN201 - Project -> Access
-    """The rights of who runs this command: ``--by NAME``, else ``$RAGJUDGE_USER``, else the
-    login name (:func:`ragjudge.services.access.identity.resolve`); unknown: the least rights."""
-    from ragjudge.services.access.identity import resolve
-    from ragjudge.services.access.visibility import access_for
-
-    return access_for(project, resolve(by))

@@ -447,7 +447,7 @@ def explain(
 
     _check_format(format, ("text", "json"))
     measures = svc_files.parse_measure_list(measure)
-    with Inputs(qrels, rule, threshold) as inputs:
+    with Inputs(qrels, rule, threshold, by=by) as inputs:
         inputs.check_measures(measures)
         runs = inputs.runs([run])
         (run_name, loaded), = runs.items()

@@ -202,7 +202,7 @@ def test_agreement_screen_shows_the_llm_beside_the_people(project):
 def test_queue_order_puts_the_llm_s_hard_pairs_first_only_when_set(project):
     grades = seed(project)
     plain = [c for q, c in JudgingQueue(project, "cy", queries=["q1"], order="query").open_pairs()]
-    llm_grades = {c: g for c, g in ((c, svc.llm_grades(project, "q1", c)) for c in plain)}
+    llm_grades = {c: g for c, g in ((c, svc.llm_grades(project, "q1", c, access=rights(project))) for c in plain)}
     middle = {c for c, words in llm_grades.items() if words and 0 < words[0][1] < 3}
     assert middle and len(middle) < len(plain)
     svc.set_judging_settings(project, order="hardest", access=rights(project))
@@ -232,6 +232,7 @@ def test_the_llm_grade_is_revealed_only_after_grading(project):
     screen.project = project
     screen._run = lambda fn, *a, **k: fn(*a, **k)
     screen.notify = lambda message, **kw: notes.append(message)
+    screen._viewer_access = lambda: rights(project, "ana")
     JudgeScreen._reveal_llm(screen, "q1", JudgingQueue(project, "ana", queries=["q1"]).pool("q1").chunk_ids[0], 2)
     assert notes and notes[0].startswith("You gave 2; the LLM gave: llm:m ")
     svc.set_judging_settings(project, reveal=False, access=rights(project))

@@ -403,9 +403,9 @@ def test_explain_on_the_screen_covers_rag_measures_and_both_context_precisions(d
     RAG measures get the project's facets and nuggets, Context Precision shows both definitions."""
     engine = live.LiveEvaluation(demo, measures=["P@5"])
     engine.load()
-    coverage = engine.explain("hybrid", "m01", "Coverage@5")
+    coverage = engine.explain("hybrid", "m01", "Coverage@5", access=rights(demo))
     assert coverage.startswith("Coverage@5 = ") and "facet" in coverage
-    precision = engine.explain("hybrid", "m01", "ContextPrecision@5")
+    precision = engine.explain("hybrid", "m01", "ContextPrecision@5", access=rights(demo))
     assert "AP = sum" in precision and "RAGAS" in precision
 
 

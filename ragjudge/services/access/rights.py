@@ -90,6 +90,16 @@ class Access:
             self.require_sees_all(f"read {what}")
         return self.name
 
+    def require_readable_rule(self, rule: str | None) -> None:
+        """Refuse a gold rule of one other annotator's grades alone (``annotator:NAME``) unless
+        this identity may read that annotator's labels: a query's value under it would show
+        their grades, pair by pair on a one-pair query."""
+        if rule is None or not rule.startswith("annotator:"):
+            return
+        name = rule.split(":", 1)[1]
+        if not self.may_read_labels_of(name):
+            self.require_sees_all(f"score under {name}'s grades alone (--rule {rule})")
+
     def own_pairs(self, query_id: str | None = None) -> set[tuple[str, str]]:
         """The pairs this identity has a current grade for (of one query, or all)."""
         if self.name is None:

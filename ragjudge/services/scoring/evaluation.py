@@ -27,11 +27,11 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
-from ragjudge.services.access.rights import Access
 from ragjudge.services.scoring.files import check_file, run_name_of
 
 
 if TYPE_CHECKING:
+    from ragjudge.services.access.rights import Access
     from ragjudge.services.gold.gold import Composition, Gold
     from ragjudge.services.project.database import Project
 

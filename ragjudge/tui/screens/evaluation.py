@@ -199,6 +199,7 @@ class EvaluationScreen(Screen):
         self.query_one("#eval-title", Static).update(title)
         options = self.host.evaluation_options
         try:
+            self.host.access().require_readable_rule(options.get("rule"))
             self.engine = svc.LiveEvaluation(self.project, **options)
         except RagjudgeError as exc:
             self.query_one("#eval-header", Static).update(literal(str(exc), "red"))

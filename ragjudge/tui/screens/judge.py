@@ -431,6 +431,10 @@ class JudgeScreen(SessionActions, Screen):
         self.queue.note_event(pair.query_id, pair.chunk_id, exc.current)
         self.pair = self.queue.refresh(pair)
 
+    def _viewer_access(self):  # noqa: ANN202 - Access
+        """What the annotator at this screen may see (the app's identity)."""
+        return host(self.app, self.project).access()
+
     @staticmethod
     def _seen(pair: PairView) -> int | None:
         """The id of the annotator's label event the screen shows for ``pair`` (None: none)."""
@@ -467,7 +471,7 @@ class JudgeScreen(SessionActions, Screen):
         if not self._llm_reveal:
             return
         words = self._run(llm_judge.llm_grades, self.project, query_id, chunk_id,
-                          access=host(self.app, self.project).access()) or []
+                          access=self._viewer_access()) or []
         if words:
             said = ", ".join(f"{name} {'no grade (unparsed)' if g is None else g}" for name, g in words)
             self.notify(f"You gave {grade}; the LLM gave: {said}.", title="LLM", markup=False, timeout=4)
