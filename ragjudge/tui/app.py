@@ -185,11 +185,13 @@ class RagjudgeApp(App):
             name = judging_annotators.check_annotator(name)
             opts = {k: v for k, v in self.queue_options.items() if v is not None}
             access = access_for(self.project, self._judge_identity(name))
-            if opts.get("show_source") and not access.sees_all:
-                self.notify("This project is blind: the runs and ranks of a pair are shown only "
-                            "to leads, so judging goes on without them.", severity="warning",
-                            timeout=8)
-                opts["show_source"] = False
+            if opts.get("show_source"):
+                try:  # the queue's own refusal, asked first: judging goes on without sources
+                    judging_queue.check_sees_sources(access)
+                except RagjudgeError as exc:
+                    self.notify(f"{exc} Judging goes on without them.", severity="warning",
+                                timeout=8)
+                    opts["show_source"] = False
             queue = judging_queue.JudgingQueue(self.project, name, access=access, **opts)
             judging_annotators.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
