@@ -93,6 +93,7 @@ def make_project(db: str, folder: Path, *, complete: bool = False, team: bool = 
     without ``reference``, as one more annotator) and, with ``team``, ana's labels."""
     from projectkit import make_small_project
 
+    from ragjudge.services.access.visibility import access_for
     from ragjudge.services.labels.events import record_label
     from ragjudge.services.transfer.importing import import_file
 
@@ -101,8 +102,9 @@ def make_project(db: str, folder: Path, *, complete: bool = False, team: bool = 
     try:
         for name in ("dense", "hybrid"):
             import_file(project, "run", str(runs[name]))
+        # a new project has no lead: whoever builds it marks the reference
         import_file(project, "qrels", str(qrels), annotator="nist", reference=reference,
-                    complete=complete)
+                    complete=complete, access=access_for(project, "builder"))
         if team:
             for annotator, q, c, g in team_labels():
                 record_label(project, annotator=annotator, query_id=q, chunk_id=c, grade=g)

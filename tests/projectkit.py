@@ -31,3 +31,28 @@ def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: in
 
     project.write(fill)
     return project
+
+
+def rights(project, name: str | None = "dora"):
+    """The :class:`~ragjudge.services.access.rights.Access` of ``name`` in ``project`` (by
+    default ``dora``, the lead of most test projects; in a project without a lead anyone named
+    may set one up)."""
+    from ragjudge.services.access.visibility import access_for
+
+    return access_for(project, name)
+
+
+def screen_app(project, make_screen, *, annotator: str | None = "lead", size_title: str = "Host"):
+    """The ragjudge app opened on one screen (``make_screen()``) as ``annotator`` (by default
+    ``lead``, who leads a project without a lead), drawn as a plain Textual app (no app
+    stylesheet, the title ``Host``) so that snapshots show the screen alone."""
+    from ragjudge.tui.app import RagjudgeApp
+
+    class Host(RagjudgeApp):
+        CSS_PATH = None
+        TITLE = size_title
+
+        def on_mount(self) -> None:
+            self.push_screen(make_screen())
+
+    return Host(project, annotator=annotator, start=None)

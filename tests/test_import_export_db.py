@@ -7,7 +7,7 @@ import io
 import json
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 from sqlalchemy import select
 
 from ragjudge.errors import InputError
@@ -33,7 +33,7 @@ def test_ties_are_broken_by_chunk_id_bytes_descending(small):
     text = io.StringIO("q1 Q0 c02 1 0.5 r\nq1 Q0 c10 2 0.5 r\nq1 Q0 c03 3 0.9 r\nq1 Q0 c01 4 0.5 r\n")
     import_file(small, "run", text, name="tied", fmt="trec")
     out = io.StringIO()
-    export(small, "run", out, name="tied")
+    export(small, "run", out, name="tied", access=rights(small))
     assert [line.split()[2] for line in out.getvalue().splitlines()] == ["c03", "c10", "c02", "c01"]
 
 
@@ -70,5 +70,5 @@ def test_reimports_change_nothing_and_a_changed_label_is_an_event(small):
     changed = import_file(small, "labels", io.StringIO(labels.replace('"grade": 2', '"grade": 3')), fmt="jsonl")
     assert (changed.added, changed.unchanged) == (1, 1)
     out = io.StringIO()
-    export(small, "qrels", out, rule="max")
+    export(small, "qrels", out, rule="max", access=rights(small))
     assert "q1 0 c01 3" in out.getvalue().splitlines()

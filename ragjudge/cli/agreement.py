@@ -13,6 +13,8 @@ from ragjudge.cli.common import (
     BY_LEAD_HELP,
     BY_VIEWER_HELP,
     MAX_DEPTH,
+    RUNS_AS_NOTE,
+    access_of,
     MAX_LIMIT,
     MAX_SEED,
     check_int,
@@ -37,7 +39,9 @@ AGREE_EPILOG = (
     "  ragjudge agree --answers                         # on judgments of generated answers\n\n"
     "  ragjudge agree --answers --labels answer-labels.jsonl\n\n"
     "With --answers the units are (query, run, nugget) for nugget support and (query, run, "
-    "sentence, chunk) for citation support, on the scale 0 none, 1 partial, 2 full."
+    "sentence, chunk) for citation support, on the scale 0 none, 1 partial, 2 full.\n\n"
+    + RUNS_AS_NOTE + " The disputed pairs list each annotator's grade: in a blind project an "
+    "annotator who is not a lead sees those of the pairs they judged."
 )
 
 
@@ -116,7 +120,9 @@ def agree(
                     raise UsageError(
                         f"--scale {scale}: {detail} Give a scale that holds every grade of the "
                         f"project, such as its own {ratings.scale[0]}-{ratings.scale[1]}.") from None
-            view = svc_views.with_reference(project, svc_views.agreement_view(ratings))
+            access = access_of(project, None)
+            view = svc_views.visible_to(
+                svc_views.with_reference(project, svc_views.agreement_view(ratings)), access)
             llm_data = svc_views.human_vs_llm(project, people)
             if not llm_data["llm"]:
                 llm_data = None
@@ -182,7 +188,7 @@ def _agree_on_answers(labels: str | None, *, scale: str | None, by: str | None, 
         views = answer_views(*ratings_of(read_records("answer-labels", labels)))
     else:
         with open_project() as project:
-            views = answer_agreement(project)
+            views = answer_agreement(project, access=access_of(project, None))
     if format == "json":
         data = {}
         for key, view in views.items():
@@ -260,7 +266,10 @@ def _print_report(view, *, by: str | None, limit: int, noun: str = "pairs") -> N
     disputed = r.disputed[:limit]
     if disputed:
         what = "pairs" if noun == "pairs" else "units"
-        table = Table(title=f"disputed {what} ({len(r.disputed)}; largest spread first)", title_justify="left")
+        shown = f"{len(r.disputed)}; largest spread first"
+        if view.hidden_disputed:
+            shown += f"; {view.hidden_disputed} more you have not judged, not shown"
+        table = Table(title=f"disputed {what} ({shown})", title_justify="left")
         for col in (*(_UNIT_COLUMNS.get(f, f) for f in view.unit_fields), "spread", "grades"):
             table.add_column(col)
         for d in disputed:
@@ -455,7 +464,6 @@ def assign(
     """Split the judging pool among annotators, with a blind overlap for agreement."""
     from ragjudge.services.labels.assignment import assign as assign_pool
     from ragjudge.services.labels.assignment import assignment_progress
-    from ragjudge.services.access.identity import login_name
 
     _check_choice("--format", format, ("table", "json"))
     check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
@@ -465,7 +473,7 @@ def assign(
     with open_project() as project, progress_bar() as bar:
         plan = assign_pool(project, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
                            depth=depth, runs=run_names, seed=seed, replace=replace,
-                           by=by or login_name(), progress=bar)
+                           access=access_of(project, by), progress=bar)
         progress = assignment_progress(project)
     new = plan.workloads()
     if format == "json":
@@ -496,14 +504,11 @@ def disputes(
 ) -> None:
     """Pairs whose annotators disagree, largest spread of grades first, with any adjudication."""
     from ragjudge.services.agreement.views import disputed_pairs
-    from ragjudge.services.access.identity import login_name
-    from ragjudge.services.access.visibility import require_sees_others
 
     _check_choice("--format", format, ("table", "json"))
     _check_limit(limit)
     with open_project() as project:
-        require_sees_others(project, by or login_name(), "list the disputed pairs")
-        rows = disputed_pairs(project, limit=limit or None)
+        rows = disputed_pairs(project, access=access_of(project, by), limit=limit or None)
     if format == "json":
         print_json(rows)
         return
@@ -535,15 +540,13 @@ def adjudicate(
     chunk: Annotated[str, typer.Option("--chunk", help="The chunk id.", show_default=False)],
     grade: Annotated[int | None, typer.Option("--grade", help="The final grade.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (shown with the decision).")] = None,
-    by: Annotated[str | None, typer.Option("--by", help="Who decides, or with --show who looks (default: your login name); once the project has a lead, a lead.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who decides, or with --show who looks (default: $RAGJUDGE_USER, else your login name); once the project has a lead, a lead.")] = None,
     show: Annotated[bool, typer.Option("--show", help="Only show the pair's labels and adjudications.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Set the final grade of a disputed pair, or show every annotator's label for it."""
     from ragjudge.services.gold.adjudication import adjudicate as decide
-    from ragjudge.services.events.pairs import pair_detail
-    from ragjudge.services.access.identity import login_name
-    from ragjudge.services.access.visibility import require_sees_others
+    from ragjudge.services.gold.pairs import pair_detail
 
     _check_choice("--format", format, ("table", "json"))
     if show and (grade is not None or reason is not None):
@@ -553,12 +556,11 @@ def adjudicate(
     if not show and (grade is None or reason is None):
         raise UsageError("give --grade and --reason to adjudicate, or --show to see the pair.")
     with open_project() as project:
-        if show:
-            require_sees_others(project, by or login_name(), "see every annotator's label of a pair")
-        else:
+        access = access_of(project, by)
+        if not show:
             decide(project, query_id=query, chunk_id=chunk, grade=grade, reason=reason,
-                   by=by or login_name())
-        detail = pair_detail(project, query, chunk)
+                   access=access)
+        detail = pair_detail(project, query, chunk, access=access)
     if format == "json":
         print_json(_detail_json(detail))
         return
@@ -595,9 +597,13 @@ def _detail_json(detail: Any) -> dict:
 # --------------------------------------------------------------------------- label quality
 
 
-@app.command(epilog="Examples:\n\n  ragjudge quality\n\n  ragjudge quality --format json")
+@app.command(epilog=(
+    "Each too-fast label is a grade of a pair: in a blind project an annotator who is not a lead "
+    "sees the counts of everyone's and the list of their own and of the pairs they judged.\n\n"
+    "Examples:\n\n  ragjudge quality\n\n  ragjudge quality --format json --by dora"))
 def quality(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
 ) -> None:
     """Label-quality signals: labels made too fast for the chunk's length, grades drifting over
     a session, and self-agreement on blind re-checks."""
@@ -605,14 +611,11 @@ def quality(
 
     _check_choice("--format", format, ("table", "json"))
     with open_project() as project:
-        data = label_quality(project)
+        data = label_quality(project, access=access_of(project, by))
     if format == "json":
         print_json(data)
         return
-    fast = data["fast_labels"]
-    per: dict[str, int] = {}
-    for row in fast:
-        per[row["annotator"]] = per.get(row["annotator"], 0) + 1
+    per: dict[str, int] = data["fast_label_counts"]
     table = Table(title="label quality per annotator", title_justify="left")
     for col in ("annotator", "too fast", "mean 1st half", "2nd half", "drift", "rechecks",
                 "self-agree"):

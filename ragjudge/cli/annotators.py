@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import BY_LEAD_HELP, console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import BY_LEAD_HELP, access_of, console, err_console, open_project, print_json, safe
 from ragjudge.errors import UsageError
 
 ACTIONS = ("list", "add", "rename", "retire", "role", "token", "roster", "blind")
@@ -26,14 +26,15 @@ EPILOG = (
     "  blind on|off             on (the default): an annotator who is not a lead sees no other "
     "annotator's grade, gold grade or run rank of a pair they have not judged\n\n"
     "Once a project has a lead, only leads adjudicate, assign, resolve flags, see other "
-    "annotators' labels and change the roster (--by NAME, default your login name; the first "
-    "lead may be added by anyone). On a SQLite file this is a courtesy (anyone with the file can "
-    "change it); 'ragjudge serve' enforces it, identifying people by their tokens.\n\n"
+    "annotators' labels and change the roster (--by NAME, default $RAGJUDGE_USER, else your "
+    "login name; the first lead may be added by anyone). On a SQLite file this is a courtesy "
+    "(anyone with the file can change it); 'ragjudge serve' enforces it, identifying people by "
+    "their tokens.\n\n"
     "Examples:\n\n"
     "  ragjudge annotators\n\n"
     "  ragjudge annotators add dora --role lead\n\n"
-    "  ragjudge annotators add ana --token --format json\n\n"
-    "  ragjudge annotators rename Ana ana\n\n"
+    "  ragjudge annotators add ana --token --format json --by dora\n\n"
+    "  ragjudge annotators rename Ana ana --by dora\n\n"
     "  ragjudge annotators roster closed --by dora\n\n"
     "  ragjudge annotators blind off --by dora"
 )
@@ -76,22 +77,22 @@ def annotators(
             _print_members(roster.members(project), format)
             return
         assert name is not None
-        from ragjudge.services.access import identity as visibility_identity
-        from ragjudge.services.access import visibility as visibility_visibility
+        from ragjudge.services.access import visibility
 
-        roster.require_lead(project, by or visibility_identity.login_name(), "change the roster")
+        access = access_of(project, by)
         if action == "blind":
-            visibility_visibility.set_blind(project, name == "on")
+            visibility.set_blind(project, name == "on", access=access)
             _say(format, {"blind": name == "on"},
                  "Blind: annotators who are not leads see only their own grades." if name == "on"
                  else "Not blind: every annotator sees everyone's grades.")
             return
         if action == "roster":
-            roster.set_roster(project, name)
+            roster.set_roster(project, name, access=access)
             _say(format, {"roster": name}, f"The roster is {name}.")
             return
         if action == "add":
-            found, issued = roster.add(project, name, role=role, kind=kind, token=token)
+            found, issued = roster.add(project, name, role=role, kind=kind, token=token,
+                                       access=access)
             data = {"name": found.name, "role": found.role, "kind": found.kind}
             if issued is not None:
                 data["token"] = issued
@@ -101,20 +102,20 @@ def annotators(
             _say(format, data, text)
             return
         if action == "token":
-            issued = roster.issue_token(project, name)
+            issued = roster.issue_token(project, name, access=access)
             _say(format, {"name": name, "token": issued},
                  f"New token for {safe(name)} (shown once; the old one no longer works): {issued}")
             return
         if action == "retire":
-            found = roster.retire(project, name)
+            found = roster.retire(project, name, access=access)
             _say(format, found.to_json(), f"{safe(found.name)} is retired; their labels are kept.")
             return
         assert value is not None
         if action == "rename":
-            found = roster.rename(project, name, value)
+            found = roster.rename(project, name, value, access=access)
             _say(format, found.to_json(), f"{safe(name)} is now {safe(found.name)}.")
             return
-        found = roster.set_role(project, name, value)
+        found = roster.set_role(project, name, value, access=access)
         _say(format, found.to_json(), f"{safe(found.name)} is now a {found.role}.")
 
 

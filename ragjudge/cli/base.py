@@ -43,6 +43,15 @@ def open_project(*, create: bool = False):  # noqa: ANN201 - Project
     return Project.open(project_db(), create=create)
 
 
+def access_of(project, by: str | None):  # noqa: ANN001, ANN201 - Project -> Access
+    """The rights of who runs this command: ``--by NAME``, else ``$RAGJUDGE_USER``, else the
+    login name (:func:`ragjudge.services.access.identity.resolve`); unknown: the least rights."""
+    from ragjudge.services.access.identity import resolve
+    from ragjudge.services.access.visibility import access_for
+
+    return access_for(project, resolve(by))
+
+
 MAX_DEPTH = 100_000
 """The deepest pool: the top K chunks of each run, K at most this."""
 MAX_SEED = 2**32 - 1

@@ -15,6 +15,7 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
     MAX_SEED,
     json_default,
     CLI_STATE,
+    access_of,
     check_int,
     clean_floats,
     db_given,
@@ -29,7 +30,10 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
 console = Console(highlight=False, soft_wrap=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)
 
-BY_LEAD_HELP = ("Who does this (default: your login name); once the project has a lead, it must "
-                "be a lead.")
-BY_VIEWER_HELP = ("Who looks (default: your login name); in a blind project with a lead, only a "
-                  "lead sees other annotators' labels.")
+BY_LEAD_HELP = ("Who does this (default: $RAGJUDGE_USER, else your login name); once the "
+                "project has a lead, it must be a lead.")
+BY_VIEWER_HELP = ("Who looks (default: $RAGJUDGE_USER, else your login name); in a blind "
+                  "project, only a lead sees other annotators' grades of pairs you have not judged.")
+RUNS_AS_NOTE = ("It runs as $RAGJUDGE_USER, else your login name (its --by is a breakdown, not "
+                "who runs it); what it prints is aggregates, which everyone sees.")
+

@@ -15,8 +15,11 @@ from rich.table import Table
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
+    BY_VIEWER_HELP,
     MAX_DRAWS,
     MAX_SEED,
+    RUNS_AS_NOTE,
+    access_of,
     check_int,
     console,
     open_project,
@@ -112,7 +115,8 @@ EVAL_EPILOG = (
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve nDCG --k 1-20 --format csv\n\n"
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve PR\n\n"
     "  ragjudge eval --qrels official.qrels --complete --run bm25.trec --run dense.trec\n\n"
-    "  ragjudge eval --db project.db --tui             # the live evaluation screen"
+    "  ragjudge eval --db project.db --tui             # the live evaluation screen\n\n"
+    + RUNS_AS_NOTE
 )
 
 
@@ -453,7 +457,10 @@ def _fmt_against(actual: float | None, required: float) -> str:
 
 EXPLAIN_EPILOG = (
     "Shows the computation for one query as a worked example: rank, chunk, grade, relevant?, "
-    "the running values at each rank, the ideal ranking for nDCG, the final value.\n\n"
+    "the running values at each rank, the ideal ranking for nDCG, the final value. With the "
+    "project's gold or runs, in a blind project, an annotator who is not a lead sees the "
+    "grades of the pairs they have judged only: every other rank says 'not shown: you have not "
+    "judged this pair', and the sums and the ideal ranking are left out.\n\n"
     "Examples:\n\n"
     "  ragjudge explain --qrels qrels.trec --run bm25.trec --query q1 -m AP\n\n"
     "  ragjudge explain --db project.db --run hybrid --query q7 -m nDCG@5\n\n"
@@ -470,19 +477,21 @@ def explain(
     rule: RuleOption = None,
     format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
     threshold: ThresholdOption = None,
+    by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
 ) -> None:
     """Step by step: how a measure's value comes about for one query."""
     from ragjudge.services.scoring import files as svc_files
 
     check_format(format, ("text", "json"))
     measures = svc_files.parse_measure_list(measure)
-    with Inputs(qrels, rule, threshold) as inputs:
+    with Inputs(qrels, rule, threshold, by=by) as inputs:
         inputs.check_measures(measures)
         runs = inputs.runs([run])
         (run_name, loaded), = runs.items()
         if not inputs.qrels.for_query(query) and query not in loaded.query_ids:
             raise UsageError(f"--query {query}: neither the qrels nor run {run_name!r} have this query.")
-        explanations = [_explain_one(inputs, run_name, loaded, query, m) for m in measures]
+        access = None if inputs.project is None else access_of(inputs.project, by)
+        explanations = [_explain_one(inputs, run_name, loaded, query, m, access) for m in measures]
         rule_text, composition = inputs.rule, inputs.composition
     if format == "json":
         print_json({"run": run_name, "query": query, "rule": rule_text,
@@ -497,11 +506,12 @@ def explain(
         console.print(f"[dim]{safe(composition.describe())}[/]")
 
 
-def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str) -> Any:
+def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str,
+                 access: Any) -> Any:
     from ragjudge.services.scoring.evaluation import explain_query
 
     return explain_query(inputs.project, run_name, inputs.qrels, run, query, name,
-                         threshold=inputs.threshold, rule=inputs.rule)
+                         threshold=inputs.threshold, rule=inputs.rule, access=access)
 
 
 def _explanation_dict(explanation: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import MAX_DEPTH, check_int, open_project
+from ragjudge.cli.common import MAX_DEPTH, access_of, check_int, open_project
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import InputError, UsageError, why_unusable
 
@@ -67,7 +67,7 @@ def parse_queries(value: str | None) -> list[str] | None:
     )
 )
 def annotate(
-    annotator: Annotated[str | None, typer.Option(help="Your name; asked for when not given.")] = None,
+    annotator: Annotated[str | None, typer.Option(help="Your name: who judges, and whose rights the app has (default: asked for; the app's other screens run as $RAGJUDGE_USER, else your login name, until you name yourself).")] = None,
     runs: Annotated[str | None, typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
     depth: Annotated[int, typer.Option(help="Pool depth K: the top K of each run per query.")] = 10,
     order: Annotated[str, typer.Option(help="depth (rounds of growing depth) or query (a query's whole pool at a time).")] = "depth",
@@ -98,12 +98,11 @@ def annotate(
     with open_project() as project:
         if annotator is not None:
             annotator = check_name(project, annotator, new_annotator)
-            if show_source:
-                _check_sees_sources(project, annotator)
         # check the options before the screen opens, so that mistakes are one line on stderr
         # (and write the runs' deeper ranks, with a bar, when the pool goes deeper than their rows)
         with progress_bar() as bar:
             JudgingQueue(project, annotator or "-", progress=bar,
+                         access=access_of(project, annotator),
                          **{k: v for k, v in options.items() if v is not None})
         run_app(project, annotator=annotator, start="judge", new_annotator=new_annotator, **options)
 
@@ -153,15 +152,3 @@ def check_name(project, name: str, new_annotator: bool) -> str:  # noqa: ANN001 
         f"annotator with an empty history (annotators: {', '.join(known[:12])}"
         f"{', …' if len(known) > 12 else ''}). Give a known name, or add --new-annotator if "
         f"{name!r} is new on purpose. Nothing was recorded.")
-
-
-def _check_sees_sources(project, name: str) -> None:  # noqa: ANN001 - Project
-    """--show-source shows which runs ranked a pair still to judge: not in a blind project,
-    unless a lead."""
-    from ragjudge.services.access.visibility import sees_all_grades
-
-    if not sees_all_grades(project, name):
-        raise UsageError(
-            f"--show-source: this project is blind, and {name!r} is not a lead: the runs and "
-            "ranks of a pair are shown to leads only. Judge without --show-source, or have a "
-            "lead run 'ragjudge annotators blind off'.")

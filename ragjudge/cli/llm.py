@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import MAX_DEPTH, check_int, console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import (
+    BY_LEAD_HELP, MAX_DEPTH, access_of, check_int, console, err_console, open_project, print_json, safe,
+)
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.safetext import for_terminal
@@ -29,7 +31,9 @@ EPILOG = (
     "{guidelines}; the answer is read from its last '##final score: N' line, or a bare "
     "number.\n\n"
     "--queue-order and --reveal-after-grading are project settings for human judging (both "
-    "off by default); given alone they only set them.\n\n"
+    "off by default); given alone they only set them. Both, and grading with a model (which "
+    "adds it to the roster), are a lead's to do once the project has one (--by); --dry-run is "
+    "anyone's.\n\n"
     "Examples:\n\n"
     "  ragjudge llm-judge --base-url https://api.openai.com/v1 --model gpt-4o-mini --dry-run\n\n"
     "  ragjudge llm-judge --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b --queries q1,q2\n\n"
@@ -64,6 +68,7 @@ def llm_judge(
     reveal: Annotated[bool | None, typer.Option("--reveal-after-grading/--no-reveal-after-grading", help="Project setting: show annotators the LLM's grade once they have graded a pair (never before).")] = None,
     format: Annotated[str, typer.Option("--format", help="table or json (the closing summary).")] = "table",
     quiet: Annotated[bool, typer.Option("--quiet", help=QUIET_HELP)] = False,
+    by: Annotated[str | None, typer.Option("--by", help=BY_LEAD_HELP)] = None,
 ) -> None:
     """Grade the judging pool with an LLM, as one more annotator measured against the people."""
     from ragjudge.cli.judging import parse_queries
@@ -96,8 +101,10 @@ def llm_judge(
                          "http://127.0.0.1:8000/v1.")
     template = svc_prompt.load_template(prompt)
     with open_project() as project:
+        access = access_of(project, by)
         if queue_order is not None or reveal is not None:
-            svc_llmhints.set_judging_settings(project, order=queue_order, reveal=reveal)
+            svc_llmhints.set_judging_settings(project, access=access, order=queue_order,
+                                              reveal=reveal)
             console.print(f"Human judging: queue order {svc_llmhints.queue_order(project)}; the LLM's grade "
                           f"{'shown' if svc_llmhints.reveal_after_grading(project) else 'not shown'} after "
                           "grading.")
@@ -134,8 +141,8 @@ def llm_judge(
                             detail=f"{s.prompt_tokens + s.completion_tokens:,} tokens · "
                                    f"{s.unparsed} unparsed · {s.failed} failed")
 
-                summary = svc_judge.judge(project, pairs, settings, annotator=name, template=template,
-                                    progress=report)
+                summary = svc_judge.judge(project, pairs, settings, annotator=name, access=access,
+                                          template=template, progress=report)
         except KeyboardInterrupt:
             _summary(summary, name, format, interrupted=True)
             raise

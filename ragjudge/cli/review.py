@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import access_of, console, err_console, open_project, print_json, safe
 from ragjudge.errors import UsageError
 
 ACTIONS = ("list", "resolve", "send-back")
@@ -21,12 +21,13 @@ EPILOG = (
     "An item is one annotator's current flag (with its note) and comment on one pair. It is open "
     "until a lead answers it; a new flag note or comment opens it again. Answers are events "
     "(nothing is overwritten): 'review --all --format json' shows each item's answers. Once the "
-    "project has a lead, only leads resolve or send back (--by names who answers; default: your "
-    "login name).\n\n"
+    "project has a lead, only leads read everyone's items and resolve or send back; anyone else "
+    "lists their own flags and comments and the answers to them (--by names who asks; default: "
+    "$RAGJUDGE_USER, else the login name).\n\n"
     "Examples:\n\n"
-    "  ragjudge review\n\n"
-    "  ragjudge review --annotator ana --format json\n\n"
-    "  ragjudge review --query q7 --all\n\n"
+    "  ragjudge review --by dora\n\n"
+    "  ragjudge review --annotator ana --format json --by dora\n\n"
+    "  ragjudge review --query q7 --all --by ana        # ana's own\n\n"
     "  ragjudge review resolve --query q7 --chunk c123 --annotator ana --note 'refunds count' --by dora\n\n"
     "  ragjudge review send-back --query q7 --chunk c123 --annotator ana --note 'read the 2nd part' --by dora"
 )
@@ -39,7 +40,7 @@ def review(
     query: Annotated[str | None, typer.Option("--query", help="The query id (list: only its pairs).", show_default=False)] = None,
     chunk: Annotated[str | None, typer.Option("--chunk", help="The chunk id (resolve, send-back).", show_default=False)] = None,
     note: Annotated[str | None, typer.Option("--note", help="What the annotator will see (resolve, send-back).", show_default=False)] = None,
-    by: Annotated[str | None, typer.Option("--by", help="The lead who answers (default: your login name).", show_default=False)] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Who reads or answers (default: $RAGJUDGE_USER, else your login name); a lead reads everyone's items and answers them, anyone else reads their own.", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="list: answered items too.")] = False,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
@@ -52,12 +53,13 @@ def review(
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
     if action == "list":
-        given = [o for o, v in (("--chunk", chunk), ("--note", note), ("--by", by)) if v is not None]
+        given = [o for o, v in (("--chunk", chunk), ("--note", note)) if v is not None]
         if given:
             raise UsageError(f"{', '.join(given)} go with 'review resolve' or 'review send-back', "
                              "not with the list. Nothing was changed.")
         with open_project() as project:
-            found = svc.items(project, annotator=annotator, query_id=query, include_resolved=all_)
+            found = svc.items(project, access=access_of(project, by), annotator=annotator,
+                              query_id=query, include_resolved=all_)
         _print_items(found, format, all_)
         return
     if all_:
@@ -67,12 +69,10 @@ def review(
         raise UsageError(f"'review {action}' needs {' and '.join(missing)} (and --annotator when "
                          "several annotators marked the pair). Nothing was changed.")
     assert query is not None and chunk is not None
-    from ragjudge.services.access.identity import login_name
-
     answer = svc.resolve if action == "resolve" else svc.send_back
     with open_project() as project:
         done = answer(project, query_id=query, chunk_id=chunk, annotator=annotator,
-                      by=by or login_name(), note=note)
+                      access=access_of(project, by), note=note)
     if format == "json":
         print_json(done.to_json())
         return

@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any
 
-from ragjudge.cli.base import db_given, open_project, print_json, safe
+from ragjudge.cli.base import access_of, db_given, open_project, print_json, safe
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
@@ -30,8 +30,10 @@ class Inputs:
     """Qrels, runs and settings of one command, from files and/or the project."""
 
     def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None,
-                 *, complete: bool = False) -> None:
+                 *, complete: bool = False, by: str | None = None) -> None:
         self.project = None
+        self.by = by
+        """who runs the command (``--by``; None: $RAGJUDGE_USER, else the login name)"""
         self.composition = None
         """what the project's gold is made of (None for a qrels file)"""
         self.complete = complete
@@ -67,6 +69,7 @@ class Inputs:
                                  "reference says itself whether it is complete ('ragjudge import "
                                  "qrels FILE --reference --complete').")
             self.project = open_project()
+            access_of(self.project, self.by).require_readable_rule(rule)
             found = svc_evaluation.project_gold(self.project, rule)
             self.qrels, self.rule = found.qrels(), found.composition.rule
             self.composition = found.composition

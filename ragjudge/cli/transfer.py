@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import BY_VIEWER_HELP, err_console, open_project, safe
+from ragjudge.cli.common import BY_LEAD_HELP, BY_VIEWER_HELP, access_of, err_console, open_project, safe
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 
@@ -46,7 +46,10 @@ EXPORT_EPILOG = (
     "--listed-only), labels (every annotator's current labels with "
     "annotator, time and note, and their flags and comments), run NAME, facets, nuggets, "
     "answer-labels (every annotator's current nugget and citation support of the generated "
-    "answers). Output goes to standard output unless -o names a file (a .gz name is compressed). "
+    "answers). In a blind project an annotator who is not a lead exports their own labels, "
+    "facet links, nugget support and answer labels, their own grades as qrels (--rule "
+    "annotator:THEIR NAME), and no run; --by names who exports (default: $RAGJUDGE_USER, else "
+    "the login name). Output goes to standard output unless -o names a file (a .gz name is compressed). "
     "The file is written whole or not at all, and never over a ragjudge project or its -wal, "
     "-shm, -journal, .writelock or .importlock files.\n\n"
     "Examples:\n\n"
@@ -54,7 +57,8 @@ EXPORT_EPILOG = (
     "  ragjudge export qrels --rule majority --format jsonl\n\n"
     "  ragjudge export qrels --rule annotator:alice -o alice.qrels\n\n"
     "  ragjudge export qrels --rule reference --listed-only -o official.qrels\n\n"
-    "  ragjudge export labels --format csv -o labels.csv\n\n"
+    "  ragjudge export labels --format csv -o labels.csv --by dora   # a lead: everyone's\n\n"
+    "  ragjudge export labels --by ana                  # ana's own labels\n\n"
     "  ragjudge export run bm25 -o bm25.trec\n\n"
     "  ragjudge export nuggets -o nuggets.jsonl\n\n"
     "  ragjudge export answer-labels --format csv -o answer-labels.csv"
@@ -74,6 +78,7 @@ def import_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
     reference: Annotated[bool, typer.Option("--reference", help="qrels, labels, beir, ir-datasets: the annotator's grades are the official qrels -- the gold on their pairs, whatever others label.")] = False,
     complete: Annotated[bool, typer.Option("--complete", help="With --reference: every pair of the reference's queries it does not list is not relevant (qrels that list only relevant chunks); its closed world is every chunk any of the project's runs retrieves on its queries.")] = False,
+    by: Annotated[str | None, typer.Option("--by", help="Who imports; guidelines and --reference change the project's settings and roster: " + BY_LEAD_HELP)] = None,
 ) -> None:
     """Import queries, chunks, a run, qrels, labels, facets, nuggets, entities, answers,
     answer labels, guidelines, a BEIR folder or an ir_datasets dataset into the project."""
@@ -104,25 +109,27 @@ def import_command(
         with open_project() as project, progress_bar(quiet) as progress:
             results = importing_importing.import_ir_datasets(project, file, split=split, annotator=annotator,
                                                    create_missing=create_missing, replace=replace,
-                                                   progress=progress, **marks)
+                                                   progress=progress, access=access_of(project, by),
+                                                   **marks)
         for result in results:
             err_console.print(safe(result.summary()))
         return
     annotator = importing_common.DEFAULT_ANNOTATOR if annotator is None else annotator
     with open_project() as project, progress_bar(quiet) as progress:
+        access = access_of(project, by)
         if kind == "beir":
             results = importing_importing.import_beir(project, file, split=split, annotator=annotator,
                                             create_missing=create_missing, replace=replace,
-                                            progress=progress, **marks)
+                                            progress=progress, access=access, **marks)
         else:
             source = file if file != "-" else "-"
             if kind == "guidelines":
-                results = [importing_importing.import_guidelines(project, source)]
+                results = [importing_importing.import_guidelines(project, source, access=access)]
             else:
                 results = [importing_importing.import_file(
                     project, kind, source, fmt=format, name=name, annotator=annotator,
                     create_missing=create_missing, replace=replace, progress=progress,
-                    **marks)]
+                    access=access, **marks)]
     for result in results:
         err_console.print(safe(result.summary()))
 
@@ -146,7 +153,7 @@ def export_command(
     if kind not in exporting.EXPORT_KINDS:
         raise UsageError(f"'ragjudge export {kind}': KIND is one of {', '.join(exporting.EXPORT_KINDS)}.")
     if llm_audit:
-        _export_llm_audit(kind, format, output)
+        _export_llm_audit(kind, format, output, by)
         return
     if rule is not None:
         from ragjudge.services.gold.rules import check_rule
@@ -157,36 +164,23 @@ def export_command(
     dest = str(output) if output is not None else "-"
     notes: list[str] = []
     with open_project() as project, progress_bar(quiet) as progress:
-        _check_may_export(project, kind, rule, by)
-        count = exporting.export(project, kind, dest, name=name, rule=rule, fmt=format,
-                                 progress=progress, listed_only=listed_only, notes=notes)
+        count = exporting.export(project, kind, dest, access=access_of(project, by), name=name,
+                                 rule=rule, fmt=format, progress=progress,
+                                 listed_only=listed_only, notes=notes)
     if output is not None:
         err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
     for note in notes:
         err_console.print(safe(note))
 
 
-#: exports that carry each annotator's own labels or marks
-PER_ANNOTATOR_KINDS = ("labels", "facets", "nuggets", "answer-labels")
-
-
-def _check_may_export(project, kind: str, rule: str | None, by: str | None) -> None:  # noqa: ANN001
-    """Other annotators' labels (and qrels of one other annotator) only for who may see them."""
-    from ragjudge.services.access.identity import login_name
-    from ragjudge.services.access.visibility import require_sees_others
-
-    viewer = by or login_name()
-    if kind in PER_ANNOTATOR_KINDS:
-        require_sees_others(project, viewer, f"export every annotator's {kind}")
-    elif kind == "qrels" and rule and rule.startswith("annotator:") and rule.split(":", 1)[1] != viewer:
-        require_sees_others(project, viewer, "export another annotator's grades")
-def _export_llm_audit(kind: str, format: str | None, output: Path | None) -> None:
+def _export_llm_audit(kind: str, format: str | None, output: Path | None, by: str | None) -> None:
     """``export labels --llm-audit``: the LLM annotators' requests, one line each."""
     from ragjudge.services.llm.judge import export_audit
 
     if kind != "labels":
         raise UsageError("--llm-audit goes with 'export labels' (the LLM annotators' requests).")
     with open_project() as project:
-        count = export_audit(project, str(output) if output is not None else "-", fmt=format or "jsonl")
+        count = export_audit(project, str(output) if output is not None else "-",
+                             access=access_of(project, by), fmt=format or "jsonl")
     if output is not None:
         err_console.print(f"Wrote {count:,} LLM calls to {safe(output)}.")

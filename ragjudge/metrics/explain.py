@@ -25,19 +25,25 @@ _DCG_LIKE = {"DCG", "nDCG", "nDCG_exp"}
 _ERR_LIKE = {"ERR", "ERR_linear"}
 
 
+HIDDEN = "not shown: you have not judged this pair"
+"""What a blind reader sees in place of the grade of a pair they have not judged."""
+
+
 @dataclass
 class ExplainStep:
-    """One rank of the query's ranking."""
+    """One rank of the query's ranking. A step hidden from a blind reader (:meth:`Explanation.blind`)
+    has no chunk id, grade, relevance, score or running numbers."""
 
     rank: int
-    chunk_id: str
-    score: float
-    grade: int | None  # None: unjudged (or a negative grade)
-    relevant: bool
-    hits: int  # relevant chunks in ranks 1..rank
-    precision: float  # P@rank
+    chunk_id: str | None
+    score: float | None
+    grade: int | None  # None: unjudged (or a negative grade), or hidden
+    relevant: bool | None
+    hits: int | None  # relevant chunks in ranks 1..rank
+    precision: float | None  # P@rank
     term: float | None = None  # what this rank adds to the sum (None: nothing)
     running: float | None = None  # the sum so far
+    hidden: bool = False
 
 
 @dataclass
@@ -58,22 +64,33 @@ class Explanation:
     cutoff: int | None = None
     working: list[str] = field(default_factory=list)
     """lines of working per rank (bpref's counts), left out for a blind reader"""
+    blinded: bool = False
+    """Made for a blind reader (:meth:`blind`): hidden steps, no ideal ranking, no totals."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def render(self, max_rows: int = 30, visible: Callable[[str], bool] | None = None) -> str:
-        """Plain text, laid out as a worked example.
+    def blind(self, visible: Callable[[str], bool]) -> Explanation:
+        """This explanation as a blind reader may see it: a step whose chunk ``visible`` refuses
+        keeps only its rank (no chunk id, score, grade or relevance), and what would let the
+        hidden grades be worked out -- P@k, each rank's term, the running sum, the ideal
+        ranking (every judged grade of the query), the numerator and denominator -- is left
+        out. The value itself, an aggregate, stays."""
+        steps = [s if visible(s.chunk_id or "") else
+                 ExplainStep(s.rank, None, None, None, None, None, None, hidden=True)
+                 for s in self.steps]
+        steps = [ExplainStep(s.rank, s.chunk_id, s.score, s.grade, s.relevant, None, None,
+                             hidden=s.hidden) for s in steps]
+        return Explanation(self.query_id, self.measure, self.value, self.formula, steps,
+                           notes=[*self.notes, "blind: the grades of pairs you have not judged "
+                                  "are not shown, nor the sums they would give away"],
+                           cutoff=self.cutoff, blinded=True)
 
-        ``visible`` (a chunk id -> bool) limits what a blind reader sees: a chunk it refuses is
-        shown without its id, grade or relevance, and the columns and totals that would let the
-        hidden grades be worked out (P@k, term, sum, the ideal ranking) are left out. The
-        value itself, an aggregate, stays."""
-        masked = visible is not None and any(not visible(s.chunk_id) for s in self.steps)
+    def render(self, max_rows: int = 30) -> str:
+        """Plain text, as the seeds print their worked examples (for a blind reader, as
+        :meth:`blind` made it)."""
         lines = [f"{self.measure} for query {self.query_id}", f"  {self.formula}"]
         lines += [f"  {n}" for n in self.notes]
-        if visible is not None:
-            lines.append("  blind: the grades of pairs you have not judged are hidden")
         lines.append("")
         header = f"{'rank':>5}  {'chunk':<20} {'grade':>5}  {'rel':<3}  {'P@k':>6}  {'term':>7}  {'sum':>7}"
         lines.append(header)
@@ -85,23 +102,25 @@ class Explanation:
             if step.rank != last + 1:
                 lines.append(f"{'...':>5}")
             last = step.rank
+            if step.hidden or step.chunk_id is None:
+                lines.append(f"{step.rank:>5}  {HIDDEN}")
+                continue
             grade = "-" if step.grade is None else str(step.grade)
-            term = "" if step.term is None or masked else f"{step.term:.4f}"
-            run = "" if step.running is None or masked else f"{step.running:.4f}"
-            prec = f"{step.precision:.3f}" if step.relevant and not masked else ""
+            term = "" if step.term is None else f"{step.term:.4f}"
+            run = "" if step.running is None else f"{step.running:.4f}"
+            prec = f"{step.precision:.3f}" if step.relevant and step.precision is not None else ""
             chunk = step.chunk_id if len(step.chunk_id) <= 20 else step.chunk_id[:19] + "…"
             rel = "yes" if step.relevant else "no"
-            if visible is not None and not visible(step.chunk_id):
-                chunk, grade, rel = "(not judged by you)", "?", "?"
             lines.append(f"{step.rank:>5}  {chunk:<20} {grade:>5}  {rel:<3}"
                          f"  {prec:>6}  {term:>7}  {run:>7}")
         if self.steps and last != self.steps[-1].rank:
             lines.append(f"{'...':>5}")
         if not self.steps:
             lines.append("  (the run ranks no chunk for this query)")
-        if self.ideal and visible is not None:
+        if self.blinded:
             lines.append("")
-            lines.append("Ideal ranking: hidden (it lists the grades of every judged pair of the query).")
+            lines.append("Ideal ranking: not shown (it lists the grades of every judged pair of "
+                         "the query).")
         elif self.ideal:
             lines.append("")
             lines.append("Ideal ranking (every judged grade of the query, best first):")
@@ -109,11 +128,11 @@ class Explanation:
                 lines.append(f"{rank:>5}  grade {ideal_grade:>3}  {ideal_term:.4f}")
             if self.ideal_total is not None:
                 lines.append(f"  ideal total = {self.ideal_total:.4f}")
-        if self.working and visible is None:
+        if self.working:
             lines.append("")
             lines += [f"  {w}" for w in self.working]
         lines.append("")
-        if self.numerator is not None and self.denominator is not None and visible is None:
+        if self.numerator is not None and self.denominator is not None:
             lines.append(f"{self.measure} = {self.numerator:.4f} / {self.denominator:.4f}"
                          f"{' (' + self.denominator_label + ')' if self.denominator_label else ''}"
                          f" = {self.value:.4f}")
@@ -227,11 +246,11 @@ def explain(
     if name in _AP_LIKE:
         total = 0.0
         for s in top:
-            if s.relevant:
+            if s.relevant and s.precision is not None:
                 s.term = s.precision
-                total += s.term
+                total += s.precision
             s.running = total
-        found = sum(s.relevant for s in top)
+        found = sum(bool(s.relevant) for s in top)
         explanation.numerator = total
         if name == "ContextPrecision":
             explanation.denominator, explanation.denominator_label = found, "relevant found in top k"

@@ -32,14 +32,17 @@ class RagExplanation:
         out = [fmt(self.columns)] + [fmt(r) for r in cells] if self.columns else []
         return out + self.steps
 
-    def render(self, visible: Callable[[str], bool] | None = None) -> str:
-        """The explanation as plain text: a title line, the table, the steps. For a blind
-        reader (any ``visible``, see :meth:`ragjudge.metrics.explain.Explanation.render`) only
-        the value: the table and its arithmetic are built from every pair's grade."""
+    def blind(self, visible: Callable[[str], bool]) -> RagExplanation:
+        """This explanation for a blind reader (see
+        :meth:`ragjudge.metrics.explain.Explanation.blind`): the value only, since the table and
+        its arithmetic are built from every pair's grade."""
+        return RagExplanation(self.measure, self.value, (), [], [
+            "blind: the table and its arithmetic are not shown (they rest on the grades of "
+            "pairs you have not judged)"])
+
+    def render(self) -> str:
+        """The explanation as plain text: a title line, the table, the steps."""
         value = "undefined" if math.isnan(self.value) else f"{self.value:.4f}"
-        if visible is not None:
-            return (f"{self.measure} = {value}\n  blind: the table and its arithmetic are hidden "
-                    "(they rest on the grades of pairs you have not judged)")
         return "\n".join([f"{self.measure} = {value}", *self.lines()])
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,6 +13,9 @@ from textual.screen import Screen
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.safetext import for_terminal
+from ragjudge.services.access.identity import UNKNOWN, Identity, resolve
+from ragjudge.services.access.rights import Access
+from ragjudge.services.access.visibility import access_for
 
 
 class RagjudgeApp(App):
@@ -21,23 +24,23 @@ class RagjudgeApp(App):
     ``start='judge'`` goes straight to judging (``ragjudge annotate``), asking the annotator's
     name first when none was given, and asking again when the project does not know the name
     (:meth:`confirm_annotator`; ``new_annotator=True`` skips that question); ``start='answers'`` to judging generated answers
-    (``ragjudge annotate --answers``); ``start='home'`` opens the home screen.
+    (``ragjudge annotate --answers``); ``start='home'`` opens the home screen; ``start=None``
+    nothing (a program that opens its own screen on the app).
     """
 
     CSS_PATH = "app.tcss"
     TITLE = "ragjudge"
     ENABLE_COMMAND_PALETTE = True
 
-    def __init__(self, project, *, annotator: str | None = None, start: str = "home",  # noqa: ANN001
+    def __init__(self, project, *, annotator: str | None = None, start: str | None = "home",  # noqa: ANN001
                  new_annotator: bool = False, **queue_options: Any) -> None:
         super().__init__()
         self.project = project
         self.annotator = annotator
         """Who works in this app: the name judging goes under (``ragjudge serve`` sets it from
-        a login token). :attr:`viewer`, :attr:`is_lead` and :attr:`sees_others` follow it."""
-        self.trust_login = True
-        """Without an annotator, the operating system's login name is the viewer (as for
-        ``ragjudge adjudicate``); ``ragjudge serve`` turns this off."""
+        a login token). :attr:`identity` follows it."""
+        self.evaluation_options: dict[str, Any] = {}
+        """Options of the evaluation screen (``ragjudge eval --tui``: rule, measures, threshold)."""
         self.new_annotator = new_annotator
         """the name given on the command line is new on purpose (``--new-annotator``)"""
         self.start = start
@@ -49,28 +52,21 @@ class RagjudgeApp(App):
         """True while a screen is about to open on top of the home screen as the app starts
         (``ragjudge eval --tui``): the home screen then counts only when it is shown."""
 
-    # -- who is looking: every screen asks here (see ragjudge.services.access.visibility) ------------
+    # -- who is looking: every screen asks here, through ragjudge.tui.host ----------------
 
     @property
-    def viewer(self) -> str | None:
-        """The annotator, else (with :attr:`trust_login`) the login name, else None."""
-        from ragjudge.services.access.identity import login_name
+    def identity(self) -> Identity:
+        """The annotator named (``--annotator``, or typed when judging starts), else
+        ``$RAGJUDGE_USER``, else the login name (:func:`~ragjudge.services.access.identity.resolve`);
+        a name that is not one is nobody, with the least rights."""
+        try:
+            return resolve(self.annotator)
+        except RagjudgeError:
+            return UNKNOWN
 
-        return self.annotator or (login_name() if self.trust_login else None)
-
-    @property
-    def is_lead(self) -> bool:
-        """Whether the viewer may do a lead's work (anyone while the project has no lead)."""
-        from ragjudge.services.access.visibility import viewer_is_lead
-
-        return viewer_is_lead(self.project, self.viewer)
-
-    @property
-    def sees_others(self) -> bool:
-        """Whether the viewer may see other annotators' grades and gold grades pair by pair."""
-        from ragjudge.services.access.visibility import sees_all_grades
-
-        return sees_all_grades(self.project, self.viewer)
+    def access(self) -> Access:
+        """What :attr:`identity` may see and change now."""
+        return access_for(self.project, self.identity)
 
     # -- every notification and the exit message: text, never markup or control ------------
 
@@ -96,10 +92,8 @@ class RagjudgeApp(App):
             self.start_judging(from_home=False)
         elif self.start == "answers":
             self.start_judging(from_home=False, answers=True)
-        elif self.start == "login":  # a browser tab of `ragjudge serve` (see tui/served.py)
-            from ragjudge.tui.screens.login import LoginScreen
-
-            self.push_screen(LoginScreen(self.project))
+        elif self.start in ("login", None):  # a browser tab of `ragjudge serve` (tui/served.py
+            return                            # logs in), or a host that opens its own screen
         else:
             self.push_screen(HomeScreen(self.project))
 
@@ -190,9 +184,15 @@ class RagjudgeApp(App):
         try:
             name = judging_annotators.check_annotator(name)
             opts = {k: v for k, v in self.queue_options.items() if v is not None}
-            if opts.get("show_source") and not self._sees_sources(name):
-                opts["show_source"] = False
-            queue = judging_queue.JudgingQueue(self.project, name, **opts)
+            access = access_for(self.project, self._judge_identity(name))
+            if opts.get("show_source"):
+                try:  # the queue's own refusal, asked first: judging goes on without sources
+                    judging_queue.check_sees_sources(access)
+                except RagjudgeError as exc:
+                    self.notify(f"{exc} Judging goes on without them.", severity="warning",
+                                timeout=8)
+                    opts["show_source"] = False
+            queue = judging_queue.JudgingQueue(self.project, name, access=access, **opts)
             judging_annotators.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
             if from_home:
@@ -204,16 +204,11 @@ class RagjudgeApp(App):
         self.push_screen(JudgeScreen(self.project, queue, from_home=from_home))
         self._guidelines_once(name)
 
-    def _sees_sources(self, name: str) -> bool:
-        """Whether ``name`` may see which runs retrieved a pair still to judge, and at which
-        rank (not in a blind project, unless a lead); says so when not."""
-        from ragjudge.services.access.visibility import sees_all_grades
-
-        if sees_all_grades(self.project, name):
-            return True
-        self.notify("This project is blind: the runs and ranks of a pair are shown only to "
-                    "leads, so judging goes on without them.", severity="warning", timeout=8)
-        return False
+    def _judge_identity(self, name: str) -> Identity:
+        """Who judges under ``name``: the app's identity when it is theirs (a login token's),
+        else the name as typed."""
+        identity = self.identity
+        return identity if identity.name == name else Identity(name, "named")
 
     def _open_answer_judging(self, name: str, *, from_home: bool) -> None:
         from ragjudge.services.events import annotators as judging_annotators
@@ -303,13 +298,3 @@ def _runner(screen: Screen, action: str):  # noqa: ANN202
         await screen.run_action(action)
 
     return run
-
-
-def viewer_of(app: App) -> str | None:
-    """Who looks at a screen of ``app``: :attr:`RagjudgeApp.viewer`; in a bare host app (tests,
-    ``ragjudge eval --tui``'s parent), its ``annotator`` or the login name."""
-    if isinstance(app, RagjudgeApp):
-        return app.viewer
-    from ragjudge.services.access.identity import login_name
-
-    return getattr(app, "annotator", None) or login_name()

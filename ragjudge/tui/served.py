@@ -2,10 +2,17 @@
 
 ``ragjudge serve`` starts one app process per tab with :data:`SERVED_ENV` set. Such a process
 trusts nothing the person at the browser types about who they are: it opens on the login
-screen, and identity and role come from the personal token alone (``roster.by_token``). After
-login, an annotator reaches judging, their own labels and the aggregate scores; every other
-screen (agreement, adjudication, review, assignment, whatever is added later) is for leads: the
-screens an annotator may open are listed here, and any other is refused (deny by default).
+screen, and identity and role come from the personal token alone
+(:func:`ragjudge.services.access.identity.from_token`). After login, an annotator reaches
+judging, their own labels and the aggregate scores; every other screen (agreement,
+adjudication, review, assignment, whatever is added later) is for leads: the screens an
+annotator may open are listed here, and any other is refused (deny by default).
+
+From the login on, the tab's project is guarded by the token
+(:func:`~ragjudge.services.access.identity.token_guard`): every write transaction checks, inside
+the transaction, that the token still opens the project, so a token revoked (a new one issued,
+the annotator retired) records nothing after the revocation -- not only from the next periodic
+check, which then ends the session.
 
 A served session has no way to the server's files or shell, whatever the role: no screenshots
 saved or delivered, no files delivered to the browser, no URLs opened, no suspend, no palette
@@ -21,6 +28,7 @@ from typing import Any
 from textual.app import SystemCommand
 from textual.screen import Screen
 
+from ragjudge.services.access.identity import UNKNOWN, Identity, still_valid, token_guard
 from ragjudge.tui.app import RagjudgeApp
 
 SERVED_ENV = "RAGJUDGE_SERVED"
@@ -37,6 +45,7 @@ ANNOTATOR_SCREENS = frozenset({
     "ragjudge.tui.screens.prompts.TextPrompt",
     "ragjudge.tui.screens.prompts.ConfirmPrompt",
     "ragjudge.tui.screens.prompts.FindQuery",
+    "ragjudge.tui.screens.prompts.Refused",
     "ragjudge.tui.screens.evaluation.EvaluationScreen",
     "ragjudge.tui.widgets.evalpane.ExplainModal",
     "textual.command.CommandPalette",
@@ -70,28 +79,28 @@ class ServedApp(RagjudgeApp):
     """One browser tab: the login screen first, then the app under the token's identity."""
 
     def __init__(self, project, **queue_options: Any) -> None:  # noqa: ANN001
-        self.member = None
-        """The roster member the token belongs to (None until a token was accepted)."""
-        self._token: str | None = None
+        self._identity: Identity | None = None
+        """The token's identity (None until a token was accepted)."""
         self.server_pid = os.getppid()
         super().__init__(project, annotator=None, start="login", **queue_options)
 
     def on_mount(self) -> None:
+        from ragjudge.tui.screens.login import LoginScreen
+
+        self.push_screen(LoginScreen(self.project), self.logged_in)
         self.set_interval(SERVER_CHECK_SECONDS, self._server_gone)
         self.set_interval(TOKEN_CHECK_SECONDS, self._check_token)
 
     def _check_token(self) -> None:
-        """A token revoked (a new one issued) or its annotator retired ends the session; a
-        changed role applies from now on."""
-        if self.member is None or self._token is None or self.closing:
+        """A token revoked (a new one issued) or its annotator retired ends the session (its
+        writes were refused from the revocation on: the project is guarded); a changed role
+        applies at once, since rights are asked of the roster each time."""
+        if self._identity is None or self.closing:
             return
-        from ragjudge.services.access import roster
-
-        found = roster.by_token(self.project, self._token)
-        if found is None or found.name != self.member.name:
+        with self.project.read() as session:
+            valid = still_valid(session, self._identity)
+        if not valid:
             self.exit(message="Your token no longer opens this project; nothing after this was recorded.")
-            return
-        self.member = found
 
     def _server_gone(self) -> None:
         """A server killed outright cannot tell its sessions to quit: a session whose server
@@ -102,34 +111,31 @@ class ServedApp(RagjudgeApp):
     # -- identity: from the token only -----------------------------------------------------
 
     @property
+    def identity(self) -> Identity:
+        """The token's identity; nobody (the least rights) before login."""
+        return self._identity or UNKNOWN
+
+    @property
     def annotator(self) -> str | None:
         """The logged-in annotator's name; labels are recorded under it and nothing else."""
-        return None if self.member is None else self.member.name
+        return self.identity.name
 
     @annotator.setter
     def annotator(self, value: str | None) -> None:
         """Names assigned by the terminal app's code paths (which trust a typed name) are
         ignored: a served session's name is the token's."""
 
-    @property
-    def is_lead(self) -> bool:
-        """Whether the logged-in member is an active lead (a project without leads has none
-        here: in a browser, lead work needs the role)."""
-        return self.member is not None and self.member.is_lead and self.member.active
-
-    @is_lead.setter
-    def is_lead(self, value: bool) -> None:
-        """The role is the token's, as for :attr:`annotator`."""
-
-    def logged_in(self, member: Any, token: str) -> None:
-        """The login screen accepted ``member``'s ``token``: open the home screen as them. The
-        token stays in this process (as the project's credentials do) to be checked again."""
+    def logged_in(self, identity: Identity | None) -> None:
+        """The login screen accepted a token of ``identity``: open the home screen as them,
+        on the project guarded by the token from now on."""
         from ragjudge.tui.screens.home import HomeScreen
 
-        self.member = member
-        self._token = token
-        self.title = f"ragjudge — {member.name}"
-        self.switch_screen(HomeScreen(self.project))
+        if identity is None:
+            return
+        self._identity = identity
+        self.project = self.project.guarded(token_guard(identity))
+        self.title = f"ragjudge — {identity.name}"
+        self.push_screen(HomeScreen(self.project))
 
     # -- screens: annotators open only theirs ----------------------------------------------
 
@@ -137,9 +143,9 @@ class ServedApp(RagjudgeApp):
         if not isinstance(screen, Screen):  # a name of an installed screen: none are installed
             return False
         name = screen_name(screen)
-        if self.member is None:
+        if self._identity is None:
             return name in BEFORE_LOGIN
-        return self.is_lead or name in ANNOTATOR_SCREENS
+        return name in ANNOTATOR_SCREENS or self.access().lead
 
     def _refuse(self, screen: Any) -> None:
         what = getattr(screen, "TITLE", None) or type(screen).__name__.removesuffix("Screen").lower()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from projectkit import rights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,14 +56,14 @@ def test_plan_with_one_annotator_has_no_overlap():
 
 
 def test_assign_stores_the_pool_and_reruns_only_add_new_pairs(project):
-    plan = svc.assign(project, ["ann", "bob", "cy"], overlap=0.2, depth=5)
+    plan = svc.assign(project, ["ann", "bob", "cy"], overlap=0.2, depth=5, access=rights(project))
     with project.connect() as connection:
         pool = {tuple(r) for r in connection.execute(pool_select(5))}
     assigned = {(q, c) for items in plan.pairs.values() for q, c, _ in items}
     assert assigned == pool
     assert len(plan.overlap_pairs()) == round(0.2 * len(pool))
     # deeper pool: only the new pairs are distributed, the old assignment stays
-    more = svc.assign(project, ["ann", "bob", "cy"], overlap=0.2, depth=8)
+    more = svc.assign(project, ["ann", "bob", "cy"], overlap=0.2, depth=8, access=rights(project))
     with project.connect() as connection:
         deeper = {tuple(r) for r in connection.execute(pool_select(8))}
     new = {(q, c) for items in more.pairs.values() for q, c, _ in items}
@@ -85,7 +86,7 @@ def svc_overlaps(project) -> set:
 
 
 def test_queue_restriction_and_progress(project):
-    svc.assign(project, ["ann", "bob"], overlap=0.5, depth=2)
+    svc.assign(project, ["ann", "bob"], overlap=0.5, depth=2, access=rights(project))
     mine = svc.assigned_pairs(project, "ann")
     assert mine and svc.has_assignment(project, "ann")
     assert svc.assigned_pairs(project, "nobody") is None and not svc.has_assignment(project, "nobody")
@@ -111,8 +112,8 @@ def test_queue_restriction_and_progress(project):
 
 def test_assign_unknown_run_and_replace(project):
     with pytest.raises(UsageError, match="no run named"):
-        svc.assign(project, ["ann", "bob"], runs=["dense"])
-    svc.assign(project, ["ann", "bob"], depth=2)
-    svc.assign(project, ["cy", "dee"], depth=2, replace=True)
+        svc.assign(project, ["ann", "bob"], runs=["dense"], access=rights(project))
+    svc.assign(project, ["ann", "bob"], depth=2, access=rights(project))
+    svc.assign(project, ["cy", "dee"], depth=2, replace=True, access=rights(project))
     names = set(svc.assignment_progress(project))
     assert names == {"cy", "dee"}

@@ -148,7 +148,8 @@ def test_project_flow_assign_agree_adjudicate_export(project_db, tmp_path, capsy
 def test_quality_and_assign_errors(project_db, capsys):
     code, out, err = _run(capsys, "quality", "--db", project_db, "--format", "json")
     assert code == 0, err
-    assert set(json.loads(out)) == {"fast_labels", "grade_drift", "self_agreement", "drift_rule"}
+    assert set(json.loads(out)) == {"fast_labels", "fast_label_counts", "grade_drift",
+                                      "self_agreement", "drift_rule"}
     code, out, err = _run(capsys, "assign", "--db", project_db, "--annotators", "ann",
                           "--runs", "nope")
     assert code == 2 and "no run named nope" in err

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from projectkit import rights, screen_app
+
 import asyncio
 import io
 import os
 from pathlib import Path
 
-from textual.app import App
 from textual.widgets import DataTable, Static
 
 from ragjudge.services.labels.events import record_label
@@ -20,16 +21,9 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 WRITE_SCREENSHOTS = os.environ.get("RAGJUDGE_SCREENSHOTS") == "1"
 
 
-class Host(App):
-    """The smallest app that shows the agreement screen (the real app pushes it on 'a')."""
-
-    def __init__(self, project) -> None:
-        super().__init__()
-        self.project = project
-        self.annotator = "lead"
-
-    def on_mount(self) -> None:
-        self.push_screen(AgreementScreen(self.project))
+def Host(project):
+    """The ragjudge app on the agreement screen (the real app pushes it on 'a'), as ``lead``."""
+    return screen_app(project, lambda: AgreementScreen(project))
 
 
 def _seed(project) -> None:
@@ -60,9 +54,9 @@ def test_statistics_then_adjudicate_a_disputed_pair_in_a_few_keys(project):
     asyncio.run(_adjudicate_in_a_few_keys(project))
     gold = {(q, c): g for q, c, g in gold_qrels(project)}
     assert gold[("q1", "c05")] == 2  # the decision, not the median (1)
-    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.gold.pairs import pair_detail
 
-    decision = pair_detail(project, "q1", "c05").adjudications[-1]
+    decision = pair_detail(project, "q1", "c05", access=rights(project)).adjudications[-1]
     assert decision["reason"] == "fits" and decision["by"] == "lead"
 
 

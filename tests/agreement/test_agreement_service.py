@@ -7,13 +7,14 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
+from projectkit import rights
 
 from ragjudge.errors import UsageError
 from ragjudge.services.agreement import quality as svc_quality
 from ragjudge.services.agreement import ratings as svc_ratings
 from ragjudge.services.agreement import verdict as svc_verdict
 from ragjudge.services.agreement import views as svc_views
-from ragjudge.services.events import pairs as svc_pairs
+from ragjudge.services.gold import pairs as svc_pairs
 from ragjudge.services.gold import adjudication as svc_adjudication
 from ragjudge.services.labels.events import record_label, skip_pair
 from ragjudge.services.gold.qrels import gold_qrels
@@ -77,7 +78,7 @@ def test_load_ratings_uses_the_newest_non_recheck_event(project):
 
 def test_project_agreement_matches_the_library_on_the_same_matrix(project):
     _fill(project)
-    view = svc_views.project_agreement(project)
+    view = svc_views.project_agreement(project, access=rights(project))
     matrix = np.array([[np.nan if g is None else g - 1 for g in DATA[n]] for n in "ABCD"]).T
     from ragjudge.metrics.agreement import krippendorff_alpha
 
@@ -101,24 +102,24 @@ def test_project_agreement_matches_the_library_on_the_same_matrix(project):
 
 def test_disputed_pairs_then_adjudication_reaches_gold_qrels(project):
     _fill(project)
-    pairs = svc_views.disputed_pairs(project)
+    pairs = svc_views.disputed_pairs(project, access=rights(project))
     assert pairs[0]["chunk_id"] == "c06" and pairs[0]["adjudicated"] is None
-    svc_adjudication.adjudicate(project, query_id="q3", chunk_id="c06", grade=1, reason="guideline 3b", by="lead")
-    assert svc_views.disputed_pairs(project)[0]["adjudicated"] == 1
+    svc_adjudication.adjudicate(project, query_id="q3", chunk_id="c06", grade=1, reason="guideline 3b", access=rights(project, "lead"))
+    assert svc_views.disputed_pairs(project, access=rights(project))[0]["adjudicated"] == 1
     gold = {(q, c): g for q, c, g in gold_qrels(project, "max")}
     assert gold[("q3", "c06")] == 1  # adjudication beats the max rule (3)
-    detail = svc_pairs.pair_detail(project, "q3", "c06")
+    detail = svc_pairs.pair_detail(project, "q3", "c06", access=rights(project))
     assert [lab.grade for lab in detail.labels] == [0, 1, 2, 3]
     assert detail.adjudicated == 1 and detail.adjudications[0]["reason"] == "guideline 3b"
 
 
 def test_adjudicate_rejects_bad_input(project):
     with pytest.raises(UsageError, match="off the project's scale"):
-        svc_adjudication.adjudicate(project, query_id="q1", chunk_id="c01", grade=7, reason="x", by="lead")
+        svc_adjudication.adjudicate(project, query_id="q1", chunk_id="c01", grade=7, reason="x", access=rights(project, "lead"))
     with pytest.raises(UsageError, match="reason"):
-        svc_adjudication.adjudicate(project, query_id="q1", chunk_id="c01", grade=1, reason=" ", by="lead")
+        svc_adjudication.adjudicate(project, query_id="q1", chunk_id="c01", grade=1, reason=" ", access=rights(project, "lead"))
     with pytest.raises(UsageError, match="no query"):
-        svc_adjudication.adjudicate(project, query_id="nope", chunk_id="c01", grade=1, reason="r", by="lead")
+        svc_adjudication.adjudicate(project, query_id="nope", chunk_id="c01", grade=1, reason="r", access=rights(project, "lead"))
 
 
 def test_pair_detail_sums_time_spent_and_keeps_notes(project):
@@ -126,7 +127,7 @@ def test_pair_detail_sums_time_spent_and_keeps_notes(project):
                  duration_ms=4000, note="half relevant")
     record_label(project, annotator="ann", query_id="q1", chunk_id="c01", grade=2, duration_ms=1500)
     skip_pair(project, annotator="bob", query_id="q1", chunk_id="c01", duration_ms=900)
-    detail = svc_pairs.pair_detail(project, "q1", "c01")
+    detail = svc_pairs.pair_detail(project, "q1", "c01", access=rights(project))
     by = {lab.annotator: lab for lab in detail.labels}
     assert by["ann"].grade == 2 and by["ann"].duration_ms == 5500
     assert by["bob"].grade is None and by["bob"].skipped
@@ -163,7 +164,7 @@ def test_grade_drift_and_self_agreement(project):
 
 
 def test_empty_project_gives_undefined_statistics(project):
-    d = svc_views.project_agreement(project).to_dict()
+    d = svc_views.project_agreement(project, access=rights(project)).to_dict()
     assert d["units"] == 0 and d["krippendorff_alpha"]["nominal"] is None
     assert d["by_query"] == [] and d["by_annotator"] == []
 

@@ -7,7 +7,7 @@ Nothing shown depends on the clock or the database path.
 
 from __future__ import annotations
 
-from textual.app import App
+from projectkit import screen_app
 
 from ragjudge.services.labels.events import record_label
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
@@ -24,16 +24,6 @@ GRADES = {
 }
 
 
-class Host(App):
-    def __init__(self, screen_factory) -> None:
-        super().__init__()
-        self.screen_factory = screen_factory
-        self.annotator = "lead"
-
-    def on_mount(self) -> None:
-        self.push_screen(self.screen_factory())
-
-
 def _seed(project) -> None:
     for (query, chunk), by in GRADES.items():
         for annotator, grade in by.items():
@@ -48,7 +38,7 @@ async def settle(pilot) -> None:
 
 def test_agreement_overview(snap_compare, project):
     _seed(project)
-    assert snap_compare(Host(lambda: AgreementScreen(project)), terminal_size=SIZE,
+    assert snap_compare(screen_app(project, lambda: AgreementScreen(project)), terminal_size=SIZE,
                         run_before=settle)
 
 
@@ -60,11 +50,11 @@ def test_agreement_pairs(snap_compare, project):
         await pilot.press("p")
         await pilot.pause()
 
-    assert snap_compare(Host(lambda: AgreementScreen(project)), terminal_size=SIZE,
+    assert snap_compare(screen_app(project, lambda: AgreementScreen(project)), terminal_size=SIZE,
                         run_before=pairs)
 
 
 def test_adjudicate_screen(snap_compare, project):
     _seed(project)
-    assert snap_compare(Host(lambda: AdjudicateScreen(project, "q1", "c05")), terminal_size=SIZE,
+    assert snap_compare(screen_app(project, lambda: AdjudicateScreen(project, "q1", "c05")), terminal_size=SIZE,
                         run_before=settle)

@@ -18,6 +18,7 @@ import json
 import krippendorff
 import numpy as np
 import pytest
+from projectkit import rights, screen_app
 
 from answerkit import JUDGMENTS, jsonl
 from ragjudge.cli import main
@@ -49,7 +50,7 @@ def test_ratings_have_the_answer_units_on_a_0_to_2_scale(answers_db):
 
 def test_the_statistics_are_the_labels_statistics(answers_db):
     with Project.open(answers_db) as project:
-        views = answer_agreement_svc.answer_agreement(project)
+        views = answer_agreement_svc.answer_agreement(project, access=rights(project))
     nugget = views["nugget_support"].report
     assert nugget.units == 4 and nugget.pairable_units == 3
     assert nugget.percent_agreement.value == pytest.approx(1 / 3)
@@ -105,17 +106,12 @@ def test_the_agreement_screen_has_an_answers_tab(answers_db):
 
 async def _answers_tab(db: str) -> None:
     from rich.console import Console
-    from textual.app import App
     from textual.widgets import Static, TabbedContent
 
     from ragjudge.tui.screens.agreement import AgreementScreen
 
     with Project.open(db) as project:
-        class Host(App):
-            def on_mount(self) -> None:
-                self.push_screen(AgreementScreen(project))
-
-        app = Host()
+        app = screen_app(project, lambda: AgreementScreen(project))
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.app.workers.wait_for_complete()
             await pilot.pause()

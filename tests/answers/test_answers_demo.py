@@ -5,6 +5,8 @@ judgments from a file gets the same numbers from ``ragjudge eval``."""
 
 from __future__ import annotations
 
+from projectkit import rights
+
 import asyncio
 import json
 import time
@@ -50,7 +52,7 @@ def test_judge_an_answer_in_a_few_keys_and_watch_the_scores_move(demo_copy, tmp_
 
     async def drive() -> None:
         with Project.open(db) as project:
-            live.save_measures(project, MEASURES)
+            live.save_measures(project, MEASURES, access=rights(project))
             judging.mark_guidelines_seen(project, "dee")
             app = make_app(project, annotator="dee", start="answers")
             async with app.run_test(size=(140, 45)) as pilot:

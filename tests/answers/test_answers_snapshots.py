@@ -8,7 +8,8 @@ Nothing shown depends on the clock or the database path.
 
 from __future__ import annotations
 
-from textual.app import App
+from projectkit import screen_app
+
 
 from ragjudge.services.events import annotators as judging
 from ragjudge.services.project.database import Project
@@ -44,13 +45,8 @@ def test_answer_judging_a_citation_in_focus(snap_compare, answers_db):
 
 
 def test_agreement_answers_tab(snap_compare, answers_db):
-    class Host(App):
-        def __init__(self, project) -> None:
-            super().__init__()
-            self.project = project
-
-        def on_mount(self) -> None:
-            self.push_screen(AgreementScreen(self.project))
+    def Host(project):
+        return screen_app(project, lambda: AgreementScreen(project))
 
     async def tab(pilot) -> None:
         await settle(pilot)

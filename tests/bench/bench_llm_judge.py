@@ -31,6 +31,7 @@ def main() -> None:
     from projectkit import make_small_project
 
     from ragjudge.services.llm import client as svc_client
+    from ragjudge.services.access.visibility import access_for
     from ragjudge.services.llm import judge as svc_judge
 
     queries = max(1, args.pairs // 10)
@@ -46,7 +47,7 @@ def main() -> None:
                     pairs = svc_judge.plan_pairs(project, name, limit=args.pairs)
                     settings = svc_client.ClientSettings(base_url=server.base_url, model="bench",
                                                   concurrency=concurrency, timeout=30)
-                    summary = svc_judge.judge(project, pairs, settings, annotator=name)
+                    summary = svc_judge.judge(project, pairs, settings, annotator=name, access=access_for(project, name))
                 finally:
                     project.close()
             done = summary.done

@@ -111,12 +111,14 @@ def build_project(folder: Path, people: int) -> tuple[str, list[str]]:
     run = [sys.executable, "-m", "ragjudge", "--db", db]
     subprocess.run([*run, "demo", "--no-tui"], check=True, env=env, stdout=subprocess.DEVNULL)
     from ragjudge.services.access import roster
+    from ragjudge.services.access.visibility import access_for
     from ragjudge.services.project.database import Project
 
     tokens = []
     with Project.open(db) as project:
+        builder = access_for(project, "bench")  # the demo has no lead: anyone named sets it up
         for i in range(people):
-            tokens.append(roster.add(project, f"bench{i}", token=True)[1])
+            tokens.append(roster.add(project, f"bench{i}", token=True, access=builder)[1])
     return db, tokens
 
 

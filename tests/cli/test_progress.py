@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "".join(f"q{q} Q0 c{c:02d} {c} {1.0 / c} dense\n" for q in range(1, 6) for c in range(1, 21))
@@ -86,10 +86,10 @@ def test_exports_and_evaluations_report_their_progress(tmp_path, db):
     with Project.open(db) as project:
         import_file(project, "run", path)
         record_label(project, annotator="ann", query_id="q1", chunk_id="c01", grade=2)
-        assert export(project, "run", str(tmp_path / "out.trec"), name="dense", progress=report) == 100
+        assert export(project, "run", str(tmp_path / "out.trec"), name="dense", progress=report, access=rights(project)) == 100
         assert calls[-1] == (100, 100, "export run dense", "lines")
         calls.clear()
-        export(project, "labels", str(tmp_path / "labels.jsonl"), progress=report)
+        export(project, "labels", str(tmp_path / "labels.jsonl"), progress=report, access=rights(project))
         assert calls[-1] == (1, 1, "export labels", "lines")
         calls.clear()
         qrels, rule = project_qrels(project)

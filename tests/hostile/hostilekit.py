@@ -19,6 +19,8 @@ examples for a deeper look on a developer's machine.
 
 from __future__ import annotations
 
+from projectkit import rights
+
 import io
 import os
 import shutil
@@ -302,5 +304,5 @@ def make_base_project(db: Path) -> Path:
         import_file(project, "entities", '{"query_id": "q1", "entity": "Euro"}\n', fmt="jsonl")
         import_file(project, "answers", f'{{"query_id": "q1", "run": "bm25", "text": "5 euro", '
                     f'"cited": ["{bm25_top(1)[0]}"]}}\n', fmt="jsonl")
-        import_guidelines(project, "# Guidelines\n\nGrade 3 answers the whole query.\n")
+        import_guidelines(project, "# Guidelines\n\nGrade 3 answers the whole query.\n", access=rights(project))
     return db

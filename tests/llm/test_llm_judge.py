@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from projectkit import rights
 from sqlalchemy import select
 
 from llmserver import expected_grade, unparseable
@@ -38,7 +39,7 @@ def settings(server, **kw) -> svc_client.ClientSettings:
 def run_judge(project, server, pairs=None, **kw) -> svc_judge.Summary:
     if pairs is None:
         pairs = svc_judge.plan_pairs(project, NAME)
-    return svc_judge.judge(project, pairs, settings(server, **kw), annotator=NAME)
+    return svc_judge.judge(project, pairs, settings(server, **kw), annotator=NAME, access=rights(project))
 
 
 def prompt_of(project, query_id, chunk_id) -> str:
@@ -171,7 +172,7 @@ def test_unreachable_server_stops_with_nothing_written(project):
     pairs = svc_judge.plan_pairs(project, NAME)
     with pytest.raises(svc_client.StopJudging, match="cannot be reached"):
         svc_judge.judge(project, pairs, svc_client.ClientSettings(base_url=f"http://127.0.0.1:{port}/v1",
-                                                     model=MODEL, timeout=2), annotator=NAME)
+                                                     model=MODEL, timeout=2), annotator=NAME, access=rights(project))
     assert labels_of(project) == [] and calls_of(project) == []
 
 
@@ -307,7 +308,7 @@ def test_an_llm_cannot_label_under_a_persons_name(project_db, fake_llm):
     with Project.open(project_db) as project:
         from ragjudge.services.access import roster
 
-        roster.add(project, "ana")
+        roster.add(project, "ana", access=rights(project))
     run = cli(project_db, "llm-judge", "--base-url", fake_llm.base_url, "--model", MODEL,
               "--annotator", "ana")
     assert run.returncode == 2 and "human annotator" in run.stderr and fake_llm.requests == []
@@ -316,7 +317,7 @@ def test_an_llm_cannot_label_under_a_persons_name(project_db, fake_llm):
 def test_async_api_runs_in_a_caller_loop(project, fake_llm):
     fake_llm.unparsed = False
     pairs = svc_judge.plan_pairs(project, NAME, limit=3)
-    summary = asyncio.run(svc_judge.judge_async(project, pairs, settings(fake_llm), annotator=NAME))
+    summary = asyncio.run(svc_judge.judge_async(project, pairs, settings(fake_llm), annotator=NAME, access=rights(project)))
     assert summary.graded == 3
 
 

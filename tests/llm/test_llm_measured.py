@@ -4,6 +4,8 @@ agreement screen, and (off by default) its part in human judging."""
 
 from __future__ import annotations
 
+from projectkit import rights, screen_app
+
 import asyncio
 import io
 import json
@@ -13,7 +15,6 @@ import sys
 from pathlib import Path
 
 from sqlalchemy import select
-from textual.app import App
 from textual.widgets import Static
 
 from ragjudge.services.labels import llmhints as svc
@@ -34,7 +35,7 @@ LLM = "llm:m"
 def seed(project) -> dict:
     """ana and ben grade q1's and q2's pools much alike; the LLM grades every other pair one
     higher. Returns {(query, chunk): (ana, ben, llm)}."""
-    roster.add(project, LLM, kind="llm")
+    roster.add(project, LLM, kind="llm", access=rights(project))
     queue = JudgingQueue(project, "ana", queries=["q1", "q2"])
     out = {}
     for i, (q, c) in enumerate(queue.open_pairs()):
@@ -162,16 +163,10 @@ def test_agree_cli_shows_people_and_llm(project_db):
     assert f"annotator:{LLM}" in evaluated.stdout
 
 
-class Host(App):
-    def __init__(self, project) -> None:
-        super().__init__()
-        self.project = project
-        self.annotator = "lead"
+def Host(project):
+    from ragjudge.tui.screens.agreement import AgreementScreen
 
-    def on_mount(self) -> None:
-        from ragjudge.tui.screens.agreement import AgreementScreen
-
-        self.push_screen(AgreementScreen(self.project))
+    return screen_app(project, lambda: AgreementScreen(project))
 
 
 def _text(screen, selector: str) -> str:
@@ -207,18 +202,18 @@ def test_agreement_screen_shows_the_llm_beside_the_people(project):
 def test_queue_order_puts_the_llm_s_hard_pairs_first_only_when_set(project):
     grades = seed(project)
     plain = [c for q, c in JudgingQueue(project, "cy", queries=["q1"], order="query").open_pairs()]
-    llm_grades = {c: g for c, g in ((c, svc.llm_grades(project, "q1", c)) for c in plain)}
+    llm_grades = {c: g for c, g in ((c, svc.llm_grades(project, "q1", c, access=rights(project))) for c in plain)}
     middle = {c for c, words in llm_grades.items() if words and 0 < words[0][1] < 3}
     assert middle and len(middle) < len(plain)
-    svc.set_judging_settings(project, order="hardest")
+    svc.set_judging_settings(project, order="hardest", access=rights(project))
     hard = [c for q, c in JudgingQueue(project, "cy", queries=["q1"], order="query").open_pairs()]
     assert set(hard[:len(middle)]) == middle and sorted(hard) == sorted(plain)
-    svc.set_judging_settings(project, order="disagreement")
+    svc.set_judging_settings(project, order="disagreement", access=rights(project))
     disagree = [c for q, c in JudgingQueue(project, "cy", queries=["q1"], order="query").open_pairs()]
     differ = {c for (q, c), (a, b, m) in grades.items() if q == "q1" and {m} != {a, b}}
     assert differ and len(differ) < len(plain)
     assert set(disagree[:len(differ)]) == differ and sorted(disagree) == sorted(plain)
-    svc.set_judging_settings(project, order="off")
+    svc.set_judging_settings(project, order="off", access=rights(project))
     assert [c for q, c in JudgingQueue(project, "cy", queries=["q1"], order="query").open_pairs()] == plain
 
 
@@ -226,7 +221,7 @@ def test_the_llm_grade_is_revealed_only_after_grading(project):
     from ragjudge.tui.screens.judge import JudgeScreen
 
     seed(project)
-    svc.set_judging_settings(project, reveal=True)
+    svc.set_judging_settings(project, reveal=True, access=rights(project))
     assert svc.reveal_after_grading(project)
     notes: list[str] = []
 
@@ -237,9 +232,10 @@ def test_the_llm_grade_is_revealed_only_after_grading(project):
     screen.project = project
     screen._run = lambda fn, *a, **k: fn(*a, **k)
     screen.notify = lambda message, **kw: notes.append(message)
+    screen._viewer_access = lambda: rights(project, "ana")
     JudgeScreen._reveal_llm(screen, "q1", JudgingQueue(project, "ana", queries=["q1"]).pool("q1").chunk_ids[0], 2)
     assert notes and notes[0].startswith("You gave 2; the LLM gave: llm:m ")
-    svc.set_judging_settings(project, reveal=False)
+    svc.set_judging_settings(project, reveal=False, access=rights(project))
     notes.clear()
     screen._llm_reveal = None
     JudgeScreen._reveal_llm(screen, "q1", "c01", 2)

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 from sklearn.metrics import cohen_kappa_score
 
 from ragjudge.services.agreement import quality as agreement_svc_quality
@@ -91,7 +91,7 @@ def test_without_the_coverage_rule_the_newcomer_sets_an_end(demo):
 
 
 def test_the_coverage_needed_is_a_project_setting(demo):
-    live.save_coverage(demo, 0.7)
+    live.save_coverage(demo, 0.7, access=rights(demo))
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     snap = engine.snapshot()
@@ -99,7 +99,7 @@ def test_the_coverage_needed_is_a_project_setting(demo):
     assert set(snap.in_ranges) == {a for a, share in snap.coverage.items() if share >= 0.7}
     assert set(snap.too_few) == set(snap.coverage) - set(snap.in_ranges)
     with pytest.raises(Exception, match="share from 0 to 1"):
-        live.save_coverage(demo, 1.5)
+        live.save_coverage(demo, 1.5, access=rights(demo))
 
 
 def test_range_ends_are_named_and_hold_the_gold_on_their_queries(demo):
@@ -294,5 +294,5 @@ def test_the_drift_rule_is_the_one_stated(tmp_path):
     judging.record_label(project, annotator="bob", query_id="q1", chunk_id="c20", grade=3)
     (bob,) = agreement_svc_quality.grade_drift(project)
     assert bob["drifting"]
-    assert agreement_svc_quality.label_quality(project)["drift_rule"] == rule
+    assert agreement_svc_quality.label_quality(project, access=rights(project))["drift_rule"] == rule
     project.close()

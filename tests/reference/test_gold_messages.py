@@ -8,6 +8,7 @@ import json
 
 import goldkit
 import pytest
+from projectkit import rights
 
 from ragjudge.cli import common, main
 
@@ -94,7 +95,7 @@ def test_only_llm_labels_say_why_the_gold_is_empty(capsys, project_db):
     from ragjudge.services.project.database import Project
 
     with Project.open(project_db) as project:
-        roster.add(project, "llm:judge", kind="llm")
+        roster.add(project, "llm:judge", kind="llm", access=rights(project))
         record_label(project, annotator="llm:judge", query_id="q1", chunk_id="c05", grade=2)
     code, _, err = _run(capsys, "--db", project_db, "eval")
     text = " ".join(err.split())

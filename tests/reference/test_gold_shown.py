@@ -12,6 +12,7 @@ import json
 
 import goldkit
 import pytest
+from projectkit import rights
 
 from ragjudge.cli import common, main
 
@@ -119,7 +120,7 @@ def test_adjudications_are_counted(capsys, db):
     from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
-        adjudicate(project, query_id="q1", chunk_id=goldkit.dense(1)[1], grade=0, reason="off", by="lead")
+        adjudicate(project, query_id="q1", chunk_id=goldkit.dense(1)[1], grade=0, reason="off", access=rights(project, "lead"))
     code, out, _ = _run(capsys, "--db", db, "eval", "-m", "AP", "--format", "json")
     gold = json.loads(out)["gold"]
     assert (gold["reference_pairs"], gold["other_pairs"], gold["adjudicated"]) == (20, 7, 1)

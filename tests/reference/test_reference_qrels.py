@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import pytrec_eval
-from projectkit import make_small_project
+from projectkit import make_small_project, rights, screen_app
 from sklearn.metrics import cohen_kappa_score
 
 from ragjudge.cli import common, main
@@ -125,7 +125,7 @@ def test_adjudication_still_comes_first(capsys, db, files):
     _disagree(db)
     chunk = _bm25(1)[0]
     with Project.open(db) as project:
-        adjudicate(project, query_id="q1", chunk_id=chunk, grade=0, reason="off topic", by="lead")
+        adjudicate(project, query_id="q1", chunk_id=chunk, grade=0, reason="off topic", access=rights(project, "lead"))
         gold = {(q, c): g for q, c, g in gold_qrels(project)}
     assert gold[("q1", chunk)] == 0
     assert gold[("q1", _bm25(1)[4])] == 1  # the reference's grade, not the annotators' 0
@@ -287,14 +287,12 @@ def _agreement_text(project) -> tuple[str, str]:
     import io
 
     from rich.console import Console
-    from textual.app import App
     from textual.widgets import Static
 
     from ragjudge.tui.screens.agreement import AgreementScreen
 
-    class Host(App):
-        def on_mount(self) -> None:
-            self.push_screen(AgreementScreen(project))
+    def Host():
+        return screen_app(project, lambda: AgreementScreen(project))
 
     def text(screen, selector: str) -> str:
         console = Console(width=240, record=True, file=io.StringIO())

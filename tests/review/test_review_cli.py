@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from projectkit import rights
 
 from ragjudge.cli import main
 from ragjudge.services.access import roster
@@ -96,7 +97,7 @@ def test_resolve_and_send_back_from_the_command_line(project, tmp_path, capsys, 
 
 
 def test_a_non_lead_is_refused_with_exit_2_and_nothing_written(project, tmp_path, capsys):
-    roster.add(project, "dora", role="lead")
+    roster.add(project, "dora", role="lead", access=rights(project))
     before = Path(tmp_path / "p.db").read_bytes()
     code, out, err = run(tmp_path, capsys, "review", "resolve", "--query", "q1", "--chunk", "c05",
                          "--annotator", "ana", "--by", "ben")

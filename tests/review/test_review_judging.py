@@ -3,6 +3,8 @@ and a notification when the session starts."""
 
 from __future__ import annotations
 
+from projectkit import rights
+
 import asyncio
 import functools
 
@@ -32,7 +34,7 @@ def toasts(app) -> list[str]:
 
 @sync
 async def test_the_resolution_note_is_on_the_pair_and_told_at_session_start(project):
-    review.resolve(project, query_id="q1", chunk_id="c05", annotator="ana", by="dora",
+    review.resolve(project, query_id="q1", chunk_id="c05", annotator="ana", access=rights(project, "dora"),
                    note="refunds count [bold]x")
     app = make_app(project, annotator="ana", start="judge")
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -54,9 +56,9 @@ async def test_the_resolution_note_is_on_the_pair_and_told_at_session_start(proj
 
 @sync
 async def test_a_sent_back_pair_comes_first_and_says_so(project):
-    review.send_back(project, query_id="q1", chunk_id="c05", annotator="ana", by="dora",
+    review.send_back(project, query_id="q1", chunk_id="c05", annotator="ana", access=rights(project, "dora"),
                      note="read it again")
-    review.resolve(project, query_id="q2", chunk_id="c08", annotator="ana", by="dora")
+    review.resolve(project, query_id="q2", chunk_id="c08", annotator="ana", access=rights(project, "dora"))
     app = make_app(project, annotator="ana", start="judge")
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
@@ -70,12 +72,12 @@ async def test_a_sent_back_pair_comes_first_and_says_so(project):
         await pilot.pause()
         assert (screen.pair.query_id, screen.pair.chunk_id) != ("q1", "c05")
     assert review.sent_back(project, "ana") == []
-    assert [i.query_id for i in review.items(project, annotator="ana")] == ["q1"]
+    assert [i.query_id for i in review.items(project, access=rights(project, "ana"), annotator="ana")] == ["q1"]
 
 
 @sync
 async def test_nothing_is_told_once_the_annotator_has_worked_since(project):
-    review.resolve(project, query_id="q3", chunk_id="c11", annotator="ben", by="dora", note="fine")
+    review.resolve(project, query_id="q3", chunk_id="c11", annotator="ben", access=rights(project, "dora"), note="fine")
     record_label(project, annotator="ben", query_id="q4", chunk_id="c13", grade=1)
     app = make_app(project, annotator="ben", start="judge")
     async with app.run_test(size=SIZE, notifications=True) as pilot:

@@ -9,6 +9,7 @@ import sqlite3
 from datetime import datetime, timedelta
 
 import pytest
+from projectkit import rights
 
 from ragjudge.services.labels import review
 from ragjudge.services.access import roster
@@ -113,7 +114,7 @@ async def test_resolve_with_a_note_is_an_event_and_the_walk_moves_on(project, tm
         await pilot.press("r", "escape")  # a cancelled prompt writes nothing
         await pilot.pause()
         assert len(reviews(tmp_path)) == 1
-    assert [i.query_id for i in review.items(project)] == ["q2", "q3"]
+    assert [i.query_id for i in review.items(project, access=rights(project))] == ["q2", "q3"]
 
 
 @sync
@@ -173,34 +174,40 @@ async def test_the_list_view_opens_an_item(project):
 
 
 @sync
-async def test_a_non_lead_is_told_why_and_can_do_nothing(project, tmp_path):
-    roster.add(project, "dora", role="lead")
+async def test_a_non_lead_walks_their_own_items_and_answers_none(project, tmp_path):
+    from ragjudge.tui.screens.prompts import Refused
+
+    roster.add(project, "dora", role="lead", access=rights(project))
     app = make_app(project, annotator="ben")
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_review(app, pilot)
-        said = text(app, "#review-denied")
-        assert "Only a lead reviews flags and comments" in said and "'ben' is not one" in said
-        assert "dora" in said
-        assert not screen.query_one("#review-walk").display
+        assert [(i.query_id, i.annotator) for i in screen.items] == [("q3", "ben")]
+        assert "your flags and comments" in text(app, "#review-title")
+        assert "is this about refunds?" not in text(app, "#review-labels"), "ana's flag is hers"
         await pilot.press("r")
         await pilot.pause()
-        assert app.screen is screen, "no prompt for a non-lead"
-        await pilot.press("b", "l")
+        assert isinstance(app.screen, Refused), "the service's refusal, not a prompt"
+        assert "Only a lead may resolve flags" in str(app.screen.message)
+        await pilot.press(*"typed on", "escape")  # the letters stay in the refusal
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("b")
+        await pilot.pause()
+        assert isinstance(app.screen, Refused)
+        await pilot.press("escape", "a")
+        await pilot.pause()
+        assert isinstance(app.screen, Refused), "adjudicating is a lead's too"
     assert reviews(tmp_path) == []
 
 
 @sync
-async def test_without_a_name_a_lead_is_asked_for_one(project, tmp_path):
-    roster.add(project, "dora", role="lead")
+async def test_the_screen_runs_as_the_app_s_identity_with_no_name_asked(project, tmp_path,
+                                                                        monkeypatch):
+    roster.add(project, "dora", role="lead", access=rights(project))
+    monkeypatch.setenv("RAGJUDGE_USER", "dora")
     app = make_app(project)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("v")
-        await pilot.pause()
-        assert isinstance(app.screen, TextPrompt)
-        await pilot.press(*"dora", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, ReviewScreen) and app.screen.allowed
+        await open_review(app, pilot)
         await pilot.press("r", "enter")
         await pilot.pause()
     assert reviews(tmp_path) == [("dora", "q1", "c05", "resolve", None, "tui")]
@@ -228,9 +235,9 @@ async def test_reached_from_the_agreement_screen_and_the_palette(project):
 
 @sync
 async def test_nothing_open(project, tmp_path):
-    for item in review.items(project):
+    for item in review.items(project, access=rights(project)):
         review.resolve(project, query_id=item.query_id, chunk_id=item.chunk_id,
-                       annotator=item.annotator, by="dora")
+                       annotator=item.annotator, access=rights(project))
     app = make_app(project, annotator="dora")
     async with app.run_test(size=SIZE) as pilot:
         await open_review(app, pilot)
@@ -275,8 +282,8 @@ def test_the_rendered_text(tmp_path, clock):
     with make_small_project(str(tmp_path / "p.db")) as project:
         seed_marks(project)
         describe(project)
-        review.send_back(project, query_id="q1", chunk_id="c05", annotator="ana", by="dora",
-                         note="look again\x1b[31m")
+        review.send_back(project, query_id="q1", chunk_id="c05", annotator="ana",
+                         access=rights(project), note="look again\x1b[31m")
         flag_pair(project, annotator="ana", query_id="q1", chunk_id="c05",
                   note="is this about refunds?")  # unchanged: no new event, still sent back
 

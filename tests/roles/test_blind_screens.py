@@ -9,7 +9,7 @@ import io
 import time
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
@@ -20,6 +20,7 @@ from ragjudge.tui import make_app
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
 from ragjudge.tui.screens.evaluation import EvaluationScreen
+from ragjudge.tui.screens.prompts import Refused
 from ragjudge.tui.widgets.evalpane import ExplainModal
 
 #: bm25 ranks q1's chunks c05 (1), c06 (2), c07 (3), ... c14 (10)
@@ -34,7 +35,7 @@ def project(tmp_path):
         record_label(project, annotator="ben", query_id="q1", chunk_id="c05", grade=0)
         record_label(project, annotator="ben", query_id="q1", chunk_id="c07", grade=3)
         record_label(project, annotator="ben", query_id="q1", chunk_id="c09", grade=1)
-        roster.add(project, "dora", role="lead")
+        roster.add(project, "dora", role="lead", access=rights(project))
         yield project
 
 
@@ -78,13 +79,15 @@ def _agreement(project, viewer: str) -> dict:
     return asyncio.run(run())
 
 
-def test_an_annotator_sees_no_other_grade_on_the_agreement_screen(project):
+def test_an_annotator_sees_other_grades_on_the_agreement_screen_only_of_pairs_she_judged(project):
+    record_label(project, annotator="cy", query_id="q1", chunk_id="c07", grade=0)  # ben 3: disputed
     seen = _agreement(project, "ana")
-    assert seen["rows"] == 0
-    assert "ben=0" not in seen["text"] and "ben=" not in seen["text"]
-    assert "Only a lead sees them" in seen["text"]
+    assert seen["rows"] == 1 and "ana=2, ben=0" in seen["text"]
+    assert "c07" not in seen["text"] and "ben=3" not in seen["text"]
+    assert "1 more disputed pairs not shown" in seen["text"]
     assert "pairs judged" in seen["text"], "the statistics stay"
     assert not isinstance(seen["opened"], AdjudicateScreen), "Enter adjudicates only for a lead"
+    assert isinstance(seen["opened"], Refused)
 
 
 def test_the_lead_sees_every_grade_on_the_agreement_screen(project):
@@ -95,7 +98,7 @@ def test_the_lead_sees_every_grade_on_the_agreement_screen(project):
 
 
 def test_with_blind_off_an_annotator_sees_the_disputes_but_cannot_adjudicate(project):
-    visibility.set_blind(project, False)
+    visibility.set_blind(project, False, access=rights(project))
     seen = _agreement(project, "ana")
     assert seen["rows"] == 1 and "ana=2, ben=0" in seen["text"]
     assert not isinstance(seen["opened"], AdjudicateScreen)
@@ -131,14 +134,15 @@ def test_the_adjudication_screen_shows_the_lead_every_label(project):
     assert open_ and "ben" in text and "ana" in text
 
 
-def test_a_non_lead_cannot_adjudicate_through_the_app_either(project):
+def test_a_non_lead_cannot_adjudicate_through_the_services_either(project):
     from ragjudge.errors import UsageError
     from ragjudge.services.gold.adjudication import adjudicate
-    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.gold.pairs import pair_detail
 
     with pytest.raises(UsageError, match="Only a lead may adjudicate"):
-        adjudicate(project, query_id="q1", chunk_id="c05", grade=1, reason="x", by="ana")
-    assert not pair_detail(project, "q1", "c05").adjudications
+        adjudicate(project, query_id="q1", chunk_id="c05", grade=1, reason="x",
+                   access=rights(project, "ana"))
+    assert not pair_detail(project, "q1", "c05", access=rights(project)).adjudications
 
 
 # -- the evaluation screen's explanation -----------------------------------------------------------
@@ -167,8 +171,8 @@ def test_the_explanation_hides_grades_and_ranks_of_pairs_the_annotator_has_not_j
     assert "nDCG@10 for query q1" in text
     for chunk in BEN_ONLY:
         assert chunk not in text
-    assert "(not judged by you)" in text
-    assert "Ideal ranking: hidden" in text
+    assert "not shown: you have not judged this pair" in text
+    assert "Ideal ranking: not shown" in text
     assert "grade   3" not in text and "grade   1" not in text
     own = next(line for line in text.splitlines() if "c05" in line and line.strip().startswith("1"))
     assert own.split()[2] == "0", "ana sees the gold grade of the pair she judged"
@@ -178,14 +182,16 @@ def test_the_lead_sees_the_whole_explanation(project):
     text = _explanation(project, "dora")
     for chunk in BEN_ONLY:
         assert chunk in text
-    assert "(not judged by you)" not in text
+    assert "not shown" not in text
     assert "grade   3" in text
 
 
-def test_can_see_pair_grades_is_the_one_rule(project):
-    see = visibility.can_see_pair_grades
-    assert see(project, "ana", "q1", "c05") and not see(project, "ana", "q1", "c07")
-    assert see(project, "dora", "q1", "c07") and see(project, "ben", "q1", "c07")
-    assert not see(project, "stranger", "q1", "c05") and not see(project, None, "q1", "c05")
-    visibility.set_blind(project, False)
-    assert see(project, "ana", "q1", "c07")
+def test_may_see_pair_is_the_one_rule(project):
+    def see(name, chunk):
+        return rights(project, name).may_see_pair("q1", chunk)
+
+    assert see("ana", "c05") and not see("ana", "c07")
+    assert see("dora", "c07") and see("ben", "c07")
+    assert not see("stranger", "c05") and not see(None, "c05")
+    visibility.set_blind(project, False, access=rights(project))
+    assert see("ana", "c07") and not see(None, "c07"), "an unknown identity sees nothing more"

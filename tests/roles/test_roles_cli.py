@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 
 from ragjudge.cli import main
 from ragjudge.services.access import roster
@@ -19,14 +19,15 @@ from ragjudge.services.labels.events import record_label
 
 @pytest.fixture
 def db(tmp_path):
-    """q1/c05 disputed by ana (2) and ben (0); ben also graded q1/c06, which ana has not; dora
-    is the lead."""
+    """q1/c05 disputed by ana (2) and ben (0); q1/c06 disputed by ben (3) and cy (1), which ana
+    has not judged; dora is the lead."""
     path = str(tmp_path / "p.db")
     with make_small_project(path) as project:
         record_label(project, annotator="ana", query_id="q1", chunk_id="c05", grade=2)
         record_label(project, annotator="ben", query_id="q1", chunk_id="c05", grade=0)
         record_label(project, annotator="ben", query_id="q1", chunk_id="c06", grade=3)
-        roster.add(project, "dora", role="lead")
+        record_label(project, annotator="cy", query_id="q1", chunk_id="c06", grade=1)
+        roster.add(project, "dora", role="lead", access=rights(project))
     return path
 
 
@@ -121,19 +122,46 @@ def test_the_first_lead_may_be_added_by_anyone(tmp_path, capsys, monkeypatch):
     assert main(["--db", path, "annotators", "add", "eve", "--by", "dora"]) == 0
 
 
+def _json(capsys, db: str, *argv: str):
+    assert main(["--db", db, *argv]) == 0
+    out = capsys.readouterr().out
+    return [json.loads(line) for line in out.splitlines()] if argv[0] == "export" else json.loads(out)
+
+
+def test_disputes_show_an_annotator_the_pairs_they_judged_and_a_lead_all(db, capsys):
+    ana = _json(capsys, db, "disputes", "--format", "json", "--by", "ana")
+    assert [(r["chunk_id"], r["grades"]) for r in ana] == [("c05", {"ana": 2, "ben": 0})]
+    dora = _json(capsys, db, "disputes", "--format", "json", "--by", "dora")
+    assert {r["chunk_id"] for r in dora} == {"c05", "c06"}
+
+
+def test_a_pair_s_labels_show_an_annotator_only_what_they_may_see(db, capsys):
+    show = ["adjudicate", "--query", "q1", "--chunk", "c06", "--show", "--format", "json"]
+    ana = _json(capsys, db, *show, "--by", "ana")
+    assert ana["labels"] == [] and ana["adjudications"] == []
+    dora = _json(capsys, db, *show, "--by", "dora")
+    assert {lab["annotator"]: lab["grade"] for lab in dora["labels"]} == {"ben": 3, "cy": 1}
+    judged = _json(capsys, db, "adjudicate", "--query", "q1", "--chunk", "c05", "--show",
+                   "--format", "json", "--by", "ana")
+    assert {lab["annotator"]: lab["grade"] for lab in judged["labels"]} == {"ana": 2, "ben": 0}
+
+
+def test_an_annotator_exports_their_own_labels_and_a_lead_everyone_s(db, capsys):
+    assert {r["annotator"] for r in _json(capsys, db, "export", "labels", "--by", "ana")} == {"ana"}
+    everyone = _json(capsys, db, "export", "labels", "--by", "dora")
+    assert {r["annotator"] for r in everyone} == {"ana", "ben", "cy"}
+
+
 @pytest.mark.parametrize("argv", [
-    ["disputes"],
-    ["adjudicate", "--query", "q1", "--chunk", "c05", "--show"],
-    ["export", "labels"],
-    ["export", "answer-labels"],
     ["export", "qrels", "--rule", "annotator:ben"],
+    ["export", "qrels"],
+    ["export", "run", "bm25"],
+    ["export", "labels", "--llm-audit"],
 ])
-def test_only_a_lead_prints_other_annotators_labels(db, capsys, argv):
+def test_only_a_lead_exports_the_gold_a_run_or_another_s_grades(db, capsys, argv):
     err = _refused(capsys, [*argv, "--by", "ana"], db)
-    assert "ben" not in err.replace("'ben'", "")  # no grade of ben's is printed
+    assert "ben" not in err.replace("annotator:ben", "")  # no grade of ben's is printed
     assert main(["--db", db, *argv, "--by", "dora"]) == 0
-    if argv[0] != "export" or argv[1] == "labels":
-        assert "ben" in capsys.readouterr().out
 
 
 def test_an_annotator_exports_their_own_annotator_qrels(db, capsys):
@@ -146,5 +174,6 @@ def test_with_blind_off_annotators_see_the_disputes_but_still_do_not_adjudicate(
     assert "Not blind" in capsys.readouterr().out
     assert main(["--db", db, "disputes", "--by", "ana", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows and rows[0]["grades"] == {"ana": 2, "ben": 0}
+    assert {r["chunk_id"]: r["grades"] for r in rows} == {"c05": {"ana": 2, "ben": 0},
+                                                            "c06": {"ben": 3, "cy": 1}}
     _refused(capsys, [*ADJUDICATE, "--by", "ana"], db)

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 
 from ragjudge.cli import main
 from ragjudge.errors import UsageError
@@ -25,21 +25,24 @@ def project(tmp_path):
         yield project
 
 
-def test_a_project_without_a_lead_lets_anyone_lead(project):
-    assert not roster.has_lead(project)
-    assert roster.may_lead(project, "ana") and roster.may_lead(project, None)
-    roster.require_lead(project, "ben", "adjudicate")  # no lead yet: allowed
+def test_a_project_without_a_lead_lets_anyone_known_lead(project):
+    assert rights(project, "ana").lead and rights(project, "stranger").lead
+    rights(project, "ben").require_lead("adjudicate")  # no lead yet: allowed
+    nobody = rights(project, None)
+    assert not nobody.lead, "an unknown identity is never a lead, even without leads"
+    with pytest.raises(UsageError, match="Only a lead may adjudicate.*not known"):
+        nobody.require_lead("adjudicate")
 
 
 def test_once_there_is_a_lead_only_leads_lead(project):
-    roster.add(project, "dora", role="lead")
-    assert roster.may_lead(project, "dora")
-    assert not roster.may_lead(project, "ana")
-    assert not roster.may_lead(project, "stranger")
-    with pytest.raises(UsageError, match="Only a lead may adjudicate.*dora"):
-        roster.require_lead(project, "ana", "adjudicate")
-    roster.retire(project, "dora")
-    assert not roster.has_lead(project), "a retired lead leads no more"
+    roster.add(project, "dora", role="lead", access=rights(project))
+    assert rights(project, "dora").lead
+    assert not rights(project, "ana").lead
+    assert not rights(project, "stranger").lead
+    with pytest.raises(UsageError, match="Only a lead may adjudicate.*'ana' is not one.*dora"):
+        rights(project, "ana").require_lead("adjudicate")
+    roster.retire(project, "dora", access=rights(project))
+    assert rights(project, "ana").lead, "a retired lead leads no more: nobody leads again"
 
 
 def test_members_count_current_grades(project):
@@ -52,30 +55,32 @@ def test_members_count_current_grades(project):
 
 
 def test_rename_moves_every_record_of_the_name(project, tmp_path):
-    roster.rename(project, "ana", "Ana Lima")
+    roster.rename(project, "ana", "Ana Lima", access=rights(project))
     db = sqlite3.connect(tmp_path / "p.db")
     assert db.execute("SELECT count(*) FROM labels WHERE annotator = 'ana'").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM labels WHERE annotator = 'Ana Lima'").fetchone() == (1,)
     assert db.execute("SELECT count(*) FROM annotators WHERE name = 'ana'").fetchone() == (0,)
     with pytest.raises(UsageError, match="already an annotator 'ben'"):
-        roster.rename(project, "Ana Lima", "ben")
+        roster.rename(project, "Ana Lima", "ben", access=rights(project))
     with pytest.raises(UsageError, match="no annotator 'nobody'"):
-        roster.rename(project, "nobody", "x")
+        roster.rename(project, "nobody", "x", access=rights(project))
 
 
 def test_a_token_is_stored_only_as_its_hash_and_a_new_one_revokes_the_old(project, tmp_path):
-    _, first = roster.add(project, "ana", token=True)
-    assert first is not None and roster.by_token(project, first).name == "ana"
+    from ragjudge.services.access.identity import from_token
+
+    _, first = roster.add(project, "ana", token=True, access=rights(project))
+    assert first is not None and from_token(project, first).name == "ana"
     stored = sqlite3.connect(tmp_path / "p.db").execute(
         "SELECT token_hash FROM annotators WHERE name = 'ana'").fetchone()[0]
     assert stored == hashlib.sha256(first.encode()).hexdigest()
     assert first not in (tmp_path / "p.db").read_bytes().decode("latin-1")
-    second = roster.issue_token(project, "ana")
-    assert roster.by_token(project, first) is None
-    assert roster.by_token(project, second).name == "ana"
-    assert roster.by_token(project, "") is None and roster.by_token(project, "rj_wrong") is None
-    roster.retire(project, "ana")
-    assert roster.by_token(project, second) is None, "a retired annotator's token stops working"
+    second = roster.issue_token(project, "ana", access=rights(project))
+    assert from_token(project, first) is None
+    assert from_token(project, second).name == "ana" and from_token(project, second).how == "token"
+    assert from_token(project, "") is None and from_token(project, "rj_wrong") is None
+    roster.retire(project, "ana", access=rights(project))
+    assert from_token(project, second) is None, "a retired annotator's token stops working"
 
 
 def test_nearest_name_finds_case_and_spelling_slips(project):
@@ -88,11 +93,11 @@ def test_nearest_name_finds_case_and_spelling_slips(project):
 
 def test_a_closed_roster_refuses_new_names_and_retired_ones(project):
     roster.check_can_label(project, "newcomer")  # open roster: allowed
-    roster.set_roster(project, "closed")
+    roster.set_roster(project, "closed", access=rights(project))
     with pytest.raises(UsageError, match="roster is closed.*'ana'"):
         roster.check_can_label(project, "Ana")
     roster.check_can_label(project, "ana")
-    roster.retire(project, "ben")
+    roster.retire(project, "ben", access=rights(project))
     with pytest.raises(UsageError, match="retired"):
         roster.check_can_label(project, "ben")
 

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 from textual.widgets import Input, Label
 
 from ragjudge.cli import main
@@ -80,18 +80,18 @@ def test_a_known_name_or_a_first_name_is_not_questioned(db, tmp_path, capsys):
 
 
 def test_a_closed_roster_refuses_a_new_name_even_on_purpose(db, project, capsys):
-    roster.set_roster(project, "closed")
+    roster.set_roster(project, "closed", access=rights(project))
     err = _annotate(capsys, db, "--annotator", "eve", "--new-annotator")
     assert "roster is closed" in err
 
 
 def test_a_retired_annotator_opens_no_session(db, project, capsys):
-    roster.retire(project, "ben")
+    roster.retire(project, "ben", access=rights(project))
     assert "retired" in _annotate(capsys, db, "--annotator", "ben")
 
 
 def test_show_source_is_for_leads_in_a_blind_project(db, project, capsys):
-    roster.add(project, "dora", role="lead")
+    roster.add(project, "dora", role="lead", access=rights(project))
     err = _annotate(capsys, db, "--annotator", "ana", "--show-source")
     assert "blind" in err and "--show-source" in err
     assert "needs a terminal" in _annotate(capsys, db, "--annotator", "dora", "--show-source")
@@ -160,13 +160,13 @@ def test_the_app_with_new_annotator_does_not_ask(db, project):
 
 
 def test_the_app_refuses_a_retired_annotator(db, project):
-    roster.retire(project, "ben")
+    roster.retire(project, "ben", access=rights(project))
     seen = _run(make_app(project, annotator="ben", start="judge"), [])
     assert seen["return_code"] == 2
 
 
 def test_from_home_a_closed_roster_refuses_a_new_name_with_a_notification(db, project):
-    roster.set_roster(project, "closed")
+    roster.set_roster(project, "closed", access=rights(project))
     app = make_app(project)
     seen = _run(app, ["enter", *"eve", "enter"])
     assert not isinstance(seen["screen"], JudgeScreen)
@@ -175,7 +175,7 @@ def test_from_home_a_closed_roster_refuses_a_new_name_with_a_notification(db, pr
 
 
 def test_in_a_blind_project_the_app_judges_without_sources_for_an_annotator(db, project):
-    roster.add(project, "dora", role="lead")
+    roster.add(project, "dora", role="lead", access=rights(project))
     seen = _run(make_app(project, annotator="ana", start="judge", show_source=True), [])
     assert isinstance(seen["screen"], JudgeScreen) and seen["screen"].queue.show_source is False
     assert any("blind" in n for n in seen["notes"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 
 
 def build_served_project(db: str) -> SimpleNamespace:
@@ -18,7 +18,7 @@ def build_served_project(db: str) -> SimpleNamespace:
     with make_small_project(db) as project:
         tokens = {}
         for name, role in (("dora", "lead"), ("ana", "annotator"), ("ben", "annotator")):
-            _, tokens[name] = roster.add(project, name, role=role, token=True)
+            _, tokens[name] = roster.add(project, name, role=role, token=True, access=rights(project))
         # ben has graded a pair: what an annotator must not see of another
         record_label(project, annotator="ben", query_id="q1", chunk_id="c05", grade=3)
     return SimpleNamespace(db=db, tokens=tokens)

@@ -8,6 +8,7 @@ import functools
 import os
 
 import pytest
+from projectkit import rights
 from sqlalchemy import select
 from textual.widgets import Input
 
@@ -60,7 +61,8 @@ async def test_a_served_session_opens_on_the_login_screen_with_a_masked_field(se
             assert isinstance(app.screen, LoginScreen)
             field = app.screen.query_one("#login-token", Input)
             assert field.password is True and app.focused is field
-            assert app.annotator is None and app.is_lead is False
+            assert app.annotator is None and app.access().lead is False
+            assert app.identity.name is None
             await pilot.press(*"rj_secret")
             assert field.value == "rj_secret"
             # nothing before login: judging, home, the evaluation are refused
@@ -87,7 +89,8 @@ async def test_a_token_logs_in_as_its_annotator_and_labels_are_recorded_under_th
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["ana"])
             assert isinstance(app.screen, HomeScreen)
-            assert app.annotator == "ana" and app.is_lead is False
+            assert app.annotator == "ana" and app.access().lead is False
+            assert app.identity.how == "token"
             await pilot.press("enter")
             await pilot.pause()
             assert isinstance(app.screen, JudgeScreen)
@@ -104,8 +107,7 @@ async def test_a_typed_name_never_replaces_the_token_s_identity(served):
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["ana"])
             app.annotator = "dora"  # what the terminal app's name paths would do
-            app.is_lead = True
-            assert app.annotator == "ana" and app.is_lead is False
+            assert app.annotator == "ana" and app.access().lead is False
             app.start_judging(from_home=True)
             await pilot.pause()
             assert isinstance(app.screen, JudgeScreen)
@@ -148,7 +150,7 @@ async def test_repeated_failures_close_the_field_for_longer_each_time(served):
 @sync
 async def test_a_retired_annotator_s_token_no_longer_logs_in(served):
     with Project.open(served.db) as project:
-        roster.retire(project, "ana")
+        roster.retire(project, "ana", access=rights(project))
         app = ServedApp(project)
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["ana"])
@@ -185,7 +187,7 @@ async def test_a_lead_opens_agreement(served):
         app = ServedApp(project)
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["dora"])
-            assert app.annotator == "dora" and app.is_lead is True
+            assert app.annotator == "dora" and app.access().lead is True
             await pilot.press("a")
             await pilot.pause()
             assert isinstance(app.screen, AgreementScreen)
@@ -216,7 +218,12 @@ async def test_the_evaluation_shows_an_annotator_no_other_annotator_s_view_nor_s
             assert "annotator:ben" not in seen and "median" in seen
             await pilot.press("plus")
             await pilot.pause()
-            assert app.screen is screen  # no prompt: the measures are a lead's setting
+            from ragjudge.tui.screens.prompts import Refused
+
+            assert isinstance(app.screen, Refused)  # no prompt: the measures are a lead's setting
+            await pilot.press(*"P@3", "enter")  # what was typed stays in the refusal
+            await pilot.pause()
+            assert app.screen is screen
         assert project.get_setting("measures") == measures
 
 
@@ -268,10 +275,10 @@ async def test_a_revoked_token_ends_the_session_and_a_new_role_applies(served):
         app = ServedApp(project)
         async with app.run_test(size=SIZE) as pilot:
             await log_in(app, pilot, served.tokens["ana"])
-            roster.set_role(project, "ana", "lead")
+            roster.set_role(project, "ana", "lead", access=rights(project))
             app._check_token()
-            assert app.is_lead is True and not app.closing
-            roster.issue_token(project, "ana")  # the old token stops working
+            assert app.access().lead is True and not app.closing
+            roster.issue_token(project, "ana", access=rights(project))  # the old token stops working
             app._check_token()
             await pilot.pause()
             assert app.closing

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from projectkit import rights
 from sqlalchemy import and_, exists, func, or_, select
 
 from ragjudge.errors import UsageError
@@ -119,7 +120,7 @@ def test_assignment_progress_equals_the_grouped_statement(any_db, seed):
 
     with random_project(any_db, seed) as project:
         try:
-            assign(project, ["ana", "bo", "llm:m"], depth=3 + seed, overlap=0.5, seed=seed)
+            assign(project, ["ana", "bo", "llm:m"], depth=3 + seed, overlap=0.5, seed=seed, access=rights(project))
         except UsageError:  # an empty pool: nothing to compare
             assert pool_size_and_judged(project, 3 + seed)["pairs"] == 0
             return

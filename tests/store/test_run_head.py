@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from projectkit import rights
 from sqlalchemy import func, select
 
 from ragjudge.services.overview import project_status
@@ -73,7 +74,7 @@ def test_an_import_writes_rows_and_placeholders_for_the_head_only(project):
 def test_export_and_evaluation_see_the_whole_run(project):
     imported(project)
     out = io.StringIO()
-    export(project, "run", out, name="bm25")
+    export(project, "run", out, name="bm25", access=rights(project))
     exported = out.getvalue().splitlines()
     assert len(exported) == QUERIES * DEPTH
     assert [line.split()[2] for line in exported[:DEPTH]] == [f"d1-{r}" for r in range(1, DEPTH + 1)]

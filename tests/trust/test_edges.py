@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 
 import ragjudge
 from ragjudge.cli import common, main
@@ -433,7 +433,7 @@ def test_nul_typed_in_the_app_or_given_to_a_service_is_refused(any_db):
             lambda: judging_facets.add_nugget(project, "q1", "nug\x00get"),
             lambda: judging_annotators.ensure_annotator(project, "an\x00a"),
             lambda: agreement.adjudicate(project, query_id="q1", chunk_id="c05", grade=1,
-                                         reason="r\x00", by="lead"),
+                                         reason="r\x00", access=rights(project, "lead")),
             lambda: importing.import_file(project, "run", "q1 Q0 c01 1 1.0 t\n", name="b\x00m"),
         ]
         for attempt in attempts:

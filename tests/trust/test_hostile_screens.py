@@ -14,6 +14,7 @@ import asyncio
 import time
 
 import pytest
+from projectkit import rights
 from drawn import assert_clean_screen, drawn_text
 from rich.text import Text
 from sqlalchemy import select
@@ -95,7 +96,7 @@ def build(path) -> Project:
         judging_facets.set_nugget_support(project, annotator=ANNOTATOR, nugget_id=nugget, chunk_id="c1",
                                    support="partial")
     agreement_svc.adjudicate(project, query_id="q1", chunk_id=C_MARKUP, grade=1,
-                             reason=hostile("reason"), by=LEAD)
+                             reason=hostile("reason"), access=rights(project, LEAD))
     return project
 
 

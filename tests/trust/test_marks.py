@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, insert, select, text
 
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 from ragjudge.services.overview import project_status
 from ragjudge.cli import main
 from ragjudge.errors import InputError
@@ -123,12 +123,12 @@ def test_flag_counts_and_status_read_the_marks(project):
 
 
 def test_the_adjudication_view_shows_flags_and_comments(project):
-    from ragjudge.services.events.pairs import pair_detail
+    from ragjudge.services.gold.pairs import pair_detail
 
     J_events.record_label(project, **PAIR, grade=2, note="graded from the title")
     J_events.flag_pair(project, **PAIR, note="ask the lead")
     J_events.comment_pair(project, annotator="bob", query_id="q1", chunk_id="c02", note="bob only commented")
-    labels = {lab.annotator: lab for lab in pair_detail(project, "q1", "c02").labels}
+    labels = {lab.annotator: lab for lab in pair_detail(project, "q1", "c02", access=rights(project)).labels}
     assert (labels["ann"].grade, labels["ann"].flagged, labels["ann"].flag_note, labels["ann"].note) == (
         2, True, "ask the lead", "graded from the title")
     assert labels["ann"].remarks == "flagged: ask the lead · graded from the title"
@@ -166,7 +166,7 @@ def marked_project(db: str) -> Project:
 
 def exported(project, fmt: str) -> str:
     out = io.StringIO()
-    export(project, "labels", out, fmt=fmt)
+    export(project, "labels", out, fmt=fmt, access=rights(project))
     return out.getvalue()
 
 
@@ -396,7 +396,7 @@ def test_the_longest_keys_fit_every_index_and_one_more_byte_is_refused_alike(any
         import_file(project, "labels", str(tmp_path / "l.jsonl"))
         from ragjudge.services.labels.assignment import assign
 
-        assign(project, [name], overlap=0.0)
+        assign(project, [name], overlap=0.0, access=rights(project))
         assert J_marks.current_marks(project, name, query, chunk).flagged
         with pytest.raises(InputError) as caught:
             import_file(project, "chunks", str(tmp_path / "x.jsonl"))

@@ -11,6 +11,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from projectkit import rights
 
 from ragjudge.services.events import labels as Q_labels
 from ragjudge.services.gold import qrels as Q_qrels
@@ -123,7 +124,7 @@ def _history(project, seed: int, *, steps: int = 300, queries=("q1", "q2", "q3",
             record_label(project, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3),
                          source="recheck")
         elif roll < 0.15:
-            adjudicate(project, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), by="lead", reason="t")
+            adjudicate(project, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), access=rights(project, "lead"), reason="t")
         else:
             record_label(project, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3))
 

@@ -11,6 +11,7 @@ import math
 import random
 
 import pytest
+from projectkit import rights
 
 from ragjudge.services.runs import stored as ev_stored
 from ragjudge.services.scoring import evaluation as ev_evaluation
@@ -59,7 +60,7 @@ def test_labels_undo_and_adjudication_keep_every_number_exact(demo):
             undone = judging.undo_last(demo, who)
             q = undone.query_id if undone is not None else q
         elif step % 13 == 12:
-            adjudicate(demo, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), by="lead", reason="test")
+            adjudicate(demo, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), access=rights(demo, "lead"), reason="test")
         else:
             judging.record_label(demo, annotator=who, query_id=q, chunk_id=c, grade=rnd.randint(0, 3))
         assert engine.poll()
@@ -105,7 +106,7 @@ def test_every_rule_and_a_rule_change(demo, rule):
     engine = live.LiveEvaluation(demo, measures=MEASURES[:6])
     engine.load()
     ranked = _ranked(demo)["hybrid"]
-    adjudicate(demo, query_id="q01", chunk_id=ranked["q01"][0], grade=3, by="lead", reason="clear answer")
+    adjudicate(demo, query_id="q01", chunk_id=ranked["q01"][0], grade=3, access=rights(demo, "lead"), reason="clear answer")
     engine.set_rule(rule)
     assert_same(engine, demo, rule)
     judging.record_label(demo, annotator="ben", query_id="q02", chunk_id=ranked["q02"][1], grade=0)
@@ -118,7 +119,7 @@ def test_one_adjudicated_pair_by_hand(demo):
     P@5 = 1/5, RR = 1/2; hybrid ranks it first: P@5 = 1/5, RR = 1."""
     engine = live.LiveEvaluation(demo, measures=["P@5", "RR"], rule="adjudicated")
     engine.load()
-    adjudicate(demo, query_id="q01", chunk_id="damaged-01", grade=3, by="lead", reason="clear")
+    adjudicate(demo, query_id="q01", chunk_id="damaged-01", grade=3, access=rights(demo, "lead"), reason="clear")
     assert engine.poll()
     snap = engine.snapshot()
     assert snap.n_queries == 1 and snap.gold_pairs == 1
@@ -227,12 +228,12 @@ def test_measures_are_saved_in_the_project(demo):
 
     # until saved: the default scorecard, with the answer measures (the demo's answers are judged)
     assert live.saved_measures(demo) == [*DEFAULT_MEASURES, *ANSWER_MEASURES]
-    live.save_measures(demo, ["nDCG@20", "P(rel=2)@5"])
+    live.save_measures(demo, ["nDCG@20", "P(rel=2)@5"], access=rights(demo))
     assert live.saved_measures(demo) == ["nDCG@20", "P(rel=2)@5"]
     engine = live.LiveEvaluation(demo)
     assert engine.measures == ["nDCG@20", "P(rel=2)@5"]
     with pytest.raises(Exception, match="nDCG@x|unknown|measure"):
-        live.save_measures(demo, ["nDCG@x"])
+        live.save_measures(demo, ["nDCG@x"], access=rights(demo))
 
 
 def test_knee_and_best_marks():
@@ -319,7 +320,7 @@ def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):
             if step == 5:
                 judging.undo_last(demo, "ana")
             elif step == 7:
-                adjudicate(demo, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), by="lead", reason="t")
+                adjudicate(demo, query_id=q, chunk_id=c, grade=rnd.randint(0, 3), access=rights(demo, "lead"), reason="t")
             elif step == 9:
                 judging.record_label(demo, annotator=who, query_id=q, chunk_id=c, grade=0, source="recheck")
             else:
@@ -349,7 +350,7 @@ def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch)
     for q in sorted(ranked["bm25"])[:10]:
         judging.record_label(demo, annotator=rnd.choice(["ana", "ben"]), query_id=q,
                              chunk_id=ranked["bm25"][q][0], grade=rnd.randint(0, 3))
-    adjudicate(demo, query_id=q, chunk_id=ranked["bm25"][q][1], grade=2, by="lead", reason="t")
+    adjudicate(demo, query_id=q, chunk_id=ranked["bm25"][q][1], grade=2, access=rights(demo, "lead"), reason="t")
     assert engine._stamp() == labels_stamp(demo) != engine.stamp
     assert engine.poll()
     assert len(engine.touched) == 10
@@ -405,9 +406,9 @@ def test_explain_on_the_screen_covers_rag_measures_and_both_context_precisions(d
     RAG measures get the project's facets and nuggets, Context Precision shows both definitions."""
     engine = live.LiveEvaluation(demo, measures=["P@5"])
     engine.load()
-    coverage = engine.explain("hybrid", "m01", "Coverage@5")
+    coverage = engine.explain("hybrid", "m01", "Coverage@5", access=rights(demo))
     assert coverage.startswith("Coverage@5 = ") and "facet" in coverage
-    precision = engine.explain("hybrid", "m01", "ContextPrecision@5")
+    precision = engine.explain("hybrid", "m01", "ContextPrecision@5", access=rights(demo))
     assert "AP = sum" in precision and "RAGAS" in precision
 
 

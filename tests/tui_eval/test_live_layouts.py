@@ -11,6 +11,7 @@ import random
 
 import numpy as np
 import pytest
+from projectkit import rights
 
 from ragjudge.metrics.context import EvalContext
 from ragjudge.metrics.data import Qrels
@@ -180,7 +181,7 @@ def test_a_reference_annotator_and_pairs_numbered_on_the_fly(project, complete):
         lambda: judging.record_label(project, annotator="ana", query_id="q4", chunk_id=ranked["q4"][2], grade=3),
         lambda: judging.record_label(project, annotator="nist", query_id="q3", chunk_id=ranked["q3"][0], grade=2),
         lambda: judging.record_label(project, annotator="ben", query_id="q5", chunk_id="c19", grade=1),
-        lambda: adjudicate(project, query_id="q5", chunk_id=ranked["q5"][4], grade=3, by="lead", reason="t"),
+        lambda: adjudicate(project, query_id="q5", chunk_id=ranked["q5"][4], grade=3, access=rights(project, "lead"), reason="t"),
         lambda: judging.record_label(project, annotator="cleo", query_id="q1", chunk_id=ranked["q1"][9], grade=2),
         lambda: judging.undo_last(project, "nist"),
     ]

@@ -75,7 +75,10 @@ def resolve(by: str | None = None, *, trust_login: bool = True) -> Identity:
         return Identity(check_annotator(by), "named")
     env = os.environ.get(USER_ENV, "").strip()
     if env:
-        return Identity(check_annotator(env), "named")
+        try:
+            return Identity(check_annotator(env), "named")
+        except UsageError as exc:
+            raise UsageError(f"${USER_ENV}: {exc} Set it to your annotator name, or unset it.") from None
     if trust_login:
         name = login_name()
         if name is not None:

@@ -1,10 +1,12 @@
 """The people (and models) who label a project: roles, status, reference qrels, login tokens.
 
 A project starts with no lead: everyone may do everything, as before roles existed. Once an
-annotator has the role ``lead``, only leads adjudicate, assign, resolve flags and see other
-annotators' labels (:func:`require_lead`, :func:`may_see_others`). On a SQLite file this is a
-courtesy -- whoever has the file can change it -- and it is enforced where the project is
-reached only through ragjudge (``ragjudge serve``), where identity comes from a personal token.
+annotator has the role ``lead``, only leads change the roster, adjudicate, assign, resolve flags
+and see other annotators' labels: every change here takes the :class:`Access` of who asks
+(``access=``, :func:`ragjudge.services.access.visibility.access_for`) and refuses without a
+lead's rights. On a SQLite file this is a courtesy -- whoever has the file can change it -- and
+it is enforced where the project is reached only through ragjudge (``ragjudge serve``), where
+identity comes from a personal token.
 
 A token is shown once, when issued; only its SHA-256 is stored (:func:`token_digest`), so a
 copy of the database does not let anyone log in.
@@ -23,6 +25,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
 from ragjudge.services.access.identity import token_digest
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.events.labels import newest_label_ids
 from ragjudge.store.annotators import ensure_annotators
@@ -111,38 +114,6 @@ def member(project: Project, name: str) -> Member | None:
         return None if row is None else _member(row, {})
 
 
-def has_lead(project: Project) -> bool:
-    with project.read() as session:
-        found = session.scalar(select(func.count()).select_from(Annotator).where(
-            Annotator.role == "lead", Annotator.status == "active"))
-        return bool(found)
-
-
-def may_lead(project: Project, name: str | None) -> bool:
-    """Whether ``name`` may do a lead's work: anyone while the project has no lead."""
-    if not has_lead(project):
-        return True
-    found = member(project, name) if name else None
-    return found is not None and found.is_lead and found.active
-
-
-def may_see_others(project: Project, name: str | None) -> bool:
-    """Whether ``name`` may see other annotators' labels (a lead, or anyone without leads)."""
-    return may_lead(project, name)
-
-
-def require_lead(project: Project, name: str | None, doing: str) -> None:
-    """Refuse ``doing`` (e.g. "adjudicate") to a non-lead once the project has a lead."""
-    if may_lead(project, name):
-        return
-    leads = [m.name for m in members(project, counts=False) if m.is_lead and m.active]
-    who = "an unnamed user" if not name else repr(name)
-    raise UsageError(
-        f"Only a lead may {doing} in this project, and {who} is not one (leads: "
-        f"{', '.join(leads)}). Ask a lead, or have a lead run 'ragjudge annotators role "
-        f"NAME lead'. Nothing was changed.")
-
-
 def nearest_name(project: Project, name: str) -> str | None:
     """The known annotator ``name`` most likely means, when it is not itself known: the same
     name in other case or spacing first, then the closest spelling (ratio ≥ 0.75)."""
@@ -164,7 +135,9 @@ def roster_closed(project: Project) -> bool:
     return project.get_setting(ROSTER_SETTING, "open") == "closed"
 
 
-def set_roster(project: Project, state: str) -> None:
+def set_roster(project: Project, state: str, *, access: Access) -> None:
+    """Open or close the roster: a lead's setting."""
+    access.require_lead("open or close the roster")
     if state not in ("open", "closed"):
         raise UsageError(f"The roster is 'open' or 'closed', not {state!r}. Nothing was changed.")
     project.set_settings({ROSTER_SETTING: state})
@@ -196,10 +169,13 @@ def _new_token() -> str:
     return "rj_" + secrets.token_urlsafe(24)
 
 
-def add(project: Project, name: str, *, role: str = "annotator", kind: str = "human",
-        token: bool = False, reinstate: bool = True) -> tuple[Member, str | None]:
+def add(project: Project, name: str, *, access: Access, role: str = "annotator",
+        kind: str = "human", token: bool = False, reinstate: bool = True
+        ) -> tuple[Member, str | None]:
     """Register ``name`` (or update the role and kind of a known one, reinstating a retired
-    one); with ``token``, issue a login token and return it (shown once, never stored)."""
+    one); with ``token``, issue a login token and return it (shown once, never stored). In a
+    project without a lead anyone known may add the first one."""
+    access.require_lead("change the roster")
     name = check_annotator(name)
     _check_choice("--role", role, ROLES)
     _check_choice("--kind", kind, KINDS)
@@ -229,7 +205,8 @@ def _require(session: Session, name: str) -> Annotator:
     return row
 
 
-def set_role(project: Project, name: str, role: str) -> Member:
+def set_role(project: Project, name: str, role: str, *, access: Access) -> Member:
+    access.require_lead("change the roster")
     _check_choice("the role", role, ROLES)
 
     def work(session: Session) -> None:
@@ -241,9 +218,10 @@ def set_role(project: Project, name: str, role: str) -> Member:
     return found
 
 
-def retire(project: Project, name: str) -> Member:
+def retire(project: Project, name: str, *, access: Access) -> Member:
     """A retired annotator's labels stay (they count as before); the name cannot label, and its
     token no longer logs in."""
+    access.require_lead("change the roster")
     def work(session: Session) -> None:
         row = _require(session, name)
         row.status = "retired"
@@ -255,8 +233,9 @@ def retire(project: Project, name: str) -> Member:
     return found
 
 
-def issue_token(project: Project, name: str) -> str:
+def issue_token(project: Project, name: str, *, access: Access) -> str:
     """A new login token for ``name``; the old one stops working at once."""
+    access.require_lead("change the roster")
     issued = _new_token()
 
     def work(session: Session) -> None:
@@ -268,18 +247,6 @@ def issue_token(project: Project, name: str) -> str:
 
     project.write(work)
     return issued
-
-
-def by_token(project: Project, token: str) -> Member | None:
-    """The active annotator a token belongs to, or None."""
-    if not token or not token.strip():
-        return None
-    digest = token_digest(token)
-    with project.read() as session:
-        row = session.scalars(select(Annotator).where(Annotator.token_hash == digest)).first()
-        if row is None or row.status != "active" or not secrets.compare_digest(row.token_hash or "", digest):
-            return None
-        return _member(row, {})
 
 
 def _annotator_columns() -> list[tuple[Any, Any]]:
@@ -295,9 +262,10 @@ def _annotator_columns() -> list[tuple[Any, Any]]:
     return found
 
 
-def rename(project: Project, old: str, new: str) -> Member:
+def rename(project: Project, old: str, new: str, *, access: Access) -> Member:
     """Rename an annotator everywhere their name is recorded (labels, marks, facets, nuggets,
     answer judgments, assignments, adjudications), in one transaction."""
+    access.require_lead("change the roster")
     new = check_annotator(new)
     if new == old:
         raise UsageError("The new name is the old one. Nothing was changed.")
@@ -326,8 +294,9 @@ def rename(project: Project, old: str, new: str) -> Member:
     return found
 
 
-def set_reference(project: Project, name: str, *, complete: bool) -> None:
+def set_reference(project: Project, name: str, *, complete: bool, access: Access) -> None:
     """Make ``name`` the project's reference (a collection's official qrels)."""
+    access.require_lead("change the roster")
     def work(session: Session) -> None:
         mark_reference(session.connection(), [name], complete=complete)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.answers import LEVELS, current_judgments
 
 
@@ -55,11 +56,15 @@ def ratings_of(judged: Iterable[Any]) -> tuple[Ratings, Ratings]:
     return build(nugget_rows, 3), build(cite_rows, 4)
 
 
-def answer_agreement(project, *, annotators: Iterable[str] | None = None):  # noqa: ANN001, ANN201
+def answer_agreement(project, *, access: Access,  # noqa: ANN001, ANN201
+                     annotators: Iterable[str] | None = None):
     """``{"nugget_support": AgreementView, "citation_support": AgreementView}`` of the current
-    answer judgments (the same statistics as for labels)."""
+    answer judgments (the same statistics as for labels), the disputed units as ``access`` may
+    see them (:func:`~ragjudge.services.agreement.views.visible_to`)."""
+    from ragjudge.services.agreement.views import visible_to
+
     nuggets, citations = answer_ratings(project, annotators=annotators)
-    return answer_views(nuggets, citations)
+    return {key: visible_to(view, access) for key, view in answer_views(nuggets, citations).items()}
 
 
 NUGGET_UNIT = ("query_id", "run", "nugget")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 import numpy as np
 from sqlalchemy import func, select
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import RECHECK, newest_label_ids
 from ragjudge.store.schema import Chunk, Label
 from ragjudge.services.agreement.ratings import scale_bounds
@@ -155,10 +156,20 @@ def self_agreement(project: Project) -> list[dict]:
     ]
 
 
-def label_quality(project: Project) -> dict:
-    """Every label-quality signal at once."""
+def label_quality(project: Project, *, access: Access) -> dict:
+    """Every label-quality signal at once: counts per annotator for everyone; the too-fast
+    labels themselves (each a grade of a pair) only of the pairs ``access`` may see."""
+    fast = fast_labels(project)
+    counts: dict[str, int] = {}
+    for row in fast:
+        counts[row["annotator"]] = counts.get(row["annotator"], 0) + 1
+    visible = access.pair_filter()
+    if visible is not None:
+        fast = [row for row in fast if row["annotator"] == access.name
+                or visible(row["query_id"], row["chunk_id"])]
     return {
-        "fast_labels": fast_labels(project),
+        "fast_label_counts": counts,
+        "fast_labels": fast,
         "grade_drift": grade_drift(project),
         "self_agreement": self_agreement(project),
         "drift_rule": drift_rule(),

@@ -22,6 +22,7 @@ from ragjudge.metrics.agreement import (
     krippendorff_alpha,
     one_grade_only,
 )
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import adjudications
 from ragjudge.services.gold.rules import GoldPolicy, gold_policy
 from ragjudge.services.agreement.ratings import load_ratings, ratings_from_rows
@@ -45,6 +46,9 @@ class AgreementView:
     """Each annotator against the reference annotator (:func:`reference_agreement`)."""
     warnings: tuple[str, ...] = ()
     """Statistics that are degenerate (one grade only on the shared units), in words."""
+    hidden_disputed: int = 0
+    """Disputed units left out of ``report.disputed`` because the viewer may not see their
+    grades (:func:`visible_to`)."""
 
     def to_dict(self, *, disputed_limit: int | None = None) -> dict:
         out = self.report.to_dict(disputed_limit=disputed_limit)
@@ -54,6 +58,8 @@ class AgreementView:
             out["warnings"] = list(self.warnings)
         out["disputed"] = [_disputed_json(d, self.unit_fields)
                            for d in self.report.disputed[:disputed_limit]]
+        if self.hidden_disputed:
+            out["hidden_disputed"] = self.hidden_disputed
         out["by_query"] = self.by_query
         out["by_annotator"] = self.by_annotator
         return out
@@ -68,10 +74,26 @@ def _disputed_json(d: DisputedUnit, fields: tuple[str, ...] = ("query_id", "chun
     }
 
 
-def project_agreement(project: Project, *, annotators: Iterable[str] | None = None) -> AgreementView:
+def project_agreement(project: Project, *, access: Access,
+                      annotators: Iterable[str] | None = None) -> AgreementView:
     """Every agreement statistic of the project's current labels, with breakdowns, and each
-    annotator against the reference annotator when there is one."""
-    return with_reference(project, agreement_view(load_ratings(project, annotators=annotators)))
+    annotator against the reference annotator when there is one; the disputed pairs as
+    ``access`` may see them (:func:`visible_to`)."""
+    view = with_reference(project, agreement_view(load_ratings(project, annotators=annotators)))
+    return visible_to(view, access)
+
+
+def visible_to(view: AgreementView, access: Access) -> AgreementView:
+    """``view`` with only the disputed units whose grades ``access`` may see: all of them for
+    who sees every grade, else those the viewer rated. The statistics, aggregates, stay."""
+    if access.sees_all:
+        return view
+    from dataclasses import replace
+
+    shown = tuple(d for d in view.report.disputed if access.name is not None
+                  and access.name in d.grades)
+    return replace(view, report=replace(view.report, disputed=shown),
+                   hidden_disputed=len(view.report.disputed) - len(shown))
 
 
 def with_reference(project: Project, view: AgreementView) -> AgreementView:
@@ -317,10 +339,13 @@ def human_vs_llm(project: Project, people: Ratings | None = None) -> dict:
     return out
 
 
-def disputed_pairs(project: Project, *, limit: int | None = None) -> list[dict]:
+def disputed_pairs(project: Project, *, access: Access, limit: int | None = None) -> list[dict]:
     """Pairs whose annotators' grades differ, largest spread first, then most ratings, with the
-    newest adjudication of each (``adjudicated``: grade or None)."""
-    report = agreement_report(load_ratings(project))
+    newest adjudication of each (``adjudicated``: grade or None); those ``access`` may see
+    (:func:`visible_to`: in a blind project an annotator's, the pairs they judged)."""
+    ratings = load_ratings(project)
+    view = AgreementView(agreement_report(ratings), ratings, [], [])
+    report = visible_to(view, access).report
     decided = adjudicated_grades(project)
     out = []
     for d in report.disputed[:limit]:

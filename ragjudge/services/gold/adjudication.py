@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from ragjudge.errors import UsageError
 from ragjudge.formats.records import check_typed
-from ragjudge.services.access.roster import require_lead
+from ragjudge.services.access.rights import Access
 from ragjudge.store.schema import Adjudication, Chunk, Query, utcnow
 
 
@@ -20,20 +20,19 @@ def adjudicate(
     chunk_id: str,
     grade: int,
     reason: str,
-    by: str,
+    access: Access,
 ) -> int:
     """Record the lead's final grade for a pair (an append-only event; gold qrels use the newest
-    one first). Returns the adjudication's id. Once the project has a lead, ``by`` must be one."""
+    one first), under the name of ``access``'s identity. Returns the adjudication's id. Only
+    who may lead adjudicates (anyone known while the project has no lead)."""
+    access.require_lead("adjudicate")
+    by = access.name or ""
     scale = project.scale
     if not scale.contains(grade):
         raise UsageError(f"grade {grade} is off the project's scale {scale.describe()}.")
     if not reason or not reason.strip():
         raise UsageError("an adjudication needs a reason (--reason): it is what later readers see.")
-    if not by or not by.strip():
-        raise UsageError("an adjudication needs the name of who decided (--by).")
     check_typed(reason, "The reason")
-    check_typed(by, "The name of who decided")
-    require_lead(project, by.strip(), "adjudicate")
     with project.read() as session:
         if session.get(Query, query_id) is None:
             raise UsageError(f"there is no query '{query_id}' in this project.")

@@ -22,7 +22,7 @@ from ragjudge.services.labels.events import RECHECK
 from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.gold.pool import DEFAULT_DEPTH, pool_select
 from ragjudge.services.runs.head import ensure_rows
-from ragjudge.services.access.roster import require_lead
+from ragjudge.services.access.rights import Access
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Assignment, Label, Run, utcnow
 
@@ -113,15 +113,15 @@ def assign(
     runs: Sequence[str] | None = None,
     seed: int = 0,
     replace: bool = False,
-    by: str | None = None,
+    access: Access,
     progress: Callable[..., None] | None = None,
 ) -> AssignmentPlan:
     """Plan and store the assignment of the pool (top ``depth`` of ``runs``, default all runs)
-    in one transaction. Returns the pairs newly assigned. Once the project has a lead, ``by``
-    (who assigns) must be one. ``progress``: of writing the runs' deeper ranks, when the pool
+    in one transaction. Returns the pairs newly assigned. Only who may lead (``access``)
+    assigns. ``progress``: of writing the runs' deeper ranks, when the pool
     goes deeper than their rows (:func:`ragjudge.services.runs.head.ensure_rows`)."""
     names = _check_names(annotators)
-    require_lead(project, by, "assign pairs")
+    access.require_lead("assign pairs")
     if depth < 1:
         raise UsageError(f"--depth {depth}: the pool depth is at least 1.")
     with project.connect() as connection:

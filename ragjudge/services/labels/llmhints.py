@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from ragjudge.errors import UsageError
+from ragjudge.services.access.rights import Access
 
 
 if TYPE_CHECKING:
@@ -31,9 +32,10 @@ def reveal_after_grading(project: Project) -> bool:
     return bool(project.get_setting(REVEAL_SETTING, False))
 
 
-def set_judging_settings(project: Project, *, order: str | None = None,
+def set_judging_settings(project: Project, *, access: Access, order: str | None = None,
                          reveal: bool | None = None) -> None:
     """The lead's choices of how the LLM's grades shape human judging (both off by default)."""
+    access.require_lead("change the LLM judging settings")
     values: dict[str, Any] = {}
     if order is not None:
         if order not in QUEUE_ORDERS:
@@ -51,12 +53,16 @@ def llm_names(connection: Any) -> list[str]:
     return sorted(connection.execute(select(Annotator.name).where(Annotator.kind == "llm")).scalars())
 
 
-def llm_grades(project: Project, query_id: str, chunk_id: str) -> list[tuple[str, int | None]]:
+def llm_grades(project: Project, query_id: str, chunk_id: str, *,
+               access: Access) -> list[tuple[str, int | None]]:
     """Each LLM annotator's word on a pair: its current grade, or None when its newest call
-    came back unparsed (LLMs that never saw the pair are left out)."""
+    came back unparsed (LLMs that never saw the pair are left out). Nothing for a viewer who
+    may not see the pair's grades yet (in a blind project: before they graded it)."""
     from ragjudge.services.events.labels import newest_label_ids
     from ragjudge.store.schema import Label, LlmCall
 
+    if not access.may_see_pair(query_id, chunk_id):
+        return []
     with project.connect() as connection:
         names = llm_names(connection)
         if not names:

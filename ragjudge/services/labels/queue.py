@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from sqlalchemy import select
 from ragjudge.errors import UsageError
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import not_recheck
 from ragjudge.store.schema import (
     Label,
@@ -73,6 +74,15 @@ def check_category(project: Project, category: str | None, option: str = "--cate
 
 
 ORDERS = ("depth", "query")
+
+
+def check_sees_sources(access: Access | None) -> None:
+    """Refuse to show the runs and ranks of pairs still to judge unless ``access`` may see
+    every pair's ranks (in a blind project: a lead)."""
+    if access is None:
+        raise UsageError("--show-source shows the runs and ranks of the pairs to judge, and who "
+                         "is asking is not known. Judge without it.")
+    access.require_sees_all("see which runs retrieved a pair still to judge (--show-source)")
 
 
 def depth_rounds(depth: int) -> tuple[int, ...]:
@@ -163,7 +173,11 @@ class JudgingQueue:
                  depth: int = 10, order: str = "depth", queries: list[str] | None = None,
                  category: str | None = None, show_source: bool = False, recheck: float = 0.0,
                  use_assignment: bool = True, pairs: list[tuple[str, str]] | None = None,
-                 progress: Callable[..., None] | None = None) -> None:
+                 progress: Callable[..., None] | None = None, access: Access | None = None) -> None:
+        """``show_source`` shows which runs retrieved each pair and at which rank: only to who
+        may see every pair's ranks (``access``; None: the least rights)."""
+        if show_source:
+            check_sees_sources(access)
         if order not in ORDERS:
             raise UsageError(f"--order {order}: use depth or query.")
         if depth < 1:

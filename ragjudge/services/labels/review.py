@@ -13,6 +13,10 @@ id of the newest flag or comment event of the item; ``text``: the lead's note):
 An item is *open* while its author's flag or comment is set and no review answers its newest
 mark event: a new flag note or comment after a resolution opens it again, since what the lead
 answered is no longer what the annotator says.
+
+Who may read what (:class:`~ragjudge.services.access.rights.Access`): a lead reads every item and
+answers it; anyone else reads only their own flags and comments and the lead's answers to them,
+and answers nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
 from ragjudge.formats.records import check_typed
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.marks import MARK_KINDS, NO_MARKS, PairMarks
 from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.events.labels import not_recheck
@@ -187,11 +192,25 @@ def _check_filters(project: Project, annotator: str | None, query_id: str | None
                 raise UsageError(f"--query: there is no query {query_id!r} in this project.")
 
 
-def items(project: Project, *, annotator: str | None = None, query_id: str | None = None,
-          include_resolved: bool = False) -> list[ReviewItem]:
+def _readable(access: Access, annotator: str | None) -> str | None:
+    """Whose items ``access`` may list: ``annotator`` (None: everyone's) for a lead, else its
+    own (naming another's is refused)."""
+    if access.lead:
+        return annotator
+    if annotator is not None and annotator != access.name:
+        access.require_lead(f"read {annotator}'s flags and comments")
+    if access.name is None:
+        access.require_lead("read the flags and comments")
+    return access.name
+
+
+def items(project: Project, *, access: Access, annotator: str | None = None,
+          query_id: str | None = None, include_resolved: bool = False) -> list[ReviewItem]:
     """The open review items (with ``include_resolved``, the answered ones too), by query,
-    chunk and annotator; ``annotator`` and ``query_id`` narrow the list (and must exist)."""
+    chunk and annotator; ``annotator`` and ``query_id`` narrow the list (and must exist). A
+    lead reads everyone's; anyone else only their own."""
     _check_filters(project, annotator, query_id)
+    annotator = _readable(access, annotator)
     with project.read() as session:
         found = _items(session, annotator=annotator, query_id=query_id)
     return found if include_resolved else [i for i in found if i.open]
@@ -205,7 +224,9 @@ def item(project: Project, annotator: str, query_id: str, chunk_id: str) -> Revi
 
 
 def open_count(project: Project) -> int:
-    return len(items(project))
+    """How many items are open, everyone's (a count, for every viewer)."""
+    with project.read() as session:
+        return sum(1 for i in _items(session) if i.open)
 
 
 def answer_for(project: Project, annotator: str, query_id: str, chunk_id: str) -> Resolution | None:
@@ -258,17 +279,15 @@ def sent_back(project: Project, annotator: str) -> list[ReviewItem]:
 
 
 def _answer(project: Project, action: str, *, query_id: str, chunk_id: str,
-            annotator: str | None, by: str, note: str | None, source: str) -> ReviewItem:
-    """Record ``action`` on the item as one review event; nothing is written when the item's
-    newest answer already is this one (the same action and note)."""
-    from ragjudge.services.access import roster
-
+            annotator: str | None, access: Access, note: str | None, source: str) -> ReviewItem:
+    """Record ``action`` on the item as one review event, under the lead's name; nothing is
+    written when the item's newest answer already is this one (the same action and note)."""
     if action not in ACTIONS:
         raise UsageError(f"A review is one of {', '.join(ACTIONS)}, not {action!r}.")
-    by = check_annotator(by)
+    access.require_lead("resolve flags or send them back")
+    by = check_annotator(access.name or "")
     check_typed(note, "The note")
     note = (note or "").strip() or None
-    roster.require_lead(project, by, "resolve flags")
 
     def work(session: Session) -> ReviewItem:
         target = _target(session, query_id, chunk_id, annotator)
@@ -302,20 +321,20 @@ def _target(session: Session, query_id: str, chunk_id: str, annotator: str | Non
     return found[0]
 
 
-def resolve(project: Project, *, query_id: str, chunk_id: str, annotator: str | None, by: str,
-            note: str | None = None, source: str = "cli") -> ReviewItem:
+def resolve(project: Project, *, query_id: str, chunk_id: str, annotator: str | None,
+            access: Access, note: str | None = None, source: str = "cli") -> ReviewItem:
     """Settle the annotator's flag or comment on the pair; ``note`` is what they will see.
-    Only a lead may, once the project has one (:func:`roster.require_lead`)."""
+    Only a lead may (anyone known while the project has no lead)."""
     return _answer(project, "resolve", query_id=query_id, chunk_id=chunk_id, annotator=annotator,
-                   by=by, note=note, source=source)
+                   access=access, note=note, source=source)
 
 
-def send_back(project: Project, *, query_id: str, chunk_id: str, annotator: str | None, by: str,
-              note: str | None = None, source: str = "cli") -> ReviewItem:
+def send_back(project: Project, *, query_id: str, chunk_id: str, annotator: str | None,
+              access: Access, note: str | None = None, source: str = "cli") -> ReviewItem:
     """Ask the annotator to look at the pair again (it comes first in their queue, with
-    ``note``) until they label it again."""
+    ``note``) until they label it again. Only a lead may."""
     return _answer(project, "send-back", query_id=query_id, chunk_id=chunk_id, annotator=annotator,
-                   by=by, note=note, source=source)
+                   access=access, note=note, source=source)
 
 
 @dataclass(frozen=True)
@@ -330,17 +349,21 @@ class ReviewDetail:
     chunk: Any
     """:class:`ragjudge.services.labels.texts.ChunkText`"""
     pair: Any
-    """:class:`ragjudge.services.events.pairs.PairDetail`"""
+    """:class:`ragjudge.services.gold.pairs.PairDetail`"""
     withdrawn: bool = False
     """The author took the flag and comment off since the list was read."""
 
 
-def detail(project: Project, found: ReviewItem) -> ReviewDetail:
-    """The item as it is now (it may have been answered or changed meanwhile) and its pair."""
-    from ragjudge.services.events.pairs import pair_detail
+def detail(project: Project, found: ReviewItem, *, access: Access) -> ReviewDetail:
+    """The item as it is now (it may have been answered or changed meanwhile) and its pair, as
+    ``access`` may read them: an item of someone else's only for a lead, and the pair's labels
+    filtered by :func:`~ragjudge.services.gold.pairs.pair_detail`."""
+    from ragjudge.services.gold.pairs import pair_detail
     from ragjudge.services.labels.texts import chunk_text, query_text
 
+    _readable(access, found.annotator)
     now = item(project, found.annotator, found.query_id, found.chunk_id)
     return ReviewDetail(now or found, query_text(project, found.query_id),
                         chunk_text(project, found.chunk_id),
-                        pair_detail(project, found.query_id, found.chunk_id), withdrawn=now is None)
+                        pair_detail(project, found.query_id, found.chunk_id, access=access),
+                        withdrawn=now is None)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
+from ragjudge.services.access.rights import Access
 from ragjudge.services.llm.client import Answer, Client, ClientSettings, StopJudging
 from ragjudge.services.llm.prompt import DEFAULT_TEMPLATE, pair_prompt, parse_grade, prompt_digest, prompt_values
 from ragjudge.services.llm.client import ProgressFn, Summary
@@ -100,10 +101,11 @@ class _Recorder:
     (kind ``llm``) with the first write, so that a run stopped before any answer leaves the
     project as it was."""
 
-    def __init__(self, project: Project, annotator: str, model: str) -> None:
+    def __init__(self, project: Project, annotator: str, model: str, access: Access) -> None:
         self.project = project
         self.annotator = annotator
         self.model = model
+        self.access = access
         self.registered = False
 
     def register(self) -> None:
@@ -112,7 +114,8 @@ class _Recorder:
 
             found = roster.member(self.project, self.annotator)
             if found is None or found.kind != "llm":
-                roster.add(self.project, self.annotator, kind="llm", reinstate=False)
+                roster.add(self.project, self.annotator, kind="llm", reinstate=False,
+                           access=self.access)
             self.registered = True
 
     def record(self, query_id: str, chunk_id: str, digest: str, answer: Answer,
@@ -151,18 +154,20 @@ class _Recorder:
 
 
 async def judge_async(project: Project, pairs: list[tuple[str, str]], settings: ClientSettings, *,
-                      annotator: str, template: str = DEFAULT_TEMPLATE,
+                      annotator: str, access: Access, template: str = DEFAULT_TEMPLATE,
                       progress: ProgressFn | None = None, http: Any = None) -> Summary:
     """Grade ``pairs`` with the model, ``settings.concurrency`` requests at a time, committing
     each answer as it arrives. Raises :class:`StopJudging` (after keeping what came in) when
-    the key is refused or the server cannot be reached."""
+    the key is refused or the server cannot be reached. An LLM annotator joins the roster:
+    only who may lead (``access``) starts one."""
     import httpx
 
+    access.require_lead("grade the pool with an LLM annotator (it joins the roster)")
     summary = Summary(pairs=len(pairs))
     started = time.perf_counter()
     fixed = prompt_values(project)
     scale = project.scale
-    recorder = _Recorder(project, annotator, settings.model)
+    recorder = _Recorder(project, annotator, settings.model, access)
     limits = asyncio.Semaphore(max(1, settings.concurrency))
     own = http is None
     if own:
@@ -216,10 +221,10 @@ async def judge_async(project: Project, pairs: list[tuple[str, str]], settings: 
 
 
 def judge(project: Project, pairs: list[tuple[str, str]], settings: ClientSettings, *,
-          annotator: str, template: str = DEFAULT_TEMPLATE,
+          annotator: str, access: Access, template: str = DEFAULT_TEMPLATE,
           progress: ProgressFn | None = None) -> Summary:
     """:func:`judge_async` from synchronous code."""
-    return asyncio.run(judge_async(project, pairs, settings, annotator=annotator,
+    return asyncio.run(judge_async(project, pairs, settings, annotator=annotator, access=access,
                                    template=template, progress=progress))
 
 
@@ -246,9 +251,11 @@ def audit_rows(project: Project, annotators: Iterable[str] | None = None) -> lis
     return out
 
 
-def export_audit(project: Project, dest: Any, *, fmt: str = "jsonl") -> int:
+def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jsonl") -> int:
     """Write every LLM call (``audit_rows``) as JSONL or CSV; text fields are made visible on a
-    terminal, as every export's are."""
+    terminal, as every export's are. The calls carry the models' grades of every pair: for who
+    sees every grade."""
+    access.require_sees_all("export the LLM annotators' calls (their grades of every pair)")
     from ragjudge.formats import visible_fields, is_terminal
     from ragjudge.formats.csvfile import write_csv
     from ragjudge.formats.jsonl import write_jsonl

@@ -33,6 +33,7 @@ from ragjudge.services.scoring.files import check_file, run_name_of
 
 
 if TYPE_CHECKING:
+    from ragjudge.services.access.rights import Access
     from ragjudge.services.gold.gold import Composition, Gold
     from ragjudge.services.project.database import Project
 
@@ -447,22 +448,32 @@ def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, p
     return rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)
 
 
-def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,
-                  *, threshold: int, rule: str | None = None) -> Any:
+def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run, query_id: str,
+                  measure: str, *, threshold: int, access: Access | None,
+                  rule: str | None = None) -> Any:
     """The step-by-step computation of ``measure`` for one query (``ragjudge explain`` and the
     evaluation screen). RAG measures get the project's facets, nuggets, entities or citations;
-    the two Context Precision definitions are explained side by side."""
+    the two Context Precision definitions are explained side by side.
+
+    ``access``: who reads it, when the project's grades or runs are in it (None only for files
+    alone). A reader who may not see every pair's grade gets it blind
+    (:meth:`~ragjudge.metrics.explain.Explanation.blind`): the grades and ranks of the pairs
+    they have not judged are not shown."""
     from ragjudge.metrics.explain import explain
 
+    if project is not None and access is None:
+        raise UsageError("explaining a project's scores needs who reads them (an Access).")
     parsed = parse_measure(measure)
+    explanation: Any = None
     if parsed.needs or parsed.definition.name.startswith("ContextPrecision"):
         from ragjudge.metrics.ragexplain import explain_rag
 
         extras = project_extras(project, run_name, qrels, run, [parsed], threshold, [query_id], rule)
         explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
-        if explanation is not None:
-            return explanation
-    return explain(qrels, run, query_id, parsed, threshold=threshold)
+    if explanation is None:
+        explanation = explain(qrels, run, query_id, parsed, threshold=threshold)
+    visible = None if access is None else access.grade_filter(query_id)
+    return explanation if visible is None else explanation.blind(visible)
 
 
 @dataclass(frozen=True)

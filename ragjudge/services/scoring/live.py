@@ -53,6 +53,8 @@ from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import bootstrap_ci
 from ragjudge.services.events.labels import NO_GRADE
+from ragjudge.models import AGGREGATION_RULES
+from ragjudge.services.access.rights import Access
 from ragjudge.services.scoring.livecore import CHANGE_COUNTER, CURRENT_SQL, DECIDED_SQL, IN_BATCH, LiveLabels, LivePairs, LiveView, RunLayout, driver_rows, encode_id_runs, encode_ids, ideal_cutoffs, live_kernels
 from functools import cached_property
 from ragjudge.metrics.context import EvalContext
@@ -149,18 +151,29 @@ def saved_coverage(project: Project) -> float:
     return RANGE_COVERAGE
 
 
-def save_coverage(project: Project, share: float) -> None:
-    """Keep the coverage an annotator needs to enter the ranges (0 to 1) in the project."""
+def save_coverage(project: Project, share: float, *, access: Access) -> None:
+    """Keep the coverage an annotator needs to enter the ranges (0 to 1) in the project: a
+    lead's setting."""
+    access.require_lead("change the coverage the ranges need (a project setting)")
     if not 0 <= share <= 1:
         raise UsageError(f"the coverage an annotator needs is a share from 0 to 1, not {share}.")
     project.set_settings({RANGE_COVERAGE_SETTING: float(share)})
 
 
-def save_measures(project: Project, measures: Sequence[str]) -> None:
-    """Keep the evaluation screen's measures in the project (checked first)."""
+def save_measures(project: Project, measures: Sequence[str], *, access: Access) -> None:
+    """Keep the evaluation screen's measures in the project (checked first): a lead's setting."""
+    access.require_lead("change the saved measures (a project setting)")
     for name in measures:
         parse_measure(name)
     project.set_settings({MEASURES_SETTING: list(measures)})
+
+
+def gold_rules(access: Access, annotators: Iterable[str]) -> list[str]:
+    """The gold rules a viewer may evaluate under, in the order the screen steps through them:
+    the aggregation rules, one annotator's grades (in a blind project an annotator's own only:
+    another's per-query values would show their grades, query by query), the adjudications."""
+    named = [a for a in annotators if access.may_read_labels_of(a)]
+    return [*AGGREGATION_RULES, *(f"annotator:{a}" for a in named), "adjudicated"]
 
 
 @dataclass(frozen=True)
@@ -1495,11 +1508,9 @@ class LiveEvaluation:
                         out.setdefault(c, None)
             return list(out)
 
-    def explain(self, run: str, query_id: str, measure: str,
-                visible: Callable[[str], bool] | None = None) -> str:
-        """The step-by-step computation of ``measure`` for one query of one run, as text;
-        ``visible`` hides the grades a blind reader may not see
-        (:func:`ragjudge.services.access.visibility.grade_filter`)."""
+    def explain(self, run: str, query_id: str, measure: str, *, access: Access) -> str:
+        """The step-by-step computation of ``measure`` for one query of one run, as text, as
+        ``access`` may read it (:func:`ragjudge.services.scoring.evaluation.explain_query`)."""
         with self.lock:
             judgments = dict(self.views[self.rule].judgments_of(query_id))
         qrels = Qrels([query_id] * len(judgments), list(judgments),
@@ -1509,8 +1520,8 @@ class LiveEvaluation:
         from ragjudge.services.scoring.evaluation import explain_query
 
         explanation = explain_query(self.project, run, qrels, sub, query_id, measure,
-                                    threshold=self.threshold, rule=self.rule)
-        return explanation.render(visible=visible)
+                                    threshold=self.threshold, rule=self.rule, access=access)
+        return explanation.render()
 
 
 def _intervals(matrix: np.ndarray, measures: list[str], resamples: int) -> dict[str, tuple[float, float]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ragjudge import files
 from ragjudge.errors import ProjectError
 from ragjudge.models import Scale
+from ragjudge.services.access.visibility import access_for
 from ragjudge.store.engine import sqlite_path
 
 
@@ -117,8 +118,9 @@ def _fill(db: str, folder: Path, *, exist_ok: bool) -> None:
             if kind == "runs":
                 for run in sorted((folder / "runs").glob("*.trec")):
                     import_file(project, "run", str(run), name=run.stem)
-            elif kind == "guidelines":
-                import_file(project, "guidelines", str(folder / "guidelines.md"))
+            elif kind == "guidelines":  # a new project has no lead: its builder sets it up
+                import_file(project, "guidelines", str(folder / "guidelines.md"),
+                            access=access_for(project, "demo"))
             else:
                 import_file(project, kind, str(folder / f"{kind}.jsonl"))
         # Close the WAL into the main file so that the renamed file is the whole project.

@@ -16,6 +16,11 @@
   and citation support), in the lines ``ragjudge import answer-labels`` reads back.
 
 Rows stream from SQL to the file; nothing is held whole except the gold qrels.
+
+Who may export what (``access``, :class:`~ragjudge.services.access.rights.Access`): who sees
+every grade exports everything; in a blind project anyone else exports their own rows of the
+per-annotator kinds (labels, facets, nuggets, answer labels), the qrels only as
+``annotator:THEMSELVES`` (the pairs they judged), and no run (its ranks of pairs not judged yet).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from sqlalchemy import func, select
 from ragjudge.errors import UsageError
 from ragjudge.formats import write_records
 from ragjudge.formats.source import Destination
+from ragjudge.services.access.rights import Access
 from ragjudge.models import Judgment, RunEntry
 from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, PairMark, Run
 from ragjudge.store.schema import RunEntry as RunEntryRow
@@ -46,18 +52,18 @@ DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "
                   "answer-labels": "jsonl"}
 
 
-def export(project: Project, kind: str, dest: Destination, *, name: str | None = None,
-           rule: str | None = None, fmt: str | None = None,
+def export(project: Project, kind: str, dest: Destination, *, access: Access,
+           name: str | None = None, rule: str | None = None, fmt: str | None = None,
            progress: Callable[..., None] | None = None, listed_only: bool = False,
            notes: list[str] | None = None) -> int:
-    """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file); returns the
-    number of lines written (not counting a CSV header). ``progress(done, total, description,
-    unit)`` hears of the lines written now and then. ``listed_only`` and ``notes``: see
-    :func:`export_qrels`."""
+    """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file) as ``access``
+    may read it; returns the number of lines written (not counting a CSV header).
+    ``progress(done, total, description, unit)`` hears of the lines written now and then.
+    ``listed_only`` and ``notes``: see :func:`export_qrels`."""
     if listed_only and kind != "qrels":
         raise UsageError("--listed-only applies to 'export qrels' only.")
-    return _export(project, kind, dest, name=name, rule=rule, fmt=fmt, progress=progress,
-                   listed_only=listed_only, notes=notes)
+    return _export(project, kind, dest, access=access, name=name, rule=rule, fmt=fmt,
+                   progress=progress, listed_only=listed_only, notes=notes)
 
 
 def _counted(records: Iterable[Any], total: int | None, description: str,
@@ -76,7 +82,7 @@ def _counted(records: Iterable[Any], total: int | None, description: str,
     progress(done, total if total is not None else done, description, "lines")
 
 
-def _export(project: Project, kind: str, dest: Destination, *, name: str | None,
+def _export(project: Project, kind: str, dest: Destination, *, access: Access, name: str | None,
             rule: str | None, fmt: str | None, progress: Callable[..., None] | None,
             listed_only: bool = False, notes: list[str] | None = None) -> int:
     if kind not in EXPORT_KINDS:
@@ -89,33 +95,53 @@ def _export(project: Project, kind: str, dest: Destination, *, name: str | None,
     if name is not None and kind != "run":
         raise UsageError(f"'export {kind}' takes no NAME (only 'export run NAME' does).")
     if kind == "qrels":
-        return export_qrels(project, dest, rule=rule, fmt=fmt, progress=progress,
+        return export_qrels(project, dest, access=access, rule=rule, fmt=fmt, progress=progress,
                             listed_only=listed_only, notes=notes)
     if kind == "labels":
-        return export_labels(project, dest, fmt=fmt, progress=progress)
+        return export_labels(project, dest, access=access, fmt=fmt, progress=progress)
     if kind == "run":
         if not name:
             raise UsageError(f"Name the run: ragjudge export run NAME. Runs: {_run_list(project)}.")
-        return export_run(project, name, dest, fmt=fmt, progress=progress)
+        return export_run(project, name, dest, access=access, fmt=fmt, progress=progress)
     if kind == "facets":
-        return export_facets(project, dest, fmt=fmt)
+        return export_facets(project, dest, access=access, fmt=fmt)
     if kind == "answer-labels":
-        return export_answer_labels(project, dest, fmt=fmt)
-    return export_nuggets(project, dest, fmt=fmt)
+        return export_answer_labels(project, dest, access=access, fmt=fmt)
+    return export_nuggets(project, dest, access=access, fmt=fmt)
 
 
-def export_qrels(project: Project, dest: Destination, *, rule: str | None = None, fmt: str = "trec",
-                 progress: Callable[..., None] | None = None, listed_only: bool = False,
-                 notes: list[str] | None = None) -> int:
+def _check_may_export_qrels(access: Access, rule: str | None) -> None:
+    """The gold (or another annotator's grades) for who sees every grade; anyone else's own
+    grades only (``annotator:THEIR NAME``)."""
+    if access.sees_all or (access.name is not None and rule == f"annotator:{access.name}"):
+        return
+    what = ("another annotator's grades" if rule is not None and rule.startswith("annotator:")
+            else "the gold qrels")
+    own = (f"--rule annotator:{access.name}" if access.name is not None
+           else "--by YOUR NAME --rule annotator:YOUR NAME")
+    access.require_sees_all(f"export {what} (anyone exports their own grades with {own})")
+
+
+def export_qrels(project: Project, dest: Destination, *, access: Access, rule: str | None = None,
+                 fmt: str = "trec", progress: Callable[..., None] | None = None,
+                 listed_only: bool = False, notes: list[str] | None = None) -> int:
     """The gold qrels under ``rule`` (default: the project's rule), with a complete reference's
     implied 0 lines unless ``listed_only``. ``notes`` (a list) receives the lines that say what
-    was written: the gold's composition, and how many implied lines were written or left out."""
+    was written: the gold's composition, and how many implied lines were written or left out.
+
+    As ``access`` may read them: whole for who sees every grade; else only
+    ``annotator:THEMSELVES``, on the pairs they judged (an adjudication or an implied line of
+    another pair is the gold of a pair they have not judged)."""
     from ragjudge.services.gold.gold import gold
 
+    _check_may_export_qrels(access, rule)
     found = gold(project, rule)
     qrels = found.triples(listed_only=listed_only)
+    visible = access.pair_filter()
+    if visible is not None:  # the pairs the annotator judged: no implied line to speak of
+        qrels = [line for line in qrels if visible(line[0], line[1])]
     if notes is not None:
-        notes.extend(qrels_notes(found.composition, listed_only))
+        notes.extend(qrels_notes(found.composition, listed_only)[:1 if visible else None])
     lines = _counted(qrels, len(qrels), "export qrels", progress)
     if fmt == "trec":
         return write_records("qrels", lines, dest, "trec")
@@ -138,13 +164,14 @@ def qrels_notes(composition: Composition, listed_only: bool) -> list[str]:
     return lines
 
 
-def label_lines(project: Project) -> Iterator[dict[str, Any]]:
-    """Every annotator's current label per pair with a grade, and every pair an annotator
-    flagged or commented on, as label-line dicts sorted by query, chunk and annotator.
+def label_lines(project: Project, annotator: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every annotator's (or one ``annotator``'s) current label per pair with a grade, and
+    every pair an annotator flagged or commented on, as label-line dicts sorted by query, chunk
+    and annotator.
 
     ``created_at`` is the grade's time, or on a line without a grade the newest flag or comment's.
     """
-    from sqlalchemy import union
+    from sqlalchemy import true, union
 
     from ragjudge.services.events.marks import set_marks
     from ragjudge.services.events.labels import newest_label_ids
@@ -161,7 +188,9 @@ def label_lines(project: Project) -> Iterator[dict[str, Any]]:
                         func.max(marks.c.created_at).label("created_at"))
                  .where(marks.c.kind != "review")  # a lead's answer to someone else's mark
                  .group_by(marks.c.annotator, marks.c.query_id, marks.c.chunk_id).subquery())
-    keys = union(*(select(t.c.annotator, t.c.query_id, t.c.chunk_id) for t in (graded, flags, comments))).subquery()
+    keys = union(*(select(t.c.annotator, t.c.query_id, t.c.chunk_id).where(
+        t.c.annotator == annotator if annotator is not None else true())
+        for t in (graded, flags, comments))).subquery()
 
     def on(table: Any) -> Any:
         return ((table.c.annotator == keys.c.annotator) & (table.c.query_id == keys.c.query_id)
@@ -188,15 +217,16 @@ def label_lines(project: Project) -> Iterator[dict[str, Any]]:
 BATCH_ROWS = 10_000
 
 
-def export_labels(project: Project, dest: Destination, *, fmt: str = "jsonl",
+def export_labels(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl",
                   progress: Callable[..., None] | None = None) -> int:
     """Every annotator's current labels with annotator, time (``created_at``, UTC), note, flag
-    and comment."""
+    and comment; in a blind project, an annotator's own only (:meth:`Access.readable_annotator`)."""
     if fmt == "trec":
         raise UsageError("labels carry an annotator, a time, notes, flags and comments, which TREC qrels cannot "
                          "hold; use --format jsonl or csv (or 'export qrels' for TREC).")
-    return write_records("labels", _counted(label_lines(project), None, "export labels", progress),
-                         dest, fmt)
+    whose = access.readable_annotator(None, "labels")
+    return write_records("labels", _counted(label_lines(project, whose), None, "export labels",
+                                            progress), dest, fmt)
 
 
 def run_entries(project: Project, name: str) -> Generator[RunEntry, None, None]:
@@ -250,9 +280,12 @@ def run_size(project: Project, name: str) -> int | None:
     return None if arrays is None else len(arrays["scores"])
 
 
-def export_run(project: Project, name: str, dest: Destination, *, fmt: str = "trec",
-               progress: Callable[..., None] | None = None) -> int:
-    """Run ``name`` with its ranks and scores (TREC tag: the run's name)."""
+def export_run(project: Project, name: str, dest: Destination, *, access: Access,
+               fmt: str = "trec", progress: Callable[..., None] | None = None) -> int:
+    """Run ``name`` with its ranks and scores (TREC tag: the run's name): for who sees every
+    pair's rank (in a blind project, a run's ranks would show an annotator which runs found a
+    pair they have still to judge)."""
+    access.require_sees_all("export a run (its ranks of every pair)")
     entries = run_entries(project, name)
     if progress is not None:
         entries = _counted(entries, run_size(project, name), f"export run {name}", progress)  # type: ignore[assignment]
@@ -289,10 +322,18 @@ def facet_lines(project: Project) -> list[dict[str, Any]]:
     return lines
 
 
-def export_facets(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
+def _own_lines(lines: list[dict[str, Any]], access: Access, what: str) -> list[dict[str, Any]]:
+    """The definitions (lines without an annotator) and the lines of whose ``access`` may read."""
+    whose = access.readable_annotator(None, what)
+    if whose is None:
+        return lines
+    return [line for line in lines if line.get("annotator") in (None, whose)]
+
+
+def export_facets(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl") -> int:
     if fmt == "trec":
         raise UsageError("facets have no TREC format; use --format jsonl or csv.")
-    return write_records("facets", facet_lines(project), dest, fmt)
+    return write_records("facets", _own_lines(facet_lines(project), access, "facet links"), dest, fmt)
 
 
 def nugget_lines(project: Project) -> list[dict[str, Any]]:
@@ -316,10 +357,11 @@ def nugget_lines(project: Project) -> list[dict[str, Any]]:
     return lines
 
 
-def export_nuggets(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
+def export_nuggets(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl") -> int:
     if fmt == "trec":
         raise UsageError("nuggets have no TREC format; use --format jsonl or csv.")
-    return write_records("nuggets", nugget_lines(project), dest, fmt)
+    return write_records("nuggets", _own_lines(nugget_lines(project), access, "nugget support"),
+                         dest, fmt)
 
 
 def answer_label_lines(project: Project) -> list[dict[str, Any]]:
@@ -337,11 +379,14 @@ def answer_label_lines(project: Project) -> list[dict[str, Any]]:
     return nuggets + citations
 
 
-def export_answer_labels(project: Project, dest: Destination, *, fmt: str = "jsonl") -> int:
-    """The answer judgments, in the lines ``ragjudge import answer-labels`` reads back."""
+def export_answer_labels(project: Project, dest: Destination, *, access: Access,
+                         fmt: str = "jsonl") -> int:
+    """The answer judgments, in the lines ``ragjudge import answer-labels`` reads back (in a
+    blind project an annotator's own)."""
     if fmt == "trec":
         raise UsageError("answer labels have no TREC format; use --format jsonl or csv.")
-    return write_records("answer-labels", answer_label_lines(project), dest, fmt)
+    return write_records("answer-labels", _own_lines(answer_label_lines(project), access,
+                                                     "answer labels"), dest, fmt)
 
 
 def _run_list(project: Project) -> str:

@@ -57,6 +57,7 @@ from ragjudge.store.schema import (
 from ragjudge.services.transfer.answerimport import import_answer_labels, import_answers
 from ragjudge.services.transfer.common import DEFAULT_ANNOTATOR, ImportResult, Progress, check_annotator, numbered
 from ragjudge.services.transfer.definitions import DefinitionImport, ReferenceCheck, import_entities, import_facets, import_nuggets
+from ragjudge.services.access.rights import Access
 from ragjudge.services.transfer.labelimport import LabelImport
 from ragjudge.services.transfer.runimport import import_run
 
@@ -69,18 +70,22 @@ IMPORT_KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nugget
 def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
                 replace: bool = False, progress: Progress | None = None,
-                reference: bool = False, complete: bool = False) -> ImportResult:
+                reference: bool = False, complete: bool = False,
+                access: Access | None = None) -> ImportResult:
     """Import ``source`` as ``kind`` (one of :data:`IMPORT_KINDS`): all of it or nothing, without
     holding the project's write lock longer than a short transaction (see
     :mod:`ragjudge.services.project.staging`). With ``reference`` (qrels and labels), the file's
     annotators become reference annotators (``complete``: their unlisted pairs are not
-    relevant) in the transaction that writes the labels."""
+    relevant) in the transaction that writes the labels. The guidelines and a reference change
+    the project's settings and roster: only who may lead (``access``; None has the least
+    rights) imports them."""
     if kind not in IMPORT_KINDS:
         raise UsageError(f"cannot import '{kind}'; one of: {', '.join(IMPORT_KINDS)}, beir.")
     annotator = check_annotator(annotator)
     file = source_name(source)
     if kind == "guidelines":
-        return import_guidelines(project, source)
+        return import_guidelines(project, source, access=access)
+    _check_reference(access, reference)
     if fmt == "auto":
         fmt = detect_format(source, kind)
     if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers", "answer-labels"):
@@ -135,8 +140,23 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
     return project.write(work)
 
 
-def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
-    """Store a Markdown file as the project's judging guidelines (setting ``guidelines``)."""
+def _lead_only(access: Access | None, doing: str) -> None:
+    """Refuse ``doing`` unless ``access`` may lead (None: nobody known, the least rights)."""
+    if access is None:
+        raise UsageError(f"Only a lead may {doing}, and who is asking is not known. Nothing was "
+                         "imported.")
+    access.require_lead(doing)
+
+
+def _check_reference(access: Access | None, reference: bool) -> None:
+    if reference:
+        _lead_only(access, "mark an annotator as the reference (a change of the roster)")
+
+
+def import_guidelines(project, source: Source, *, access: Access | None) -> ImportResult:  # noqa: ANN001
+    """Store a Markdown file as the project's judging guidelines (setting ``guidelines``): a
+    lead's setting."""
+    _lead_only(access, "change the judging guidelines")
     file = source_name(source)
     text = read_text(source)
     check_text([("guidelines", text)], file=file, line=1)
@@ -161,9 +181,12 @@ def import_guidelines(project, source: Source) -> ImportResult:  # noqa: ANN001
 def import_beir(project, folder: str | Path, *, split: str | None = None,  # noqa: ANN001
                 annotator: str = DEFAULT_ANNOTATOR, create_missing: bool = False,
                 replace: bool = False, progress: Progress | None = None,
-                reference: bool = False, complete: bool = False) -> list[ImportResult]:
+                reference: bool = False, complete: bool = False,
+                access: Access | None = None) -> list[ImportResult]:
     """Import a BEIR folder's corpus (as chunks), queries and qrels (as labels of
-    ``annotator``): staged, then published in one transaction."""
+    ``annotator``): staged, then published in one transaction. ``reference`` as for
+    :func:`import_file`."""
+    _check_reference(access, reference)
     annotator = check_annotator(annotator)
     folder = Path(folder)
     found = path_kind(folder)
@@ -208,10 +231,13 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
 def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa: ANN001
                        annotator: str | None = None, create_missing: bool = False,
                        replace: bool = False, progress: Progress | None = None,
-                       reference: bool = False, complete: bool = False) -> list[ImportResult]:
+                       reference: bool = False, complete: bool = False,
+                       access: Access | None = None) -> list[ImportResult]:
     """Import an ir_datasets dataset's documents (as chunks), queries and qrels (as labels of
     ``annotator``, by default the dataset's name) in one transaction, as :func:`import_beir`
-    does a BEIR folder. ``progress`` counts records, not bytes."""
+    does a BEIR folder. ``progress`` counts records, not bytes. ``reference`` as for
+    :func:`import_file`."""
+    _check_reference(access, reference)
     from ragjudge.formats.irds import dataset_count, dataset_parts, load_dataset, read_dataset
 
     dataset, full = load_dataset(name, split)

@@ -1,10 +1,12 @@
 """Adjudication of one disputed pair: the query, the chunk, every annotator's label with their
 note and time spent, earlier decisions; a grade key and a reason record the final grade (an
 append-only adjudication that gold qrels use first). Dismisses with True when a decision was
-recorded. Only a lead adjudicates once the project has one: for anyone else the screen shows
-nothing and closes (:func:`refuse_non_lead`)."""
+recorded. Only a lead adjudicates once the project has one: for anyone else the screen does not
+open (:func:`refuse_non_lead`), and the service refuses the decision besides."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -15,23 +17,23 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ragjudge.errors import RagjudgeError
-from ragjudge.services.events import pairs as svc_pairs
+from ragjudge.services.gold import pairs as svc_pairs
 from ragjudge.services.gold import adjudication as svc_adjudication
 from ragjudge.services.labels import texts as judging
-from ragjudge.tui.app import viewer_of
+from ragjudge.tui.host import host
+from ragjudge.tui.screens.prompts import Refused
 from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
 
+if TYPE_CHECKING:
+    from ragjudge.services.project.database import Project
 
-def refuse_non_lead(screen: Screen) -> bool:
-    """True (after saying why) when the viewer of ``screen`` (which has a ``project``) may not
-    adjudicate."""
-    from ragjudge.services.access.roster import require_lead
 
+def refuse_non_lead(screen: Screen, project: Project) -> bool:
+    """True (after showing the refusal) when who looks at ``screen`` may not adjudicate."""
     try:
-        require_lead(screen.project, viewer_of(screen.app),  # type: ignore[attr-defined]
-                     "adjudicate or see every annotator's label of a pair")
+        host(screen.app, project).access().require_lead("adjudicate")
     except RagjudgeError as exc:
-        screen.notify(str(exc), severity="error", timeout=10)
+        screen.app.push_screen(Refused(str(exc)))
         return True
     return False
 
@@ -90,11 +92,11 @@ class AdjudicateScreen(Screen[bool]):
         self.show()
 
     def show(self) -> None:
-        if refuse_non_lead(self):
-            self.dismiss(False)
-            return
+        access = host(self.app, self.project).access()
         try:
-            detail = svc_pairs.pair_detail(self.project, self.query_id, self.chunk_id)
+            access.require_lead("adjudicate")
+            detail = svc_pairs.pair_detail(self.project, self.query_id, self.chunk_id,
+                                           access=access)
         except RagjudgeError as exc:
             self.notify(str(exc), severity="error")
             self.dismiss(False)
@@ -157,10 +159,11 @@ class AdjudicateScreen(Screen[bool]):
             if not reason:
                 return
             try:
-                svc_adjudication.adjudicate(self.project, query_id=self.query_id, chunk_id=self.chunk_id,
-                               grade=grade, reason=reason, by=self._who())
+                svc_adjudication.adjudicate(self.project, query_id=self.query_id,
+                                            chunk_id=self.chunk_id, grade=grade, reason=reason,
+                                            access=host(self.app, self.project).access())
             except RagjudgeError as exc:
-                self.notify(str(exc), severity="error", timeout=10)
+                self.app.push_screen(Refused(str(exc)))
                 return
             self.decided = True
             self.notify(f"Adjudicated {self.query_id} / {self.chunk_id}: grade {grade}.")
@@ -171,9 +174,6 @@ class AdjudicateScreen(Screen[bool]):
                        placeholder="the reason later readers will see"),
             with_reason,
         )
-
-    def _who(self) -> str:
-        return viewer_of(self.app) or ""
 
     def action_back(self) -> None:
         self.dismiss(self.decided)

@@ -1,7 +1,8 @@
 """The agreement screen: κ, α and AC1 of the project's annotators, live as labels arrive;
 breakdowns per query and per annotator; confusion matrices; the disputed pairs, largest spread
-first. Enter on a disputed pair opens adjudication (a lead's work). In a blind project only a
-lead sees the disputed pairs (they list each annotator's grade); everyone sees the statistics
+first. Enter on a disputed pair opens adjudication (a lead's work). The disputed pairs list
+each annotator's grade: in a blind project an annotator who is not a lead sees those of the
+pairs they judged, the services leaving the others out; everyone sees the statistics
 (:mod:`ragjudge.services.access.visibility`). A tab shows the same statistics on the
 judgments of generated answers (nugget support, citation support).
 
@@ -26,6 +27,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from ragjudge.services.agreement import quality as svc_quality
 from ragjudge.services.agreement import ratings as svc_ratings
 from ragjudge.services.agreement import views as svc_views
+from ragjudge.tui.host import host
 from ragjudge.tui.widgets.literal import literal
 
 POLL_SECONDS = 3.0
@@ -74,12 +76,10 @@ class AgreementScreen(Screen):
 
         def __init__(self, view: svc_views.AgreementView, decided: dict, quality: dict,
                      stamp: tuple[int, ...], answers: dict | None = None,
-                     visible: bool = True, llm: dict | None = None) -> None:
+                     llm: dict | None = None) -> None:
             super().__init__()
             self.llm = llm
             self.view = view
-            self.visible = visible
-            """whether the viewer may see each annotator's grade of a pair"""
             self.quality = quality
             self.decided = decided
             self.stamp = stamp
@@ -95,8 +95,6 @@ class AgreementScreen(Screen):
         self.decided: dict[tuple[str, str], int] = {}
         self.stamp: tuple[int, ...] | None = None
         self._disputed: list[tuple[str, str]] = []
-        self.shows_grades = False
-        """whether the viewer may see the disputed pairs (each annotator's grade)"""
 
     def compose(self) -> ComposeResult:
         yield Static(id="agreement-title")
@@ -148,22 +146,20 @@ class AgreementScreen(Screen):
     def compute(self, force: bool = False) -> None:
         from ragjudge.services.agreement import answers as answer_agreement_svc
         from ragjudge.services.events import answers as answer_events
-        from ragjudge.services.access.visibility import sees_all_grades
-        from ragjudge.tui.app import viewer_of
 
         stamp = (*svc_ratings.labels_stamp(self.project), answer_events.answers_stamp(self.project))
         if not force and stamp == self.stamp:
             return
-        view = svc_views.project_agreement(self.project)
-        visible = sees_all_grades(self.project, viewer_of(self.app))
-        self.post_message(self.Computed(view, svc_views.adjudicated_grades(self.project),
-                                        svc_quality.label_quality(self.project), stamp,
-                                        answer_agreement_svc.answer_agreement(self.project), visible=visible,
-                                        llm=svc_views.human_vs_llm(self.project, view.ratings)))
+        access = host(self.app, self.project).access()
+        view = svc_views.project_agreement(self.project, access=access)
+        self.post_message(self.Computed(
+            view, svc_views.adjudicated_grades(self.project),
+            svc_quality.label_quality(self.project, access=access), stamp,
+            answer_agreement_svc.answer_agreement(self.project, access=access),
+            llm=svc_views.human_vs_llm(self.project, view.ratings)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
         self.view = message.view
-        self.shows_grades = message.visible
         self.decided = message.decided
         self.stamp = message.stamp
         self._show_overview()
@@ -301,9 +297,6 @@ class AgreementScreen(Screen):
         decided = self.decided
         self._disputed = []
         disputed = self.view.report.disputed
-        if not self.shows_grades:
-            self.query_one("#disputed-hint", Static).update(Text(self._blind_note(len(disputed))))
-            return
         for d in disputed[:DISPUTED_ROWS]:
             query_id, chunk_id = d.unit
             grades = ", ".join(f"{a}={g}" for a, g in d.grades.items())
@@ -316,17 +309,18 @@ class AgreementScreen(Screen):
         shown = "" if len(disputed) <= DISPUTED_ROWS else f" (the {DISPUTED_ROWS} largest shown)"
         hint = (f"{len(disputed)} disputed pairs{shown} · Enter to adjudicate"
                 if disputed else "No disputed pairs: every pair judged twice has one grade.")
+        if self.view.hidden_disputed:
+            hint += " " + self._blind_note(self.view.hidden_disputed)
         self.query_one("#disputed-hint", Static).update(Text(hint))
 
-    def _blind_note(self, disputed: int, noun: str = "pairs") -> str:
-        return (f"{disputed} disputed {noun}. Only a lead sees them in this blind project: they "
-                "show each annotator's grade, which must not sway a grade still to be given. "
-                "The statistics in the other tabs are for everyone.")
+    def _blind_note(self, hidden: int, noun: str = "pairs") -> str:
+        return (f"({hidden} more disputed {noun} not shown: this project is blind, and they are "
+                "ones you have not judged; their grades must not sway a grade still to be given. "
+                "The statistics in the other tabs are for everyone.)")
 
     def _show_quality(self, quality: dict) -> None:
         fast: dict[str, int] = {}
-        for row in quality["fast_labels"]:
-            fast[row["annotator"]] = fast.get(row["annotator"], 0) + 1
+        fast.update(quality["fast_label_counts"])
         drift = {d["annotator"]: d for d in quality["grade_drift"]}
         selfs = {s["annotator"]: s for s in quality["self_agreement"]}
         table = Table(header_style="bold", box=None)
@@ -379,9 +373,9 @@ class AgreementScreen(Screen):
                     pairs.add_row(literal(p.a), literal(p.b), str(p.n), _num(p.percent_agreement.value),
                                   _num(p.cohen_kappa.value), _num(p.cohen_kappa_linear.value))
                 parts += [Text(""), pairs]
-            if r.disputed and not self.shows_grades:
-                parts += [Text(""), Text(self._blind_note(len(r.disputed), "units"), style="dim")]
-            elif r.disputed:
+            if view.hidden_disputed:
+                parts += [Text(""), Text(self._blind_note(view.hidden_disputed, "units"), style="dim")]
+            if r.disputed:
                 disputed = Table(title=f"disputed: {len(r.disputed)} (largest spread first)",
                                  title_justify="left", header_style="bold", box=None)
                 for col in (*units.strip("()").split(", "), "spread", "support"):
@@ -459,7 +453,7 @@ class AgreementScreen(Screen):
         self.app.pop_screen()
 
     def action_review(self) -> None:
-        self.app.open_review()
+        host(self.app, self.project).open_review()
 
     def action_adjudicate(self) -> None:
         tabs = self.query_one(TabbedContent)
@@ -470,7 +464,7 @@ class AgreementScreen(Screen):
         table = self.query_one("#disputed-table", DataTable)
         from ragjudge.tui.screens.adjudicate import refuse_non_lead
 
-        if refuse_non_lead(self):
+        if refuse_non_lead(self, self.project):
             return
         if not self._disputed:
             self.notify("No disputed pair to adjudicate.", severity="warning")
@@ -486,7 +480,7 @@ class AgreementScreen(Screen):
     def _open(self, query_id: str, chunk_id: str) -> None:
         from ragjudge.tui.screens.adjudicate import AdjudicateScreen, refuse_non_lead
 
-        if refuse_non_lead(self):
+        if refuse_non_lead(self, self.project):
             return
 
         def done(changed: bool | None) -> None:

@@ -33,6 +33,9 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, T
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
 from ragjudge.services.scoring import live as svc
+from ragjudge.services.access.rights import Access
+from ragjudge.tui.host import Host, host
+from ragjudge.tui.screens.prompts import Refused
 from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
 from ragjudge.tui.widgets.literal import literal
 from ragjudge.tui.widgets.widetable import WideTable
@@ -194,8 +197,9 @@ class EvaluationScreen(Screen):
         title = Text("evaluation  ", style="bold")
         title.append_text(literal(self.project.name, "bold cyan"))
         self.query_one("#eval-title", Static).update(title)
-        options = getattr(self.app, "evaluation_options", None) or {}
+        options = self.host.evaluation_options
         try:
+            self.host.access().require_readable_rule(options.get("rule"))
             self.engine = svc.LiveEvaluation(self.project, **options)
         except RagjudgeError as exc:
             self.query_one("#eval-header", Static).update(literal(str(exc), "red"))
@@ -205,6 +209,31 @@ class EvaluationScreen(Screen):
         if "nDCG@10" in self.engine.measures:
             self.set_reactive(EvaluationScreen.measure, "nDCG@10")
         self._start()
+
+    @property
+    def host(self) -> Host:
+        """The app as this screen sees it: who looks, and what they may do."""
+        return host(self.app, self.project)
+
+    def _as_lead(self, doing: str) -> Access | None:
+        """The viewer's rights when they may ``doing`` (a lead's setting); else None, with the
+        refusal shown where the next keys go (:class:`Refused`)."""
+        access = self.host.access()
+        try:
+            access.require_lead(doing)
+        except RagjudgeError as exc:
+            self.app.push_screen(Refused(str(exc)))
+            return None
+        return access
+
+    def _saved(self, save: Any) -> bool:
+        """Run a service call that saves a setting; a refusal is shown as :meth:`_as_lead` does."""
+        try:
+            save()
+        except RagjudgeError as exc:
+            self.app.push_screen(Refused(str(exc)))
+            return False
+        return True
 
     # -- the worker --------------------------------------------------------------------------
 
@@ -328,12 +357,10 @@ class EvaluationScreen(Screen):
                 engine.set_rule(value)
             elif kind == "measures":
                 engine.set_measures(value)
-                svc.save_measures(self.project, value)
             elif kind == "curve":
                 engine.set_curve(value)
             elif kind == "coverage":
                 engine.set_coverage(value)
-                svc.save_coverage(self.project, value)
             elif kind == "refresh":
                 engine.recompute()
             elif kind == "llm":
@@ -564,17 +591,14 @@ class EvaluationScreen(Screen):
         self._explain(self._query_rows[event.cursor_row])
 
     def _explain(self, query_id: str) -> None:
-        """The computation per run; in a blind project, without the grades and ranks of pairs
-        the viewer has not judged (:func:`ragjudge.services.access.visibility.grade_filter`)."""
-        from ragjudge.services.access.visibility import grade_filter
-        from ragjudge.tui.app import viewer_of
-
+        """The computation per run, as the viewer may read it (in a blind project, without the
+        grades and ranks of the pairs they have not judged: the service leaves them out)."""
         engine, s = self.engine, self.snapshot
-        visible = grade_filter(self.project, viewer_of(self.app), query_id)
+        access = self.host.access()
         parts = []
         for name in s.run_names:
             parts.append(f"── run {name} ──\n" + engine.explain(name, query_id, s.rows.measure,
-                                                                visible=visible))
+                                                                access=access))
         unjudged = engine.unjudged_pairs(query_id)
         title = f"{s.rows.measure} for query {query_id} (rule {s.rule})"
 
@@ -593,12 +617,9 @@ class EvaluationScreen(Screen):
         def named(name: str | None) -> None:
             if not name:
                 return
-            confirm = getattr(self.app, "confirm_annotator", None)
-            if confirm is None:
-                start(name)
-                return
-            confirm(name, start, cancelled=lambda: None,
-                    refuse=lambda message: self.notify(message, severity="error", timeout=8))
+            self.host.confirm_annotator(
+                name, start, cancelled=lambda: None,
+                refuse=lambda message: self.notify(message, severity="error", timeout=8))
 
         def start(name: str) -> None:
             from ragjudge.services.events import annotators as judging_annotators
@@ -613,10 +634,10 @@ class EvaluationScreen(Screen):
             except RagjudgeError as exc:
                 self.notify(str(exc), severity="error", timeout=8)
                 return
-            self.app.annotator = name
+            self.host.annotator = name
             self.app.push_screen(JudgeScreen(self.project, queue_, from_home=True))
 
-        annotator = getattr(self.app, "annotator", None)
+        annotator = self.host.annotator
         if annotator:
             named(annotator)
         else:
@@ -756,9 +777,7 @@ class EvaluationScreen(Screen):
         if self.engine is None:
             return
         annotators = self.snapshot.annotators if self.snapshot else []
-        if not getattr(self.app, "is_lead", True):  # not a lead: no view of another's labels
-            annotators = [a for a in annotators if a == self.app.annotator]
-        rules = [*AGGREGATION_RULES, *(f"annotator:{a}" for a in annotators), "adjudicated"]
+        rules = svc.gold_rules(self.host.access(), annotators)
         current = rules.index(self.rule) if self.rule in rules else -1
         self.rule = rules[(current + 1) % len(rules)]
         self.requests.put(("rule", self.rule))
@@ -770,6 +789,9 @@ class EvaluationScreen(Screen):
         current = self.snapshot.min_coverage if self.snapshot else svc.RANGE_COVERAGE
         choices = svc.COVERAGE_CHOICES
         share = choices[(choices.index(current) + 1) % len(choices)] if current in choices else choices[0]
+        access = self.host.access()
+        if not self._saved(lambda: svc.save_coverage(self.project, share, access=access)):
+            return
         self.requests.put(("coverage", share))
         self.notify(f"Ranges: annotators covering ≥ {share:.0%} of the pool", timeout=2)
 
@@ -820,17 +842,18 @@ class EvaluationScreen(Screen):
         self.query_one("#compare-table", DataTable).clear()
         self.requests.put(("wake", None))
 
-    def _may_change_measures(self) -> bool:
-        """The measures are a project setting: once roles apply, a lead's to change."""
-        if getattr(self.app, "is_lead", True):
-            return True
-        self.notify("The measures are a project setting: a lead adds or removes them.", severity="warning")
-        return False
+    def _save_measures(self, measures: list[str], access: Access) -> bool:
+        """Save the measures (the service refuses a non-lead), then show them."""
+        if not self._saved(lambda: svc.save_measures(self.project, measures, access=access)):
+            return False
+        self.requests.put(("measures", measures))
+        return True
 
     def action_add_measure(self) -> None:
         from ragjudge.tui.screens.prompts import TextPrompt
 
-        if not self._may_change_measures():
+        access = self._as_lead("add a measure to the saved measures (a project setting)")
+        if access is None:
             return
 
         def add(name: str | None) -> None:
@@ -844,14 +867,17 @@ class EvaluationScreen(Screen):
                 self.notify(str(exc), severity="error", timeout=8)
                 return
             measures = list(dict.fromkeys([*self.engine.measures, name]))
-            self._added = name
-            self.requests.put(("measures", measures))
+            if self._save_measures(measures, access):
+                self._added = name
 
         self.app.push_screen(TextPrompt("Add a measure (ir_measures syntax, e.g. nDCG@20, P(rel=2)@5):",
                                         placeholder="nDCG@20"), add)
 
     def action_remove_measure(self) -> None:
-        if self.engine is None or self.snapshot is None or not self._may_change_measures():
+        if self.engine is None or self.snapshot is None:
+            return
+        access = self._as_lead("remove a measure from the saved measures (a project setting)")
+        if access is None:
             return
         table = self.query_one("#overview-table", DataTable)
         column = table.cursor_coordinate.column - 1
@@ -860,7 +886,7 @@ class EvaluationScreen(Screen):
             self.notify("Put the cursor on a measure's column (one measure always stays).")
             return
         measures.pop(column)
-        self.requests.put(("measures", measures))
+        self._save_measures(measures, access)
 
     def _wake_snapshot(self) -> None:
         self.requests.put(("snapshot", None))

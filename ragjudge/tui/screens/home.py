@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static
 from ragjudge.services.overview import project_status
 from ragjudge.services.labels import queue as judging
 from ragjudge.services.labels import review
+from ragjudge.tui.host import Host, host
 from ragjudge.tui.widgets.literal import literal
 
 HOME_KEYS = (
@@ -69,17 +70,21 @@ class HomeScreen(Screen):
         self.query_one("#home-summary", Static).update(Text("counting…", style="dim"))
         self._show_start()
 
+    @property
+    def host(self) -> Host:
+        return host(self.app, self.project)
+
     def _count_if_shown(self) -> None:
-        if self.is_current and not getattr(self.app, "opening_on_top", False):
+        if self.is_current and not self.host.opening_on_top:
             self.count()
 
     def _show_start(self) -> None:
-        opts = self.app.queue_options
+        opts = self.host.queue_options
         order = opts.get("order", "depth")
         text = Text()
         text.append(" enter ", style="bold reverse")
         text.append("  start judging")
-        annotator = self.app.annotator
+        annotator = self.host.annotator
         if annotator:
             text.append(" as ")
             text.append_text(literal(annotator, "bold"))
@@ -155,16 +160,16 @@ class HomeScreen(Screen):
         self.query_one("#home-runs", Static).update(runs)
 
     def action_judge(self) -> None:
-        self.app.start_judging(from_home=True)
+        self.host.start_judging(from_home=True)
 
     def action_judge_answers(self) -> None:
-        self.app.start_judging(from_home=True, answers=True)
+        self.host.start_judging(from_home=True, answers=True)
 
     def action_evaluation(self) -> None:
-        self.app.open_evaluation()
+        self.host.open_evaluation()
 
     def action_agreement(self) -> None:
-        self.app.open_agreement()
+        self.host.open_agreement()
 
     def action_guidelines(self) -> None:
         from ragjudge.tui.screens.guidelines import GuidelinesScreen
@@ -172,7 +177,7 @@ class HomeScreen(Screen):
         self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
 
     def action_review(self) -> None:
-        self.app.open_review()
+        self.host.open_review()
 
     def action_refresh(self) -> None:
         self.count()

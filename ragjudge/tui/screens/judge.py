@@ -4,6 +4,11 @@ Durability: every key that records something calls the judging service synchrono
 call returns only after the transaction is committed; only then is the next pair shown. A
 SQLite commit takes about a millisecond, so the UI thread can afford it. The pool totals (a
 scan of the whole pool on big projects) are counted in a worker thread.
+
+A grade or skip carries the label the screen showed (``seen``: its event id): when another
+session of the same annotator (a second browser tab, a second terminal) recorded something on
+the pair since, the service refuses (:class:`~ragjudge.services.labels.events.LabelConflict`),
+and the screen shows what stands, on the same pair, for the annotator to grade again.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from ragjudge.services.labels import texts as judging_texts
 from ragjudge.services.labels import review
 from ragjudge.services.labels.queue import JudgingQueue, PairView
 from ragjudge.services.events.state import LabelState
+from ragjudge.tui.host import host
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal, query_block, query_terms
@@ -409,9 +415,30 @@ class JudgeScreen(SessionActions, Screen):
     def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         try:
             return fn(*args, **kwargs)
+        except judging_events.LabelConflict as exc:
+            self._conflicted(exc)
+            return None
         except RagjudgeError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return None
+
+    def _conflicted(self, exc: judging_events.LabelConflict) -> None:
+        """Another session wrote on the pair since it was shown: show what stands, stay."""
+        pair = self.pair
+        self.notify(str(exc), severity="warning", timeout=10)
+        if pair is None:
+            return
+        self.queue.note_event(pair.query_id, pair.chunk_id, exc.current)
+        self.pair = self.queue.refresh(pair)
+
+    def _viewer_access(self):  # noqa: ANN202 - Access
+        """What the annotator at this screen may see (the app's identity)."""
+        return host(self.app, self.project).access()
+
+    @staticmethod
+    def _seen(pair: PairView) -> int | None:
+        """The id of the annotator's label event the screen shows for ``pair`` (None: none)."""
+        return None if pair.state is None else pair.state.id
 
     def action_grade(self, grade: int) -> None:
         pair = self.pair
@@ -424,7 +451,8 @@ class JudgeScreen(SessionActions, Screen):
         duration = self._elapsed_ms()
         event_id = self._run(judging_events.record_label, self.project, annotator=self.queue.annotator,
                              query_id=pair.query_id, chunk_id=pair.chunk_id, grade=grade,
-                             duration_ms=duration, source="recheck" if pair.recheck else "tui")
+                             duration_ms=duration, source="recheck" if pair.recheck else "tui",
+                             seen=self._seen(pair))
         if event_id is None:
             return
         self._count_label()
@@ -442,7 +470,8 @@ class JudgeScreen(SessionActions, Screen):
             self._llm_reveal = self._run(llm_judge.reveal_after_grading, self.project) or False
         if not self._llm_reveal:
             return
-        words = self._run(llm_judge.llm_grades, self.project, query_id, chunk_id) or []
+        words = self._run(llm_judge.llm_grades, self.project, query_id, chunk_id,
+                          access=self._viewer_access()) or []
         if words:
             said = ", ".join(f"{name} {'no grade (unparsed)' if g is None else g}" for name, g in words)
             self.notify(f"You gave {grade}; the LLM gave: {said}.", title="LLM", markup=False, timeout=4)
@@ -467,7 +496,7 @@ class JudgeScreen(SessionActions, Screen):
         event_id = self._run(judging_events.skip_pair, self.project, annotator=self.queue.annotator,
                              query_id=pair.query_id, chunk_id=pair.chunk_id,
                              duration_ms=self._elapsed_ms(),
-                             source="recheck" if pair.recheck else "tui")
+                             source="recheck" if pair.recheck else "tui", seen=self._seen(pair))
         if event_id is None:
             return
         self._recorded(LabelState(event_id, None, True, None, None, None, "tui"), move_on=True)

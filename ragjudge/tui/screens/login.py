@@ -1,7 +1,8 @@
 """The login screen of a browser session (``ragjudge serve``): a personal token, nothing else.
 
 The token is typed or pasted into a masked field; who the person is and what they may do come
-from the roster entry the token belongs to (``roster.by_token``), never from a typed name. A
+from the roster entry the token belongs to (:func:`~ragjudge.services.access.identity.from_token`),
+never from a typed name. A
 token that opens nothing gets this screen back with a short message that says no more than
 that (not whether a name exists or was retired), and after repeated failures the field stays
 closed a little longer each time.
@@ -16,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Label
 
-from ragjudge.services.access import roster
+from ragjudge.services.access.identity import Identity, from_token
 from ragjudge.tui.widgets.literal import literal
 
 FREE_ATTEMPTS = 2
@@ -34,8 +35,9 @@ def wait_after(failures: int) -> float:
     return min(MAX_WAIT_SECONDS, 2.0 ** (failures - FREE_ATTEMPTS))
 
 
-class LoginScreen(Screen):
-    """Ask for the annotator's personal token; on success the app continues as that member."""
+class LoginScreen(Screen[Identity]):
+    """Ask for the annotator's personal token; dismissed with the token's identity (whoever
+    pushed it continues as that annotator)."""
 
     DEFAULT_CSS = """
     LoginScreen { align: center middle; }
@@ -70,12 +72,12 @@ class LoginScreen(Screen):
         if not token:
             self._status("Type or paste your token, then press Enter.")
             return
-        member = roster.by_token(self.project, token)
-        if member is None:
+        identity = from_token(self.project, token)
+        if identity is None:
             self.failures += 1
             self._refused(field)
             return
-        self.app.logged_in(member, token)
+        self.dismiss(identity)
 
     def _refused(self, field: Input) -> None:
         wait = wait_after(self.failures)

@@ -1,5 +1,5 @@
 """Small modal prompts: one line of text (a name, a note, a comment), a yes/no question, the
-query finder, and the question before a session starts under an unknown name."""
+query finder, the question before a session starts under an unknown name, and a refusal."""
 
 from __future__ import annotations
 
@@ -69,6 +69,27 @@ class ConfirmPrompt(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class Refused(ModalScreen[None]):
+    """A service's refusal (a lead's setting, a lead's screen), shown where the keys go: what is
+    typed next -- the name of a measure after a refused ``+`` -- stays here instead of reaching
+    the screen below as commands. Enter or Escape closes it."""
+
+    BINDINGS = [Binding("enter,escape", "close", "Close")]
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="prompt", id="refused"):
+            yield Label(literal(self.message), classes="prompt-title")
+            yield Label(literal("Enter or Escape closes this; nothing was changed."),
+                        classes="prompt-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
 
 
 class FindQuery(ModalScreen[str | None]):

@@ -7,12 +7,12 @@ screen), or sends it back (the pair comes first in the author's queue again). An
 review events (:mod:`ragjudge.services.labels.review`); the list of items is read when the screen
 opens, so an answered item stays reachable with ``p`` and shows its answer.
 
-Once the project has a lead, only a lead may review; anyone else is told why.
+Once the project has a lead, only a lead reads everyone's items and answers them; anyone else
+walks their own flags and comments and the lead's answers to them, and an answer key shows the
+service's refusal. Who looks is the app's identity (:mod:`ragjudge.tui.host`).
 """
 
 from __future__ import annotations
-
-import getpass
 
 from rich.table import Table
 from rich.text import Text
@@ -25,7 +25,8 @@ from textual.widgets import DataTable, Footer, Static
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.services.labels import review as svc
-from ragjudge.services.access import roster
+from ragjudge.tui.host import Host, host
+from ragjudge.tui.screens.prompts import Refused
 from ragjudge.tui.widgets.literal import literal
 
 REVIEW_KEYS = (
@@ -48,7 +49,8 @@ def key_rows() -> list[tuple[str, str, str]]:
 
 
 class ReviewScreen(Screen):
-    """Walk the open review items of a project (lead only, once it has a lead)."""
+    """Walk the open review items of a project: everyone's for a lead, one's own for anyone
+    else."""
 
     DEFAULT_CSS = """
     ReviewScreen #review-title { height: 1; padding: 0 1; background: $panel; }
@@ -58,7 +60,6 @@ class ReviewScreen(Screen):
     ReviewScreen .review-panel { height: auto; border: round $primary 50%; padding: 0 1; }
     ReviewScreen #review-labels { height: auto; max-height: 18; }
     ReviewScreen #review-list { height: 1fr; display: none; }
-    ReviewScreen #review-denied { height: 1fr; padding: 1 2; display: none; }
     """
 
     BINDINGS = [
@@ -74,7 +75,8 @@ class ReviewScreen(Screen):
         self.items: list[svc.ReviewItem] = []
         self.index = 0
         self.current: svc.ReviewDetail | None = None
-        self.allowed = False
+        self.mine_only = False
+        """the viewer is not a lead: the items are their own"""
 
     def compose(self) -> ComposeResult:
         yield Static(id="review-title")
@@ -86,7 +88,6 @@ class ReviewScreen(Screen):
                 yield Static(id="review-item", classes="review-panel")
                 yield Static(id="review-labels", classes="review-panel")
         yield DataTable(id="review-list", cursor_type="row", zebra_stripes=True)
-        yield Static(id="review-denied")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -96,52 +97,24 @@ class ReviewScreen(Screen):
         self.query_one("#review-chunk").border_title = "chunk"
         self.query_one("#review-list", DataTable).add_columns(
             "query", "chunk", "annotator", "flag", "comment", "review")
-        name = self._who()
-        if roster.has_lead(self.project) and not getattr(self.app, "annotator", None):
-            from ragjudge.tui.screens.prompts import TextPrompt
-
-            self.app.push_screen(TextPrompt("Your name (reviewing is for the project's leads):",
-                                            placeholder="e.g. dora"), self._named)
-            return
-        self._open_as(name)
-
-    def _named(self, name: str | None) -> None:
-        if not name:
-            self._deny(None)
-            return
-        if roster.may_lead(self.project, name):
-            self.app.annotator = name  # the app's user from now on
-        self._open_as(name)
-
-    def _open_as(self, name: str | None) -> None:
-        if not roster.may_lead(self.project, name):
-            self._deny(name)
-            return
-        self.allowed = True
         self.load()
 
-    def _deny(self, name: str | None) -> None:
-        leads = [m.name for m in roster.members(self.project, counts=False) if m.is_lead and m.active]
-        text = Text("Only a lead reviews flags and comments in this project", style="bold")
-        text.append(" — ")
-        text.append_text(literal(f"{name!r} is not one" if name else "you have not given your name"))
-        text.append(".\n\nLeads: ")
-        text.append_text(literal(", ".join(leads)))
-        text.append("\n\nYour flags and comments stay as you left them; a lead's answer appears on "
-                    "the judging screen when you next open the pair. A lead names another lead "
-                    "with 'ragjudge annotators role NAME lead'.\n\nEscape goes back.")
-        self.query_one("#review-walk").display = False
-        self.query_one("#review-list").display = False
-        denied = self.query_one("#review-denied", Static)
-        denied.display = True
-        denied.update(text)
-        self._title("not a lead")
+    @property
+    def host(self) -> Host:
+        return host(self.app, self.project)
 
     # -- loading and showing ---------------------------------------------------------------
 
     def load(self) -> None:
-        """Read the open items (the walk goes through these, answered or not since)."""
-        self.items = svc.items(self.project)
+        """Read the open items the viewer may read (the walk goes through these, answered or
+        not since)."""
+        access = self.host.access()
+        self.mine_only = not access.lead
+        try:
+            self.items = svc.items(self.project, access=access)
+        except RagjudgeError as exc:  # nobody known: nobody's items
+            self.items = []
+            self.notify(str(exc), severity="warning", timeout=10)
         self.index = 0
         self.show()
 
@@ -150,13 +123,16 @@ class ReviewScreen(Screen):
             self.current = None
             self._title("nothing open")
             self.query_one("#review-chunk-text", Static).update(Text(
+                ("None of your flags or comments is open: a lead answers them, and you see the "
+                 "answer when you next open the pair. Escape goes back.") if self.mine_only else
                 "No open flags or comments: every one is answered. Escape goes back.", style="dim"))
             for panel in ("#review-query", "#review-item", "#review-labels"):
                 self.query_one(panel, Static).update(Text(""))
             return
         self.index = max(0, min(self.index, len(self.items) - 1))
         try:
-            self.current = svc.detail(self.project, self.items[self.index])
+            self.current = svc.detail(self.project, self.items[self.index],
+                                      access=self.host.access())
         except RagjudgeError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
@@ -180,6 +156,8 @@ class ReviewScreen(Screen):
     def _title(self, state: str) -> None:
         title = Text("review  ", style="bold")
         title.append_text(literal(self.project.name, "bold cyan"))
+        if self.mine_only:
+            title.append("  ·  your flags and comments")
         title.append(f"  ·  {state}")
         self.query_one("#review-title", Static).update(title)
 
@@ -242,18 +220,9 @@ class ReviewScreen(Screen):
 
     # -- answering -------------------------------------------------------------------------
 
-    def _who(self) -> str:
-        name = getattr(self.app, "annotator", None)
-        if name:
-            return name
-        try:
-            return getpass.getuser()
-        except Exception:  # noqa: BLE001 - no login name in some containers
-            return "lead"
-
     def _answer(self, action: str) -> None:
         d = self.current
-        if not self.allowed or d is None:
+        if d is None:
             return
         if d.withdrawn:
             self.notify("The author took this flag and comment off; there is nothing to answer.",
@@ -264,14 +233,21 @@ class ReviewScreen(Screen):
         answer = svc.resolve if action == "resolve" else svc.send_back
         item = d.item
 
+        access = self.host.access()
+        try:  # asked before the note is typed: a refusal takes the keys typed next
+            access.require_lead("resolve flags or send them back")
+        except RagjudgeError as exc:
+            self.app.push_screen(Refused(str(exc)))
+            return
+
         def done(note: str | None) -> None:
             if note is None:
                 return
             try:
                 answer(self.project, query_id=item.query_id, chunk_id=item.chunk_id,
-                       annotator=item.annotator, by=self._who(), note=note or None, source="tui")
+                       annotator=item.annotator, access=access, note=note or None, source="tui")
             except RagjudgeError as exc:
-                self.notify(str(exc), severity="error", timeout=10)
+                self.app.push_screen(Refused(str(exc)))
                 return
             verb = "Resolved" if action == "resolve" else "Sent back"
             self.notify(f"{verb}: {item.annotator}'s item on {item.query_id} / {item.chunk_id}.")
@@ -291,9 +267,12 @@ class ReviewScreen(Screen):
 
     def action_adjudicate(self) -> None:
         d = self.current
-        if not self.allowed or d is None:
+        if d is None:
             return
-        from ragjudge.tui.screens.adjudicate import AdjudicateScreen
+        from ragjudge.tui.screens.adjudicate import AdjudicateScreen, refuse_non_lead
+
+        if refuse_non_lead(self, self.project):
+            return
 
         def done(_: bool | None) -> None:
             self.show()
@@ -303,7 +282,7 @@ class ReviewScreen(Screen):
     # -- moving ----------------------------------------------------------------------------
 
     def action_next(self) -> None:
-        if not self.allowed or not self.items:
+        if not self.items:
             return
         if self.index + 1 >= len(self.items):
             self.notify("This is the last item.")
@@ -312,7 +291,7 @@ class ReviewScreen(Screen):
         self.show()
 
     def action_previous(self) -> None:
-        if not self.allowed or not self.items:
+        if not self.items:
             return
         if self.index == 0:
             self.notify("This is the first item.")
@@ -321,8 +300,6 @@ class ReviewScreen(Screen):
         self.show()
 
     def action_list(self) -> None:
-        if not self.allowed:
-            return
         table = self.query_one("#review-list", DataTable)
         walk = self.query_one("#review-walk")
         if table.display:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragjudge.tui.host import host
+
 
 class SessionActions:
     """Mixed into a judging :class:`~textual.screen.Screen` that has ``project`` and
@@ -24,10 +26,10 @@ class SessionActions:
         self.app.push_screen(GuidelinesScreen(self.project.get_setting("guidelines")))
 
     def action_evaluation(self) -> None:
-        self.app.open_evaluation()
+        host(self.app, self.project).open_evaluation()
 
     def action_agreement(self) -> None:
-        self.app.open_agreement()
+        host(self.app, self.project).open_agreement()
 
     def action_help(self) -> None:
         from ragjudge.tui.screens.help import HelpScreen

@@ -1,5 +1,5 @@
 """Everything recorded about one pair: every annotator's current label with its note, flag,
-comment and time, and the pair's adjudications.
+comment and time, and the pair's adjudications -- as much of it as the viewer may see.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 from ragjudge.errors import UsageError
+from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import newest_label_ids, not_recheck
 from ragjudge.store.schema import Adjudication, Chunk, Label, Query
 
@@ -61,9 +62,33 @@ class PairDetail:
         return self.adjudications[-1]["grade"] if self.adjudications else None
 
 
-def pair_detail(project: Project, query_id: str, chunk_id: str) -> PairDetail:
+def pair_detail(project: Project, query_id: str, chunk_id: str, *, access: Access) -> PairDetail:
     """The query, the chunk, each annotator's current label with note and time spent, their
-    flags and comments, and the pair's adjudications."""
+    flags and comments, and the pair's adjudications, as ``access`` may see them: its own
+    label and marks always; others' grades and the adjudications once it may see the pair's
+    grades (:meth:`Access.may_see_pair`); others' flags and comments for a lead only."""
+    found = _pair_detail(project, query_id, chunk_id)
+    grades = access.may_see_pair(query_id, chunk_id)
+    shown = []
+    for label in found.labels:
+        if label.annotator == access.name:
+            shown.append(label)
+            continue
+        marks = access.may_read_marks_of(label.annotator)
+        if not grades and not marks:
+            continue
+        shown.append(AnnotatorLabel(
+            annotator=label.annotator,
+            grade=label.grade if grades else None, skipped=label.skipped and grades,
+            flagged=label.flagged and marks, note=label.note if grades else None,
+            duration_ms=label.duration_ms if grades else None,
+            created_at=label.created_at if grades else None,
+            flag_note=label.flag_note if marks else None, comment=label.comment if marks else None))
+    return PairDetail(found.query_id, found.query_text, found.chunk_id, found.chunk_text,
+                      tuple(shown), found.adjudications if grades else ())
+
+
+def _pair_detail(project: Project, query_id: str, chunk_id: str) -> PairDetail:
     from ragjudge.services.events.marks import NO_MARKS, marks_of_pair
 
     newest = newest_label_ids()
