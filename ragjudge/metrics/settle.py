@@ -48,7 +48,9 @@ Use::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -59,8 +61,8 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import max_depth
 from ragjudge.metrics.registry import Measure, parse_measure
-from ragjudge.metrics.settle_layout import Layout, Pool
-from ragjudge.metrics.settle_measures import AP_EXACT_PAIRS, Draw, Family, Profile, family, supported
+from ragjudge.metrics.settle_layout import Layout, Pool, occurrences
+from ragjudge.metrics.settle_measures import AP_EXACT_PAIRS, Draw, Profile, RunData, family, supported
 from ragjudge.metrics.settle_model import STRENGTH, GradeModel, LLMGrades, PriorCounts
 
 __all__ = [
@@ -74,8 +76,22 @@ EPS = 1e-9
 CONFIDENCE = 0.95
 #: the default number of Monte Carlo draws of the open pairs' grades
 SAMPLES = 200
-#: draws evaluated at once (bounds the (draws x queries x cells) temporaries)
+#: fewest draws when the pool is large (see ``CELL_BUDGET``)
+MIN_SAMPLES = 16
+#: draws x open cells of every run evaluated per call at most: a large open pool gets fewer
+#: draws (never under MIN_SAMPLES), a pool mostly judged the full number
+CELL_BUDGET = 40_000_000
+#: draws evaluated at once (bounds the draws x queries x cells temporaries)
 BLOCK = 25
+#: draws x queries x runs x measures of sampled values kept at once (a block of draws)
+BLOCK_VALUES = 8_000_000
+#: from this many queries whose difference can still move, the order's probability is read
+#: from a normal law fitted to the per-query means and variances of the draws (the sum of many
+#: independent queries); below, from the draws themselves
+NORMAL_QUERIES = 20
+
+#: threads evaluating runs on the draws
+THREADS = min(2, os.cpu_count() or 1)
 
 CERTAIN, TIED, PROBABLE, OPEN = "certain", "tied", "probable", "open"
 
@@ -161,7 +177,11 @@ class Settlement:
     - ``confidence`` -- p_order from which an order is ``"probable"``;
     - ``seed``, ``samples`` -- the Monte Carlo draws (0 samples: p_order is NaN where not settled);
     - ``llm`` -- an LLM annotator's grades, calibrated against the qrels on the pairs both graded;
-    - ``pairs`` -- the (a, b) run pairs to compare (default: every pair, in the runs' order);
+    - ``pairs`` -- which pairs of runs to compare: ``"adjacent"`` (default: per measure, each
+      run with the next in the current ranking, the higher first; an order certain between
+      neighbours is certain between any two, bounds adding up along the ranking), ``"all"``
+      (every pair, in the runs' order; the cost grows with the square of the runs), or a list of
+      (a, b) names;
     - ``queries`` -- the query ids to average over (default: every query of the qrels or pool).
 
     The runs are read once (each run's cells, then dropped); :meth:`comparisons` and
@@ -171,7 +191,7 @@ class Settlement:
     def __init__(self, qrels: Qrels, runs: Mapping[str, Run] | Iterable[Run], pool: Pool | int,
                  measures: Iterable[str | Measure], *, threshold: int = 1, top_grade: int | None = None,
                  confidence: float = CONFIDENCE, seed: int = 0, samples: int = SAMPLES,
-                 llm: LLMGrades | None = None, pairs: Sequence[tuple[str, str]] | None = None,
+                 llm: LLMGrades | None = None, pairs: str | Sequence[tuple[str, str]] = "adjacent",
                  queries: Iterable[str] | None = None, strength: float = STRENGTH) -> None:
         named = _named_runs(runs)
         if isinstance(pool, (int, np.integer)):
@@ -189,24 +209,35 @@ class Settlement:
         self.measures = parsed
         self.families = [family(m, self.layout) for m in parsed]
         self.names = list(named)
-        self.pairs = self._pairs(pairs)
+        self._asked = self._check_pairs(pairs)
         self.confidence, self.seed, self.samples = float(confidence), int(seed), int(samples)
-        self.profiles: dict[tuple[int, str], Profile] = {}
         prior = PriorCounts(self.layout)
         depth = max_depth(parsed)
+        self.runs: list[RunData] = []
+        profiles: list[list[Profile]] = [[] for _ in parsed]
         for name, run in named.items():
             cells = self.layout.cells(run, depth, name)
             ctx = self.layout.context(cells)
+            var, col = occurrences(cells.open, cells.open.shape[1])
+            data = RunData(name, var, col, cells.rank.astype(np.int64))
+            self.runs.append(data)
             for j, (m, fam) in enumerate(zip(parsed, self.families)):
-                self.profiles[j, name] = fam.profile(cells, m(ctx))
+                profiles[j].append(fam.profile(data, cells, m(ctx)))
             prior.add(cells)
+        for fam, mine in zip(self.families, profiles):
+            fam.prepare(mine)
+        self.index = {name: r for r, name in enumerate(self.names)}
         self.model = GradeModel.fit(prior, strength=strength, llm=llm)
         self._comparisons: list[Comparison] | None = None
         self._weights: PairWeights | None = None
+        #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
+        self.samples_used = 0
 
-    def _pairs(self, pairs: Sequence[tuple[str, str]] | None) -> list[tuple[str, str]]:
-        if pairs is None:
-            return [(a, b) for i, a in enumerate(self.names) for b in self.names[i + 1:]]
+    def _check_pairs(self, pairs: str | Sequence[tuple[str, str]]) -> str | list[tuple[str, str]]:
+        if isinstance(pairs, str):
+            if pairs not in ("adjacent", "all"):
+                raise UsageError(f"pairs is 'adjacent', 'all' or a list of (a, b) run names, not {pairs!r}.")
+            return pairs
         known = set(self.names)
         for a, b in pairs:
             for name in (a, b):
@@ -214,10 +245,22 @@ class Settlement:
                     raise UsageError(f"no run named {name!r} to compare (runs: {', '.join(self.names)}).")
         return [(str(a), str(b)) for a, b in pairs]
 
+    def pairs(self, j: int) -> list[tuple[str, str]]:
+        """The pairs of runs compared under measure j."""
+        if self._asked == "all":
+            return [(a, b) for i, a in enumerate(self.names) for b in self.names[i + 1:]]
+        if self._asked == "adjacent":
+            ranked = sorted(self.names, key=lambda name: -self.mean(j, name))  # stable: ties keep order
+            return list(zip(ranked, ranked[1:]))
+        return list(self._asked)
+
     # -- the numbers ------------------------------------------------------------------------
+    def profile(self, j: int, name: str) -> Profile:
+        return self.families[j].profiles[self.index[name]]
+
     def mean(self, j: int, name: str) -> float:
         """Measure j's mean over the query set for a run now (as ``ragjudge eval``'s mean)."""
-        cur = self.profiles[j, name].cur
+        cur = self.profile(j, name).cur
         return float(cur.sum() / len(cur)) if len(cur) else 0.0
 
     def comparisons(self) -> list[Comparison]:
@@ -229,7 +272,8 @@ class Settlement:
             weights, threats = self._pressure(drafts)
             order = np.argsort(-weights, kind="stable")
             self._weights = self._ranked(weights, order)
-            self._comparisons = [self._finish(d, threats.get(i), order) for i, d in enumerate(drafts)]
+            harms: dict[int, np.ndarray] = {}
+            self._comparisons = [self._finish(d, threats.get(i), order, harms) for i, d in enumerate(drafts)]
         return self._comparisons
 
     def weights(self) -> PairWeights:
@@ -244,8 +288,8 @@ class Settlement:
         out = {}
         n = max(self.layout.n_queries, 1)
         for j, fam in enumerate(self.families):
-            for a, b in self.pairs:
-                low_q, high_q, exact = fam.bounds(self.profiles[j, a], self.profiles[j, b])
+            for a, b in self.pairs(j):
+                low_q, high_q, exact = fam.bounds(self.index[a], self.index[b])
                 diff = self.mean(j, a) - self.mean(j, b)
                 low, high = float(low_q.sum() / n), float(high_q.sum() / n)
                 if fam.free:  # "now" is one of the assignments: float sums must not leave it out
@@ -255,27 +299,41 @@ class Settlement:
 
     def _chances(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
                  ) -> dict[tuple[int, str, str], float]:
-        """p_order of every comparison not settled, by Monte Carlo."""
+        """p_order of every comparison not settled, by Monte Carlo (see :func:`_order_chance`)."""
         unsettled = [key for key, (_, low, high, _) in bounds.items() if not _settled(low, high)]
         if not unsettled or self.samples == 0:
             return {}
+        volume = sum(r.var.shape[0] * r.var.shape[1] for r in self.runs) or 1
+        count = max(min(self.samples, CELL_BUDGET // volume), min(MIN_SAMPLES, self.samples))
+        self.samples_used = count
         wanted = sorted({j for j, _, _ in unsettled})
+        involved = sorted({self.index[name] for _, a, b in unsettled for name in (a, b)})
+        nq = self.layout.n_queries
+        block = max(1, min(BLOCK, BLOCK_VALUES // max(1, nq * len(involved) * len(wanted))))
+        sums = {key: np.zeros((3, nq)) for key in unsettled}  # per query: draws, sum d, sum d^2
+        totals: dict[tuple[int, str, str], list[np.ndarray]] = {key: [] for key in unsettled}
         rng = np.random.default_rng(self.seed)
-        totals: dict[tuple[int, str], list[np.ndarray]] = {}
-        for start in range(0, self.samples, BLOCK):
-            draw = Draw(self.model.draw(rng, min(BLOCK, self.samples - start)), self.layout)
-            for j in wanted:
-                for name in self.names:
-                    totals.setdefault((j, name), []).append(
-                        self.families[j].values(self.profiles[j, name], draw).sum(axis=1))
-        n = max(self.layout.n_queries, 1)
-        out = {}
-        for j, a, b in unsettled:
-            final = (np.concatenate(totals[j, a]) - np.concatenate(totals[j, b])) / n
-            now = _sign(bounds[j, a, b][0])
-            signs = np.where(np.abs(final) <= EPS, 0, np.sign(final))
-            out[j, a, b] = float(np.mean(signs == now))
-        return out
+        for start in range(0, count, block):
+            draw = Draw(self.model.draw(rng, min(block, count - start)), self.layout)
+            values: dict[tuple[int, int], np.ndarray] = {}
+
+            def evaluate(r: int, draw: Draw = draw, values: dict = values) -> None:
+                on = draw.on(self.runs[r])  # the run's cells, gathered once for its measures
+                for j in wanted:
+                    fam = self.families[j]
+                    values[j, r] = fam.values(fam.profiles[r], on)
+
+            _each(evaluate, involved)
+            for key in unsettled:
+                j, a, b = key
+                d = values[j, self.index[a]] - values[j, self.index[b]]
+                acc = sums[key]
+                acc[0] += len(d)
+                acc[1] += d.sum(axis=0)
+                acc[2] += (d * d).sum(axis=0)
+                totals[key].append(d.sum(axis=1))
+        return {key: _order_chance(bounds[key][0], sums[key], np.concatenate(totals[key]) / max(nq, 1))
+                for key in unsettled}
 
     def _draft(self, key: tuple[int, str, str], diff: float, low: float, high: float, exact: bool,
                chance: float) -> Comparison:
@@ -303,14 +361,13 @@ class Settlement:
             j = index[c.measure]
             for name in (c.a, c.b):
                 if (j, name) not in flips:
-                    flips[j, name] = self.families[j].flip(self.profiles[j, name])
-            delta = (flips[j, c.a] - flips[j, c.b]) / n
-            threat, gap, need = _threat(delta, c.difference, c.low, c.high)
+                    flips[j, name] = self.families[j].flip(self.profile(j, name)) / n
+            threat, gap, need = _threat(flips[j, c.a] - flips[j, c.b], c.difference, c.low, c.high)
             total = float(threat.sum())
             if total > 0:
-                threat = threat * (gap / total)
+                threat *= gap / total
             need = max(need, EPS)
-            weights += np.minimum(threat / need, 1.0)
+            weights += np.minimum(threat, need) / need
             threats[i] = (threat, need, j)
         return weights, threats
 
@@ -319,13 +376,54 @@ class Settlement:
         return PairWeights(lay.query_ids[lay.open_query[order]], lay.open_chunk[order], weights[order])
 
     def _finish(self, draft: Comparison, threat: tuple[np.ndarray, float, int] | None,
-                order: np.ndarray) -> Comparison:
+                order: np.ndarray, harms: dict[int, np.ndarray]) -> Comparison:
         if threat is None:
             return draft
         swing, need, j = threat
-        more = _judge_more(swing[order], self.families[j].harm(self.model.probs)[order], need)
+        if j not in harms:  # in queue order
+            harms[j] = self.families[j].harm(self.model.probs)[order]
+        more = _judge_more(swing[order], harms[j], need)
         return Comparison(draft.measure, draft.a, draft.b, draft.difference, draft.low, draft.high,
                           draft.p_order, draft.status, more, draft.exact, draft.n_queries)
+
+
+def _each(work: Callable[[int], None], items: Sequence[int]) -> None:
+    """``work(item)`` for every item, on two threads when there are several (numpy lets go of
+    the interpreter in its array loops, so the second core takes half)."""
+    if len(items) < 2 or THREADS < 2:
+        for item in items:
+            work(item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        list(pool.map(work, items))
+
+
+def _order_chance(now: float, sums: np.ndarray, finals: np.ndarray) -> float:
+    """P(the final difference has the sign of ``now``) from the draws: ``sums`` holds, per query,
+    the draw count, and the sums of the per-query difference d and of d^2; ``finals`` each
+    draw's final mean difference.
+
+    With at least ``NORMAL_QUERIES`` queries whose d varies, the final difference is a sum of
+    many independent per-query terms, close to normal (Lyapunov's central limit theorem): the
+    probability is Phi(sign(now) mu / sigma), mu = sum of the per-query means, sigma^2 = sum of
+    the per-query variances (unbiased, n - 1), both divided by the number of queries. Its
+    error comes from mu's (sigma / sqrt(draws)), not from a count of draws on each side. With
+    fewer such queries, or a current tie, it is the share of draws with that sign."""
+    side = _sign(now)
+    n, total, squares = sums
+    draws = float(n.max()) if len(n) else 0.0
+    moving = np.flatnonzero(squares * draws - total * total > EPS * EPS * draws * draws)
+    if side == 0 or len(moving) < NORMAL_QUERIES or draws < 2:
+        signs = np.where(np.abs(finals) <= EPS, 0, np.sign(finals))
+        return float(np.mean(signs == side)) if len(finals) else 0.0
+    nq = len(n)
+    mu = total.sum() / draws / nq
+    var = np.maximum(squares - total * total / draws, 0.0).sum() / (draws - 1) / (nq * nq)
+    if var <= 0:
+        return 1.0 if _sign(mu) == side else 0.0
+    return float(0.5 * math.erfc(-side * mu / math.sqrt(2.0 * var)))
 
 
 def _settled(low: float, high: float) -> bool:
@@ -379,5 +477,3 @@ def pair_weights(qrels: Qrels, runs: Mapping[str, Run] | Iterable[Run], pool: Po
     of 10,000 queries and 10 runs it takes about as long as evaluating the runs once)."""
     return Settlement(qrels, runs, pool, measures, **options).weights()
 
-
-_ = Family  # re-exported for type hints of callers that build families themselves

@@ -124,6 +124,10 @@ class RunCells:
     open: np.ndarray
     n_ret: np.ndarray
     rank: np.ndarray
+    #: the judged cells in (query, rank) order: their query rows, 0-based ranks and grades
+    judged_row: np.ndarray
+    judged_col: np.ndarray
+    judged_grade: np.ndarray
 
 
 class Layout:
@@ -156,6 +160,8 @@ class Layout:
         ids = np.concatenate([_keys.widen(self.judged_chunk, width), _keys.widen(self.open_chunk, width)])
         self._index = _keys.PairIndex(rows, ids, _keys.id_hash(self.query_ids)[rows])
         self._n_judged = len(self.judged_query)
+        #: arrays shared by the measures of one settlement (e.g. overlaps per cutoff)
+        self.cache: dict[Any, Any] = {}
 
     # -- construction ----------------------------------------------------------------------
     @staticmethod
@@ -255,27 +261,35 @@ class Layout:
         if depth is not None:
             size = min(size, int(depth))
         kept = np.minimum(n_ret, size)
-        total = int(kept.sum())
-        row_of = np.repeat(np.arange(nq, dtype=np.int64), kept)
-        first = np.repeat(np.cumsum(kept) - kept, kept)
-        col = np.arange(total, dtype=np.int64) - first
-        sel = np.repeat(run.offsets[run_row], kept) + col  # kept is 0 where run_row is -1
-        ids = run.chunk_ids[sel]
-        index = self._index
-        if index.seed == 0:
-            hashes = run.pair_hashes[sel]
+        # the selected run rows, query by query in rank order, and their cells in the grid
+        inside = np.arange(size)[None, :] < kept[:, None]
+        whole = bool(inside.all())
+        if whole and len(run) == nq * size and np.array_equal(run_row, np.arange(nq)):
+            # the run is exactly the grid (every query of the set, in order, ranked to depth)
+            ids, hashes, cell = run.chunk_ids, run.pair_hashes, None
         else:
+            grid = run.offsets[run_row][:, None] + np.arange(size)[None, :]  # row -1: masked
+            sel, cell = (grid.ravel(), None) if whole else (grid[inside], np.flatnonzero(inside))
+            ids, hashes = run.chunk_ids[sel], run.pair_hashes[sel]
+        row_of = (np.arange(len(ids)) if cell is None else cell) // max(size, 1)
+        index = self._index
+        if index.seed != 0:
             hashes = _keys.pair_hash(_keys.id_hash(self.query_ids)[row_of], ids, index.seed)
         at, rows = index.find(hashes, ids, row_of)
-        grades = np.full((nq, size), -1, dtype=np.int32)
-        open_ = np.full((nq, size), -1, dtype=np.int32)
+        where = at if cell is None else cell[at]
+        grades = np.full(nq * size, -1, dtype=np.int32)
+        open_ = np.full(nq * size, -1, dtype=np.int32)
         judged = rows < self._n_judged
-        grades[row_of[at[judged]], col[at[judged]]] = self.judged_grade[rows[judged]]
+        grades[where[judged]] = self.judged_grade[rows[judged]]
         opened = ~judged
-        open_[row_of[at[opened]], col[at[opened]]] = rows[opened] - self._n_judged
+        open_[where[opened]] = rows[opened] - self._n_judged
         rank = np.full(self.n_vars, ABSENT, dtype=np.int32)
-        rank[rows[opened] - self._n_judged] = col[at[opened]]
-        return RunCells(name, grades, open_, n_ret, rank)
+        rank[rows[opened] - self._n_judged] = where[opened] % max(size, 1)
+        grades, open_ = grades.reshape(nq, size), open_.reshape(nq, size)
+        spot = where[judged]  # ascending: (query, rank) order
+        width = max(size, 1)
+        return RunCells(name, grades, open_, n_ret, rank, spot // width, spot % width,
+                        self.judged_grade[rows[judged]])
 
     def context(self, cells: RunCells) -> GivenContext:
         """The evaluation context of a run's cells: the kernels read it as ``ragjudge eval``'s."""

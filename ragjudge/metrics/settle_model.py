@@ -64,8 +64,7 @@ class PriorCounts:
     def add(self, cells: RunCells) -> None:
         top = self.layout.top_grade
         n_buckets = len(RANK_BUCKETS) + 1
-        row, col = np.nonzero(cells.grades >= 0)
-        key = bucket_of(col) * (top + 1) + cells.grades[row, col]
+        key = bucket_of(cells.judged_col) * (top + 1) + cells.judged_grade
         self.counts.append(np.bincount(key, minlength=n_buckets * (top + 1))
                            .reshape(n_buckets, top + 1).astype(np.float64))
         self.ranks.append(cells.rank)
@@ -81,7 +80,7 @@ class GradeModel:
 
     def __init__(self, probs: np.ndarray) -> None:
         self.probs = probs
-        self.cdf = np.cumsum(probs, axis=1)
+        self.cdf = np.cumsum(probs, axis=1).astype(np.float32)
 
     @classmethod
     def fit(cls, prior: PriorCounts, *, strength: float = STRENGTH,
@@ -108,9 +107,9 @@ class GradeModel:
         return cls(probs)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """(n, V) grades drawn independently from the model (int16)."""
-        u = rng.random((n, len(self.probs)))
-        grades = np.zeros(u.shape, dtype=np.int16)
+        """(n, V) grades drawn independently from the model (small integers)."""
+        u = rng.random((n, len(self.probs)), dtype=np.float32)
+        grades = np.zeros(u.shape, dtype=np.int8 if self.cdf.shape[1] <= 127 else np.int16)
         for g in range(self.cdf.shape[1] - 1):
             grades += u >= self.cdf[None, :, g]
         return grades
