@@ -664,11 +664,12 @@ class CumulativeGain(Family):
         vb = np.where(_gather(a.rank, b.var, ABSENT) < ABSENT, -1, b.var)
         return np.concatenate([ea, -_gather(b.extra, vb, 0.0)], axis=1)
 
-    def _side(self, a: Profile, b: Profile) -> np.ndarray:
+    def _side(self, a: Profile, b: Profile) -> tuple[np.ndarray, bool]:
+        """max over assignments of M_a - M_b per query, and whether it is exact everywhere."""
         e = self._changes(a, b)
         start = a.fixed - b.fixed
         if not self.normalised:
-            return start + float(self.gain[-1]) * np.maximum(e, 0.0).sum(axis=1)
+            return start + float(self.gain[-1]) * np.maximum(e, 0.0).sum(axis=1), True
         count, total = self._candidates(e)
         return self._best_ratio(start, count, total)
 
@@ -689,7 +690,7 @@ class CumulativeGain(Family):
                          np.where(j >= first_neg, (n_pos + zeros)[:, None] + j - first_neg, -1))
         return count, total
 
-    def _best_ratio(self, start: np.ndarray, count: np.ndarray, total: np.ndarray) -> np.ndarray:
+    def _best_ratio(self, start: np.ndarray, count: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, bool]:
         """max over count vectors of (start + sum_l dgain_l E(c_l)) / IDCG(counts)."""
         ok = count >= 0
         c = np.maximum(count, 0)
@@ -701,12 +702,13 @@ class CumulativeGain(Family):
         # feasible value for Dinkelbach to climb from
         equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
         if self.top == 1:
-            return equal
+            return equal, True
         return self._dinkelbach(start, ok, total, ideal, equal)
 
     def _dinkelbach(self, start: np.ndarray, ok: np.ndarray, total: np.ndarray,
-                    ideal: list[np.ndarray], t: np.ndarray) -> np.ndarray:
-        """Dinkelbach's iteration over count vectors c_1 >= ... >= c_G (module docstring)."""
+                    ideal: list[np.ndarray], t: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Dinkelbach's iteration over count vectors c_1 >= ... >= c_G (module docstring), and
+        whether every query reached its optimum (else the bound is valid, possibly loose)."""
         zero_ideal = self.judged[:, 0] == 0
         # IDCG is 0 only when nothing has a positive grade: value 0, kept apart (level 1 >= 1)
         first_ok = ok & ~(zero_ideal[:, None] & (np.cumsum(ok, axis=1) == 1))
@@ -731,7 +733,7 @@ class CumulativeGain(Family):
         # still climbing after MAX_STEPS, or stopped by rounding: t + F(t)/D_min is an upper bound
         smallest = np.where(zero_ideal, float(self.step[0]) * self.ideal_sum[1], self.ideal_now)
         t = t + _ratio(np.maximum(slack, 0.0), smallest)
-        return np.where(zero_ideal, np.maximum(t, 0.0), t)
+        return np.where(zero_ideal, np.maximum(t, 0.0), t), not bool(live.any())
 
     def _levels(self, e: np.ndarray, ok: np.ndarray, first_ok: np.ndarray,
                 ideal: list[np.ndarray], t: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -773,7 +775,8 @@ class CumulativeGain(Family):
 
     def _bounds(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, bool]:
         a, b = self.profiles[i], self.profiles[j]
-        return -self._side(b, a), self._side(a, b), True
+        (high, exact_high), (low, exact_low) = self._side(a, b), self._side(b, a)
+        return -low, high, exact_high and exact_low
 
     def values(self, p: Profile, draw: RunDraw) -> np.ndarray:
         dcg = np.broadcast_to(p.fixed, (draw.n, len(p.fixed)))
