@@ -62,7 +62,15 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import max_depth
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.settle_layout import Layout, Pool, occurrences
-from ragjudge.metrics.settle_measures import AP_EXACT_PAIRS, Draw, Profile, RunData, family, supported
+from ragjudge.metrics.settle_measures import (
+    AP_EXACT_PAIRS,
+    Draw,
+    Profile,
+    RunData,
+    family,
+    narrowed,
+    supported,
+)
 from ragjudge.metrics.settle_model import STRENGTH, GradeModel, LLMGrades, PriorCounts
 
 __all__ = [
@@ -85,6 +93,8 @@ CELL_BUDGET = 40_000_000
 BLOCK = 25
 #: draws x queries x runs x measures of sampled values kept at once (a block of draws)
 BLOCK_VALUES = 8_000_000
+#: queries drawn at once (queries of about as many open cells together)
+ROW_BLOCK = 2048
 #: from this many queries whose difference can still move, the order's probability is read
 #: from a normal law fitted to the per-query means and variances of the draws (the sum of many
 #: independent queries); below, from the draws themselves
@@ -230,6 +240,9 @@ class Settlement:
         self.model = GradeModel.fit(prior, strength=strength, llm=llm)
         self._comparisons: list[Comparison] | None = None
         self._weights: PairWeights | None = None
+        self._bounds_done: dict[tuple[int, str, str], tuple[float, float, float, bool]] | None = None
+        self._order: np.ndarray | None = None
+        self._threats: dict[tuple[int, str, str], tuple[np.ndarray, float, int]] = {}
         #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
         self.samples_used = 0
 
@@ -252,6 +265,7 @@ class Settlement:
         if self._asked == "adjacent":
             ranked = sorted(self.names, key=lambda name: -self.mean(j, name))  # stable: ties keep order
             return list(zip(ranked, ranked[1:]))
+        assert not isinstance(self._asked, str)
         return list(self._asked)
 
     # -- the numbers ------------------------------------------------------------------------
@@ -266,74 +280,123 @@ class Settlement:
     def comparisons(self) -> list[Comparison]:
         """Every measure x pair, in the order of the measures, then the pairs."""
         if self._comparisons is None:
-            bounds = self._bounds()
+            bounds = self._settle_bounds()
             chances = self._chances(bounds)
             drafts = [self._draft(key, *bounds[key], chances.get(key, np.nan)) for key in bounds]
-            weights, threats = self._pressure(drafts)
-            order = np.argsort(-weights, kind="stable")
-            self._weights = self._ranked(weights, order)
+            order, threats = self._queue()
             harms: dict[int, np.ndarray] = {}
-            self._comparisons = [self._finish(d, threats.get(i), order, harms) for i, d in enumerate(drafts)]
+            self._comparisons = [self._finish(d, threats.get(key), order, harms)
+                                 for d, key in zip(drafts, bounds)]
         return self._comparisons
 
     def weights(self) -> PairWeights:
-        """The open pool pairs in queue order, heaviest first (see the module's docstring)."""
-        if self._weights is None:
-            self.comparisons()
+        """The open pool pairs in queue order, heaviest first (see the module's docstring). It
+        needs the bounds only, not the draws: a queue refreshed after labels pays no sampling."""
+        self._queue()
         assert self._weights is not None
         return self._weights
 
+    def _settle_bounds(self) -> dict[tuple[int, str, str], tuple[float, float, float, bool]]:
+        if self._bounds_done is None:
+            self._bounds_done = self._bounds()
+        return self._bounds_done
+
+    def _queue(self) -> tuple[np.ndarray, dict[tuple[int, str, str], tuple[np.ndarray, float, int]]]:
+        """The queue order (open pairs, heaviest first) and each unsettled comparison's swings."""
+        if self._order is None:
+            bounds = self._settle_bounds()
+            weights, threats = self._pressure(bounds)
+            self._order = np.argsort(-weights, kind="stable")
+            self._threats = threats
+            self._weights = self._ranked(weights, self._order)
+        return self._order, self._threats
+
     def _bounds(self) -> dict[tuple[int, str, str], tuple[float, float, float, bool]]:
-        """(measure, a, b) -> (difference, low, high, exact)."""
-        out = {}
+        """(measure, a, b) -> (difference, low, high, exact), the comparisons shared out over
+        two threads."""
+        keys = [(j, a, b) for j in range(len(self.families)) for a, b in self.pairs(j)]
+        found: dict[int, tuple[float, float, float, bool]] = {}
         n = max(self.layout.n_queries, 1)
-        for j, fam in enumerate(self.families):
-            for a, b in self.pairs(j):
-                low_q, high_q, exact = fam.bounds(self.index[a], self.index[b])
-                diff = self.mean(j, a) - self.mean(j, b)
-                low, high = float(low_q.sum() / n), float(high_q.sum() / n)
-                if fam.free:  # "now" is one of the assignments: float sums must not leave it out
-                    low, high = min(low, diff), max(high, diff)
-                out[j, a, b] = (diff, low, high, exact)
-        return out
+
+        def one(i: int) -> None:
+            j, a, b = keys[i]
+            fam = self.families[j]
+            low_q, high_q, exact = fam.bounds(self.index[a], self.index[b])
+            diff = self.mean(j, a) - self.mean(j, b)
+            low, high = float(low_q.sum() / n), float(high_q.sum() / n)
+            if fam.free:  # "now" is one of the assignments: float sums must not leave it out
+                low, high = min(low, diff), max(high, diff)
+            found[i] = (diff, low, high, exact)
+
+        _each(one, list(range(len(keys))))
+        return {key: found[i] for i, key in enumerate(keys)}
 
     def _chances(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
                  ) -> dict[tuple[int, str, str], float]:
-        """p_order of every comparison not settled, by Monte Carlo (see :func:`_order_chance`)."""
+        """p_order of every comparison not settled, by Monte Carlo (see :func:`_order_chance`).
+
+        Only queries with open pairs are drawn (the others add their current difference), in
+        blocks of queries of about as many open cells, so that a pool mostly judged costs its
+        few open pairs, not the width of its most open query."""
         unsettled = [key for key, (_, low, high, _) in bounds.items() if not _settled(low, high)]
         if not unsettled or self.samples == 0:
             return {}
-        volume = sum(r.var.shape[0] * r.var.shape[1] for r in self.runs) or 1
-        count = max(min(self.samples, CELL_BUDGET // volume), min(MIN_SAMPLES, self.samples))
-        self.samples_used = count
         wanted = sorted({j for j, _, _ in unsettled})
         involved = sorted({self.index[name] for _, a, b in unsettled for name in (a, b)})
-        nq = self.layout.n_queries
-        block = max(1, min(BLOCK, BLOCK_VALUES // max(1, nq * len(involved) * len(wanted))))
-        sums = {key: np.zeros((3, nq)) for key in unsettled}  # per query: draws, sum d, sum d^2
-        totals: dict[tuple[int, str, str], list[np.ndarray]] = {key: [] for key in unsettled}
+        blocks, runs = self._row_blocks(involved)
+        volume = sum(len(rows) * runs[b, r].var.shape[1] for b, rows in enumerate(blocks) for r in involved) or 1
+        count = max(min(self.samples, CELL_BUDGET // volume), min(MIN_SAMPLES, self.samples))
+        self.samples_used = count
+        nq = max(self.layout.n_queries, 1)
+        touched = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+        rest = np.ones(self.layout.n_queries, dtype=bool)
+        rest[touched] = False
+        fixed = {key: float((self.profile(key[0], key[1]).cur - self.profile(key[0], key[2]).cur)[rest].sum())
+                 for key in unsettled}
+        profiles = {(j, b, r): narrowed(self.families[j].profiles[r], runs[b, r], rows)
+                    for j in wanted for b, rows in enumerate(blocks) for r in involved}
+        sums = {key: np.zeros((2, len(touched))) for key in unsettled}  # per query: sum d, sum d^2
+        finals: dict[tuple[int, str, str], list[np.ndarray]] = {key: [] for key in unsettled}
         rng = np.random.default_rng(self.seed)
-        for start in range(0, count, block):
-            draw = Draw(self.model.draw(rng, min(block, count - start)), self.layout)
-            values: dict[tuple[int, int], np.ndarray] = {}
+        step = max(1, min(BLOCK, BLOCK_VALUES // max(1, len(involved) * len(wanted) * ROW_BLOCK)))
+        for start in range(0, count, step):
+            draw = Draw(self.model.draw(rng, min(step, count - start)), self.layout)
+            total = {key: np.zeros(draw.n) for key in unsettled}
+            at = 0
+            for b, rows in enumerate(blocks):
+                values: dict[tuple[int, int], np.ndarray] = {}
 
-            def evaluate(r: int, draw: Draw = draw, values: dict = values) -> None:
-                on = draw.on(self.runs[r])  # the run's cells, gathered once for its measures
-                for j in wanted:
-                    fam = self.families[j]
-                    values[j, r] = fam.values(fam.profiles[r], on)
+                def evaluate(r: int, b: int = b, rows: np.ndarray = rows, draw: Draw = draw,
+                             values: dict = values) -> None:
+                    on = draw.on(runs[b, r], rows)  # the run's cells, gathered once for its measures
+                    for j in wanted:
+                        values[j, r] = self.families[j].values(profiles[j, b, r], on)
 
-            _each(evaluate, involved)
+                _each(evaluate, involved)
+                span = slice(at, at + len(rows))
+                for key in unsettled:
+                    j, a, c = key
+                    d = values[j, self.index[a]] - values[j, self.index[c]]
+                    sums[key][0, span] += d.sum(axis=0)
+                    sums[key][1, span] += (d * d).sum(axis=0)
+                    total[key] += d.sum(axis=1)
+                at += len(rows)
             for key in unsettled:
-                j, a, b = key
-                d = values[j, self.index[a]] - values[j, self.index[b]]
-                acc = sums[key]
-                acc[0] += len(d)
-                acc[1] += d.sum(axis=0)
-                acc[2] += (d * d).sum(axis=0)
-                totals[key].append(d.sum(axis=1))
-        return {key: _order_chance(bounds[key][0], sums[key], np.concatenate(totals[key]) / max(nq, 1))
+                finals[key].append((total[key] + fixed[key]) / nq)
+        return {key: _order_chance(bounds[key][0], count, sums[key], fixed[key], nq, np.concatenate(finals[key]))
                 for key in unsettled}
+
+    def _row_blocks(self, involved: list[int]) -> tuple[list[np.ndarray], dict[tuple[int, int], RunData]]:
+        """The queries with open pairs, in blocks of ``ROW_BLOCK`` ordered by their open cells,
+        and each involved run's data on each block."""
+        touched = np.flatnonzero(self.layout.n_open > 0)
+        if len(touched) == 0:
+            return [], {}
+        cells = np.max([(self.runs[r].var[touched] >= 0).sum(axis=1) for r in involved], axis=0)
+        order = touched[np.argsort(cells, kind="stable")]
+        blocks = [order[i:i + ROW_BLOCK] for i in range(0, len(order), ROW_BLOCK)]
+        runs = {(b, r): self.runs[r].rows(rows) for b, rows in enumerate(blocks) for r in involved}
+        return blocks, runs
 
     def _draft(self, key: tuple[int, str, str], diff: float, low: float, high: float, exact: bool,
                chance: float) -> Comparison:
@@ -347,28 +410,28 @@ class Settlement:
                           self.layout.n_queries)
 
     # -- weights and what is left to judge -----------------------------------------------------
-    def _pressure(self, drafts: Sequence[Comparison]) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, float, int]]]:
+    def _pressure(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
+                  ) -> tuple[np.ndarray, dict[tuple[int, str, str], tuple[np.ndarray, float, int]]]:
         """The pairs' weights, and per comparison not settled its scaled swings, what it still
         needs and its measure index."""
         n_vars, n = self.layout.n_vars, max(self.layout.n_queries, 1)
         weights = np.zeros(n_vars)
-        threats: dict[int, tuple[np.ndarray, float, int]] = {}
+        threats: dict[tuple[int, str, str], tuple[np.ndarray, float, int]] = {}
         flips: dict[tuple[int, str], np.ndarray] = {}
-        index = {str(m): j for j, m in enumerate(self.measures)}
-        for i, c in enumerate(drafts):
-            if c.status in (CERTAIN, TIED) or n_vars == 0:
+        for key, (diff, low, high, _) in bounds.items():
+            if _settled(low, high) or n_vars == 0:
                 continue
-            j = index[c.measure]
-            for name in (c.a, c.b):
+            j, a, b = key
+            for name in (a, b):
                 if (j, name) not in flips:
                     flips[j, name] = self.families[j].flip(self.profile(j, name)) / n
-            threat, gap, need = _threat(flips[j, c.a] - flips[j, c.b], c.difference, c.low, c.high)
+            threat, gap, need = _threat(flips[j, a] - flips[j, b], diff, low, high)
             total = float(threat.sum())
             if total > 0:
                 threat *= gap / total
             need = max(need, EPS)
             weights += np.minimum(threat, need) / need
-            threats[i] = (threat, need, j)
+            threats[key] = (threat, need, j)
         return weights, threats
 
     def _ranked(self, weights: np.ndarray, order: np.ndarray) -> PairWeights:
@@ -400,27 +463,27 @@ def _each(work: Callable[[int], None], items: Sequence[int]) -> None:
         list(pool.map(work, items))
 
 
-def _order_chance(now: float, sums: np.ndarray, finals: np.ndarray) -> float:
-    """P(the final difference has the sign of ``now``) from the draws: ``sums`` holds, per query,
-    the draw count, and the sums of the per-query difference d and of d^2; ``finals`` each
-    draw's final mean difference.
+def _order_chance(now: float, draws: int, sums: np.ndarray, fixed: float, n_queries: int,
+                  finals: np.ndarray) -> float:
+    """P(the final difference has the sign of ``now``) from ``draws`` draws: ``sums`` holds, for
+    each query drawn, the sums over the draws of its difference d and of d^2; ``fixed`` the
+    summed difference of the queries with nothing open; ``finals`` each draw's final mean.
 
     With at least ``NORMAL_QUERIES`` queries whose d varies, the final difference is a sum of
     many independent per-query terms, close to normal (Lyapunov's central limit theorem): the
-    probability is Phi(sign(now) mu / sigma), mu = sum of the per-query means, sigma^2 = sum of
-    the per-query variances (unbiased, n - 1), both divided by the number of queries. Its
-    error comes from mu's (sigma / sqrt(draws)), not from a count of draws on each side. With
-    fewer such queries, or a current tie, it is the share of draws with that sign."""
+    probability is Phi(sign(now) mu / sigma), mu the sum of the per-query means and sigma^2 of
+    the per-query variances (unbiased, n - 1), both over the number of queries. Its error comes
+    from mu's (sigma / sqrt(draws)), not from a count of draws on either side. With fewer such
+    queries, or a current tie, it is the share of draws with that sign."""
     side = _sign(now)
-    n, total, squares = sums
-    draws = float(n.max()) if len(n) else 0.0
-    moving = np.flatnonzero(squares * draws - total * total > EPS * EPS * draws * draws)
-    if side == 0 or len(moving) < NORMAL_QUERIES or draws < 2:
+    total, squares = sums
+    spread = squares * draws - total * total
+    moving = int(np.count_nonzero(spread > EPS * EPS * draws * draws))
+    if side == 0 or moving < NORMAL_QUERIES or draws < 2:
         signs = np.where(np.abs(finals) <= EPS, 0, np.sign(finals))
         return float(np.mean(signs == side)) if len(finals) else 0.0
-    nq = len(n)
-    mu = total.sum() / draws / nq
-    var = np.maximum(squares - total * total / draws, 0.0).sum() / (draws - 1) / (nq * nq)
+    mu = (total.sum() / draws + fixed) / n_queries
+    var = np.maximum(spread, 0.0).sum() / draws / (draws - 1) / (n_queries * n_queries)
     if var <= 0:
         return 1.0 if _sign(mu) == side else 0.0
     return float(0.5 * math.erfc(-side * mu / math.sqrt(2.0 * var)))

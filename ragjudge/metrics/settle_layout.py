@@ -129,6 +129,20 @@ class RunCells:
     judged_col: np.ndarray
     judged_grade: np.ndarray
 
+    def __post_init__(self) -> None:
+        self._within: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def judged_within(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The judged cells ranked above k: query rows, 0-based ranks, grades (shared by the
+        measures with that cutoff)."""
+        if k not in self._within:
+            if not len(self.judged_col) or int(self.judged_col.max()) < k:
+                self._within[k] = (self.judged_row, self.judged_col, self.judged_grade)
+            else:
+                keep = self.judged_col < k
+                self._within[k] = (self.judged_row[keep], self.judged_col[keep], self.judged_grade[keep])
+        return self._within[k]
+
 
 class Layout:
     """The query set, its open pairs, the judged grades per query, and how to read a run.
@@ -285,10 +299,10 @@ class Layout:
         open_[where[opened]] = rows[opened] - self._n_judged
         rank = np.full(self.n_vars, ABSENT, dtype=np.int32)
         rank[rows[opened] - self._n_judged] = where[opened] % max(size, 1)
-        grades, open_ = grades.reshape(nq, size), open_.reshape(nq, size)
         spot = where[judged]  # ascending: (query, rank) order
         width = max(size, 1)
-        return RunCells(name, grades, open_, n_ret, rank, spot // width, spot % width,
+        return RunCells(name, grades.reshape(nq, size), open_.reshape(nq, size), n_ret, rank,
+                        spot // width, spot % width,
                         self.judged_grade[rows[judged]])
 
     def context(self, cells: RunCells) -> GivenContext:

@@ -84,7 +84,9 @@ Measures other than these (Rprec, bpref, ERR, F, ContextPrecision@k ...) have no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -146,6 +148,12 @@ class RunData:
         self._inverse: dict[int, np.ndarray] = {}
         self._inverse_cells: dict[int, np.ndarray] = {}
 
+    def rows(self, rows: np.ndarray) -> RunData:
+        """The same run on some queries only (their open cells, as narrow as they allow)."""
+        var = self.var[rows]
+        width = int((var >= 0).sum(axis=1).max()) if var.size else 0
+        return RunData(self.name, var[:, :width], self.col[rows, :width], self.rank)
+
     def within(self, k: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         """The open cells ranked above k (shared by the measures with that cutoff): how many
         leading columns hold them, the pair numbers and ranks there (-1 / ABSENT beyond k), and
@@ -183,14 +191,37 @@ class Profile:
 
     def __post_init__(self) -> None:
         self.width, self.var, self.col, self.rank = self.run.within(self.k)
-        #: (V,) 1 / rank of each open pair in the cells, 0 outside (alpha)
-        self.alpha = self.run.inverse_rank(self.k)
-        #: (Q, W) 1 / rank of each open cell, 0 in the padding
-        self.inv = self.run.inverse_cells(self.k)
-        # float32 copies for the draws, whose sums need not be exact to the last bit
-        self.inv32 = self.inv.astype(np.float32)
-        self.own32 = (_gather(self.extra, self.var, 0.0) if len(self.extra) else np.zeros_like(self.inv)
-                      ).astype(np.float32)
+
+    @cached_property
+    def alpha(self) -> np.ndarray:
+        """(V,) 1 / rank of each open pair in the cells, 0 outside."""
+        return self.run.inverse_rank(self.k)
+
+    @cached_property
+    def inv(self) -> np.ndarray:
+        """(Q, W) 1 / rank of each open cell, 0 in the padding."""
+        return self.run.inverse_cells(self.k)
+
+    # what only the draws read, made when first asked (float32: the draws' sums need not be
+    # exact to the last bit)
+    @cached_property
+    def inv32(self) -> np.ndarray:
+        return self.inv.astype(np.float32)
+
+    @cached_property
+    def own32(self) -> np.ndarray:
+        own = _gather(self.extra, self.var, 0.0) if len(self.extra) else np.zeros_like(self.inv)
+        return own.astype(np.float32)
+
+    @cached_property
+    def last(self) -> np.ndarray:
+        """(Q,) the column of each query's last open cell within the cutoff (-1: none)."""
+        return (self.var >= 0).sum(axis=1) - 1
+
+
+def narrowed(p: Profile, run: RunData, rows: np.ndarray) -> Profile:
+    """The profile on some queries only (``run``: the run's data on them, :meth:`RunData.rows`)."""
+    return Profile(run, p.cur[rows], p.k, p.fixed[rows], p.extra)
 
 
 class Draw:
@@ -200,6 +231,7 @@ class Draw:
     def __init__(self, grades: np.ndarray, layout: Layout) -> None:
         self.grades, self.layout = grades, layout
         self._sums: dict[int, np.ndarray] = {}
+        self._shared: dict[object, np.ndarray] = {}
 
     @property
     def n(self) -> int:
@@ -211,18 +243,39 @@ class Draw:
             self._sums[level] = self.layout.open_sums(self.grades >= level)
         return self._sums[level]
 
-    def on(self, run: RunData) -> RunDraw:
-        """The draw at one run's open cells (gathered once, shared by the measures)."""
-        return RunDraw(self, _gather(self.grades, run.var, 0))
+    def shared(self, key: object, make: Callable[[Draw], np.ndarray]) -> np.ndarray:
+        """``make(self)``, computed once per key for every run (e.g. a measure's ideal DCG)."""
+        if key not in self._shared:
+            self._shared[key] = make(self)
+        return self._shared[key]
+
+    def on(self, run: RunData, rows: np.ndarray | None = None) -> RunDraw:
+        """The draw at one run's open cells (gathered once, shared by the measures); ``rows``:
+        the queries the run's arrays hold, when only some (see :meth:`RunData.rows`)."""
+        return RunDraw(self, _gather(self.grades, run.var, 0), rows)
 
 
 class RunDraw:
-    """A draw at one run's open cells: ``grades`` (S, Q, W), 0 in the padding."""
+    """A draw at one run's open cells: ``grades`` (S, Q', W), 0 in the padding, for the queries
+    ``rows`` (None: all)."""
 
-    def __init__(self, draw: Draw, grades: np.ndarray) -> None:
-        self.draw, self.grades = draw, grades
+    def __init__(self, draw: Draw, grades: np.ndarray, rows: np.ndarray | None) -> None:
+        self.draw, self.grades, self.rows = draw, grades, rows
         self.n = draw.n
         self._hits: dict[int, np.ndarray] = {}
+
+    def count(self, level: int) -> np.ndarray:
+        """(S, Q') open pairs of each of the queries with grade >= level."""
+        counts = self.draw.count(level)
+        return counts if self.rows is None else counts[:, self.rows]
+
+    def per_query(self, values: np.ndarray) -> np.ndarray:
+        """A (Q,) array of the layout's queries, for the queries drawn here."""
+        return values if self.rows is None else values[self.rows]
+
+    def shared(self, key: object, make: Callable[[Draw], np.ndarray]) -> np.ndarray:
+        out = self.draw.shared(key, make)
+        return out if self.rows is None else out[:, self.rows]
 
     def hits(self, level: int) -> np.ndarray:
         """(S, Q, W) relevant open cells so far, rank by rank (the cell itself included)."""
@@ -279,9 +332,7 @@ class Family:
     def profile(self, run: RunData, cells: RunCells, cur: np.ndarray) -> Profile:
         """The run's profile from its cells (the judged ones as a list) and current values."""
         k = self.columns(cells.grades.shape[1])
-        keep = cells.judged_col < k
-        judged = (cells.judged_row[keep], cells.judged_col[keep], cells.judged_grade[keep])
-        fixed, extra = self._fixed(judged, run.within(k)[3], cells.grades.shape[1])
+        fixed, extra = self._fixed(cells.judged_within(k), run.within(k)[3], cells.grades.shape[1])
         return Profile(run, cur, k, fixed, extra)
 
     def _fixed(self, judged: tuple[np.ndarray, np.ndarray, np.ndarray], rank: np.ndarray,
@@ -343,9 +394,8 @@ class Family:
         if p.width == 0:
             return np.broadcast_to(p.fixed, (draw.n, len(p.fixed))).copy()
         hits = draw.hits(self.level)
-        last = (p.var >= 0).sum(axis=1) - 1  # the last open cell within the cutoff
-        got = np.take_along_axis(hits, np.maximum(last, 0)[None, :, None], axis=2)[:, :, 0]
-        return p.fixed[None, :] + np.where(last >= 0, got, 0)
+        got = hits[:, np.arange(len(p.last)), np.maximum(p.last, 0)]
+        return p.fixed[None, :] + np.where(p.last >= 0, got, 0)
 
 
 class Precision(Family):
@@ -456,7 +506,7 @@ class Recall(Family):
         return low, high, True
 
     def values(self, p: Profile, draw: RunDraw) -> np.ndarray:
-        return _ratio(self._hits(p, draw), self.judged_relevant[None, :] + draw.draw.count(self.level))
+        return _ratio(self._hits(p, draw), draw.per_query(self.judged_relevant)[None, :] + draw.count(self.level))
 
     def flip(self, p: Profile) -> np.ndarray:
         q = self.layout.open_query
@@ -536,9 +586,14 @@ class AveragePrecision(Family):
             if len(rows):
                 high[rows] = np.minimum(high[rows], method(a, b, rows))
                 low[rows] = np.maximum(low[rows], -method(b, a, rows))
-        rows = np.flatnonzero(m <= 1)
+        rows = np.flatnonzero(m == 1)
         if len(rows):
             high[rows], low[rows] = self._relaxed(a, b, rows), -self._relaxed(b, a, rows)
+        rows = np.flatnonzero(m == 0)  # only R can grow: the extremes of N / R at R's ends
+        if len(rows):
+            start, rel, most = (a.fixed - b.fixed)[rows], self.judged_relevant[rows], self.layout.n_open[rows]
+            high[rows] = np.maximum(_ratio(start, rel), _ratio(start, rel + most))
+            low[rows] = np.minimum(_ratio(start, rel), _ratio(start, rel + most))
         exact = bool((m <= AP_EXACT_PAIRS).all())
         return low, high, exact
 
@@ -548,7 +603,7 @@ class AveragePrecision(Family):
         own_b, and the count of the query's other open pairs (fillers)."""
         va = a.var[rows]
         vb = b.var[rows]
-        vb = np.where(_gather(a.rank, vb, ABSENT) < ABSENT, -1, vb)
+        vb = np.where(_gather(a.rank, vb, int(ABSENT)) < ABSENT, -1, vb)
         wa = int((va >= 0).sum(axis=1).max()) if va.size else 0
         wb = int((vb >= 0).sum(axis=1).max()) if vb.size else 0
         if wb and wb < vb.shape[1]:  # b's cells outside a: pack them to the left
@@ -567,8 +622,8 @@ class AveragePrecision(Family):
         in_a = valid & (alpha > 0)
         in_b = in_a & (beta > 0)
         only = in_a & ~in_b
-        only_before = np.cumsum(only, axis=1) - only
-        b_before = np.cumsum(in_b, axis=1) - in_b
+        only_before: np.ndarray = np.cumsum(only, axis=1) - only
+        b_before: np.ndarray = np.cumsum(in_b, axis=1) - in_b
         seen = np.where(in_b, beta, np.inf)
         beta_min = np.minimum.accumulate(
             np.concatenate([np.full((len(rows), 1), np.inf), seen[:, :-1]], axis=1), axis=1)
@@ -616,7 +671,7 @@ class AveragePrecision(Family):
             before = draw.hits(self.level)[:, :, :p.width] - 1  # relevant open cells above
             term = p.own32[None] + before * p.inv32[None]
             total = total + np.where(rel, term, np.float32(0)).sum(axis=2, dtype=np.float64)
-        return _ratio(total, self.judged_relevant[None, :] + draw.draw.count(self.level))
+        return _ratio(total, draw.per_query(self.judged_relevant)[None, :] + draw.count(self.level))
 
     def flip(self, p: Profile) -> np.ndarray:
         q = self.layout.open_query
@@ -661,7 +716,7 @@ class CumulativeGain(Family):
     def _changes(self, a: Profile, b: Profile) -> np.ndarray:
         """(Q, W) e_v = disc_a - disc_b of the open pairs in either run's cells (0 padding)."""
         ea = _gather(a.extra, a.var, 0.0) - _gather(b.extra, a.var, 0.0)
-        vb = np.where(_gather(a.rank, b.var, ABSENT) < ABSENT, -1, b.var)
+        vb = np.where(_gather(a.rank, b.var, int(ABSENT)) < ABSENT, -1, b.var)
         return np.concatenate([ea, -_gather(b.extra, vb, 0.0)], axis=1)
 
     def _side(self, a: Profile, b: Profile) -> tuple[np.ndarray, bool]:
@@ -670,10 +725,18 @@ class CumulativeGain(Family):
         start = a.fixed - b.fixed
         if not self.normalised:
             return start + float(self.gain[-1]) * np.maximum(e, 0.0).sum(axis=1), True
-        count, total = self._candidates(e)
-        return self._best_ratio(start, count, total)
+        # a query where neither run has an open cell: its DCGs are fixed, only the ideal can
+        # grow (every open pair at the top grade): the max is at the smallest or largest ideal
+        most = self._ideal(self.judged + self.layout.n_open[:, None])
+        best = np.maximum(_ratio(start, self.ideal_now), _ratio(start, most))
+        rows = np.flatnonzero((e != 0).any(axis=1))
+        if not len(rows):
+            return best, True
+        count, total = self._candidates(e[rows], rows)
+        best[rows], exact = self._best_ratio(start[rows], count, total, rows)
+        return best, exact
 
-    def _candidates(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _candidates(self, e: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per query, the counts c worth trying and E(c), the sum of the c largest e_v: every
         prefix of the positive e_v, then the end of the zero run (fillers, e_v = 0) and every
         prefix of the negative ones after it (-1: not a candidate). One sort: descending, the
@@ -682,7 +745,7 @@ class CumulativeGain(Family):
         s = -np.sort(-np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
         width = s.shape[1]
         n_pos, n_neg = (e > 0).sum(axis=1), (e < 0).sum(axis=1)
-        zeros = self.layout.n_open - n_pos - n_neg
+        zeros = self.layout.n_open[rows] - n_pos - n_neg
         total = np.concatenate([np.zeros((len(e), 1)), np.cumsum(s, axis=1)], axis=1)
         j = np.arange(width + 1)[None, :]
         first_neg = (width - n_neg)[:, None]
@@ -690,11 +753,13 @@ class CumulativeGain(Family):
                          np.where(j >= first_neg, (n_pos + zeros)[:, None] + j - first_neg, -1))
         return count, total
 
-    def _best_ratio(self, start: np.ndarray, count: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, bool]:
-        """max over count vectors of (start + sum_l dgain_l E(c_l)) / IDCG(counts)."""
+    def _best_ratio(self, start: np.ndarray, count: np.ndarray, total: np.ndarray,
+                    rows: np.ndarray) -> tuple[np.ndarray, bool]:
+        """max over count vectors of (start + sum_l dgain_l E(c_l)) / IDCG(counts), for the
+        queries ``rows``."""
         ok = count >= 0
         c = np.maximum(count, 0)
-        ideal = [self.ideal_sum[self.judged[:, lv][:, None] + c] for lv in range(self.top)]
+        ideal = [self.ideal_sum[self.judged[rows, lv][:, None] + c] for lv in range(self.top)]
         den = ideal[0] * self.step[0]
         for lv in range(1, self.top):
             den = den + ideal[lv] * self.step[lv]
@@ -703,13 +768,13 @@ class CumulativeGain(Family):
         equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
         if self.top == 1:
             return equal, True
-        return self._dinkelbach(start, ok, total, ideal, equal)
+        return self._dinkelbach(start, ok, total, ideal, equal, rows)
 
     def _dinkelbach(self, start: np.ndarray, ok: np.ndarray, total: np.ndarray,
-                    ideal: list[np.ndarray], t: np.ndarray) -> tuple[np.ndarray, bool]:
+                    ideal: list[np.ndarray], t: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, bool]:
         """Dinkelbach's iteration over count vectors c_1 >= ... >= c_G (module docstring), and
         whether every query reached its optimum (else the bound is valid, possibly loose)."""
-        zero_ideal = self.judged[:, 0] == 0
+        zero_ideal = self.judged[queries, 0] == 0
         # IDCG is 0 only when nothing has a positive grade: value 0, kept apart (level 1 >= 1)
         first_ok = ok & ~(zero_ideal[:, None] & (np.cumsum(ok, axis=1) == 1))
         e = np.where(ok, total, 0.0)
@@ -731,7 +796,7 @@ class CumulativeGain(Family):
             t[at] = np.where(moved, new, t[at])
             live[at] = moved
         # still climbing after MAX_STEPS, or stopped by rounding: t + F(t)/D_min is an upper bound
-        smallest = np.where(zero_ideal, float(self.step[0]) * self.ideal_sum[1], self.ideal_now)
+        smallest = np.where(zero_ideal, float(self.step[0]) * self.ideal_sum[1], self.ideal_now[queries])
         t = t + _ratio(np.maximum(slack, 0.0), smallest)
         return np.where(zero_ideal, np.maximum(t, 0.0), t), not bool(live.any())
 
@@ -785,9 +850,13 @@ class CumulativeGain(Family):
             dcg = dcg + np.einsum("sqw,qw->sq", gains, p.own32, dtype=np.float64)
         if not self.normalised:
             return np.array(dcg)
-        counts = np.stack([self.judged[:, lv][None, :] + draw.draw.count(lv + 1) for lv in range(self.top)],
+        return _ratio(dcg, draw.shared(("ideal", self.measure.cutoff, self.gain[-1]), self._drawn_ideal))
+
+    def _drawn_ideal(self, draw: Draw) -> np.ndarray:
+        """(S, Q) IDCG of every query under the draw (the same for every run)."""
+        counts = np.stack([self.judged[:, lv][None, :] + draw.count(lv + 1) for lv in range(self.top)],
                           axis=-1)
-        return _ratio(dcg, self._ideal(counts))
+        return self._ideal(counts)
 
     def flip(self, p: Profile) -> np.ndarray:
         q = self.layout.open_query

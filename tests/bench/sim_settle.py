@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ragjudge.metrics import Qrels, Run  # noqa: E402
-from ragjudge.metrics.settle import EPS, Pool, Settlement  # noqa: E402
+from ragjudge.metrics import Qrels, Run
+from ragjudge.metrics.settle import EPS, Pool, Settlement
 
 TOP = 3
 
@@ -200,7 +200,7 @@ def main() -> None:
     print("-" * len(header))
     for i in range(max(len(r) for r in results.values())):
         cells = []
-        for s, rows in results.items():
+        for rows in results.values():
             if i >= len(rows):
                 cells.append(" " * 43)
                 continue

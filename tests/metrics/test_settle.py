@@ -162,8 +162,8 @@ def test_normal_law_over_many_queries():
     rng = np.random.default_rng(0)
     steps = rng.choice([-1.0, 1.0], size=(4000, 40))
     d = 0.1 + steps  # per draw and query
-    sums = np.stack([np.full(40, 4000.0), d.sum(axis=0), (d * d).sum(axis=0)])
-    p = _order_chance(0.1, sums, d.mean(axis=1))
+    sums = np.stack([d.sum(axis=0), (d * d).sum(axis=0)])
+    p = _order_chance(0.1, 4000, sums, 0.0, 40, d.mean(axis=1))
     expected = 0.5 * math.erfc(-0.1 / (math.sqrt(40) / 40) / math.sqrt(2))
     assert p == pytest.approx(expected, abs=0.02)
 
