@@ -6,19 +6,27 @@ For every measure and pair of runs (A, B) this module says, from the labels so f
 - **low, high** -- the smallest and largest mean difference mean_q(M_A(q) - M_B(q)) the
   collection can still end with, over every grade (0..G) the open pool pairs may get. Queries
   are independent, so these are sums of per-query bounds, exact for P@k, Success@k, RR(@k),
-  R(@k), nDCG(@k), nDCG_exp(@k) and DCG(@k), and exact for AP(@k) on every query with at most
-  ``AP_EXACT_PAIRS`` open pairs in either run's cells (valid but possibly loose above: maximising
-  AP's difference is a 0/1 quadratic fractional program). The proofs are in
-  :mod:`ragjudge.metrics.settle_measures`. Chunks outside the pool that nobody judged stay not
-  relevant, as trec_eval counts them.
+  R(@k), nDCG(@k), nDCG_exp(@k) and DCG(@k). AP(@k) is exact on every query with at most
+  ``AP_EXACT_PAIRS`` (6) open pairs in either run's cells and valid but possibly loose above
+  (a relaxation up to ``AP_RELAX_PAIRS``, then each run's own extremes): maximising AP's
+  difference is a 0/1 quadratic fractional program, which no structure makes cheap. The
+  proofs are in :mod:`ragjudge.metrics.settle_measures`; ``Comparison.exact`` says whether every
+  query was exact. Chunks outside the pool that nobody judged stay not relevant, as trec_eval
+  counts them. Other measures (Rprec, bpref, ERR, F, ContextPrecision ...) have no bounds:
+  :func:`supported` tells, and asking for one is a ``UsageError``.
 - **p_order** -- the probability, under a model of the open pairs' grades
   (:mod:`ragjudge.metrics.settle_model`: a prior by rank bucket and run learned from the
   judged pairs, optionally an LLM annotator's grades calibrated against the people's), that
-  the final difference has the sign of the current one. Monte Carlo over ``samples`` draws of
-  every open pair at once (the same draws for all runs, so the runs stay paired), seeded: the
-  standard error is at most 0.5 / sqrt(samples) (0.035 at the default 200). This is about the
-  unjudged pairs of *these* queries only; whether the queries generalise is the bootstrap's
-  question (:mod:`ragjudge.metrics.significance`), a separate one.
+  the final difference has the sign of the current one, by Monte Carlo: every open pair drawn
+  at once, the same draws for all runs (so the runs stay paired), seeded. ``samples`` draws
+  (default 200), fewer on a large open pool (``CELL_BUDGET`` draws x open cells; never under
+  ``MIN_SAMPLES``, 16), their number in ``Comparison.samples``. With at least
+  ``NORMAL_QUERIES`` queries whose difference can still move, p_order is read from a normal
+  law fitted to the draws' per-query means and variances (the final difference is a sum of
+  many independent queries); below, it is the share of draws with the current sign (standard
+  error at most 0.5 / sqrt(draws)). This is about the unjudged pairs of *these* queries only;
+  whether the queries generalise is the bootstrap's question (:mod:`ragjudge.metrics.
+  significance`), a separate one.
 - **status** -- ``"certain"`` when [low, high] excludes 0 (strictly, beyond ``EPS``), so no
   grade of the open pairs can change the order; ``"tied"`` when low = high = 0 (no grade can
   separate the runs); ``"probable"`` when p_order >= ``confidence``; else ``"open"``.
@@ -35,8 +43,17 @@ over the comparisons not settled of min(swing / still-needed, 1): the share of w
 comparison still needs to become certain that this pair's judgment can bring.
 
 The current values come from the registered measure kernels on the grade matrix
-:class:`~ragjudge.metrics.context.EvalContext` builds, so they equal ``ragjudge eval``'s; the
-difference is the mean over the query set (every query of the qrels or the pool).
+:class:`~ragjudge.metrics.context.EvalContext` builds, so they equal ``ragjudge eval``'s per
+query, bit for bit; the difference is the mean over the query set (every query of the qrels or
+the pool: a pool query nothing is judged in yet counts 0 now, as it will be evaluated once its
+pairs are judged).
+
+What it costs (``tests/bench/bench_settle.py`` measures it beside ``evaluate_runs``): reading
+the runs is one hash lookup of every ranked chunk (as an evaluation's) plus the kernels;
+the bounds are a few passes over the open cells per comparison; the draws cost draws x open
+cells; the weights one pass over the open pairs per comparison not settled. By default only
+the runs adjacent in each measure's ranking are compared (R - 1 pairs a measure, what decides
+a ranking; ``pairs="all"`` gives all R(R - 1)/2). :meth:`Settlement.weights` needs no draws.
 
 Use::
 
@@ -48,9 +65,10 @@ Use::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -88,7 +106,7 @@ SAMPLES = 200
 MIN_SAMPLES = 16
 #: draws x open cells of every run evaluated per call at most: a large open pool gets fewer
 #: draws (never under MIN_SAMPLES), a pool mostly judged the full number
-CELL_BUDGET = 40_000_000
+CELL_BUDGET = 12_000_000
 #: draws evaluated at once (bounds the draws x queries x cells temporaries)
 BLOCK = 25
 #: draws x queries x runs x measures of sampled values kept at once (a block of draws)
@@ -115,7 +133,9 @@ class Comparison:
     possibly loose (AP on queries with many open pairs); ``p_order`` is the model's probability
     that the final difference has the sign of ``difference`` (1.0 when certain or tied);
     ``judge_more`` the estimated pool pairs still to judge, in queue order, to make it certain
-    (0 when certain or tied); ``n_queries`` the queries averaged over.
+    (0 when certain or tied); ``n_queries`` the queries averaged over; ``samples`` the draws
+    behind p_order (0 when certain, tied, or asked for none: p_order is then 1.0, 1.0 or NaN).
+    With ``status == "certain"`` the final order is the sign of ``low`` (and of ``high``).
     """
 
     measure: str
@@ -129,6 +149,7 @@ class Comparison:
     judge_more: int
     exact: bool
     n_queries: int
+    samples: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -242,7 +263,6 @@ class Settlement:
         self._weights: PairWeights | None = None
         self._bounds_done: dict[tuple[int, str, str], tuple[float, float, float, bool]] | None = None
         self._order: np.ndarray | None = None
-        self._threats: dict[tuple[int, str, str], tuple[np.ndarray, float, int]] = {}
         #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
         self.samples_used = 0
 
@@ -283,9 +303,8 @@ class Settlement:
             bounds = self._settle_bounds()
             chances = self._chances(bounds)
             drafts = [self._draft(key, *bounds[key], chances.get(key, np.nan)) for key in bounds]
-            order, threats = self._queue()
-            harms: dict[int, np.ndarray] = {}
-            self._comparisons = [self._finish(d, threats.get(key), order, harms)
+            more = self._judge_more(bounds)
+            self._comparisons = [dataclasses.replace(d, judge_more=more.get(key, 0))
                                  for d, key in zip(drafts, bounds)]
         return self._comparisons
 
@@ -301,15 +320,39 @@ class Settlement:
             self._bounds_done = self._bounds()
         return self._bounds_done
 
-    def _queue(self) -> tuple[np.ndarray, dict[tuple[int, str, str], tuple[np.ndarray, float, int]]]:
-        """The queue order (open pairs, heaviest first) and each unsettled comparison's swings."""
+    def _queue(self) -> np.ndarray:
+        """The queue order: the open pairs, heaviest first."""
         if self._order is None:
-            bounds = self._settle_bounds()
-            weights, threats = self._pressure(bounds)
+            weights = self._pressure(self._settle_bounds())
             self._order = np.argsort(-weights, kind="stable")
-            self._threats = threats
             self._weights = self._ranked(weights, self._order)
-        return self._order, self._threats
+        return self._order
+
+    def _swings(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
+                ) -> Iterator[tuple[tuple[int, str, str], int, Callable[[np.ndarray | None], np.ndarray], float]]:
+        """Per comparison not settled: its key, measure, its swings (the pairs in the given
+        order, or all) and what it still needs, one measure's flips in memory at a time."""
+        n = max(self.layout.n_queries, 1)
+        by_measure: dict[int, list[tuple[int, str, str]]] = {}
+        for key, (_, low, high, _) in bounds.items():
+            if not _settled(low, high) and self.layout.n_vars:
+                by_measure.setdefault(key[0], []).append(key)
+        for j, keys in by_measure.items():
+            flips = {name: self.families[j].flip(self.profile(j, name)) / n
+                     for name in {x for _, a, b in keys for x in (a, b)}}
+            for key in keys:
+                diff, low, high, _ = bounds[key]
+                delta = flips[key[1]] - flips[key[2]]
+                threat, gap, need = _threat(delta, diff, low, high)
+                total = float(threat.sum())
+                scale = gap / total if total > 0 else 1.0
+
+                def swing(order: np.ndarray | None, delta: np.ndarray = delta, diff: float = diff,
+                          low: float = low, high: float = high, scale: float = scale) -> np.ndarray:
+                    picked = delta if order is None else delta[order]
+                    return _threat(picked, diff, low, high)[0] * scale
+
+                yield key, j, swing, max(need, EPS)
 
     def _bounds(self) -> dict[tuple[int, str, str], tuple[float, float, float, bool]]:
         """(measure, a, b) -> (difference, low, high, exact), the comparisons shared out over
@@ -406,49 +449,33 @@ class Settlement:
             chance = 1.0 if _sign(low) == _sign(diff) or status == TIED else 0.0
         else:
             status = PROBABLE if chance >= self.confidence else OPEN
+        drawn = 0 if status in (CERTAIN, TIED) or math.isnan(chance) else self.samples_used
         return Comparison(str(self.measures[j]), a, b, diff, low, high, chance, status, 0, exact,
-                          self.layout.n_queries)
+                          self.layout.n_queries, drawn)
 
     # -- weights and what is left to judge -----------------------------------------------------
-    def _pressure(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
-                  ) -> tuple[np.ndarray, dict[tuple[int, str, str], tuple[np.ndarray, float, int]]]:
-        """The pairs' weights, and per comparison not settled its scaled swings, what it still
-        needs and its measure index."""
-        n_vars, n = self.layout.n_vars, max(self.layout.n_queries, 1)
-        weights = np.zeros(n_vars)
-        threats: dict[tuple[int, str, str], tuple[np.ndarray, float, int]] = {}
-        flips: dict[tuple[int, str], np.ndarray] = {}
-        for key, (diff, low, high, _) in bounds.items():
-            if _settled(low, high) or n_vars == 0:
-                continue
-            j, a, b = key
-            for name in (a, b):
-                if (j, name) not in flips:
-                    flips[j, name] = self.families[j].flip(self.profile(j, name)) / n
-            threat, gap, need = _threat(flips[j, a] - flips[j, b], diff, low, high)
-            total = float(threat.sum())
-            if total > 0:
-                threat *= gap / total
-            need = max(need, EPS)
-            weights += np.minimum(threat, need) / need
-            threats[key] = (threat, need, j)
-        return weights, threats
+    def _pressure(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]) -> np.ndarray:
+        """Each open pair's weight: over the comparisons not settled, min(swing, need) / need."""
+        weights = np.zeros(self.layout.n_vars)
+        for _, _, swing, need in self._swings(bounds):
+            weights += np.minimum(swing(None), need) / need
+        return weights
+
+    def _judge_more(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
+                    ) -> dict[tuple[int, str, str], int]:
+        """judge_more of every comparison not settled, its swings read in queue order."""
+        order = self._queue()
+        harms: dict[int, np.ndarray] = {}
+        out = {}
+        for key, j, swing, need in self._swings(bounds):
+            if j not in harms:
+                harms[j] = self.families[j].harm(self.model.probs)[order]
+            out[key] = _judge_more(swing(order), harms[j], need)
+        return out
 
     def _ranked(self, weights: np.ndarray, order: np.ndarray) -> PairWeights:
         lay = self.layout
         return PairWeights(lay.query_ids[lay.open_query[order]], lay.open_chunk[order], weights[order])
-
-    def _finish(self, draft: Comparison, threat: tuple[np.ndarray, float, int] | None,
-                order: np.ndarray, harms: dict[int, np.ndarray]) -> Comparison:
-        if threat is None:
-            return draft
-        swing, need, j = threat
-        if j not in harms:  # in queue order
-            harms[j] = self.families[j].harm(self.model.probs)[order]
-        more = _judge_more(swing[order], harms[j], need)
-        return Comparison(draft.measure, draft.a, draft.b, draft.difference, draft.low, draft.high,
-                          draft.p_order, draft.status, more, draft.exact, draft.n_queries)
-
 
 def _each(work: Callable[[int], None], items: Sequence[int]) -> None:
     """``work(item)`` for every item, on two threads when there are several (numpy lets go of

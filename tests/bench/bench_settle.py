@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ragjudge.metrics import Qrels, Run, evaluate_runs  # noqa: E402
-from ragjudge.metrics.settle import Pool, Settlement  # noqa: E402
+from ragjudge.metrics import Qrels, Run, evaluate_runs
+from ragjudge.metrics.settle import Pool, Settlement
 
 MEASURES = ["P@1", "P@3", "P@5", "P@10", "R@5", "R@10", "R@20", "Success@5", "RR", "AP", "nDCG@5",
             "nDCG@10"]
@@ -68,6 +68,21 @@ def timed(work) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
+def one_turn(qrels: Qrels, runs: list[Run], pool: Pool, args: argparse.Namespace) -> tuple[dict, Settlement, list]:
+    """One turn of every timing: eval, then settle phase by phase, then the queue alone."""
+    times = {"eval": timed(lambda: evaluate_runs(qrels, runs, MEASURES))[0]}
+    make = lambda: Settlement(qrels, runs, pool, MEASURES, top_grade=3, pairs=args.pairs,  # noqa: E731
+                              samples=args.samples)
+    times["read"], s = timed(make)
+    times["bounds"], bounds = timed(s._settle_bounds)
+    times["draws"], _ = timed(lambda: s._chances(bounds))
+    times["queue"], _ = timed(s._queue)
+    rest, comparisons = timed(s.comparisons)  # the draws again (not kept) and judge_more
+    times["settle"] = times["read"] + times["bounds"] + times["queue"] + rest
+    times["weights"], _ = timed(lambda: make().weights())
+    return times, s, comparisons
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=10_000)
@@ -89,21 +104,9 @@ def main() -> None:
         qrels = judged_qrels(pool, truth, share)
         rows: dict[str, list[float]] = {}
         for _ in range(args.repeat):
-            rows.setdefault("eval", []).append(timed(lambda: evaluate_runs(qrels, runs, MEASURES))[0])
-            t_read, s = timed(lambda: Settlement(qrels, runs, pool, MEASURES, top_grade=3,
-                                                  pairs=args.pairs, samples=args.samples))
-            t_bounds, bounds = timed(s._settle_bounds)
-            t_draws, _ = timed(lambda: s._chances(bounds))
-            t_queue, _ = timed(s._queue)
-            t_rest, comparisons = timed(s.comparisons)  # draws again (not cached) and judge_more
-            rows.setdefault("read", []).append(t_read)
-            rows.setdefault("bounds", []).append(t_bounds)
-            rows.setdefault("draws", []).append(t_draws)
-            rows.setdefault("queue", []).append(t_queue)
-            rows.setdefault("settle", []).append(t_read + t_rest + t_bounds + t_queue)
-            t_weights, _ = timed(lambda: Settlement(qrels, runs, pool, MEASURES, top_grade=3,
-                                                     pairs=args.pairs, samples=args.samples).weights())
-            rows.setdefault("weights", []).append(t_weights)
+            times, s, comparisons = one_turn(qrels, runs, pool, args)
+            for key, value in times.items():
+                rows.setdefault(key, []).append(value)
         med = {k: statistics.median(v) for k, v in rows.items()}
         status = {k: sum(c.status == k for c in comparisons) for k in ("certain", "probable", "open")}
         print(f"{share:>7.0%} {med['eval']:>7.2f} | {med['read']:>6.2f} {med['bounds']:>7.2f} "
