@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -224,3 +226,60 @@ def test_bad_input_is_a_usage_error():
     with pytest.raises(UsageError, match="cannot be settled"):
         Settlement(qrels, runs, 10, ["bpref"], top_grade=3)
     assert supported(parse_measure("nDCG@10")) and not supported(parse_measure("Rprec"))
+
+
+def close_runs(seed, n_queries=40, n_runs=4, depth=20):
+    """Runs ranking the same chunks by quality x true grade + noise, and the true grades."""
+    rng = np.random.default_rng(seed)
+    truth, ranked = {}, [{} for _ in range(n_runs)]
+    quality = np.linspace(0.8, 1.2, n_runs)
+    for q in range(n_queries):
+        grade = np.where(rng.random(60) < 0.5 * np.exp(-np.arange(60) / 12), rng.integers(1, 4, 60), 0)
+        truth[f"q{q}"] = {f"c{c}": int(g) for c, g in enumerate(grade)}
+        for r in range(n_runs):
+            score = quality[r] * grade + rng.normal(size=60) - np.arange(60) * 0.01
+            ranked[r][f"q{q}"] = [f"c{c}" for c in np.argsort(-score)[:depth]]
+    return {f"r{r}": Run.from_ranked(ranked[r], name=f"r{r}") for r in range(n_runs)}, truth
+
+
+def test_judge_more_is_sane_on_a_simulated_collection():
+    # judge a tenth of the pool, estimate; then judge in queue order with the true grades,
+    # refreshing the queue every 2% of the pool, and count the pairs each comparison took
+    runs, truth = close_runs(8)
+    pool = Pool.from_runs(runs.values(), 10)
+    pairs = list(zip(np.char.decode(pool.query_ids).tolist(), np.char.decode(pool.chunk_ids).tolist()))
+    rng = np.random.default_rng(0)
+    judged = {p: truth[p[0]][p[1]] for p in pairs if rng.random() < 0.1}
+
+    def state():
+        q, c = zip(*judged)
+        return Settlement(Qrels(list(q), list(c), list(judged.values()), top_grade=3), runs, pool,
+                          ["P@5", "nDCG@10", "AP"], top_grade=3, pairs="all", samples=0)
+
+    start = state()
+    estimates = {(c.measure, c.a, c.b): c.judge_more for c in start.comparisons() if c.status == "open"}
+    assert estimates and all(0 < n <= len(pairs) - len(judged) for n in estimates.values())
+    done0, took = len(judged), {}
+    settlement = start
+    while len(took) < len(estimates) and len(judged) < len(pairs):
+        for q, c, _ in settlement.weights().ranked(max(1, len(pairs) // 50)):
+            judged[q, c] = truth[q][c]
+        settlement = state()
+        for c in settlement.comparisons():
+            key = (c.measure, c.a, c.b)
+            if key in estimates and key not in took and c.status in ("certain", "tied"):
+                took[key] = len(judged) - done0
+    ratios = np.array([estimates[k] / took[k] for k in took])
+    assert len(ratios) >= 0.8 * len(estimates)
+    assert 1 / 3 <= np.median(ratios) <= 3  # the right size, in the middle
+
+
+def test_settle_imports_no_heavy_layer():
+    code = ("import sys\n"
+            "from ragjudge.metrics import Qrels, Run\n"
+            "from ragjudge.metrics.settle import settle\n"
+            "settle(Qrels.from_dict({'q': {'a': 1}}, top_grade=1), [Run.from_ranked({'q': ['a', 'b']}, name='A'),"
+            " Run.from_ranked({'q': ['b', 'a']}, name='B')], 2, ['AP', 'nDCG@2'])\n"
+            "print(','.join(n for n in ('textual', 'sqlalchemy', 'pydantic', 'rich') if n in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

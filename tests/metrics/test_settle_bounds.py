@@ -200,7 +200,7 @@ def brute_force(measure, data):
             np.testing.assert_allclose(high, diff.max(axis=0), atol=1e-9)
 
 
-SETTINGS = settings(max_examples=30, deadline=None,
+SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
@@ -213,7 +213,7 @@ def test_bounds_are_the_extremes_of_every_assignment(measure, data):
 
 @pytest.mark.parametrize("tiers", [(1, 1), (1, 100)], ids=["interval", "relaxation"])
 @pytest.mark.parametrize("measure", ["AP", "AP@3", "AP(rel=2)"])
-@settings(SETTINGS, max_examples=25)
+@settings(SETTINGS, max_examples=15)
 @given(data=collections())
 def test_ap_bounds_stay_valid_at_every_tier(measure, tiers, data):
     # every query through the interval bound, or through the relaxation: valid, if looser
@@ -223,7 +223,7 @@ def test_ap_bounds_stay_valid_at_every_tier(measure, tiers, data):
         brute_force(measure, data)
 
 
-@settings(SETTINGS, max_examples=25)
+@settings(SETTINGS, max_examples=15)
 @given(data=collections())
 def test_ndcg_bound_stays_valid_when_dinkelbach_stops_early(data):
     with pytest.MonkeyPatch.context() as patch:
