@@ -263,6 +263,7 @@ class Settlement:
         self._weights: PairWeights | None = None
         self._bounds_done: dict[tuple[int, str, str], tuple[float, float, float, bool]] | None = None
         self._order: np.ndarray | None = None
+        self._expected: dict[tuple[int, str], float] = {}
         #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
         self.samples_used = 0
 
@@ -296,6 +297,14 @@ class Settlement:
         """Measure j's mean over the query set for a run now (as ``ragjudge eval``'s mean)."""
         cur = self.profile(j, name).cur
         return float(cur.sum() / len(cur)) if len(cur) else 0.0
+
+    def expected(self, j: int, name: str) -> float:
+        """Measure j's expected final mean for a run under the grade model (the mean of the
+        draws), once :meth:`comparisons` has drawn; its current mean where nothing was drawn
+        (the run's comparisons under j all settled, or no draws asked). Unlike the current mean,
+        it does not lean toward the runs whose pairs happen to be judged first."""
+        self.comparisons()
+        return self._expected.get((j, name), self.mean(j, name))
 
     def comparisons(self) -> list[Comparison]:
         """Every measure x pair, in the order of the measures, then the pairs."""
@@ -400,6 +409,7 @@ class Settlement:
                     for j in wanted for b, rows in enumerate(blocks) for r in involved}
         sums = {key: np.zeros((2, len(touched))) for key in unsettled}  # per query: sum d, sum d^2
         finals: dict[tuple[int, str, str], list[np.ndarray]] = {key: [] for key in unsettled}
+        drawn: dict[tuple[int, int], float] = {}  # per measure and run: the draws' sum over queries
         rng = np.random.default_rng(self.seed)
         step = max(1, min(BLOCK, BLOCK_VALUES // max(1, len(involved) * len(wanted) * ROW_BLOCK)))
         for start in range(0, count, step):
@@ -416,6 +426,8 @@ class Settlement:
                         values[j, r] = self.families[j].values(profiles[j, b, r], on)
 
                 _each(evaluate, involved)
+                for (j, r), got in values.items():
+                    drawn[j, r] = drawn.get((j, r), 0.0) + float(got.sum())
                 span = slice(at, at + len(rows))
                 for key in unsettled:
                     j, a, c = key
@@ -426,6 +438,9 @@ class Settlement:
                 at += len(rows)
             for key in unsettled:
                 finals[key].append((total[key] + fixed[key]) / nq)
+        for (j, r), summed in drawn.items():
+            rest_sum = float(self.families[j].profiles[r].cur[rest].sum())
+            self._expected[j, self.names[r]] = (summed / count + rest_sum) / nq
         return {key: _order_chance(bounds[key][0], count, sums[key], fixed[key], nq, np.concatenate(finals[key]))
                 for key in unsettled}
 

@@ -19,7 +19,8 @@ After each 1% judged it settles every pair of runs under every measure and print
 comparisons are certain, probable, open (and tied); ``wrong`` -- certain claims whose order
 differs from the truth (must be 0); ``held`` -- the share of probable claims whose order is the
 truth's (target: >= 95%); ``tau`` -- Kendall's tau between the runs ranked by the current means
-and by the final ones, averaged over the measures. At the end, for the weight order: how the
+and by the final ones, averaged over the measures (``tau*``: ranked by the expected final means
+of the draws instead, :meth:`Settlement.expected`). At the end, for the weight order: how the
 ``judge_more`` estimates compare with the pairs it really took to make each comparison
 certain.
 """
@@ -144,6 +145,9 @@ def simulate(strategy: str, runs: dict[str, Run], truth: dict, args: argparse.Na
         taus = [kendall([settlement.mean(j, n) for n in runs], [final_means[j, n] for n in runs])
                 for j in range(len(measures))]
         row["tau"] = float(np.mean(taus))
+        row["tau_expected"] = float(np.mean([
+            kendall([settlement.expected(j, n) for n in runs], [final_means[j, n] for n in runs])
+            for j in range(len(measures))]))
         rows.append(row)
         if len(judged) == len(pairs):
             break
@@ -195,19 +199,19 @@ def main() -> None:
           f"measures {args.measures}, {args.samples} draws")
     results = {s: simulate(s, runs, truth, args) for s in ("depth", "weight")}
     header = f"{'judged':>7} | " + " | ".join(
-        f"{s:<6} cert prob open tied wrong held  tau" for s in results)
+        f"{s:<6} cert prob open tied wrong held  tau  tau*" for s in results)
     print(header)
     print("-" * len(header))
     for i in range(max(len(r) for r in results.values())):
         cells = []
         for rows in results.values():
             if i >= len(rows):
-                cells.append(" " * 43)
+                cells.append(" " * 49)
                 continue
             r = rows[i]
             held = f"{r['held'] / r['probable']:.0%}" if r["probable"] else "-"
             cells.append(f"{'':<6} {r['certain']:>4} {r['probable']:>4} {r['open']:>4} {r['tied']:>4} "
-                         f"{r['wrong']:>5} {held:>4} {r['tau']:>4.2f}")
+                         f"{r['wrong']:>5} {held:>4} {r['tau']:>4.2f} {r['tau_expected']:>5.2f}")
         judged = results["depth"][min(i, len(results["depth"]) - 1)]["judged"]
         print(f"{judged:>6.0%} | " + " | ".join(cells))
     for s, rows in results.items():

@@ -283,3 +283,16 @@ def test_settle_imports_no_heavy_layer():
             "print(','.join(n for n in ('textual', 'sqlalchemy', 'pydantic', 'rich') if n in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_expected_means_come_from_the_draws():
+    # one query, A ranks an open pair first, B a judged non-relevant chunk: P@1 of A is 0 now
+    # and its expected final value the model's P(relevant) for that pair
+    runs = {"A": Run.from_ranked({"q1": ["o1", "j1"]}, name="A"),
+            "B": Run.from_ranked({"q1": ["j1", "o1"]}, name="B")}
+    qrels = Qrels.from_dict({"q1": {"j1": 0}}, top_grade=1)
+    s = Settlement(qrels, runs, 1, ["P@1"], samples=20000, seed=1)
+    p = s.model.probs[0, 1]
+    assert s.mean(0, "A") == 0.0
+    assert s.expected(0, "A") == pytest.approx(p, abs=4 * 0.5 / math.sqrt(20000))
+    assert s.expected(0, "B") == 0.0
