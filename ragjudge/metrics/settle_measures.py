@@ -75,8 +75,9 @@ within k: they can only add to R or to the ideal DCG).
   discounts moving deeper shrinks, Cf_l >= Cf_(l+1)), so the largest maximisers of the levels are
   ordered (Topkis) and each level is maximised alone; for t < 0 a pass over the levels from the
   top keeps c_l >= c_(l+1). Within a run of equal e_v (zeros: fillers) only its ends matter, so
-  a query costs O(G m) per step. With one positive grade it is one pass. DCG@k (no ideal) is
-  linear: max = now + gain(G) sum max(e_v, 0).
+  a query costs O(G m) per step. With one positive grade it is one pass. A query where neither
+  run has an open cell keeps both DCGs: its max is at the smallest or the largest ideal (every
+  open pair at grade 0, or at G). DCG@k (no ideal) is linear: max = now + gain(G) sum max(e_v, 0).
 
 Measures other than these (Rprec, bpref, ERR, F, ContextPrecision@k ...) have no bounds here:
 :func:`family` refuses them, and :func:`supported` says which are.

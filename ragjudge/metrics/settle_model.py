@@ -6,8 +6,9 @@ for retrieval evaluation", SIGIR 2006, whose relevance probabilities are per doc
 
 **Prior by rank and run.** How often a chunk is relevant depends most on how high the runs rank
 it. Ranks are put in buckets (``RANK_BUCKETS``: 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100,
-over 100) and grades are counted among the judged pairs each run ranks in each bucket; the
-estimate is a Dirichlet posterior mean, smoothed twice toward the coarser level:
+over 100) and grades are counted among the judged pairs each run ranks in each bucket (within
+the ranks the measures read); the estimate is a Dirichlet posterior mean, smoothed twice toward
+the coarser level:
 
     p0(g)      = (n(g) + 1) / (n + G + 1)                      every judged pair the runs rank
     p_b(g)     = (n_b(g) + s p0(g)) / (n_b + s)                 rank bucket b, all runs
