@@ -100,7 +100,7 @@ def report_command(
     if dest != "-":
         size = len(text.encode("utf-8"))
         err_console.print(f"Wrote the {'HTML report' if kind == 'html' else 'Markdown summary'} "
-                          f"({size / 1024:,.0f} kB) to {safe(dest)}.")
+                          f"({size / 1024:,.0f} kB) to {safe(dest)}.", soft_wrap=True)
 
 
 def _format(format: str | None, dest: str) -> str:

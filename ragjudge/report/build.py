@@ -231,7 +231,11 @@ def curve_measure(base: str, ks: Sequence[int]) -> Any:
     family = base.strip().split("@", 1)[0]
     if not ks:
         raise UsageError("--k gives no cutoff: give a range 1-20, a list 1,3,5,10 or a largest K.")
-    probe = parse_measure(f"{family}@{ks[0]}")
+    try:
+        probe = parse_measure(f"{family}@{ks[0]}")
+    except UsageError as exc:
+        raise UsageError(f"--curve {base}: {str(exc).rstrip('.')}; curves are drawn for @k "
+                         "measures (P, R, nDCG, Success, ...).") from None
     if probe.definition.cutoff_kind is not int:
         raise UsageError(f"--curve {base}: {probe.definition.name} takes no @k cutoff; curves are "
                          "drawn for @k measures (P, R, nDCG, Success, ...); the precision-recall "

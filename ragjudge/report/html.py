@@ -105,9 +105,10 @@ def scorecard(report: Report) -> list[Row]:
                 cell.ci = "too few queries"
             elif not math.isnan(low):
                 cell.ci, cell.low, cell.high = f"[{fmt(low)}, {fmt(high)}]", exact(low), exact(high)
-            spread = report.ranges.values[name].get(m) if report.ranges else None
-            if spread:
-                lo_name, hi_name = report.ranges.ends[name][m]
+            ranges = report.ranges
+            spread = ranges.values[name].get(m) if ranges else None
+            if ranges and spread:
+                lo_name, hi_name = ranges.ends[name][m]
                 cell.range = f"↕ {fmt(spread[0])}–{fmt(spread[1])}"
                 cell.range_low, cell.range_high = exact(spread[0]), exact(spread[1])
                 cell.range_title = f"lowest: {shown(lo_name)}, highest: {shown(hi_name)}"
@@ -238,6 +239,12 @@ def _signed(value: float, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
+def statistic(stat: object) -> tuple[float | None, str]:
+    """The value of an agreement :class:`~ragjudge.metrics.agreement.Statistic` (None:
+    undefined) and why it is undefined."""
+    return getattr(stat, "value", None), getattr(stat, "reason", None) or ""
+
+
 def agreement_view(report: Report) -> dict[str, Any] | None:
     from ragjudge.services.agreement.views import degenerate_pairs, summary_statistics
 
@@ -247,9 +254,12 @@ def agreement_view(report: Report) -> dict[str, Any] | None:
     r = view.report
     grades = list(range(r.scale[0], r.scale[1] + 1))
     degenerate = {(a, b) for a, b, _ in degenerate_pairs(view.ratings)}
-    summary = [{"label": label, "value": Cell(fmt(stat.value, 3) if stat.value is not None
-                                              else "undefined", exact(stat.value)),
-                "reason": stat.reason or ""} for label, stat in summary_statistics(r)]
+    summary = []
+    for label, stat in summary_statistics(r):
+        value, reason = statistic(stat)
+        summary.append({"label": label, "value": Cell(fmt(value, 3) if value is not None
+                                                      else "undefined", exact(value)),
+                        "reason": reason})
     pairs = []
     for p in r.pairwise:
         bad = (str(p.a), str(p.b)) in degenerate
@@ -350,4 +360,4 @@ def render_html(report: Report) -> str:
     )
 
 
-__all__ = ["render_html", "run_letter"]
+__all__ = ["render_html", "run_letter", "statistic"]

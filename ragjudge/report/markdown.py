@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ragjudge.report.html import run_letter
+from ragjudge.report.html import run_letter, statistic
 from ragjudge.report.text import UNDEFINED, fmt, fmt_p, shown
 
 if TYPE_CHECKING:
@@ -129,7 +129,11 @@ def _scorecard(r: Report) -> list[str]:
         notes.append(f"↕ the range over the annotators whose labels cover at least "
                      f"{r.ranges.min_coverage:.0%} of the pool (the evaluation screen's): "
                      + (", ".join(f"{code(a, table=False)} {r.ranges.coverage[a]:.0%}"
-                                  for a in r.ranges.in_ranges) or "nobody yet"))
+                                  for a in r.ranges.in_ranges) or "nobody yet")
+                     + ("; too few labels: " + ", ".join(f"{code(a, table=False)} "
+                                                         f"{r.ranges.coverage[a]:.0%}"
+                                                         for a in r.ranges.too_few)
+                        if r.ranges.too_few else ""))
     if r.comparison:
         notes.append("superscript letters: the runs this run is significantly better than "
                      f"({_words(r.comparison.describe())} alpha {r.comparison.alpha:g})")
@@ -257,8 +261,10 @@ def _agreement(r: Report) -> list[str]:
     lines = ["## Agreement between annotators", "",
              f"{a.units:,} pairs judged, {a.pairable_units:,} by two or more annotators; scale "
              f"{a.scale[0]}–{a.scale[1]} (`ragjudge agree`).", ""]
-    rows = [[label, fmt(stat.value, 3) if stat.value is not None else
-             f"undefined: {_words(stat.reason or '')}"] for label, stat in summary_statistics(a)]
+    rows = []
+    for label, stat in summary_statistics(a):
+        value, reason = statistic(stat)
+        rows.append([label, fmt(value, 3) if value is not None else f"undefined: {_words(reason)}"])
     lines += table(["statistic", "value"], rows, ["l", "l"])
     if a.pairwise:
         degenerate = {(x, y) for x, y, _ in degenerate_pairs(view.ratings)}
@@ -292,7 +298,7 @@ def _agreement(r: Report) -> list[str]:
 
 
 def _stat(stat: object) -> str:
-    value = getattr(stat, "value", None)
+    value, _ = statistic(stat)
     return UNDEFINED if value is None else fmt(value, 3)
 
 
@@ -304,7 +310,7 @@ def _provenance(r: Report) -> list[str]:
                        for t, n in snap.newest.items())
     rows = [["project", code(r.project_name)], ["database", code(r.shown_db)],
             ["made", f"{r.made_at:%Y-%m-%d %H:%M:%S} UTC"], ["ragjudge", r.version],
-            ["command", code(r.command)], ["made for", f"{code(r.viewer)} ({r.role})"],
+            ["command", code(r.command) or "–"], ["made for", f"{code(r.viewer)} ({r.role})"],
             ["label snapshot", f"`{snap.sha256}`"], ["label events", newest]]
     rows += [[f"run {code(n)}", f"`{d}`"] for n, d in r.run_digests.items()]
     return (["## Provenance", ""] + table(["", ""], rows, ["l", "l"])
