@@ -28,7 +28,6 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,12 +112,26 @@ def newest_ids(project: Project) -> dict[str, int | None]:
                 for model in LABEL_TABLES}
 
 
-def _canonical(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    return value
+def _canonical_lines(table: Any) -> Callable[[Sequence[Any]], str]:
+    """The writer of one event of ``table`` as its line of the label snapshot: times as
+    ``YYYY-MM-DDTHH:MM:SS.ffffff``, a non-finite float as its ``repr``, the rest as JSON."""
+    from sqlalchemy import DateTime, Float
+
+    times = [i for i, c in enumerate(table.columns) if isinstance(c.type, DateTime)]
+    floats = [i for i, c in enumerate(table.columns) if isinstance(c.type, Float)]
+    encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+
+    def line(row: Sequence[Any]) -> str:
+        values = list(row)
+        for i in times:
+            if values[i] is not None:
+                values[i] = values[i].isoformat(sep="T", timespec="microseconds")
+        for i in floats:
+            if isinstance(values[i], float) and not math.isfinite(values[i]):
+                values[i] = repr(values[i])
+        return encode(values) + "\n"
+
+    return line
 
 
 def label_snapshot(project: Project, newest: dict[str, int | None] | None = None, *,
@@ -134,6 +147,7 @@ def label_snapshot(project: Project, newest: dict[str, int | None] | None = None
             table = model.__table__
             name = table.name
             digest.update(f"# {name} {','.join(c.name for c in table.columns)}\n".encode("ascii"))
+            line = _canonical_lines(table)
             counts[name] = 0
             last, top = 0, newest.get(name)
             while top is not None and last < top:
@@ -142,8 +156,7 @@ def label_snapshot(project: Project, newest: dict[str, int | None] | None = None
                     .order_by(table.c.id).limit(_BATCH)).all()
                 if not rows:
                     break
-                lines = "".join(json.dumps([_canonical(v) for v in row], ensure_ascii=True,
-                                           separators=(",", ":")) + "\n" for row in rows)
+                lines = "".join(map(line, rows))
                 digest.update(lines.encode("ascii"))
                 counts[name] += len(rows)
                 last = rows[-1].id
