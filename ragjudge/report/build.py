@@ -14,7 +14,6 @@ who is not a lead, in a blind project) is left out here, before anything is rend
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -257,6 +256,9 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     from ragjudge.services.scoring.evaluation import evaluate_all, project_gold
 
     measures, threshold = check_options(project, options)
+    rule_of = options.rule.split(":", 1)[1] if options.rule and options.rule.startswith("annotator:") else None
+    if rule_of is not None and rule_of != access.name:
+        access.require_sees_all(f"make a report with {rule_of}'s grades as the gold")
     before = provenance.newest_ids(project)
     found = project_gold(project, options.rule)
     qrels, rule = found.qrels(), found.composition.rule
@@ -301,9 +303,9 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     report.labels = provenance.label_snapshot(project, before, progress=progress)
     _moved(before, provenance.newest_ids(project), report)
     if settled is not None:
-        from ragjudge.report.settled import settled_rows
+        from ragjudge.report.settled import add_settled
 
-        report.settled = settled_rows(settled)
+        add_settled(report, settled)
     return report
 
 
@@ -491,10 +493,6 @@ def _moved(before: dict[str, int | None], after: dict[str, int | None], report: 
 def _listed(names: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
 
 
 __all__ = ["DEFAULT_CURVES", "DEFAULT_K", "PER_QUERY", "CurveData", "PerQuery", "QueryInfo",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -73,8 +73,6 @@ class Row:
     cells: list[Cell]
     letter: str = ""
     order: int = 0
-    sort: str = ""
-    extra: list[Any] = field(default_factory=list)
 
 
 def _best(values: list[float]) -> set[int]:

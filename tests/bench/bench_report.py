@@ -50,7 +50,7 @@ def steps(db: str) -> list[tuple[str, float]]:
 
     marks: list[tuple[str, float]] = [("opening", time.perf_counter())]
 
-    def heard(done, total, what, unit="bytes"):  # noqa: ANN001, ANN202
+    def heard(done, total, what, unit="bytes"):
         if what != marks[-1][0]:
             marks.append((what, time.perf_counter()))
 

@@ -239,3 +239,23 @@ def test_the_command_line_hides_a_database_password(monkeypatch):
     assert "s3cr3t" not in shown and "u:***@host" in shown
     monkeypatch.setattr("ragjudge.cli._INVOKED", ["report", "--db=postgresql://u:pw@h/db"])
     assert "pw@" not in command.command_line()
+
+
+def test_a_stratum_of_one_query_is_left_out_for_an_annotator(tmp_path):
+    """A stratum of a single query shows that query's values: an aggregate for the lead only."""
+    from ragjudge.services.access import roster
+    from ragjudge.services.project.database import Project
+    from ragjudge.store.schema import Query
+
+    db = str(tmp_path / "small.db")
+    small_project(db)
+    with Project.open(db) as project:
+        roster.add(project, "lee", role="lead")
+        project.write(lambda s: setattr(s.get(Query, "q5"), "category", "rare"))
+    made = {who: ragjudge("report", "--db", db, "--format", "md", "-q", "--by", who, "-m", "P@3")
+            for who in ("ana", "lee")}
+    assert all(m.returncode == 0 for m in made.values()), [m.stderr for m in made.values()]
+    assert "**`category` = `rare`** (1 query)" in made["lee"].stdout
+    assert "`rare`" not in made["ana"].stdout
+    assert "1 stratum of a single query (rare)" in made["ana"].stdout
+    assert "**`category` = `factoid`** (5 queries)" in made["ana"].stdout

@@ -270,6 +270,9 @@ def test_the_settled_section_is_rendered_only_when_given(tmp_path):
     as_dict = dict(Comparison().to_dict(), measure="P@3", status="open", low=-0.1, exact=False,
                    p_order=0.62, judge_more=7)
     settled = _report(db, settled=[Comparison(), as_dict])
+    from ragjudge.report.settled import add_settled
+
+    assert add_settled(_report(db), [Comparison(), as_dict]).settled == settled.settled
     page = parse(render_html(settled))
     rows = page.by_id("settled-table").find("tbody")[0].find("tr")
     assert [[td.text.strip() for td in tr.find("td")][:8] for tr in rows] == [
