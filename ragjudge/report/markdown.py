@@ -88,7 +88,8 @@ def _words(text: str) -> str:
     out = shown(text)
     for ch in "\\`*_[]|~":
         out = out.replace(ch, "\\" + ch)
-    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+    out = out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return out.replace("@", "`@`")  # an @ in a code span mentions nobody
 
 
 def _scorecard(r: Report) -> list[str]:
