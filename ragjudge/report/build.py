@@ -14,7 +14,7 @@ who is not a lead, in a blind project) is left out here, before anything is rend
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -157,6 +157,9 @@ class Report:
     ranges: Ranges | None
     undefined: dict[str, dict[str, int]]
     """run -> measure -> queries left out of its mean (undefined there)"""
+    undefined_why: dict[str, dict[str, str]]
+    """run -> measure -> which queries were left out and why, where the evaluation can say
+    (``q2, q3: the run has no answer``), else ''"""
     curves: list[CurveData]
     strata: list[Stratum]
     strata_field: str | None
@@ -193,7 +196,12 @@ def check_options(project: Project, options: ReportOptions) -> tuple[list[str], 
     from ragjudge.services.scoring.comparisons import check_options as check_comparison
     from ragjudge.services.scoring.files import parse_measure_list
 
-    measures = parse_measure_list(list(options.measures) or None)
+    if options.measures:
+        measures = parse_measure_list(list(options.measures))
+    else:  # the project's scorecard, as eval's: the answer measures once answers are judged
+        from ragjudge.services.scoring.answers import default_measures
+
+        measures = default_measures(project)
     if options.averaging not in ("judged", "run"):
         raise UsageError(f"--averaging {options.averaging}: use judged or run.")
     if options.per_query not in PER_QUERY:
@@ -267,7 +275,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     evaluation = evaluate_all(
         qrels, runs, measures, threshold=threshold, queries=options.averaging, project=project,
         rule=rule, qrels_source=f"project {project.shown_db}", strata=strata, by=strata_field,
-        progress=progress)
+        progress=progress, composition=found.composition)
     _step(progress, "intervals")
     intervals, sizes = _intervals(evaluation)
     report = Report(
@@ -279,6 +287,8 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
         intervals=intervals, interval_queries=sizes, ranges=None,
         undefined={n: {m: k for m, k in evaluation.results[n].undefined().items() if k}
                    for n in evaluation.run_names},
+        undefined_why={n: {m: left_out_text(why) for m, why in evaluation.left_out.get(n, {}).items()}
+                       for n in evaluation.run_names},
         curves=[], strata=[], strata_field=strata_field, per_query=None, comparison=None,
         agreement=None, disputes=None, disputes_total=0, run_digests={},
         labels=provenance.LabelSnapshot("", {}, {}),
@@ -296,6 +306,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
         report.comparison = compare_all(
             evaluation, test=options.test, correction=options.correction, alpha=options.alpha,
             resamples=options.resamples, permutations=options.permutations, seed=options.seed)
+        _runs_left_out(report)
     _step(progress, "agreement")
     _agreement(project, report)
     _step(progress, "digests")
@@ -303,9 +314,17 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     report.labels = provenance.label_snapshot(project, before, progress=progress)
     _moved(before, provenance.newest_ids(project), report)
     if settled is not None:
-        from ragjudge.report.settled import add_settled
-
         add_settled(report, settled)
+    return report
+
+
+def add_settled(report: Report, comparisons: Iterable[Any]) -> Report:
+    """The hook for ``ragjudge settled``: attach its comparisons (:mod:`ragjudge.report.settled`)
+    to ``report``, whose HTML and Markdown then have the section "How settled each comparison
+    is" (without it, neither has a trace of the section)."""
+    from ragjudge.report.settled import settled_rows
+
+    report.settled = settled_rows(comparisons)
     return report
 
 
@@ -455,6 +474,24 @@ def _per_query(project: Project, evaluation: Evaluation, report: Report) -> PerQ
     return PerQuery(layout, queries, values)
 
 
+def _runs_left_out(report: Report) -> None:
+    """Say which runs a measure's comparisons leave out (undefined on every query)."""
+    comparison = report.comparison
+    if comparison is None:
+        return
+    missing: dict[tuple[str, ...], list[str]] = {}
+    for measure in report.measures:
+        compared = {r for p in comparison.for_measure(measure) for r in (p.run_a, p.run_b)}
+        gone = tuple(n for n in report.run_names if n not in compared)
+        if gone:
+            missing.setdefault(gone, []).append(measure)
+    for gone, measures in missing.items():
+        report.notes.append(
+            f"{_listed(list(gone))} {'is' if len(gone) == 1 else 'are'} left out of the comparisons "
+            f"on {_listed(measures, 8)}: undefined on every query there (a run without answers has "
+            "no answer measure); the p-values are corrected over the remaining pairs.")
+
+
 def _agreement(project: Project, report: Report) -> None:
     from ragjudge.services.agreement.views import adjudicated_grades, project_agreement
 
@@ -490,11 +527,20 @@ def _moved(before: dict[str, int | None], after: dict[str, int | None], report: 
             "them, the label digest does not. Make the report again for one snapshot.")
 
 
+def left_out_text(reasons: dict[str, str], shown: int = 8) -> str:
+    """``{query: why}`` grouped by reason: ``q2, q3: the run has no answer; q9: ...``, at most
+    ``shown`` queries named per reason."""
+    grouped: dict[str, list[str]] = {}
+    for query in natural_sorted(reasons):
+        grouped.setdefault(reasons[query], []).append(query)
+    return "; ".join(_listed(queries, shown) + f": {why}" for why, queries in grouped.items())
+
+
 def _listed(names: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-__all__ = ["DEFAULT_CURVES", "DEFAULT_K", "PER_QUERY", "CurveData", "PerQuery", "QueryInfo",
+__all__ = ["DEFAULT_CURVES", "add_settled", "DEFAULT_K", "PER_QUERY", "CurveData", "PerQuery", "QueryInfo",
            "Ranges", "Report", "ReportOptions", "Stratum", "build_report", "check_options",
            "curve_measure"]

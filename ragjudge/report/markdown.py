@@ -140,8 +140,10 @@ def _scorecard(r: Report) -> list[str]:
                      f"({_words(r.comparison.describe())} alpha {r.comparison.alpha:g})")
     for n, counts in r.undefined.items():
         for m, k in counts.items():
+            why = r.undefined_why.get(n, {}).get(m, "")
             notes.append(f"{code(n, table=False)}, {code(m, table=False)}: left out of the mean on "
-                         f"{k} of {r.evaluation.n_queries(run=n)} queries, where it is undefined")
+                         f"{k} of {r.evaluation.n_queries(run=n)} queries, where it is undefined"
+                         + (f" ({_words(why)})" if why else ""))
     return lines + [f"- {n}" for n in notes if n] + [""]
 
 

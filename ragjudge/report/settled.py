@@ -3,7 +3,7 @@
 ``ragjudge settled`` computes, per measure and pair of runs, the bounds the mean difference can
 still reach whatever grades the open pool pairs get, the probability that its sign holds, a
 status (certain, tied, probable, open) and how many more pairs would settle it. This module is
-the report's side of it: :func:`add_settled` (or ``build_report(..., settled=...)``) takes that
+the report's side of it: :func:`ragjudge.report.build.add_settled` (or ``build_report(..., settled=...)``) takes that
 result (objects with those fields, or their ``to_dict()``), and the section is rendered when it
 is given — and not at all otherwise.
 """
@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragjudge.report.build import Report
+from typing import Any
 
 FIELDS = ("measure", "a", "b", "difference", "low", "high", "p_order", "status", "judge_more",
           "exact", "n_queries")
@@ -63,16 +60,8 @@ def settled_rows(comparisons: Iterable[Any]) -> list[SettledRow]:
     return rows
 
 
-def add_settled(report: Report, comparisons: Iterable[Any]) -> Report:
-    """The hook for ``ragjudge settled``: attach its comparisons to ``report``, whose HTML and
-    Markdown then have the section "How settled each comparison is" (without it, neither has
-    a trace of the section)."""
-    report.settled = settled_rows(comparisons)
-    return report
-
-
 def status_words(status: str) -> str:
     return STATUS_WORDS.get(status, status)
 
 
-__all__ = ["FIELDS", "STATUS_WORDS", "SettledRow", "add_settled", "settled_rows", "status_words"]
+__all__ = ["FIELDS", "STATUS_WORDS", "SettledRow", "settled_rows", "status_words"]

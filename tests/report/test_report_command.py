@@ -183,7 +183,7 @@ def test_an_annotator_in_a_blind_project_gets_aggregates_only(led_demo, tmp_path
     assert "per-query tables" in left and "ana is not a lead" in left
     assert "223 disputed pairs" in left and "only a lead may see" in left
     # the aggregates are there: means, κ, confusion matrices
-    assert len(page.by_id("scorecard-table").find("td")) == 42
+    assert len(page.by_id("scorecard-table").find("td")) == 3 * 18
     assert page.find("table", **{"class": "matrix confusion"})
     md = ragjudge("report", "--db", led_demo, "--format", "md", "-q", "--by", "ana", "--per-query", "both")
     assert md.returncode == 0, md.stderr
@@ -196,7 +196,7 @@ def test_the_lead_gets_everything(led_demo, tmp_path):
     made = ragjudge("report", "--db", led_demo, "-o", str(target), "-q", "--by", "lee")
     assert made.returncode == 0, made.stderr
     page = parse(target.read_text(encoding="utf-8"))
-    assert len(page.find("table", data_kind="measure")) == 14
+    assert len(page.find("table", data_kind="measure")) == 18  # the ranking and answer measures
     assert len(page.by_id("disputes").find("tbody")[0].find("tr")) == 50
     assert [e for e in page.iter() if e.get("id") == "left-out"] == []
     assert "for lee (lead, blind project)" in page.find("header")[0].text

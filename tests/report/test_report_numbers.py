@@ -38,20 +38,26 @@ def test_the_scorecard_is_evals_means_and_intervals(page, demo_eval):
             [ci] = cell.find("span", **{"class": "ci"})
             low, high = demo_eval["runs"][run]["ci95"][measure]
             assert (number(ci.get("data-low")), number(ci.get("data-high"))) == (low, high)
-            assert ci.text == f"[{low:.4f}, {high:.4f}]"
+            if low is None:  # undefined on every query of the run (title_only has no answers)
+                assert ci.text == "too few queries" and cell.find("span")[0].text == "–"
+            else:
+                assert ci.text == f"[{low:.4f}, {high:.4f}]"
             seen += 1
-    assert seen == len(demo_eval["runs"]) * len(demo_eval["measures"]) == 3 * 14
+    # the project's scorecard, as eval's: the ranking measures and, answers being judged, the
+    # answer measures
+    assert seen == len(demo_eval["runs"]) * len(demo_eval["measures"]) == 3 * 18
 
 
 def test_the_best_of_each_column_is_marked_as_eval_marks_it(page, demo_eval):
     table = page.by_id("scorecard-table")
     for measure in demo_eval["measures"]:
         values = {run: data["aggregate"][measure] for run, data in demo_eval["runs"].items()}
-        top = max(values.values())
+        defined = [v for v in values.values() if v is not None]
+        top = max(defined)
         for cell in table.find("td", data_measure=measure):
             run = cell.ancestor("tr").get("data-run")
             marked = bool(cell.find("span", **{"class": "best"}))
-            assert marked == (values[run] == top and len(set(values.values())) > 1), (measure, run)
+            assert marked == (values[run] == top and len(set(defined)) > 1), (measure, run)
 
 
 def test_the_per_query_tables_are_evals_per_query_values(page, demo_eval):
@@ -109,7 +115,7 @@ def test_the_curves_are_evals_curves(page, demo_file, family):
             assert close(number(cell.get("data-value")), expected["runs"][run]["area"])
 
 
-def test_the_gold_is_the_gold_services_composition(page, demo_file):
+def test_the_gold_is_the_gold_services_composition(page, demo_file, demo_eval):
     from ragjudge.services.gold.gold import gold
     from ragjudge.services.project.database import Project
 
@@ -121,6 +127,7 @@ def test_the_gold_is_the_gold_services_composition(page, demo_file):
     assert facts["rule"].text == composition["rule"]
     assert facts["annotators"].text == ", ".join(composition["annotators"])
     assert composition["pairs"] == 843  # the demo's judged pairs (agree: 843 pairs judged)
+    assert demo_eval["gold"] == composition  # eval's "gold" says the same
 
 
 def test_the_agreement_is_agrees(page, demo_file):
@@ -151,22 +158,25 @@ def test_the_agreement_is_agrees(page, demo_file):
 
 def test_the_ranges_are_the_evaluation_screens(page, demo_file):
     from ragjudge.services.project.database import Project
-    from ragjudge.services.scoring.files import DEFAULT_MEASURES
+    from ragjudge.services.scoring.answers import default_measures
     from ragjudge.services.scoring.live import LiveEvaluation
 
     with Project.open(str(demo_file)) as project:
-        engine = LiveEvaluation(project, measures=list(DEFAULT_MEASURES))
+        engine = LiveEvaluation(project, measures=default_measures(project))
         engine.load()
         snap = engine.snapshot()
     checked = 0
     for cell in page.by_id("scorecard-table").find("td"):
         run, measure = cell.ancestor("tr").get("data-run"), cell.get("data-measure")
-        [spread] = cell.find("span", **{"class": "range"})
-        assert (float(spread.get("data-low")), float(spread.get("data-high"))) == snap.ranges[run][measure]
+        spread = cell.find("span", **{"class": "range"})
+        if measure not in snap.ranges[run]:  # no annotator's value (the run has no answers)
+            assert spread == [] and run == "title_only"
+            continue
+        assert (float(spread[0].get("data-low")), float(spread[0].get("data-high"))) == snap.ranges[run][measure]
         low, high = snap.range_ends[run][measure]
-        assert spread.get("title") == f"lowest: {low}, highest: {high}"
+        assert spread[0].get("title") == f"lowest: {low}, highest: {high}"
         checked += 1
-    assert checked == 42
+    assert checked == 3 * 14 + 2 * 4
 
 
 def test_the_comparison_is_every_pair_under_fisher_and_holm(page, demo_eval):
@@ -174,12 +184,19 @@ def test_the_comparison_is_every_pair_under_fisher_and_holm(page, demo_eval):
 
     measures = demo_eval["measures"]
     queries = list(demo_eval["runs"]["bm25"]["per_query"])
-    per_query = {run: np.array([[data["per_query"][q][m] for q in queries] for m in measures])
+    per_query = {run: np.array([[data["per_query"][q][m] for q in queries] for m in measures],
+                               dtype=float)  # null (undefined) -> NaN
                  for run, data in demo_eval["runs"].items()}
-    expected = compare_all_pairs(per_query, measures, test="fisher", correction="holm")
+    # title_only has no answers: the answer measures compare the two other runs
+    ranking, answers = measures[:14], measures[14:]
+    assert all(data is None for data in (demo_eval["runs"]["title_only"]["aggregate"][m] for m in answers))
+    expected = [*compare_all_pairs({r: v[:14] for r, v in per_query.items()}, ranking,
+                                   test="fisher", correction="holm").pairs,
+                *compare_all_pairs({r: per_query[r][14:] for r in ("bm25", "hybrid")}, answers,
+                                   test="fisher", correction="holm").pairs]
     rows = [tr for tr in page.by_id("comparison-table").find("tr") if tr.get("data-measure")]
-    assert len(rows) == len(expected.pairs) == 14 * 3
-    for tr, pair in zip(rows, expected.pairs):
+    assert len(rows) == len(expected) == 14 * 3 + 4
+    for tr, pair in zip(rows, expected):
         assert (tr.get("data-measure"), tr.get("data-a"), tr.get("data-b")) == (pair.measure, pair.run_a, pair.run_b)
         for cell in tr.find("td"):
             field = cell.get("data-field")
@@ -187,6 +204,7 @@ def test_the_comparison_is_every_pair_under_fisher_and_holm(page, demo_eval):
                 assert close(number(cell.get("data-value")), getattr(pair, field)), (pair.measure, field)
     assert "Fisher's randomization test" in page.by_id("comparisons").text
     assert "Holm-corrected" in page.by_id("comparisons").text
+    assert "title_only is left out of the comparisons on AnswerNuggets(strict,vital)" in page.by_id("notes").text
 
 
 def test_the_digests_are_stated_and_the_command_named(page, demo_file):
@@ -222,6 +240,9 @@ def test_the_markdown_numbers_are_evals(demo_file, demo_eval):
         for run, cell in zip(runs, cells[1:]):
             value = demo_eval["runs"][run]["aggregate"][measure]
             low, high = demo_eval["runs"][run]["ci95"][measure]
+            if value is None:  # undefined on every query of the run
+                assert cell == "–", (measure, run, cell)
+                continue
             assert cell.replace("**", "").startswith(f"{value:.4f}"), (measure, run, cell)
             assert f"[{low:.4f}, {high:.4f}]" in cell
     for stratum, block in demo_eval["strata"].items():

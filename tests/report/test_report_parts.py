@@ -219,6 +219,28 @@ def test_compare_all_pairs_runs_on_the_queries_they_share(tmp_path):
     assert compare_all(evaluation).queries == 11
 
 
+def test_a_run_without_a_measure_anywhere_leaves_the_others_comparable(demo_file):
+    """title_only has no generated answers: the answer measures compare bm25 and hybrid (one
+    pair, its own family), the ranking measures all three runs."""
+    from ragjudge.services.project.database import Project
+    from ragjudge.services.runs.stored import project_run, project_run_names
+    from ragjudge.services.scoring.comparisons import compare_all
+    from ragjudge.services.scoring.evaluation import evaluate_all, project_qrels
+
+    with Project.open(str(demo_file)) as project:
+        qrels, rule = project_qrels(project)
+        runs = {n: project_run(project, n) for n in project_run_names(project)}
+        evaluation = evaluate_all(qrels, runs, ["AP", "CitationRecall"], project=project, rule=rule)
+    found = compare_all(evaluation)
+    assert [(p.run_a, p.run_b) for p in found.for_measure("AP")] == [
+        ("bm25", "hybrid"), ("bm25", "title_only"), ("hybrid", "title_only")]
+    [pair] = found.for_measure("CitationRecall")
+    assert (pair.run_a, pair.run_b) == ("bm25", "hybrid") and pair.queries > 30
+    assert pair.p_adjusted == pair.p_value  # a family of one pair: Holm changes nothing
+    assert found.runs == ("bm25", "hybrid", "title_only")
+    assert math.isnan(found.matrix("CitationRecall")[0, 2])
+
+
 @pytest.mark.parametrize(("options", "says"), [
     ({"test": "z"}, "--test z"),
     ({"correction": "sidak"}, "--correction sidak"),
@@ -270,7 +292,7 @@ def test_the_settled_section_is_rendered_only_when_given(tmp_path):
     as_dict = dict(Comparison().to_dict(), measure="P@3", status="open", low=-0.1, exact=False,
                    p_order=0.62, judge_more=7)
     settled = _report(db, settled=[Comparison(), as_dict])
-    from ragjudge.report.settled import add_settled
+    from ragjudge.report.build import add_settled
 
     assert add_settled(_report(db), [Comparison(), as_dict]).settled == settled.settled
     page = parse(render_html(settled))

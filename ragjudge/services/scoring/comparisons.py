@@ -7,7 +7,9 @@ them, unless each run is averaged over the queries it answers), as
 randomization test, the paired t-test, the Wilcoxon signed-rank test or Tukey's HSD, with the
 p-values of each measure's k (k - 1) / 2 pairs corrected together (Holm by default; Tukey's are
 simultaneous already). A measure undefined on some queries is compared on the queries where
-every run has it.
+every run has it; a run on which a measure is undefined everywhere (a run without generated
+answers, for the answer measures) is left out of that measure's pairs, so that it does not
+empty the others' comparison.
 
 Nothing here prints: ``ragjudge report`` and whoever else shows comparisons render the
 :class:`~ragjudge.metrics.allpairs.AllPairsComparison` returned.
@@ -15,7 +17,8 @@ Nothing here prints: ``ragjudge report`` and whoever else shows comparisons rend
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -101,8 +104,40 @@ def compare_all(
     if len(evaluation.run_names) < 2:
         raise UsageError("comparing runs needs at least two runs.")
     _, values = paired_values(evaluation)
-    return compare_all_pairs(values, evaluation.measures, test=test, correction=correction,
-                             alpha=alpha, permutations=permutations, resamples=resamples, seed=seed)
+    options: dict[str, Any] = dict(test=test, correction=correction, alpha=alpha,
+                                   permutations=permutations, resamples=resamples, seed=seed)
+    parts = []
+    for runs, measures in _families(values, evaluation.measures).items():
+        rows = [evaluation.measures.index(m) for m in measures]
+        parts.append(compare_all_pairs({n: values[n][rows] for n in runs}, measures, **options))
+    return _joined(parts, evaluation)
+
+
+def _families(values: dict[str, np.ndarray], measures: list[str]) -> dict[tuple[str, ...], list[str]]:
+    """The runs each measure is compared over — those where it is defined on some query (a run
+    of no answers has no answer measure: leaving it out keeps the other runs' answers
+    comparable) — and the measures of each such set of runs, in the measures' order."""
+    families: dict[tuple[str, ...], list[str]] = {}
+    for j, measure in enumerate(measures):
+        runs = tuple(n for n, v in values.items() if v.shape[1] and not np.isnan(v[j]).all())
+        if len(runs) < 2:
+            runs = tuple(values)  # fewer than two runs have it: every pair, each undefined
+        families.setdefault(runs, []).append(measure)
+    return families
+
+
+def _joined(parts: list[AllPairsComparison], evaluation: Evaluation) -> AllPairsComparison:
+    """One comparison of every run from comparisons of some runs each, pairs in the order of
+    the measures, then of the runs."""
+    if len(parts) == 1 and parts[0].runs == tuple(evaluation.run_names):
+        return parts[0]
+    order = {name: i for i, name in enumerate(evaluation.run_names)}
+    pairs = sorted((p for part in parts for p in part.pairs),
+                   key=lambda p: (evaluation.measures.index(p.measure), order[p.run_a], order[p.run_b]))
+    dfs = {part.df for part in parts}
+    return replace(parts[0], runs=tuple(evaluation.run_names), measures=tuple(evaluation.measures),
+                   exact=all(part.exact for part in parts), df=dfs.pop() if len(dfs) == 1 else None,
+                   pairs=tuple(pairs))
 
 
 __all__ = ["DEFAULT_CORRECTION", "DEFAULT_TEST", "check_options", "compare_all", "paired_values"]
