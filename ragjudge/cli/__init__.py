@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "compare": "ragjudge.cli.evaluate",
     "gate": "ragjudge.cli.evaluate",
     "explain": "ragjudge.cli.evaluate",
+    "report": "ragjudge.cli.report",
     "agree": "ragjudge.cli.agreement",
     "assign": "ragjudge.cli.agreement",
     "disputes": "ragjudge.cli.agreement",
@@ -43,6 +44,13 @@ COMMANDS: dict[str, str] = {
 """Every command's name -> the module that registers it (in the order of the help's list)."""
 
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
+
+_INVOKED: list[str] = []
+
+
+def invoked() -> tuple[str, ...]:
+    """The arguments of the running ``ragjudge`` command, as given (a report names them)."""
+    return tuple(_INVOKED)
 
 
 def _register(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
@@ -112,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragjudge.cli.lean import Aborted, lean_call
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _INVOKED[:] = args
     call = lean_call(args)
     if call is not None:
         return _outcome(call, usage_errors=(), aborts=(Aborted,))

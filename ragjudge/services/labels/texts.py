@@ -94,3 +94,17 @@ def chunk_neighbours(project: Project, chunk_id: str) -> tuple[ChunkText | None,
     i = order.index(chunk_id)
     return (chunk_text(project, order[i - 1]) if i > 0 else None,
             chunk_text(project, order[i + 1]) if i + 1 < len(order) else None)
+
+
+def query_texts(project: Project) -> dict[str, QueryText]:
+    """Every query of the project as :func:`query_text` gives one, read in one select."""
+    from ragjudge.store.schema import Query
+
+    with project.connect() as connection:
+        rows = connection.execute(select(Query.id, Query.text, Query.description, Query.category,
+                                         Query.meta)).all()
+    out = {}
+    for qid, text, description, category, meta in rows:
+        narrative = meta.get("narrative") if isinstance(meta, dict) else None
+        out[qid] = QueryText(qid, text, description, category, str(narrative) if narrative else None)
+    return out
