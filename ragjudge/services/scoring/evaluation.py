@@ -29,7 +29,9 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
+from ragjudge.metrics.sampled import SAMPLE_KEY, PoolSample
 from ragjudge.services.scoring.files import check_file, run_name_of
+from ragjudge.services.scoring.sampled import infap_on_sample, missing_sample, project_sample
 
 
 if TYPE_CHECKING:
@@ -269,6 +271,7 @@ def evaluate_all(
     by: str | None = None,
     progress: Any = None,
     composition: Composition | None = None,
+    sample: PoolSample | None = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
@@ -278,7 +281,8 @@ def evaluate_all(
     A run without a single ranked chunk (a run of generated answers only) has every measure of
     a ranking undefined (:func:`without_ranking`). Why a measure is undefined on a query is kept
     in :attr:`Evaluation.left_out` for the measures that can say (:func:`left_out_reasons`). ``composition``: what the project's gold is made of, kept for
-    the output."""
+    the output. ``sample``: the pool sample of a sampled judgment file; without it the
+    sampled estimators read the project's current sample (:mod:`ragjudge.services.scoring.sampled`)."""
     parsed = [parse_measure(m) for m in measures]
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
@@ -301,6 +305,7 @@ def evaluate_all(
     results: dict[str, EvalResult] = {}
     left_out: dict[str, dict[str, dict[str, str]]] = {}
     ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
+    own_sample = project_sample(project, parsed, rule) if sample is None else None
     for done, (name, run) in enumerate(runs.items()):
         if progress is not None:  # progress(done, total, description, unit), now and then
             progress(done, len(runs), "evaluating", "runs")
@@ -308,8 +313,11 @@ def evaluate_all(
         if name in ahead:
             result = ahead[name].result()
         else:
-            extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
+            extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule,
+                                    sample=sample if sample is not None else own_sample)
             result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        if own_sample is not None:  # infAP from the sample's qrels, not the gold's judged pairs
+            infap_on_sample(result, qrels, run, own_sample, threshold)
         if len(run) == 0:
             without_ranking(result)
         result.run_name = name
@@ -430,21 +438,34 @@ def _evaluate_ahead(qrels: Qrels, runs: Mapping[str, Run], parsed: Sequence[Meas
 
 
 def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],
-                    threshold: int | None, queries: Any, rule: str | None) -> dict[str, Any] | None:
-    """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked."""
+                    threshold: int | None, queries: Any, rule: str | None, *,
+                    sample: PoolSample | None = None) -> dict[str, Any] | None:
+    """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked,
+    and the pool sample of the sampled estimators: ``sample`` (a prels file's), else the
+    project's current one when the qrels are its gold (``rule`` given)."""
     needs = {key for m in parsed for key in m.needs}
     if not needs:
         return None
+    extras: dict[str, Any] = {}
+    if SAMPLE_KEY in needs:
+        found = sample if sample is not None else project_sample(project, parsed, rule)
+        if found is None:
+            raise missing_sample(parsed, project is not None and rule is not None)
+        extras[SAMPLE_KEY] = found
+        needs.discard(SAMPLE_KEY)
+        if not needs:
+            return extras
     if project is None:
         raise UsageError(
-            f"{', '.join(str(m) for m in parsed if m.needs)} need labelled facets, nuggets or "
-            "citations, which only a project has: evaluate with --db instead of --qrels."
+            f"{', '.join(str(m) for m in parsed if set(m.needs) - {SAMPLE_KEY})} need labelled "
+            "facets, nuggets or citations, which only a project has: evaluate with --db instead "
+            "of --qrels."
         )
     from ragjudge.services.scoring.rag import rag_extras
 
     # the labels come keyed by query and chunk ids; the measures align them with the run
     only = None if isinstance(queries, str) else list(queries)
-    return rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)
+    return {**extras, **rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)}
 
 
 def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query_id: str, measure: str,
