@@ -98,3 +98,39 @@ def test_the_live_screen_takes_no_prels_file(capsys, tmp_path):
     code = main(["--db", str(tmp_path / "none.db"), "eval", "--tui", "--prels", STRATA,
                  "--prels-form", "strata"])
     assert code == 2 and "--tui shows every run of the project" in capsys.readouterr().err
+
+
+def test_a_query_without_an_estimate_says_why(tmp_path, capsys, monkeypatch):
+    # query 2's sampled pairs are all judged not relevant: statAP divides by R^ = 0 there
+    prels = tmp_path / "two.strata"
+    prels.write_text("1 0 a 1 1\n1 0 b 1 0\n1 0 c 2 -1\n2 0 a 1 0\n2 0 b 1 0\n2 0 d 2 -1\n")
+    run = tmp_path / "r.run"
+    run.write_text("1 Q0 a 1 2 r\n1 Q0 c 2 1 r\n2 Q0 b 1 2 r\n2 Q0 d 2 1 r\n")
+    code, out, _ = _both(capsys, monkeypatch, ["eval", "--prels", str(prels), "--prels-form",
+                                               "strata", "--run", str(run), "-m",
+                                               "statAP,xinfAP", "--format", "json"])
+    entry = json.loads(out)["runs"]["r"]
+    assert code == 0
+    assert entry["undefined"] == {"statAP": 1}
+    assert entry["left_out"] == {"statAP": {"2": "no judged pair of the query's sample is "
+                                                 "relevant (nothing to estimate from)"}}
+    # query 1: a relevant at rank 1 sampled with probability 1 (stratum 1: a, b both judged)
+    assert entry["aggregate"]["statAP"] == 1.0
+
+
+def test_a_prels_file_is_scored_without_the_database_layer():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ragjudge.cli import main\n"
+        f"code = main(['eval', '--prels', {STRATA!r}, '--prels-form', 'strata', '--run', "
+        f"{STRATA_RUN!r}, '--format', 'json'])\n"
+        "loaded = sorted({n.split('.')[0] for n in sys.modules if n.split('.')[0] in "
+        "('typer', 'click', 'sqlalchemy', 'pydantic', 'textual', 'rich')})\n"
+        "print(code, loaded, file=sys.stderr)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGJUDGE_DB", "RAGJUDGE_LEAN")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr

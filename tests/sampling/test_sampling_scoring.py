@@ -209,3 +209,35 @@ def test_a_sampled_measure_without_a_sample_says_how_to_give_one(sampled_db, tmp
     code = main(["--db", sampled_db, "eval", "--qrels", str(tmp_path / "q.qrels"), "-m",
                  "statAP"])
     assert code == 2 and "instead of --qrels" in capsys.readouterr().err
+
+
+def test_explain_gives_the_values_eval_gives(sampled_db, capsys):
+    _draw_and_judge(sampled_db, "stratified", every=2)
+    data = _cli_json(capsys, "--db", sampled_db, "eval", "--run", "dense", "-m",
+                     "infAP,statAP,infP@10", "--per-query", "--format", "json")
+    with Project.open(sampled_db) as project:
+        qrels, rule = evaluation.project_qrels(project)
+        run = stored.project_run(project, "dense")
+        for query, row in _per_query(data, "dense").items():
+            for m, value in row.items():
+                got = evaluation.explain_query(project, "dense", qrels, run, query, m,
+                                               threshold=project.scale.threshold, rule=rule)
+                assert got.value == pytest.approx(value, abs=1e-12) or \
+                    (math.isnan(got.value) and math.isnan(value)), (query, m)
+
+
+def test_infap_alone_on_the_parallel_path_reads_the_sample(sampled_db, capsys, monkeypatch):
+    # infAP needs no extras, so large runs are evaluated ahead on two threads: the sample's
+    # qrels must replace the gold's there too
+    _draw_and_judge(sampled_db, "uniform", every=2)
+    args = ["--db", sampled_db, "eval", "-m", "infAP", "--per-query", "--format", "json"]
+    expected = _cli_json(capsys, *args)
+    monkeypatch.setattr(evaluation, "PARALLEL_ENTRIES", 0)
+    got = _cli_json(capsys, *args)
+    for name in RUNS:
+        _same(_per_query(got, name), _per_query(expected, name), ["infAP"])
+    with Project.open(sampled_db) as project:
+        gold, _ = evaluation.project_qrels(project)
+        on_gold = evaluate(gold, stored.project_run(project, "bm25"), ["infAP"]).per_query()
+    assert any(on_gold[q]["infAP"] != pytest.approx(v["infAP"])
+               for q, v in _per_query(got, "bm25").items())

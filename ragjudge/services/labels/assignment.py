@@ -171,25 +171,23 @@ def assign(
     plan = plan_assignment(todo, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
                            seed=seed, loads=loads)
 
-    def store(session) -> int | None:  # noqa: ANN001
+    def store(session) -> sampling.StoredSample | None:  # noqa: ANN001
         if replace:
             session.execute(delete(Assignment))
-        number = None
+        kept = None
         if pooled is not None and drawn is not None and sample is not None:
-            number = sampling.store_sample(session, pooled, drawn, strategy=strategy, size=sample,
-                                           seed=seed, depth=depth, runs=runs)
+            kept = sampling.store_sample(session, pooled, drawn, strategy=strategy, size=sample,
+                                         seed=seed, depth=depth, runs=runs)
         ensure_annotators(session.connection(), names)
         now = utcnow()
         rows = [{"annotator": name, "query_id": q, "chunk_id": c, "overlap": o, "created_at": now}
                 for name, items in plan.pairs.items() for q, c, o in items]
         if rows:  # one executemany: objects per row kept the write lock for seconds per 100,000
             session.execute(insert(Assignment), rows)
-        return number
+        return kept
 
-    number = project.write(store)
-    if number is None:
-        return plan
-    return AssignmentPlan(plan.pairs, sampling.read_sample(project, number))
+    kept = project.write(store)
+    return plan if kept is None else AssignmentPlan(plan.pairs, kept)
 
 
 def has_assignment(project: Project, annotator: str) -> bool:

@@ -89,25 +89,6 @@ def draw(pool: PooledPairs, size: int, strategy: str, seed: int,
                        bands=bands, seed=seed)
 
 
-def store_sample(session: Session, pool: PooledPairs, sample: PoolSample, *, strategy: str,
-                 size: int, seed: int, depth: int, runs: Sequence[str] | None,
-                 bands: tuple[int, ...] = RANK_BANDS) -> int:
-    """Add the sample as the project's newest (inside the caller's transaction); its number."""
-    record = PoolSampleDraw(strategy=strategy, size=size, seed=seed, depth=depth,
-                            bands=list(bands) if strategy == "stratified" else [],
-                            runs=sorted(runs) if runs else None)
-    session.add(record)
-    session.flush()
-    rows = [{"sample_id": record.id, "query_id": q, "chunk_id": c, "rank": r, "stratum": s,
-             "inclusion": p, "drawn": d}
-            for q, c, r, s, p, d in zip(pool.query_ids, pool.chunk_ids, pool.ranks.tolist(),
-                                        sample.stratum.tolist(), sample.inclusion.tolist(),
-                                        sample.drawn.tolist())]
-    if rows:  # one executemany, as assignments are written
-        session.execute(insert(PoolSamplePair), rows)
-    return int(record.id)
-
-
 @dataclass(frozen=True)
 class Band:
     """One stratum of a sample: the ranks it covers, its pooled and drawn pairs."""
@@ -167,6 +148,27 @@ class StoredSample:
                 "pooled": len(self.pool), "drawn": int(np.count_nonzero(self.pool.drawn)),
                 "strata": [{"stratum": b.stratum, "ranks": b.ranks, "pooled": b.pooled,
                             "drawn": b.drawn} for b in self.strata()]}
+
+
+def store_sample(session: Session, pool: PooledPairs, sample: PoolSample, *, strategy: str,
+                 size: int, seed: int, depth: int, runs: Sequence[str] | None,
+                 bands: tuple[int, ...] = RANK_BANDS) -> StoredSample:
+    """Add the sample as the project's newest (inside the caller's transaction)."""
+    record = PoolSampleDraw(strategy=strategy, size=size, seed=seed, depth=depth,
+                            bands=list(bands) if strategy == "stratified" else [],
+                            runs=sorted(runs) if runs else None)
+    session.add(record)
+    session.flush()
+    rows = [{"sample_id": record.id, "query_id": q, "chunk_id": c, "rank": r, "stratum": s,
+             "inclusion": p, "drawn": d}
+            for q, c, r, s, p, d in zip(pool.query_ids, pool.chunk_ids, pool.ranks.tolist(),
+                                        sample.stratum.tolist(), sample.inclusion.tolist(),
+                                        sample.drawn.tolist())]
+    if rows:  # one Core executemany: the ORM's bulk insert took ten times as long
+        session.connection().execute(insert(PoolSamplePair.__table__), rows)
+    return StoredSample(int(record.id), strategy, size, seed, depth, tuple(record.bands),
+                        None if record.runs is None else tuple(record.runs), record.created_at,
+                        sample, pool.ranks)
 
 
 def current_sample_id(connection: Connection) -> int | None:

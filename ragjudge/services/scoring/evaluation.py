@@ -31,7 +31,13 @@ from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
 from ragjudge.metrics.sampled import SAMPLE_KEY, PoolSample
 from ragjudge.services.scoring.files import check_file, run_name_of
-from ragjudge.services.scoring.sampled import infap_on_sample, missing_sample, project_sample
+from ragjudge.services.scoring.sampled import (
+    infap_on_sample,
+    missing_sample,
+    project_sample,
+    sample_qrels,
+    sample_reasons,
+)
 
 
 if TYPE_CHECKING:
@@ -387,7 +393,8 @@ def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
     of a measure's mean, where the measure can say why: the answer measures
     (:func:`ragjudge.metrics.answers.undefined_reasons`: "the run has no answer", "the answer is
     not judged yet", "no nugget to count", ...), Attribution (no answer, no ranked chunk), and
-    every measure of a ranking on a run of answers only (:data:`NO_RANKING`)."""
+    every measure of a ranking on a run of answers only (:data:`NO_RANKING`), and the sampled
+    estimators (a query outside the sample, statAP with no relevant sampled chunk)."""
     from ragjudge.metrics.answers import AnswerLabels, undefined_reasons
     from ragjudge.metrics.rag import CitationLabels, Citations, attribution_reasons
 
@@ -409,6 +416,8 @@ def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
                 np.array([int(q in ranked) for q in qids], dtype=np.int64)))
         elif len(run) == 0:
             reasons = [NO_RANKING] * len(qids)
+        elif SAMPLE_KEY in m.needs and isinstance(given, PoolSample):
+            reasons = sample_reasons(m, qids, given)
         found = {q: why for q, why, nan in zip(qids, reasons, undefined.tolist()) if nan and why}
         if found:
             out[str(m)] = found
@@ -476,6 +485,7 @@ def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query
     from ragjudge.metrics.explain import explain
 
     parsed = parse_measure(measure)
+    extras = None
     if parsed.needs or parsed.definition.name.startswith("ContextPrecision"):
         from ragjudge.metrics.ragexplain import explain_rag
 
@@ -483,7 +493,10 @@ def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query
         explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
         if explanation is not None:
             return explanation
-    return explain(qrels, run, query_id, parsed, threshold=threshold)
+    sample = project_sample(project, [parsed], rule) if not parsed.needs else None
+    if sample is not None:  # infAP from the project's sample, as eval computes it
+        qrels = sample_qrels(qrels, sample)
+    return explain(qrels, run, query_id, parsed, threshold=threshold, extras=extras)
 
 
 @dataclass(frozen=True)

@@ -108,3 +108,17 @@ def infap_on_sample(result: EvalResult, qrels: Qrels, run: Run, sample: PoolSamp
     values = found.values[np.maximum(rows, 0)] if len(found.query_ids) else \
         np.full((len(rows), len(cols)), np.nan)
     result.values[:, cols] = np.where(rows[:, None] >= 0, values, np.nan)
+
+
+NOT_IN_SAMPLE = "no pair of the query is in the pool sample"
+NO_SAMPLED_RELEVANT = "no judged pair of the query's sample is relevant (nothing to estimate from)"
+
+
+def sample_reasons(measure: Measure, query_ids: Sequence[str], sample: PoolSample) -> list[str | None]:
+    """Why a sampled measure may be undefined on each query: the sample does not cover the
+    query, or (statAP) none of its judged sampled pairs is relevant."""
+    covered = set(_keys.decode(np.unique(sample.query_ids)))
+    ratio = measure.definition.name.startswith("statAP")
+    return [NOT_IN_SAMPLE if q not in covered else NO_SAMPLED_RELEVANT if ratio else None
+            for q in query_ids]
+
