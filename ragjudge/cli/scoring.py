@@ -382,6 +382,8 @@ def _eval_json(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
     }
     if closed is not None:
         data["closed_world"] = closed_json(closed)
+    if evaluation.sample is not None:
+        data["sample"] = {k: v for k, v in evaluation.sample.items() if k != "text"}
     if evaluation.by is not None:
         data["by"] = evaluation.by
         data["strata"] = {s: _block(evaluation, per_query, ci, s) for s in evaluation.strata}
@@ -485,6 +487,8 @@ def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> s
         n = "/".join(str(c) for c in sorted(counts))
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
                      f"where it is undefined ({_reasons_text(evaluation, measure) or _why_undefined(evaluation, measure)}).")
+    if evaluation.sample is not None:
+        lines.append(evaluation.sample["text"] + ".")
     lines = [safe(line) for line in lines]
     lines.append(qrels_line(evaluation, closed))
     lines.append(f"relevant from grade {evaluation.threshold} (nDCG uses every grade).")

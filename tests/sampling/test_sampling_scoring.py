@@ -148,6 +148,7 @@ def test_unjudged_drawn_pairs_and_judgments_outside_the_sample(sampled_db, tmp_p
 def test_eval_reads_the_newest_sample(sampled_db, capsys):
     _draw_and_judge(sampled_db, "uniform")
     with Project.open(sampled_db) as project:
+        first = sampling.current_sample(project)
         assignment.assign(project, ["ann"], depth=20, seed=2, sample=4, by="lea")
         newest = sampling.current_sample(project)
         gold, _ = evaluation.project_qrels(project)
@@ -156,6 +157,17 @@ def test_eval_reads_the_newest_sample(sampled_db, capsys):
                      "--per-query", "--format", "json")
     expected = evaluate(gold, run, ["statAP", "xinfAP"], extras={"sample": newest.pool})
     _same(_per_query(data, "bm25"), expected.per_query(), ["statAP", "xinfAP"])
+    # the output names the sample read, and how much of it is judged: the 4 pairs per query
+    # of sample 2 were judged only where sample 1 had drawn them too
+    judged = sum(1 for pair in drawn_pairs(newest) if pair in set(drawn_pairs(first)))
+    assert data["sample"] == {"id": 2, "strategy": "uniform", "size": 4, "depth": 20, "seed": 2,
+                              "pooled": len(newest.pool), "drawn": 24, "judged": judged}
+    assert 0 < judged < 24
+    code = main(["--db", sampled_db, "eval", "--run", "bm25", "-m", "statAP"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    assert (f"estimates from sample 2: 4 pairs per query drawn at random (uniform) from the "
+            f"pool at depth 20, seed 2: {judged} of its 24 drawn pairs judged") in out
 
 
 def test_the_live_screen_gets_the_same_sample(sampled_db):

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -159,16 +159,28 @@ def store_sample(session: Session, pool: PooledPairs, sample: PoolSample, *, str
                             runs=sorted(runs) if runs else None)
     session.add(record)
     session.flush()
-    rows = [{"sample_id": record.id, "query_id": q, "chunk_id": c, "rank": r, "stratum": s,
-             "inclusion": p, "drawn": d}
-            for q, c, r, s, p, d in zip(pool.query_ids, pool.chunk_ids, pool.ranks.tolist(),
-                                        sample.stratum.tolist(), sample.inclusion.tolist(),
-                                        sample.drawn.tolist())]
-    if rows:  # one Core executemany: the ORM's bulk insert took ten times as long
-        session.connection().execute(insert(PoolSamplePair.__table__), rows)
+    number = int(record.id)
+    rows = list(zip([number] * len(pool), pool.query_ids, pool.chunk_ids, pool.ranks.tolist(),
+                    sample.stratum.tolist(), sample.inclusion.tolist(), sample.drawn.tolist()))
+    if rows:
+        _insert_pairs(session.connection(), rows)
     return StoredSample(int(record.id), strategy, size, seed, depth, tuple(record.bands),
                         None if record.runs is None else tuple(record.runs), record.created_at,
                         sample, pool.ranks)
+
+
+_PAIR_COLUMNS = ("sample_id", "query_id", "chunk_id", "rank", "stratum", "inclusion", "drawn")
+
+
+def _insert_pairs(connection: Connection, rows: list[tuple]) -> None:
+    """One executemany of the driver, inside the caller's transaction: SQLAlchemy's own took
+    ten times as long per row (its parameters built row by row), all of it holding SQLite's
+    one write lock (300,000 pooled pairs: 8 s against 1 s)."""
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    table = PoolSamplePair.__table__.name
+    connection.exec_driver_sql(
+        f"INSERT INTO {table} ({', '.join(_PAIR_COLUMNS)}) "
+        f"VALUES ({', '.join([mark] * len(_PAIR_COLUMNS))})", rows)
 
 
 def current_sample_id(connection: Connection) -> int | None:

@@ -37,6 +37,7 @@ from ragjudge.services.scoring.sampled import (
     project_sample,
     sample_qrels,
     sample_reasons,
+    sample_summary,
 )
 
 
@@ -222,6 +223,9 @@ class Evaluation:
     """run -> measure -> query -> why the measure is undefined there (for the measures that can
     say: the answer measures, Attribution, and every measure of a ranking on a run of answers
     only; :func:`left_out_reasons`)"""
+    sample: dict[str, Any] | None = None
+    """the project's sample the sampled estimators read
+    (:func:`ragjudge.services.scoring.sampled.sample_summary`); None without one"""
 
     @property
     def run_names(self) -> list[str]:
@@ -320,10 +324,11 @@ def evaluate_all(
             result = ahead[name].result()
         else:
             extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule,
-                                    sample=sample if sample is not None else own_sample)
+                                    sample=sample if sample is not None else
+                                    own_sample.pool if own_sample is not None else None)
             result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
         if own_sample is not None:  # infAP from the sample's qrels, not the gold's judged pairs
-            infap_on_sample(result, qrels, run, own_sample, threshold)
+            infap_on_sample(result, qrels, run, own_sample.pool, threshold)
         if len(run) == 0:
             without_ranking(result)
         result.run_name = name
@@ -338,6 +343,7 @@ def evaluate_all(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
         qrels_source=qrels_source, by=by, composition=composition, left_out=left_out,
+        sample=None if own_sample is None else sample_summary(own_sample, qrels),
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
@@ -457,7 +463,8 @@ def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, p
         return None
     extras: dict[str, Any] = {}
     if SAMPLE_KEY in needs:
-        found = sample if sample is not None else project_sample(project, parsed, rule)
+        stored = project_sample(project, parsed, rule) if sample is None else None
+        found = sample if sample is not None else None if stored is None else stored.pool
         if found is None:
             raise missing_sample(parsed, project is not None and rule is not None)
         extras[SAMPLE_KEY] = found
@@ -493,9 +500,9 @@ def explain_query(project: Project, run_name: str, qrels: Qrels, run: Run, query
         explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
         if explanation is not None:
             return explanation
-    sample = project_sample(project, [parsed], rule) if not parsed.needs else None
-    if sample is not None:  # infAP from the project's sample, as eval computes it
-        qrels = sample_qrels(qrels, sample)
+    stored = project_sample(project, [parsed], rule) if not parsed.needs else None
+    if stored is not None:  # infAP from the project's sample, as eval computes it
+        qrels = sample_qrels(qrels, stored.pool)
     return explain(qrels, run, query_id, parsed, threshold=threshold, extras=extras)
 
 

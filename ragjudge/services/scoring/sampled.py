@@ -23,7 +23,7 @@ mean and counted), for ``infAP`` as for the others.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ragjudge.metrics.registry import Measure
 from ragjudge.metrics.sampled import SAMPLE_KEY, PoolSample
 
 if TYPE_CHECKING:
+    from ragjudge.services.labels.sampling import StoredSample
     from ragjudge.services.project.database import Project
 
 INFAP = "infAP"
@@ -52,15 +53,26 @@ def estimates_from_sample(measures: Sequence[Measure]) -> bool:
 
 
 def project_sample(project: Project | None, measures: Sequence[Measure],
-                   rule: str | None) -> PoolSample | None:
+                   rule: str | None) -> StoredSample | None:
     """The project's current sample, when ``measures`` estimate from one and the qrels are the
     project's gold (``rule`` given; qrels from a file have none); None otherwise."""
     if project is None or rule is None or not estimates_from_sample(measures):
         return None
     from ragjudge.services.labels.sampling import current_sample  # the database layer
 
-    found = current_sample(project)
-    return None if found is None else found.pool
+    return current_sample(project)
+
+
+def sample_summary(found: StoredSample, qrels: Qrels) -> dict[str, Any]:
+    """What the estimates read: the sample's number and design, its pooled and drawn pairs,
+    and how many of the drawn pairs the gold grades (``"text"``: the same in words)."""
+    judged = int(np.count_nonzero(sample_qrels(qrels, found.pool).grades >= 0))
+    drawn = int(np.count_nonzero(found.pool.drawn))
+    return {"id": found.id, "strategy": found.strategy, "size": found.size,
+            "depth": found.depth, "seed": found.seed, "pooled": len(found.pool), "drawn": drawn,
+            "judged": judged,
+            "text": f"estimates from {found.describe()}: {judged:,} of its {drawn:,} drawn pairs "
+                    f"judged ({len(found.pool):,} pooled)"}
 
 
 def missing_sample(measures: Sequence[Measure], project_gold: bool) -> UsageError:
