@@ -8,7 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from samplingkit import DEPTH, QUERIES, drawn_pairs, make_project, pool_by_hand, sample_rows
+from samplingkit import (
+    DEPTH,
+    QUERIES,
+    dense_chunk,
+    drawn_pairs,
+    make_project,
+    pool_by_hand,
+    sample_rows,
+)
 
 from ragjudge.cli import main
 from ragjudge.metrics.sampled import draw_sample
@@ -157,3 +165,13 @@ def test_a_project_without_runs_has_no_pool_to_sample(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "the pool is empty: import a run first" in err
     assert _count(db, "pool_samples") == 0
+
+
+def test_a_sample_of_chosen_runs_pools_those_runs_only(sampled_db):
+    with Project.open(sampled_db) as project:
+        assignment.assign(project, ["ann"], depth=10, runs=["dense"], sample=3, by="lea")
+        stored = sampling.current_sample(project)
+    dense = {(f"q{i}", dense_chunk(i, rank)) for i in range(1, QUERIES + 1) for rank in range(1, 11)}
+    assert {(r[0], r[1]) for r in sample_rows(stored.pool)} == dense
+    assert stored.runs == ("dense",) and stored.ranks.max() == 10
+    assert len(drawn_pairs(stored)) == 3 * QUERIES

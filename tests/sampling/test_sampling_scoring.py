@@ -253,3 +253,19 @@ def test_infap_alone_on_the_parallel_path_reads_the_sample(sampled_db, capsys, m
         on_gold = evaluate(gold, stored.project_run(project, "bm25"), ["infAP"]).per_query()
     assert any(on_gold[q]["infAP"] != pytest.approx(v["infAP"])
                for q, v in _per_query(got, "bm25").items())
+
+
+def test_a_sample_of_the_whole_pool_gives_the_plain_measures(sampled_db, capsys):
+    # 80 pairs per query draws each query's whole pool (fewer than 80 pairs): every inclusion
+    # probability is 1, so statAP is AP and infNDCG nDCG exactly (Horvitz-Thompson with p = 1);
+    # infAP and xinfAP differ from AP only by their smoothing epsilons
+    _draw_and_judge(sampled_db, "stratified", size=80)
+    data = _cli_json(capsys, "--db", sampled_db, "eval", "-m", "statAP,AP,infNDCG,nDCG,infAP,xinfAP",
+                     "--per-query", "--format", "json")
+    for name in RUNS:
+        for q, row in _per_query(data, name).items():
+            assert row["statAP"] == pytest.approx(row["AP"], abs=1e-12), q
+            assert row["infNDCG"] == pytest.approx(row["nDCG"], abs=1e-12), q
+            assert row["infAP"] == pytest.approx(row["AP"], abs=1e-3), q
+            assert row["xinfAP"] == pytest.approx(row["AP"], abs=1e-3), q
+    assert data["sample"]["drawn"] == data["sample"]["pooled"] == data["sample"]["judged"]

@@ -94,7 +94,11 @@ def missing_sample(measures: Sequence[Measure], project_gold: bool) -> UsageErro
 
 def sample_qrels(qrels: Qrels, sample: PoolSample) -> Qrels:
     """trec_eval's qrels of a sample: each pooled pair of ``sample``, graded as ``qrels`` grade
-    it when it was drawn and judged (grade >= 0), -1 (pooled, not sampled) otherwise."""
+    it when it was drawn and judged (grade >= 0), -1 (pooled, not sampled) otherwise. Made
+    once per qrels and sample (every run of an evaluation reads the same)."""
+    kept = qrels.__dict__.get("_sample_qrels")
+    if kept is not None and kept[0] is sample:
+        return kept[1]
     grade = np.full(len(sample), -1, dtype=np.int64)
     row = _keys.lookup(qrels.query_id_bytes, sample.query_ids)
     known = np.flatnonzero((row >= 0) & sample.drawn)
@@ -103,7 +107,9 @@ def sample_qrels(qrels: Qrels, sample: PoolSample) -> Qrels:
         at = qrels.index.get(row[known], sample.chunk_ids[known], query_hash=hashes)
         hit = at >= 0
         grade[known[hit]] = np.maximum(qrels.grades[at[hit]], -1)
-    return Qrels(sample.query_ids, sample.chunk_ids, grade, top_grade=qrels.top_grade)
+    made = Qrels(sample.query_ids, sample.chunk_ids, grade, top_grade=qrels.top_grade)
+    qrels.__dict__["_sample_qrels"] = (sample, made)
+    return made
 
 
 def infap_on_sample(result: EvalResult, qrels: Qrels, run: Run, sample: PoolSample,
