@@ -8,9 +8,11 @@ with ``ragjudge init`` and ``ragjudge import run``. Each line below is one ``rag
 timed from start to exit (interpreter start, imports, database, output), side by side with
 its peer:
 
-- ``assign`` of the whole pool beside ``assign --sample N`` (uniform, stratified): the sample
-  costs the pool read with each pair's best rank, the draw, and writing every pooled pair's row
-  into ``pool_sample_pairs`` in the assignment's transaction;
+- ``assign`` of the whole pool (twice: the first also writes the runs' ranks past their
+  stored heads) beside ``assign --sample N`` (uniform, stratified), each with ``--replace``:
+  the sample costs the pool read with each pair's best rank, the draw, and writing every pooled
+  pair's row into ``pool_sample_pairs`` in the assignment's transaction, and saves assigning
+  the pairs not drawn;
 - once the drawn pairs are judged (imported as one annotator's qrels): ``eval --db`` of the
   sampled estimates beside ``eval --db`` of plain measures on the same gold, and beside
   ``eval --prels`` on the same sample written as a strata file with the runs as files (the
@@ -75,9 +77,10 @@ def main() -> None:
     depth = str(args.depth)
     print(f"{args.queries:,} queries, 2 runs of {args.depth} ranks, samples of {args.size} "
           f"pairs per query ({folder})")
-    whole, _ = ragjudge("--db", db, "assign", "--annotators", "ann,bob", "--depth", depth,
-                        "--replace", "--format", "json")
-    print(f"{'assign, whole pool':42s} {whole:7.2f} s")
+    for label in ("assign, whole pool (heads widened first)", "assign, whole pool"):
+        whole, _ = ragjudge("--db", db, "assign", "--annotators", "ann,bob", "--depth", depth,
+                            "--replace", "--format", "json")
+        print(f"{label:42s} {whole:7.2f} s")
     for strategy in ("uniform", "stratified"):
         took, out = ragjudge("--db", db, "assign", "--annotators", "ann,bob", "--depth", depth,
                              "--replace", "--sample", str(args.size), "--strategy", strategy,
