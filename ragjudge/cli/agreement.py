@@ -447,7 +447,12 @@ def _print_reference_verdict(found: dict) -> None:
         "Examples:\n\n"
         "  ragjudge assign --annotators ann,bob,cy\n\n"
         "  ragjudge assign --annotators ann,bob,cy --overlap 0.3 --judges-per-overlap 3 --depth 5\n\n"
-        "  ragjudge assign --annotators ann,bob --runs bm25,dense --replace"
+        "  ragjudge assign --annotators ann,bob --runs bm25,dense --replace\n\n"
+        "  ragjudge assign --annotators ann,bob --depth 100 --sample 20 --strategy stratified\n\n"
+        "With --sample N only N pairs of each query's pool are drawn (at random, --seed) and "
+        "assigned; the sample is kept, and eval estimates infAP, statAP, xinfAP, infNDCG and "
+        "infP@k from it once the drawn pairs are judged. Drawing again makes a new sample the "
+        "current one; the older ones stay in the project."
     )
 )
 def assign(
@@ -456,10 +461,12 @@ def assign(
     judges_per_overlap: Annotated[int, typer.Option("--judges-per-overlap", help="Annotators per overlap pair.")] = 2,
     depth: Annotated[int, typer.Option("--depth", help="Pool depth: the top K chunks of each run.")] = 10,
     runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random choice of overlap pairs.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random choices: the overlap pairs, and the pairs --sample draws.")] = 0,
     replace: Annotated[bool, typer.Option("--replace", help="Drop the existing assignment first.")] = False,
     by: Annotated[str | None, typer.Option("--by", help=BY_LEAD_HELP)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    sample: Annotated[int | None, typer.Option("--sample", help="Judge a random sample: N pairs of each query's pool, kept for the sampled estimates (infAP, statAP, xinfAP, infNDCG, infP@k).", show_default=False)] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="With --sample: uniform (each pair of a query's pool alike; the default) or stratified (rank bands 1-10, 11-30, 31-100, 101-, the top drawn densest).", show_default=False)] = None,
 ) -> None:
     """Split the judging pool among annotators, with a blind overlap for agreement."""
     from ragjudge.services.labels.assignment import assign as assign_pool
@@ -468,12 +475,23 @@ def assign(
     _check_choice("--format", format, ("table", "json"))
     check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
     check_int("--seed", seed, 0, MAX_SEED, "a seed")
+    if strategy is not None and sample is None:
+        from ragjudge.safetext import quote
+
+        raise UsageError(f"--strategy {quote(strategy)} says how --sample draws: give the pairs per "
+                         "query too, e.g. --sample 20 --strategy stratified.")
+    if sample is not None:
+        from ragjudge.services.labels.sampling import check_sample
+
+        check_sample(sample, strategy or "uniform")
+        check_int("--sample", sample, 1, MAX_DEPTH, "the pairs drawn per query")
     names = [n for n in annotators.split(",") if n.strip()]
     run_names = None if runs is None else [r.strip() for r in runs.split(",") if r.strip()]
     with open_project() as project, progress_bar() as bar:
         plan = assign_pool(project, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
                            depth=depth, runs=run_names, seed=seed, replace=replace,
-                           access=access_of(project, by), progress=bar)
+                           access=access_of(project, by), progress=bar, sample=sample,
+                           strategy=strategy or "uniform")
         progress = assignment_progress(project)
     new = plan.workloads()
     if format == "json":
@@ -481,6 +499,7 @@ def assign(
             "new_pairs": len({(q, c) for items in plan.pairs.values() for q, c, _ in items}),
             "new_overlap_pairs": len(plan.overlap_pairs()),
             "annotators": {name: {"new": new.get(name, 0), **counts} for name, counts in progress.items()},
+            **({"sample": plan.sample.as_json()} if plan.sample is not None else {}),
         })
         return
     table = Table(title="assignment", title_justify="left")
@@ -491,6 +510,29 @@ def assign(
                       str(counts["overlap"]), str(counts["done"]))
     console.print(table)
     console.print(f"{len(plan.overlap_pairs())} new pairs go to {judges_per_overlap} annotators each, blind.")
+    if plan.sample is not None:
+        _print_sample(plan.sample)
+
+
+def _print_sample(sample: Any) -> None:
+    """The sample ``assign --sample`` drew: pairs drawn of pooled per band, how to score it."""
+    from ragjudge.services.labels.sampling import SAMPLED_MEASURES
+
+    console.print(safe(sample.describe()))
+    table = Table()
+    for col in ("ranks", "pooled", "drawn", "share"):
+        table.add_column(col, justify="left" if col == "ranks" else "right")
+    for band in sample.strata():
+        table.add_row(band.ranks, f"{band.pooled:,}", f"{band.drawn:,}",
+                      f"{band.drawn / band.pooled:.0%}" if band.pooled else "-")
+    drawn = sum(b.drawn for b in sample.strata())
+    table.add_row("all", f"{len(sample.pool):,}", f"{drawn:,}",
+                  f"{drawn / len(sample.pool):.0%}" if len(sample.pool) else "-")
+    console.print(table)
+    console.print(f"{drawn:,} of {len(sample.pool):,} pooled pairs drawn over "
+                  f"{sample.n_queries:,} queries. Once they are judged, score the runs from the "
+                  "sample with")
+    console.print(f"  ragjudge eval -m {','.join(SAMPLED_MEASURES)}", soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- disputes, adjudicate

@@ -115,6 +115,7 @@ EVAL_EPILOG = (
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve nDCG --k 1-20 --format csv\n\n"
     "  ragjudge eval --qrels qrels.trec --run bm25.trec --curve PR\n\n"
     "  ragjudge eval --qrels official.qrels --complete --run bm25.trec --run dense.trec\n\n"
+    "  ragjudge eval --prels web.prels --prels-form strata --run bm25.trec   # a sampled pool\n"
     "  ragjudge eval --db project.db --tui             # the live evaluation screen\n\n"
     + RUNS_AS_NOTE
 )
@@ -139,6 +140,8 @@ def eval_command(
     tui: Annotated[bool, typer.Option("--tui", help="Open the live evaluation screen of the project (--rule, -m and --threshold apply).")] = False,
     quiet: QuietOption = False,
     complete: CompleteOption = False,
+    prels: Annotated[str | None, typer.Option("--prels", help="A sampled judgment file instead of --qrels: the pool, which pairs were judged and how likely each was to be drawn, for the estimates infAP, statAP, xinfAP, infNDCG and infP@k (their default with --prels). Say its form with --prels-form.", show_default=False)] = None,
+    prels_form: Annotated[str | None, typer.Option("--prels-form", help="strata: sample_eval.pl's 'query iteration chunk stratum grade' (grade -1: pooled, not sampled); probability: the Million Query track's 'query chunk grade method probability'.", show_default=False)] = None,
 ) -> None:
     """Score runs against qrels: every measure per run, the best per column marked."""
     from ragjudge.services.scoring import files as svc_files
@@ -146,7 +149,8 @@ def eval_command(
     if tui:
         from ragjudge.tui.screens.evaluation import run_evaluation_app
 
-        if qrels is not None or run or curve is not None or by or per_query or ci or complete:
+        if qrels is not None or run or curve is not None or by or per_query or ci or complete \
+                or prels is not None or prels_form is not None:
             raise UsageError("--tui shows every run of the project against its gold labels; "
                              "it combines with --rule, -m and --threshold only.")
         with open_project() as project:
@@ -156,7 +160,7 @@ def eval_command(
     evaluate_and_print(run=run, qrels=qrels, rule=rule, name=name, measure=measure,
                        per_query=per_query, by=by, queries=queries, format=format, curve=curve,
                        k=k, threshold=threshold, averaging=averaging, ci=ci, quiet=quiet,
-                       complete=complete)
+                       complete=complete, prels=prels, prels_form=prels_form)
 
 
 # -- compare -----------------------------------------------------------------------------------

@@ -3,8 +3,9 @@ same function as the typer command's (:func:`ragjudge.cli.scoring.evaluate_and_p
 
 Building the typer application costs more than reading and scoring a run of 100,000 lines, so
 the most common evaluation, qrels and runs from files, takes this path. It is taken only when
-the command line is one whose meaning is beyond doubt: ``eval`` first, ``--qrels`` given, no
-project (neither ``--db`` nor ``RAGJUDGE_DB``), and every other word one of the options below in
+the command line is one whose meaning is beyond doubt: ``eval`` first, ``--qrels`` or
+``--prels`` given, no project (neither ``--db`` nor ``RAGJUDGE_DB``), and every other word one
+of the options below in
 its plain spelling (``--opt VALUE``, ``--opt=VALUE``, ``-m VALUE``, a flag alone) with a value
 that does not start with ``-``, a single-valued option at most once and ``--threshold`` plain
 digits. Anything else (``--help``, ``--tui``, ``--db``, an unknown option, a value the typer
@@ -45,6 +46,8 @@ EVAL_OPTIONS: dict[str, tuple[str, str]] = {
     "--averaging": ("averaging", _ONE),
     "--ci": ("ci", _FLAG),
     "--complete": ("complete", _FLAG),
+    "--prels": ("prels", _ONE),
+    "--prels-form": ("prels_form", _ONE),
     "--quiet": ("quiet", _FLAG),
     "-q": ("quiet", _FLAG),
 }
@@ -61,7 +64,7 @@ def lean_call(args: list[str]) -> Callable[[], int] | None:
     if os.environ.get("RAGJUDGE_DB"):
         return None
     options = parse_eval(args[1:])
-    if options is None or options.get("qrels") is None:
+    if options is None or (options.get("qrels") is None and options.get("prels") is None):
         return None
     return lambda: _invoke(options)
 

@@ -19,6 +19,7 @@ from ragjudge.cli.base import access_of, db_given, open_project, print_json, saf
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
+from ragjudge.safetext import quote
 
 FORMATS = ("table", "json", "csv")
 
@@ -30,7 +31,8 @@ class Inputs:
     """Qrels, runs and settings of one command, from files and/or the project."""
 
     def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None,
-                 *, complete: bool = False, by: str | None = None) -> None:
+                 *, complete: bool = False, by: str | None = None, prels: str | None = None,
+                 prels_form: str | None = None) -> None:
         self.project = None
         self.by = by
         """who runs the command (``--by``; None: $RAGJUDGE_USER, else the login name)"""
@@ -40,24 +42,36 @@ class Inputs:
         """``--complete``: the file's queries closed over the runs read (:meth:`runs`)"""
         self.closed: tuple[int, int] | None = None
         """with ``complete``, once the runs are read: (queries closed, implied pairs added)"""
+        self.sample = None
+        """the pool sample of a ``--prels`` file (the sampled estimators read it)"""
+        self.prels_form = prels_form
         try:
-            self._load(qrels_file, rule, threshold)
+            self._load(_prels_as_qrels(qrels_file, prels, prels_form, rule, complete), rule,
+                       threshold, prels_form)
         except BaseException:
             self.__exit__()
             raise
 
-    def _load(self, qrels_file: str | None, rule: str | None, threshold: int | None) -> None:
+    def _load(self, qrels_file: str | None, rule: str | None, threshold: int | None,
+              prels_form: str | None = None) -> None:
         from ragjudge.services.scoring import evaluation as svc_evaluation
         from ragjudge.services.scoring import files as svc_files
 
         if qrels_file == "-":
-            raise UsageError("--qrels -: eval, compare, gate and explain read qrels from a file, not "
-                             "from standard input; save it to a file first.")
+            raise UsageError(f"--{'prels' if prels_form else 'qrels'} -: eval, compare, gate and "
+                             "explain read qrels from a file, not from standard input; save it "
+                             "to a file first.")
         if qrels_file is not None:
             if rule is not None:
                 raise UsageError("--rule chooses how a project's labels become qrels; it does not "
                                  "apply to a --qrels file.")
-            self.qrels = svc_files.load_qrels_file(qrels_file)
+            if prels_form is not None:
+                from ragjudge.metrics.prels import read_prels
+
+                svc_files.check_file(qrels_file, "prels")
+                self.qrels, self.sample = read_prels(qrels_file, prels_form)  # type: ignore[arg-type]  # checked
+            else:
+                self.qrels = svc_files.load_qrels_file(qrels_file)
             self.rule = None
             self.source = qrels_file
             self.threshold = 1 if threshold is None else threshold
@@ -87,7 +101,12 @@ class Inputs:
 
     def default_measures(self, measures: list[str], asked: list[str] | None) -> list[str]:
         """``measures``, or when none was asked the project's scorecard (with its answer
-        measures once answers are judged: :func:`ragjudge.services.scoring.answers.default_measures`)."""
+        measures once answers are judged: :func:`ragjudge.services.scoring.answers.default_measures`),
+        or a prels file's estimates (:data:`ragjudge.services.scoring.sampled.PRELS_MEASURES`)."""
+        if not asked and self.prels_form is not None:
+            from ragjudge.services.scoring.sampled import PRELS_MEASURES
+
+            return list(PRELS_MEASURES[self.prels_form])
         if asked or self.project is None:
             return measures
         from ragjudge.services.scoring.answers import default_measures
@@ -159,6 +178,35 @@ class Inputs:
         return runs
 
 
+PRELS_FORMS = ("strata", "probability")
+
+
+def _prels_as_qrels(qrels: str | None, prels: str | None, form: str | None, rule: str | None,
+                    complete: bool) -> str | None:
+    """The judgments file to read: ``--qrels``, or ``--prels`` once its options are checked."""
+    if prels is None and form is None:
+        return qrels
+    if prels is None:
+        raise UsageError(f"--prels-form {quote(form)} says how to read a --prels file: name the "
+                         "file with --prels FILE.")
+    if qrels is not None:
+        raise UsageError("--qrels and --prels both give the judgments: give one (--prels for a "
+                         "sampled judgment file, --qrels for plain qrels).")
+    if form not in PRELS_FORMS:
+        raise UsageError(
+            f"--prels {quote(prels)}{' --prels-form ' + quote(form) if form else ''}: say which "
+            "form the file has with --prels-form strata (sample_eval.pl's 'query iteration "
+            "chunk stratum grade', grade -1 pooled but not sampled) or probability (the Million "
+            "Query track's 'query chunk grade method probability').")
+    if rule is not None:
+        raise UsageError("--rule chooses how a project's labels become qrels; it does not apply "
+                         "to a --prels file.")
+    if complete:
+        raise UsageError("--complete closes the world of a --qrels file; a --prels file lists its "
+                         "pool itself (an unlisted chunk was never pooled).")
+    return prels
+
+
 def check_format(value: str, choices: tuple[str, ...] = FORMATS) -> str:
     if value not in choices:
         raise UsageError(f"--format {value}: use {', '.join(choices[:-1])} or {choices[-1]}.")
@@ -208,6 +256,8 @@ def evaluate_and_print(
     ci: bool = False,
     quiet: bool = False,
     complete: bool = False,
+    prels: str | None = None,
+    prels_form: str | None = None,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
     from ragjudge.services.scoring import evaluation as svc_evaluation
@@ -219,14 +269,16 @@ def evaluate_and_print(
         if by or per_query or ci or measure:
             raise UsageError("--curve draws one measure over K; it does not combine with -m, "
                              "--by, --per-query or --ci.")
-        with Inputs(qrels, rule, threshold, complete=complete) as inputs:
+        with Inputs(qrels, rule, threshold, complete=complete, prels=prels,
+                    prels_form=prels_form) as inputs:
             runs = inputs.runs(run, name)
             _curve(inputs, runs, curve, k, format, mode)
         return
     measures = svc_files.parse_measure_list(measure)
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
-    with Inputs(qrels, rule, threshold, complete=complete) as inputs, progress_bar(quiet) as progress:
+    with Inputs(qrels, rule, threshold, complete=complete, prels=prels,
+                prels_form=prels_form) as inputs, progress_bar(quiet) as progress:
         measures = inputs.default_measures(measures, measure)
         inputs.check_measures(measures)
         runs = inputs.runs(run, name, progress)
@@ -243,6 +295,7 @@ def evaluate_and_print(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
             strata=strata, by=by, progress=progress, composition=inputs.composition,
+            sample=inputs.sample,
         )
         closed = inputs.closed
     if format == "json":
@@ -332,6 +385,8 @@ def _eval_json(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
     }
     if closed is not None:
         data["closed_world"] = closed_json(closed)
+    if evaluation.sample is not None:
+        data["sample"] = {k: v for k, v in evaluation.sample.items() if k != "text"}
     if evaluation.by is not None:
         data["by"] = evaluation.by
         data["strata"] = {s: _block(evaluation, per_query, ci, s) for s in evaluation.strata}
@@ -435,6 +490,8 @@ def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> s
         n = "/".join(str(c) for c in sorted(counts))
         lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
                      f"where it is undefined ({_reasons_text(evaluation, measure) or _why_undefined(evaluation, measure)}).")
+    if evaluation.sample is not None:
+        lines.append(evaluation.sample["text"] + ".")
     lines = [safe(line) for line in lines]
     lines.append(qrels_line(evaluation, closed))
     lines.append(f"relevant from grade {evaluation.threshold} (nDCG uses every grade).")
@@ -593,7 +650,7 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
                              "curves are drawn for @k measures (P, R, nDCG, Success, ...) or PR.")
         for name, run in runs.items():
             extras = project_extras(inputs.project, name, inputs.qrels, run, [probe],
-                                     inputs.threshold, mode, inputs.rule)
+                                     inputs.threshold, mode, inputs.rule, sample=inputs.sample)
             curves[name] = metric_at_k(inputs.qrels, run, probe, ks, threshold=inputs.threshold,
                                        queries=mode, extras=extras)
         x_label, y_label, label = "k", "value", base

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     LargeBinary,
     CheckConstraint,
@@ -458,3 +459,45 @@ class LlmCall(Base):
         CheckConstraint("outcome IN ('graded', 'unparsed', 'failed')", name="outcome"),
         Index("ix_llm_calls_annotator_pair", "annotator", "query_id", "chunk_id", "id"),
     )
+
+
+class PoolSampleDraw(Base):
+    """Append-only: one sample drawn from the judging pool (``ragjudge assign --sample``).
+
+    ``id`` numbers the samples in the order they were drawn; the newest is the project's
+    current sample, the one scoring reads, and an older one stays as it was (its pairs keep
+    their ``sample_id``). ``strategy`` is ``uniform`` or ``stratified``; ``size`` the pairs
+    drawn per query; ``depth`` and ``runs`` (null: every run) the pool it was drawn from;
+    ``bands`` the upper ranks of the stratified design's rank bands (empty for uniform);
+    ``seed`` the random generator's seed, so the same pool and seed draw the same sample.
+    """
+
+    __tablename__ = "pool_samples"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    strategy: Mapped[str] = mapped_column(String(16))
+    size: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    depth: Mapped[int] = mapped_column(Integer)
+    bands: Mapped[list] = mapped_column(JSON)
+    runs: Mapped[list | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    __table_args__ = (CheckConstraint("strategy IN ('uniform', 'stratified')", name="strategy"),)
+
+
+class PoolSamplePair(Base):
+    """Append-only: one pooled pair of a sample, drawn for judging or not.
+
+    ``rank`` is the pair's best rank over the pooled runs, ``stratum`` the rank band it was
+    drawn from (0 for a uniform sample), ``inclusion`` the probability that the design draws it
+    (what ``statAP`` weighs a judged relevant chunk by), ``drawn`` whether it was drawn. Every
+    pair of the pool is kept, drawn or not: the estimators need the pool's size per stratum."""
+
+    __tablename__ = "pool_sample_pairs"
+    sample_id: Mapped[int] = mapped_column(ForeignKey("pool_samples.id"), primary_key=True)
+    query_id: Mapped[str] = mapped_column(ForeignKey("queries.id"), primary_key=True)
+    chunk_id: Mapped[str] = mapped_column(ForeignKey("chunks.id"), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer)
+    stratum: Mapped[int] = mapped_column(Integer)
+    inclusion: Mapped[float] = mapped_column(Float)
+    drawn: Mapped[bool] = mapped_column(Boolean)

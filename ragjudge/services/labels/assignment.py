@@ -7,11 +7,15 @@ far (ties broken by a seeded rotation), so workloads differ by at most one pair.
 
 Assignments are stored in ``assignments``. Running ``assign`` again keeps existing assignments
 and distributes only pairs not yet assigned (new runs, deeper pools), unless ``replace``.
+
+With a ``sample`` size, only a random sample of each query's pool is assigned: the sample is
+drawn and kept in the same transaction as the assignment (:mod:`ragjudge.services.labels.sampling`),
+and the overlap and workload rules above apply to the drawn pairs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.gold.pool import DEFAULT_DEPTH, pool_select
 from ragjudge.services.runs.head import ensure_rows
 from ragjudge.services.access.rights import Access
+from ragjudge.services.labels import sampling
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Assignment, Label, Run, utcnow
 
@@ -33,9 +38,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AssignmentPlan:
-    """Pairs per annotator: ``{annotator: [(query_id, chunk_id, overlap), ...]}``."""
+    """Pairs per annotator: ``{annotator: [(query_id, chunk_id, overlap), ...]}``; with
+    ``assign(sample=...)`` the sample drawn (a :class:`~ragjudge.services.labels.sampling.StoredSample`)."""
 
     pairs: dict[str, list[tuple[str, str, bool]]]
+    sample: Any = None
 
     def workloads(self) -> dict[str, int]:
         return {name: len(items) for name, items in self.pairs.items()}
@@ -115,15 +122,22 @@ def assign(
     replace: bool = False,
     access: Access,
     progress: Callable[..., None] | None = None,
+    sample: int | None = None,
+    strategy: str = "uniform",
 ) -> AssignmentPlan:
     """Plan and store the assignment of the pool (top ``depth`` of ``runs``, default all runs)
     in one transaction. Returns the pairs newly assigned. Only who may lead (``access``)
     assigns. ``progress``: of writing the runs' deeper ranks, when the pool
-    goes deeper than their rows (:func:`ragjudge.services.runs.head.ensure_rows`)."""
+    goes deeper than their rows (:func:`ragjudge.services.runs.head.ensure_rows`).
+
+    ``sample``: draw that many pairs of each query's pool (``strategy`` uniform or stratified,
+    ``seed``), keep the sample as the project's current one and assign only its drawn pairs."""
     names = _check_names(annotators)
     access.require_lead("assign pairs")
     if depth < 1:
         raise UsageError(f"--depth {depth}: the pool depth is at least 1.")
+    if sample is not None:
+        sampling.check_sample(sample, strategy)
     with project.connect() as connection:
         if runs:
             known = set(connection.execute(select(Run.name)).scalars())
@@ -134,8 +148,16 @@ def assign(
                     f"(runs: {', '.join(sorted(known)) or 'none'})."
                 )
     ensure_rows(project, depth, list(runs) if runs else None, progress)
+    pooled, drawn = None, None
     with project.connect() as connection:
-        pool = [tuple(row) for row in connection.execute(pool_select(depth, list(runs) if runs else None))]
+        if sample is None:
+            pool = [tuple(row) for row in connection.execute(pool_select(depth, list(runs) if runs else None))]
+        else:
+            pooled = sampling.pooled_pairs(connection, depth, runs)
+            pool = list(zip(pooled.query_ids, pooled.chunk_ids))
+            if pool:
+                drawn = sampling.draw(pooled, sample, strategy, seed)
+                pool = [pair for pair, d in zip(pool, drawn.drawn.tolist()) if d]
         if not pool:
             raise UsageError("the pool is empty: import a run first (ragjudge import run FILE).")
         taken: set[tuple[str, str]] = set()
@@ -149,18 +171,23 @@ def assign(
     plan = plan_assignment(todo, names, overlap=overlap, judges_per_overlap=judges_per_overlap,
                            seed=seed, loads=loads)
 
-    def store(session) -> None:  # noqa: ANN001
+    def store(session) -> sampling.StoredSample | None:  # noqa: ANN001
         if replace:
             session.execute(delete(Assignment))
+        kept = None
+        if pooled is not None and drawn is not None and sample is not None:
+            kept = sampling.store_sample(session, pooled, drawn, strategy=strategy, size=sample,
+                                         seed=seed, depth=depth, runs=runs)
         ensure_annotators(session.connection(), names)
         now = utcnow()
         rows = [{"annotator": name, "query_id": q, "chunk_id": c, "overlap": o, "created_at": now}
                 for name, items in plan.pairs.items() for q, c, o in items]
         if rows:  # one executemany: objects per row kept the write lock for seconds per 100,000
             session.execute(insert(Assignment), rows)
+        return kept
 
-    project.write(store)
-    return plan
+    kept = project.write(store)
+    return plan if kept is None else AssignmentPlan(plan.pairs, kept)
 
 
 def has_assignment(project: Project, annotator: str) -> bool:

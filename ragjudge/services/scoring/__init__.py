@@ -2,8 +2,8 @@
 
 ``files`` reads qrels and runs from files; ``evaluation`` evaluates runs (``eval``,
 ``compare``, ``explain``); ``rag`` and ``answers`` gather the labels the RAG and answer
-measures need; ``live`` keeps every measure of every run current while people label (the
-evaluation screen), with ``livecore`` its data structures; ``comparisons`` compares every pair
-of an evaluation's runs (corrected p-values); ``provenance`` digests runs and the label
-snapshot (``ragjudge report``).
+measures need, ``sampled`` the pool sample of the sampled estimators; ``live`` keeps every
+measure of every run current while people label (the evaluation screen), with ``livecore`` its
+data structures; ``comparisons`` compares every pair of an evaluation's runs (corrected
+p-values); ``provenance`` digests runs and the label snapshot (``ragjudge report``).
 """

@@ -29,7 +29,16 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
+from ragjudge.metrics.sampled import SAMPLE_KEY, PoolSample
 from ragjudge.services.scoring.files import check_file, run_name_of
+from ragjudge.services.scoring.sampled import (
+    infap_on_sample,
+    missing_sample,
+    project_sample,
+    sample_qrels,
+    sample_reasons,
+    sample_summary,
+)
 
 
 if TYPE_CHECKING:
@@ -215,6 +224,9 @@ class Evaluation:
     """run -> measure -> query -> why the measure is undefined there (for the measures that can
     say: the answer measures, Attribution, and every measure of a ranking on a run of answers
     only; :func:`left_out_reasons`)"""
+    sample: dict[str, Any] | None = None
+    """the project's sample the sampled estimators read
+    (:func:`ragjudge.services.scoring.sampled.sample_summary`); None without one"""
 
     @property
     def run_names(self) -> list[str]:
@@ -270,6 +282,7 @@ def evaluate_all(
     by: str | None = None,
     progress: Any = None,
     composition: Composition | None = None,
+    sample: PoolSample | None = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
@@ -279,7 +292,8 @@ def evaluate_all(
     A run without a single ranked chunk (a run of generated answers only) has every measure of
     a ranking undefined (:func:`without_ranking`). Why a measure is undefined on a query is kept
     in :attr:`Evaluation.left_out` for the measures that can say (:func:`left_out_reasons`). ``composition``: what the project's gold is made of, kept for
-    the output."""
+    the output. ``sample``: the pool sample of a sampled judgment file; without it the
+    sampled estimators read the project's current sample (:mod:`ragjudge.services.scoring.sampled`)."""
     parsed = [parse_measure(m) for m in measures]
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
@@ -302,6 +316,7 @@ def evaluate_all(
     results: dict[str, EvalResult] = {}
     left_out: dict[str, dict[str, dict[str, str]]] = {}
     ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
+    own_sample = project_sample(project, parsed, rule) if sample is None else None
     for done, (name, run) in enumerate(runs.items()):
         if progress is not None:  # progress(done, total, description, unit), now and then
             progress(done, len(runs), "evaluating", "runs")
@@ -309,8 +324,12 @@ def evaluate_all(
         if name in ahead:
             result = ahead[name].result()
         else:
-            extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule)
+            extras = project_extras(project, name, qrels, run, parsed, threshold, queries, rule,
+                                    sample=sample if sample is not None else
+                                    own_sample.pool if own_sample is not None else None)
             result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
+        if own_sample is not None:  # infAP from the sample's qrels, not the gold's judged pairs
+            infap_on_sample(result, qrels, run, own_sample.pool, threshold)
         if len(run) == 0:
             without_ranking(result)
         result.run_name = name
@@ -325,6 +344,7 @@ def evaluate_all(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
         qrels_source=qrels_source, by=by, composition=composition, left_out=left_out,
+        sample=None if own_sample is None else sample_summary(own_sample, qrels),
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
@@ -380,7 +400,8 @@ def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
     of a measure's mean, where the measure can say why: the answer measures
     (:func:`ragjudge.metrics.answers.undefined_reasons`: "the run has no answer", "the answer is
     not judged yet", "no nugget to count", ...), Attribution (no answer, no ranked chunk), and
-    every measure of a ranking on a run of answers only (:data:`NO_RANKING`)."""
+    every measure of a ranking on a run of answers only (:data:`NO_RANKING`), and the sampled
+    estimators (a query outside the sample, statAP with no relevant sampled chunk)."""
     from ragjudge.metrics.answers import AnswerLabels, undefined_reasons
     from ragjudge.metrics.rag import CitationLabels, Citations, attribution_reasons
 
@@ -402,6 +423,8 @@ def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
                 np.array([int(q in ranked) for q in qids], dtype=np.int64)))
         elif len(run) == 0:
             reasons = [NO_RANKING] * len(qids)
+        elif SAMPLE_KEY in m.needs and isinstance(given, PoolSample):
+            reasons = sample_reasons(m, qids, given)
         found = {q: why for q, why, nan in zip(qids, reasons, undefined.tolist()) if nan and why}
         if found:
             out[str(m)] = found
@@ -431,21 +454,35 @@ def _evaluate_ahead(qrels: Qrels, runs: Mapping[str, Run], parsed: Sequence[Meas
 
 
 def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],
-                    threshold: int | None, queries: Any, rule: str | None) -> dict[str, Any] | None:
-    """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked."""
+                    threshold: int | None, queries: Any, rule: str | None, *,
+                    sample: PoolSample | None = None) -> dict[str, Any] | None:
+    """The extras of RAG measures (facets, nuggets, ...) from the project, when any is asked,
+    and the pool sample of the sampled estimators: ``sample`` (a prels file's), else the
+    project's current one when the qrels are its gold (``rule`` given)."""
     needs = {key for m in parsed for key in m.needs}
     if not needs:
         return None
+    extras: dict[str, Any] = {}
+    if SAMPLE_KEY in needs:
+        stored = project_sample(project, parsed, rule) if sample is None else None
+        found = sample if sample is not None else None if stored is None else stored.pool
+        if found is None:
+            raise missing_sample(parsed, project is not None and rule is not None)
+        extras[SAMPLE_KEY] = found
+        needs.discard(SAMPLE_KEY)
+        if not needs:
+            return extras
     if project is None:
         raise UsageError(
-            f"{', '.join(str(m) for m in parsed if m.needs)} need labelled facets, nuggets or "
-            "citations, which only a project has: evaluate with --db instead of --qrels."
+            f"{', '.join(str(m) for m in parsed if set(m.needs) - {SAMPLE_KEY})} need labelled "
+            "facets, nuggets or citations, which only a project has: evaluate with --db instead "
+            "of --qrels."
         )
     from ragjudge.services.scoring.rag import rag_extras
 
     # the labels come keyed by query and chunk ids; the measures align them with the run
     only = None if isinstance(queries, str) else list(queries)
-    return rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)
+    return {**extras, **rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)}
 
 
 def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run, query_id: str,
@@ -465,13 +502,17 @@ def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run
         raise UsageError("explaining a project's scores needs who reads them (an Access).")
     parsed = parse_measure(measure)
     explanation: Any = None
+    extras = None
     if parsed.needs or parsed.definition.name.startswith("ContextPrecision"):
         from ragjudge.metrics.ragexplain import explain_rag
 
         extras = project_extras(project, run_name, qrels, run, [parsed], threshold, [query_id], rule)
         explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
     if explanation is None:
-        explanation = explain(qrels, run, query_id, parsed, threshold=threshold)
+        stored = project_sample(project, [parsed], rule) if not parsed.needs else None
+        if stored is not None:  # infAP from the project's sample, as eval computes it
+            qrels = sample_qrels(qrels, stored.pool)
+        explanation = explain(qrels, run, query_id, parsed, threshold=threshold, extras=extras)
     visible = None if access is None else access.grade_filter(query_id)
     return explanation if visible is None else explanation.blind(visible)
 
