@@ -6,6 +6,15 @@ a conftest.py, and then depends on the order pytest happened to load them.)
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+
+def ragjudge(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m ragjudge ARGS`` in a subprocess, its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "ragjudge", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
 
 def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: int = 10,
                        scale: str = "0-3"):

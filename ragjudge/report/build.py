@@ -308,7 +308,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
             resamples=options.resamples, permutations=options.permutations, seed=options.seed)
         _runs_left_out(report)
     _step(progress, "agreement")
-    _agreement(project, report)
+    _agreement(project, report, access)
     _step(progress, "digests")
     report.run_digests = provenance.run_digests(project, evaluation.run_names)
     report.labels = provenance.label_snapshot(project, before, progress=progress)
@@ -492,10 +492,10 @@ def _runs_left_out(report: Report) -> None:
             "no answer measure); the p-values are corrected over the remaining pairs.")
 
 
-def _agreement(project: Project, report: Report) -> None:
+def _agreement(project: Project, report: Report, access: Access) -> None:
     from ragjudge.services.agreement.views import adjudicated_grades, project_agreement
 
-    view = project_agreement(project)
+    view = project_agreement(project, access=access)
     if not view.report.units:
         report.notes.append("Agreement: no pair has labels yet.")
         return
@@ -505,9 +505,8 @@ def _agreement(project: Project, report: Report) -> None:
         return
     if not report.sees_all:
         report.left_out.append(
-            f"The {report.disputes_total:,} disputed pairs: they list each annotator's grade of a "
-            f"pair, which in this blind project only a lead may see ({report.viewer} is not one).")
-        return
+            f"Disputed pairs {report.viewer} has not judged: they list each annotator's grade of a "
+            "pair, which in this blind project only a lead, or who judged the pair, may see.")
     decided = adjudicated_grades(project)
     rows = []
     for d in view.report.disputed[:report.options.disputes]:

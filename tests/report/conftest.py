@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-
-def ragjudge(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m ragjudge ARGS`` in a subprocess (the worktree first on PYTHONPATH)."""
-    return subprocess.run([sys.executable, "-m", "ragjudge", *args], capture_output=True,
-                          text=True, timeout=600, env=env)
+from projectkit import ragjudge
 
 
 @pytest.fixture(scope="session")

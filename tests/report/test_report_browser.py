@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra has it)")
 
-from conftest import ragjudge
+from projectkit import ragjudge
 from reportkit import HOSTILE_QUERY, HOSTILE_RUN, small_project
 
 CHROMIUM = "/usr/bin/chromium"

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ragjudge
+from projectkit import ragjudge, rights
 from pagekit import parse
 from reportkit import HOSTILE_QUERY, HOSTILE_RUN, small_project
 
@@ -168,7 +168,7 @@ def led_demo(demo_db) -> str:
     from ragjudge.services.project.database import Project
 
     with Project.open(demo_db) as project:
-        roster.add(project, "lee", role="lead")
+        roster.add(project, "lee", role="lead", access=rights(project, "lee"))
     return demo_db
 
 
@@ -178,16 +178,19 @@ def test_an_annotator_in_a_blind_project_gets_aggregates_only(led_demo, tmp_path
     assert made.returncode == 0, made.stderr
     page = parse(target.read_text(encoding="utf-8"))
     assert page.find("table", **{"class": "sortable per-query"}) == []
-    assert [e for e in page.iter() if e.get("id") in ("disputes", "per-query")] == []
+    assert [e for e in page.iter() if e.get("id") == "per-query"] == []
+    # the disputed pairs ana judged herself, each with her grade among the grades; the others left out
+    rows = page.by_id("disputes").find("tbody")[0].find("tr")
+    assert rows and all("ana=" in row.find("td")[4].text for row in rows)
     left = page.by_id("left-out").text
     assert "per-query tables" in left and "ana is not a lead" in left
-    assert "223 disputed pairs" in left and "only a lead may see" in left
+    assert "Disputed pairs ana has not judged" in left and "only a lead, or who judged the pair" in left
     # the aggregates are there: means, κ, confusion matrices
     assert len(page.by_id("scorecard-table").find("td")) == 3 * 18
     assert page.find("table", **{"class": "matrix confusion"})
     md = ragjudge("report", "--db", led_demo, "--format", "md", "-q", "--by", "ana", "--per-query", "both")
     assert md.returncode == 0, md.stderr
-    assert "Left out of this report" in md.stdout and "Disputed pairs" not in md.stdout
+    assert "Left out of this report" in md.stdout and "Disputed pairs ana has not judged" in md.stdout
     assert "## Per query" not in md.stdout
 
 
@@ -250,7 +253,7 @@ def test_a_stratum_of_one_query_is_left_out_for_an_annotator(tmp_path):
     db = str(tmp_path / "small.db")
     small_project(db)
     with Project.open(db) as project:
-        roster.add(project, "lee", role="lead")
+        roster.add(project, "lee", role="lead", access=rights(project, "lee"))
         project.write(lambda s: setattr(s.get(Query, "q5"), "category", "rare"))
     made = {who: ragjudge("report", "--db", db, "--format", "md", "-q", "--by", who, "-m", "P@3")
             for who in ("ana", "lee")}

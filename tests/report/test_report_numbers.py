@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ragjudge
+from projectkit import ragjudge
 from pagekit import number, parse
 
 

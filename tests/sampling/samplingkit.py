@@ -5,7 +5,7 @@ fixed by its number, so any annotator judges a pair the same way."""
 from __future__ import annotations
 
 import numpy as np
-from projectkit import make_small_project
+from projectkit import make_small_project, rights
 
 from ragjudge.metrics.data import Qrels
 from ragjudge.services.access import roster
@@ -41,7 +41,7 @@ def make_project(path: str) -> str:
                                      rank=rank, score=1.0 / rank))
 
     project.write(fill)
-    roster.add(project, "lea", role="lead")
+    roster.add(project, "lea", role="lead", access=rights(project, "lea"))
     project.close()
     return path
 

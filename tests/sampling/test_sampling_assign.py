@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from projectkit import rights
 from samplingkit import (
     DEPTH,
     QUERIES,
@@ -38,7 +39,7 @@ def _assigned(project) -> set[tuple[str, str]]:
 def test_the_stored_sample_is_draw_sample_of_the_pool(sampled_db, strategy):
     with Project.open(sampled_db) as project:
         plan = assignment.assign(project, ["ann", "bob"], depth=DEPTH, seed=5, sample=8,
-                                 strategy=strategy, by="lea")
+                                 strategy=strategy, access=rights(project, "lea"))
         stored = sampling.current_sample(project)
         q, c, ranks = pool_by_hand(project)
         assigned = _assigned(project)
@@ -71,7 +72,7 @@ def test_the_same_seed_draws_the_same_sample_in_another_project(sampled_db, tmp_
     for db, seed in ((sampled_db, 3), (other, 3), (other, 4)):
         with Project.open(db) as project:
             assignment.assign(project, ["ann"], depth=DEPTH, seed=seed, sample=6,
-                              strategy="stratified", by="lea")
+                              strategy="stratified", access=rights(project, "lea"))
             found.append(sample_rows(sampling.current_sample(project).pool))
     assert found[0] == found[1]
     assert [r[4] for r in found[1]] != [r[4] for r in found[2]]  # another seed, other pairs
@@ -79,11 +80,11 @@ def test_the_same_seed_draws_the_same_sample_in_another_project(sampled_db, tmp_
 
 def test_a_new_sample_is_current_and_the_old_one_stays_as_drawn(sampled_db):
     with Project.open(sampled_db) as project:
-        assignment.assign(project, ["ann", "bob"], depth=DEPTH, seed=1, sample=5, by="lea")
+        assignment.assign(project, ["ann", "bob"], depth=DEPTH, seed=1, sample=5, access=rights(project, "lea"))
         first = sample_rows(sampling.current_sample(project).pool)
         assigned_first = _assigned(project)
         plan = assignment.assign(project, ["ann", "bob"], depth=20, seed=2, sample=7,
-                                 strategy="stratified", by="lea")
+                                 strategy="stratified", access=rights(project, "lea"))
         assert sampling.sample_numbers(project) == [1, 2]
         assert sampling.current_sample(project).id == plan.sample.id == 2
         assert sampling.current_sample(project).depth == 20
@@ -148,11 +149,11 @@ def test_a_service_call_is_refused_alike(sampled_db):
 
     with Project.open(sampled_db) as project:
         with pytest.raises(UsageError, match="--sample 0"):
-            assignment.assign(project, ["ann"], sample=0, by="lea")
+            assignment.assign(project, ["ann"], sample=0, access=rights(project, "lea"))
         with pytest.raises(UsageError, match="--strategy 'bands'"):
-            assignment.assign(project, ["ann"], sample=3, strategy="bands", by="lea")
+            assignment.assign(project, ["ann"], sample=3, strategy="bands", access=rights(project, "lea"))
         with pytest.raises(UsageError, match="Only a lead"):
-            assignment.assign(project, ["ann"], sample=3, by="ann")
+            assignment.assign(project, ["ann"], sample=3, access=rights(project, "ann"))
     assert _count(sampled_db, "pool_samples") == 0
 
 
@@ -169,7 +170,7 @@ def test_a_project_without_runs_has_no_pool_to_sample(tmp_path, capsys):
 
 def test_a_sample_of_chosen_runs_pools_those_runs_only(sampled_db):
     with Project.open(sampled_db) as project:
-        assignment.assign(project, ["ann"], depth=10, runs=["dense"], sample=3, by="lea")
+        assignment.assign(project, ["ann"], depth=10, runs=["dense"], sample=3, access=rights(project, "lea"))
         stored = sampling.current_sample(project)
     dense = {(f"q{i}", dense_chunk(i, rank)) for i in range(1, QUERIES + 1) for rank in range(1, 11)}
     assert {(r[0], r[1]) for r in sample_rows(stored.pool)} == dense

@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from projectkit import rights
 from samplingkit import (
     DEPTH,
     MEASURES,
@@ -36,7 +37,7 @@ def _draw_and_judge(db: str, strategy: str, *, every: int = 1, size: int = 9) ->
     """Draw a sample, judge every ``every``-th drawn pair; returns the judgments."""
     with Project.open(db) as project:
         assignment.assign(project, ["ann"], depth=DEPTH, seed=11, sample=size,
-                          strategy=strategy, by="lea")
+                          strategy=strategy, access=rights(project, "lea"))
         drawn = drawn_pairs(sampling.current_sample(project))[::every]
         judge(project, drawn)
     return {pair: grade_of(pair[1]) for pair in drawn}
@@ -118,7 +119,7 @@ def test_unjudged_drawn_pairs_and_judgments_outside_the_sample(sampled_db, tmp_p
     are its strata's judged shares), as the library does with the stored sample."""
     with Project.open(sampled_db) as project:
         assignment.assign(project, ["ann"], depth=DEPTH, seed=11, sample=9,
-                          strategy="stratified", by="lea")
+                          strategy="stratified", access=rights(project, "lea"))
         current = sampling.current_sample(project)
         drawn = drawn_pairs(current)
         kept = [pair for i, pair in enumerate(drawn) if i % 3]  # a third left unjudged
@@ -149,7 +150,7 @@ def test_eval_reads_the_newest_sample(sampled_db, capsys):
     _draw_and_judge(sampled_db, "uniform")
     with Project.open(sampled_db) as project:
         first = sampling.current_sample(project)
-        assignment.assign(project, ["ann"], depth=20, seed=2, sample=4, by="lea")
+        assignment.assign(project, ["ann"], depth=20, seed=2, sample=4, access=rights(project, "lea"))
         newest = sampling.current_sample(project)
         gold, _ = evaluation.project_qrels(project)
         run = stored.project_run(project, "bm25")
@@ -233,7 +234,8 @@ def test_explain_gives_the_values_eval_gives(sampled_db, capsys):
         for query, row in _per_query(data, "dense").items():
             for m, value in row.items():
                 got = evaluation.explain_query(project, "dense", qrels, run, query, m,
-                                               threshold=project.scale.threshold, rule=rule)
+                                               threshold=project.scale.threshold, rule=rule,
+                                               access=rights(project, "lea"))
                 assert got.value == pytest.approx(value, abs=1e-12) or \
                     (math.isnan(got.value) and math.isnan(value)), (query, m)
 

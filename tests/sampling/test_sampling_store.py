@@ -8,6 +8,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
+from projectkit import rights
 from samplingkit import DEPTH, make_project, sample_rows
 from sqlalchemy import inspect
 
@@ -63,7 +64,7 @@ def test_a_sample_drawn_on_either_backend_is_the_same(any_db, tmp_path):
     for where in (db, reference):
         with Project.open(where) as project:
             assignment.assign(project, ["ann"], depth=DEPTH, seed=2**32 - 1, sample=7,
-                              strategy="stratified", by="lea")
+                              strategy="stratified", access=rights(project, "lea"))
             current = sampling.current_sample(project)
             assert current.seed == 2**32 - 1
             found.append(sample_rows(current.pool))
