@@ -1,0 +1,735 @@
+"""The one module of the web layer that calls ragjudge's services.
+
+Every page and every ``/api/v1`` route asks here, with the identity the request logged in as
+(:class:`Who`); nothing else in :mod:`ragjudge.web` imports a service, the store or SQLAlchemy.
+When the services move (into packages, behind an access object), this file is what changes.
+
+What it adds to the services, and why here:
+
+- **one judging queue per annotator**, shared by their tabs and guarded by a lock
+  (:class:`Queues`): a :class:`~ragjudge.services.judging.JudgingQueue` holds a cache of the
+  annotator's label states, so the pair shown next is re-read from the database before it is
+  shown (a label given meanwhile in the app or another process moves the queue on);
+- **labels that never overwrite unseen**: :func:`post_label` writes a label only if the
+  annotator's newest event for the pair is the one the page saw (``seen``), read and written in
+  one transaction; otherwise :class:`LabelConflict`. The same for undo (``expect``). The label
+  service will take ``seen`` itself; until then the check lives here;
+- **one writer at a time in this process** on SQLite (:data:`WRITES`): the project's writer
+  queue keeps its lock file in the :class:`Project`, which is shared by every request thread;
+- the evaluation JSON of ``ragjudge eval --format json`` (:func:`evaluation_json`).
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ragjudge.errors import RagjudgeError, UsageError
+from ragjudge.services import answers, judging, review, roster
+from ragjudge.services.judging import JudgingQueue, LabelState, PairView
+from ragjudge.services.project import Project
+from ragjudge.services.qrels import RECHECK, not_recheck
+from ragjudge.store.annotators import ensure_annotators
+from ragjudge.store.schema import Annotator, Label, utcnow
+from ragjudge.web.highlight import segments
+
+T = TypeVar("T")
+
+SOURCE = "web"
+"""``labels.source`` of the events the web pages and the API write."""
+QUEUE_SECONDS = 600.0
+"""A judging queue is built again after this long (new runs, assignments, a send-back)."""
+NEXT_LIMIT = 20
+"""The most pairs one request for next pairs returns."""
+
+
+class LabelConflict(Exception):
+    """The annotator's newest event for the pair is not the one the page saw: another tab, the
+    app or a script recorded something meanwhile. ``current`` is that event (None: none)."""
+
+    def __init__(self, current: dict[str, Any] | None, message: str) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class NotFound(Exception):
+    """What a request names is not there for this annotator (a pair outside their queue, an
+    answer that does not exist)."""
+
+
+@dataclass(frozen=True)
+class Who:
+    """A logged-in person as the roster says now."""
+
+    name: str
+    role: str
+    active: bool
+
+    @property
+    def is_lead(self) -> bool:
+        return self.role == "lead" and self.active
+
+
+# -- the project -----------------------------------------------------------------------------
+
+
+def open_project(db: str) -> Project:
+    return Project.open(db)
+
+
+def project_title(project: Project) -> str:
+    return project.name
+
+
+def scale_json(project: Project) -> dict[str, Any]:
+    scale = project.scale
+    return {"describe": scale.describe(), "binary": scale.is_binary, "threshold": scale.threshold,
+            "levels": [{"grade": level.grade, "name": level.name, "description": level.description}
+                       for level in scale.levels]}
+
+
+def guidelines(project: Project) -> str | None:
+    text = project.get_setting("guidelines")
+    return str(text) if text else None
+
+
+def seen_guidelines(project: Project, who: Who) -> bool:
+    return judging.annotator_seen_guidelines(project, who.name)
+
+
+def mark_guidelines_seen(project: Project, who: Who) -> None:
+    with writing(project):
+        judging.mark_guidelines_seen(project, who.name)
+
+
+def anyone_can_log_in(project: Project) -> bool:
+    return any(m.has_token and m.active for m in roster.members(project, counts=False))
+
+
+# -- writes: one at a time in this process on SQLite -----------------------------------------
+
+WRITES = threading.Lock()
+
+
+@contextmanager
+def writing(project: Project) -> Iterator[None]:
+    """Hold :data:`WRITES` around a write on SQLite (PostgreSQL writers need no turn-taking)."""
+    if project.engine.dialect.name != "sqlite":
+        yield
+        return
+    with WRITES:
+        yield
+
+
+# -- who is asking ---------------------------------------------------------------------------
+
+
+def member_by_token(project: Project, token: str) -> tuple[Who, str] | None:
+    """The active member a personal token belongs to and the token's digest (what a session
+    keeps instead of the token), or None."""
+    found = roster.by_token(project, token)
+    if found is None:
+        return None
+    return Who(found.name, found.role, found.active), roster.token_digest(token)
+
+
+def still_valid(project: Project, name: str, digest: str) -> tuple[Who | None, str]:
+    """Whether a session made from the token with ``digest`` for ``name`` still opens the
+    project (one primary-key lookup): ``(who, "")``, or ``(None, why)`` with ``why`` one of
+    ``revoked`` (a new token was issued), ``retired``, ``unknown`` (renamed or removed)."""
+    import secrets
+
+    with project.read() as session:
+        row = session.get(Annotator, name)
+        if row is None:
+            return None, "unknown"
+        if (row.status or "active") != "active":
+            return None, "retired"
+        if not secrets.compare_digest(row.token_hash or "", digest):
+            return None, "revoked"
+        return Who(row.name, row.role or "annotator", True), ""
+
+
+def members_json(project: Project) -> list[dict[str, Any]]:
+    return [m.to_json() for m in roster.members(project)]
+
+
+# -- judging queues --------------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    queue: JudgingQueue | None = None
+    built: float = 0.0
+    answers: answers.AnswerQueue | None = None
+    answers_built: float = 0.0
+
+
+class Queues:
+    """Each annotator's judging queue and answer queue, built on first use and again after
+    :data:`QUEUE_SECONDS`; a request holds the annotator's lock while it uses them."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._slots: dict[str, _Slot] = {}
+        self._lock = threading.Lock()
+        self._counting: set[str] = set()
+
+    def slot(self, name: str) -> _Slot:
+        with self._lock:
+            found = self._slots.get(name)
+            if found is None:
+                found = self._slots[name] = _Slot()
+            return found
+
+    def judging(self, slot: _Slot, name: str) -> JudgingQueue:
+        """The annotator's queue (call with ``slot.lock`` held)."""
+        if slot.queue is None or time.monotonic() - slot.built > QUEUE_SECONDS:
+            with writing(self.project):  # a pool deeper than the runs' heads widens them
+                slot.queue = JudgingQueue(self.project, name)
+            slot.built = time.monotonic()
+            self._count_later(slot.queue)
+        return slot.queue
+
+    def answer_queue(self, slot: _Slot, name: str) -> answers.AnswerQueue:
+        if slot.answers is None or time.monotonic() - slot.answers_built > QUEUE_SECONDS:
+            slot.answers = answers.AnswerQueue(self.project, name)
+            slot.answers_built = time.monotonic()
+        return slot.answers
+
+    def _count_later(self, queue: JudgingQueue) -> None:
+        """The queue's totals are a scan of the pool: counted on a thread of their own, shown
+        when done (``counting`` until then), as the app does."""
+        if queue.annotator in self._counting:
+            return
+        self._counting.add(queue.annotator)
+
+        def count() -> None:
+            try:
+                queue.count_totals()
+            except RagjudgeError:
+                pass  # the progress line stays "counting"; judging is unaffected
+            finally:
+                self._counting.discard(queue.annotator)
+
+        threading.Thread(target=count, name="ragjudge-count", daemon=True).start()
+
+    def forget(self, name: str) -> None:
+        with self._lock:
+            self._slots.pop(name, None)
+
+
+# -- pairs -----------------------------------------------------------------------------------
+
+
+class _TextCache:
+    """Query and chunk texts, kept a minute (they change only by an import)."""
+
+    def __init__(self, size: int = 2048, seconds: float = 60.0) -> None:
+        self.size, self.seconds = size, seconds
+        self._items: OrderedDict[tuple[str, str], tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, kind: str, key: str, load: Callable[[], Any]) -> Any:
+        now = time.monotonic()
+        with self._lock:
+            found = self._items.get((kind, key))
+            if found is not None and now - found[0] < self.seconds:
+                return found[1]
+        value = load()
+        with self._lock:
+            self._items[(kind, key)] = (now, value)
+            self._items.move_to_end((kind, key))
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
+TEXTS = _TextCache()
+
+
+def _state_json(state: LabelState | None) -> dict[str, Any] | None:
+    if state is None:
+        return None
+    return {"event_id": state.id, "grade": state.grade, "skipped": state.skipped,
+            "undone": state.undone, "note": state.note,
+            "at": None if state.created_at is None else state.created_at.isoformat()}
+
+
+def _query_json(project: Project, query_id: str) -> dict[str, Any]:
+    q = TEXTS.get("query", query_id, lambda: judging.query_text(project, query_id))
+    return {"id": q.id, "text": q.text, "description": q.description, "category": q.category,
+            "narrative": q.narrative}
+
+
+def _chunk_json(project: Project, chunk_id: str, query_text: str) -> dict[str, Any]:
+    c = TEXTS.get("chunk", chunk_id, lambda: judging.chunk_text(project, chunk_id))
+    return {"id": c.id, "doc_id": c.doc_id, "title": c.title, "section": c.section, "text": c.text,
+            "segments": segments(c.text, query_text)}
+
+
+def _fresh(project: Project, queue: JudgingQueue, view: PairView) -> PairView:
+    """The pair with its label state and marks as the database has them now."""
+    state = judging.current_label(project, queue.annotator, view.query_id, view.chunk_id)
+    if state != view.state:
+        queue.note_event(view.query_id, view.chunk_id, state)
+    marks = judging.current_marks(project, queue.annotator, view.query_id, view.chunk_id)
+    if marks != view.marks:
+        queue.note_marks(view.query_id, view.chunk_id, marks)
+    return PairView(view.position, view.query_id, view.chunk_id, view.pair_index, view.query_pairs,
+                    queue.pool(view.query_id).handled, view.sources, state, view.recheck, marks,
+                    view.query_slot)
+
+
+def _pair_json(project: Project, queue: JudgingQueue, view: PairView) -> dict[str, Any]:
+    name = queue.annotator
+    query = _query_json(project, view.query_id)
+    answer = review.answer_for(project, name, view.query_id, view.chunk_id)
+    facets, nuggets = judging.marks_for(project, view.query_id, annotator=name, chunk_id=view.chunk_id)
+    totals = queue.totals
+    return {
+        "query": query,
+        "chunk": _chunk_json(project, view.chunk_id, query["text"]),
+        "label": _state_json(view.state),
+        "seen": None if view.state is None else view.state.id,
+        "marks": {"flagged": view.marks.flagged, "flag_note": view.marks.flag_note,
+                  "comment": view.marks.comment},
+        "review": None if answer is None else answer.to_json(),
+        "facets": [{"id": f.id, "name": f.name, "covered": f.covered} for f in facets],
+        "nuggets": [{"id": n.id, "text": n.text, "importance": n.importance, "support": n.support,
+                     "kind": n.kind} for n in nuggets],
+        "progress": {"pair": view.query_slot + 1, "pairs": view.query_pairs,
+                     "judged": view.query_handled, "query": view.position.query + 1,
+                     "queries": len(queue.query_ids),
+                     "queue_pairs": None if totals is None else totals["pairs"],
+                     "queue_handled": None if totals is None else totals["handled"]},
+    }
+
+
+def _open_from(project: Project, queue: JudgingQueue, view: PairView | None) -> PairView | None:
+    """``view`` or the first pair after it still open once its state is read afresh: pairs
+    labelled elsewhere since the queue read them are passed over."""
+    for _ in range(200):  # each turn settles one stale pair; a bound against a changing pool
+        if view is None:
+            return None
+        fresh = _fresh(project, queue, view)
+        if fresh.state is None or not fresh.state.handled or queue.include_skipped and fresh.state.grade is None:
+            return fresh
+        view = queue.after(view.position)
+    return view
+
+
+def _locate(queue: JudgingQueue, query_id: str, chunk_id: str) -> PairView:
+    view = queue.goto_pair(query_id, chunk_id)
+    if view is None:
+        raise NotFound(f"The pair {query_id!r} / {chunk_id!r} is not in your queue.")
+    return view
+
+
+def next_pairs(project: Project, queues: Queues, who: Who, n: int = 1, *,
+               after: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The next ``n`` pairs still to judge: from where judging resumes, or after the pair
+    ``after`` (query id, chunk id) in queue order. Nothing moves; an empty list means done."""
+    n = max(1, min(n, NEXT_LIMIT))
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.judging(slot, who.name)
+        view = queue.first() if after is None else queue.after(_locate(queue, *after).position)
+        out = []
+        while view is not None and len(out) < n:
+            view = _open_from(project, queue, view)
+            if view is None:
+                break
+            out.append(_pair_json(project, queue, view))
+            view = queue.after(view.position)
+        return {"pairs": out, "empty": not queue.query_ids}
+
+
+def pair_at(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str,
+            step: int = 0) -> dict[str, Any] | None:
+    """The pair itself (``step`` 0), or its neighbour in queue order (-1, +1, judged or not):
+    what ``k`` and ``j`` show. None past either end."""
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.judging(slot, who.name)
+        view: PairView | None = _locate(queue, query_id, chunk_id)
+        if step:
+            assert view is not None
+            view = queue.step(view.position, step)
+        if view is None:
+            return None
+        return _pair_json(project, queue, _fresh(project, queue, view))
+
+
+# -- labels ----------------------------------------------------------------------------------
+
+
+def _newest(session: Session, name: str, query_id: str, chunk_id: str) -> Label | None:
+    return session.scalars(
+        select(Label).where(Label.annotator == name, Label.query_id == query_id,
+                            Label.chunk_id == chunk_id, not_recheck())
+        .order_by(Label.id.desc()).limit(1)).first()
+
+
+def _label_row_json(row: Label | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    state = LabelState(int(row.id), row.grade, bool(row.skipped), row.note, row.created_at,
+                       row.undoes, row.source)
+    return _state_json(state)
+
+
+def _check_grade(project: Project, grade: int | None, skip: bool) -> None:
+    if skip and grade is not None:
+        raise UsageError("A label is a grade or a skip, not both: give 'grade' or 'skip'.")
+    if not skip and grade is None:
+        raise UsageError("The label needs a 'grade' on the project's scale (or 'skip': true).")
+    scale = project.scale
+    if grade is not None and not scale.contains(grade):
+        raise UsageError(f"Grade {grade} is not on the project's scale {scale.describe()} "
+                         f"({scale.min}..{scale.max}).")
+
+
+def _write_label(project: Project, name: str, query_id: str, chunk_id: str, *, grade: int | None,
+                 skip: bool, seen: int | None, duration_ms: int | None) -> LabelState:
+    """Compare the pair's newest event with ``seen`` and write the label, in one transaction."""
+
+    def work(session: Session) -> LabelState:
+        ensure_annotators(session.connection(), [name])
+        newest = _newest(session, name, query_id, chunk_id)
+        if (None if newest is None else int(newest.id)) != seen:
+            raise LabelConflict(_label_row_json(newest),
+                                "Your label of this pair changed since this page showed it "
+                                "(another tab, the app or a script recorded one). Nothing was "
+                                "written; choose which label to keep.")
+        event = Label(query_id=query_id, chunk_id=chunk_id, annotator=name, grade=grade,
+                      skipped=skip, flagged=False, note=None, created_at=utcnow(),
+                      duration_ms=duration_ms, source=SOURCE)
+        session.add(event)
+        session.flush()
+        return LabelState(int(event.id), grade, skip, None, event.created_at, None, SOURCE)
+
+    with writing(project):
+        return project.write(work)
+
+
+def post_label(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str, *,
+               grade: int | None, skip: bool = False, seen: int | None = None,
+               duration_ms: int | None = None, advance: bool = True) -> dict[str, Any]:
+    """Record a grade (or a skip) of a pair in the annotator's queue, committed before this
+    returns; with ``advance`` the next pair still to judge comes with the answer."""
+    _check_grade(project, grade, skip)
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.judging(slot, who.name)
+        view = _locate(queue, query_id, chunk_id)
+        duration = None if duration_ms is None else max(0, min(int(duration_ms), 86_400_000))
+        state = _write_label(project, who.name, query_id, chunk_id, grade=grade, skip=skip,
+                             seen=seen, duration_ms=duration)
+        queue.note_event(query_id, chunk_id, state)
+        out: dict[str, Any] = {"event_id": state.id, "label": _state_json(state), "next": None}
+        if advance:
+            nxt = _open_from(project, queue, queue.after(view.position))
+            out["next"] = None if nxt is None else _pair_json(project, queue, nxt)
+        return out
+
+
+def _undo(project: Project, name: str, expect: int | None) -> dict[str, Any] | None:
+    """:func:`ragjudge.services.judging.undo_last`, refused (:class:`LabelConflict`) when the
+    event it would undo is not ``expect``, in the same transaction as the undo."""
+
+    def work(session: Session) -> dict[str, Any] | None:
+        undone = select(Label.undoes).where(Label.annotator == name, Label.undoes.is_not(None))
+        target = session.scalars(
+            select(Label).where(Label.annotator == name, Label.undoes.is_(None),
+                                Label.id.not_in(undone))
+            .order_by(Label.id.desc()).limit(1)).first()
+        if target is None:
+            return None
+        if expect is not None and int(target.id) != expect:
+            current = _label_row_json(target)
+            assert current is not None
+            current.update(query_id=target.query_id, chunk_id=target.chunk_id)
+            raise LabelConflict(current, "Your newest label is not the one this page recorded "
+                                "(another tab, the app or a script labelled since). Nothing was "
+                                "undone; undo that one instead, or leave it.")
+        prev = None
+        if target.source != RECHECK:
+            prev = session.scalars(
+                select(Label).where(Label.annotator == name, Label.query_id == target.query_id,
+                                    Label.chunk_id == target.chunk_id, not_recheck(),
+                                    Label.id < target.id)
+                .order_by(Label.id.desc()).limit(1)).first()
+        event = Label(query_id=target.query_id, chunk_id=target.chunk_id, annotator=name,
+                      grade=prev.grade if prev else None, skipped=bool(prev.skipped) if prev else False,
+                      flagged=False, note=prev.note if prev else None, created_at=utcnow(),
+                      undoes=target.id, source=target.source)
+        session.add(event)
+        session.flush()
+        return {"event_id": int(event.id), "undone_id": int(target.id),
+                "query_id": target.query_id, "chunk_id": target.chunk_id}
+
+    with writing(project):
+        return project.write(work)
+
+
+def undo_label(project: Project, queues: Queues, who: Who, expect: int | None = None) -> dict[str, Any] | None:
+    """Undo the annotator's newest label (the one numbered ``expect``, when given): a new
+    event; the pair comes back with its state from before. None when nothing is left."""
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.judging(slot, who.name)
+        result = _undo(project, who.name, expect)
+        if result is None:
+            return None
+        state = judging.current_label(project, who.name, result["query_id"], result["chunk_id"])
+        queue.note_event(result["query_id"], result["chunk_id"], state)
+        view = queue.goto_pair(result["query_id"], result["chunk_id"])
+        result["label"] = _state_json(state)
+        result["pair"] = None if view is None else _pair_json(project, queue, _fresh(project, queue, view))
+        return result
+
+
+def history(project: Project, who: Who, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    """The annotator's own labelled pairs, newest first, each as it stands now."""
+    return [{"query_id": h.query_id, "chunk_id": h.chunk_id, "query_text": h.query_text,
+             "label": _state_json(h.state)}
+            for h in judging.label_history(project, who.name, limit=limit, offset=offset)]
+
+
+def news(project: Project, who: Who) -> list[dict[str, Any]]:
+    """The annotator's flags and comments a lead answered since they last labelled."""
+    return [i.to_json() for i in review.news_for(project, who.name)]
+
+
+# -- marks, facets, nuggets ------------------------------------------------------------------
+
+
+def _in_queue(queues: Queues, who: Who, query_id: str, chunk_id: str) -> None:
+    slot = queues.slot(who.name)
+    with slot.lock:
+        _locate(queues.judging(slot, who.name), query_id, chunk_id)
+
+
+def set_mark(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str, *,
+             kind: str, text: str | None, clear: bool) -> dict[str, Any]:
+    """Flag (with a note) or unflag the pair, or set or clear the comment on it."""
+    _in_queue(queues, who, query_id, chunk_id)
+    where = dict(annotator=who.name, query_id=query_id, chunk_id=chunk_id, source=SOURCE)
+    with writing(project):
+        if kind == "flag":
+            marks = (judging.unflag_pair(project, **where) if clear
+                     else judging.flag_pair(project, note=text, **where))
+        else:
+            marks = judging.comment_pair(project, note=None if clear else text, **where)
+    slot = queues.slot(who.name)
+    with slot.lock:
+        if slot.queue is not None:
+            slot.queue.note_marks(query_id, chunk_id, marks)
+    return {"flagged": marks.flagged, "flag_note": marks.flag_note, "comment": marks.comment}
+
+
+def _facets_json(project: Project, who: Who, query_id: str, chunk_id: str) -> dict[str, Any]:
+    facets, nuggets = judging.marks_for(project, query_id, annotator=who.name, chunk_id=chunk_id)
+    return {"facets": [{"id": f.id, "name": f.name, "covered": f.covered} for f in facets],
+            "nuggets": [{"id": n.id, "text": n.text, "importance": n.importance,
+                         "support": n.support, "kind": n.kind} for n in nuggets]}
+
+
+def add_facet(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str,
+              name: str) -> dict[str, Any]:
+    _in_queue(queues, who, query_id, chunk_id)
+    with writing(project):
+        judging.add_facet(project, query_id, name)
+    return _facets_json(project, who, query_id, chunk_id)
+
+
+def link_facet(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str,
+               facet_id: int, covered: bool) -> dict[str, Any]:
+    _in_queue(queues, who, query_id, chunk_id)
+    if facet_id not in {f.id for f in judging.facets_for(project, query_id)}:
+        raise NotFound(f"Query {query_id!r} has no facet {facet_id}.")
+    with writing(project):
+        judging.set_facet_link(project, annotator=who.name, facet_id=facet_id, chunk_id=chunk_id,
+                               covered=covered)
+    return _facets_json(project, who, query_id, chunk_id)
+
+
+def add_nugget(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str,
+               text: str, importance: str) -> dict[str, Any]:
+    _in_queue(queues, who, query_id, chunk_id)
+    with writing(project):
+        judging.add_nugget(project, query_id, text, importance)
+    return _facets_json(project, who, query_id, chunk_id)
+
+
+def support_nugget(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str,
+                   nugget_id: int, support: str) -> dict[str, Any]:
+    _in_queue(queues, who, query_id, chunk_id)
+    if nugget_id not in {n.id for n in judging.nuggets_for(project, query_id)}:
+        raise NotFound(f"Query {query_id!r} has no nugget {nugget_id}.")
+    with writing(project):
+        judging.set_nugget_support(project, annotator=who.name, nugget_id=nugget_id,
+                                   chunk_id=chunk_id, support=support)
+    return _facets_json(project, who, query_id, chunk_id)
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+def _answer_json(project: Project, queue: answers.AnswerQueue, position: int) -> dict[str, Any]:
+    view = queue.view(position)
+    query = _query_json(project, view.query_id)
+    cited = sorted({c for s in view.sentences for c in s.citations})
+    done, total = queue.progress()
+    return {
+        "answer_id": view.answer_id, "position": position, "count": len(queue),
+        "query": query,
+        "sentences": [{"text": s.text, "citations": list(s.citations)} for s in view.sentences],
+        "items": [{"nugget_id": i.nugget_id, "nugget": i.nugget, "vital": i.vital,
+                   "sentence": i.sentence, "chunk_id": i.chunk_id, "support": i.support}
+                  for i in view.items],
+        "chunks": {c: _chunk_json(project, c, query["text"]) for c in cited},
+        "progress": {"answers_done": done, "answers": total, "open_items": view.open},
+    }
+
+
+def answer_at(project: Project, queues: Queues, who: Who, *, position: int | None = None,
+              answer_id: int | None = None) -> dict[str, Any] | None:
+    """An answer of the annotator's answer queue, by position or id; without either, the first
+    with something left to judge (None: every answer is judged, or there are none)."""
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.answer_queue(slot, who.name)
+        if answer_id is not None:
+            position = queue.position_of(answer_id)
+            if position is None:
+                raise NotFound(f"There is no answer {answer_id} to judge.")
+        elif position is None:
+            position = queue.first_open()
+            if position is None:
+                return None
+        if not 0 <= position < len(queue):
+            raise NotFound(f"There is no answer at position {position} (there are {len(queue)}).")
+        return _answer_json(project, queue, position)
+
+
+def judge_answer(project: Project, queues: Queues, who: Who, answer_id: int, *, support: str,
+                 nugget_id: int | None, sentence: int | None, chunk_id: str | None,
+                 duration_ms: int | None = None) -> dict[str, Any]:
+    """One judgment of an answer (a nugget's support, or a cited chunk's support of a
+    sentence), committed before this returns; the answer as it stands after it."""
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.answer_queue(slot, who.name)
+        position = queue.position_of(answer_id)
+        if position is None:
+            raise NotFound(f"There is no answer {answer_id} to judge.")
+        with writing(project):
+            event = answers.record_answer_judgment(
+                project, annotator=who.name, answer_id=answer_id, support=support,
+                nugget_id=nugget_id, sentence=sentence, chunk_id=chunk_id,
+                duration_ms=duration_ms, source=SOURCE)
+        return {"event_id": event, "answer": _answer_json(project, queue, position)}
+
+
+def undo_answer_judgment(project: Project, queues: Queues, who: Who) -> dict[str, Any] | None:
+    slot = queues.slot(who.name)
+    with slot.lock:
+        queue = queues.answer_queue(slot, who.name)
+        with writing(project):
+            result = answers.undo_last_answer_judgment(project, who.name)
+        if result is None:
+            return None
+        position = queue.position_of(result.answer_id)
+        return {"event_id": result.event_id, "undone_id": result.undone_id,
+                "nugget_id": result.nugget_id, "sentence": result.sentence,
+                "chunk_id": result.chunk_id, "support": result.support,
+                "answer": None if position is None else _answer_json(project, queue, position)}
+
+
+# -- for leads -------------------------------------------------------------------------------
+
+
+def _json_floats(value: Any) -> Any:
+    """NaN and infinities as null and numpy numbers as Python's, as ``eval --format json``."""
+    import math
+
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {k: _json_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_floats(v) for v in value]
+    if hasattr(value, "item"):
+        return _json_floats(value.item())
+    return value
+
+
+def _eval_block(evaluation: Any, per_query: bool, stratum: str | None) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    for name in evaluation.run_names:
+        entry: dict[str, Any] = {"aggregate": evaluation.aggregate(name, stratum)}
+        if evaluation.queries_mode == "run":
+            entry["queries"] = evaluation.n_queries(stratum, run=name)
+        result = evaluation.results[name]
+        if stratum is not None:
+            result = result.subset(evaluation.strata[stratum])
+        left_out = {m: n for m, n in result.undefined().items() if n}
+        if left_out:
+            entry["undefined"] = left_out
+        if per_query:
+            entry["per_query"] = evaluation.per_query(name, stratum)
+        runs[name] = entry
+    return {"queries": evaluation.n_queries(stratum), "runs": runs}
+
+
+def evaluation_json(project: Project, *, rule: str | None = None, measures: list[str] | None = None,
+                    per_query: bool = False, averaging: str = "judged", by: str | None = None) -> dict[str, Any]:
+    """What ``ragjudge --db PROJECT eval --format json`` prints for the same options: every
+    run of the project against its gold qrels."""
+    from ragjudge.services import evaluation as svc
+
+    if averaging not in ("judged", "run"):
+        raise UsageError(f"averaging {averaging!r}: use judged or run.")
+    names = svc.parse_measure_list(measures)
+    qrels, rule_used = svc.project_qrels(project, rule)
+    threshold = project.scale.threshold
+    run_names = svc.project_run_names(project)
+    if not run_names:
+        raise UsageError("the project has no runs yet: import one with 'ragjudge import run FILE'.")
+    runs = {name: svc.project_run(project, name) for name in run_names}
+    strata = svc.project_strata(project, by) if by is not None else None
+    evaluation = svc.evaluate_all(qrels, runs, names, threshold=threshold, queries=averaging,
+                                  project=project, rule=rule_used,
+                                  qrels_source=f"project {project.shown_db}", strata=strata, by=by)
+    overall = _eval_block(evaluation, per_query, None)
+    data: dict[str, Any] = {"measures": evaluation.measures, "queries": overall["queries"],
+                            "runs": overall["runs"], "averaging": evaluation.averaging,
+                            "threshold": evaluation.threshold, "rule": evaluation.rule,
+                            "qrels": evaluation.qrels_source}
+    if evaluation.by is not None:
+        data["by"] = evaluation.by
+        data["strata"] = {s: _eval_block(evaluation, per_query, s) for s in evaluation.strata}
+    return _json_floats(data)
+
+
+def qrels_text(project: Project, *, rule: str | None = None, fmt: str = "trec") -> str:
+    """The gold qrels as ``ragjudge export qrels`` writes them (trec, jsonl or csv)."""
+    from ragjudge.services.exporting import export_qrels
+
+    if fmt not in ("trec", "jsonl", "csv"):
+        raise UsageError(f"format {fmt!r}: qrels are exported as trec, jsonl or csv.")
+    out = io.StringIO()
+    export_qrels(project, out, rule=rule, fmt=fmt)
+    return out.getvalue()

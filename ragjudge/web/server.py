@@ -1,0 +1,69 @@
+"""Running the web application: :func:`serve` (``ragjudge serve``) on uvicorn.
+
+One process serves every annotator: requests run on a pool of threads, a label is committed
+before its answer leaves, and the pages hold no process on the server. On SIGINT or SIGTERM the
+server stops taking connections, lets the requests under way finish (a label takes
+milliseconds) for at most :data:`GRACE_SECONDS`, ends the lead terminals' processes, and exits:
+every label the server acknowledged is committed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from ragjudge.safetext import visible
+from ragjudge.web.app import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TERMINALS, Settings, create_app
+
+GRACE_SECONDS = 1
+"""How long requests under way may take to finish once a stop is asked for."""
+KEEP_ALIVE_SECONDS = 5
+"""How long an idle connection stays open."""
+
+
+def public_address(settings: Settings) -> str:
+    if settings.public_url:
+        return settings.public_url
+    host = settings.host
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{settings.port}"
+
+
+def config(app: Any, settings: Settings) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_config=None, log_level="warning",
+        access_log=False, server_header=False, proxy_headers=True,
+        forwarded_allow_ips="127.0.0.1,::1", timeout_graceful_shutdown=GRACE_SECONDS,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS, ws_max_size=1 << 20, lifespan="on")
+
+
+def make_server(settings: Settings, *, banner: TextIO | None = None) -> Any:
+    """A uvicorn server of the application (not yet running)."""
+    import uvicorn
+
+    app = create_app(settings)
+    ctx = app.fastapi.state.ctx
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if banner is not None and self.started:
+                print(f"ragjudge serve: {visible(ctx.title)} on {public_address(settings)}",
+                      file=banner, flush=True)
+                print("Annotators open that address and log in with their personal token "
+                      "('ragjudge annotators token NAME'). Ctrl+C stops.", file=banner, flush=True)
+
+    return Server(config(app, settings))
+
+
+def serve(db: str, *, host: str = "127.0.0.1", port: int = 8000, public_url: str | None = None,
+          max_sessions: int = DEFAULT_MAX_SESSIONS, max_terminals: int = DEFAULT_MAX_TERMINALS) -> None:
+    """Serve the project until SIGINT or SIGTERM."""
+    settings = Settings(db=db, host=host, port=port, public_url=public_url,
+                        max_sessions=max_sessions, max_terminals=max_terminals)
+    server = make_server(settings, banner=sys.stdout)
+    server.run()
+    if not server.started:
+        raise OSError(f"cannot listen on {host} port {port}")
