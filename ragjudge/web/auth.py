@@ -114,9 +114,13 @@ class Full(Exception):
 class Sessions:
     """Logged-in sessions by id, in memory."""
 
+    ENDED = 10_000
+    """Ended sessions whose reason is remembered (the page says why, not just "ended")."""
+
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._by_id: dict[str, WebSession] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -149,9 +153,19 @@ class Sessions:
             found.used = now
             return found
 
-    def drop(self, session_id: str) -> None:
+    def drop(self, session_id: str, reason: str | None = None) -> None:
+        """End a session; with ``reason`` (``revoked``, ``retired``...) its cookie is answered
+        with that reason from now on."""
         with self._lock:
             self._by_id.pop(session_id, None)
+            if reason is not None:
+                self._ended[session_id] = reason
+                while len(self._ended) > self.ENDED:
+                    self._ended.popitem(last=False)
+
+    def why_ended(self, session_id: str) -> str | None:
+        with self._lock:
+            return self._ended.get(session_id)
 
     def _expire(self, now: float) -> None:
         gone = [s.id for s in self._by_id.values()

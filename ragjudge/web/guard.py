@@ -118,6 +118,12 @@ class Guard:
                 await self.refuse(scope, receive, sending, code, reason)
             elif scope["type"] == "http" and _too_large(scope):
                 await self.refuse(scope, receive, sending, 413, "too-large")
+            elif scope["type"] == "http" and _chunked(scope):
+                buffered = await _buffered(receive)
+                if buffered is None:
+                    await self.refuse(scope, receive, sending, 413, "too-large")
+                else:
+                    await self.app(scope, buffered, sending)
             else:
                 await self.app(scope, _limited(receive) if scope["type"] == "http" else receive,
                                sending)
@@ -175,6 +181,35 @@ def _too_large(scope: Scope) -> bool:
         return bool(length) and int(length) > MAX_BODY
     except ValueError:
         return True
+
+
+def _chunked(scope: Scope) -> bool:
+    return not _header(scope, b"content-length") and bool(_header(scope, b"transfer-encoding"))
+
+
+async def _buffered(receive: Receive) -> Receive | None:
+    """A body sent without a length, read here up to :data:`MAX_BODY` (None past it) and
+    handed on as one message."""
+    parts, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        parts.append(message.get("body", b""))
+        size += len(parts[-1])
+        if size > MAX_BODY:
+            return None
+        if not message.get("more_body", False):
+            break
+    sent = {"done": False}
+
+    async def replay() -> Message:
+        if not sent["done"]:
+            sent["done"] = True
+            return {"type": "http.request", "body": b"".join(parts), "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class BodyTooLarge(Exception):

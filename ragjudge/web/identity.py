@@ -68,10 +68,10 @@ def _by_cookie(ctx: Context, request: Request) -> Identity:
         raise Refusal(401, "logged-out")
     session = ctx.sessions.get(session_id)
     if session is None:
-        raise Refusal(401, "expired")
+        raise Refusal(401, ctx.sessions.why_ended(session_id) or "expired")
     who, why = backend.still_valid(ctx.project, session.name, session.digest)
     if who is None:
-        ctx.sessions.drop(session.id)
+        ctx.sessions.drop(session.id, why)
         ctx.replays.forget(f"session:{session.id}")
         raise Refusal(401, why)
     return Identity(who, session, f"session:{session.id}")
