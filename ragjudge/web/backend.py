@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -255,7 +256,17 @@ class _TextCache:
         return value
 
 
-TEXTS = _TextCache()
+_TEXTS: weakref.WeakKeyDictionary[Project, _TextCache] = weakref.WeakKeyDictionary()
+_TEXTS_LOCK = threading.Lock()
+
+
+def _texts(project: Project) -> _TextCache:
+    """The text cache of one open project."""
+    with _TEXTS_LOCK:
+        found = _TEXTS.get(project)
+        if found is None:
+            found = _TEXTS[project] = _TextCache()
+        return found
 
 
 def _state_json(state: LabelState | None) -> dict[str, Any] | None:
@@ -267,13 +278,13 @@ def _state_json(state: LabelState | None) -> dict[str, Any] | None:
 
 
 def _query_json(project: Project, query_id: str) -> dict[str, Any]:
-    q = TEXTS.get("query", query_id, lambda: judging.query_text(project, query_id))
+    q = _texts(project).get("query", query_id, lambda: judging.query_text(project, query_id))
     return {"id": q.id, "text": q.text, "description": q.description, "category": q.category,
             "narrative": q.narrative}
 
 
 def _chunk_json(project: Project, chunk_id: str, query_text: str) -> dict[str, Any]:
-    c = TEXTS.get("chunk", chunk_id, lambda: judging.chunk_text(project, chunk_id))
+    c = _texts(project).get("chunk", chunk_id, lambda: judging.chunk_text(project, chunk_id))
     return {"id": c.id, "doc_id": c.doc_id, "title": c.title, "section": c.section, "text": c.text,
             "segments": segments(c.text, query_text)}
 

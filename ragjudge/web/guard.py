@@ -11,7 +11,8 @@ One ASGI middleware (:class:`Guard`), on the way in:
 - **size**: a request body larger than :data:`MAX_BODY` is refused (413) before it is read whole.
 
 On the way out: the security headers (a content security policy without inline scripts or
-styles, no framing, no sniffing, no referrer, nothing stored in caches but the static files) and
+styles, no framing, no sniffing, no referrer to other sites (``same-origin``: with
+``no-referrer`` a browser names a form's origin ``null``, which the Origin check refuses), nothing stored in caches but the static files) and
 one line of the access log per request (:func:`access_line`: JSON with the time, method, path
 without its query string, status, duration and annotator; never a token, a cookie or a query
 string).
@@ -152,7 +153,7 @@ class Guard:
         policy = TERMINAL_POLICY if path.rstrip("/").endswith("/lead/terminal") else POLICY
         cache = b"no-cache" if path.startswith("/static/") or "/terminal/static/" in path else b"no-store"
         return [(b"content-security-policy", policy.encode()), (b"x-frame-options", b"DENY"),
-                (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+                (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"),
                 (b"cross-origin-opener-policy", b"same-origin"),
                 (b"cross-origin-resource-policy", b"same-origin"),
                 (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
