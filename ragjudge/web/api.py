@@ -19,20 +19,33 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.security import HTTPBearer
 from fastapi import Path as InPath
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from ragjudge.errors import ProjectError, RagjudgeError
 from ragjudge.safetext import mask_secrets
 from ragjudge.web import backend
 from ragjudge.web.app import Refusal
-from ragjudge.web.identity import Identity, context, identify, lead
+from ragjudge.web.identity import Identity, context, identify_now, lead_now, present
 from ragjudge.web.idempotency import KEY, KeyReused, Replays
 
-router = APIRouter(prefix="/api/v1")
+BEARER = HTTPBearer(auto_error=False, description="Your personal token (a page sends its session "
+                                                  "cookie instead).")
+
+
+async def credentials(request: Request, _token: Annotated[Any, Depends(BEARER)]) -> None:
+    """Before anything else (the body's checks among it): 401 for a request without a token or
+    a session this server knows. Nothing is read from the project here; every route then asks
+    the roster on its worker thread (:func:`identify_now`), so that a request takes one trip to
+    the thread pool."""
+    if not request.headers.get("authorization"):
+        present(request)
+
+
+router = APIRouter(prefix="/api/v1", dependencies=[Depends(credentials)])
 
 ID_MAX = 4096
 
@@ -136,20 +149,21 @@ def _outcome(action: Callable[[], Any], created: int = 200) -> tuple[int, Any]:
         return _refusal_body(422, "invalid", mask_secrets(str(exc)))
 
 
-async def _once(request: Request, ident: Identity, key: str | None, action: Callable[[], Any],
-                created: int = 200) -> Response:
-    """Run a write once per ``Idempotency-Key`` (see :mod:`ragjudge.web.idempotency`)."""
+def _once(request: Request, key: str | None, body: BaseModel | None,
+          action: Callable[[Identity], Any], created: int = 200) -> Response:
+    """Run a write once per ``Idempotency-Key`` (see :mod:`ragjudge.web.idempotency`); the
+    request's identity first (a retry after a logout is answered 401, not replayed)."""
+    ident = identify_now(request)
     if key is None or not KEY.match(key):
         shown = "missing" if key is None else f"{key[:40]!r} is not one"
         raise Refusal(422, "invalid", f"The header 'Idempotency-Key' is {shown}: every write "
                       "carries one, 8 to 100 letters, digits, '-' or '_' (a new UUID per action, "
                       "the same one for each retry of it). Nothing was changed.")
-    body = await request.body()
-    fingerprint = Replays.fingerprint(request.method, request.url.path, body)
-    replays = context(request).replays
+    text = b"" if body is None else body.model_dump_json().encode()
+    fingerprint = Replays.fingerprint(request.method, request.url.path, text)
     try:
-        status, payload, replay = await run_in_threadpool(
-            replays.run, ident.scope, key, fingerprint, lambda: _outcome(action, created))
+        status, payload, replay = context(request).replays.run(
+            ident.scope, key, fingerprint, lambda: _outcome(lambda: action(ident), created))
     except KeyReused:
         raise Refusal(422, "invalid", "This Idempotency-Key came with a different request "
                       "before: make a new key for each action. Nothing was changed.") from None
@@ -165,125 +179,130 @@ def _read(action: Callable[[], Any]) -> Any:
     return body
 
 
-Who = Annotated[Identity, Depends(identify)]
-Lead = Annotated[Identity, Depends(lead)]
+def _json(data: Any) -> JSONResponse:
+    """The answer as JSON as it is (the data is JSON already: nothing to convert)."""
+    return JSONResponse(data)
 
 
 # -- who and what ----------------------------------------------------------------------------
 
 
 @router.get("/me", summary="Who you are, the project and its scale")
-def me(request: Request, ident: Who) -> dict[str, Any]:
+def me(request: Request) -> Response:
+    ident = identify_now(request)
     ctx = context(request)
-    return {"name": ident.name, "role": ident.who.role, "lead": ident.who.is_lead,
-            "project": ctx.title, "scale": backend.scale_json(ctx.project)}
+    return _json({"name": ident.name, "role": ident.who.role, "lead": ident.who.is_lead,
+            "project": ctx.title, "scale": backend.scale_json(ctx.project)})
 
 
 # -- pairs -----------------------------------------------------------------------------------
 
 
 @router.get("/pairs/next", summary="The next pairs still to judge")
-def next_pairs(request: Request, ident: Who,
+def next_pairs(request: Request,
                n: Annotated[int, Query(ge=1, le=backend.NEXT_LIMIT)] = 1,
                after_query_id: Annotated[Id | None, Query()] = None,
-               after_chunk_id: Annotated[Id | None, Query()] = None) -> Any:
+               after_chunk_id: Annotated[Id | None, Query()] = None) -> Response:
     """From where judging resumes, or after the pair (after_query_id, after_chunk_id) in queue
     order; nothing moves. An empty list: every pair of your queue is judged."""
+    ident = identify_now(request)
     if (after_query_id is None) != (after_chunk_id is None):
         raise Refusal(422, "invalid", "Give both after_query_id and after_chunk_id, or neither. "
                       "Nothing was changed.")
     ctx = context(request)
     after = None if after_query_id is None else (after_query_id, after_chunk_id)
-    return _read(lambda: backend.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after))
+    return _json(_read(lambda: backend.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after)))
 
 
 @router.get("/pairs/at", summary="One pair of your queue, or its neighbour")
-def pair_at(request: Request, ident: Who, query_id: Annotated[Id, Query()],
-            chunk_id: Annotated[Id, Query()], step: Annotated[int, Query(ge=-1, le=1)] = 0) -> Any:
+def pair_at(request: Request, query_id: Annotated[Id, Query()],
+            chunk_id: Annotated[Id, Query()], step: Annotated[int, Query(ge=-1, le=1)] = 0) -> Response:
     """The pair (step 0) or the one before (-1) or after (+1) it in queue order, judged or not
     (null past either end). 404 for a pair outside your queue."""
+    ident = identify_now(request)
     ctx = context(request)
-    return {"pair": _read(lambda: backend.pair_at(ctx.project, ctx.queues, ident.who, query_id,
-                                                   chunk_id, step))}
+    return _json({"pair": _read(lambda: backend.pair_at(ctx.project, ctx.queues, ident.who, query_id,
+                                                         chunk_id, step))})
 
 
 # -- labels ----------------------------------------------------------------------------------
 
 
 @router.post("/labels", status_code=201, summary="Record a grade or a skip")
-async def post_label(request: Request, body: LabelIn, ident: Who,
-                     idempotency_key: IdempotencyKey = None) -> Response:
+def post_label(request: Request, body: LabelIn,
+               idempotency_key: IdempotencyKey = None) -> Response:
     """Committed before the answer comes; with advance, the answer holds the next pair."""
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: backend.post_label(
+    return _once(request, idempotency_key, body, lambda ident: backend.post_label(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, grade=body.grade,
         skip=body.skip, seen=body.seen, duration_ms=body.duration_ms, advance=body.advance), 201)
 
 
 @router.post("/labels/undo", summary="Undo your newest label")
-async def undo_label(request: Request, body: UndoIn, ident: Who,
-                     idempotency_key: IdempotencyKey = None) -> Response:
+def undo_label(request: Request, body: UndoIn,
+               idempotency_key: IdempotencyKey = None) -> Response:
     """A new event brings the pair's state from before back; {"undone": null} when nothing is
     left to undo."""
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: {
+    return _once(request, idempotency_key, body, lambda ident: {
         "undone": backend.undo_label(ctx.project, ctx.queues, ident.who, body.expect)})
 
 
 @router.get("/labels/history", summary="Your own labelled pairs, newest first")
-def label_history(request: Request, ident: Who,
-                  limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                  offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> Any:
+def label_history(request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                  offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> Response:
+    ident = identify_now(request)
     ctx = context(request)
-    return {"history": backend.history(ctx.project, ident.who, limit=limit, offset=offset)}
+    return _json({"history": backend.history(ctx.project, ident.who, limit=limit, offset=offset)})
 
 
 @router.get("/news", summary="Your flags and comments a lead answered since you last labelled")
-def news(request: Request, ident: Who) -> Any:
+def news(request: Request) -> Response:
+    ident = identify_now(request)
     ctx = context(request)
-    return {"news": backend.news(ctx.project, ident.who)}
+    return _json({"news": backend.news(ctx.project, ident.who)})
 
 
 @router.post("/marks", summary="Flag (with a note) or unflag a pair; set or clear a comment")
-async def post_mark(request: Request, body: MarkIn, ident: Who,
-                    idempotency_key: IdempotencyKey = None) -> Response:
+def post_mark(request: Request, body: MarkIn,
+              idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: {"marks": backend.set_mark(
+    return _once(request, idempotency_key, body, lambda ident: {"marks": backend.set_mark(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, kind=body.kind,
         text=body.text, clear=body.clear)})
 
 
 @router.post("/facets", summary="Add a facet to the pair's query")
-async def post_facet(request: Request, body: FacetIn, ident: Who,
-                     idempotency_key: IdempotencyKey = None) -> Response:
+def post_facet(request: Request, body: FacetIn,
+               idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: backend.add_facet(
+    return _once(request, idempotency_key, body, lambda ident: backend.add_facet(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, body.name))
 
 
 @router.post("/facets/{facet_id}/link", summary="Say whether the chunk covers a facet")
-async def post_facet_link(request: Request, facet_id: Annotated[int, InPath(ge=1, le=2**62)],
-                          body: FacetLinkIn, ident: Who,
-                          idempotency_key: IdempotencyKey = None) -> Response:
+def post_facet_link(request: Request, facet_id: Annotated[int, InPath(ge=1, le=2**62)],
+                    body: FacetLinkIn,
+                    idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: backend.link_facet(
+    return _once(request, idempotency_key, body, lambda ident: backend.link_facet(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, facet_id, body.covered))
 
 
 @router.post("/nuggets", summary="Add a nugget to the pair's query")
-async def post_nugget(request: Request, body: NuggetIn, ident: Who,
-                      idempotency_key: IdempotencyKey = None) -> Response:
+def post_nugget(request: Request, body: NuggetIn,
+                idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: backend.add_nugget(
+    return _once(request, idempotency_key, body, lambda ident: backend.add_nugget(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, body.text, body.importance))
 
 
 @router.post("/nuggets/{nugget_id}/support", summary="How fully the chunk supports a nugget")
-async def post_nugget_support(request: Request, nugget_id: Annotated[int, InPath(ge=1, le=2**62)],
-                              body: NuggetSupportIn, ident: Who,
-                              idempotency_key: IdempotencyKey = None) -> Response:
+def post_nugget_support(request: Request, nugget_id: Annotated[int, InPath(ge=1, le=2**62)],
+                        body: NuggetSupportIn,
+                        idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: backend.support_nugget(
+    return _once(request, idempotency_key, body, lambda ident: backend.support_nugget(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, nugget_id, body.support))
 
 
@@ -291,38 +310,38 @@ async def post_nugget_support(request: Request, nugget_id: Annotated[int, InPath
 
 
 @router.get("/answers/next", summary="The first answer with something left to judge")
-def next_answer(request: Request, ident: Who) -> Any:
+def next_answer(request: Request) -> Response:
+    ident = identify_now(request)
     ctx = context(request)
-    return {"answer": _read(lambda: backend.answer_at(ctx.project, ctx.queues, ident.who))}
+    return _json({"answer": _read(lambda: backend.answer_at(ctx.project, ctx.queues, ident.who))})
 
 
 @router.get("/answers/at", summary="An answer of your queue by position or id")
-def answer_at(request: Request, ident: Who,
-              position: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
-              answer_id: Annotated[int | None, Query(ge=1, le=2**62)] = None) -> Any:
+def answer_at(request: Request, position: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
+              answer_id: Annotated[int | None, Query(ge=1, le=2**62)] = None) -> Response:
+    ident = identify_now(request)
     if (position is None) == (answer_id is None):
         raise Refusal(422, "invalid", "Give either position or answer_id. Nothing was changed.")
     ctx = context(request)
-    return {"answer": _read(lambda: backend.answer_at(ctx.project, ctx.queues, ident.who,
-                                                       position=position, answer_id=answer_id))}
+    return _json({"answer": _read(lambda: backend.answer_at(ctx.project, ctx.queues, ident.who,
+                                                             position=position, answer_id=answer_id))})
 
 
 @router.post("/answers/{answer_id}/judgments", status_code=201, summary="Judge a nugget or citation of an answer")
-async def post_judgment(request: Request, answer_id: Annotated[int, InPath(ge=1, le=2**62)],
-                        body: JudgmentIn, ident: Who,
-                        idempotency_key: IdempotencyKey = None) -> Response:
+def post_judgment(request: Request, answer_id: Annotated[int, InPath(ge=1, le=2**62)],
+                  body: JudgmentIn,
+                  idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: backend.judge_answer(
+    return _once(request, idempotency_key, body, lambda ident: backend.judge_answer(
         ctx.project, ctx.queues, ident.who, answer_id, support=body.support,
         nugget_id=body.nugget_id, sentence=body.sentence, chunk_id=body.chunk_id,
         duration_ms=body.duration_ms), 201)
 
 
 @router.post("/answers/undo", summary="Undo your newest judgment of an answer")
-async def undo_judgment(request: Request, ident: Who,
-                        idempotency_key: IdempotencyKey = None) -> Response:
+def undo_judgment(request: Request, idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return await _once(request, ident, idempotency_key, lambda: {
+    return _once(request, idempotency_key, None, lambda ident: {
         "undone": backend.undo_answer_judgment(ctx.project, ctx.queues, ident.who)})
 
 
@@ -330,22 +349,23 @@ async def undo_judgment(request: Request, ident: Who,
 
 
 @router.get("/eval", summary="Every run against the gold qrels (leads)")
-def evaluation(request: Request, ident: Lead,
-               rule: Annotated[str | None, Query(max_length=300)] = None,
+def evaluation(request: Request, rule: Annotated[str | None, Query(max_length=300)] = None,
                measure: Annotated[list[str] | None, Query(max_length=50)] = None,
                per_query: bool = False,
                averaging: Literal["judged", "run"] = "judged",
                by: Annotated[str | None, Query(max_length=300)] = None) -> Any:
     """The JSON of ragjudge eval --format json for the same options."""
+    lead_now(request)
     ctx = context(request)
-    return _read(lambda: backend.evaluation_json(ctx.project, rule=rule, measures=measure,
-                                                 per_query=per_query, averaging=averaging, by=by))
+    return _json(_read(lambda: backend.evaluation_json(ctx.project, rule=rule, measures=measure,
+                                                 per_query=per_query, averaging=averaging, by=by)))
 
 
 @router.get("/qrels", summary="The gold qrels (leads)", response_class=PlainTextResponse)
-def qrels(request: Request, ident: Lead, rule: Annotated[str | None, Query(max_length=300)] = None,
+def qrels(request: Request, rule: Annotated[str | None, Query(max_length=300)] = None,
           format: Literal["trec", "jsonl", "csv"] = "trec") -> Response:
     """As ragjudge export qrels writes them."""
+    lead_now(request)
     ctx = context(request)
     text = _read(lambda: backend.qrels_text(ctx.project, rule=rule, fmt=format))
     media = {"trec": "text/plain", "jsonl": "application/x-ndjson", "csv": "text/csv"}[format]
@@ -353,7 +373,8 @@ def qrels(request: Request, ident: Lead, rule: Annotated[str | None, Query(max_l
 
 
 @router.get("/annotators", summary="The roster (leads)")
-def annotators(request: Request, ident: Lead) -> Any:
+def annotators(request: Request) -> Response:
+    lead_now(request)
     ctx = context(request)
-    return {"annotators": backend.members_json(ctx.project)}
+    return _json({"annotators": backend.members_json(ctx.project)})
 

@@ -14,6 +14,7 @@ happened and what to do.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -189,6 +190,10 @@ def create_app(settings: Settings, *, open_project: bool = True) -> Any:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):  # noqa: ANN202
+        # everything loaded so far lives as long as the server: kept out of the collector's
+        # full passes, which otherwise walk it all (pauses of 0.1-0.2 s measured under load)
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

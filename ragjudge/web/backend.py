@@ -14,6 +14,9 @@ What it adds to the services, and why here:
   annotator's newest event for the pair is the one the page saw (``seen``), read and written in
   one transaction; otherwise :class:`LabelConflict`. The same for undo (``expect``). The label
   service will take ``seen`` itself; until then the check lives here;
+- **labels committed in turns** (:class:`LabelWriter`): labels arriving while a commit is under
+  way share the next transaction (one wait for the disk instead of one each), each checked on
+  its own and acknowledged only once committed;
 - **one writer at a time in this process** on SQLite (:data:`WRITES`): the project's writer
   queue keeps its lock file in the :class:`Project`, which is shared by every request thread;
 - the evaluation JSON of ``ragjudge eval --format json`` (:func:`evaluation_json`).
@@ -26,6 +29,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +55,11 @@ QUEUE_SECONDS = 600.0
 """A judging queue is built again after this long (new runs, assignments, a send-back)."""
 NEXT_LIMIT = 20
 """The most pairs one request for next pairs returns."""
+CHECKPOINT_SECONDS = 1.0
+"""How often the server moves the write-ahead log into the database file (SQLite)."""
+SHAPE_SECONDS = 10.0
+"""How long whether a query has facets or nuggets is taken as known (one added here is seen at
+once; one added in the app or by an import, within this long)."""
 
 
 class LabelConflict(Exception):
@@ -84,7 +93,48 @@ class Who:
 
 
 def open_project(db: str) -> Project:
-    return Project.open(db)
+    """The project, opened once for the server's lifetime. On SQLite its write-ahead log is
+    checkpointed by a thread of its own (:class:`Checkpoints`), not by whichever commit happens
+    to fill it: that commit would wait for the database file to be written and synced, a pause
+    of a tenth of a second or more in the middle of someone's label."""
+    project = Project.open(db)
+    if project.engine.dialect.name == "sqlite" and not project.readonly:
+        Checkpoints(project).start()
+    return project
+
+
+class Checkpoints:
+    """Moves the write-ahead log into the database file every :data:`CHECKPOINT_SECONDS` on a
+    thread of its own (SQLite's passive checkpoint: it never waits for a reader or a writer),
+    and turns off the checkpoints a commit would otherwise run itself, on this process's
+    connections only (the app and the commands keep SQLite's own)."""
+
+    def __init__(self, project: Project) -> None:
+        from sqlalchemy import event
+
+        self.project = project
+        self.stopped = threading.Event()
+        event.listen(project.engine, "connect", self._no_autocheckpoint)
+        project.engine.dispose()  # connections made before the listener: made again
+
+    @staticmethod
+    def _no_autocheckpoint(dbapi_connection: Any, _record: object) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA wal_autocheckpoint = 0")
+        cursor.close()
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="ragjudge-checkpoint", daemon=True).start()
+
+    def _run(self) -> None:
+        from sqlalchemy import text
+
+        while not self.stopped.wait(CHECKPOINT_SECONDS):
+            try:
+                with self.project.connect() as connection:
+                    connection.execute(text("PRAGMA wal_checkpoint(PASSIVE)"))
+            except Exception:  # noqa: BLE001 - a checkpoint missed is made at the next turn
+                continue
 
 
 def project_title(project: Project) -> str:
@@ -149,15 +199,17 @@ def still_valid(project: Project, name: str, digest: str) -> tuple[Who | None, s
     ``revoked`` (a new token was issued), ``retired``, ``unknown`` (renamed or removed)."""
     import secrets
 
-    with project.read() as session:
-        row = session.get(Annotator, name)
-        if row is None:
-            return None, "unknown"
-        if (row.status or "active") != "active":
-            return None, "retired"
-        if not secrets.compare_digest(row.token_hash or "", digest):
-            return None, "revoked"
-        return Who(row.name, row.role or "annotator", True), ""
+    with project.connect() as connection:
+        row = connection.execute(select(Annotator.status, Annotator.token_hash, Annotator.role)
+                                 .where(Annotator.name == name)).first()
+    if row is None:
+        return None, "unknown"
+    status, token_hash, role = row
+    if (status or "active") != "active":
+        return None, "retired"
+    if not secrets.compare_digest(token_hash or "", digest):
+        return None, "revoked"
+    return Who(name, role or "annotator", True), ""
 
 
 def members_json(project: Project) -> list[dict[str, Any]]:
@@ -185,6 +237,8 @@ class Queues:
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._counting: set[str] = set()
+        self._counter = ThreadPoolExecutor(1, thread_name_prefix="ragjudge-count")
+        self.labels = LabelWriter(project)
 
     def slot(self, name: str) -> _Slot:
         with self._lock:
@@ -209,21 +263,23 @@ class Queues:
         return slot.answers
 
     def _count_later(self, queue: JudgingQueue) -> None:
-        """The queue's totals are a scan of the pool: counted on a thread of their own, shown
-        when done (``counting`` until then), as the app does."""
-        if queue.annotator in self._counting:
-            return
-        self._counting.add(queue.annotator)
+        """The queue's totals are a scan of the pool: counted on one thread of their own, one
+        queue after another (many annotators arriving at once do not start many scans at
+        once), shown when done (``counting`` until then), as the app does."""
+        with self._lock:
+            if queue.annotator in self._counting:
+                return
+            self._counting.add(queue.annotator)
+        self._counter.submit(self._count, queue)
 
-        def count() -> None:
-            try:
-                queue.count_totals()
-            except RagjudgeError:
-                pass  # the progress line stays "counting"; judging is unaffected
-            finally:
+    def _count(self, queue: JudgingQueue) -> None:
+        try:
+            queue.count_totals()
+        except RagjudgeError:
+            pass  # the progress line stays "counting"; judging is unaffected
+        finally:
+            with self._lock:
                 self._counting.discard(queue.annotator)
-
-        threading.Thread(target=count, name="ragjudge-count", daemon=True).start()
 
     def forget(self, name: str) -> None:
         with self._lock:
@@ -234,18 +290,23 @@ class Queues:
 
 
 class _TextCache:
-    """Query and chunk texts, kept a minute (they change only by an import)."""
+    """Query and chunk texts, kept a minute (they change only by an import), and whether a
+    query has facets or nuggets at all, kept :data:`SHAPE_SECONDS`."""
 
     def __init__(self, size: int = 2048, seconds: float = 60.0) -> None:
         self.size, self.seconds = size, seconds
         self._items: OrderedDict[tuple[str, str], tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, kind: str, key: str, load: Callable[[], Any]) -> Any:
+    def forget(self, kind: str, key: str) -> None:
+        with self._lock:
+            self._items.pop((kind, key), None)
+
+    def get(self, kind: str, key: str, load: Callable[[], Any], seconds: float | None = None) -> Any:
         now = time.monotonic()
         with self._lock:
             found = self._items.get((kind, key))
-            if found is not None and now - found[0] < self.seconds:
+            if found is not None and now - found[0] < (self.seconds if seconds is None else seconds):
                 return found[1]
         value = load()
         with self._lock:
@@ -290,11 +351,22 @@ def _chunk_json(project: Project, chunk_id: str, query_text: str) -> dict[str, A
 
 
 def _fresh(project: Project, queue: JudgingQueue, view: PairView) -> PairView:
-    """The pair with its label state and marks as the database has them now."""
-    state = judging.current_label(project, queue.annotator, view.query_id, view.chunk_id)
+    """The pair with its label state and marks as the database has them now (one connection,
+    two indexed reads)."""
+    name = queue.annotator
+    with project.connect() as connection:
+        row = connection.execute(
+            select(Label.id, Label.grade, Label.skipped, Label.note, Label.created_at, Label.undoes,
+                   Label.source)
+            .where(Label.annotator == name, Label.query_id == view.query_id,
+                   Label.chunk_id == view.chunk_id, not_recheck())
+            .order_by(Label.id.desc()).limit(1)).first()
+        marks = judging.marks_of_query(connection, name, view.query_id, view.chunk_id).get(
+            view.chunk_id, judging.NO_MARKS)
+    state = None if row is None else LabelState(int(row[0]), row[1], bool(row[2]), row[3], row[4],
+                                                row[5], row[6])
     if state != view.state:
         queue.note_event(view.query_id, view.chunk_id, state)
-    marks = judging.current_marks(project, queue.annotator, view.query_id, view.chunk_id)
     if marks != view.marks:
         queue.note_marks(view.query_id, view.chunk_id, marks)
     return PairView(view.position, view.query_id, view.chunk_id, view.pair_index, view.query_pairs,
@@ -302,11 +374,21 @@ def _fresh(project: Project, queue: JudgingQueue, view: PairView) -> PairView:
                     view.query_slot)
 
 
+def _annotated(project: Project, query_id: str) -> bool:
+    """Whether the query has facets or nuggets (the judging page's panel has something to
+    show), known for :data:`SHAPE_SECONDS`."""
+    return _texts(project).get("annotated", query_id, lambda: any(
+        judging.marks_for(project, query_id)), seconds=SHAPE_SECONDS)
+
+
 def _pair_json(project: Project, queue: JudgingQueue, view: PairView) -> dict[str, Any]:
     name = queue.annotator
     query = _query_json(project, view.query_id)
-    answer = review.answer_for(project, name, view.query_id, view.chunk_id)
-    facets, nuggets = judging.marks_for(project, view.query_id, annotator=name, chunk_id=view.chunk_id)
+    # a lead answers a flag or comment: none to look for on a pair without one
+    answer = (review.answer_for(project, name, view.query_id, view.chunk_id)
+              if view.marks.any else None)
+    facets, nuggets = (judging.marks_for(project, view.query_id, annotator=name, chunk_id=view.chunk_id)
+                       if _annotated(project, view.query_id) else ([], []))
     totals = queue.totals
     return {
         "query": query,
@@ -411,27 +493,91 @@ def _check_grade(project: Project, grade: int | None, skip: bool) -> None:
                          f"({scale.min}..{scale.max}).")
 
 
-def _write_label(project: Project, name: str, query_id: str, chunk_id: str, *, grade: int | None,
-                 skip: bool, seen: int | None, duration_ms: int | None) -> LabelState:
-    """Compare the pair's newest event with ``seen`` and write the label, in one transaction."""
+@dataclass
+class _Wanted:
+    """One label a request asks for, and what became of it."""
 
-    def work(session: Session) -> LabelState:
-        ensure_annotators(session.connection(), [name])
-        newest = _newest(session, name, query_id, chunk_id)
-        if (None if newest is None else int(newest.id)) != seen:
-            raise LabelConflict(_label_row_json(newest),
-                                "Your label of this pair changed since this page showed it "
-                                "(another tab, the app or a script recorded one). Nothing was "
-                                "written; choose which label to keep.")
-        event = Label(query_id=query_id, chunk_id=chunk_id, annotator=name, grade=grade,
-                      skipped=skip, flagged=False, note=None, created_at=utcnow(),
-                      duration_ms=duration_ms, source=SOURCE)
-        session.add(event)
-        session.flush()
-        return LabelState(int(event.id), grade, skip, None, event.created_at, None, SOURCE)
+    name: str
+    query_id: str
+    chunk_id: str
+    grade: int | None
+    skip: bool
+    seen: int | None
+    duration_ms: int | None
+    state: LabelState | None = None
+    conflict: LabelConflict | None = None
 
-    with writing(project):
-        return project.write(work)
+
+class LabelWriter:
+    """Labels committed in turns: the requests that arrive while one commit is under way are
+    written together by the next one, in one transaction.
+
+    A SQLite commit waits for the disk (``synchronous=FULL``), a few milliseconds; annotators
+    labelling at the same moment would each wait for every commit before theirs. Here the first
+    request to find no commit under way commits what is waiting (itself, when alone) and the
+    others wait for it; then the next one does the same. Each label is still checked on its own
+    (its ``seen``, in the order it came) and acknowledged only once its transaction is
+    committed; a label refused for a conflict writes nothing and keeps no other from being
+    written. Should the transaction fail, every label in it fails (nothing was written) and each
+    request is answered with the error, for its page to send again.
+    """
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._turn = threading.Condition()
+        self._waiting: list[_Wanted] = []
+        self._busy = False
+        self._done: dict[int, BaseException | None] = {}
+
+    def write(self, wanted: _Wanted) -> LabelState:
+        with self._turn:
+            self._waiting.append(wanted)
+            while id(wanted) not in self._done and self._busy:
+                self._turn.wait()
+            if id(wanted) in self._done:
+                return self._outcome(wanted)
+            self._busy = True
+            batch, self._waiting = self._waiting, []
+        error: BaseException | None = None
+        try:
+            with writing(self.project):
+                self.project.write(lambda session: self._work(session, batch))
+        except BaseException as exc:  # noqa: BLE001 - handed to every request of the batch
+            error = exc
+        with self._turn:
+            for each in batch:
+                self._done[id(each)] = error
+            self._busy = False
+            self._turn.notify_all()
+            return self._outcome(wanted)
+
+    def _outcome(self, wanted: _Wanted) -> LabelState:
+        error = self._done.pop(id(wanted))
+        if error is not None:
+            raise error
+        if wanted.conflict is not None:
+            raise wanted.conflict
+        assert wanted.state is not None
+        return wanted.state
+
+    @staticmethod
+    def _work(session: Session, batch: list[_Wanted]) -> None:
+        ensure_annotators(session.connection(), sorted({w.name for w in batch}))
+        for w in batch:
+            w.state, w.conflict = None, None  # a retried transaction starts over
+            newest = _newest(session, w.name, w.query_id, w.chunk_id)
+            if (None if newest is None else int(newest.id)) != w.seen:
+                w.conflict = LabelConflict(
+                    _label_row_json(newest), "Your label of this pair changed since this page "
+                    "showed it (another tab, the app or a script recorded one). Nothing was "
+                    "written; choose which label to keep.")
+                continue
+            event = Label(query_id=w.query_id, chunk_id=w.chunk_id, annotator=w.name, grade=w.grade,
+                          skipped=w.skip, flagged=False, note=None, created_at=utcnow(),
+                          duration_ms=w.duration_ms, source=SOURCE)
+            session.add(event)
+            session.flush()
+            w.state = LabelState(int(event.id), w.grade, w.skip, None, event.created_at, None, SOURCE)
 
 
 def post_label(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str, *,
@@ -445,8 +591,7 @@ def post_label(project: Project, queues: Queues, who: Who, query_id: str, chunk_
         queue = queues.judging(slot, who.name)
         view = _locate(queue, query_id, chunk_id)
         duration = None if duration_ms is None else max(0, min(int(duration_ms), 86_400_000))
-        state = _write_label(project, who.name, query_id, chunk_id, grade=grade, skip=skip,
-                             seen=seen, duration_ms=duration)
+        state = queues.labels.write(_Wanted(who.name, query_id, chunk_id, grade, skip, seen, duration))
         queue.note_event(query_id, chunk_id, state)
         out: dict[str, Any] = {"event_id": state.id, "label": _state_json(state), "next": None}
         if advance:
@@ -562,6 +707,7 @@ def add_facet(project: Project, queues: Queues, who: Who, query_id: str, chunk_i
     _in_queue(queues, who, query_id, chunk_id)
     with writing(project):
         judging.add_facet(project, query_id, name)
+    _texts(project).forget("annotated", query_id)
     return _facets_json(project, who, query_id, chunk_id)
 
 
@@ -581,6 +727,7 @@ def add_nugget(project: Project, queues: Queues, who: Who, query_id: str, chunk_
     _in_queue(queues, who, query_id, chunk_id)
     with writing(project):
         judging.add_nugget(project, query_id, text, importance)
+    _texts(project).forget("annotated", query_id)
     return _facets_json(project, who, query_id, chunk_id)
 
 

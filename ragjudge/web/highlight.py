@@ -13,6 +13,7 @@ nothing from the data is ever read as markup.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WORD = re.compile(r"\w+")
@@ -40,13 +41,20 @@ def _root(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=1024)
+def _pattern(query: str) -> re.Pattern[str] | None:
+    roots = sorted({_root(t) for t in query_terms(query)}, key=len, reverse=True)
+    if not roots:
+        return None
+    return re.compile(r"(?i)\b(?:" + "|".join(re.escape(r) for r in roots) + r")\w*")
+
+
 def segments(text: str, query: str) -> list[str]:
     """``text`` cut where the query's words start and end: ``[plain, marked, plain, ...]``
     (the first piece is plain, possibly empty); joined again they are ``text``."""
-    roots = sorted({_root(t) for t in query_terms(query)}, key=len, reverse=True)
-    if not roots or not text:
+    pattern = _pattern(query)
+    if pattern is None or not text:
         return [text]
-    pattern = re.compile(r"(?i)\b(?:" + "|".join(re.escape(r) for r in roots) + r")\w*")
     out: list[str] = []
     at = 0
     for match in pattern.finditer(text):

@@ -77,6 +77,17 @@ def _by_cookie(ctx: Context, request: Request) -> Identity:
     return Identity(who, session, f"session:{session.id}")
 
 
+def present(request: Request) -> None:
+    """A :class:`Refusal` (401) for a request whose session cookie is missing or unknown here
+    (no read of the project)."""
+    ctx = context(request)
+    session_id = request.cookies.get(COOKIE)
+    if not session_id:
+        raise Refusal(401, "logged-out")
+    if ctx.sessions.get(session_id) is None:
+        raise Refusal(401, ctx.sessions.why_ended(session_id) or "expired")
+
+
 def identify_now(request: Request) -> Identity:
     """The request's identity, or a :class:`Refusal` (401, 429)."""
     ctx = context(request)
@@ -95,12 +106,17 @@ def identify(request: Request) -> Identity:
     return identify_now(request)
 
 
-def lead(request: Request) -> Identity:
-    """A dependency for lead-only routes: 403 for an annotator."""
+def lead_now(request: Request) -> Identity:
+    """The identity of a lead, or a :class:`Refusal` (403 for an annotator)."""
     ident = identify_now(request)
     if not ident.who.is_lead:
         raise Refusal(403, "lead-only")
     return ident
+
+
+def lead(request: Request) -> Identity:
+    """A FastAPI dependency for lead-only pages."""
+    return lead_now(request)
 
 
 def optional_identity(request: Request) -> Identity | None:

@@ -9,6 +9,7 @@ every label the server acknowledged is committed.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Any, TextIO
 
@@ -29,12 +30,32 @@ def public_address(settings: Settings) -> str:
     return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{settings.port}"
 
 
+def quiet_connections_close() -> Any:
+    """uvicorn's HTTP/1.1 protocol (httptools' parser when it is installed, else h11), closing
+    a connection that sends nothing for :data:`KEEP_ALIVE_SECONDS` from its start, as it does
+    between two requests: a connection opened and left silent would otherwise be held for as
+    long as the other end likes."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base
+
+    class Protocol(Base):  # type: ignore[valid-type,misc]
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if getattr(self, "timeout_keep_alive_task", "missing") is None:
+                self.timeout_keep_alive_task = self.loop.call_later(
+                    self.timeout_keep_alive, self.timeout_keep_alive_handler)
+
+    return Protocol
+
+
 def config(app: Any, settings: Settings) -> Any:
     import uvicorn
 
     return uvicorn.Config(
         app, host=settings.host, port=settings.port, log_config=None, log_level="warning",
-        access_log=False, server_header=False, proxy_headers=True,
+        access_log=False, server_header=False, proxy_headers=True, http=quiet_connections_close(),
         forwarded_allow_ips="127.0.0.1,::1", timeout_graceful_shutdown=GRACE_SECONDS,
         timeout_keep_alive=KEEP_ALIVE_SECONDS, ws_max_size=1 << 20, lifespan="on")
 
@@ -47,6 +68,15 @@ def make_server(settings: Settings, *, banner: TextIO | None = None) -> Any:
     ctx = app.fastapi.state.ctx
 
     class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            """SIGINT or SIGTERM stops the server (a second SIGINT stops it at once); it is the
+            way to stop it, so the process then ends normally (uvicorn would raise the signal
+            again after its shutdown: a traceback for Ctrl+C, exit code -15 for SIGTERM)."""
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
+
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
             if banner is not None and self.started:

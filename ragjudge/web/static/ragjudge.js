@@ -329,7 +329,7 @@
   // -- the judging page --------------------------------------------------------------------------
 
   function judgePage() {
-    const state = { pair: null, last: null, mine: [], shownAt: performance.now() };
+    const state = { pair: null, last: null, mine: [], shownAt: performance.now(), upcoming: null };
     const grades = Array.from(document.querySelectorAll("button.grade")).map(function (b) { return Number(b.dataset.grade); });
     const names = {};
     document.querySelectorAll("button.grade").forEach(function (b) {
@@ -417,9 +417,37 @@
       byId("progress").textContent = parts.join(" \u00b7 ");
     }
 
+    function pairKey(pair) {
+      return pair.query.id + "\u001f" + pair.chunk.id;
+    }
+
+    function prefetch(pair) {
+      /* The pair after this one, asked for while the person reads: a grade then needs only its
+         write before the next pair is on the page. */
+      if (!pair) {
+        state.upcoming = null;
+        return;
+      }
+      const upcoming = { after: pairKey(pair), value: null };
+      state.upcoming = upcoming;
+      get("/api/v1/pairs/next?" + query({ after_query_id: pair.query.id, after_chunk_id: pair.chunk.id }))
+        .then(function (data) { upcoming.value = { pair: data.pairs[0] || null }; })
+        .catch(function () { upcoming.value = null; });
+    }
+
+    function prefetched(pair) {
+      /* The next pair fetched ahead, when it is there and is not this very pair (at the end of
+         the queue the pair after it wraps around to the first one still open: this one). */
+      const upcoming = state.upcoming;
+      if (!upcoming || upcoming.after !== pairKey(pair) || !upcoming.value) return null;
+      if (upcoming.value.pair && pairKey(upcoming.value.pair) === pairKey(pair)) return null;
+      return upcoming.value;
+    }
+
     function render(pair) {
       byId("loading").hidden = true;
       if (!pair) {
+        state.upcoming = null;
         state.pair = null;
         byId("pair").hidden = true;
         byId("done").hidden = false;
@@ -439,7 +467,8 @@
       renderYours(pair);
       renderFacets(pair.facets, pair.nuggets);
       renderProgress(pair);
-      body.dataset.pair = pair.query.id + "\u001f" + pair.chunk.id;
+      body.dataset.pair = pairKey(pair);
+      prefetch(pair);
     }
 
     async function refresh() {
@@ -452,21 +481,33 @@
       const pair = state.pair;
       if (!pair || busy()) return;
       const what = skip ? "your skip" : "your " + (names[grade] ? "grade " + names[grade] : "grade " + grade);
+      const ahead = prefetched(pair);
       await sendLabel({
         path: "/api/v1/labels", key: newKey(), what: what,
         body: {
           query_id: pair.query.id, chunk_id: pair.chunk.id, grade: skip ? null : grade, skip: skip,
-          seen: pair.seen, duration_ms: Math.round(performance.now() - state.shownAt), advance: true,
+          seen: pair.seen, duration_ms: Math.round(performance.now() - state.shownAt), advance: !ahead,
         },
-      });
+      }, ahead);
     }
 
-    async function sendLabel(action) {
+    function counted(next, pair) {
+      /* The pair fetched ahead counted its query's and the queue's judged pairs before this
+         label: one more now when this label handled a pair that was open. */
+      if (!next || !pair || (pair.label && (pair.label.grade !== null || pair.label.skipped))) return next;
+      const progress = Object.assign({}, next.progress);
+      if (next.query.id === pair.query.id) progress.judged += 1;
+      if (progress.queue_handled !== null) progress.queue_handled += 1;
+      return Object.assign({}, next, { progress: progress });
+    }
+
+    async function sendLabel(action, ahead) {
       const { status, data } = await send(action);
       if (status === 201) {
         state.mine.push(data.event_id);
-        say(action.what.replace(/^your /, "").replace(/^./, function (c) { return c.toUpperCase(); }) + " saved." + (data.next ? "" : " Every pair of your queue is judged."));
-        render(data.next);
+        const next = ahead && !action.body.advance ? counted(ahead.pair, state.pair) : data.next;
+        say(action.what.replace(/^your /, "").replace(/^./, function (c) { return c.toUpperCase(); }) + " saved." + (next ? "" : " Every pair of your queue is judged."));
+        render(next);
         return;
       }
       if (status === 409) return labelConflict(action, data.current);
@@ -486,7 +527,7 @@
       const mine = await choose(text, "Record " + action.what, "Keep " + describe(current));
       if (mine) {
         await sendLabel({ path: action.path, key: newKey(), what: action.what,
-          body: Object.assign({}, wanted, { seen: current ? current.event_id : null }) });
+          body: Object.assign({}, wanted, { seen: current ? current.event_id : null, advance: true }) });
       } else {
         await refresh();
       }
