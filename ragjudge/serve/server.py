@@ -1,7 +1,13 @@
-"""The web server of ``ragjudge serve``, on textual-serve.
+"""The terminal relay, on textual-serve: the Textual app in a browser tab.
 
 textual-serve relays a terminal between xterm.js in the page and one app process per browser
-tab. ragjudge changes four things about it:
+tab. ``ragjudge serve`` (:mod:`ragjudge.web`) uses one part of this module: the lead's terminal
+(``/lead/terminal``, :mod:`ragjudge.web.terminal`) starts its app process as a
+:class:`SessionProcess` with :func:`session_command`. :class:`JudgingServer` serves the relay
+alone, with its login screen, as ``ragjudge serve`` did before the web pages: it is kept as the
+baseline the benchmarks measure the web pages beside (``tests/bench/bench_serve.py``,
+``bench_web.py``), and tested in ``tests/serve``. ragjudge changes four things about
+textual-serve:
 
 - its own page (``templates/app_index.html``): the terminal script, stylesheet and font come
   from the files textual-serve ships, served here; the page asks nothing of any other host;
@@ -18,7 +24,6 @@ tab. ragjudge changes four things about it:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import shlex
@@ -35,6 +40,7 @@ from textual_serve.server import Server
 
 from ragjudge.safetext import visible
 from ragjudge.tui.served import SERVED_ENV
+from ragjudge.web.guard import is_loopback
 
 log = logging.getLogger("ragjudge.serve")
 
@@ -61,16 +67,6 @@ own and xterm.js's)."""
 # development switches (a log file, a devtools connection) and a second project.
 DROPPED_ENV = ("TEXTUAL", "TEXTUAL_LOG", "TEXTUAL_DEVTOOLS_HOST", "TEXTUAL_DEVTOOLS_PORT",
                "TEXTUAL_SCREENSHOT", "TEXTUAL_SCREENSHOT_LOCATION", "TEXTUAL_SCREENSHOT_FILENAME")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def session_command() -> str:

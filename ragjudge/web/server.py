@@ -10,6 +10,7 @@ every label the server acknowledged is committed.
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 from typing import Any, TextIO
 
@@ -88,12 +89,29 @@ def make_server(settings: Settings, *, banner: TextIO | None = None) -> Any:
     return Server(config(app, settings))
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound here so that an address in use is an :class:`OSError` for
+    the command to word (uvicorn would log it and exit)."""
+    infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve(db: str, *, host: str = "127.0.0.1", port: int = 8000, public_url: str | None = None,
           max_sessions: int = DEFAULT_MAX_SESSIONS, max_terminals: int = DEFAULT_MAX_TERMINALS) -> None:
-    """Serve the project until SIGINT or SIGTERM."""
+    """Serve the project until SIGINT or SIGTERM (an :class:`OSError` when the address cannot
+    be listened on)."""
     settings = Settings(db=db, host=host, port=port, public_url=public_url,
                         max_sessions=max_sessions, max_terminals=max_terminals)
+    sock = listening_socket(host, port)
     server = make_server(settings, banner=sys.stdout)
-    server.run()
-    if not server.started:
-        raise OSError(f"cannot listen on {host} port {port}")
+    with sock:
+        server.run(sockets=[sock])

@@ -29,8 +29,6 @@ from ragjudge.web.app import Context, Refusal
 from ragjudge.web.auth import COOKIE
 from ragjudge.web.identity import Identity, lead
 
-SERVED_AS = "RAGJUDGE_SERVED_AS"
-"""The environment variable that names the lead an app process runs as."""
 CHECK_SECONDS = 5.0
 """How often an open terminal's session is checked again."""
 STOP_SECONDS = 1.0
@@ -77,6 +75,7 @@ def _process(ctx: Context, websocket: WebSocket, name: str) -> Any:
     from textual_serve.download_manager import DownloadManager
 
     from ragjudge.serve.server import SessionProcess, session_command
+    from ragjudge.serve.session import SERVED_AS
 
     class LeadProcess(SessionProcess):
         def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:

@@ -211,9 +211,17 @@
   }
 
   function busy() {
-    if (!sending) return false;
-    say("Still sending your last action; wait for it to be saved.");
-    return true;
+    /* One action at a time: while one is being sent, or one waits for the person to log in
+       again, nothing else is taken (it would stand in the other's place). */
+    if (sending) {
+      say("Still sending your last action; wait for it to be saved.");
+      return true;
+    }
+    if (body.classList.contains("-logged-out") && pending()) {
+      say("Log in again first: your last action is kept and sent then.");
+      return true;
+    }
+    return false;
   }
 
   async function resume() {
@@ -309,7 +317,6 @@
     document.addEventListener("keydown", function (event) {
       if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
       if (anyDialogOpen() || typing(event.target)) return;
-      if (body.classList.contains("-logged-out")) return;
       if (handler(event.key)) event.preventDefault();
     });
   }

@@ -457,3 +457,19 @@ def test_no_request_leaves_loopback(tabs, site):
         tab.page.goto(tab.url + path)
     assert tab.loopback_only() and any("/api/v1/pairs/next" in u for u in tab.requests)
 
+
+
+def test_a_lead_opens_the_terminal_app_in_the_browser(tabs, site, web):
+    pytest.importorskip("textual_serve", reason="the lead terminal needs textual-serve")
+    tab = tabs()
+    tab.log_in(site.tokens["dora"])
+    page = tab.page
+    page.goto(tab.url + "/lead")
+    with page.expect_websocket() as opened:
+        page.click("a[href='/lead/terminal']")
+    assert urlsplit(opened.value.url).hostname == "127.0.0.1"
+    assert urlsplit(opened.value.url).path == "/lead/terminal/ws"
+    page.wait_for_selector("body.-first-byte", timeout=DEADLINE * 1000)
+    assert len(web.ctx.terminals) == 1
+    page.goto(tab.url + "/judge")  # leaving the page ends the terminal and its process
+    wait_for(lambda: not web.ctx.terminals, "the terminal's process to end")
