@@ -210,7 +210,7 @@ def next_pairs(request: Request,
         raise Refusal(422, "invalid", "Give both after_query_id and after_chunk_id, or neither. "
                       "Nothing was changed.")
     ctx = context(request)
-    after = None if after_query_id is None else (after_query_id, after_chunk_id)
+    after = None if after_query_id is None or after_chunk_id is None else (after_query_id, after_chunk_id)
     return _json(_read(lambda: backend.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after)))
 
 

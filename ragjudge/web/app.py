@@ -70,22 +70,16 @@ class Context:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.project: Any = None
-        self.queues: backend.Queues | None = None
-        self.title = "ragjudge"
+        self.project = backend.open_project(settings.db)
+        self.queues = backend.Queues(self.project)
+        self.title = visible(backend.project_title(self.project))
         self.sessions = Sessions(settings.max_sessions)
         self.limits = Limits(settings.limits)
         self.replays = Replays()
         self.terminals: set[Any] = set()
 
-    def open(self) -> None:
-        self.project = backend.open_project(self.settings.db)
-        self.queues = backend.Queues(self.project)
-        self.title = visible(backend.project_title(self.project))
-
     def close(self) -> None:
-        if self.project is not None:
-            self.project.close()
+        self.project.close()
 
 
 # -- refusals --------------------------------------------------------------------------------
@@ -180,8 +174,8 @@ def _validation_message(error: RequestValidationError) -> str:
             "Nothing was changed.")
 
 
-def create_app(settings: Settings, *, open_project: bool = True) -> Any:
-    """The ASGI application (the :class:`Guard` around FastAPI)."""
+def create_app(settings: Settings) -> Any:
+    """The ASGI application (the :class:`Guard` around FastAPI); the project is opened now."""
     from contextlib import asynccontextmanager
 
     from ragjudge.web import api, pages, terminal
@@ -206,8 +200,6 @@ def create_app(settings: Settings, *, open_project: bool = True) -> Any:
                               "personal token as 'Authorization: Bearer TOKEN'; every write "
                               "carries an 'Idempotency-Key' header (a UUID per action).")
     app.state.ctx = ctx
-    if open_project:
-        ctx.open()
 
     def refused(request: Request, refusal: Refusal) -> Response:
         return refusal_response(request.url.path, refusal, base=settings.base, title=ctx.title)

@@ -438,7 +438,7 @@ def next_pairs(project: Project, queues: Queues, who: Who, n: int = 1, *,
     with slot.lock:
         queue = queues.judging(slot, who.name)
         view = queue.first() if after is None else queue.after(_locate(queue, *after).position)
-        out = []
+        out: list[dict[str, Any]] = []
         while view is not None and len(out) < n:
             view = _open_from(project, queue, view)
             if view is None:

@@ -94,11 +94,11 @@ async def login(request: Request) -> Response:
     try:
         session = await log_in(request, token)
     except Refusal as refusal:
-        response = page(request, "login.html", None, status=refusal.status,
-                        message=refusal.message, refused=True)
+        refused = page(request, "login.html", None, status=refusal.status,
+                       message=refusal.message, refused=True)
         if refusal.retry_after is not None:
-            response.headers["Retry-After"] = str(max(1, round(refusal.retry_after)))
-        return response
+            refused.headers["Retry-After"] = str(max(1, round(refusal.retry_after)))
+        return refused
     old = request.cookies.get(COOKIE)
     if old:
         ctx.sessions.drop(old)

@@ -36,13 +36,18 @@ def quiet_connections_close() -> Any:
     a connection that sends nothing for :data:`KEEP_ALIVE_SECONDS` from its start, as it does
     between two requests: a connection opened and left silent would otherwise be held for as
     long as the other end likes."""
+    base: Any
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
-    except ImportError:
-        from uvicorn.protocols.http.h11_impl import H11Protocol as Base
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class Protocol(Base):  # type: ignore[valid-type,misc]
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        base = HttpToolsProtocol
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        base = H11Protocol
+
+    class Protocol(base):
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             if getattr(self, "timeout_keep_alive_task", "missing") is None:
                 self.timeout_keep_alive_task = self.loop.call_later(
