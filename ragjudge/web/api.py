@@ -15,6 +15,7 @@ database is not reachable). Each is ``{"error": CODE, "message": PARAGRAPH}``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -161,14 +162,18 @@ def _once(request: Request, key: str | None, body: BaseModel | None,
                       "the same one for each retry of it). Nothing was changed.")
     text = b"" if body is None else body.model_dump_json().encode()
     fingerprint = Replays.fingerprint(request.method, request.url.path, text)
+
+    def run() -> tuple[int, bytes]:
+        status, payload = _outcome(lambda: action(ident), created)
+        return status, _encoded(payload)
+
     try:
-        status, payload, replay = context(request).replays.run(
-            ident.scope, key, fingerprint, lambda: _outcome(lambda: action(ident), created))
+        status, encoded, replay = context(request).replays.run(ident.scope, key, fingerprint, run)
     except KeyReused:
         raise Refusal(422, "invalid", "This Idempotency-Key came with a different request "
                       "before: make a new key for each action. Nothing was changed.") from None
     headers = {"Idempotent-Replayed": "true"} if replay else {}
-    return JSONResponse(payload, status_code=status, headers=headers)
+    return Response(encoded, status_code=status, headers=headers, media_type="application/json")
 
 
 def _read(action: Callable[[], Any]) -> Any:
@@ -177,6 +182,12 @@ def _read(action: Callable[[], Any]) -> Any:
         raise Refusal(status, body["error"], body["message"],
                       extra={k: v for k, v in body.items() if k not in ("error", "message")})
     return body
+
+
+def _encoded(data: Any) -> bytes:
+    """JSON as Starlette's JSONResponse writes it."""
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, indent=None,
+                      separators=(",", ":")).encode("utf-8")
 
 
 def _json(data: Any) -> JSONResponse:

@@ -53,6 +53,8 @@ SOURCE = "web"
 """``labels.source`` of the events the web pages and the API write."""
 QUEUE_SECONDS = 600.0
 """A judging queue is built again after this long (new runs, assignments, a send-back)."""
+IDLE_SECONDS = 1800.0
+"""An annotator's queues are let go after this long without a request."""
 NEXT_LIMIT = 20
 """The most pairs one request for next pairs returns."""
 CHECKPOINT_SECONDS = 1.0
@@ -226,6 +228,7 @@ class _Slot:
     built: float = 0.0
     answers: answers.AnswerQueue | None = None
     answers_built: float = 0.0
+    used: float = field(default_factory=time.monotonic)
 
 
 class Queues:
@@ -237,15 +240,31 @@ class Queues:
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._counting: set[str] = set()
+        self._swept = time.monotonic()
         self._counter = ThreadPoolExecutor(1, thread_name_prefix="ragjudge-count")
         self.labels = LabelWriter(project)
 
     def slot(self, name: str) -> _Slot:
+        now = time.monotonic()
         with self._lock:
             found = self._slots.get(name)
             if found is None:
                 found = self._slots[name] = _Slot()
+            found.used = now
+            if now - self._swept > IDLE_SECONDS / 10:
+                self._sweep(now)
             return found
+
+    def _sweep(self, now: float) -> None:
+        """Let go of the queues of annotators idle for :data:`IDLE_SECONDS` (built again when
+        they come back): memory follows the people at work, not everyone who ever logged in."""
+        self._swept = now
+        for slot in self._slots.values():
+            if now - slot.used > IDLE_SECONDS and slot.lock.acquire(blocking=False):
+                try:
+                    slot.queue = slot.answers = None
+                finally:
+                    slot.lock.release()
 
     def judging(self, slot: _Slot, name: str) -> JudgingQueue:
         """The annotator's queue (call with ``slot.lock`` held)."""

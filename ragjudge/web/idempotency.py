@@ -1,11 +1,14 @@
 """Each action once: the answers to requests that carried an ``Idempotency-Key``.
 
 The page makes a random key (a UUID) per action -- one grade, one undo -- and sends it with every
-try of that action. The server remembers, per session (per annotator for a script with a
-token), each key's first answer for :data:`KEEP_SECONDS`; a repeat gets that answer again
-without running the action a second time. A repeat that arrives while the first try is still
-running waits for it. The same key with a different request is refused (422): that is a
-client's mistake, not a retry.
+try of that action. The server remembers, per session (per token for a script), each key's
+first answer; a repeat gets that answer again without running the action a second time. A
+repeat that arrives while the first try is still running waits for it. The same key with a
+different request is refused (422): that is a client's mistake, not a retry.
+
+An answer is kept for :data:`KEEP_SECONDS`, at most :data:`PER_SCOPE` per session, and at most
+:data:`BUDGET_BYTES` in all (the oldest go first): a page sends an action again within seconds
+or minutes, and a label's answer, with the next pair in it, is a few kilobytes.
 
 Answers a retry should run again are not kept: 401, 403 and 429 (the action did not run) and
 server errors (it may not have).
@@ -22,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 KEEP_SECONDS = 24 * 3600.0
-PER_SCOPE = 2_000
-"""Keys kept per session; the oldest go first."""
-SCOPES = 50_000
-"""Sessions (and scripts) with kept keys; the least recently used go first."""
+PER_SCOPE = 500
+"""Keys kept per session (or script); the oldest go first."""
+BUDGET_BYTES = 64 * 1024 * 1024
+"""The kept answers' bytes in all; the oldest go first."""
 KEY = re.compile(r"^[A-Za-z0-9_-]{8,100}$")
 NOT_KEPT = frozenset({401, 403, 429})
 
@@ -38,15 +41,19 @@ class KeyReused(Exception):
 class _Entry:
     fingerprint: str
     done: threading.Event = field(default_factory=threading.Event)
-    answer: tuple[int, object] | None = None
+    answer: tuple[int, bytes] | None = None
     at: float = field(default_factory=time.monotonic)
 
 
 class Replays:
-    """The kept answers of every scope."""
+    """The kept answers of every scope, oldest first."""
 
-    def __init__(self) -> None:
-        self._scopes: OrderedDict[str, OrderedDict[str, _Entry]] = OrderedDict()
+    def __init__(self, budget: int = BUDGET_BYTES, per_scope: int = PER_SCOPE) -> None:
+        self.budget = budget
+        self.per_scope = per_scope
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._per_scope: dict[str, int] = {}
+        self._bytes = 0
         self._lock = threading.Lock()
 
     @staticmethod
@@ -54,7 +61,7 @@ class Replays:
         return hashlib.sha256(b"%s %s\n%s" % (method.encode(), path.encode(), body)).hexdigest()
 
     def run(self, scope: str, key: str, fingerprint: str,
-            action: Callable[[], tuple[int, object]]) -> tuple[int, object, bool]:
+            action: Callable[[], tuple[int, bytes]]) -> tuple[int, bytes, bool]:
         """``action()``'s ``(status, body)``, or the first answer kept for ``key`` in ``scope``;
         the third value says whether it is a replay."""
         entry, first = self._claim(scope, key, fingerprint)
@@ -71,38 +78,63 @@ class Replays:
         if status in NOT_KEPT or status >= 500:
             self._release(scope, key, entry)
         else:
-            entry.answer = (status, body)
-            entry.done.set()
+            self._keep(scope, key, entry, status, body)
         return status, body, False
 
     def _claim(self, scope: str, key: str, fingerprint: str) -> tuple[_Entry, bool]:
-        now = time.monotonic()
         with self._lock:
-            keys = self._scopes.get(scope)
-            if keys is None:
-                keys = self._scopes[scope] = OrderedDict()
-            self._scopes.move_to_end(scope)
-            while len(self._scopes) > SCOPES:
-                self._scopes.popitem(last=False)
-            while keys and now - next(iter(keys.values())).at > KEEP_SECONDS:
-                keys.popitem(last=False)
-            found = keys.get(key)
+            self._expire(time.monotonic())
+            found = self._entries.get((scope, key))
             if found is not None:
                 if found.fingerprint != fingerprint:
                     raise KeyReused()
                 return found, False
-            entry = keys[key] = _Entry(fingerprint)
-            while len(keys) > PER_SCOPE:
-                keys.popitem(last=False)
+            entry = self._entries[(scope, key)] = _Entry(fingerprint)
+            self._per_scope[scope] = self._per_scope.get(scope, 0) + 1
+            if self._per_scope[scope] > self.per_scope:
+                oldest = next(k for k in self._entries if k[0] == scope)
+                self._drop(oldest)
             return entry, True
+
+    def _keep(self, scope: str, key: str, entry: _Entry, status: int, body: bytes) -> None:
+        with self._lock:
+            entry.answer = (status, body)
+            if self._entries.get((scope, key)) is not entry:
+                entry.done.set()  # evicted while it ran: answered, not kept
+                return
+            self._bytes += len(body)
+            while self._bytes > self.budget and self._entries:
+                self._drop(next(iter(self._entries)))
+        entry.done.set()
 
     def _release(self, scope: str, key: str, entry: _Entry) -> None:
         with self._lock:
-            keys = self._scopes.get(scope)
-            if keys is not None and keys.get(key) is entry:
-                del keys[key]
+            if self._entries.get((scope, key)) is entry:
+                self._drop((scope, key))
         entry.done.set()
+
+    def _drop(self, where: tuple[str, str]) -> None:
+        entry = self._entries.pop(where)
+        if entry.answer is not None:
+            self._bytes -= len(entry.answer[1])
+        count = self._per_scope.get(where[0], 1) - 1
+        if count:
+            self._per_scope[where[0]] = count
+        else:
+            self._per_scope.pop(where[0], None)
+
+    def _expire(self, now: float) -> None:
+        while self._entries:
+            where, oldest = next(iter(self._entries.items()))
+            if now - oldest.at <= KEEP_SECONDS or not oldest.done.is_set():
+                break
+            self._drop(where)
 
     def forget(self, scope: str) -> None:
         with self._lock:
-            self._scopes.pop(scope, None)
+            for where in [k for k in self._entries if k[0] == scope]:
+                self._drop(where)
+
+    @property
+    def kept_bytes(self) -> int:
+        return self._bytes

@@ -155,3 +155,27 @@ def test_the_query_s_words_are_marked_as_the_app_marks_them(text, query):
         return  # the app marks the text made visible; the page marks the text, then shows it visibly
     rich = highlighted(text, query_terms(query))
     assert [(s.start, s.end) for s in rich.spans] == marked_web
+
+
+def test_kept_answers_stay_within_their_budget_and_a_repeat_runs_nothing_again():
+    from ragjudge.web.idempotency import Replays
+
+    replays = Replays(budget=10_000, per_scope=5)
+    runs = []
+
+    def action(n):
+        def run():
+            runs.append(n)
+            return 201, b"x" * 1000
+        return run
+
+    for n in range(8):
+        replays.run("session:a", f"key-{n:04d}", "f", action(n))
+    assert replays.run("session:a", "key-0007", "f", action(99))[2] is True  # replayed: 99 never ran
+    assert replays.run("session:a", "key-0000", "f", action(100))[2] is False  # 5 per session: gone
+    for n in range(20):
+        replays.run(f"session:{n}", "key-xxxx", "f", action(n))
+    assert replays.kept_bytes <= 10_000
+    assert 99 not in runs and 100 in runs
+    replays.forget("session:19")
+    assert replays.run("session:19", "key-xxxx", "f", action(200))[2] is False
