@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from ragjudge.errors import RagjudgeError, UsageError
@@ -307,6 +307,24 @@ class Queues:
 
 # -- pairs -----------------------------------------------------------------------------------
 
+_LABELS = Label.__table__
+_NEWEST_EVENT = (
+    select(_LABELS.c.id, _LABELS.c.grade, _LABELS.c.skipped, _LABELS.c.note, _LABELS.c.created_at,
+           _LABELS.c.undoes, _LABELS.c.source)
+    .where(_LABELS.c.annotator == bindparam("annotator"), _LABELS.c.query_id == bindparam("query"),
+           _LABELS.c.chunk_id == bindparam("chunk"), not_recheck())
+    .order_by(_LABELS.c.id.desc()).limit(1))
+"""An annotator's newest (non-recheck) label event of a pair: built once, so that each use is
+a lookup in SQLAlchemy's statement cache, not a new statement."""
+_INSERT_LABEL = insert(_LABELS)
+
+
+def _row_state(row: Any) -> LabelState | None:
+    if row is None:
+        return None
+    return LabelState(int(row[0]), row[1], bool(row[2]), row[3], row[4], row[5], row[6])
+
+
 
 class _TextCache:
     """Query and chunk texts, kept a minute (they change only by an import), and whether a
@@ -374,16 +392,10 @@ def _fresh(project: Project, queue: JudgingQueue, view: PairView) -> PairView:
     two indexed reads)."""
     name = queue.annotator
     with project.connect() as connection:
-        row = connection.execute(
-            select(Label.id, Label.grade, Label.skipped, Label.note, Label.created_at, Label.undoes,
-                   Label.source)
-            .where(Label.annotator == name, Label.query_id == view.query_id,
-                   Label.chunk_id == view.chunk_id, not_recheck())
-            .order_by(Label.id.desc()).limit(1)).first()
+        state = _row_state(connection.execute(_NEWEST_EVENT, {
+            "annotator": name, "query": view.query_id, "chunk": view.chunk_id}).first())
         marks = judging.marks_of_query(connection, name, view.query_id, view.chunk_id).get(
             view.chunk_id, judging.NO_MARKS)
-    state = None if row is None else LabelState(int(row[0]), row[1], bool(row[2]), row[3], row[4],
-                                                row[5], row[6])
     if state != view.state:
         queue.note_event(view.query_id, view.chunk_id, state)
     if marks != view.marks:
@@ -486,13 +498,6 @@ def pair_at(project: Project, queues: Queues, who: Who, query_id: str, chunk_id:
 # -- labels ----------------------------------------------------------------------------------
 
 
-def _newest(session: Session, name: str, query_id: str, chunk_id: str) -> Label | None:
-    return session.scalars(
-        select(Label).where(Label.annotator == name, Label.query_id == query_id,
-                            Label.chunk_id == chunk_id, not_recheck())
-        .order_by(Label.id.desc()).limit(1)).first()
-
-
 def _label_row_json(row: Label | None) -> dict[str, Any] | None:
     if row is None:
         return None
@@ -581,22 +586,25 @@ class LabelWriter:
 
     @staticmethod
     def _work(session: Session, batch: list[_Wanted]) -> None:
-        ensure_annotators(session.connection(), sorted({w.name for w in batch}))
+        connection = session.connection()
+        ensure_annotators(connection, sorted({w.name for w in batch}))
         for w in batch:
             w.state, w.conflict = None, None  # a retried transaction starts over
-            newest = _newest(session, w.name, w.query_id, w.chunk_id)
-            if (None if newest is None else int(newest.id)) != w.seen:
+            newest = _row_state(connection.execute(_NEWEST_EVENT, {
+                "annotator": w.name, "query": w.query_id, "chunk": w.chunk_id}).first())
+            if (None if newest is None else newest.id) != w.seen:
                 w.conflict = LabelConflict(
-                    _label_row_json(newest), "Your label of this pair changed since this page "
+                    _state_json(newest), "Your label of this pair changed since this page "
                     "showed it (another tab, the app or a script recorded one). Nothing was "
                     "written; choose which label to keep.")
                 continue
-            event = Label(query_id=w.query_id, chunk_id=w.chunk_id, annotator=w.name, grade=w.grade,
-                          skipped=w.skip, flagged=False, note=None, created_at=utcnow(),
-                          duration_ms=w.duration_ms, source=SOURCE)
-            session.add(event)
-            session.flush()
-            w.state = LabelState(int(event.id), w.grade, w.skip, None, event.created_at, None, SOURCE)
+            at = utcnow()
+            done = connection.execute(_INSERT_LABEL, {
+                "query_id": w.query_id, "chunk_id": w.chunk_id, "annotator": w.name,
+                "grade": w.grade, "skipped": w.skip, "flagged": False, "note": None,
+                "created_at": at, "duration_ms": w.duration_ms, "source": SOURCE})
+            event_id = done.inserted_primary_key[0]  # type: ignore[index]  # one row was inserted
+            w.state = LabelState(int(event_id), w.grade, w.skip, None, at, None, SOURCE)
 
 
 def post_label(project: Project, queues: Queues, who: Who, query_id: str, chunk_id: str, *,

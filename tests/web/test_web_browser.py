@@ -473,3 +473,24 @@ def test_a_lead_opens_the_terminal_app_in_the_browser(tabs, site, web):
     assert len(web.ctx.terminals) == 1
     page.goto(tab.url + "/judge")  # leaving the page ends the terminal and its process
     wait_for(lambda: not web.ctx.terminals, "the terminal's process to end")
+
+
+def test_a_label_is_given_again_from_your_labels(tabs, site):
+    tab = tabs()
+    tab.log_in(site.tokens["ana"])
+    page = tab.page
+    pair = shown_pair(page)
+    page.keyboard.press("1")
+    next_shown(page, pair)
+    page.keyboard.press("l")
+    page.wait_for_url(tab.url + "/history")
+    assert page.locator("table.history tbody tr").count() == 1
+    page.click("table.history a")
+    page.wait_for_function("(p) => document.body.dataset.pair === p", arg="\x1f".join(pair))
+    assert "You gave grade 1" in page.inner_text("#your-label")
+    page.keyboard.press("3")  # its seen is the grade 1 event: a relabel, not a conflict
+    next_shown(page, pair)
+    assert [(q, c, g) for _, q, c, g, *_ in events(site.db, "ana")] == [(*pair, 1), (*pair, 3)]
+    page.goto(tab.url + "/judge?query_id=q1&chunk_id=nope")  # a pair not in the queue: the next one
+    shown_pair(page)
+    page.wait_for_function("() => document.getElementById('live').textContent.includes('not in your queue')")

@@ -718,10 +718,13 @@
         byId("news").hidden = false;
       }
       const params = new URLSearchParams(window.location.search);
-      if (params.get("query_id") && params.get("chunk_id")) {
-        const data = await get("/api/v1/pairs/at?" + query({ query_id: params.get("query_id"), chunk_id: params.get("chunk_id") }));
-        render(data.pair);
-        return;
+      if (params.get("query_id") && params.get("chunk_id")) {  // a pair chosen from your labels
+        const asked = await request("GET", "/api/v1/pairs/at?" + query({ query_id: params.get("query_id"), chunk_id: params.get("chunk_id") }));
+        if (asked.status === 200 && asked.data.pair) {
+          render(asked.data.pair);
+          return;
+        }
+        say((asked.data.message || "That pair is not in your queue.") + " Here is the next pair to judge.");
       }
       const data = await get("/api/v1/pairs/next");
       if (data.empty) byId("done-text").textContent = "There is nothing to judge here: no query has retrieved chunks in this pool yet. Ask your lead to import a run.";
