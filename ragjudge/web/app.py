@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from anyio import to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -43,6 +44,9 @@ visibly (Jinja2 escapes it for HTML after)."""
 DEFAULT_MAX_SESSIONS = 1000
 """Logged-in sessions at once (each is a few hundred bytes of memory, not a process)."""
 DEFAULT_MAX_TERMINALS = 4
+WORKER_THREADS = 12
+"""Requests handled at once (on threads); more wait for a turn. With the queue-counting and
+checkpoint threads this stays within the 15 connections of the engine's pool."""
 """Lead terminals at once (each is an app process of about 100 MB)."""
 
 
@@ -188,6 +192,10 @@ def create_app(settings: Settings) -> Any:
         # full passes, which otherwise walk it all (pauses of 0.1-0.2 s measured under load)
         gc.collect()
         gc.freeze()
+        # A request's work is short and mostly in the database: a few threads keep the cores
+        # busy, and many would only queue for the interpreter's lock after every statement
+        # (and each open its own database connection).
+        to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
         try:
             yield
         finally:

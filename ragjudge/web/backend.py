@@ -51,6 +51,8 @@ T = TypeVar("T")
 
 SOURCE = "web"
 """``labels.source`` of the events the web pages and the API write."""
+DEPTH = 10
+"""The judging pool's depth (the app's default): each run's top 10 per query."""
 QUEUE_SECONDS = 600.0
 """A judging queue is built again after this long (new runs, assignments, a send-back)."""
 IDLE_SECONDS = 1800.0
@@ -269,8 +271,11 @@ class Queues:
     def judging(self, slot: _Slot, name: str) -> JudgingQueue:
         """The annotator's queue (call with ``slot.lock`` held)."""
         if slot.queue is None or time.monotonic() - slot.built > QUEUE_SECONDS:
-            with writing(self.project):  # a pool deeper than the runs' heads widens them
-                slot.queue = JudgingQueue(self.project, name)
+            from ragjudge.services.runhead import ensure_rows
+
+            with writing(self.project):  # a pool deeper than the runs' heads widens them (a
+                ensure_rows(self.project, DEPTH)  # read when they are deep enough, as usual)
+            slot.queue = JudgingQueue(self.project, name, depth=DEPTH)  # (then nothing to write)
             slot.built = time.monotonic()
             self._count_later(slot.queue)
         return slot.queue

@@ -21,6 +21,10 @@ GRACE_SECONDS = 1
 """How long requests under way may take to finish once a stop is asked for."""
 KEEP_ALIVE_SECONDS = 5
 """How long an idle connection stays open."""
+SWITCH_SECONDS = 0.0005
+"""How long a thread may keep the interpreter while another waits for it (Python's default is
+5 ms). SQLite lets go of the interpreter for each statement and a request makes a dozen: with
+the default, a thread back from the database could wait 5 ms each time behind the others."""
 
 
 def public_address(settings: Settings) -> str:
@@ -117,6 +121,7 @@ def serve(db: str, *, host: str = "127.0.0.1", port: int = 8000, public_url: str
     settings = Settings(db=db, host=host, port=port, public_url=public_url,
                         max_sessions=max_sessions, max_terminals=max_terminals)
     sock = listening_socket(host, port)
+    sys.setswitchinterval(SWITCH_SECONDS)
     server = make_server(settings, banner=sys.stdout)
     with sock:
         server.run(sockets=[sock])
