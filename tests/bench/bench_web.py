@@ -107,6 +107,12 @@ RELAY = ("from ragjudge.serve.server import serve; "
          "serve({db}, title='ragjudge', host='127.0.0.1', port={port}, public_url=None)")
 
 
+def cpu_seconds(pid: int) -> float:
+    """The processor time process ``pid`` has used (user and system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def children(pid: int) -> list[int]:
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
@@ -212,10 +218,13 @@ def relay_browsers(browser, served: Served, tokens, keys: int, rounds: int, coun
 
 
 async def annotators(url: str, tokens: list[str], seconds: float, server_pid: int,
-                     arrive: float) -> dict:
+                     arrive: float, batch: int = 0) -> dict:
     """Each token an annotator posting a label every 2 s, arriving at a random moment of the
     first ``arrive`` seconds (aiohttp: a light client, so that the load generator takes little
-    of the cores the server runs on)."""
+    of the cores the server runs on). Without ``batch``, each label's answer brings the next
+    pair (as the judging page's first label does); with it, an annotator takes ``batch`` pairs
+    at a time (``pairs/next?n=``) and posts its labels without asking for the next one (as a
+    script would, and as the page does when it fetched the next pair ahead)."""
     import aiohttp
 
     times: list[float] = []
@@ -235,13 +244,25 @@ async def annotators(url: str, tokens: list[str], seconds: float, server_pid: in
             async with client.get("/api/v1/me") as response:
                 me = (await response.json())["name"]
             mine = acknowledged.setdefault(me, [])
-            async with client.get("/api/v1/pairs/next") as response:
-                pair = (await response.json())["pairs"][0]
+            waiting: list[dict] = []
+
+            async def take(after: dict | None) -> dict | None:
+                if not batch:
+                    async with client.get("/api/v1/pairs/next") as response:
+                        return (await response.json())["pairs"][0]
+                if not waiting:
+                    where = {} if after is None else {"after_query_id": after["query"]["id"],
+                                                      "after_chunk_id": after["chunk"]["id"]}
+                    async with client.get("/api/v1/pairs/next", params={"n": batch, **where}) as response:
+                        waiting.extend((await response.json())["pairs"])
+                return waiting.pop(0) if waiting else None
+
+            pair = await take(None)
             await asyncio.sleep(random.random() * 2.0)
             beat = time.monotonic()
             while pair is not None and time.monotonic() < stop_at:
                 body = {"query_id": pair["query"]["id"], "chunk_id": pair["chunk"]["id"],
-                        "grade": random.randint(0, 3), "seen": pair["seen"]}
+                        "grade": random.randint(0, 3), "seen": pair["seen"], "advance": not batch}
                 key = {"Idempotency-Key": str(uuid.uuid4())}
                 started = time.perf_counter()
                 for attempt in range(6):
@@ -260,7 +281,7 @@ async def annotators(url: str, tokens: list[str], seconds: float, server_pid: in
                     errors.append(f"{status} {str(data)[:120]}")
                     return
                 mine.append(data["event_id"])
-                pair = data["next"]
+                pair = await take(pair) if batch else data["next"]
                 beat += 2.0
                 await asyncio.sleep(max(0.0, beat - time.monotonic()))
 
@@ -270,10 +291,13 @@ async def annotators(url: str, tokens: list[str], seconds: float, server_pid: in
             await asyncio.sleep(0.5)
 
     sampler = asyncio.create_task(sample())
+    cpu_before = cpu_seconds(server_pid)
     await asyncio.gather(*(one(t) for t in tokens))
+    cpu = cpu_seconds(server_pid) - cpu_before
     sampler.cancel()
     return {"times": [t for t, _ in times], "settled": [t for t, after in times if after],
-            "acknowledged": acknowledged, "errors": errors, "retries": retries, "rss": peak["rss"]}
+            "acknowledged": acknowledged, "errors": errors, "retries": retries, "rss": peak["rss"],
+            "cpu": cpu}
 
 
 def lost_and_doubled(db: str, acknowledged: dict[str, list[int]]) -> tuple[int, int]:
@@ -389,6 +413,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--arrive", type=float, default=10.0,
                         help="the annotators arrive over this many seconds at the start")
+    parser.add_argument("--api", default="next,batch",
+                        help="how the annotators take pairs: next (each label's answer brings the "
+                             "next pair), batch (20 at a time, labels posted without the next)")
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--relay-idle", type=int, default=16)
     parser.add_argument("--skip-relay", action="store_true", help="measure the web server only")
@@ -397,7 +424,7 @@ def main() -> None:
         sys.exit(f"no Chromium at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
 
-    people = 2 + 2 * args.browsers + args.annotators
+    people = 2 + 2 * args.browsers + 2 * args.annotators
     print(f"demo project; {os.cpu_count()} CPUs (load {os.getloadavg()[0]:.1f}); browsers, "
           "clients and server on this machine", flush=True)
     with tempfile.TemporaryDirectory() as folder:
@@ -416,11 +443,17 @@ def main() -> None:
                 results["web rss after browsers"] = rss_mb(web.process.pid)
                 results["web rss start"] = base_rss
                 print("web pages in browsers: done", flush=True)
-                results["annotators"] = run_async(annotators(web.url.rstrip("/"), api_tokens,
-                                                             args.seconds, web.process.pid, args.arrive))
-                results["lost, doubled"] = lost_and_doubled(db, results["annotators"]["acknowledged"])
-                print("annotators through the API: done", flush=True)
-                results["idle"] = run_async(idle_connections(web.port, args.idle, web, api_tokens[0]))
+                half = len(api_tokens) // 2
+                for mode, batch, people in (("next", 0, api_tokens[:half]), ("batch", 20, api_tokens[half:])):
+                    if mode not in args.api:
+                        continue
+                    people = people[: args.annotators]
+                    done = run_async(annotators(web.url.rstrip("/"), people, args.seconds,
+                                                web.process.pid, args.arrive, batch))
+                    done["lost, doubled"] = lost_and_doubled(db, done["acknowledged"])
+                    results[f"annotators {mode}"] = done
+                    print(f"annotators through the API ({mode}): done", flush=True)
+                results["idle"] = run_async(idle_connections(web.port, args.idle, web, api_tokens[-1]))
             finally:
                 web.stop()
             if not args.skip_relay:
@@ -457,19 +490,23 @@ def report(results: dict, args: argparse.Namespace) -> None:
         per_tab = relay["rss many"]
         print(f"  relay: one app process per tab, {statistics.mean(per_tab):.0f} MB each "
               f"({sum(per_tab):.0f} MB for {len(per_tab)} tabs)")
-    ann = results["annotators"]
-    lost, doubled = results["lost, doubled"]
-    times = ann["times"]
-    print()
-    settled = ann["settled"]
-    print(f"{args.annotators} annotators arriving over {args.arrive:.0f} s, a label every 2 s each for "
-          f"{args.seconds:.0f} s, through the API")
-    print(f"  labels acknowledged {len(times):,}; p50 {percentile(times, 0.5):.1f} ms, p99 "
-          f"{percentile(times, 0.99):.1f} ms (target 100); once all had arrived: p50 "
-          f"{percentile(settled, 0.5):.1f} ms, p99 {percentile(settled, 0.99):.1f} ms; "
-          f"lost {lost}, doubled {doubled} (target 0, 0); "
-          f"server RSS at most {ann['rss']:.0f} MB (target 300); retries {ann['retries']}; "
-          f"errors {len(ann['errors'])}{': ' + ann['errors'][0] if ann['errors'] else ''}")
+    for mode, what in (("next", "each label's answer bringing the next pair"),
+                       ("batch", "pairs taken 20 at a time")):
+        ann = results.get(f"annotators {mode}")
+        if ann is None:
+            continue
+        lost, doubled = ann["lost, doubled"]
+        times, settled = ann["times"], ann["settled"]
+        print()
+        print(f"{args.annotators} annotators arriving over {args.arrive:.0f} s, a label every 2 s each for "
+              f"{args.seconds:.0f} s, through the API, {what}")
+        print(f"  labels acknowledged {len(times):,}; p50 {percentile(times, 0.5):.1f} ms, p99 "
+              f"{percentile(times, 0.99):.1f} ms (target 100); once all had arrived: p50 "
+              f"{percentile(settled, 0.5):.1f} ms, p99 {percentile(settled, 0.99):.1f} ms; "
+              f"lost {lost}, doubled {doubled} (target 0, 0); server RSS at most {ann['rss']:.0f} MB "
+              f"(target 300); server CPU {1000 * ann['cpu'] / max(len(times), 1):.1f} ms a label; "
+              f"retries {ann['retries']}; errors {len(ann['errors'])}"
+              f"{': ' + ann['errors'][0] if ann['errors'] else ''}")
     idle = results["idle"]
     print()
     print(f"{args.idle} connections that never log in (web)")

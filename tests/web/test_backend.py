@@ -179,3 +179,18 @@ def test_kept_answers_stay_within_their_budget_and_a_repeat_runs_nothing_again()
     assert 99 not in runs and 100 in runs
     replays.forget("session:19")
     assert replays.run("session:19", "key-xxxx", "f", action(200))[2] is False
+
+
+def test_a_token_opens_what_the_roster_says_it_opens(opened, site):
+    from ragjudge.services import roster
+
+    project, _ = opened
+    old_ben = site.tokens["ben"]
+    roster.issue_token(project, "ben")  # ben's first token no longer opens anything
+    roster.retire(project, "dora")
+    for token in (site.tokens["ana"], old_ben, site.tokens["dora"], "", "  ", "rj_nothing", site.tokens["ana"] + " "):
+        member = roster.by_token(project, token)
+        found = backend.member_by_token(project, token)
+        assert (found is None) == (member is None), token
+        if found is not None:
+            assert (found[0].name, found[0].role, found[1]) == (member.name, member.role, roster.token_digest(token))
