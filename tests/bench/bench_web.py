@@ -443,19 +443,23 @@ def main() -> None:
                 results["web rss after browsers"] = rss_mb(web.process.pid)
                 results["web rss start"] = base_rss
                 print("web pages in browsers: done", flush=True)
-                half = len(api_tokens) // 2
-                for mode, batch, people in (("next", 0, api_tokens[:half]), ("batch", 20, api_tokens[half:])):
-                    if mode not in args.api:
-                        continue
-                    people = people[: args.annotators]
-                    done = run_async(annotators(web.url.rstrip("/"), people, args.seconds,
-                                                web.process.pid, args.arrive, batch))
+            finally:
+                web.stop()
+            half = len(api_tokens) // 2
+            for mode, batch, people in (("next", 0, api_tokens[:half]), ("batch", 20, api_tokens[half:])):
+                if mode not in args.api:
+                    continue
+                web = start(WEB, db)  # a server of its own: its memory is these annotators'
+                try:
+                    done = run_async(annotators(web.url.rstrip("/"), people[: args.annotators],
+                                                args.seconds, web.process.pid, args.arrive, batch))
                     done["lost, doubled"] = lost_and_doubled(db, done["acknowledged"])
                     results[f"annotators {mode}"] = done
                     print(f"annotators through the API ({mode}): done", flush=True)
-                results["idle"] = run_async(idle_connections(web.port, args.idle, web, api_tokens[-1]))
-            finally:
-                web.stop()
+                    if mode == args.api.split(",")[-1]:
+                        results["idle"] = run_async(idle_connections(web.port, args.idle, web, api_tokens[-1]))
+                finally:
+                    web.stop()
             if not args.skip_relay:
                 relay = start(RELAY, db)
                 try:
@@ -507,13 +511,15 @@ def report(results: dict, args: argparse.Namespace) -> None:
               f"(target 300); server CPU {1000 * ann['cpu'] / max(len(times), 1):.1f} ms a label; "
               f"retries {ann['retries']}; errors {len(ann['errors'])}"
               f"{': ' + ann['errors'][0] if ann['errors'] else ''}")
-    idle = results["idle"]
-    print()
-    print(f"{args.idle} connections that never log in (web)")
-    print(f"  opened {idle['opened']} (refused {idle['refused']}); app processes started "
-          f"{idle['processes']}; sessions taken 0; server RSS {idle['rss before']:.0f} -> "
-          f"{idle['rss during']:.0f} MB; a label meanwhile {idle['label ms']:.1f} ms "
-          f"(HTTP {idle['label status']}); still held by the server after 10 s: {idle['still open after 10 s']}")
+    idle = results.get("idle")
+    if idle is not None:
+        print()
+        print(f"{args.idle} connections that never log in (web)")
+        print(f"  opened {idle['opened']} (refused {idle['refused']}); app processes started "
+              f"{idle['processes']}; sessions taken 0; server RSS {idle['rss before']:.0f} -> "
+              f"{idle['rss during']:.0f} MB; a label meanwhile {idle['label ms']:.1f} ms "
+              f"(HTTP {idle['label status']}); still held by the server after 10 s: "
+              f"{idle['still open after 10 s']}")
     if "relay idle" in results:
         r = results["relay idle"]
         print(f"{args.relay_idle} websockets that never log in (relay)")

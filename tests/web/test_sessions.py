@@ -5,6 +5,7 @@ routes, and what an anonymous request may cost."""
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -247,3 +248,20 @@ def test_openapi_describes_the_api_and_healthz_answers(web):
             "/api/v1/annotators"} <= paths
     assert not any(p in paths for p in ("/login", "/judge", "/lead"))
     assert "Idempotency-Key" in json.dumps(schema["paths"]["/api/v1/labels"])
+
+
+def test_under_a_path_of_the_public_url_every_link_and_the_cookie_keep_the_path(site):
+    running = webkit.start(site.db, public_url="https://example.org/rj")
+    try:
+        with httpx.Client(base_url=running.url, headers={"Host": "example.org", "Origin": "https://example.org"}) as client:
+            page = client.get("/login").text
+            refs = re.findall(r'(?:href|src|action)="([^"#][^"]*)"', page)
+            assert refs and all(r.startswith("/rj/") or r.startswith("data:") for r in refs), refs
+            response = client.post("/login", data={"token": site.tokens["ana"]})
+            assert response.headers["location"] == "/rj/judge"
+            assert "Path=/rj" in response.headers["set-cookie"] and "Secure" in response.headers["set-cookie"]
+            session = response.cookies["ragjudge_session"]  # (the proxy takes /rj off the path)
+            judge = client.get("/judge", headers={"Cookie": f"ragjudge_session={session}"})
+            assert 'data-base="/rj"' in judge.text
+    finally:
+        running.stop()
