@@ -35,13 +35,12 @@ from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this mod
     csv_writer,
     fmt_value,
     queries_mode,
-    closed_json,
     evaluate_and_print,
-    gold_json,
     parse_k,
     qrels_line,
 )
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.services.scoring.jsonview import closed_json, gold_json
 
 QrelsOption = Annotated[
     str | None,

@@ -20,6 +20,7 @@ from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
 from ragjudge.safetext import quote
+from ragjudge.services.scoring.jsonview import closed_json, evaluation_json, gold_json, undefined_counts
 
 FORMATS = ("table", "json", "csv")
 
@@ -299,7 +300,7 @@ def evaluate_and_print(
         )
         closed = inputs.closed
     if format == "json":
-        print_json(_eval_json(evaluation, per_query, ci, closed))
+        print_json(evaluation_json(evaluation, per_query, ci, closed))
     elif format == "csv":
         _eval_csv(evaluation, per_query, ci)
         if evaluation.composition is not None or closed is not None:
@@ -307,17 +308,6 @@ def evaluate_and_print(
             sys.stderr.write(qrels_line(evaluation, closed, plain=True) + "\n")
     else:
         _eval_tables(evaluation, per_query, ci, closed)
-
-
-def gold_json(composition: Any) -> dict[str, Any] | None:
-    """``"gold"`` of a JSON output: what the project's gold is made of (null for a qrels file)."""
-    return None if composition is None else composition.to_json()
-
-
-def closed_json(closed: tuple[int, int] | None) -> dict[str, int] | None:
-    """``"closed_world"`` of a JSON output with ``--complete``: the file's queries closed and the
-    unlisted pairs the runs retrieve there, judged 0."""
-    return None if closed is None else {"queries": closed[0], "implied_pairs": closed[1]}
 
 
 def qrels_line(evaluation: Any, closed: tuple[int, int] | None = None, *, plain: bool = False) -> str:
@@ -335,62 +325,6 @@ def qrels_line(evaluation: Any, closed: tuple[int, int] | None = None, *, plain:
             text += (f" (complete: {closed[1]:,} unlisted chunks the runs retrieve on its "
                      f"{closed[0]:,} queries judged not relevant)")
     return visible(text) if plain else safe(text)
-
-
-def _block(evaluation, per_query: bool, ci: bool, stratum: str | None) -> dict[str, Any]:  # noqa: ANN001
-    runs: dict[str, Any] = {}
-    for name in evaluation.run_names:
-        entry: dict[str, Any] = {"aggregate": evaluation.aggregate(name, stratum)}
-        if evaluation.queries_mode == "run":  # each run is averaged over its own queries
-            entry["queries"] = evaluation.n_queries(stratum, run=name)
-        left_out = _undefined(evaluation, name, stratum)
-        if left_out:
-            entry["undefined"] = left_out
-        why = evaluation.left_out.get(name, {})
-        if stratum is not None:
-            wanted = set(evaluation.strata[stratum])
-            why = {m: {q: r for q, r in reasons.items() if q in wanted} for m, reasons in why.items()}
-        if any(why.values()):  # each query left out, with why (the measures that can say)
-            entry["left_out"] = {m: reasons for m, reasons in why.items() if reasons}
-        if ci:
-            entry["ci95"] = {m: [low, high] for m, (_, low, high)
-                             in evaluation.intervals(name, stratum=stratum).items()}
-        if per_query:
-            entry["per_query"] = evaluation.per_query(name, stratum)
-        runs[name] = entry
-    return {"queries": evaluation.n_queries(stratum), "runs": runs}
-
-
-def _undefined(evaluation, run: str, stratum: str | None) -> dict[str, int]:  # noqa: ANN001
-    """Per measure, the queries left out of the mean because it is undefined there (a query
-    with no facets for Coverage, no nuggets for NuggetRecall, ...)."""
-    result = evaluation.results[run]
-    if stratum is not None:
-        result = result.subset(evaluation.strata[stratum])
-    return {m: n for m, n in result.undefined().items() if n}
-
-
-def _eval_json(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
-               closed: tuple[int, int] | None = None) -> dict[str, Any]:
-    overall = _block(evaluation, per_query, ci, None)
-    data: dict[str, Any] = {
-        "measures": evaluation.measures,
-        "queries": overall["queries"],
-        "runs": overall["runs"],
-        "averaging": evaluation.averaging,
-        "threshold": evaluation.threshold,
-        "rule": evaluation.rule,
-        "qrels": evaluation.qrels_source,
-        "gold": gold_json(evaluation.composition),
-    }
-    if closed is not None:
-        data["closed_world"] = closed_json(closed)
-    if evaluation.sample is not None:
-        data["sample"] = {k: v for k, v in evaluation.sample.items() if k != "text"}
-    if evaluation.by is not None:
-        data["by"] = evaluation.by
-        data["strata"] = {s: _block(evaluation, per_query, ci, s) for s in evaluation.strata}
-    return data
 
 
 def _eval_csv(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
@@ -484,7 +418,7 @@ def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> s
     lines = [f"{evaluation.n_queries():,} queries; averaging: {evaluation.averaging}."]
     left_out: dict[str, set[int]] = {}
     for name in evaluation.run_names:
-        for measure, n in _undefined(evaluation, name, None).items():
+        for measure, n in undefined_counts(evaluation, name, None).items():
             left_out.setdefault(measure, set()).add(n)
     for measure, counts in left_out.items():
         n = "/".join(str(c) for c in sorted(counts))

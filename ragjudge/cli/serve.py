@@ -1,4 +1,4 @@
-"""``ragjudge serve``: the app in annotators' browsers, one session per tab, login by token."""
+"""``ragjudge serve``: annotators judge in a web page; one server process serves them all."""
 
 from __future__ import annotations
 
@@ -12,26 +12,27 @@ from ragjudge.cli.common import MAX_LIMIT, check_int, err_console, open_project,
 from ragjudge.errors import UsageError
 
 EPILOG = (
-    "Each browser tab runs the app on the server, against this project (the project and its "
-    "credentials never leave the server). People log in with a personal token; what they may "
-    "do is their role's: annotators judge and see their own labels and the scores, leads "
-    "also review, adjudicate and see everyone's labels.\n\n"
+    "Annotators open the address in a browser and log in with a personal token (issued by "
+    "'ragjudge annotators add NAME --token' or 'annotators token NAME'); the page is theirs "
+    "to judge pairs and generated answers, by keys, click or touch, and to see their own labels. "
+    "Leads also reach /lead: the terminal app in the browser (review, adjudication, agreement) "
+    "and the JSON of the evaluation, the qrels and the roster. Scripts use the same JSON API "
+    "under /api/v1 with 'Authorization: Bearer TOKEN' (described at /openapi.json).\n\n"
     "Examples:\n\n"
-    "  ragjudge annotators add dora --role lead --token    # prints dora's token once\n\n"
-    "  ragjudge annotators add ana --token\n\n"
     "  ragjudge --db support.db serve                       # http://127.0.0.1:8000\n\n"
     "  ragjudge serve --port 8080\n\n"
-    "  ragjudge serve --host 0.0.0.0 --public-url https://labels.example.org   # behind TLS\n\n"
+    "  ragjudge serve --public-url https://labels.example.org   # behind a reverse proxy with TLS\n\n"
     "The server listens on this machine only (127.0.0.1) unless --host says otherwise. Tokens "
-    "travel in the page's connection: on any other network, put a reverse proxy with TLS "
-    "(Caddy, nginx) in front and give its address as --public-url (see README.md). Needs the "
-    "'serve' extra: pip install 'ragjudge\\[serve]'."
+    "travel in the page's requests: on any other network, put a reverse proxy with TLS (Caddy, "
+    "nginx) in front and give its address as --public-url (see README.md). Ctrl+C or SIGTERM "
+    "stops it within a second or two; every label it acknowledged is saved. Needs the 'serve' "
+    "extra: pip install 'ragjudge\\[serve]'."
 )
 
 MISSING_EXTRA = (
-    "'ragjudge serve' needs the textual-serve package, which is not installed. Install "
-    "ragjudge with its 'serve' extra: pip install 'ragjudge[serve]' (or pip install "
-    "textual-serve), then run 'ragjudge serve' again. Nothing was changed."
+    "'ragjudge serve' needs the packages of its 'serve' extra (fastapi, uvicorn, jinja2), "
+    "which are not installed. Install ragjudge with it: pip install 'ragjudge[serve]', then "
+    "run 'ragjudge serve' again. Nothing was changed."
 )
 
 
@@ -54,29 +55,39 @@ def check_public_url(url: str) -> str:
     return url.strip().rstrip("/")
 
 
+def _extra_installed() -> bool:
+    try:
+        import fastapi  # noqa: F401 - only whether they are there
+        import jinja2  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
 @app.command(epilog=EPILOG)
 def serve(
     host: Annotated[str, typer.Option(help="The address to listen on: 127.0.0.1 (this machine only) or 0.0.0.0 (every network).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The TCP port.")] = 8000,
     public_url: Annotated[str | None, typer.Option("--public-url", help="The address people open when a reverse proxy is in front (https://...).", show_default=False)] = None,
-    max_sessions: Annotated[int, typer.Option("--max-sessions", help="Browser tabs served at once (each is an app process on the server).")] = 64,
+    max_sessions: Annotated[int, typer.Option("--max-sessions", help="Logged-in sessions at once (each a few hundred bytes on the server).")] = 1000,
+    max_terminals: Annotated[int, typer.Option("--max-terminals", help="Lead terminals at once (each an app process of about 100 MB).")] = 4,
 ) -> None:
-    """Serve the app to annotators' browsers; each logs in with a personal token."""
-    try:
-        import textual_serve  # noqa: F401 - only whether it is there
-    except ModuleNotFoundError:
-        raise UsageError(MISSING_EXTRA) from None
+    """Serve the judging pages to annotators' browsers; each logs in with a personal token."""
+    if not _extra_installed():
+        raise UsageError(MISSING_EXTRA)
     host = check_host(host)
     check_int("--port", port, 1, 65535, "the port")
     check_int("--max-sessions", max_sessions, 1, MAX_LIMIT, "the number of sessions")
+    check_int("--max-terminals", max_terminals, 0, 1000, "the number of lead terminals")
     if public_url is not None:
         public_url = check_public_url(public_url)
-    from ragjudge.serve.server import is_loopback, serve as run_server
     from ragjudge.services.access import roster
+    from ragjudge.web.guard import is_loopback
+    from ragjudge.web.server import serve as run_server
 
     db = project_db()
-    with open_project() as project:  # a missing or foreign project is told now, not per tab
-        title = f"ragjudge — {project.name}"
+    with open_project() as project:  # a missing or foreign project is told now
         members = roster.members(project, counts=False)
     if not is_loopback(host):
         err_console.print(
@@ -89,7 +100,8 @@ def serve(
             "Issue one with 'ragjudge annotators add NAME --token' (or 'annotators token NAME').",
             highlight=False)
     try:
-        run_server(db, title=title, host=host, port=port, public_url=public_url, max_sessions=max_sessions)
+        run_server(db, host=host, port=port, public_url=public_url, max_sessions=max_sessions,
+                   max_terminals=max_terminals)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}. Choose "
                          "another --port, or stop what uses it.") from None

@@ -1,7 +1,13 @@
-"""The web server of ``ragjudge serve``, on textual-serve.
+"""The terminal relay, on textual-serve: the Textual app in a browser tab.
 
 textual-serve relays a terminal between xterm.js in the page and one app process per browser
-tab. ragjudge changes four things about it:
+tab. ``ragjudge serve`` (:mod:`ragjudge.web`) uses one part of this module: the lead's terminal
+(``/lead/terminal``, :mod:`ragjudge.web.terminal`) starts its app process as a
+:class:`SessionProcess` with :func:`session_command`. :class:`JudgingServer` serves the relay
+alone, with its login screen, as ``ragjudge serve`` did before the web pages: it is kept as the
+baseline the benchmarks measure the web pages beside (``tests/bench/bench_serve.py``,
+``bench_web.py``), and tested in ``tests/serve``. ragjudge changes four things about
+textual-serve:
 
 - its own page (``templates/app_index.html``): the terminal script, stylesheet and font come
   from the files textual-serve ships, served here; the page asks nothing of any other host;

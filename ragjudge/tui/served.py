@@ -84,10 +84,21 @@ class ServedApp(RagjudgeApp):
         self.server_pid = os.getppid()
         super().__init__(project, annotator=None, start="login", **queue_options)
 
+    def served_as(self, identity: Identity) -> None:
+        """Open as ``identity`` with no login screen: the server vouched for them (a lead's
+        terminal behind the web login); writes are guarded by their token as after a login."""
+        self._identity = identity
+        self.project = self.project.guarded(token_guard(identity))
+        self.title = f"ragjudge — {identity.name}"
+
     def on_mount(self) -> None:
+        from ragjudge.tui.screens.home import HomeScreen
         from ragjudge.tui.screens.login import LoginScreen
 
-        self.push_screen(LoginScreen(self.project), self.logged_in)
+        if self._identity is not None:
+            self.push_screen(HomeScreen(self.project))
+        else:
+            self.push_screen(LoginScreen(self.project), self.logged_in)
         self.set_interval(SERVER_CHECK_SECONDS, self._server_gone)
         self.set_interval(TOKEN_CHECK_SECONDS, self._check_token)
 

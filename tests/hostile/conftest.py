@@ -30,7 +30,7 @@ def _serve_returns_where_it_would_listen(monkeypatch):
     """``ragjudge serve`` runs until it is stopped: here it goes as far as listening (options
     checked, project opened, warnings printed) and returns as if stopped at once."""
     try:
-        import ragjudge.serve.server as server
-    except ModuleNotFoundError:  # without textual-serve, serve refuses before it would listen
+        import ragjudge.web.server as server
+    except ModuleNotFoundError:  # without the serve extra, serve refuses before it would listen
         return
     monkeypatch.setattr(server, "serve", lambda *args, **kwargs: None)

@@ -1,6 +1,7 @@
 """Drive ``ragjudge serve`` from a real browser: headless Chromium through Playwright.
 
-- :func:`start_server` runs ``ragjudge --db DB serve`` on a free loopback port in a subprocess;
+- :func:`start_server` runs the terminal relay (textual-serve, one app process per tab) on a
+  free loopback port in a subprocess;
 - :class:`Tab` is one browser context (its own cookies and session) on the page: every request
   to a host other than 127.0.0.1 is aborted and remembered (``outside``); the terminal's output
   is read from the session's websocket frames (the page draws on a canvas), so a test waits for
@@ -92,12 +93,18 @@ class Served:
                 self.process.wait()
 
 
-def start_server(db: str, *extra: str) -> Served:
+RELAY = ("from ragjudge.serve.server import serve; "
+         "serve({db!r}, title='ragjudge', host='127.0.0.1', port={port}, public_url=None)")
+"""The terminal relay served alone (``ragjudge serve`` serves the web pages, and the relay only
+for a lead's terminal)."""
+
+
+def start_server(db: str) -> Served:
     port = free_port()
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     environment.pop("RAGJUDGE_SERVED", None)
-    process = subprocess.Popen([sys.executable, "-m", "ragjudge", "--db", db, "serve", "--port", str(port), *extra],
+    process = subprocess.Popen([sys.executable, "-c", RELAY.format(db=db, port=port)],
                                env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     served = Served(db, port, process)
 

@@ -1,5 +1,5 @@
-"""The web server of ``ragjudge serve`` without a browser: the page and its assets, the
-headers, who may open a session, and the command line."""
+"""The terminal relay (textual-serve) without a browser: the page and its assets, the headers,
+who may open a session. (``ragjudge serve``'s command line: tests/web/test_cli_serve.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ pytest.importorskip("textual_serve", reason="the 'serve' extra (textual-serve) i
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from ragjudge.cli import main
 from ragjudge.serve.server import (
     JudgingServer,
     SessionProcess,
@@ -117,65 +116,3 @@ def test_the_session_process_gets_the_project_in_its_environment_not_its_command
 def test_loopback_addresses():
     assert all(map(is_loopback, ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.4", "example.org"]))
-
-
-# -- the command line ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def no_server(monkeypatch):
-    """``ragjudge serve`` up to the point where it would listen; the arguments it would use."""
-    import ragjudge.serve.server as module
-
-    calls = []
-    monkeypatch.setattr(module, "serve", lambda db, **kw: calls.append((db, kw)))
-    return calls
-
-
-def test_serve_starts_on_loopback_with_the_project(served, no_server, capsys):
-    assert main(["--db", served.db, "serve", "--port", "8123"]) == 0
-    [(db, options)] = no_server
-    assert db == served.db and options["host"] == "127.0.0.1" and options["port"] == 8123
-    assert "warning" not in capsys.readouterr().err
-
-
-def test_serve_on_every_network_warns_to_put_tls_in_front(served, no_server, capsys):
-    assert main(["--db", served.db, "serve", "--host", "0.0.0.0"]) == 0
-    err = " ".join(capsys.readouterr().err.split())
-    assert "warning: listening on 0.0.0.0" in err and "TLS" in err
-
-
-def test_serve_tells_when_nobody_can_log_in(tmp_path, no_server, capsys):
-    from projectkit import make_small_project
-
-    make_small_project(str(tmp_path / "p.db")).close()
-    assert main(["--db", str(tmp_path / "p.db"), "serve"]) == 0
-    assert "nobody can log in yet" in " ".join(capsys.readouterr().err.split())
-
-
-@pytest.mark.parametrize(("args", "message"), [
-    (["--port", "0"], "--port 0"),
-    (["--host", ""], "--host ''"),
-    (["--host", "127.0.0.1 \x1b[2J"], "--host"),
-    (["--port", "70000"], "--port 70000"),
-    (["--public-url", "labels.example.org"], "--public-url"),
-    (["--public-url", "https://u:pw@labels.example.org"], "no user name or password"),
-])
-def test_serve_refuses_bad_options_in_one_paragraph(served, no_server, capsys, args, message):
-    assert main(["--db", served.db, "serve", *args]) == 2
-    err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err and "pw@" not in err
-    assert no_server == []
-
-
-def test_serve_without_the_extra_says_how_to_install_it(served, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "textual_serve", None)
-    assert main(["--db", served.db, "serve"]) == 2
-    err = capsys.readouterr().err
-    assert "pip install 'ragjudge[serve]'" in err and "Traceback" not in err
-
-
-def test_serve_on_a_missing_project_is_one_paragraph(tmp_path, no_server, capsys):
-    assert main(["--db", str(tmp_path / "none.db"), "serve"]) == 2
-    err = capsys.readouterr().err
-    assert "none.db" in err and "Traceback" not in err and no_server == []
