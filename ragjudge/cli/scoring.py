@@ -19,6 +19,7 @@ from ragjudge.cli.base import db_given, open_project, print_json, safe
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
+from ragjudge.safetext import for_terminal
 
 FORMATS = ("table", "json", "csv")
 
@@ -48,7 +49,10 @@ class Inputs:
             if rule is not None:
                 raise UsageError("--rule chooses how a project's labels become qrels; it does not "
                                  "apply to a --qrels file.")
-            self.qrels = svc_files.load_qrels_file(qrels_file)
+            notes: list[str] = []
+            self.qrels = svc_files.load_qrels_file(qrels_file, notes=notes)
+            for note in notes:  # on stderr: the JSON or CSV on stdout stays the data alone
+                print(for_terminal(f"{qrels_file}: {note}"), file=sys.stderr)
             self.rule = None
             self.source = qrels_file
             self.threshold = 1 if threshold is None else threshold

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from ragjudge.errors import UsageError
@@ -40,6 +40,7 @@ from ragjudge.services.events.labels import (
     LabelArrays,
     adjudications,
     llm_annotators,
+    not_recheck,
     read_labels,
 )
 from ragjudge.services.gold.rules import (
@@ -168,16 +169,18 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
             labels = labels.without(llm)
         decided = adjudications(connection) if rule != REFERENCE_RULE else {}
         policy = gold_policy(connection, project.scale.min)
+        closed = _closed_queries(labels, policy, rule)
+        skipped = left_unjudged(skipped_pairs(connection, policy.complete), policy, rule) \
+            if closed else set()
     pairs, grades, sources = decide(labels.grade_rows(), policy, rule)
     q = labels.queries[labels.pair_query[pairs]]
     c = labels.chunks[labels.pair_chunk[pairs]]
-    closed = _closed_queries(labels, policy, rule)
     if closed:
         if runs is None:
             from ragjudge.services.runs.stored import project_run, project_run_names
 
             runs = {name: project_run(project, name) for name in project_run_names(project)}
-        eq, ec = closure(q, c, closed, runs.values())
+        eq, ec = closure(q, c, closed, runs.values(), unjudged=skipped)
         q, c = _concat_ids(q, eq), _concat_ids(c, ec)
         grades = np.concatenate([grades, np.full(len(eq), policy.lowest, dtype=np.int64)])
         sources = np.concatenate([sources, np.full(len(eq), FROM_IMPLIED, dtype=np.int64)])
@@ -206,17 +209,20 @@ def labels_gold(labels: LabelArrays, decided: Mapping[tuple[str, str], int], rul
 
 
 def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
-            runs: Iterable[Run]) -> tuple[np.ndarray, np.ndarray]:
+            runs: Iterable[Run], *, unjudged: set[tuple[str, str]] | frozenset = frozenset()
+            ) -> tuple[np.ndarray, np.ndarray]:
     """The pairs of a complete reference's closed world that have no grade yet: on each of
     ``queries``, every chunk any of ``runs`` retrieves that is not among the judged pairs
-    (``query_ids``, ``chunk_ids``: ``as_ids`` arrays or object arrays of str). Returned as
-    arrays of the same kind, sorted, each pair once."""
+    (``query_ids``, ``chunk_ids``: ``as_ids`` arrays or object arrays of str) nor among the
+    pairs the reference left ``unjudged`` (:func:`skipped_pairs`: a negative grade in its
+    qrels, trec_eval's "in the pool, not judged", is no "not relevant"). Returned as arrays of
+    the same kind, sorted, each pair once."""
     from ragjudge.metrics._keys import as_ids, decode
 
     textual = query_ids.dtype == object
     judged_q = query_ids.tolist() if textual else decode(query_ids)
     judged_c = chunk_ids.tolist() if textual else decode(chunk_ids)
-    judged = {p for p in zip(judged_q, judged_c) if p[0] in queries}
+    judged = {p for p in zip(judged_q, judged_c) if p[0] in queries} | set(unjudged)
     extra: set[tuple[str, str]] = set()
     for run in runs:
         for i, qid in enumerate(run.query_ids):
@@ -230,6 +236,36 @@ def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
     if textual:
         return np.array(eq, dtype=object), np.array(ec, dtype=object)
     return as_ids(eq), as_ids(ec)
+
+
+def skipped_pairs(connection: Connection, names: Iterable[str]) -> dict[str, set[tuple[str, str]]]:
+    """Per annotator of ``names``, the pairs whose newest label event of theirs (not a blind
+    re-check) is a skip without a grade. A complete reference's qrels line with a negative
+    grade is imported as such a skip (:mod:`ragjudge.services.transfer.labelimport`): the pair
+    is in its pool and not judged, so its closed world (:func:`closure`) leaves it unjudged."""
+    names = sorted(names)
+    if not names:
+        return {}
+    newest = (select(func.max(Label.id).label("id"))
+              .where(Label.annotator.in_(names), not_recheck())
+              .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
+    rows = connection.execute(
+        select(Label.annotator, Label.query_id, Label.chunk_id).join(newest, Label.id == newest.c.id)
+        .where(Label.grade.is_(None), Label.skipped.is_(True))).all()
+    out: dict[str, set[tuple[str, str]]] = {}
+    for name, q, c in rows:
+        out.setdefault(name, set()).add((q, c))
+    return out
+
+
+def left_unjudged(skipped: Mapping[str, set[tuple[str, str]]], policy: GoldPolicy,
+                  rule: str) -> set[tuple[str, str]]:
+    """The pairs the complete references whose world ``rule``'s gold closes skipped."""
+    if rule.startswith("annotator:"):
+        names: Iterable[str] = frozenset([rule.split(":", 1)[1]]) & policy.complete
+    else:
+        names = policy.complete
+    return set().union(*(skipped.get(name, set()) for name in names))
 
 
 def closed_queries(labels: LabelArrays | CodedLabels, policy: GoldPolicy, rule: str) -> set[str]:
