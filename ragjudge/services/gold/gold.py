@@ -35,6 +35,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from ragjudge.errors import UsageError
+from ragjudge.metrics._keys import as_ids, lookup
 from ragjudge.services.events.labels import (
     CodedLabels,
     LabelArrays,
@@ -169,18 +170,17 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
             labels = labels.without(llm)
         decided = adjudications(connection) if rule != REFERENCE_RULE else {}
         policy = gold_policy(connection, project.scale.min)
-        closed = _closed_queries(labels, policy, rule)
-        skipped = left_unjudged(skipped_pairs(connection, policy.complete), policy, rule) \
-            if closed else set()
-    pairs, grades, sources = decide(labels.grade_rows(), policy, rule)
+        skipped = skipped_pairs(connection, policy.complete) if policy.completes(rule) else {}
+    pairs, grades, sources = decide(labels.grade_rows(), policy, rule, _coded_pairs(labels, skipped))
     q = labels.queries[labels.pair_query[pairs]]
     c = labels.chunks[labels.pair_chunk[pairs]]
+    closed = _closed_queries(labels, policy, rule)
     if closed:
         if runs is None:
             from ragjudge.services.runs.stored import project_run, project_run_names
 
             runs = {name: project_run(project, name) for name in project_run_names(project)}
-        eq, ec = closure(q, c, closed, runs.values(), unjudged=skipped)
+        eq, ec = closure(q, c, closed, runs.values(), unjudged=left_unjudged(skipped, policy, rule))
         q, c = _concat_ids(q, eq), _concat_ids(c, ec)
         grades = np.concatenate([grades, np.full(len(eq), policy.lowest, dtype=np.int64)])
         sources = np.concatenate([sources, np.full(len(eq), FROM_IMPLIED, dtype=np.int64)])
@@ -192,12 +192,14 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
 
 
 def labels_gold(labels: LabelArrays, decided: Mapping[tuple[str, str], int], rule: str,
-                policy: GoldPolicy | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                policy: GoldPolicy | None = None,
+                unjudged: Mapping[str, set[tuple[str, str]]] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gold of some labels (object arrays of ids; the pairs a label event touched): the
     rule over them, then the adjudications ``decided`` — :func:`gold` on a few queries, without
     the closed world (the caller adds :func:`closure` with its runs)."""
     rule = check_rule(rule)
-    q, c, g, _ = decide_labels(labels, policy, rule)
+    q, c, g, _ = decide_labels(labels, policy, rule, unjudged)
     if decided and rule != REFERENCE_RULE:
         keep = np.fromiter(((qid, cid) not in decided for qid, cid in zip(q.tolist(), c.tolist())),
                            dtype=bool, count=len(q))
@@ -236,6 +238,23 @@ def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
     if textual:
         return np.array(eq, dtype=object), np.array(ec, dtype=object)
     return as_ids(eq), as_ids(ec)
+
+
+def _coded_pairs(labels: CodedLabels, pairs: Mapping[str, set[tuple[str, str]]]) -> dict[str, np.ndarray] | None:
+    """Per annotator, the numbers of ``pairs`` (ids) among the labels' pairs (a pair nobody
+    graded has none)."""
+    if not pairs or not labels.n_pairs:
+        return None
+    keys = labels.pair_query.astype(np.int64) * len(labels.chunks) + labels.pair_chunk  # ascending
+    out = {}
+    for name, found in pairs.items():
+        listed = sorted(found)
+        q = lookup(labels.queries, as_ids([p[0] for p in listed]))
+        c = lookup(labels.chunks, as_ids([p[1] for p in listed]))
+        wanted = np.where((q >= 0) & (c >= 0), q * len(labels.chunks) + c, -1)
+        at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        out[name] = at[(wanted >= 0) & (keys[at] == wanted)]
+    return out
 
 
 def skipped_pairs(connection: Connection, names: Iterable[str]) -> dict[str, set[tuple[str, str]]]:

@@ -520,7 +520,7 @@ class LiveEvaluation:
         if key in golds:
             return golds[key]
         rows = GradeRows(pair, who, grade, self.pairs.rows, self._code)
-        numbers, values = coded_gold(rows, self.policy, rule)
+        numbers, values = coded_gold(rows, self.policy, rule, self._unjudged_numbers() or None)
         decided = [(self.row[q], c, g) for (q, c), g in self._decided.items() if q in self.row]
         decided_numbers = self._numbers_of([d[0] for d in decided], [d[1] for d in decided])
         out = np.full(self.pairs.n, NO_GRADE, dtype=np.int64)
@@ -540,25 +540,29 @@ class LiveEvaluation:
                     out = np.concatenate([out, np.full(self.pairs.n - len(out), NO_GRADE, dtype=np.int64)])
                 open_ = ranked[out[ranked] == NO_GRADE]
                 if self.unjudged:  # a complete reference's skips stay unjudged (gold.closure)
-                    open_ = open_[~np.isin(open_, self._unjudged_numbers(rule))]
+                    skipped = self._unjudged_numbers()
+                    left = [skipped[n] for n in names if n in skipped]
+                    if left:
+                        open_ = open_[~np.isin(open_, np.concatenate(left))]
                 out[open_] = self.policy.lowest
         golds[key] = out
         return out
 
-    def _unjudged_numbers(self, rule: str) -> np.ndarray:
-        """The numbers of the pairs left unjudged in ``rule``'s closed world (a complete
-        reference skipped them); a pair not numbered is in no run's ranking."""
-        from ragjudge.services.gold.gold import left_unjudged
-
+    def _unjudged_numbers(self) -> dict[str, np.ndarray]:
+        """Per complete reference, the numbers of the pairs it left unjudged
+        (:func:`ragjudge.services.gold.gold.skipped_pairs`); a pair not numbered yet is in no
+        run's ranking and nobody's label."""
+        out = {}
         width = self.pairs.width
-        pairs = [(self.row[q], c.encode("utf-8")) for q, c in left_unjudged(self.unjudged, self.policy, rule)
-                 if q in self.row]
-        pairs = [(row, c) for row, c in pairs if len(c) <= width]
-        if not pairs:
-            return np.zeros(0, dtype=np.int64)
-        rows = np.array([row for row, _ in pairs], dtype=np.int64)
-        found = self.pairs.find(rows, _keys.widen(_keys.as_ids([c for _, c in pairs]), width))
-        return found[found >= 0]
+        for name, found in self.unjudged.items():
+            pairs = [(self.row[q], c.encode("utf-8")) for q, c in found if q in self.row]
+            pairs = [(row, c) for row, c in pairs if len(c) <= width]
+            if not pairs:
+                continue
+            rows = np.array([row for row, _ in pairs], dtype=np.int64)
+            numbers = self.pairs.find(rows, _keys.widen(_keys.as_ids([c for _, c in pairs]), width))
+            out[name] = numbers[numbers >= 0]
+        return out
 
     def _ranked_pairs(self, rows: np.ndarray) -> np.ndarray:
         """The pair numbers of every chunk any run ranks for the query rows ``rows`` (pairs
@@ -769,7 +773,7 @@ class LiveEvaluation:
 
         if rule != self.rule and rule.startswith("annotator:"):
             return self._in_place_of_gold(labels, decided, rule.split(":", 1)[1])
-        q, c, g = labels_gold(labels, decided, rule, self.policy)
+        q, c, g = labels_gold(labels, decided, rule, self.policy, self.unjudged)
         closed = closed_queries(labels, self.policy, rule)
         if not closed:
             return q, c, g
