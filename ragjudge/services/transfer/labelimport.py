@@ -130,7 +130,7 @@ class LabelImport:
     def stage_records(self, records: Iterable[tuple[int, Any]]) -> None:
         file, scale = self.file, self.scale
         for batch in batches(records):
-            rows = []
+            rows: list[tuple[Any, ...]] = []
             for line, record in batch:
                 if too_long_key(record.query_id) or too_long_key(record.chunk_id):
                     too_long(record.query_id, record.chunk_id, file, line)
