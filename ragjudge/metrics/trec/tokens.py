@@ -210,9 +210,10 @@ def _parse_block(buf: np.ndarray, view: np.ndarray, lo: int, hi: int,
     if found is None:
         return None
     s, e, lines = found
+    del found  # the arrays below replace s and e: their memory is reused at once
     n_lines = len(s) if lines is None else int(np.count_nonzero(block == 10))
-    s = s + lo
-    e = e + lo
+    s += lo
+    e += lo
     if layout.rank_col is not None:
         col = layout.rank_col
         if not plain_ranks(gather(view, s[:, col], e[:, col] - s[:, col])):
