@@ -275,3 +275,44 @@ def test_small_inputs_do_not_import_pyarrow():
             "print('pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- the proof of plain text: what the fast paths leave to the line path ----------------------
+
+def _line_path_reads_alike(data: bytes) -> bool:
+    """Python's strict UTF-8 decoder reads it, and no character is DEL, a C1 control or a
+    space Python splits at above ASCII (the line path splits there; the tokenizers do not)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not any(c == "\x7f" or "\x80" <= c <= "\x9f" or (c > "\x7f" and c.isspace()) for c in text)
+
+
+def test_plain_unicode_knows_the_characters_python_splits_at_or_refuses():
+    from ragjudge.metrics.trec.source import plain_unicode
+
+    # every character up to U+3100 (the C1 controls and every Unicode space lie below), then a
+    # sample of the rest of the planes
+    points = list(range(0x7F, 0x3100)) + [cp for cp in range(0x3100, 0x110000, 331)
+                                          if not 0xD800 <= cp < 0xE000] + [0xFEFF, 0xFFFF, 0x10FFFF]
+    for cp in points:
+        data = ("id" + chr(cp) + "x\n").encode()
+        assert plain_unicode(np.frombuffer(data, dtype=np.uint8)) == _line_path_reads_alike(data), hex(cp)
+
+
+_PIECES = st.sampled_from([b"a", b" ", b"\n", b"\x7f", b"\x80", b"\x8f", b"\x90", b"\x9f", b"\xa0",
+                           b"\xbf", b"\xc0", b"\xc1", b"\xc2", b"\xc3", b"\xdf", b"\xe0", b"\xe1",
+                           b"\xe2", b"\xe3", b"\xed", b"\xef", b"\xf0", b"\xf4", b"\xf5", b"\xff",
+                           "é".encode(), "€".encode(), "😀".encode(), b"\xe2\x80", b"\xed\xa0\x80"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_PIECES, max_size=10), st.sampled_from([1 << 24, 3, 5]))
+def test_plain_unicode_is_pythons_strict_utf8_without_controls_or_spaces(pieces, block):
+    from ragjudge.metrics.trec import source
+
+    data = b"".join(pieces) + b"\n"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(source, "_DECODE_BYTES", block)  # characters across the blocks' edges
+        assert source.plain_unicode(np.frombuffer(data, dtype=np.uint8)) == _line_path_reads_alike(data)

@@ -37,7 +37,7 @@ import numpy as np
 
 from ragjudge.metrics._keys import MASKS, padded_width
 from ragjudge.metrics.trec.source import plain_unicode
-from ragjudge.metrics.trec.tokens import Layout, Parsed, numbers, plain_ranks, unaligned_words
+from ragjudge.metrics.trec.tokens import RANK_DIGITS, Layout, Parsed, numbers, unaligned_words
 
 #: bytes per block of the CSV reader (its unit of parallel work)
 READ_BLOCK = 16 << 20
@@ -77,6 +77,13 @@ def _whitespace_counts(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[in
     parts = [_scan(buf, a, min(a + _SCAN, hi), size, scratch) for a in range(lo, hi, _SCAN)]
     return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
             any(p[3] for p in parts))
+
+
+def _counts(buf: np.ndarray, size: int) -> tuple[int, int, int, bool]:
+    """``_whitespace_counts`` of the input, and whether its bytes above 126 are plain text
+    (:func:`~ragjudge.metrics.trec.source.plain_unicode`)."""
+    n_ws, cr, pairs, high = _whitespace_counts(buf, 0, size, size)
+    return n_ws, cr, pairs, not high or plain_unicode(buf[:size])
 
 
 def _count_newlines(buf: np.ndarray, size: int) -> int:
@@ -181,6 +188,22 @@ def _gather_ids(plan: list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]]) -> 
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
+def _plain_ranks(column: Any) -> bool:
+    """Every value of a binary column is 1 to ``RANK_DIGITS`` ASCII digits (as
+    :func:`~ragjudge.metrics.trec.tokens.plain_ranks` asks), read from the chunks' offsets and
+    data buffers without gathering the values."""
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        offsets, lengths = _lengths(chunk)
+        if int(lengths.min()) < 1 or int(lengths.max()) > RANK_DIGITS:
+            return False
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[int(offsets[0]):int(offsets[-1])]
+        if np.any(np.subtract(data, ord("0"), dtype=np.uint8) > 9):  # below "0" wraps round
+            return False
+    return True
+
+
 def _float_values(column: Any) -> np.ndarray:
     """A float64 column without nulls as one numpy array (read from the chunks' value
     buffers: ``to_numpy`` would cost a long first-call set-up of pyarrow's conversions)."""
@@ -228,16 +251,16 @@ def plain_table(buf: np.ndarray, size: int, nf: int, include: dict[int, Any]) ->
         except (pa.ArrowException, ValueError):
             return None
 
-    if big:  # the counts (numpy, without the GIL) run beside the reader
+    if big:  # the counts and the text's check (numpy, without the GIL) run beside the reader
         with ThreadPoolExecutor(max_workers=1) as pool:
-            counting = pool.submit(_whitespace_counts, buf, 0, size, size)
+            counting = pool.submit(_counts, buf, size)
             table = read_table()
-            n_ws, cr, pairs, high = counting.result()
+            n_ws, cr, pairs, plain = counting.result()
     else:
         table = read_table()
         if table is None:
             return None
-        n_ws, cr, pairs, high = _whitespace_counts(buf, 0, size, size)
+        n_ws, cr, pairs, plain = _counts(buf, size)
     if table is None:
         return None
     n = table.num_rows
@@ -252,9 +275,7 @@ def plain_table(buf: np.ndarray, size: int, nf: int, include: dict[int, Any]) ->
             return None
     elif n_ws != n * nf + cr or pairs != cr or _count_newlines(buf, size) != n:
         return None
-    if high and not plain_unicode(buf[:size]):
-        return None
-    return table
+    return table if plain else None
 
 
 def read(box: list, size: int, layout: Layout) -> Parsed | None:
@@ -275,10 +296,8 @@ def read(box: list, size: int, layout: Layout) -> Parsed | None:
     table = plain_table(buf, size, len(layout.fields), include)
     if table is None:
         return None
-    if layout.rank_col is not None:
-        plan = _plan_ids([table.column(f"f{layout.rank_col}")])
-        if plan is None or not plain_ranks(_gather_ids(plan)[0]):
-            return None
+    if layout.rank_col is not None and not _plain_ranks(table.column(f"f{layout.rank_col}")):
+        return None
     column = table.column(f"f{layout.num_col}")
     nums: np.ndarray | None
     if float_scores:

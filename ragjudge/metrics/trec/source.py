@@ -22,11 +22,9 @@ it words what it cannot read.
 
 from __future__ import annotations
 
-import codecs
 import gzip
 import io
 import os
-import re
 import stat
 import sys
 import zlib
@@ -40,11 +38,7 @@ from ragjudge.errors import InputError, device_problem, encoding_problem
 from ragjudge.inputs import GZIP_MAGIC, MAX_LINE_BYTES, is_inline, source_name
 
 _BOM = b"\xef\xbb\xbf"
-#: where Python's str.split splits or the line path refuses a character, in UTF-8 above 127:
-#: the C1 controls (U+0085 among them) and the Unicode spaces
-_NOT_PLAIN = re.compile(rb"\xc2[\x80-\x9f\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
-                        rb"|\xe2\x81\x9f|\xe3\x80\x80")
-#: bytes decoded at once when checking UTF-8 (bounds the decoder's output, not the input)
+#: bytes checked at once for UTF-8 (bounds the temporary arrays, not the input)
 _DECODE_BYTES = 1 << 24
 
 
@@ -197,19 +191,73 @@ def _whitespace_controls(view: np.ndarray, controls: int) -> bool:
 
 
 def plain_unicode(view: np.ndarray) -> bool:
-    """Bytes holding some above 127: valid UTF-8, without DEL, a C1 control or a Unicode space
-    (decoded a block at a time, the text thrown away)."""
-    data = view.tobytes()
-    if b"\x7f" in data or _NOT_PLAIN.search(data) is not None:
+    """Bytes holding some above 127: valid UTF-8 (as Python's strict decoder reads it), without
+    DEL, a C1 control or a Unicode space. Only the bytes above 126 are looked at, a block at a
+    time, in numpy: each lead byte must be followed by the continuation bytes it announces
+    (with the second-byte bounds that rule out overlong forms, surrogates and code points
+    beyond U+10FFFF), and every continuation byte must be so claimed."""
+    claimed = continuations = 0
+    for lo in range(0, len(view), _DECODE_BYTES):
+        at = lo + np.flatnonzero(view[lo:min(lo + _DECODE_BYTES, len(view))] >= 0x7F)
+        lead = view[at]
+        if np.any(lead == 0x7F):
+            return False
+        follow = lead < 0xC0
+        continuations += int(np.count_nonzero(follow))
+        at, lead = at[~follow], lead[~follow]
+        need = _UTF8_NEED[lead]
+        if np.any(need == 0):
+            return False  # C0, C1, F5-FF never start a character
+        claimed += int(need.sum())
+        if not _continued(view, at, lead, need) or not _plain_characters(view, at, lead):
+            return False
+    return claimed == continuations
+
+
+#: the continuation bytes each lead byte announces (0: not a lead byte)
+_UTF8_NEED = np.zeros(256, dtype=np.int64)
+_UTF8_NEED[0xC2:0xE0] = 1
+_UTF8_NEED[0xE0:0xF0] = 2
+_UTF8_NEED[0xF0:0xF5] = 3
+#: the second byte's bounds after a lead byte (UTF-8's table: no overlong form, no surrogate,
+#: nothing beyond U+10FFFF)
+_SECOND_LOW = np.full(256, 0x80, dtype=np.uint8)
+_SECOND_HIGH = np.full(256, 0xBF, dtype=np.uint8)
+_SECOND_LOW[0xE0], _SECOND_HIGH[0xED], _SECOND_LOW[0xF0], _SECOND_HIGH[0xF4] = 0xA0, 0x9F, 0x90, 0x8F
+
+
+def _continued(view: np.ndarray, at: np.ndarray, lead: np.ndarray, need: np.ndarray) -> bool:
+    """Each lead byte at ``at`` is followed by the continuation bytes it needs."""
+    second = np.take(view, at + 1, mode="clip")  # the input ends with a newline: no overrun
+    if np.any((second < _SECOND_LOW[lead]) | (second > _SECOND_HIGH[lead])):
         return False
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        for at in range(0, len(data), _DECODE_BYTES):
-            decoder.decode(data[at: at + _DECODE_BYTES])
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
+    for step in (2, 3):
+        longer = need >= step
+        if longer.any():
+            byte = np.take(view, at[longer] + step, mode="clip")
+            if np.any((byte < 0x80) | (byte > 0xBF)):
+                return False
     return True
+
+
+def _plain_characters(view: np.ndarray, at: np.ndarray, lead: np.ndarray) -> bool:
+    """No C1 control (U+0080-U+009F, ``c2 80``-``c2 9f``) or Unicode space (U+00A0 ``c2 a0``,
+    U+1680 ``e1 9a 80``, U+2000-U+200A ``e2 80 80``-``e2 80 8a``, U+2028, U+2029, U+202F
+    ``e2 80 a8/a9/af``, U+205F ``e2 81 9f``, U+3000 ``e3 80 80``) among the characters whose
+    lead bytes are ``lead`` (at ``at``)."""
+    some = (lead == 0xC2) | ((lead >= 0xE1) & (lead <= 0xE3))
+    if not some.any():
+        return True
+    at, lead = at[some], lead[some]
+    one = np.take(view, at + 1, mode="clip")
+    two = np.take(view, at + 2, mode="clip")
+    found = (lead == 0xC2) & (one <= 0xA0)
+    found |= (lead == 0xE1) & (one == 0x9A) & (two == 0x80)
+    found |= (lead == 0xE2) & (one == 0x80) & (((two >= 0x80) & (two <= 0x8A)) | (two == 0xA8)
+                                               | (two == 0xA9) | (two == 0xAF))
+    found |= (lead == 0xE2) & (one == 0x81) & (two == 0x9F)
+    found |= (lead == 0xE3) & (one == 0x80) & (two == 0x80)
+    return not found.any()
 
 
 def longest_line(view: np.ndarray) -> int:
