@@ -8,7 +8,9 @@ in a notification. Neither shows a traceback.
 
 from __future__ import annotations
 
-from ragjudge.safetext import mask_secrets
+import re
+
+from ragjudge.safetext import mask_secrets, quote, visible
 
 
 class RagjudgeError(Exception):
@@ -147,6 +149,35 @@ def device_problem(mode: int) -> str | None:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         kind = "character" if stat.S_ISCHR(mode) else "block"
         return f"is a device ({kind} special file), not a file of data: give a file."
+    return None
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0 but the tab, DEL, C1): a quick test for
+    the readers' lines, whose ids a reader then checks (:func:`text_problem`)."""
+    return not text.isprintable() and _CONTROL_BUT_TAB.search(text) is not None
+
+
+def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str | None:
+    """What is wrong with one text value, as the end of a sentence about it, or None: a NUL
+    character anywhere, (``name``: an id or a name) nothing but spaces, (``ident``: an id) a
+    control character."""
+    at = value.find("\x00")
+    if at >= 0:
+        return (f"holds a NUL character (\\0) at character {at + 1:,}; ragjudge stores no NUL "
+                "characters (PostgreSQL cannot hold them). Remove it (a file full of them is "
+                "often UTF-16: convert it to UTF-8).")
+    if name and not value.strip():
+        return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
+    if ident and (control := _CONTROL.search(value)) is not None:
+        ch = control.group(0)
+        return (f"{quote(value, 200)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
+                f"character {control.start() + 1:,}; an id cannot hold control characters (a "
+                "terminal would obey them, and no one can type them).")
     return None
 
 

@@ -19,7 +19,7 @@ from ragjudge.cli.base import access_of, db_given, open_project, print_json, saf
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
-from ragjudge.safetext import quote
+from ragjudge.safetext import for_terminal, quote
 from ragjudge.services.scoring.jsonview import closed_json, evaluation_json, gold_json, undefined_counts
 
 FORMATS = ("table", "json", "csv")
@@ -72,7 +72,10 @@ class Inputs:
                 svc_files.check_file(qrels_file, "prels")
                 self.qrels, self.sample = read_prels(qrels_file, prels_form)  # type: ignore[arg-type]  # checked
             else:
-                self.qrels = svc_files.load_qrels_file(qrels_file)
+                notes: list[str] = []
+                self.qrels = svc_files.load_qrels_file(qrels_file, notes=notes)
+                for note in notes:  # on stderr: the JSON or CSV on stdout stays the data alone
+                    print(for_terminal(f"{qrels_file}: {note}"), file=sys.stderr)
             self.rule = None
             self.source = qrels_file
             self.threshold = 1 if threshold is None else threshold

@@ -42,13 +42,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ragjudge.errors import InputError, UsageError
+from ragjudge.errors import InputError, UsageError, has_control, text_problem  # noqa: F401 - has_control: the readers import it from here
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
 from ragjudge.numeric import grade_problem, parse_integer, rank_problem
 from ragjudge.safetext import quote, visible
@@ -190,35 +189,6 @@ ID_FIELDS = frozenset({"id", "query_id", "chunk_id", "doc_id", "annotator", "run
                        "citations", "query-id", "corpus-id"})
 """Fields holding ids (of a query, a chunk, a document, an annotator, a run): refused when they
 hold a control character."""
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
-def has_control(text: str) -> bool:
-    """Whether ``text`` holds a control character (C0 but the tab, DEL, C1): a quick test for
-    the readers' lines, whose ids :func:`check_text` then checks."""
-    return not text.isprintable() and _CONTROL_BUT_TAB.search(text) is not None
-
-
-def text_problem(value: str, *, name: bool = False, ident: bool = False) -> str | None:
-    """What is wrong with one text value, as the end of a sentence about it, or None: a NUL
-    character anywhere, (``name``: an id or a name) nothing but spaces, (``ident``: an id) a
-    control character."""
-    at = value.find("\x00")
-    if at >= 0:
-        return (f"holds a NUL character (\\0) at character {at + 1:,}; ragjudge stores no NUL "
-                "characters (PostgreSQL cannot hold them). Remove it (a file full of them is "
-                "often UTF-16: convert it to UTF-8).")
-    if name and not value.strip():
-        return "is empty." if not value else "is only spaces; an id or a name needs a visible character."
-    if ident and (control := _CONTROL.search(value)) is not None:
-        ch = control.group(0)
-        return (f"{quote(value, 200)} holds the control character {visible(ch)} (U+{ord(ch):04X}) at "
-                f"character {control.start() + 1:,}; an id cannot hold control characters (a "
-                "terminal would obey them, and no one can type them).")
-    return None
-
 
 def check_text(fields: Any, *, file: str | None, line: int | None) -> None:
     """Refuse the first text of ``fields`` with a :func:`text_problem`, as an :class:`InputError`

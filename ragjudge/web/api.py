@@ -29,7 +29,7 @@ from starlette.responses import Response
 from ragjudge.errors import ProjectError, RagjudgeError
 from ragjudge.safetext import mask_secrets
 from ragjudge.web import backend
-from ragjudge.web.app import Refusal
+from ragjudge.web.context import Refusal
 from ragjudge.web.identity import Identity, context, identify_now, lead_now, present
 from ragjudge.web.idempotency import KEY, KeyReused, Replays
 

@@ -13,7 +13,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from ragjudge.web import backend
-from ragjudge.web.app import Context, Refusal
+from ragjudge.web.context import Context, Refusal
 from ragjudge.web.auth import COOKIE, Full, WebSession
 
 TOKEN_MAX = 256

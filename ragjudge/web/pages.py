@@ -10,16 +10,17 @@ before that but the token's roster entry.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from ragjudge.web import backend
-from ragjudge.web.app import TEMPLATES, Refusal, cookie_path, secure_cookie
+from ragjudge.web.context import Refusal, cookie_path, secure_cookie
+from ragjudge.web.render import page
 from ragjudge.web.auth import COOKIE, SESSION_MAX_SECONDS
 from ragjudge.web.identity import Identity, context, identify, lead, log_in, log_out, optional_identity
 
@@ -52,14 +53,6 @@ ANSWER_KEYS = [
     ("u", "Undo your last judgment of an answer (a new event)."),
     ("?", "This list of keys."),
 ]
-
-
-def page(request: Request, template: str, ident: Identity | None, status: int = 200,
-         **values: Any) -> HTMLResponse:
-    ctx = context(request)
-    return TEMPLATES.TemplateResponse(request, template, {
-        "base": ctx.settings.base, "project_title": ctx.title,
-        "who": None if ident is None else ident.who, **values}, status_code=status)
 
 
 def _to(request: Request, path: str) -> RedirectResponse:

@@ -15,7 +15,8 @@ import sys
 from typing import Any, TextIO
 
 from ragjudge.safetext import visible
-from ragjudge.web.app import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TERMINALS, Settings, create_app
+from ragjudge.web.app import create_app
+from ragjudge.web.context import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TERMINALS, Settings
 
 GRACE_SECONDS = 1
 """How long requests under way may take to finish once a stop is asked for."""

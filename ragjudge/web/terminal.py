@@ -25,9 +25,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from ragjudge.web import backend
-from ragjudge.web.app import Context, Refusal
+from ragjudge.web.context import Context, Refusal
 from ragjudge.web.auth import COOKIE
 from ragjudge.web.identity import Identity, lead
+from ragjudge.web.render import page
 
 CHECK_SECONDS = 5.0
 """How often an open terminal's session is checked again."""
@@ -55,7 +56,6 @@ def mount(app: FastAPI) -> None:
 
 
 def terminal_page(request: Request, ident: Annotated[Identity, Depends(lead)]) -> Response:
-    from ragjudge.web.pages import page
 
     if not available():
         raise Refusal(503, "no-terminal")

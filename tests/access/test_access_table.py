@@ -133,6 +133,8 @@ COMMANDS: dict[str, list[Case] | Reason] = {
              C(("eval", "--rule", "annotator:bo", "--per-query"), 2, None, lead_by=False)],
     "compare": [C(("compare", "bm25", "dense", "--format", "json", "--permutations", "10",
                    "--resamples", "10"), lead_sees=None, lead_by=False)],
+    "report": [C(("report", "--format", "md", "-q", "-m", "P@2")),
+               C(("report", "--format", "md", "-q", "--rule", "annotator:bo"), 2, None)],
     "gate": [C(("gate", "--run", "dense", "--require", "RR>=0"), lead_sees=None, lead_by=False)],
     "explain": [C(("explain", "--run", "dense", "--query", "q1", "-m", "nDCG@10")),
                 C(("explain", "--run", "dense", "--query", "q1", "-m", "P@2", "--rule",

@@ -80,6 +80,12 @@ def files(tmp_path_factory) -> dict[str, str]:
     write("seed.trec", "".join(f"s0 Q0 c{i} {i} {11 - i} seed\n" for i in range(1, 11)))
     write("seed.qrels", "".join(f"s0 0 c{i} {g}\n" for i, g in
                                 zip(range(1, 11), [2, 0, 1, 0, 2, 0, 0, 1, 0, 0])))
+    # the forms of a qrels file and its negative grades (unjudged): notes on stderr
+    write("negative.qrels", "".join(f"s0 0 c{i} {g}\n" for i, g in
+                                    zip(range(1, 11), [2, 0, -1, 0, 2, -2, 0, 1, 0, 0])))
+    write("three.qrels", "".join(f"s0 c{i} {g}\n" for i, g in zip(range(1, 6), [2, 0, 1, -1, 2])))
+    write("smart.qrels", "".join(f"s0 c{i} 0 0\n" for i in (1, 4, 7)))
+    write("smart-one-doc.qrels", "s0 c1 0 0\ns1 c1 0 0\n")
     out["folder"] = str(d)
     out["missing"] = str(d / "missing.trec")
     return out
@@ -155,6 +161,11 @@ def cases(f: dict[str, str]) -> list[list[str]]:
         ["--qrels", q, "--run", "no-such-run"],
         ["--qrels", f["seed.qrels"], "--run", f["seed.trec"], "-m", "P@5,AP,nDCG@10", "--per-query"],
         ["--qrels=" + q, "--run=" + a, "--measure=RR", "--format=csv"],
+        ["--qrels", f["negative.qrels"], "--run", f["seed.trec"], "-m", "P@5,bpref,Judged@10"],
+        ["--qrels", f["negative.qrels"], "--run", f["seed.trec"], "--format", "json"],
+        ["--qrels", f["three.qrels"], "--run", f["seed.trec"], "--format", "csv"],
+        ["--qrels", f["smart.qrels"], "--run", f["seed.trec"], "-m", "P@5,AP"],
+        ["--qrels", f["smart-one-doc.qrels"], "--run", f["seed.trec"]],
     ]
 
 
@@ -346,6 +357,35 @@ def test_eval_on_files_imports_only_what_it_needs(files, format):
     assert status == "0", done.stderr
     expected = ["rich"] if format == "table" else []  # a table is drawn by Rich
     assert loaded == str(expected)
+
+
+def test_notes_about_the_qrels_file_go_to_stderr_and_the_data_to_stdout(files, capsys):
+    import pytrec_eval
+
+    code = main(["eval", "--qrels", files["negative.qrels"], "--run", files["seed.trec"],
+                 "--format", "json", "-m", "P@5,AP,bpref,Judged@10", "--per-query"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    data = json.loads(captured.out)  # stdout holds the JSON alone
+    assert captured.err == (f"{files['negative.qrels']}: 2 lines with a negative grade were read as "
+                            "unjudged (trec_eval's convention: in the pool, not judged).\n")
+    scores = data["runs"]["seed"]["per_query"]["s0"]
+    # c3 and c6 are unjudged: Judged@10 = 8/10; bpref as trec_eval reads the same file
+    assert scores["Judged@10"] == pytest.approx(0.8)
+    with open(files["negative.qrels"]) as handle:
+        qrels = pytrec_eval.parse_qrel(handle)
+    with open(files["seed.trec"]) as handle:
+        run = pytrec_eval.parse_run(handle)
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"P_5", "map", "bpref"}).evaluate(run)["s0"]
+    assert scores["P@5"] == pytest.approx(expected["P_5"], abs=1e-12)
+    assert scores["AP"] == pytest.approx(expected["map"], abs=1e-12)
+    assert scores["bpref"] == pytest.approx(expected["bpref"], abs=1e-12)
+    # the form read is said, for 3 fields and SMART's "query doc 0 0"
+    for name, said in (("three.qrels", "Read as qrels of 3 fields"),
+                       ("smart.qrels", "Read as a SMART relevance file")):
+        code = main(["eval", "--qrels", files[name], "--run", files["seed.trec"], "--format", "json"])
+        captured = capsys.readouterr()
+        assert code == 0 and said in captured.err and json.loads(captured.out)
 
 
 def test_a_command_registers_only_its_module():

@@ -1,6 +1,7 @@
 """A big TREC file named by its path is read by pyarrow where it lies (mapped into memory, no
-copy); what comes out must be what the numpy tokenizer gives for the same file, and every file
-the mapping cannot serve (gzip, no final newline, empty, missing, a folder) is read as before.
+copy); what comes out must be what the numpy path and the line path give for the same file,
+and every file the mapping cannot serve (gzip, no final newline, empty, missing, a folder) is
+read as before.
 """
 
 from __future__ import annotations
@@ -19,28 +20,28 @@ from test_trec_arrow import (
     _parse,
 )
 
-from ragjudge.metrics import _arrow, trec
+from ragjudge.metrics.trec import arrow, source
 
 
 @pytest.fixture
 def mapped_calls(monkeypatch):
     """The inputs the pyarrow path was given straight from a mapped file."""
     calls = []
-    original = trec._mapped
+    original = source._mapped
 
-    def spy(source):
-        result = original(source)
+    def spy(handle, size):
+        result = original(handle, size)
         calls.append(result is not None)
         return result
 
-    monkeypatch.setattr(trec, "_mapped", spy)
+    monkeypatch.setattr(source, "_mapped", spy)
     return calls
 
 
 def _both(kind, path, monkeypatch):
-    fast = _parse(kind, str(path), True, monkeypatch)
-    slow = _parse(kind, str(path), False, monkeypatch)
-    assert fast == slow
+    fast = _parse(kind, str(path), "pyarrow", monkeypatch)
+    assert fast == _parse(kind, str(path), "numpy", monkeypatch)
+    assert fast == _parse(kind, str(path), "lines", monkeypatch)
     return fast
 
 
@@ -79,12 +80,12 @@ def test_a_big_mapped_file_is_read_in_blocks_on_threads(tmp_path, monkeypatch, m
 
     import numpy as np
 
-    monkeypatch.setattr(_arrow, "READ_BLOCK", 1 << 12)
-    monkeypatch.setattr(_arrow, "_SCAN", 1 << 10)
+    monkeypatch.setattr(arrow, "READ_BLOCK", 1 << 12)
+    monkeypatch.setattr(arrow, "_SCAN", 1 << 10)
     data = _random_run(np.random.default_rng(3), 3000)
     path = tmp_path / "big.trec"
     path.write_bytes(data)
-    assert len(data) >= 2 * _arrow.READ_BLOCK
+    assert len(data) >= 2 * arrow.READ_BLOCK
     assert _both("run", path, monkeypatch)[0] != "error"
     assert mapped_calls[0]
     middle = data.index(b"\n", len(data) // 2) + 1

@@ -28,7 +28,7 @@ def test_bpref_terms_by_hand():
     assert "rank 5: n = 2, term 1 - min(2, 4) / min(4, 6) = 0.5000" in text
     assert "bpref = 2.2500 / 4.0000 (R) = 0.5625" in text
     # a blind reader sees no working (it would tell the grades of the chunks above)
-    assert "rank 5: n = 2" not in e.render(visible=lambda chunk: chunk == "c1")
+    assert "rank 5: n = 2" not in e.blind(lambda chunk: chunk == "c1").render()
 
 
 def test_bpref_without_a_judged_non_relevant_chunk_is_relevant_retrieved_over_r():

@@ -182,12 +182,12 @@ BAD_NUMBERS = ["1_0.5", "\uff11.5", "0x1p3"]
 
 @pytest.fixture(params=[False, True], ids=["numpy", "pyarrow"])
 def bulk_path(request, monkeypatch):
-    """The bulk TREC parser of ragjudge.metrics, through numpy or through pyarrow."""
-    from ragjudge.metrics import trec
+    """The TREC reader of ragjudge.metrics, trying numpy or pyarrow first."""
+    from ragjudge.metrics.trec import reader
 
     if request.param:
         pytest.importorskip("pyarrow")
-    monkeypatch.setattr(trec, "ARROW_MIN_BYTES", 0 if request.param else 1 << 62)
+    monkeypatch.setattr(reader, "ARROW_MIN_BYTES", 0 if request.param else 1 << 62)
     return request.param
 
 

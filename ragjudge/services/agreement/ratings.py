@@ -11,6 +11,7 @@ from ragjudge.metrics.agreement import (
     Ratings,
 )
 from ragjudge.services.events.labels import label_arrays_from_rows, newest_label_ids
+from ragjudge.services.gold.gold import skipped_pairs
 from ragjudge.services.gold.rules import gold_policy, implied_labels
 from ragjudge.store.schema import Adjudication, Annotator, Label
 
@@ -51,8 +52,9 @@ def load_ratings(
     with project.connect() as connection:
         rows: Sequence[Any] = connection.execute(stmt).all()
         policy = gold_policy(connection, project.scale.min)
+        skipped = skipped_pairs(connection, policy.complete) if policy.complete and rows else {}
     if policy.complete and rows:
-        labels = implied_labels(label_arrays_from_rows(rows), policy)
+        labels = implied_labels(label_arrays_from_rows(rows), policy, skipped)
         rows = list(zip(labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades.tolist()))
     return ratings_from_rows(rows, scale_bounds(project), source=None)
 

@@ -31,15 +31,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from ragjudge.errors import UsageError
+from ragjudge.metrics._keys import as_ids, lookup
 from ragjudge.services.events.labels import (
     CodedLabels,
     LabelArrays,
     adjudications,
     llm_annotators,
+    not_recheck,
     read_labels,
 )
 from ragjudge.services.gold.rules import (
@@ -168,7 +170,8 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
             labels = labels.without(llm)
         decided = adjudications(connection) if rule != REFERENCE_RULE else {}
         policy = gold_policy(connection, project.scale.min)
-    pairs, grades, sources = decide(labels.grade_rows(), policy, rule)
+        skipped = skipped_pairs(connection, policy.complete) if policy.completes(rule) else {}
+    pairs, grades, sources = decide(labels.grade_rows(), policy, rule, _coded_pairs(labels, skipped))
     q = labels.queries[labels.pair_query[pairs]]
     c = labels.chunks[labels.pair_chunk[pairs]]
     closed = _closed_queries(labels, policy, rule)
@@ -177,7 +180,7 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
             from ragjudge.services.runs.stored import project_run, project_run_names
 
             runs = {name: project_run(project, name) for name in project_run_names(project)}
-        eq, ec = closure(q, c, closed, runs.values())
+        eq, ec = closure(q, c, closed, runs.values(), unjudged=left_unjudged(skipped, policy, rule))
         q, c = _concat_ids(q, eq), _concat_ids(c, ec)
         grades = np.concatenate([grades, np.full(len(eq), policy.lowest, dtype=np.int64)])
         sources = np.concatenate([sources, np.full(len(eq), FROM_IMPLIED, dtype=np.int64)])
@@ -189,12 +192,14 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
 
 
 def labels_gold(labels: LabelArrays, decided: Mapping[tuple[str, str], int], rule: str,
-                policy: GoldPolicy | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                policy: GoldPolicy | None = None,
+                unjudged: Mapping[str, set[tuple[str, str]]] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The gold of some labels (object arrays of ids; the pairs a label event touched): the
     rule over them, then the adjudications ``decided`` — :func:`gold` on a few queries, without
     the closed world (the caller adds :func:`closure` with its runs)."""
     rule = check_rule(rule)
-    q, c, g, _ = decide_labels(labels, policy, rule)
+    q, c, g, _ = decide_labels(labels, policy, rule, unjudged)
     if decided and rule != REFERENCE_RULE:
         keep = np.fromiter(((qid, cid) not in decided for qid, cid in zip(q.tolist(), c.tolist())),
                            dtype=bool, count=len(q))
@@ -206,11 +211,14 @@ def labels_gold(labels: LabelArrays, decided: Mapping[tuple[str, str], int], rul
 
 
 def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
-            runs: Iterable[Run]) -> tuple[np.ndarray, np.ndarray]:
+            runs: Iterable[Run], *, unjudged: set[tuple[str, str]] | frozenset = frozenset()
+            ) -> tuple[np.ndarray, np.ndarray]:
     """The pairs of a complete reference's closed world that have no grade yet: on each of
     ``queries``, every chunk any of ``runs`` retrieves that is not among the judged pairs
-    (``query_ids``, ``chunk_ids``: ``as_ids`` arrays or object arrays of str). Returned as
-    arrays of the same kind, sorted, each pair once.
+    (``query_ids``, ``chunk_ids``: ``as_ids`` arrays or object arrays of str) nor among the
+    pairs the reference left ``unjudged`` (:func:`skipped_pairs`: a negative grade in its
+    qrels, trec_eval's "in the pool, not judged", is no "not relevant"). Returned as arrays of
+    the same kind, sorted, each pair once.
 
     In numpy throughout (the rows of the closed queries gathered from each run's offsets, pairs
     as one byte key each): 10 runs of 1,000,000 entries take seconds, not a minute."""
@@ -219,6 +227,10 @@ def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
     textual = query_ids.dtype == object
     judged_q = as_ids(query_ids.tolist()) if textual else query_ids
     judged_c = as_ids(chunk_ids.tolist()) if textual else chunk_ids
+    if unjudged:
+        listed = sorted(unjudged)
+        judged_q = _concat_all([judged_q, as_ids([p[0] for p in listed])])
+        judged_c = _concat_all([judged_c, as_ids([p[1] for p in listed])])
     wanted = as_ids(sorted(queries))
     found_q, found_c = [], []
     for run in runs:
@@ -251,6 +263,53 @@ def _concat_all(parts: list[np.ndarray]) -> np.ndarray:
 
     width = max(part.dtype.itemsize for part in parts)
     return np.concatenate([widen(part, width) for part in parts])
+
+
+def _coded_pairs(labels: CodedLabels, pairs: Mapping[str, set[tuple[str, str]]]) -> dict[str, np.ndarray] | None:
+    """Per annotator, the numbers of ``pairs`` (ids) among the labels' pairs (a pair nobody
+    graded has none)."""
+    if not pairs or not labels.n_pairs:
+        return None
+    keys = labels.pair_query.astype(np.int64) * len(labels.chunks) + labels.pair_chunk  # ascending
+    out = {}
+    for name, found in pairs.items():
+        listed = sorted(found)
+        q = lookup(labels.queries, as_ids([p[0] for p in listed]))
+        c = lookup(labels.chunks, as_ids([p[1] for p in listed]))
+        wanted = np.where((q >= 0) & (c >= 0), q * len(labels.chunks) + c, -1)
+        at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        out[name] = at[(wanted >= 0) & (keys[at] == wanted)]
+    return out
+
+
+def skipped_pairs(connection: Connection, names: Iterable[str]) -> dict[str, set[tuple[str, str]]]:
+    """Per annotator of ``names``, the pairs whose newest label event of theirs (not a blind
+    re-check) is a skip without a grade. A complete reference's qrels line with a negative
+    grade is imported as such a skip (:mod:`ragjudge.services.transfer.labelimport`): the pair
+    is in its pool and not judged, so its closed world (:func:`closure`) leaves it unjudged."""
+    names = sorted(names)
+    if not names:
+        return {}
+    newest = (select(func.max(Label.id).label("id"))
+              .where(Label.annotator.in_(names), not_recheck())
+              .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
+    rows = connection.execute(
+        select(Label.annotator, Label.query_id, Label.chunk_id).join(newest, Label.id == newest.c.id)
+        .where(Label.grade.is_(None), Label.skipped.is_(True))).all()
+    out: dict[str, set[tuple[str, str]]] = {}
+    for name, q, c in rows:
+        out.setdefault(name, set()).add((q, c))
+    return out
+
+
+def left_unjudged(skipped: Mapping[str, set[tuple[str, str]]], policy: GoldPolicy,
+                  rule: str) -> set[tuple[str, str]]:
+    """The pairs the complete references whose world ``rule``'s gold closes skipped."""
+    if rule.startswith("annotator:"):
+        names: Iterable[str] = frozenset([rule.split(":", 1)[1]]) & policy.complete
+    else:
+        names = policy.complete
+    return set().union(*(skipped.get(name, set()) for name in names))
 
 
 def closed_queries(labels: LabelArrays | CodedLabels, policy: GoldPolicy, rule: str) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import Select, select
+from ragjudge.services.gold.gold import skipped_pairs
 from ragjudge.store.schema import Annotator, RunEntry, published
 
 
@@ -43,17 +44,25 @@ def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: lis
         rows = connection.execute(pool_select(depth, runs)).all()
         labels = read_labels(connection)
         closing = set(connection.execute(complete).scalars())
+        skipped = skipped_pairs(connection, closing)
     query, pair = _labelled(labels, [r[0] for r in rows], [r[1] for r in rows])
     graded = pair >= 0
     codes = [i for i, name in enumerate(labels.names) if name in closing]
     rows_query = labels.pair_query[labels.pair]
     closed = np.isin(query, rows_query[np.isin(labels.annotator, codes)])  # -1 is no query
+    left = {name: np.fromiter(((q, c) in found for q, c in rows), dtype=bool, count=len(rows))
+            for name, found in skipped.items()}  # pairs a complete reference left unjudged
+    for unjudged in left.values():
+        closed &= ~unjudged
     in_pool = np.zeros(labels.n_pairs, dtype=bool)
     in_pool[pair[graded]] = True
     counts = np.bincount(labels.annotator[in_pool[labels.pair]], minlength=len(labels.names))
     mine = {name: int(n) for name, n in zip(labels.names, counts.tolist())}
     for code in codes:  # a complete reference judged every pair of the queries it graded
-        mine[labels.names[code]] = int(np.count_nonzero(np.isin(query, rows_query[labels.annotator == code])))
+        theirs = np.isin(query, rows_query[labels.annotator == code])
+        if labels.names[code] in left:  # but those it left unjudged
+            theirs &= ~left[labels.names[code]]
+        mine[labels.names[code]] = int(np.count_nonzero(theirs))
     return {"depth": depth, "pairs": len(rows), "judged": int(np.count_nonzero(graded | closed)),
             "by_annotator": {str(k): v for k, v in sorted(mine.items()) if v}}
 

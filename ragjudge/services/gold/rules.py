@@ -16,7 +16,10 @@ A *reference* annotator (``ragjudge import qrels --reference``) is not one more 
 the aggregation rules, on the pairs it graded its grade is the gold and the rule decides only
 the other pairs. A *complete* reference declares every pair of its queries that it does not
 list not relevant, as trec_eval reads such qrels: on a pair of its queries that others graded
-and it does not list, its implied grade (the bottom of the scale) decides.
+and it does not list, its implied grade (the bottom of the scale) decides. A pair it lists with
+a negative grade (trec_eval: in the pool, not judged) is imported as its skip and is *unjudged*
+(``unjudged`` below, :func:`ragjudge.services.gold.gold.skipped_pairs`): listed, so no implied
+grade, and not graded, so the rule decides it.
 
 Everything here works on coded rows (:class:`~ragjudge.services.events.labels.GradeRows`:
 pair numbers, annotator codes, grades), for every pair at once; :func:`decide_labels` and the
@@ -26,6 +29,7 @@ the support judgments of the RAG measures).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 import numpy as np
@@ -141,13 +145,17 @@ def aggregate_pairs(pair: np.ndarray, grade: np.ndarray, rule: str) -> tuple[np.
     return pair[starts], np.asarray(out, dtype=np.int64)
 
 
-def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
-                      rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+Unjudged = Mapping[str, np.ndarray]
+"""Per complete reference, the pair numbers it left unjudged (listed with a negative grade)."""
+
+
+def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None, rule: str,
+                      unjudged: Unjudged | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rows ``(pair, annotator, grade)`` the rule aggregates, grouped by pair, and which of
     them are a complete reference's implied grades: on a pair a reference graded only the
     reference's rows (under ``reference``, only the reference's pairs); a complete reference
     adds its grade ``policy.lowest`` on the pairs of its queries others graded and it does not
-    list (not under ``reference``, which reads nobody else's labels)."""
+    list (not under ``reference``, which reads nobody else's labels) nor left ``unjudged``."""
     pair, who, grade = rows.pair, rows.annotator, rows.grade
     implied = np.zeros(len(grade), dtype=bool)
     if policy is None or not policy.applies(rule) or not len(grade):
@@ -169,6 +177,8 @@ def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
             continue
         listed = np.zeros(n_pairs, dtype=bool)
         listed[pair[mine]] = True
+        if unjudged is not None and name in unjudged:
+            listed[unjudged[name]] = True
         scope = np.zeros(n_queries, dtype=bool)
         scope[query[pair[mine]]] = True
         missing = np.unique(pair[scope[query[pair]] & ~listed[pair]])
@@ -189,16 +199,17 @@ def coded_gold_labels(rows: GradeRows, policy: GoldPolicy | None,
     return pair[keep], who[keep], grade[keep], implied[keep]
 
 
-def decide(rows: GradeRows, policy: GoldPolicy | None,
-           rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decide(rows: GradeRows, policy: GoldPolicy | None, rule: str,
+           unjudged: Unjudged | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pairs, grades, sources)``: the gold grade of every pair the rule grades, ascending by
     pair, and what decided it (:data:`FROM_RULE`, :data:`FROM_REFERENCE`,
-    :data:`FROM_IMPLIED`); adjudications are not included. The one implementation of the rule."""
+    :data:`FROM_IMPLIED`); adjudications are not included. The one implementation of the rule
+    (``unjudged``: the pairs complete references left unjudged, see :func:`coded_gold_labels`)."""
     rule = check_rule(rule)
     empty = np.zeros(0, dtype=np.int64)
     if rule == "adjudicated":
         return empty, empty, empty
-    pair, who, grade, implied = coded_gold_labels(rows, policy, rule)
+    pair, who, grade, implied = coded_gold_labels(rows, policy, rule, unjudged)
     codes = [] if policy is None else [c for c in (rows.code_of(n) for n in policy.reference) if c >= 0]
     if rule.startswith("annotator:"):
         me = rows.code_of(rule.split(":", 1)[1])
@@ -215,9 +226,10 @@ def decide(rows: GradeRows, policy: GoldPolicy | None,
     return pairs, grades, source
 
 
-def coded_gold(rows: GradeRows, policy: GoldPolicy | None, rule: str) -> tuple[np.ndarray, np.ndarray]:
+def coded_gold(rows: GradeRows, policy: GoldPolicy | None, rule: str,
+               unjudged: Unjudged | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(pairs, grades)`` of :func:`decide`."""
-    pairs, grades, _ = decide(rows, policy, rule)
+    pairs, grades, _ = decide(rows, policy, rule, unjudged)
     return pairs, grades
 
 
@@ -248,12 +260,14 @@ def coded_rows(labels: LabelArrays) -> tuple[GradeRows, np.ndarray, np.ndarray]:
     return rows, np.array([k[0] for k in keys], dtype=object), np.array([k[1] for k in keys], dtype=object)
 
 
-def decide_labels(labels: LabelArrays, policy: GoldPolicy | None,
-                  rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def decide_labels(labels: LabelArrays, policy: GoldPolicy | None, rule: str,
+                  unjudged: Mapping[str, set[tuple[str, str]]] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`decide` on :class:`LabelArrays`: ``(query ids, chunk ids, grades, sources)``,
-    sorted by query and chunk."""
+    sorted by query and chunk (``unjudged``: per complete reference, the pairs it left
+    unjudged, as ids)."""
     rows, pq, pc = coded_rows(labels)
-    pairs, grades, source = decide(rows, policy, rule)
+    pairs, grades, source = decide(rows, policy, rule, numbered_pairs(pq, pc, unjudged))
     return pq[pairs], pc[pairs], grades, source
 
 
@@ -264,14 +278,28 @@ def aggregate(labels: LabelArrays, rule: str) -> list[tuple[str, str, int]]:
     return list(zip(q.tolist(), c.tolist(), g.tolist()))
 
 
-def implied_labels(labels: LabelArrays, policy: GoldPolicy) -> LabelArrays:
+def numbered_pairs(query_ids: np.ndarray, chunk_ids: np.ndarray,
+                   pairs: Mapping[str, set[tuple[str, str]]] | None) -> Unjudged | None:
+    """Per annotator, the numbers of ``pairs`` (ids) among the pairs ``query_ids[i],
+    chunk_ids[i]`` (object arrays of ids); pairs not among them are left out."""
+    if not pairs:
+        return None
+    number = {key: i for i, key in enumerate(zip(query_ids.tolist(), chunk_ids.tolist()))}
+    return {name: np.array([number[p] for p in found if p in number], dtype=np.int64)
+            for name, found in pairs.items()}
+
+
+def implied_labels(labels: LabelArrays, policy: GoldPolicy,
+                   unjudged: Mapping[str, set[tuple[str, str]]] | None = None) -> LabelArrays:
     """``labels`` and each complete reference's implied grade on the pairs of its queries that
-    others graded and it does not list (for agreement with the reference), grouped by pair."""
+    others graded and it neither lists nor left ``unjudged`` (for agreement with the
+    reference), grouped by pair."""
     if not policy.complete or len(labels) == 0:
         return labels
     rows, pq, pc = coded_rows(labels)
     complete = GoldPolicy(policy.complete, policy.complete, policy.lowest)
-    pair, who, grade, implied = coded_gold_labels(rows, complete, AGGREGATION_RULES[0])
+    pair, who, grade, implied = coded_gold_labels(rows, complete, AGGREGATION_RULES[0],
+                                                  numbered_pairs(pq, pc, unjudged))
     names = np.array(sorted(rows.codes, key=rows.codes.__getitem__), dtype=object)
     pair = np.concatenate([rows.pair, pair[implied]])
     who = np.concatenate([rows.annotator, who[implied]])

@@ -1,20 +1,17 @@
 """A run or qrels file as columns (numpy arrays) for importing in bulk.
 
-Two readers give the same columns:
+A TREC run or qrels file is read by the TREC reader of the metrics library
+(:func:`ragjudge.metrics.trec.read_run_arrays`, :func:`~ragjudge.metrics.trec.read_qrels_arrays`),
+which takes its fastest path that reads the file as its line path does and words every problem
+with its file, line and field; ``eval`` reads the same files through the same reader. What this
+module adds is about importing: a qrels file's negative grades (unjudged, never a label), its
+grades against the project's scale and its repeated pairs, checked as whole columns; a run
+ranked in trec_eval's order and packed as the project stores it. A qrels file whose grades are
+off the scale or whose pairs repeat is read again by the record readers of
+:mod:`ragjudge.formats` (through the same line path), which drop a repeat that says the same,
+refuse one that contradicts and name the line of a grade off the scale.
 
-- the *plain* reader, for a TREC file whose every line is its fields joined by one space
-  (what retrievers and trec_eval write): pyarrow's CSV reader splits it on both cores
-  (:func:`ragjudge.metrics._arrow.plain_table`), and each column is checked as a whole;
-- the *record* reader: the line-by-line readers of :mod:`ragjudge.formats`, for every other
-  file (JSONL, CSV, tabs, blank lines, ...).
-
-The plain reader accepts only what it can prove the record reader accepts with the same values:
-UTF-8 text without a byte order mark and without the Unicode spaces Python splits on, ranks and
-grades of ASCII digits, scores in plain decimal or exponent notation that parse to finite
-numbers, grades on the project's scale, lines no longer than the record reader's limit, no pair
-twice in a qrels file. Anything else sends the whole file to the record reader, which reads it
-as it always has and names the first bad line with its file, line and field: every message
-comes from one place, whichever reader a file takes.
+Other formats (JSONL, CSV, BEIR) are read record by record (:func:`record_run`).
 
 Ids are kept as the metrics library keeps them (NUL-padded ``S`` arrays, see
 :mod:`ragjudge.metrics._keys`), never as a Python object per line.
@@ -23,32 +20,16 @@ Ids are kept as the metrics library keeps them (NUL-padded ``S`` arrays, see
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 import numpy as np
-from ragjudge.formats.source import MAX_LINE_BYTES, Source, is_inline
+from ragjudge.formats.source import Source, is_inline
 from ragjudge.metrics import _keys
+from ragjudge.metrics.trec import packed_ids, read_qrels_arrays, read_run_arrays
 
 
 Progress = Callable[[int, "int | None", str], None]
-
-
-# Tokens whose value the record readers (Python's int() and float()) and pyarrow agree on,
-# written so that nothing Python reads differently (underscores, other digits, "infinity")
-# passes: anything else goes to the record reader, which decides.
-_INTEGER = rb"^-?[0-9]{1,9}$"
-
-
-_NUMBER = rb"^[-+]?([0-9]{1,40}(\.[0-9]{0,40})?|\.[0-9]{1,40})([eE][-+]?[0-9]{1,3})?$"
-
-
-_UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-
-
-_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -74,21 +55,27 @@ class RunColumns:
 
 @dataclass
 class QrelsColumns:
-    """The lines of a TREC qrels file, each pair once."""
+    """The judged lines of a TREC qrels file (each pair once, every grade on the scale), and
+    what else the file held: ``unjudged`` the pairs of its lines with a negative grade (and
+    their ``unjudged_lines``), ``form`` how its lines were read (``trec``, ``three``,
+    ``smart``)."""
 
     query_ids: np.ndarray
     chunk_ids: np.ndarray
     grades: np.ndarray
     lines: np.ndarray
+    unjudged: tuple[np.ndarray, np.ndarray]
+    unjudged_lines: np.ndarray
+    form: str
 
     def __len__(self) -> int:
         return len(self.query_ids)
 
 
 def materialize(source: Source) -> Source:
-    """Standard input or an open file read into bytes, so that both readers can read it (the
-    plain one first, the record one after it when the file is not plain); a path or inline
-    text as it is."""
+    """Standard input or an open file read into bytes, so that it can be read twice (by the
+    TREC reader, then by the record readers when the file needs them); a path or inline text
+    as it is."""
     if isinstance(source, (str, os.PathLike)) and not is_inline(source) and str(source) == "-":
         return sys.stdin.buffer.read()
     if hasattr(source, "read"):
@@ -97,115 +84,36 @@ def materialize(source: Source) -> Source:
     return source
 
 
-def _plain_bytes(source: Source) -> tuple[np.ndarray, int] | None:
-    """The input as the metrics library's TREC reader holds it (gzip undone, a newline at the
-    end, zero padding), or None when the record reader should read it (a missing file, a
-    damaged gzip stream, a byte order mark, text that is not UTF-8 or holds Unicode spaces,
-    a line too long)."""
-    from ragjudge.errors import InputError
-    from ragjudge.metrics.trec import read_bytes
+def _line_numbers(lines: np.ndarray | None, n: int) -> np.ndarray:
+    return lines if lines is not None else np.arange(1, n + 1, dtype=np.int64)
 
-    try:
-        buf, size, _ = read_bytes(source)
-    except (InputError, OSError):
+
+def trec_run(source: Source, file: str) -> RunColumns:
+    """The columns of a TREC run (``qid Q0 docid rank score tag``): every line has a score, so
+    the rank column plays no part (its values are checked by the reader)."""
+    arrays = read_run_arrays(source, name=file)
+    n = len(arrays)
+    return RunColumns(arrays.query_ids, arrays.chunk_ids, arrays.scores,
+                      np.zeros(n, dtype=np.int64), _line_numbers(arrays.lines, n))
+
+
+def trec_qrels(source: Source, file: str, form: str, scale_min: int,
+               scale_max: int) -> QrelsColumns | None:
+    """The columns of a TREC, 3-field or SMART qrels file (``form``: ``auto`` or ``smart``),
+    its lines with a negative grade set apart (unjudged); None when a pair is listed twice or a
+    grade is off the scale, for the record readers to say which line."""
+    arrays = read_qrels_arrays(source, form=form, name=file)
+    if first_repeat(arrays.query_ids, arrays.chunk_ids) is not None:
+        return None  # the record readers drop repeats and name contradictions
+    lines = _line_numbers(arrays.lines, len(arrays))
+    q, c, g = arrays.query_ids, arrays.chunk_ids, arrays.grades
+    judged = g >= 0
+    unjudged = ~judged
+    if len(g) and (int(g[judged].min(initial=scale_min)) < scale_min
+                   or int(g.max()) > scale_max):
         return None
-    if size == 0 or bytes(buf[:3]) == _BOM:
-        return None
-    view = buf[:size]
-    if int(view.max()) >= 0x80:
-        try:
-            text = view.tobytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        if _UNICODE_SPACE.search(text):
-            return None
-        del text
-    if size > MAX_LINE_BYTES:
-        ends = np.flatnonzero(view == 10)
-        if len(ends) and int(np.diff(ends, prepend=-1).max()) > MAX_LINE_BYTES:
-            return None
-    return buf, size
-
-
-def _all(column: Any, pattern: bytes) -> bool:
-    import pyarrow.compute as pc
-
-    return bool(pc.all(pc.match_substring_regex(column, pattern)).as_py()) if len(column) else True
-
-
-def _ids(columns: list[Any]) -> list[np.ndarray] | None:
-    from ragjudge.metrics import _arrow
-
-    plan = _arrow._plan_ids(columns)
-    return None if plan is None else _arrow._gather_ids(plan)
-
-
-def plain_run(source: Source) -> RunColumns | None:
-    """The columns of a plain TREC run (``qid Q0 docid rank score tag``), or None."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ragjudge.metrics import _arrow
-
-    read = _plain_bytes(source)
-    if read is None:
-        return None
-    buf, size = read
-    binary = pa.binary()
-    plain = _arrow.plain_table(buf, size, 6, {0: binary, 2: binary, 3: binary, 4: binary})
-    del buf
-    if plain is None:
-        return None
-    table, _ = plain
-    rank_text, score_text = table.column("f3"), table.column("f4")
-    if not (_all(rank_text, _INTEGER) and _all(score_text, _NUMBER)):
-        return None
-    scores = numbers(pc.cast(pc.cast(score_text, pa.string()), pa.float64()), np.float64)
-    if not np.isfinite(scores).all():
-        return None
-    ranks = numbers(pc.cast(pc.cast(rank_text, pa.string()), pa.int64()), np.int64)
-    ids = _ids([table.column("f0"), table.column("f2")])
-    if ids is None:
-        return None
-    n = table.num_rows
-    return RunColumns(ids[0], ids[1], np.ascontiguousarray(scores, dtype=np.float64),
-                      np.where(ranks >= 1, ranks, 0).astype(np.int64),
-                      np.arange(1, n + 1, dtype=np.int64))
-
-
-def plain_qrels(source: Source, scale_min: int, scale_max: int) -> QrelsColumns | None:
-    """The columns of a plain TREC qrels file (``qid 0 docid grade``) whose grades are all on
-    the scale and whose pairs are all distinct, or None."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ragjudge.metrics import _arrow
-
-    read = _plain_bytes(source)
-    if read is None:
-        return None
-    buf, size = read
-    binary = pa.binary()
-    plain = _arrow.plain_table(buf, size, 4, {0: binary, 2: binary, 3: binary})
-    del buf
-    if plain is None:
-        return None
-    table, _ = plain
-    grade_text = table.column("f3")
-    if not _all(grade_text, _INTEGER):
-        return None
-    grades = numbers(pc.cast(pc.cast(grade_text, pa.string()), pa.int64()), np.int64)
-    if len(grades) and (int(grades.min()) < scale_min or int(grades.max()) > scale_max):
-        return None
-    ids = _ids([table.column("f0"), table.column("f2")])
-    if ids is None:
-        return None
-    n = table.num_rows
-    columns = QrelsColumns(ids[0], ids[1], np.ascontiguousarray(grades, dtype=np.int64),
-                           np.arange(1, n + 1, dtype=np.int64))
-    if first_repeat(columns.query_ids, columns.chunk_ids) is not None:
-        return None  # the record reader drops repeats and names contradictions
-    return columns
+    return QrelsColumns(q[judged], c[judged], g[judged], lines[judged], (q[unjudged], c[unjudged]),
+                        lines[unjudged], arrays.form)
 
 
 def record_run(rows: Iterable[tuple[int, str, str, int | None, float | None]]) -> RunColumns:
@@ -240,17 +148,6 @@ def first_repeat(query_ids: np.ndarray, chunk_ids: np.ndarray) -> tuple[int, int
     return _keys.first_duplicate(hashes, qidx, chunk_ids)
 
 
-def numbers(column: Any, dtype: Any) -> np.ndarray:
-    """A numeric pyarrow column without nulls as one numpy array, read from its buffers:
-    pyarrow's own ``to_numpy`` imports pandas when it is installed (a third of a second
-    of every command's start)."""
-    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype)[chunk.offset:chunk.offset + len(chunk)]
-             for chunk in column.chunks if len(chunk)]
-    if any(chunk.null_count for chunk in column.chunks):
-        raise ValueError("a column with nulls")  # the plain reader's checks exclude them
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-
 def longer_than(ids: np.ndarray, limit: int) -> np.ndarray:
     """Rows whose id has more than ``limit`` bytes (none when the array is not that wide)."""
     if ids.dtype.itemsize <= limit:
@@ -283,16 +180,7 @@ def decode(ids: np.ndarray) -> list[str]:
 def unpack_ids(data: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Packed ids (their bytes one after another, and their lengths; see
     :mod:`ragjudge.store.run_arrays`) as an ``S`` array of the metrics library's width."""
-    from ragjudge.metrics.trec import _gather, _unaligned_words
-
-    n = len(lengths)
-    if n == 0:
-        return np.zeros(0, dtype="S8")
-    buf = np.zeros(len(data) + 9, dtype=np.uint8)
-    buf[:len(data)] = data
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    return _gather(_unaligned_words(buf), starts, lengths.astype(np.int64))
+    return packed_ids(data, lengths)
 
 
 @dataclass

@@ -76,19 +76,36 @@ def check_file(path: str | os.PathLike, what: str) -> None:
         raise InputError(f"is a folder, not a {what} file.", file=str(path))
 
 
-def load_qrels_file(path: str | os.PathLike) -> Qrels:
-    """Qrels from a TREC qrels file (bulk parser) or a JSONL qrels file (one grade a pair)."""
+def load_qrels_file(path: str | os.PathLike, *, notes: list[str] | None = None) -> Qrels:
+    """Qrels from a TREC qrels file (4 fields, 3 fields or SMART's ``query doc 0 0``, read by
+    the TREC reader) or a JSONL qrels file (one grade a pair). A negative grade stays in the
+    qrels as unjudged, as trec_eval reads it; ``notes`` hears the sentences about the file
+    (its lines with a negative grade, a form other than TREC's 4 fields), as an import says
+    them."""
+    from ragjudge.metrics.trec import QrelsTally
+
     check_file(path, "qrels")
     if not _is_jsonl(path):
-        return Qrels.from_trec(str(path))
-    from ragjudge.formats.jsonl import read_jsonl
+        from ragjudge.metrics.trec import read_qrels_arrays
 
-    q, c, g = [], [], []
-    for judgment in read_jsonl("qrels", str(path)):
-        q.append(judgment.query_id)
-        c.append(judgment.chunk_id)
-        g.append(judgment.grade)
-    return Qrels(q, c, np.array(g, dtype=np.int64), file=str(path))
+        arrays = read_qrels_arrays(str(path))
+        tally = QrelsTally(form=arrays.form, negative=arrays.negative)
+        qrels = Qrels(arrays.query_ids, arrays.chunk_ids, arrays.grades, file=arrays.file,
+                      lines=arrays.lines, from_file=True)
+    else:
+        from ragjudge.formats.jsonl import read_jsonl
+
+        q, c, g = [], [], []
+        tally = QrelsTally()
+        for line, judgment in read_jsonl("qrels", str(path), numbered=True):
+            q.append(judgment.query_id)
+            c.append(judgment.chunk_id)
+            g.append(judgment.grade)
+            tally.count(judgment.grade, line)
+        qrels = Qrels(q, c, np.array(g, dtype=np.int64), file=str(path))
+    if notes is not None:
+        notes.extend(tally.notes())
+    return qrels
 
 
 def close_qrels(qrels: Qrels, runs: Iterable[Run]) -> tuple[Qrels, int]:

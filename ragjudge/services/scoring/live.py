@@ -318,6 +318,8 @@ class LiveEvaluation:
         from ragjudge.services.gold.rules import GoldPolicy
 
         self.policy = GoldPolicy()
+        #: per complete reference, the pairs it skipped (unjudged: see gold.skipped_pairs)
+        self.unjudged: dict[str, set[tuple[str, str]]] = {}
 
     # -- settings --------------------------------------------------------------------------
 
@@ -538,7 +540,7 @@ class LiveEvaluation:
         if key in golds:
             return golds[key]
         rows = GradeRows(pair, who, grade, self.pairs.rows, self._code)
-        numbers, values = coded_gold(rows, self.policy, rule)
+        numbers, values = coded_gold(rows, self.policy, rule, self._unjudged_numbers() or None)
         decided = [(self.row[q], c, g) for (q, c), g in self._decided.items() if q in self.row]
         decided_numbers = self._numbers_of([d[0] for d in decided], [d[1] for d in decided])
         out = np.full(self.pairs.n, NO_GRADE, dtype=np.int64)
@@ -557,8 +559,29 @@ class LiveEvaluation:
                 if len(out) < self.pairs.n:
                     out = np.concatenate([out, np.full(self.pairs.n - len(out), NO_GRADE, dtype=np.int64)])
                 open_ = ranked[out[ranked] == NO_GRADE]
+                if self.unjudged:  # a complete reference's skips stay unjudged (gold.closure)
+                    skipped = self._unjudged_numbers()
+                    left = [skipped[n] for n in names if n in skipped]
+                    if left:
+                        open_ = open_[~np.isin(open_, np.concatenate(left))]
                 out[open_] = self.policy.lowest
         golds[key] = out
+        return out
+
+    def _unjudged_numbers(self) -> dict[str, np.ndarray]:
+        """Per complete reference, the numbers of the pairs it left unjudged
+        (:func:`ragjudge.services.gold.gold.skipped_pairs`); a pair not numbered yet is in no
+        run's ranking and nobody's label."""
+        out = {}
+        width = self.pairs.width
+        for name, found in self.unjudged.items():
+            pairs = [(self.row[q], c.encode("utf-8")) for q, c in found if q in self.row]
+            pairs = [(row, c) for row, c in pairs if len(c) <= width]
+            if not pairs:
+                continue
+            rows = np.array([row for row, _ in pairs], dtype=np.int64)
+            numbers = self.pairs.find(rows, _keys.widen(_keys.as_ids([c for _, c in pairs]), width))
+            out[name] = numbers[numbers >= 0]
         return out
 
     def _ranked_pairs(self, rows: np.ndarray) -> np.ndarray:
@@ -687,10 +710,13 @@ class LiveEvaluation:
         numbered, the runs' layouts made, and the engine's copy of the labels kept."""
         self._take_labels(*self._fetch_labels())
 
-    def _fetch_labels(self) -> tuple[tuple[int, int], CodedLabels, dict[tuple[str, str], int], GoldPolicy]:
-        """The labels' stamp, then every current label, adjudication and the gold policy (the
-        database's part of :meth:`_read_labels`; it may run on a worker thread)."""
+    def _fetch_labels(self) -> tuple[tuple[int, int], CodedLabels, dict[tuple[str, str], int], GoldPolicy,
+                                     dict[str, set[tuple[str, str]]]]:
+        """The labels' stamp, then every current label, adjudication, the gold policy and the
+        pairs its complete references skipped (the database's part of :meth:`_read_labels`; it
+        may run on a worker thread)."""
         from ragjudge.services.events.labels import adjudications, read_labels
+        from ragjudge.services.gold.gold import skipped_pairs
         from ragjudge.services.gold.rules import gold_policy
 
         stamp = self._stamp()
@@ -698,14 +724,17 @@ class LiveEvaluation:
             labels = read_labels(connection)
             decided = adjudications(connection)
             policy = gold_policy(connection, self.project.scale.min)
-        return stamp, labels, decided, policy
+            skipped = skipped_pairs(connection, policy.complete)
+        return stamp, labels, decided, policy, skipped
 
     def _take_labels(self, stamp: tuple[int, int], labels: CodedLabels,
-                     decided: dict[tuple[str, str], int], policy: GoldPolicy) -> None:
+                     decided: dict[tuple[str, str], int], policy: GoldPolicy,
+                     skipped: dict[str, set[tuple[str, str]]]) -> None:
         """Labels as read by :meth:`_fetch_labels` into the engine: pairs numbered, the runs'
         layouts made (on two threads for large runs), the copy of the labels kept."""
         self.stamp = stamp
         self.policy = policy
+        self.unjudged = skipped
         self.labels_used = len(labels)
         per_query = np.bincount(labels.pair_query[labels.pair], minlength=len(labels.queries))
         names = _keys.decode(labels.queries)
@@ -760,15 +789,16 @@ class LiveEvaluation:
         complete reference's queries its closed world over every run
         (:func:`ragjudge.services.gold.gold.closure`), as :func:`ragjudge.services.gold.gold.gold`
         makes them for the whole project."""
-        from ragjudge.services.gold.gold import closed_queries, closure, labels_gold
+        from ragjudge.services.gold.gold import closed_queries, closure, labels_gold, left_unjudged
 
         if rule != self.rule and rule.startswith("annotator:"):
             return self._in_place_of_gold(labels, decided, rule.split(":", 1)[1])
-        q, c, g = labels_gold(labels, decided, rule, self.policy)
+        q, c, g = labels_gold(labels, decided, rule, self.policy, self.unjudged)
         closed = closed_queries(labels, self.policy, rule)
         if not closed:
             return q, c, g
-        eq, ec = closure(q, c, closed, self.runs.values())
+        eq, ec = closure(q, c, closed, self.runs.values(),
+                         unjudged=left_unjudged(self.unjudged, self.policy, rule))
         return (np.concatenate([q, eq]), np.concatenate([c, ec]),
                 np.concatenate([g, np.full(len(eq), self.policy.lowest, dtype=np.int64)]))
 
@@ -1072,8 +1102,10 @@ class LiveEvaluation:
                     self.load()  # a query added since the screen opened: start again
                     self.touched = tuple(touched)
                     return True
-                if self._policy_moved():
-                    self._labels = None  # every query's gold may move: read the labels again
+                if self._policy_moved() or annotators & self.policy.complete:
+                    # every query's gold may move (a complete reference's skips close less of
+                    # its world): read the labels again
+                    self._labels = None
                     self.recompute()
                     self.touched = tuple(touched)
                     return True

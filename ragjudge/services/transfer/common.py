@@ -21,7 +21,7 @@ from ragjudge.formats.beir import (
     read_beir_corpus, read_beir_queries,
 )
 from ragjudge.formats.source import Source, is_inline, path_kind
-from ragjudge.formats.trec import trec_run_rows
+from ragjudge.formats.trec import QrelsTally
 
 
 BATCH = 5000
@@ -95,8 +95,9 @@ class _Counting(io.RawIOBase):
 
 @contextmanager
 def numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress | None,
-              beir: bool = False) -> Iterator[Iterator[tuple[int, Any]]]:
-    """``(line, record)`` pairs of the file (runs: tuples, see :func:`_records`)."""
+             beir: bool = False, tally: QrelsTally | None = None) -> Iterator[Iterator[tuple[int, Any]]]:
+    """``(line, record)`` pairs of the file (runs: tuples, see :func:`_records`); ``tally``
+    (qrels and labels) hears how a qrels file's lines were read."""
     if beir:  # ``source`` is the BEIR folder
         reader = read_beir_corpus if kind == "chunks" else read_beir_queries
         yield reader(source, numbered=True)  # type: ignore[arg-type]
@@ -107,19 +108,20 @@ def numbered(kind: str, source: Source, fmt: str, file: str, progress: Progress 
         with open(path, "rb") as raw:
             total = os.fstat(raw.fileno()).st_size
             counting = _Counting(raw, total, f"{kind} {path.name}", progress)
-            yield _records(kind, counting, fmt, file)
+            yield _records(kind, counting, fmt, file, tally)
             progress(total, total, f"{kind} {path.name}")
         return
-    yield _records(kind, source, fmt, file)
+    yield _records(kind, source, fmt, file, tally)
 
 
-def _records(kind: str, source: Source, fmt: str, file: str) -> Iterator[Any]:
-    """Numbered records; a run as ``(line, query_id, chunk_id, rank, score)`` tuples, its
-    duplicates left for the database to find (a reader would hold every pair in memory)."""
+def _records(kind: str, source: Source, fmt: str, file: str,
+             tally: QrelsTally | None = None) -> Iterator[Any]:
+    """Numbered records; a run (JSONL, CSV: a TREC run is read as columns) as ``(line,
+    query_id, chunk_id, rank, score)`` tuples, its duplicates left for the import to find (a
+    reader would hold every pair in memory)."""
     if kind != "run":
-        return read_records(kind, source, fmt, name=file, numbered=True)
-    if fmt == "trec":
-        return trec_run_rows(source, name=file)
+        return read_records(kind, source, fmt, name=file, numbered=True,
+                            tally=tally if kind in ("qrels", "labels") else None)
     entries = read_records("run", source, fmt, name=file, check_duplicates=False, numbered=True)
     return ((line, e.query_id, e.chunk_id, e.rank, e.score) for line, e in entries)
 

@@ -110,7 +110,8 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
                     definitions.stage(records)
                 part = definitions
             else:
-                labels = LabelImport(session, file, annotator, scale, create_missing, result)
+                labels = LabelImport(session, file, annotator, scale, create_missing, result,
+                                     keep_unjudged=reference and complete)
                 labels.stage_file(kind, source, fmt, progress)
                 labels.check()
                 part = labels
@@ -213,7 +214,7 @@ def import_beir(project, folder: str | Path, *, split: str | None = None,  # noq
         for path in qrels_files:
             result = ImportResult(kind="qrels", file=str(path))
             labels = LabelImport(session, str(path), annotator, scale, create_missing, result,
-                             pending=staged)
+                                 pending=staged, keep_unjudged=reference and complete)
             records = ((line, judgment) for _, line, judgment in read_beir_qrels(folder, path=path, numbered=True))
             labels.stage_records(records)
             labels.check()
@@ -259,7 +260,7 @@ def import_ir_datasets(project, name: str, *, split: str | None = None,  # noqa:
             records = read_dataset(dataset, full, kind, numbered=True, progress=report)
             if kind == "qrels":
                 labels = LabelImport(session, file, annotator, scale, create_missing, result,
-                                 pending=staged)
+                                     pending=staged, keep_unjudged=reference and complete)
                 labels.stage_records(records)
                 labels.check()
                 staged_parts.append(labels)

@@ -1,5 +1,12 @@
 """Importing labels and marks: staged in a temporary table, checked, published in one
 transaction.
+
+A line with a negative grade is not a label: trec_eval reads it as a pair in the pool that was
+not judged, and so does ragjudge. It is left out (and counted in the import's notes), or, for a
+complete reference (``import qrels --reference --complete``), recorded as a skip event of its
+annotator: a skip is how a project says "seen, not graded", and the gold's closed world
+(:func:`ragjudge.services.gold.gold.closure`) leaves the pairs a complete reference skipped
+unjudged instead of making them not relevant.
 """
 
 from __future__ import annotations
@@ -7,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+import numpy as np
 from sqlalchemy import (
     Boolean, Column, DateTime, Integer, String, Table, Text, and_, false, func, insert, literal, null, or_, select, union,
 )
 from sqlalchemy.engine import Connection
 from ragjudge.errors import InputError
 from ragjudge.formats.source import Source
+from ragjudge.formats.trec import QrelsTally
 from ragjudge.services.project import columns as bulk
 from ragjudge.services.project.staging import ImportSession
 from ragjudge.store.annotators import ensure_annotators
@@ -40,8 +49,11 @@ class LabelImport:
 
     def __init__(self, session: ImportSession, file: str, annotator: str, scale: Any,
                  create_missing: bool, result: ImportResult,
-                 pending: dict[str, Table] | None = None) -> None:
+                 pending: dict[str, Table] | None = None, keep_unjudged: bool = False) -> None:
         self.session = session
+        self.keep_unjudged = keep_unjudged  # negative grades recorded as skips (a complete reference)
+        self.unjudged = 0  # lines with a negative grade
+        self.staged = 0
         self.file = file
         self.annotator = annotator
         self.scale = scale
@@ -52,40 +64,64 @@ class LabelImport:
         self.known: dict[str, str] = {}  # annotator names of the lines, as checked
         self.marked = False  # whether any line has a flag or comment: else their SQL is left out
         self.names = ("line", "query_id", "chunk_id", "annotator", "grade", "note", "created_at",
-                      "flagged", "flag_note", "comment")
+                      "flagged", "flag_note", "comment", "skipped")
         with session.stage() as connection:
             self.stage_table = temp_table(
                 connection, Column("line", Integer), Column("query_id", String()),
                 Column("chunk_id", String()), Column("annotator", String()), Column("grade", Integer),
                 Column("note", Text), Column("created_at", DateTime), Column("flagged", Boolean),
-                Column("flag_note", Text), Column("comment", Text))
+                Column("flag_note", Text), Column("comment", Text), Column("skipped", Boolean))
         mark = "?" if session.sqlite else "%s"
         self.sql = (f"INSERT INTO {self.stage_table.name} ({', '.join(self.names)}) "
                     f"VALUES ({', '.join([mark] * len(self.names))})")
         self.refs: ReferenceCheck | None = None
 
     def stage_file(self, kind: str, source: Source, fmt: str, progress: Progress | None) -> None:
-        """A file's lines: a plain TREC qrels file in bulk, any other through the record readers."""
-        if fmt == "trec":
+        """A file's lines: a TREC or SMART qrels file as columns, any other through the record
+        readers (and a qrels file the columns cannot take: a pair twice, a grade off the scale)."""
+        tally = QrelsTally()
+        if fmt in ("trec", "smart"):
             source = bulk.materialize(source)
-            columns = bulk.plain_qrels(source, self.scale.min, self.scale.max)
+            columns = bulk.trec_qrels(source, self.file, "smart" if fmt == "smart" else "auto",
+                                      self.scale.min, self.scale.max)
             if columns is not None:
                 self._stage_columns(columns, progress)
+                tally.form = columns.form
+                self._note(tally)
                 return
-        with numbered(kind, source, fmt, self.file, progress) as records:
+        with numbered(kind, source, fmt, self.file, progress, tally=tally) as records:
             self.stage_records(records)
+        self._note(tally)
+
+    def _note(self, tally: QrelsTally) -> None:
+        """What the import says about the file: how a TREC file's lines were read (3 fields,
+        SMART), and its lines with a negative grade."""
+        tally.negative = self.unjudged
+        then = (" and recorded as skipped, which keeps them out of --complete's closed world"
+                if self.keep_unjudged else " and not imported")
+        self.result.notes.extend(tally.notes(then=then))
 
     def _stage_columns(self, columns: bulk.QrelsColumns, progress: Progress | None) -> None:
-        check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, self.file)
-        n = len(columns)
-        self.result.read = n
+        skips = len(columns.unjudged_lines) if self.keep_unjudged else 0
+        query_ids, chunk_ids, lines = columns.query_ids, columns.chunk_ids, columns.lines
+        if skips:
+            query_ids = np.concatenate([query_ids, columns.unjudged[0]]) if len(columns) else columns.unjudged[0]
+            chunk_ids = np.concatenate([chunk_ids, columns.unjudged[1]]) if len(columns) else columns.unjudged[1]
+            lines = np.concatenate([lines, columns.unjudged_lines])
+        check_long_ids(query_ids, chunk_ids, lines, self.file)
+        self.unjudged = len(columns.unjudged_lines)
+        n = len(lines)
+        self.result.read = len(columns) + self.unjudged
+        self.staged = n
         if n:
             self.annotators.add(self.annotator)
-        queries, chunks = bulk.decode(columns.query_ids), bulk.decode(columns.chunk_ids)
-        lines, grades = columns.lines.tolist(), columns.grades.tolist()
+        queries, chunks = bulk.decode(query_ids), bulk.decode(chunk_ids)
+        grades = columns.grades.tolist() + [None] * skips
+        skipped = [None] * len(columns) + [True] * skips
+        numbers = lines.tolist()
         for at in range(0, n, BATCH * 10):
-            rows = [(lines[i], queries[i], chunks[i], self.annotator, grades[i], None, None, None,
-                     None, None) for i in range(at, min(n, at + BATCH * 10))]
+            rows = [(numbers[i], queries[i], chunks[i], self.annotator, grades[i], None, None, None,
+                     None, None, skipped[i]) for i in range(at, min(n, at + BATCH * 10))]
             with self.session.stage() as connection:
                 self.session.write_rows(connection, self.sql, rows, self.stage_table.name, self.names)
             if progress is not None:
@@ -94,11 +130,16 @@ class LabelImport:
     def stage_records(self, records: Iterable[tuple[int, Any]]) -> None:
         file, scale = self.file, self.scale
         for batch in batches(records):
-            rows = []
+            rows: list[tuple[Any, ...]] = []
             for line, record in batch:
                 if too_long_key(record.query_id) or too_long_key(record.chunk_id):
                     too_long(record.query_id, record.chunk_id, file, line)
-                if record.grade is not None and not scale.contains(record.grade):
+                skip = record.grade is not None and record.grade < 0  # unjudged, see the module
+                if skip:
+                    self.unjudged += 1
+                    if not self.keep_unjudged:
+                        continue
+                elif record.grade is not None and not scale.contains(record.grade):
                     raise InputError(
                         f"grade {record.grade} is off the project's scale {scale.min}-{scale.max}. "
                         "Nothing was imported.", file=file, line=line, field="grade")
@@ -106,24 +147,29 @@ class LabelImport:
                 if who is None:
                     who = self.known[record.annotator] = check_annotator(record.annotator, file=file, line=line)
                 self.annotators.add(who)
+                if skip:
+                    rows.append((line, record.query_id, record.chunk_id, who, None, None, None, None,
+                                 None, None, True))
+                    continue
                 created = getattr(record, "created_at", None)
                 if created is not None and created.tzinfo is not None:
                     created = created.astimezone(UTC).replace(tzinfo=None)
                 flagged = getattr(record, "flagged", None)
                 comment = getattr(record, "comment", None)
                 rows.append((line, record.query_id, record.chunk_id, who, record.grade, record.note,
-                             created, flagged, getattr(record, "flag_note", None), comment))
+                             created, flagged, getattr(record, "flag_note", None), comment, None))
                 self.marked = self.marked or flagged is not None or comment is not None
             with self.session.stage() as connection:
                 self.session.write_rows(connection, self.sql, rows, self.stage_table.name, self.names)
-            self.result.read += len(rows)
+            self.staged += len(rows)
+            self.result.read += len(batch)
 
     def check(self) -> None:
         """Ids the project lacks: refused (or, with ``create_missing``, made at the publish).
         Then what changes something, found outside the write lock: the label events (a line
         identical to the annotator's current label adds nothing) and the flag and comment
         events, kept in temporary tables for :meth:`publish` to copy."""
-        if self.result.read == 0:
+        if self.staged == 0:
             return
         with self.session.read() as connection:
             self.refs = ReferenceCheck(connection, self.create_missing, self.result)
@@ -144,16 +190,19 @@ class LabelImport:
             and_(stage.c.note.is_not(None), or_(current.c.note.is_(None), current.c.note != stage.c.note)),
         )
         changed = and_(stage.c.grade.is_not(None), changed)
+        # a negative grade of a complete reference: a skip, unless the pair's newest event is one
+        skip = and_(stage.c.skipped.is_(True),
+                    or_(current.c.id.is_(None), current.c.grade.is_not(None), current.c.skipped.is_not(True)))
         when = func.coalesce(stage.c.created_at, literal(utcnow(), DateTime))
         self.new_labels = temp_table(
             connection, Column("line", Integer), Column("query_id", String()), Column("chunk_id", String()),
             Column("annotator", String()), Column("grade", Integer), Column("note", Text),
-            Column("created_at", DateTime))
+            Column("created_at", DateTime), Column("skipped", Boolean))
         connection.execute(insert(self.new_labels).from_select(
-            ["line", "query_id", "chunk_id", "annotator", "grade", "note", "created_at"],
+            ["line", "query_id", "chunk_id", "annotator", "grade", "note", "created_at", "skipped"],
             select(stage.c.line, stage.c.query_id, stage.c.chunk_id, stage.c.annotator, stage.c.grade,
-                   stage.c.note, when)
-            .select_from(stage.outerjoin(current, current.c.id == newest)).where(changed)))
+                   stage.c.note, when, func.coalesce(stage.c.skipped, false()))
+            .select_from(stage.outerjoin(current, current.c.id == newest)).where(or_(changed, skip))))
         changes = _mark_changes(stage) if self.marked else ()
         self.new_marks = None
         if changes:
@@ -178,7 +227,7 @@ class LabelImport:
         else:
             added = connection.scalar(select(func.count()).select_from(self.new_labels))
         self.result.added = added or 0
-        self.result.unchanged = self.result.read - self.result.added
+        self.result.unchanged = self.staged - self.result.added
 
     def publish(self, connection: Connection) -> None:
         """The events :meth:`check` found, copied in one transaction (with the placeholders of
@@ -196,7 +245,7 @@ class LabelImport:
             ["query_id", "chunk_id", "annotator", "grade", "note", "created_at", "source",
              "skipped", "flagged"],
             select(new.c.query_id, new.c.chunk_id, new.c.annotator, new.c.grade, new.c.note,
-                   new.c.created_at, literal("import", String), false(), false()).order_by(new.c.line)))
+                   new.c.created_at, literal("import", String), new.c.skipped, false()).order_by(new.c.line)))
         if self.new_marks is not None:
             marks = self.new_marks
             connection.execute(insert(marks_table).from_select(

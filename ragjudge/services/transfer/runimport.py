@@ -26,18 +26,17 @@ from ragjudge.services.transfer.definitions import ReferenceCheck, check_long_id
 
 
 def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None) -> bulk.RunColumns:
-    """The run's lines as columns: the plain reader when the file is plain TREC, the record
-    readers otherwise (and for the message of any bad line)."""
+    """The run's lines as columns: a TREC run read by the TREC reader (which words any bad
+    line), a run of another format through the record readers."""
     if fmt == "trec":
         size = _size_of(source)
         description = f"run {file}: reading"
         if progress is not None:
             progress(0, size, description)
-        columns = bulk.plain_run(source)
-        if columns is not None:
-            if progress is not None:
-                progress(size or 0, size, description)
-            return columns
+        columns = bulk.trec_run(source, file)
+        if progress is not None:
+            progress(size or 0, size, description)
+        return columns
     with numbered("run", source, fmt, file, progress) as records:
         return bulk.record_run(records)  # type: ignore[arg-type]  # runs come as plain tuples
 

@@ -1,27 +1,29 @@
-"""Optional fast path for TREC parsing: pyarrow's CSV reader.
+"""The pyarrow path of the TREC reader: pyarrow's CSV reader on both cores.
 
-Used by ``trec`` when pyarrow is installed and the input is big (``trec.ARROW_MIN_BYTES``):
-ragjudge's metrics need only numpy, so pyarrow is imported here, lazily, and its absence is no
-error.
+Used by the reader (:mod:`ragjudge.metrics.trec.reader`) when pyarrow is installed and the
+input is big (``reader.ARROW_MIN_BYTES``): ragjudge's metrics need only numpy, so pyarrow is
+imported here, lazily, and its absence is no error.
 
-The CSV reader splits on single spaces, while a TREC file may separate fields by any run of
-whitespace (bytes <= 32). The two agree exactly when every line is its fields joined by one
-space and ended by ``\\n`` or ``\\r\\n``: no other control byte, no empty or blank line, no
-leading, trailing or repeated whitespace, and no byte order mark (which the reader drops).
-``read`` proves that from byte counts over the raw input plus the reader's own check of the
-field count, and returns None otherwise (or when the reader raises, or a number is missing,
-malformed or not finite), so that the numpy tokenizer handles the file and reports any problem
-with its file, line and field.
+The CSV reader splits on single spaces, while the line path splits a line where Python's
+``str.split`` does. The two agree exactly when every line is its fields joined by one space and
+ended by ``\\n`` or ``\\r\\n``: no other control byte, no empty or blank line, no leading,
+trailing or repeated whitespace, no byte order mark (which the reader drops), and text above
+127 that is valid UTF-8 without a C1 control or a Unicode space. :func:`read` proves that from
+byte counts over the raw input plus the reader's own check of the field count (and, when the
+input holds bytes above 127, :func:`ragjudge.metrics.trec.source.plain_unicode`), and returns
+None otherwise (or when the reader raises, a number is missing, malformed or not finite, a
+grade out of bounds, a rank not plain digits), so that the numpy path or the line path reads
+the file; this path words no problem.
 
-The input is read where it lies: ``trec`` maps a big file into memory (or hands over the
-buffer it read), the reader's own threads parse it a block at a time while another thread
+The input is read where it lies: the reader maps a big file into memory (or hands over the
+buffer it read), the CSV reader's own threads parse it a block at a time while another thread
 counts its whitespace, so that a 383 MB run is read on both cores without a copy.
 
-Ids are read as binary columns (no UTF-8 check, as the numpy path) and turned into the same
-NUL-padded fixed-width ``S`` arrays from the columns' offsets and data buffers, in numpy.
-Integer columns are read as bytes and converted by the numpy path's own conversion, so that
-both paths accept exactly the same grades; scores are parsed as float64 by the reader (whose
-correctly rounded parser gives the same value as numpy for every token both accept).
+Ids are read as binary columns and turned into the same NUL-padded fixed-width ``S`` arrays
+as the numpy path's, from the columns' offsets and data buffers, in numpy. Ranks and grades
+are read as bytes and checked or converted by the numpy path's own functions, so that both
+paths accept exactly the same tokens; scores are parsed as float64 by the CSV reader (whose
+correctly rounded parser gives the same value as numpy and Python for every token it accepts).
 """
 
 from __future__ import annotations
@@ -29,15 +31,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ragjudge.errors import InputError
 from ragjudge.metrics._keys import MASKS, padded_width
-
-if TYPE_CHECKING:
-    from ragjudge.metrics.trec import Layout
+from ragjudge.metrics.trec.source import plain_unicode
+from ragjudge.metrics.trec.tokens import RANK_DIGITS, Layout, Parsed, numbers, unaligned_words
 
 #: bytes per block of the CSV reader (its unit of parallel work)
 READ_BLOCK = 16 << 20
@@ -55,11 +55,11 @@ def available() -> bool:
 
 
 def _scan(buf: np.ndarray, lo: int, hi: int, size: int,
-          scratch: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, int, int]:
+          scratch: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, int, int, bool]:
     """Counts over bytes lo:hi: whitespace, CRs, and whitespace bytes followed by whitespace
-    (the byte after hi is looked at, the padding after ``size`` is not). ``scratch``: two
-    bool arrays of at least hi - lo + 1 entries for the masks (reused: fresh memory for each
-    chunk would cost a page fault per 4 kB)."""
+    (the byte after hi is looked at, the padding after ``size`` is not), and whether a byte
+    is above 126. ``scratch``: two bool arrays of at least hi - lo + 1 entries for the masks
+    (reused: fresh memory for each chunk would cost a page fault per 4 kB)."""
     b = buf[lo:min(hi + 1, size)]
     m = hi - lo
     ws, other = scratch if scratch is not None else (np.empty(len(b), bool), np.empty(len(b), bool))
@@ -68,14 +68,22 @@ def _scan(buf: np.ndarray, lo: int, hi: int, size: int,
     n_ws = int(np.count_nonzero(ws[:m]))
     pairs = int(np.count_nonzero(np.logical_and(ws[:-1], ws[1:], out=other[:len(b) - 1])))
     cr = int(np.count_nonzero(np.equal(b[:m], 13, out=other[:m])))
-    return n_ws, cr, pairs
+    return n_ws, cr, pairs, bool(m) and int(b[:m].max()) >= 127
 
 
-def _whitespace_counts(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int]:
+def _whitespace_counts(buf: np.ndarray, lo: int, hi: int, size: int) -> tuple[int, int, int, bool]:
     """``_scan`` over bytes lo:hi, in cache-sized chunks."""
     scratch = (np.empty(_SCAN + 1, dtype=bool), np.empty(_SCAN + 1, dtype=bool))
     parts = [_scan(buf, a, min(a + _SCAN, hi), size, scratch) for a in range(lo, hi, _SCAN)]
-    return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+    return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
+            any(p[3] for p in parts))
+
+
+def _counts(buf: np.ndarray, size: int) -> tuple[int, int, int, bool]:
+    """``_whitespace_counts`` of the input, and whether its bytes above 126 are plain text
+    (:func:`~ragjudge.metrics.trec.source.plain_unicode`)."""
+    n_ws, cr, pairs, high = _whitespace_counts(buf, 0, size, size)
+    return n_ws, cr, pairs, not high or plain_unicode(buf[:size])
 
 
 def _count_newlines(buf: np.ndarray, size: int) -> int:
@@ -117,8 +125,6 @@ def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.
     """Fill the (n, k) uint64 rows ``out`` with the chunk's NUL-padded values, 8 bytes per
     gather, a block of values at a time (from a copy of the block's bytes with 8 zero bytes
     after it, read as unaligned words)."""
-    from ragjudge.metrics.trec import _unaligned_words
-
     source = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
     n = len(lengths)
     rows = min(n, _GATHER_ROWS)
@@ -133,7 +139,7 @@ def _gather_chunk(out: np.ndarray, chunk: Any, offsets: np.ndarray, lengths: np.
         base, end = int(offsets[lo]), int(offsets[hi])
         data[: end - base] = source[base:end]
         data[end - base: end - base + 9] = 0
-        words = _unaligned_words(data[: end - base + 9])
+        words = unaligned_words(data[: end - base + 9])
         last = len(words) - 1
         np.subtract(offsets[lo:hi], base, out=at[:m])
         for j in range(out.shape[1]):
@@ -182,6 +188,22 @@ def _gather_ids(plan: list[list[tuple[Any, tuple[np.ndarray, np.ndarray]]]]) -> 
     return [out.view(f"S{out.shape[1] * 8}").ravel() for out in outs]
 
 
+def _plain_ranks(column: Any) -> bool:
+    """Every value of a binary column is 1 to ``RANK_DIGITS`` ASCII digits (as
+    :func:`~ragjudge.metrics.trec.tokens.plain_ranks` asks), read from the chunks' offsets and
+    data buffers without gathering the values."""
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        offsets, lengths = _lengths(chunk)
+        if int(lengths.min()) < 1 or int(lengths.max()) > RANK_DIGITS:
+            return False
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[int(offsets[0]):int(offsets[-1])]
+        if np.any(np.subtract(data, ord("0"), dtype=np.uint8) > 9):  # below "0" wraps round
+            return False
+    return True
+
+
 def _float_values(column: Any) -> np.ndarray:
     """A float64 column without nulls as one numpy array (read from the chunks' value
     buffers: ``to_numpy`` would cost a long first-call set-up of pyarrow's conversions)."""
@@ -197,20 +219,19 @@ def _float_values(column: Any) -> np.ndarray:
     return out
 
 
-def plain_table(buf: np.ndarray, size: int, nf: int,
-                include: dict[int, Any]) -> tuple[Any, bool] | None:
-    """``(table, crlf)``: columns ``include`` (field index -> pyarrow type, named ``f<index>``)
-    of the input when every line is ``nf`` non-empty fields joined by one space (see the
-    module's docstring; ``crlf``: the lines end with ``\\r\\n``), else None.
+def plain_table(buf: np.ndarray, size: int, nf: int, include: dict[int, Any]) -> Any | None:
+    """Columns ``include`` (field index -> pyarrow type, named ``f<index>``) of the input as a
+    pyarrow table when every line is ``nf`` non-empty fields joined by one space and its text
+    is plain (see the module's docstring), else None.
 
     ``buf`` holds the input in its first ``size`` bytes (ending with a newline). A big input
-    is read by the reader's own threads (one per core, a block of ``READ_BLOCK`` bytes each)
-    while another thread counts its whitespace."""
+    is read by the CSV reader's own threads (one per core, a block of ``READ_BLOCK`` bytes
+    each) while another thread counts its whitespace."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     if size == 0 or buf[0] <= 32 or bytes(buf[:3]) == b"\xef\xbb\xbf":
-        return None  # a leading blank; a byte order mark: the reader drops it, numpy keeps it
+        return None  # a leading blank; a byte order mark: the reader drops it, the line path too
     names = [f"f{i}" for i in range(nf)]
     types = {names[i]: kind for i, kind in include.items()}
     big = size >= 2 * READ_BLOCK and _THREADS > 1
@@ -230,14 +251,16 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
         except (pa.ArrowException, ValueError):
             return None
 
-    if big:  # the counts (numpy, without the GIL) run beside the reader
+    if big:  # the counts and the text's check (numpy, without the GIL) run beside the reader
         with ThreadPoolExecutor(max_workers=1) as pool:
-            counting = pool.submit(_whitespace_counts, buf, 0, size, size)
+            counting = pool.submit(_counts, buf, size)
             table = read_table()
-            n_ws, cr, pairs = counting.result()
+            n_ws, cr, pairs, plain = counting.result()
     else:
         table = read_table()
-        n_ws, cr, pairs = _whitespace_counts(buf, 0, size, size) if table is not None else (0, 0, 0)
+        if table is None:
+            return None
+        n_ws, cr, pairs, plain = _counts(buf, size)
     if table is None:
         return None
     n = table.num_rows
@@ -245,38 +268,38 @@ def plain_table(buf: np.ndarray, size: int, nf: int,
     # are exactly n(nf-1) spaces and n line ends, no two of them adjacent except "\r\n":
     # the reader saw nf fields on each of its n rows, so it already used n(nf-1) spaces and
     # n line ends (every "\n" and "\r" ends a row for it); the counts leave room for nothing
-    # else, the "\n" count rules out a lone "\r" as a line end, and no adjacency rules out
-    # empty fields, leading or trailing blanks and blank lines
+    # else (no other control byte), the "\n" count rules out a lone "\r" as a line end, and
+    # no adjacency rules out empty fields, leading or trailing blanks and blank lines
     if cr == 0:
         if n_ws != n * nf or pairs != 0:
             return None
     elif n_ws != n * nf + cr or pairs != cr or _count_newlines(buf, size) != n:
         return None
-    return table, bool(cr)
+    return table if plain else None
 
 
-def read(box: list, size: int, name: str | None,
-         layout: Layout) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None] | None:
-    """(id columns, numbers, lines or None) parsed by pyarrow, or None: let numpy parse it.
+def read(box: list, size: int, layout: Layout) -> Parsed | None:
+    """(id columns, numbers, lines or None) parsed by pyarrow, or None: another path reads it.
 
-    ``box`` holds the input (``trec.read_bytes``'s buffer, ``size`` bytes used); once the
-    input is known to be parsed, the box is emptied so that the buffer is freed early.
+    ``box`` holds the input (the reader's buffer or mapped file, ``size`` bytes used); once
+    the input is known to be parsed, the box is emptied so that the buffer is freed early.
     """
     import pyarrow as pa
-
-    from ragjudge.metrics.trec import _numbers
 
     buf = box[0]
     dtype = layout.dtype
     float_scores = dtype is np.float64
     include = {col: pa.binary() for col in layout.id_cols}
     include[layout.num_col] = pa.float64() if float_scores else pa.binary()
-    plain = plain_table(buf, size, len(layout.fields), include)
-    if plain is None:
+    if layout.rank_col is not None:
+        include[layout.rank_col] = pa.binary()
+    table = plain_table(buf, size, len(layout.fields), include)
+    if table is None:
         return None
-    table, cr = plain
-    n = table.num_rows
+    if layout.rank_col is not None and not _plain_ranks(table.column(f"f{layout.rank_col}")):
+        return None
     column = table.column(f"f{layout.num_col}")
+    nums: np.ndarray | None
     if float_scores:
         if column.null_count:
             return None
@@ -288,11 +311,9 @@ def read(box: list, size: int, name: str | None,
         if plan is None:
             return None
         nums = _gather_ids(plan)[0]
-        if dtype is not None:  # else the tokens as they are, for the caller to read
-            try:
-                nums = _numbers(nums, dtype, lambda i: i + 1, name,
-                                layout.fields[layout.num_col], layout.what)
-            except InputError:
+        if dtype is not None:  # else the tokens as they are, for the reader to decide
+            nums = numbers(nums, dtype)
+            if nums is None:
                 return None
     plan = _plan_ids([table.column(f"f{col}") for col in layout.id_cols])
     if plan is None:
@@ -303,7 +324,4 @@ def read(box: list, size: int, name: str | None,
     ids = _gather_ids(plan)
     del plan, table
     pa.default_memory_pool().release_unused()  # give the reader's memory back at once
-    # the numpy tokenizer lists the line of each row when a line has more whitespace than
-    # its separators (a CR): the same array here, so that both paths give equal results
-    lines = np.arange(1, n + 1, dtype=np.int64) if cr else None
-    return ids, nums, lines
+    return ids, nums, None  # line i holds row i: no blank line is plain

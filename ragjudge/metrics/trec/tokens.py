@@ -1,0 +1,262 @@
+"""The numpy path of the TREC reader: a whole input tokenised in bulk, without a Python object
+per line.
+
+The input is one uint8 array (:mod:`ragjudge.metrics.trec.source`); whitespace masks locate the
+token boundaries of a block of lines at a time; ids are gathered 8 bytes at a time through an
+unaligned uint64 view (:func:`gather`); numbers are converted by numpy from fixed-width byte
+strings. Blocks of a big input are parsed on a few threads (numpy releases the GIL in its
+loops).
+
+This path words no problem: a line with another number of fields, a number numpy cannot read
+or reads otherwise than :mod:`ragjudge.numeric` (``1_0``), a non-finite score, a grade out of
+bounds, a rank column that is not plain digits: :func:`parse` returns None and the reader
+hands the input to the line path, which names the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from ragjudge.metrics._keys import MASKS, padded_width, widen
+from ragjudge.numeric import MAX_GRADE
+
+QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
+QRELS3_FIELDS = ("query_id", "chunk_id", "grade")
+RUN_FIELDS = ("query_id", "Q0", "chunk_id", "rank", "score", "tag")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which fields of a line are read, and how: ``id_cols`` are gathered as ids (in that
+    order), ``num_col`` converted to ``dtype`` (None: its tokens are kept as they are, an ``S``
+    array); ``rank_col`` (runs) must be plain digits, as the line path reads a rank."""
+
+    fields: tuple[str, ...]
+    id_cols: tuple[int, ...]
+    num_col: int
+    dtype: DTypeLike | None
+    rank_col: int | None = None
+
+
+RUN_LAYOUT = Layout(RUN_FIELDS, (0, 2), 4, np.float64, rank_col=3)
+QRELS_LAYOUT = Layout(QRELS_FIELDS, (0, 2), 3, np.int64)
+QRELS3_LAYOUT = Layout(QRELS3_FIELDS, (0, 1), 2, np.int64)
+#: the four fields kept, the grades as text: a file whose first line reads as SMART's
+#: "query doc 0 0" is decided once every line is read (see ``reader``)
+QRELS_WHOLE = Layout(QRELS_FIELDS, (0, 1, 2), 3, None)
+
+#: bytes of input tokenised at once: bounds the temporary masks, not the result
+BLOCK_BYTES = 1 << 25
+#: threads parsing the blocks of a big file (numpy releases the GIL in its loops)
+THREADS = min(2, os.cpu_count() or 1)
+
+_UNDERSCORE = ord("_")
+_ZERO, _NINE = ord("0"), ord("9")
+#: the longest rank the fast paths read (the line path reads any up to ``MAX_RANK``)
+RANK_DIGITS = 9
+
+#: the id columns, numbers and line numbers (None: one record a line) of a parsed input
+Parsed = tuple[list[np.ndarray], np.ndarray, np.ndarray | None]
+
+
+def unaligned_words(buf: np.ndarray) -> np.ndarray:
+    """A uint64 view starting at every byte offset of ``buf`` (whose last 8 bytes are padding;
+    numpy handles the unaligned loads)."""
+    return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+
+
+def gather(view: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Tokens (at ``starts``, of ``lengths`` bytes, in the buffer ``view`` is the
+    :func:`unaligned_words` of) as a NUL-padded ``S`` array of width 8k, 8 bytes per gather."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype="S8")
+    k = padded_width(int(lengths.max())) // 8
+    out = np.empty((n, k), dtype="<u8")
+    last = len(view) - 1
+    for j in range(k):
+        at = starts + 8 * j
+        if j:
+            np.minimum(at, last, out=at)
+        rest = np.clip(lengths - 8 * j, 0, 8)
+        np.bitwise_and(view[at], MASKS[rest], out=out[:, j])
+    return out.view(f"S{8 * k}").ravel()
+
+
+def packed_ids(data: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Ids stored one after another (their bytes ``data``, their ``lengths``) as a
+    NUL-padded ``S`` array of width 8k."""
+    n = len(lengths)
+    if n == 0:
+        return np.zeros(0, dtype="S8")
+    buf = np.zeros(len(data) + 9, dtype=np.uint8)
+    buf[:len(data)] = data
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return gather(unaligned_words(buf), starts, lengths.astype(np.int64))
+
+
+def blocks(buf: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of blocks of whole lines of about BLOCK_BYTES each."""
+    pos = 0
+    while pos < size:
+        end = min(pos + BLOCK_BYTES, size)
+        if end < size:
+            back = max(pos, end - (1 << 16))
+            while True:
+                nl = np.flatnonzero(buf[back:end] == 10)
+                if len(nl):
+                    end = back + int(nl[-1]) + 1
+                    break
+                if back == pos:  # a line longer than the block: take the line whole
+                    nxt = np.flatnonzero(buf[end:size] == 10)
+                    end = end + int(nxt[0]) + 1
+                    break
+                back = max(pos, back - (1 << 16))
+        yield pos, end
+        pos = end
+
+
+def split(block: np.ndarray, nfields: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """Token starts and ends (n_records, nfields) of one block, and the lines that hold them
+    (None when line i of the block holds record i); None when a line holds another number of
+    fields."""
+    # fast path: exactly one separator byte between fields and "\n" right after the last one,
+    # so the separators are the token ends and each token starts one byte after a separator
+    seps: np.ndarray = np.flatnonzero(block <= 32)
+    n, rest = divmod(len(seps), nfields)
+    if n and not rest:
+        seps = seps.reshape(n, nfields)
+        starts = np.empty_like(seps)
+        starts[:, 1:] = seps[:, :-1] + 1
+        starts[0, 0] = 0
+        starts[1:, 0] = seps[:-1, -1] + 1
+        if (np.all(block[seps[:, -1]] == 10) and np.all(seps > starts)
+                and not np.any(block[seps[:, :-1]] == 10)):
+            return starts, seps, None
+    return _split_slow(block, nfields)
+
+
+def _split_slow(block: np.ndarray, nfields: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    ws = block <= 32
+    tok = ~ws
+    start_mask = tok.copy()
+    start_mask[1:] &= ws[:-1]
+    end_mask = tok
+    end_mask[:-1] &= ws[1:]
+    starts = np.flatnonzero(start_mask)
+    ends = np.flatnonzero(end_mask) + 1
+    newlines = np.flatnonzero(block == 10)
+    line_of = np.searchsorted(newlines, starts)
+    counts = np.bincount(line_of, minlength=len(newlines))
+    if np.any((counts != 0) & (counts != nfields)):
+        return None
+    keep = np.flatnonzero(counts == nfields)
+    return starts.reshape(-1, nfields), ends.reshape(-1, nfields), keep + 1
+
+
+def concat(parts: list[np.ndarray], default: DTypeLike) -> np.ndarray:
+    """Blocks' columns as one (``S`` columns widened to the widest)."""
+    if not parts:
+        return np.zeros(0, dtype=default)
+    if parts[0].dtype.kind == "S":
+        width = max(p.dtype.itemsize for p in parts)
+        parts = [widen(p, width) for p in parts]
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def numbers(tokens: np.ndarray, dtype: DTypeLike) -> np.ndarray | None:
+    """The tokens converted by numpy when every one is a number of :mod:`ragjudge.numeric`'s
+    syntax that the line path reads to the same value (a finite score; an integer grade within
+    ``MAX_GRADE``), else None. numpy also reads Python's digit separator (``1_0`` as 10): a
+    token holding ``_`` is left to the line path."""
+    try:
+        values = tokens.astype(dtype)
+    except (ValueError, OverflowError):
+        return None
+    if len(tokens) and np.any(tokens.view(np.uint8) == _UNDERSCORE):
+        return None
+    if dtype is np.float64:
+        return values if np.isfinite(values).all() else None
+    if len(values) and (int(values.min()) < -MAX_GRADE or int(values.max()) > MAX_GRADE):
+        return None
+    return values
+
+
+def plain_ranks(tokens: np.ndarray) -> bool:
+    """Whether every token is 1 to ``RANK_DIGITS`` ASCII digits: a rank the line path reads
+    (``0`` as none, the others as they are) and refuses in no case."""
+    if len(tokens) == 0:
+        return True
+    table = tokens.view(np.uint8).reshape(len(tokens), tokens.dtype.itemsize)
+    head = table[:, :RANK_DIGITS]
+    digit = (head >= _ZERO) & (head <= _NINE)
+    if not digit[:, 0].all() or not (digit | (head == 0)).all():
+        return False
+    return not table[:, RANK_DIGITS:].any()
+
+
+def _parse_block(buf: np.ndarray, view: np.ndarray, lo: int, hi: int,
+                 layout: Layout) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None, int] | None:
+    """One block of whole lines -> (id columns, numbers, lines or None, line count), line
+    numbers relative to the block; None when the block is not read as the line path reads it."""
+    block = buf[lo:hi]
+    found = split(block, len(layout.fields))
+    if found is None:
+        return None
+    s, e, lines = found
+    del found  # the arrays below replace s and e: their memory is reused at once
+    n_lines = len(s) if lines is None else int(np.count_nonzero(block == 10))
+    s += lo
+    e += lo
+    if layout.rank_col is not None:
+        col = layout.rank_col
+        if not plain_ranks(gather(view, s[:, col], e[:, col] - s[:, col])):
+            return None
+    ids = [gather(view, s[:, col], e[:, col] - s[:, col]) for col in layout.id_cols]
+    col = layout.num_col
+    tokens = gather(view, s[:, col], e[:, col] - s[:, col])
+    nums = tokens if layout.dtype is None else numbers(tokens, layout.dtype)
+    if nums is None:
+        return None
+    return ids, nums, lines, n_lines
+
+
+def parse(buf: np.ndarray, size: int, layout: Layout) -> Parsed | None:
+    """(id columns, numbers, lines or None) of the input in ``buf`` (``size`` bytes ending
+    with a newline, 8 zero bytes after them), or None: the line path reads it."""
+    view = unaligned_words(buf)
+    spans = list(blocks(buf, size))
+    if len(spans) > 2 and THREADS > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            results = list(pool.map(lambda b: _parse_block(buf, view, b[0], b[1], layout), spans))
+    else:
+        results = [_parse_block(buf, view, lo, hi, layout) for lo, hi in spans]
+    idparts: list[list[np.ndarray]] = [[] for _ in layout.id_cols]
+    nparts, lparts = [], []
+    any_lines = False
+    line0 = 0
+    for result in results:
+        if result is None:
+            return None
+        ids, nums, lines, n_lines = result
+        for parts, column in zip(idparts, ids):
+            parts.append(column)
+        nparts.append(nums)
+        lparts.append((line0, len(nums), lines))
+        any_lines = any_lines or lines is not None
+        line0 += n_lines
+    lines_all = None
+    if any_lines:
+        lines_all = np.concatenate([
+            L + z if L is not None else np.arange(z + 1, z + m + 1) for z, m, L in lparts
+        ]) if lparts else np.zeros(0, dtype=np.int64)
+    numbers_all = concat(nparts, "S8" if layout.dtype is None else layout.dtype)
+    return [concat(parts, "S8") for parts in idparts], numbers_all, lines_all
