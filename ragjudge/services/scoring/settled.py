@@ -370,13 +370,14 @@ def screen_settlement(project: Project, runs: Mapping[str, Run], *, rule: str, i
     from ragjudge.services.gold.gold import gold
 
     kept, skipped = split_measures(measures)
-    names = list(runs)
+    ranked = {name: run for name, run in runs.items() if len(run)}  # not runs of answers only
+    names = list(ranked)
     found = gold(project, rule, include_llm=include_llm, runs=runs)
-    pool = Pool.from_runs(runs.values(), depth)
+    pool = Pool.from_runs(ranked.values(), depth)
     if len(names) < 2 or not kept:
         return Settled([], kept, skipped, names, depth, len(pool), 0, confidence, "adjacent",
                        found.composition)
-    settlement = Settlement(found.qrels(), dict(runs), pool, kept,
+    settlement = Settlement(found.qrels(), ranked, pool, kept,
                             threshold=project.scale.threshold, top_grade=project.scale.max,
                             confidence=confidence, pairs="adjacent")
     comparisons = settlement.comparisons()
