@@ -56,6 +56,8 @@ POLL_SECONDS = 0.03
 """How often the worker looks for new label events (two index lookups)."""
 DETAILS_SECONDS = 2.0
 """Bootstrap intervals, agreement and pool coverage are recomputed at most this often."""
+FIRST_MEASURE = 2
+"""The overview's first measure column: after the run and the settled column."""
 CURVE_FAMILIES = ("nDCG", "P", "R", "Success", "ContextPrecision", "AP")
 SORTS = ("query", "value ↓", "value ↑", "disputed ↓", "judged ↑")
 
@@ -540,19 +542,19 @@ class EvaluationScreen(Screen):
         table = self.query_one("#overview-table", DataTable)
         keep = table.cursor_coordinate
         table.clear(columns=True)
-        table.fixed_columns = 1
+        table.fixed_columns = FIRST_MEASURE  # the run and the settled column stay in view
         # explicit widths: the table lays out at once, not on the next idle moment
         table.add_column("run", key="run", width=_width(["run", *s.run_names]))
+        settled = {n: settled_cell(self.settled, self.measure, n) for n in s.run_names}
+        table.add_column(literal(f"settled {self.measure}"), key="settled", width=max(
+            len(self.measure) + 8, *(len(line) for t in settled.values() for line in t.plain.split("\n"))))
         spreads = {(n, m): _spread(s, n, m) for n in s.run_names for m in s.measures}
         for m in s.measures:
             table.add_column(literal(m), key=m, width=max(
                 len(m), 14, *(len(spreads[n, m]) for n in s.run_names)))
-        settled = {n: settled_cell(self.settled, self.measure, n) for n in s.run_names}
-        table.add_column(literal(f"settled · {self.measure}"), key="settled", width=max(
-            len(self.measure) + 10, *(len(line) for t in settled.values() for line in t.plain.split("\n"))))
         best = {m: best_rows([s.means[n][m] for n in s.run_names]) for m in s.measures}
         for i, name in enumerate(s.run_names):
-            cells: list[Text] = [literal(name, "bold")]
+            cells: list[Text] = [literal(name, "bold"), settled[name]]
             for m in s.measures:
                 value = s.means[name][m]
                 cell = Text(("*" if i in best[m] else " ") + fmt(value),
@@ -565,13 +567,13 @@ class EvaluationScreen(Screen):
                                         else ""), style="dim")
                 cell.append_text(literal("\n" + spreads[name, m], "cyan"))
                 cells.append(cell)
-            cells.append(settled[name])
             table.add_row(*cells, height=3, key=name)
         if s.run_names and s.measures:
-            table.cursor_coordinate = keep if keep.column <= len(s.measures) else keep._replace(column=1)
+            table.cursor_coordinate = (keep if keep.column < len(s.measures) + FIRST_MEASURE
+                                       else keep._replace(column=FIRST_MEASURE))
         added, self._added = self._added, None
         if added in s.measures and s.run_names:  # a measure just added: its column in view
-            table.move_cursor(column=s.measures.index(added) + 1, animate=False)
+            table.move_cursor(column=s.measures.index(added) + FIRST_MEASURE, animate=False)
             self.notify(f"Added {added}: column {s.measures.index(added) + 1} of {len(s.measures)}.",
                         timeout=3)
         elif added is not None:
@@ -932,7 +934,7 @@ class EvaluationScreen(Screen):
         if access is None:
             return
         table = self.query_one("#overview-table", DataTable)
-        column = table.cursor_coordinate.column - 1
+        column = table.cursor_coordinate.column - FIRST_MEASURE
         measures = list(self.snapshot.measures)
         if not 0 <= column < len(measures) or len(measures) == 1:
             self.notify("Put the cursor on a measure's column (one measure always stays).")
