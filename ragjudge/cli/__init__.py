@@ -6,7 +6,7 @@ opens the app, and for an unknown one, so that click can suggest the nearest). `
 files with the common options does not even load typer: :mod:`ragjudge.cli.lean` reads its
 command line and calls the same code as the typer command.
 
-Exit codes: 0 success, 1 a check failed (``gate``, ``verify``), 2 a usage or input error with
+Exit codes: 0 success, 1 a check failed (``gate``, ``verify``, ``settled``), 2 a usage or input error with
 the message on stderr, 130 interrupted.
 """
 
@@ -28,12 +28,14 @@ COMMANDS: dict[str, str] = {
     "gate": "ragjudge.cli.evaluate",
     "explain": "ragjudge.cli.evaluate",
     "report": "ragjudge.cli.report",
+    "settled": "ragjudge.cli.settled",
     "agree": "ragjudge.cli.agreement",
     "assign": "ragjudge.cli.agreement",
     "disputes": "ragjudge.cli.agreement",
     "adjudicate": "ragjudge.cli.agreement",
     "quality": "ragjudge.cli.agreement",
     "annotate": "ragjudge.cli.judging",
+    "queue": "ragjudge.cli.settled",
     "backup": "ragjudge.cli.maintenance",
     "verify": "ragjudge.cli.maintenance",
     "annotators": "ragjudge.cli.annotators",

@@ -30,6 +30,15 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
 console = Console(highlight=False, soft_wrap=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)
 
+
+
+def wide_console() -> Console:
+    """The console, or for piped output one wide enough that no cell is cut to 80 columns."""
+    if console.is_terminal:
+        return console
+    return Console(highlight=False, soft_wrap=False, emoji=False, width=max(console.width, 160))
+
+
 BY_LEAD_HELP = ("Who does this (default: $RAGJUDGE_USER, else your login name); once the "
                 "project has a lead, it must be a lead.")
 BY_VIEWER_HELP = ("Who looks (default: $RAGJUDGE_USER, else your login name); in a blind "

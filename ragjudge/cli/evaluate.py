@@ -25,6 +25,7 @@ from ragjudge.cli.common import (
     open_project,
     print_json,
     safe,
+    wide_console,
 )
 from ragjudge.cli.progress import progress_bar
 from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this module's names too
@@ -89,15 +90,6 @@ def _fmt_p(value: float) -> str:
     if value < 0.0001:
         return "<0.0001"
     return f"{value:.4f}"
-
-
-def _wide_console() -> Any:
-    """The console, or for piped output one wide enough that no cell is cut to 80 columns."""
-    if console.is_terminal:
-        return console
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False, emoji=False, width=max(console.width, 160))
 
 
 # -- eval --------------------------------------------------------------------------------------
@@ -297,7 +289,7 @@ def _compare_table(evaluation, rows, pairings, adjusted: bool, alpha: float) -> 
                   f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]" if not math.isnan(row.ci_low) else "-",
                   _fmt_p(p_rand), _fmt_p(p_t), verdict]
         table.add_row(*cells)
-    _wide_console().print(table)
+    wide_console().print(table)
     notes = [f"A and B: each run's mean as eval gives it (averaging: {evaluation.averaging})."]
     for p in pairings:
         notes.append(("B - A, its interval and the tests: " if not multi else f"{p.run_b}: ")

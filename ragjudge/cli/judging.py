@@ -55,6 +55,8 @@ def parse_queries(value: str | None) -> list[str] | None:
         "Examples:\n\n"
         "  ragjudge annotate --annotator alice\n\n"
         "  ragjudge annotate --runs bm25,dense --depth 20 --order query\n\n"
+        "  ragjudge annotate --queue-order settle --until-settled   # the pairs that decide the "
+        "ranking first; stop once it is settled\n\n"
         "  ragjudge annotate --queries q1,q7 --show-source\n\n"
         "  ragjudge annotate --category billing --recheck 0.05\n\n"
         "  ragjudge annotate --answers --annotator alice     # judge the runs' generated answers\n\n"
@@ -70,40 +72,43 @@ def annotate(
     annotator: Annotated[str | None, typer.Option(help="Your name: who judges, and whose rights the app has (default: asked for; the app's other screens run as $RAGJUDGE_USER, else your login name, until you name yourself).")] = None,
     runs: Annotated[str | None, typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
     depth: Annotated[int, typer.Option(help="Pool depth K: the top K of each run per query.")] = 10,
-    order: Annotated[str, typer.Option(help="depth (rounds of growing depth) or query (a query's whole pool at a time).")] = "depth",
+    order: Annotated[str, typer.Option("--order", "--queue-order", help="depth (rounds of growing depth), query (a query's whole pool at a time) or settle (the pairs that most move the comparisons of the runs not settled yet first, weighed again as labels arrive; then the rest by depth).")] = "depth",
     show_source: Annotated[bool, typer.Option("--show-source", help="Show which runs retrieved the chunk and at which rank (judging is blind otherwise).")] = False,
     queries: Annotated[str | None, typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
     category: Annotated[str | None, typer.Option(help="Judge only queries of this category.")] = None,
     recheck: Annotated[float, typer.Option(help="Share of your own earlier pairs shown again unannounced, to measure consistency (e.g. 0.05).")] = 0.0,
     answers: Annotated[bool, typer.Option("--answers", help="Judge the runs' generated answers instead of pairs: how fully each answer supports the query's nuggets, and each cited chunk its sentence.")] = False,
     new_annotator: Annotated[bool, typer.Option("--new-annotator", help="--annotator is a new name on purpose: do not ask whether a known one was meant.")] = False,
+    until_settled: Annotated[bool, typer.Option("--until-settled", help="Stop once every comparison of adjacent runs on the evaluation screen is settled (see 'ragjudge settled'), and say so.")] = False,
 ) -> None:
     """Judge query-chunk pairs in the terminal, starting at your first unjudged pair."""
-    from ragjudge.services.labels.queue import ORDERS, JudgingQueue
+    from ragjudge.services.labels.queue import ORDERS
+    from ragjudge.services.scoring.settled import judging_queue
     from ragjudge.tui import run_app
 
     if answers:
         _annotate_answers(annotator, runs=runs, queries=queries, category=category,
                           show_source=show_source, pair_options=(depth != 10 or order != "depth"
-                                                                 or recheck != 0.0),
+                                                                 or recheck != 0.0 or until_settled),
                           new_annotator=new_annotator)
         return
 
     if order not in ORDERS:
-        raise UsageError(f"--order {order}: use depth or query.")
+        raise UsageError(f"--order {order}: use depth, query or settle.")
     check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
     run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
     options = dict(runs=run_list, depth=depth, order=order, show_source=show_source,
-                   queries=parse_queries(queries), category=category, recheck=recheck)
+                   queries=parse_queries(queries), category=category, recheck=recheck,
+                   until_settled=until_settled or None)
     with open_project() as project:
         if annotator is not None:
             annotator = check_name(project, annotator, new_annotator)
         # check the options before the screen opens, so that mistakes are one line on stderr
         # (and write the runs' deeper ranks, with a bar, when the pool goes deeper than their rows)
         with progress_bar() as bar:
-            JudgingQueue(project, annotator or "-", progress=bar,
-                         access=access_of(project, annotator),
-                         **{k: v for k, v in options.items() if v is not None})
+            judging_queue(project, annotator or "-", progress=bar,
+                          access=access_of(project, annotator),
+                          **{k: v for k, v in options.items() if v is not None})
         run_app(project, annotator=annotator, start="judge", new_annotator=new_annotator, **options)
 
 
@@ -115,8 +120,8 @@ def _annotate_answers(annotator: str | None, *, runs: str | None, queries: str |
     from ragjudge.tui import run_app
 
     if pair_options:
-        raise UsageError("--depth, --order and --recheck choose pairs to judge; they do not "
-                         "apply to --answers.")
+        raise UsageError("--depth, --order, --recheck and --until-settled choose pairs to judge; "
+                         "they do not apply to --answers.")
     run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
     options = dict(runs=run_list, queries=parse_queries(queries), category=category,
                    show_source=show_source)

@@ -30,10 +30,13 @@ EPILOG = (
     "--prompt FILE takes a template with {query}, {description}, {chunk}, {scale} and "
     "{guidelines}; the answer is read from its last '##final score: N' line, or a bare "
     "number.\n\n"
-    "--queue-order and --reveal-after-grading are project settings for human judging (both "
-    "off by default); given alone they only set them. Both, and grading with a model (which "
-    "adds it to the roster), are a lead's to do once the project has one (--by); --dry-run is "
-    "anyone's.\n\n"
+    "--queue-order hardest|disagreement|off and --reveal-after-grading are project settings for "
+    "human judging (both off by default); given alone they only set them. Both, and grading with "
+    "a model (which adds it to the roster), are a lead's to do once the project has one (--by); "
+    "--dry-run is anyone's. --queue-order settle is no setting: the model grades the pool in the "
+    "settle order (first the pairs that most move the comparisons of the runs not settled yet; "
+    "with --limit, the budget goes where it counts), and 'ragjudge settled' then reads its "
+    "grades, calibrated against the people's, as evidence on the pairs nobody judged.\n\n"
     "Examples:\n\n"
     "  ragjudge llm-judge --base-url https://api.openai.com/v1 --model gpt-4o-mini --dry-run\n\n"
     "  ragjudge llm-judge --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b --queries q1,q2\n\n"
@@ -41,6 +44,7 @@ EPILOG = (
     "--limit 200\n\n"
     "  ragjudge llm-judge --base-url ... --model m --prompt my-prompt.txt --temperature 0\n\n"
     "  ragjudge llm-judge --queue-order hardest --reveal-after-grading\n\n"
+    "  ragjudge llm-judge --base-url ... --model m --queue-order settle --limit 500\n\n"
     "  ragjudge agree --verdict          # would the model rank the runs as people do?"
 )
 
@@ -64,7 +68,7 @@ def llm_judge(
     retries: Annotated[int, typer.Option("--retries", help="Retries of a pair after 429, 5xx or a timeout.")] = 5,
     retry_unparsed: Annotated[bool, typer.Option("--retry-unparsed", help="Send again the pairs whose answer named no grade.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the first prompt and the number of pairs; send nothing.")] = False,
-    queue_order: Annotated[str | None, typer.Option("--queue-order", help="Project setting: in human judging, pairs first where the LLM found it hardest (hardest), or disagrees with earlier people (disagreement); off.")] = None,
+    queue_order: Annotated[str | None, typer.Option("--queue-order", help="Project setting: in human judging, pairs first where the LLM found it hardest (hardest), or disagrees with earlier people (disagreement); off. Or settle: the model itself grades the pool in the settle order (not a setting).")] = None,
     reveal: Annotated[bool | None, typer.Option("--reveal-after-grading/--no-reveal-after-grading", help="Project setting: show annotators the LLM's grade once they have graded a pair (never before).")] = None,
     format: Annotated[str, typer.Option("--format", help="table or json (the closing summary).")] = "table",
     quiet: Annotated[bool, typer.Option("--quiet", help=QUIET_HELP)] = False,
@@ -80,6 +84,12 @@ def llm_judge(
 
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
+    settle = queue_order == "settle"
+    if settle and (base_url is None or model is None):
+        raise UsageError("--queue-order settle orders the pairs a model grades (it is not a "
+                         "project setting): give --base-url and --model too.")
+    if settle:
+        queue_order = None
     settings_only = base_url is None and model is None and (queue_order is not None or reveal is not None)
     if not settings_only and (base_url is None or model is None):
         raise UsageError("llm-judge needs --base-url (e.g. http://127.0.0.1:8000/v1) and --model. "
@@ -117,7 +127,8 @@ def llm_judge(
         with progress_bar(quiet) as bar:  # the runs' deeper ranks, if the pool goes deeper than their rows
             pairs = svc_judge.plan_pairs(project, name, runs=run_list, depth=depth,
                                    queries=parse_queries(queries), category=category, limit=limit,
-                                   retry_unparsed=retry_unparsed, progress=bar)
+                                   retry_unparsed=retry_unparsed, progress=bar,
+                                   order="settle" if settle else "depth")
         if dry_run:
             _dry_run(project, template, pairs, name, format)
             return

@@ -179,6 +179,7 @@ class RagjudgeApp(App):
     def _open_judging(self, name: str, *, from_home: bool) -> None:
         from ragjudge.services.events import annotators as judging_annotators
         from ragjudge.services.labels import queue as judging_queue
+        from ragjudge.services.scoring import settled
         from ragjudge.tui.screens.judge import JudgeScreen
 
         try:
@@ -192,7 +193,7 @@ class RagjudgeApp(App):
                     self.notify(f"{exc} Judging goes on without them.", severity="warning",
                                 timeout=8)
                     opts["show_source"] = False
-            queue = judging_queue.JudgingQueue(self.project, name, access=access, **opts)
+            queue = settled.judging_queue(self.project, name, access=access, **opts)
             judging_annotators.ensure_annotator(self.project, name)
         except RagjudgeError as exc:
             if from_home:

@@ -3,17 +3,23 @@
 The pool of a query is the union of the top-K chunks of the chosen runs (TREC pooling). Within
 a query the pairs are shuffled with a seed fixed per annotator. ``order='depth'`` goes in
 rounds of growing depth (1, 2, 3, 5, 10, … K), each round visiting every query;
-``order='query'`` judges a query's whole pool before the next.
+``order='query'`` judges a query's whole pool before the next; ``order='settle'`` first takes
+the pairs of an order given from outside (:class:`PairOrder`: the pairs that most move the
+comparisons of the runs not settled yet, :mod:`ragjudge.services.scoring.settled`), weighed again
+on a thread of its own as labels arrive (:class:`SettleOrder`), then the rest in the depth order.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import numpy as np
 from sqlalchemy import select
-from ragjudge.errors import UsageError
+from ragjudge.errors import RagjudgeError, UsageError
 from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import not_recheck
 from ragjudge.store.schema import (
@@ -73,7 +79,20 @@ def check_category(project: Project, category: str | None, option: str = "--cate
                          f"(categories: {', '.join(known) or 'none'}).")
 
 
-ORDERS = ("depth", "query")
+ORDERS = ("depth", "query", "settle")
+
+HEAD = -1
+"""``Position.round`` of a pair taken from the settle order (its ``slot`` is its place in that
+order, its ``order`` which weighing of the order it comes from)."""
+
+SETTLE_LABELS = 20
+"""The settle order is weighed again after this many labels of the annotator ..."""
+
+SETTLE_BATCH = 50
+"""... or once this many of its pairs were taken, or when none of it is left to judge."""
+
+SETTLE_WAIT = 1.0
+"""Seconds the first pair waits for the first settle order (the depth order meanwhile)."""
 
 
 def check_sees_sources(access: Access | None) -> None:
@@ -127,11 +146,14 @@ class QueryPool:
 
 @dataclass(frozen=True)
 class Position:
-    """Where the annotator is: round, query position in the queue, index within the bucket."""
+    """Where the annotator is: round, query position in the queue, index within the bucket.
+    In the settle order's head (``round`` :data:`HEAD`): the query's position, the pair's place
+    in the order and ``order``, which weighing of it."""
 
     round: int
     query: int
     slot: int
+    order: int = 0
 
 
 @dataclass(frozen=True)
@@ -156,14 +178,127 @@ class PairView:
     pairs of earlier ones)."""
 
 
+@dataclass(frozen=True)
+class PairOrder:
+    """Pairs to judge first, in order, given from outside the queue (the settle order, heaviest
+    first): query and chunk ids as ``str`` or bytes sequences (numpy ``S`` arrays do). With
+    ``until_settled``, ``settled`` says why judging may stop (None: not yet)."""
+
+    query_ids: Sequence[str] | Sequence[bytes] | np.ndarray
+    chunk_ids: Sequence[str] | Sequence[bytes] | np.ndarray
+    settled: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def pair(self, i: int) -> tuple[str, str]:
+        return _text(self.query_ids[i]), _text(self.chunk_ids[i])
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+_ASSUMED = LabelState(0, 0, False, None, None, None, "upcoming")
+"""The state :meth:`JudgingQueue.upcoming` gives the pairs it lists (in memory only)."""
+
+
+Weigher = Callable[[], PairOrder]
+"""What weighs the settle order (:func:`ragjudge.services.scoring.settled.queue_order`)."""
+
+
+@dataclass
+class SettleOrder:
+    """A queue's settle order, weighed on a thread of its own so that no key waits for it: asked
+    for when the queue opens, again after :data:`SETTLE_LABELS` labels or once
+    :data:`SETTLE_BATCH` of its pairs were taken (or none is left); a new order is taken in at the
+    queue's next move. ``prune`` drops from a fresh order the pairs the annotator has handled."""
+
+    weigher: Weigher
+    prune: Callable[[PairOrder], PairOrder] | None = None
+    generation: int = 0
+    """how many orders were taken in (0: none yet)"""
+    cursor: int = 0
+    """the place in the current order after the furthest pair given"""
+    labels: int = 0
+    taken: int = 0
+    error: str | None = None
+    """why the last weighing failed (the queue goes on in the depth order)"""
+    orders: dict[int, PairOrder] = field(default_factory=dict)
+    _pending: PairOrder | None = None
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _done: threading.Event = field(default_factory=threading.Event)
+
+    KEEP = 4
+    """orders kept for the positions of pairs given from them"""
+
+    @property
+    def current(self) -> PairOrder | None:
+        return self.orders.get(self.generation)
+
+    @property
+    def asked(self) -> bool:
+        return self._thread is not None
+
+    def due(self) -> bool:
+        order = self.current
+        return (self.labels >= SETTLE_LABELS or self.taken >= SETTLE_BATCH
+                or (order is not None and self.cursor >= len(order)))
+
+    def request(self) -> None:
+        """Weigh the order again on a thread of its own (unless a weighing is under way)."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self.labels = self.taken = 0
+            self._done.clear()
+            self._thread = threading.Thread(target=self._weigh, name="ragjudge-settle-order",
+                                            daemon=True)
+            self._thread.start()
+
+    def _weigh(self) -> None:
+        try:
+            order = self.weigher()
+            if self.prune is not None:
+                order = self.prune(order)
+            with self._lock:
+                self._pending = order
+                self.error = None
+        except RagjudgeError as exc:
+            self.error = str(exc)
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None) -> None:
+        """Wait for the weighing under way, ``timeout`` seconds at most (None: until done)."""
+        if self._thread is not None:
+            self._done.wait(timeout)
+
+    def take_in(self) -> PairOrder | None:
+        """The order weighed since the last call, now the current one (None: none came)."""
+        with self._lock:
+            order, self._pending = self._pending, None
+        if order is None:
+            return None
+        self.generation += 1
+        self.orders[self.generation] = order
+        self.orders.pop(self.generation - self.KEEP, None)
+        self.cursor = 0
+        return order
+
+
 class JudgingQueue:
     """An annotator's walk through the pool (TREC pooling: the union of the chosen runs' top-K).
 
     Nothing proportional to the pool is held: the queue keeps the ordered list of query ids, a
     small cache of per-query pools (each one indexed select), and per touched query the lowest
     rank of a pair still to judge. ``order='depth'`` goes in rounds of growing depth
-    (:func:`depth_rounds`); ``order='query'`` judges a query's whole pool before the next.
-    Within a query the pairs are shuffled with a seed fixed per annotator.
+    (:func:`depth_rounds`); ``order='query'`` judges a query's whole pool before the next;
+    ``order='settle'`` takes the pairs of the ``weigher``'s order first (:class:`SettleOrder`),
+    then the rest in the depth order. Within a query the pairs are shuffled with a seed fixed
+    per annotator. ``until_settled`` (with a ``weigher``): the queue gives no more pairs once
+    the weigher says every comparison is settled (:attr:`stopped` says so).
     """
 
     CACHE = 64
@@ -173,13 +308,21 @@ class JudgingQueue:
                  depth: int = 10, order: str = "depth", queries: list[str] | None = None,
                  category: str | None = None, show_source: bool = False, recheck: float = 0.0,
                  use_assignment: bool = True, pairs: list[tuple[str, str]] | None = None,
-                 progress: Callable[..., None] | None = None, access: Access | None = None) -> None:
+                 progress: Callable[..., None] | None = None, access: Access | None = None,
+                 weigher: Weigher | None = None, until_settled: bool = False,
+                 wait: float | None = SETTLE_WAIT) -> None:
         """``show_source`` shows which runs retrieved each pair and at which rank: only to who
-        may see every pair's ranks (``access``; None: the least rights)."""
+        may see every pair's ranks (``access``; None: the least rights). ``weigher``: the settle
+        order's (``order='settle'`` and ``until_settled`` need one); ``wait``: how long the first
+        pair waits for its first weighing (None: until it is done)."""
         if show_source:
             check_sees_sources(access)
         if order not in ORDERS:
-            raise UsageError(f"--order {order}: use depth or query.")
+            raise UsageError(f"--order {order}: use depth, query or settle.")
+        if (order == "settle" or until_settled) and weigher is None:
+            raise UsageError("the settle order and --until-settled weigh the pool's pairs on the "
+                             "comparisons of the runs: open the queue with "
+                             "ragjudge.services.scoring.settled.judging_queue.")
         if depth < 1:
             raise UsageError(f"--depth {depth}: the pool depth must be at least 1.")
         if not 0.0 <= recheck < 1.0:
@@ -193,7 +336,14 @@ class JudgingQueue:
         self.category = category
         self.seed = annotator_seed(self.annotator)
         self._seed_bytes = self.seed.to_bytes(8, "little")
-        self.rounds = depth_rounds(depth) if order == "depth" else (depth,)
+        self.rounds = depth_rounds(depth) if order in ("depth", "settle") else (depth,)
+        self.until_settled = until_settled
+        self.wait = wait
+        self.settle = None if weigher is None else SettleOrder(weigher, self._prune)
+        self.stopped: str | None = None
+        """with ``until_settled``: why the queue gives no more pairs (every comparison settled)"""
+        self._assumed: set[tuple[str, str]] = set()
+        """pairs :meth:`upcoming` took as handled (in memory only)"""
         self.runs = self._check_runs(runs)
         from ragjudge.services.runs.head import ensure_rows
 
@@ -329,7 +479,8 @@ class JudgingQueue:
             buckets[self._round_of(rank)].append(i)
         return QueryPool(query_id, chunk_ids, min_ranks,
                          [tuple(sorted(ranks[c], key=lambda x: (x[1], x[0]))) for c in chunk_ids],
-                         [states.get(c) for c in chunk_ids], buckets, marks)
+                         [_ASSUMED if (query_id, c) in self._assumed else states.get(c)
+                          for c in chunk_ids], buckets, marks)
 
     def _llm_first(self, query_id: str) -> set[str]:
         """The chunks of the query an LLM's grades put first (the lead's setting, off by
@@ -414,7 +565,16 @@ class JudgingQueue:
         return min((r for r, s in zip(pool.min_ranks, pool.states) if self._open(s)), default=None)
 
     def _first_open(self, start: Position) -> Position | None:
-        """The first pair still to judge at or after ``start`` in queue order."""
+        """The first pair still to judge at or after ``start`` in queue order (in the settle
+        order: its head, then the rounds)."""
+        if start.round == HEAD:
+            found = self._head_open(self._head_start(start, past=False))
+            if found is not None:
+                return found
+            start = Position(0, 0, 0)
+        return self._first_open_rounds(start)
+
+    def _first_open_rounds(self, start: Position) -> Position | None:
         for ri in range(start.round, len(self.rounds)):
             d = self.rounds[ri]
             q0 = start.query if ri == start.round else 0
@@ -434,9 +594,167 @@ class JudgingQueue:
                             return Position(rj if rj == ri else rj, qp, slot)
         return None
 
+    # -- the settle order ------------------------------------------------------------------
+
+    @property
+    def _walks_head(self) -> bool:
+        return self.order == "settle" and self.settle is not None
+
+    def _origin(self) -> Position:
+        """Where the queue order begins (the settle order's head, else the first round)."""
+        if self._walks_head:
+            return Position(HEAD, 0, 0, self.settle.generation if self.settle else 0)
+        return Position(0, 0, 0)
+
+    def _take_in(self, *, wait: bool = False) -> None:
+        """Take in an order weighed since the last move (the first time, ask for one and wait
+        up to ``self.wait`` seconds); with ``until_settled``, stop when it says so."""
+        settle = self.settle
+        if settle is None:
+            return
+        if not settle.asked:
+            settle.request()
+        if wait and settle.generation == 0:
+            settle.wait(self.wait)
+        order = settle.take_in()
+        if order is not None and self.until_settled and order.settled:
+            self.stopped = order.settled
+
+    def _head_start(self, pos: Position, *, past: bool) -> int:
+        """The place in the current order to look from: after the furthest pair given, or
+        after ``pos`` when it is further in the same order (``past``: ``pos`` excluded)."""
+        settle = self.settle
+        if settle is None:
+            return 0
+        if pos.round == HEAD and pos.order == settle.generation:
+            return max(pos.slot + 1, settle.cursor) if past else pos.slot
+        return settle.cursor if past else 0
+
+    def _in_pool(self, query_id: str, chunk_id: str) -> tuple[int, QueryPool, int] | None:
+        """(query position, pool, index in the pool) of a pair of this queue, else None."""
+        qp = self._query_pos.get(query_id)
+        if qp is None:
+            return None
+        pool = self.pool(query_id)
+        i = pool.index(chunk_id)
+        return None if i is None else (qp, pool, i)
+
+    def _head_open(self, start: int) -> Position | None:
+        """The first pair of the current settle order from ``start`` that this queue holds and
+        the annotator has still to judge."""
+        settle = self.settle
+        order = None if settle is None else settle.current
+        if order is None or settle is None:
+            return None
+        for i in range(max(start, 0), len(order)):
+            found = self._in_pool(*order.pair(i))
+            if found is not None and self._open(found[1].states[found[2]]):
+                return Position(HEAD, found[0], i, settle.generation)
+        return None
+
+    def _head_view(self, pos: Position) -> PairView | None:
+        order = None if self.settle is None else self.settle.orders.get(pos.order)
+        if order is None or not 0 <= pos.slot < len(order):
+            return None
+        query_id, chunk_id = order.pair(pos.slot)
+        found = self._in_pool(query_id, chunk_id)
+        if found is None:
+            return None
+        _, pool, i = found
+        ri = next(r for r, bucket in enumerate(pool.buckets) if i in bucket)
+        slot = sum(len(b) for b in pool.buckets[:ri]) + pool.buckets[ri].index(i)
+        return PairView(pos, query_id, chunk_id, i, len(pool.chunk_ids), pool.handled,
+                        pool.sources[i] if self.show_source else (), pool.states[i],
+                        marks=pool.marks.get(chunk_id, NO_MARKS), query_slot=slot)
+
+    def _head_step(self, pos: Position, delta: int, *, other_query: bool = False) -> PairView | None:
+        """The neighbouring pair of the settle order that this queue holds (judged or not);
+        past its end the first pair of the rounds, before its start None."""
+        settle = self.settle
+        order = None if settle is None else settle.orders.get(pos.order)
+        generation = pos.order
+        if order is None and settle is not None:
+            order, generation, pos = settle.current, settle.generation, Position(HEAD, pos.query, -1)
+        if order is not None:
+            here = self.query_ids[pos.query] if 0 <= pos.query < len(self.query_ids) else None
+            i = pos.slot + delta
+            while 0 <= i < len(order):
+                query_id, chunk_id = order.pair(i)
+                found = self._in_pool(query_id, chunk_id)
+                if found is not None and not (other_query and query_id == here):
+                    view = self._head_view(Position(HEAD, found[0], i, generation))
+                    if view is not None:
+                        return view
+                i += delta
+        return self.step(Position(0, 0, -1), +1) if delta > 0 else None
+
+    def _head_last(self) -> PairView | None:
+        order = None if self.settle is None else self.settle.current
+        if order is None:
+            return None
+        return self._head_step(Position(HEAD, 0, len(order), self.settle.generation if self.settle else 0), -1)
+
+    def _prune(self, order: PairOrder) -> PairOrder:
+        """A fresh settle order without the pairs the annotator has handled (on the weighing's
+        thread: one read of their labels)."""
+        from sqlalchemy import text
+
+        from ragjudge.metrics import _keys
+
+        if not len(order):
+            return order
+        sql = text(
+            "SELECT l.query_id, l.chunk_id FROM labels l JOIN (SELECT MAX(id) AS id FROM labels "
+            " WHERE annotator = :annotator AND (source IS NULL OR source <> 'recheck') "
+            " GROUP BY query_id, chunk_id) n ON n.id = l.id "
+            "WHERE l.grade IS NOT NULL OR l.skipped = TRUE")
+        with self.project.connect() as connection:
+            rows = connection.execute(sql, {"annotator": self.annotator}).all()
+        if not rows:
+            return order
+        q, c = _keys.as_ids(order.query_ids), _keys.as_ids(order.chunk_ids)
+        dq, dc = _keys.as_ids([r[0] for r in rows]), _keys.as_ids([r[1] for r in rows])
+        width = max(q.dtype.itemsize, dq.dtype.itemsize)
+        keep = ~np.isin(_pair_keys(q, c, width), _pair_keys(dq, dc, width))
+        return PairOrder(q[keep], c[keep], order.settled)
+
+    def upcoming(self, limit: int) -> list[tuple[str, str]]:
+        """The next ``limit`` pairs this annotator would be given, in order: the walk judging
+        does (:meth:`first`, then :meth:`after` each pair), each pair listed taken as handled
+        in this queue's memory only. Nothing is written, and a settle order is not weighed
+        again meanwhile (judging weighs it again after :data:`SETTLE_LABELS` labels). The
+        queue is spent afterwards: open another to judge."""
+        self._take_in(wait=True)
+        if self.settle is not None and self.settle.error and self.settle.generation == 0:
+            raise UsageError(self.settle.error)
+        out: list[tuple[str, str]] = []
+        view = self.first()
+        while view is not None and len(out) < limit:
+            pair = (view.query_id, view.chunk_id)
+            out.append(pair)
+            self._assumed.add(pair)
+            self._min_open.pop(view.query_id, None)
+            self._touched.add(view.query_id)
+            pool = self._cache.get(view.query_id)
+            if pool is not None:
+                pool.states[view.pair_index] = _ASSUMED
+            view = self.after(view.position)
+        return out
+
     def open_pairs(self) -> Iterator[tuple[str, str]]:
         """Every (query id, chunk id) still to judge, in queue order, without moving: what a
-        judge that works through the whole queue at once (an LLM) takes in turn."""
+        judge that works through the whole queue at once (an LLM) takes in turn (in the settle
+        order: the order's pairs as weighed now, then the others in the depth order)."""
+        given: set[tuple[str, str]] = set()
+        if self._walks_head:
+            self._take_in(wait=True)
+            order = self.settle.current if self.settle is not None else None
+            for i in range(len(order) if order is not None else 0):
+                pair = order.pair(i) if order is not None else ("", "")
+                found = self._in_pool(*pair)
+                if found is not None and self._open(found[1].states[found[2]]):
+                    given.add(pair)
+                    yield pair
         for ri, depth in enumerate(self.rounds):
             for qid in self.query_ids:
                 low = self._min_open_rank(qid)
@@ -444,7 +762,7 @@ class JudgingQueue:
                     continue
                 pool = self.pool(qid)
                 for i in pool.buckets[ri]:
-                    if self._open(pool.states[i]):
+                    if self._open(pool.states[i]) and (qid, pool.chunk_ids[i]) not in given:
                         yield qid, pool.chunk_ids[i]
 
     def first(self) -> PairView | None:
@@ -452,30 +770,67 @@ class JudgingQueue:
         a pair a lead sent back to the annotator comes before any other."""
         from ragjudge.services.labels.review import sent_back
 
+        self._take_in(wait=True)
+        if self.stopped:
+            return None
         for item in sent_back(self.project, self.annotator):
             view = self.goto_pair(item.query_id, item.chunk_id)
             if view is not None:
                 return view
-        return self.next_open(Position(0, 0, 0))
+        return self.next_open(self._origin())
 
     def next_open(self, start: Position) -> PairView | None:
+        self._take_in()
+        if self.stopped:
+            return None
+        origin = self._origin()
         pos = self._first_open(start)
-        if pos is None and start != Position(0, 0, 0):
-            pos = self._first_open(Position(0, 0, 0))
+        if pos is None and start != origin:
+            pos = self._first_open(origin)
         if pos is None and not self.include_skipped:
             self.include_skipped = True  # second pass: pairs skipped without a grade
             self._min_open.clear()
-            pos = self._first_open(Position(0, 0, 0))
+            pos = self._first_open(origin)
             if pos is None:
                 self.include_skipped = False
-        return None if pos is None else self.view(pos)
+        return None if pos is None else self._given(pos)
+
+    def _given(self, pos: Position) -> PairView:
+        """The pair at ``pos``, given to the annotator (a pair of the settle order's head moves
+        its cursor and counts toward its next weighing)."""
+        settle = self.settle
+        if pos.round == HEAD and settle is not None:
+            settle.cursor = max(settle.cursor, pos.slot + 1)
+            settle.taken += 1
+            if settle.due():
+                settle.request()
+        return self.view(pos)
 
     def after(self, pos: Position) -> PairView | None:
-        """The next pair still to judge after ``pos`` (what a grade moves on to)."""
+        """The next pair still to judge after ``pos`` (what a grade moves on to). In the settle
+        order the head comes first, from after the furthest pair given (or ``pos``)."""
+        if self._walks_head:
+            self._take_in()
+            if self.stopped:
+                return None
+            found = self._head_open(self._head_start(pos, past=True))
+            if found is not None:
+                return self._given(found)
+            if self.settle is not None and self.settle.current is not None:
+                self.settle.cursor = len(self.settle.current)
+                if self.settle.due():
+                    self.settle.request()
+            if pos.round == HEAD:
+                return self.next_open(Position(0, 0, 0))
         nxt = Position(pos.round, pos.query, pos.slot + 1)
         return self.next_open(nxt)
 
     def view(self, pos: Position) -> PairView:
+        if pos.round == HEAD:
+            view = self._head_view(pos)
+            if view is None:
+                raise UsageError("that pair of the settle order is no longer in the queue.")
+            return view
         qid = self.query_ids[pos.query]
         pool = self.pool(qid)
         i = pool.buckets[pos.round][pos.slot]
@@ -486,12 +841,25 @@ class JudgingQueue:
                         query_slot=sum(len(b) for b in pool.buckets[:pos.round]) + pos.slot)
 
     def refresh(self, view: PairView) -> PairView:
+        if view.position.round == HEAD and self._head_view(view.position) is None:
+            again = self.goto_pair(view.query_id, view.chunk_id)  # its order was let go
+            if again is not None:
+                return again
         return self.view(view.position)
 
     # -- moving without judging ------------------------------------------------------------
 
     def step(self, pos: Position, delta: int) -> PairView | None:
-        """The neighbouring pair in queue order (judged or not), or None at either end."""
+        """The neighbouring pair in queue order (judged or not), or None at either end (in the
+        settle order: its head, then the rounds)."""
+        if pos.round == HEAD:
+            return self._head_step(pos, delta)
+        found = self._step_rounds(pos, delta)
+        if found is None and delta < 0 and self._walks_head:
+            return self._head_last()
+        return found
+
+    def _step_rounds(self, pos: Position, delta: int) -> PairView | None:
         ri, qp, slot = pos.round, pos.query, pos.slot + delta
         for _ in range(len(self.query_ids) * len(self.rounds) + 1):
             qid = self.query_ids[qp]
@@ -514,7 +882,10 @@ class JudgingQueue:
 
         In the ``depth`` order a query appears once per round, so this stays in the round of
         ``pos`` (crossing into the next or previous round only at the end of one): moving by
-        query and by pair walk the same order and never lose the place."""
+        query and by pair walk the same order and never lose the place. In the settle order's
+        head, pairs are not grouped by query: this is the next (previous) pair of another query."""
+        if pos.round == HEAD:
+            return self._head_step(pos, delta, other_query=True)
         bucket = self.pool(self.query_ids[pos.query]).buckets[pos.round]
         edge = Position(pos.round, pos.query, len(bucket) - 1 if delta > 0 else 0)
         nxt = self.step(edge, +1 if delta > 0 else -1)
@@ -527,6 +898,8 @@ class JudgingQueue:
         if not self.query_ids:
             return None
         if delta > 0:
+            if self._walks_head:
+                return self._head_step(Position(HEAD, 0, -1, self._origin().order), +1)
             return self.step(Position(0, 0, -1), +1)
         last = len(self.query_ids) - 1
         rnd = len(self.rounds) - 1
@@ -590,9 +963,14 @@ class JudgingQueue:
 
         A pair whose query is not cached (an undo reaching back to a query not shown since the
         queue opened, as after a restart) has its state before the event read from the
-        database, so the totals move by what the event changed there too."""
+        database, so the totals move by what the event changed there too. In the settle order
+        (or with ``until_settled``) every :data:`SETTLE_LABELS` labels ask for a new weighing."""
         self._touched.add(query_id)
         self._min_open.pop(query_id, None)
+        if self.settle is not None:
+            self.settle.labels += 1
+            if self.settle.due():
+                self.settle.request()
         pool = self._cache.get(query_id)
         if pool is not None:
             i = pool.index(chunk_id)
@@ -684,6 +1062,20 @@ class JudgingQueue:
             return None
         return PairView(view.position, view.query_id, view.chunk_id, view.pair_index,
                         view.query_pairs, view.query_handled, view.sources, None, recheck=True)
+
+
+def _pair_keys(query_ids: np.ndarray, chunk_ids: np.ndarray, width: int) -> np.ndarray:
+    """One byte string per (query, chunk) pair of ``as_ids`` arrays: the query id NUL-padded to
+    ``width`` bytes, then the chunk id. Equal for equal pairs when ``width`` is the same (ids
+    hold no NUL, so the padding never makes two pairs alike)."""
+    from ragjudge.metrics import _keys
+
+    wc = chunk_ids.dtype.itemsize
+    n = len(query_ids)
+    both = np.zeros((n, width + wc), dtype=np.uint8)
+    both[:, :width] = _keys.widen(query_ids, width).view(np.uint8).reshape(n, width)
+    both[:, width:] = chunk_ids.view(np.uint8).reshape(n, wc)
+    return both.view(f"S{width + wc}").ravel()
 
 
 def func_count():  # noqa: ANN201

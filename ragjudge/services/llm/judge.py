@@ -77,14 +77,18 @@ def unparsed_pairs(project: Project, annotator: str) -> set[tuple[str, str]]:
 def plan_pairs(project: Project, annotator: str, *, runs: list[str] | None = None, depth: int = 10,
                queries: list[str] | None = None, category: str | None = None,
                limit: int | None = None, retry_unparsed: bool = False,
-               progress: Callable[..., None] | None = None) -> list[tuple[str, str]]:
-    """The pool pairs the model has still to grade, in judging order: never one it graded, and
-    one whose answer it could not be read from only with ``retry_unparsed``. ``progress``: of
-    writing the runs' deeper ranks, when the pool goes deeper than their rows."""
-    from ragjudge.services.labels.queue import JudgingQueue
+               progress: Callable[..., None] | None = None,
+               order: str = "depth") -> list[tuple[str, str]]:
+    """The pool pairs the model has still to grade, in judging order (``order``: depth, query,
+    or settle: the pairs that most move the comparisons not settled yet first; the model's
+    grades stay out of the gold, so the order need not be weighed again as they come): never
+    one it graded, and one whose answer it could not be read from only with
+    ``retry_unparsed``. ``progress``: of writing the runs' deeper ranks, when the pool goes
+    deeper than their rows."""
+    from ragjudge.services.scoring.settled import judging_queue
 
-    queue = JudgingQueue(project, annotator, runs=runs, depth=depth, queries=queries,
-                         category=category, use_assignment=False, progress=progress)
+    queue = judging_queue(project, annotator, order=order, runs=runs, depth=depth, queries=queries,
+                          category=category, use_assignment=False, progress=progress, wait=None)
     skip = set() if retry_unparsed else unparsed_pairs(project, annotator)
     out: list[tuple[str, str]] = []
     for pair in queue.open_pairs():

@@ -36,17 +36,28 @@ from ragjudge.services.scoring import live as svc
 from ragjudge.services.access.rights import Access
 from ragjudge.tui.host import Host, host
 from ragjudge.tui.screens.prompts import Refused
-from ragjudge.tui.widgets.evalpane import CurvePlot, ExplainModal, best_rows, fmt, knee
+from ragjudge.tui.widgets.evalpane import (
+    CurvePlot,
+    ExplainModal,
+    best_rows,
+    fmt,
+    knee,
+    settled_cell,
+    settled_note,
+)
 from ragjudge.tui.widgets.literal import literal
 from ragjudge.tui.widgets.widetable import WideTable
 
 if TYPE_CHECKING:
     from ragjudge.services.gold.gold import Composition
+    from ragjudge.services.scoring.settled import Settled as SettledReport
 
 POLL_SECONDS = 0.03
 """How often the worker looks for new label events (two index lookups)."""
 DETAILS_SECONDS = 2.0
 """Bootstrap intervals, agreement and pool coverage are recomputed at most this often."""
+FIRST_MEASURE = 2
+"""The overview's first measure column: after the run and the settled column."""
 CURVE_FAMILIES = ("nDCG", "P", "R", "Success", "ContextPrecision", "AP")
 SORTS = ("query", "value ↓", "value ↑", "disputed ↓", "judged ↑")
 
@@ -59,7 +70,7 @@ EVAL_KEYS = (
     ("plus", "add_measure", "add", "Add a measure by name (nDCG@20, P(rel=2)@5); saved in the project."),
     ("minus", "remove_measure", "remove", "Remove the measure under the cursor from the overview."),
     ("g", "next_rule", "rule", "Next gold rule: median, majority, mean, min, max, one annotator, adjudicated."),
-    ("m", "next_measure", "measure", "Per query / strata / curves: the next measure or curve family."),
+    ("m", "next_measure", "measure", "Per query / strata / curves, and the overview's settled column: the next measure or curve family."),
     ("f", "next_filter", "filter", "Per query: the next category; strata: the next query field."),
     ("t", "next_sort", "sort", "Per query: the next sort order."),
     ("a", "next_run('a')", "run A", "Compare: the next run as A."),
@@ -124,6 +135,17 @@ class EvaluationScreen(Screen):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, EvaluationScreen.Compared)
 
+    class SettledFound(Message):
+        """Whether each comparison of adjacent runs is settled (after a details pass; replaces
+        an undelivered one)."""
+
+        def __init__(self, report: SettledReport) -> None:
+            super().__init__()
+            self.report = report
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, EvaluationScreen.SettledFound)
+
     class Failed(Message):
         """The worker hit an error it can explain."""
 
@@ -159,6 +181,9 @@ class EvaluationScreen(Screen):
         self._added: str | None = None
         """A measure just added with +: the overview scrolls to it once it is computed."""
         self._rules: list[str] = list(AGGREGATION_RULES)
+        self.settled: SettledReport | None = None
+        """whether each comparison of adjacent runs is settled, as the last settled pass found
+        (:func:`ragjudge.services.scoring.settled.screen_settlement`)"""
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -238,7 +263,7 @@ class EvaluationScreen(Screen):
     # -- the worker --------------------------------------------------------------------------
 
     def _start(self) -> None:
-        self._busy = {"live": True, "details": False, "compare": False}
+        self._busy = {"live": True, "details": False, "compare": False, "settled": False}
         self._details_version = -1
         self._details_at = 0.0
         self._details_cost = 0.0
@@ -335,6 +360,22 @@ class EvaluationScreen(Screen):
             self._counted = (key, found.composition)
         return self._counted[1]
 
+    @work(thread=True, group="live-evaluation-settled")
+    def compute_settled(self) -> None:
+        """Whether each comparison of adjacent runs is settled: after a details pass, beside
+        the fast updates (it reads the gold again and draws the unjudged pairs' grades)."""
+        from ragjudge.services.scoring.settled import screen_settlement
+
+        try:
+            engine = self.engine
+            report = screen_settlement(self.project, engine.runs, rule=engine.rule,
+                                       include_llm=engine.include_llm, measures=engine.measures)
+            self.post_message(self.SettledFound(report))
+        except RagjudgeError as exc:
+            self.post_message(self.Failed(str(exc)))
+        finally:
+            self._busy["settled"] = False
+
     @work(thread=True, group="live-evaluation-compare")
     def compute_comparison(self, pair: tuple[str, str]) -> None:
         try:
@@ -412,6 +453,14 @@ class EvaluationScreen(Screen):
         self._show_header()
         self._stale |= {"overview", "per-query"}
         self._show_active()
+        if self.engine is not None and not self._busy["settled"]:
+            self._busy["settled"] = True
+            self.compute_settled()
+
+    def on_evaluation_screen_settled_found(self, message: SettledFound) -> None:
+        self.settled = message.report
+        self._stale.add("overview")
+        self._show_active()
 
     def _show_active(self) -> None:
         """Render the visible tab only; the others when they are shown (a label costs one
@@ -425,7 +474,7 @@ class EvaluationScreen(Screen):
         self._stale.discard(active)
         s = self.snapshot
         key = (s.version if s else None, s.strata_field if s else None, s.rows.measure if s and s.rows else None,
-               s.curve if s else None, id(self.details), self.pair)
+               s.curve if s else None, id(self.details), self.pair, id(self.settled), self.measure)
         if self._rendered.get(active) == key:
             return  # the same numbers: leave the table (and its layout) alone
         self._rendered[active] = key
@@ -493,16 +542,19 @@ class EvaluationScreen(Screen):
         table = self.query_one("#overview-table", DataTable)
         keep = table.cursor_coordinate
         table.clear(columns=True)
-        table.fixed_columns = 1
+        table.fixed_columns = FIRST_MEASURE  # the run and the settled column stay in view
         # explicit widths: the table lays out at once, not on the next idle moment
         table.add_column("run", key="run", width=_width(["run", *s.run_names]))
+        settled = {n: settled_cell(self.settled, self.measure, n) for n in s.run_names}
+        table.add_column(literal(f"settled {self.measure}"), key="settled", width=max(
+            len(self.measure) + 8, *(len(line) for t in settled.values() for line in t.plain.split("\n"))))
         spreads = {(n, m): _spread(s, n, m) for n in s.run_names for m in s.measures}
         for m in s.measures:
             table.add_column(literal(m), key=m, width=max(
                 len(m), 14, *(len(spreads[n, m]) for n in s.run_names)))
         best = {m: best_rows([s.means[n][m] for n in s.run_names]) for m in s.measures}
         for i, name in enumerate(s.run_names):
-            cells: list[Text] = [literal(name, "bold")]
+            cells: list[Text] = [literal(name, "bold"), settled[name]]
             for m in s.measures:
                 value = s.means[name][m]
                 cell = Text(("*" if i in best[m] else " ") + fmt(value),
@@ -517,10 +569,11 @@ class EvaluationScreen(Screen):
                 cells.append(cell)
             table.add_row(*cells, height=3, key=name)
         if s.run_names and s.measures:
-            table.cursor_coordinate = keep if keep.column <= len(s.measures) else keep._replace(column=1)
+            table.cursor_coordinate = (keep if keep.column < len(s.measures) + FIRST_MEASURE
+                                       else keep._replace(column=FIRST_MEASURE))
         added, self._added = self._added, None
         if added in s.measures and s.run_names:  # a measure just added: its column in view
-            table.move_cursor(column=s.measures.index(added) + 1, animate=False)
+            table.move_cursor(column=s.measures.index(added) + FIRST_MEASURE, animate=False)
             self.notify(f"Added {added}: column {s.measures.index(added) + 1} of {len(s.measures)}.",
                         timeout=3)
         elif added is not None:
@@ -530,6 +583,7 @@ class EvaluationScreen(Screen):
                     + (f" ({d.resamples} resamples; none from fewer than "
                        f"{svc.MIN_INTERVAL_QUERIES} queries)" if d is not None else ""), style="dim")
         note.append_text(_range_note(s))
+        note.append_text(settled_note(self.settled, self.measure))
         self.query_one("#overview-note", Static).update(note)
 
     # -- per query ---------------------------------------------------------------------------
@@ -880,7 +934,7 @@ class EvaluationScreen(Screen):
         if access is None:
             return
         table = self.query_one("#overview-table", DataTable)
-        column = table.cursor_coordinate.column - 1
+        column = table.cursor_coordinate.column - FIRST_MEASURE
         measures = list(self.snapshot.measures)
         if not 0 <= column < len(measures) or len(measures) == 1:
             self.notify("Put the cursor on a measure's column (one measure always stays).")
@@ -893,6 +947,8 @@ class EvaluationScreen(Screen):
 
     def watch_measure(self) -> None:
         self._wake_snapshot()
+        self._stale.add("overview")  # the settled column follows the measure
+        self._show_active()
 
 
 def _spread(s: svc.LiveSnapshot, run: str, measure: str) -> str:

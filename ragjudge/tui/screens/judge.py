@@ -261,6 +261,9 @@ class JudgeScreen(SessionActions, Screen):
         self._update("#facets-panel", marks, lambda: self._facets_text(*marks))
 
     def _show_done(self) -> None:
+        if self.queue.stopped:  # --until-settled: every comparison is settled, so judging stops
+            self.app.exit(message=f"{self.queue.stopped} ({self.session_labels:,} labels this session.)")
+            return
         self._shown.clear()
         self.query_one("#query-panel", Static).update(Text("—"))
         self.query_one("#chunk-scroll").border_title = "done"

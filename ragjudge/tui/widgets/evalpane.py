@@ -15,7 +15,8 @@ from textual_plotext import PlotextPlot
 
 from ragjudge.tui.widgets.literal import clean, literal
 
-__all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee", "whole_ticks"]
+__all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee", "settled_cell", "settled_note",
+           "whole_ticks"]
 
 FLAT = 0.01
 """A curve is flat from K on when no later step moves it by this much or more."""
@@ -36,6 +37,51 @@ def best_rows(column: list[float]) -> set[int]:
     top = max(finite)
     return {i for i, v in enumerate(column)
             if v is not None and not math.isnan(v) and math.isclose(v, top, rel_tol=0, abs_tol=1e-12)}
+
+
+SETTLED_STYLES = {"certain": "bold green", "probable": "green", "tied": "dim", "open": "yellow"}
+
+
+def settled_cell(report, measure: str, run: str) -> Text:  # noqa: ANN001 - Settled
+    """The settled column's cell of ``run`` under ``measure``: its comparison with the next run
+    in that measure's ranking (``≻ B``), the status, and for an open one about how many more
+    pool pairs settle it. ``report``: :class:`ragjudge.services.scoring.settled.Settled` (None:
+    not weighed yet)."""
+    if report is None:
+        return Text("weighing…", style="dim")
+    if measure not in report.measures:
+        return Text("no bounds\n(see the note)", style="dim")
+    mine = [c for c in report.comparisons if c.measure == measure]
+    below = next((c for c in mine if c.a == run), None)
+    if below is None:
+        return Text("lowest" if any(c.b == run for c in mine) else "", style="dim")
+    cell = Text("= " if below.status == "tied" else "≻ ")
+    cell.append_text(literal(below.b))
+    cell.append("\n" + below.status, style=SETTLED_STYLES.get(below.status, ""))
+    if below.status == "probable":
+        cell.append(f" (p {below.p_order:.2f})", style="green")
+    if below.status == "open":
+        cell.append(f"\njudge about {below.judge_more:,} more pairs", style="yellow")
+    return cell
+
+
+def settled_note(report, measure: str) -> Text:  # noqa: ANN001 - Settled
+    """The overview's note on the settled column: what its statuses mean, apart from the
+    bootstrap interval over queries (and why ``measure`` has none, when it has none)."""
+    confidence = 0.95 if report is None else report.confidence
+    note = Text("\nsettled (m: measure): each run against the next in that measure's ranking, "
+                "about the unjudged pairs of the pool (top 10) only: certain = the bounds over "
+                f"every grade they may get exclude 0; probable = p_order ≥ {confidence:g} under the stated "
+                "model (a prior by rank and run from the judged pairs); judge about N = pool pairs "
+                "in the settle order (annotate --queue-order settle). Apart from the bootstrap "
+                "interval, which is over queries.", style="dim")
+    if report is not None and report.pool_pairs:
+        note.append(f" Pool: {report.judged_pairs:,} of {report.pool_pairs:,} pairs judged.",
+                    style="dim")
+    why = None if report is None else next((s.why for s in report.skipped if s.measure == measure), None)
+    if why:
+        note.append_text(literal(f" {measure} has no bounds: {why}.", "dim"))
+    return note
 
 
 def knee(values: list[float], ks: list[int], flat: float = FLAT) -> int | None:
