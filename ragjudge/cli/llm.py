@@ -9,8 +9,9 @@ import typer
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
-    BY_LEAD_HELP, MAX_DEPTH, access_of, check_int, console, err_console, open_project, print_json, safe,
+    BY_LEAD_HELP, MAX_DEPTH, MAX_LIMIT, access_of, console, err_console, open_project, print_json, safe,
 )
+from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.safetext import for_terminal
@@ -52,16 +53,16 @@ def llm_judge(
     api_key_env: Annotated[str, typer.Option("--api-key-env", help="The environment variable holding the API key (optional for local servers).")] = "OPENAI_API_KEY",
     annotator: Annotated[str | None, typer.Option("--annotator", help="The annotator name the model labels under (default llm:MODEL).")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Pool from these runs only (A,B); default all.")] = None,
-    depth: Annotated[int, typer.Option("--depth", help="Pool depth K: the top K of each run per query.")] = 10,
+    depth: Annotated[int, int_option("--depth", low=1, high=MAX_DEPTH, what="the pool depth", help="Pool depth K: the top K of each run per query.")] = 10,
     queries: Annotated[str | None, typer.Option("--queries", help="Only these queries: a file of ids or ID,ID,...")] = None,
     category: Annotated[str | None, typer.Option("--category", help="Only queries of this category.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Send at most N pairs.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight at once.")] = 4,
+    limit: Annotated[int | None, int_option("--limit", low=1, high=MAX_LIMIT, what="the number of pairs to send", help="Send at most N pairs.")] = None,
+    concurrency: Annotated[int, int_option("--concurrency", low=1, high=256, what="requests in flight", help="Requests in flight at once.")] = 4,
     prompt: Annotated[str, typer.Option("--prompt", help="umbrela (the default) or a template file.")] = "umbrela",
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="The longest answer, in tokens.")] = 512,
+    max_tokens: Annotated[int, int_option("--max-tokens", low=1, high=1_000_000, what="the longest answer", help="The longest answer, in tokens.")] = 512,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for one answer.")] = 60.0,
-    retries: Annotated[int, typer.Option("--retries", help="Retries of a pair after 429, 5xx or a timeout.")] = 5,
+    retries: Annotated[int, int_option("--retries", low=0, high=100, what="retries of a pair", help="Retries of a pair after 429, 5xx or a timeout.")] = 5,
     retry_unparsed: Annotated[bool, typer.Option("--retry-unparsed", help="Send again the pairs whose answer named no grade.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the first prompt and the number of pairs; send nothing.")] = False,
     queue_order: Annotated[str | None, typer.Option("--queue-order", help="Project setting: in human judging, pairs first where the LLM found it hardest (hardest), or disagrees with earlier people (disagreement); off.")] = None,
@@ -84,12 +85,6 @@ def llm_judge(
     if not settings_only and (base_url is None or model is None):
         raise UsageError("llm-judge needs --base-url (e.g. http://127.0.0.1:8000/v1) and --model. "
                          "See 'ragjudge llm-judge --help'.")
-    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
-    check_int("--concurrency", concurrency, 1, 256, "requests in flight")
-    check_int("--max-tokens", max_tokens, 1, 1_000_000, "the longest answer")
-    check_int("--retries", retries, 0, 100, "retries of a pair")
-    if limit is not None:
-        check_int("--limit", limit, 1, 1_000_000_000, "the number of pairs to send")
     if not 0.0 <= temperature <= 2.0:
         raise UsageError(f"--temperature {temperature}: give a value from 0 to 2.")
     if not 0.0 < timeout <= 3600:

@@ -11,7 +11,9 @@ from rich.table import Table
 from ragjudge.services.overview import project_status
 from ragjudge.cli.app import app
 from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, safe
+from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
+from ragjudge.numeric import MAX_GRADE
 
 
 @app.command(
@@ -28,7 +30,8 @@ def init(
     name: Annotated[str | None, typer.Option(help="The project's name (default: the file name).")] = None,
     description: Annotated[str | None, typer.Option(help="One line on what is being judged.")] = None,
     threshold: Annotated[
-        int | None, typer.Option(help="Lowest grade that counts as relevant for binary measures.")
+        int | None, int_option("--threshold", low=0, high=MAX_GRADE, what="the lowest grade that counts as relevant",
+                               help="Lowest grade that counts as relevant for binary measures.")
     ] = None,
     guidelines: Annotated[
         Path | None, typer.Option(help="A Markdown file of judging guidelines, shown on 'h'.")

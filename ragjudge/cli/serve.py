@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import MAX_LIMIT, check_int, err_console, open_project, project_db, safe
+from ragjudge.cli.common import MAX_LIMIT, err_console, open_project, project_db, safe
+from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
 
 EPILOG = (
@@ -57,9 +58,9 @@ def check_public_url(url: str) -> str:
 @app.command(epilog=EPILOG)
 def serve(
     host: Annotated[str, typer.Option(help="The address to listen on: 127.0.0.1 (this machine only) or 0.0.0.0 (every network).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="The TCP port.")] = 8000,
+    port: Annotated[int, int_option("--port", low=1, high=65535, what="the port", help="The TCP port.")] = 8000,
     public_url: Annotated[str | None, typer.Option("--public-url", help="The address people open when a reverse proxy is in front (https://...).", show_default=False)] = None,
-    max_sessions: Annotated[int, typer.Option("--max-sessions", help="Browser tabs served at once (each is an app process on the server).")] = 64,
+    max_sessions: Annotated[int, int_option("--max-sessions", low=1, high=MAX_LIMIT, what="the number of sessions", help="Browser tabs served at once (each is an app process on the server).")] = 64,
 ) -> None:
     """Serve the app to annotators' browsers; each logs in with a personal token."""
     try:
@@ -67,8 +68,6 @@ def serve(
     except ModuleNotFoundError:
         raise UsageError(MISSING_EXTRA) from None
     host = check_host(host)
-    check_int("--port", port, 1, 65535, "the port")
-    check_int("--max-sessions", max_sessions, 1, MAX_LIMIT, "the number of sessions")
     if public_url is not None:
         public_url = check_public_url(public_url)
     from ragjudge.serve.server import is_loopback, serve as run_server

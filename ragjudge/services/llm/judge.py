@@ -251,9 +251,11 @@ def audit_rows(project: Project, annotators: Iterable[str] | None = None) -> lis
     return out
 
 
-def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jsonl") -> int:
+def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jsonl",
+                 raw: bool = False) -> int:
     """Write every LLM call (``audit_rows``) as JSONL or CSV; text fields are made visible on a
-    terminal, as every export's are. The calls carry the models' grades of every pair: for who
+    terminal, as every export's are, and in CSV a text cell that would start a spreadsheet
+    formula (a model's answer ``=1+1``) gets a ``'`` before it unless ``raw``. The calls carry the models' grades of every pair: for who
     sees every grade."""
     access.require_sees_all("export the LLM annotators' calls (their grades of every pair)")
     from ragjudge.formats import visible_fields, is_terminal
@@ -266,7 +268,7 @@ def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jso
     if is_terminal(dest):
         rows = [visible_fields(row, fmt == "jsonl") for row in rows]
     if fmt == "csv":
-        return write_csv(rows, dest, kind="llm-audit", fields=AUDIT_FIELDS)
+        return write_csv(rows, dest, kind="llm-audit", fields=AUDIT_FIELDS, raw=raw)
     return write_jsonl(rows, dest)
 
 
