@@ -255,8 +255,8 @@ def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jso
                  raw: bool = False) -> int:
     """Write every LLM call (``audit_rows``) as JSONL or CSV; text fields are made visible on a
     terminal, as every export's are, and in CSV a text cell that would start a spreadsheet
-    formula (a model's answer ``=1+1``) gets a ``'`` before it unless ``raw``. The calls carry the models' grades of every pair: for who
-    sees every grade."""
+    formula (a model's answer ``=1+1``) gets a ``'`` before it unless ``raw``. The calls carry
+    the models' grades of every pair: for who sees every grade."""
     access.require_sees_all("export the LLM annotators' calls (their grades of every pair)")
     from ragjudge.formats import visible_fields, is_terminal
     from ragjudge.formats.csvfile import write_csv
