@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
     from ragjudge.cli.lean import Aborted, lean_call
 
+    from ragjudge.cli.base import CLI_STATE
+
+    CLI_STATE["reads_only"] = None
     args = list(sys.argv[1:] if argv is None else argv)
     call = lean_call(args)
     if call is not None:
@@ -183,6 +186,7 @@ def _typer_main(args: list[str]) -> int:
 def _outcome(call: Callable[[], Any], *, usage_errors: tuple[type[BaseException], ...],
              aborts: tuple[type[BaseException], ...]) -> int:
     """Run a command; its exit code, with any mistake told on stderr in one paragraph."""
+    from ragjudge.cli.base import told
     from ragjudge.errors import CheckFailed, RagjudgeError
     from ragjudge.safetext import for_terminal
 
@@ -204,7 +208,7 @@ def _outcome(call: Callable[[], Any], *, usage_errors: tuple[type[BaseException]
         return 1
     except RagjudgeError as exc:
         # the one place a user's mistake is told: quoted data is shown, never obeyed by the terminal
-        print(f"ragjudge: {for_terminal(exc)}", file=sys.stderr)
+        print(f"ragjudge: {for_terminal(told(str(exc)))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ragjudge: interrupted.", file=sys.stderr)

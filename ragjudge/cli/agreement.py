@@ -21,6 +21,7 @@ from ragjudge.cli.common import (
     err_console,
     open_project,
     print_json,
+    reads_only,
     safe,
 )
 from ragjudge.cli.options import int_option
@@ -76,6 +77,7 @@ def agree(
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
     Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
+    reads_only()
     from ragjudge.services.agreement import ratings as svc_ratings
     from ragjudge.services.agreement import views as svc_views
 
@@ -497,6 +499,7 @@ def disputes(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Pairs whose annotators disagree, largest spread of grades first, with any adjudication."""
+    reads_only()
     from ragjudge.services.agreement.views import disputed_pairs
 
     _check_choice("--format", format, ("table", "json"))
@@ -548,6 +551,8 @@ def adjudicate(
                          "Leave out --show to adjudicate. Nothing was changed.")
     if not show and (grade is None or reason is None):
         raise UsageError("give --grade and --reason to adjudicate, or --show to see the pair.")
+    if show:
+        reads_only()
     with open_project() as project:
         access = access_of(project, by)
         if not show:
@@ -600,6 +605,7 @@ def quality(
 ) -> None:
     """Label-quality signals: labels made too fast for the chunk's length, grades drifting over
     a session, and self-agreement on blind re-checks."""
+    reads_only()
     from ragjudge.services.agreement.quality import label_quality
 
     _check_choice("--format", format, ("table", "json"))

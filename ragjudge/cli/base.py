@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +19,29 @@ from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, parse_integer
 from ragjudge.safetext import markup, mask_secrets, quote
 
-CLI_STATE: dict[str, str | None] = {"db": None}
+CLI_STATE: dict[str, str | None] = {"db": None, "reads_only": None}
 
 
 def set_db(db: str | None) -> None:
     """Remember the ``--db`` given anywhere on the command line (None forgets it)."""
     CLI_STATE["db"] = db or None
+
+
+def reads_only() -> None:
+    """Say that the command running (or the branch of it: ``review`` listing, ``adjudicate
+    --show``) changes nothing. A refusal then does not end with "Nothing was changed." (the
+    project layer says it of every project it cannot open): it is said only where something
+    could have changed (:func:`told`)."""
+    CLI_STATE["reads_only"] = "yes"
+
+
+NOTHING_CHANGED = re.compile(r"\s*Nothing was changed\.")
+
+
+def told(message: str) -> str:
+    """A refusal as the command line tells it: without "Nothing was changed." when the command
+    changes nothing (:func:`reads_only`)."""
+    return NOTHING_CHANGED.sub("", message) if CLI_STATE.get("reads_only") else message
 
 
 def project_db() -> str:

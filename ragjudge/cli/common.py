@@ -23,6 +23,7 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
     open_project,
     print_json,
     project_db,
+    reads_only,
     safe,
     set_db,
 )

@@ -23,6 +23,7 @@ from ragjudge.cli.common import (
     console,
     open_project,
     print_json,
+    reads_only,
     safe,
 )
 from ragjudge.cli.options import RAW_HELP, RawOption, eval_option, int_option
@@ -207,6 +208,7 @@ def compare(
     raw: RawOption = False,
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
+    reads_only()
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
@@ -391,6 +393,7 @@ def gate(
     complete: CompleteOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
+    reads_only()
     from ragjudge.services.scoring import evaluation as svc_evaluation
 
     check_format(format, ("table", "json"))
@@ -483,6 +486,7 @@ def explain(
     by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
 ) -> None:
     """Step by step: how a measure's value comes about for one query."""
+    reads_only()
     from ragjudge.services.scoring import files as svc_files
 
     check_format(format, ("text", "json"))

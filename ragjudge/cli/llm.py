@@ -9,12 +9,12 @@ import typer
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
-    BY_LEAD_HELP, MAX_DEPTH, MAX_LIMIT, access_of, console, err_console, open_project, print_json, safe,
+    BY_LEAD_HELP, MAX_DEPTH, MAX_LIMIT, access_of, console, err_console, open_project, print_json, reads_only, safe,
 )
 from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
-from ragjudge.safetext import for_terminal
+from ragjudge.safetext import for_terminal, quote
 
 EPILOG = (
     "The model answers through the chat-completions API (POST BASE_URL/chat/completions) that "
@@ -82,6 +82,8 @@ def llm_judge(
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
     settings_only = base_url is None and model is None and (queue_order is not None or reveal is not None)
+    if dry_run and queue_order is None and reveal is None:
+        reads_only()
     if not settings_only and (base_url is None or model is None):
         raise UsageError("llm-judge needs --base-url (e.g. http://127.0.0.1:8000/v1) and --model. "
                          "See 'ragjudge llm-judge --help'.")
@@ -109,13 +111,14 @@ def llm_judge(
         name = check_annotator(annotator or svc_judge.default_annotator(model))
         svc_judge.check_llm_annotator(project, name)
         run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
+        plan = svc_judge.dry_plan if dry_run else svc_judge.plan_pairs
         with progress_bar(quiet) as bar:  # the runs' deeper ranks, if the pool goes deeper than their rows
-            pairs = svc_judge.plan_pairs(project, name, runs=run_list, depth=depth,
-                                   queries=parse_queries(queries), category=category, limit=limit,
-                                   retry_unparsed=retry_unparsed, progress=bar)
-        if dry_run:
-            _dry_run(project, template, pairs, name, format)
+            planned = plan(project, name, runs=run_list, depth=depth, queries=parse_queries(queries),
+                           category=category, limit=limit, retry_unparsed=retry_unparsed, progress=bar)
+        if dry_run:  # the first pair and how many: the pool is counted, not listed
+            _dry_run(project, template, *planned, name, format)  # type: ignore[misc]
             return
+        pairs: list = planned  # type: ignore[assignment]
         _require_httpx()
         key = os.environ.get(api_key_env) or None
         settings = svc_client.ClientSettings(base_url=base_url, model=model, api_key=key,
@@ -152,22 +155,25 @@ def _require_httpx() -> None:
                          "pip install 'ragjudge[llm]' (or pip install httpx).")
 
 
-def _dry_run(project, template: str, pairs: list, name: str, format: str) -> None:  # noqa: ANN001
+def _dry_run(project, template: str, pair: tuple[str, str] | None, count: int, name: str,  # noqa: ANN001
+             format: str) -> None:
+    """The prompt of the first pair, and how many pairs would be sent."""
     from ragjudge.services.llm.prompt import pair_prompt, prompt_values
 
-    first = (pair_prompt(project, template, prompt_values(project), *pairs[0])
-             if pairs else None)
+    first = pair_prompt(project, template, prompt_values(project), *pair) if pair else None
     if format == "json":
-        print_json({"annotator": name, "pairs": len(pairs), "first_pair": list(pairs[0]) if pairs else None,
+        print_json({"annotator": name, "pairs": count, "first_pair": list(pair) if pair else None,
                     "first_prompt": first})
         return
-    if first is None:
+    if pair is None or first is None:
         console.print(f"Nothing to send: {safe(name)} has answered every pair of this pool "
-                          "(--retry-unparsed sends again those whose answer named no grade).")
+                      "(--retry-unparsed sends again those whose answer named no grade).")
         return
-    console.print(f"[bold]The first prompt[/] ({safe(pairs[0][0])} / {safe(pairs[0][1])}):")
+    pairs = "pair" if count == 1 else "pairs"
+    console.print(f"[bold]The first prompt[/] (1 of {count:,} {pairs}: query {safe(quote(pair[0]))}, "
+                  f"chunk {safe(quote(pair[1]))}):", soft_wrap=True)
     console.print(for_terminal(first, multiline=True), markup=False, soft_wrap=True)
-    console.print(f"[bold]{len(pairs):,}[/] pairs would be sent as {safe(name)}; nothing was sent.")
+    console.print(f"[bold]{count:,}[/] {pairs} would be sent as {safe(name)}; nothing was sent.")
 
 
 def _summary(summary, name: str, format: str, *, interrupted: bool = False) -> None:  # noqa: ANN001

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ragjudge.services.overview import project_status
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, safe
+from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, reads_only, safe
 from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE
@@ -84,6 +84,7 @@ def status(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Counts of queries, chunks, runs, annotators and labels, and how much of the pool is judged."""
+    reads_only()
     if format not in ("table", "json"):
         raise UsageError(f"--format {format}: use table or json.")
     with open_project() as project:

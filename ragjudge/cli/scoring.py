@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any
 
-from ragjudge.cli.base import access_of, check_raw, db_given, open_project, print_json, safe
+from ragjudge.cli.base import access_of, check_raw, db_given, open_project, print_json, reads_only, safe
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
@@ -225,6 +225,7 @@ def evaluate_and_print(
     raw: bool = False,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
+    reads_only()
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 

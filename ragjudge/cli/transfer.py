@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import BY_LEAD_HELP, BY_VIEWER_HELP, access_of, check_raw, err_console, open_project, safe
+from ragjudge.cli.common import BY_LEAD_HELP, BY_VIEWER_HELP, access_of, check_raw, err_console, open_project, reads_only, safe
 from ragjudge.cli.options import RawOption
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
@@ -149,6 +149,7 @@ def export_command(
     raw: RawOption = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
+    reads_only()  # of the project: a refused export leaves -o's file as it was too
     from ragjudge.services.transfer import exporting
 
     kind = kind.strip().lower()

@@ -96,6 +96,39 @@ def plan_pairs(project: Project, annotator: str, *, runs: list[str] | None = Non
     return out
 
 
+def dry_plan(project: Project, annotator: str, *, runs: list[str] | None = None, depth: int = 10,
+             queries: list[str] | None = None, category: str | None = None,
+             limit: int | None = None, retry_unparsed: bool = False,
+             progress: Callable[..., None] | None = None) -> tuple[tuple[str, str] | None, int]:
+    """What :func:`plan_pairs` would give, told without listing it: its first pair (None when
+    there is none) and its length (``llm-judge --dry-run``).
+
+    The pool is counted by two grouped selects (:meth:`JudgingQueue.count_totals`: its pairs
+    less those the model has graded, less those whose answer it could not be read from),
+    instead of being walked query by query and round by round of the depth order, which on a
+    pool of thousands of queries reloads each query's pool in every round."""
+    from ragjudge.services.labels.queue import JudgingQueue
+
+    queue = JudgingQueue(project, annotator, runs=runs, depth=depth, queries=queries,
+                         category=category, use_assignment=False, progress=progress)
+    skip = set() if retry_unparsed else unparsed_pairs(project, annotator)
+    first = next((pair for pair in queue.open_pairs() if pair not in skip), None)
+    if first is None:
+        return None, 0
+    totals = queue.count_totals()
+    count = totals["pairs"] - totals["handled"] - sum(_still_open(queue, q, c) for q, c in skip)
+    return first, count if limit is None else min(count, limit)
+
+
+def _still_open(queue: Any, query_id: str, chunk_id: str) -> bool:
+    """Whether the pair is in the queue's pool and not yet graded (or skipped) by its annotator."""
+    if query_id not in queue.query_ids:
+        return False
+    pool = queue.pool(query_id)
+    at = pool.index(chunk_id)
+    return at is not None and (pool.states[at] is None or not pool.states[at].handled)
+
+
 class _Recorder:
     """Writes each answer as it arrives, one transaction each; registers the LLM annotator
     (kind ``llm``) with the first write, so that a run stopped before any answer leaves the
