@@ -45,6 +45,7 @@ from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this mod
     qrels_line,
 )
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.safetext import quote
 
 QrelsOption = Annotated[
     str | None,
@@ -495,8 +496,11 @@ def explain(
         inputs.check_measures(measures)
         runs = inputs.runs([run])
         (run_name, loaded), = runs.items()
-        if not inputs.qrels.for_query(query) and query not in loaded.query_ids:
-            raise UsageError(f"--query {query}: neither the qrels nor run {run_name!r} have this query.")
+        if (not inputs.qrels.for_query(query) and query not in loaded.query_ids
+                and not _answer_judged(inputs, query)):
+            answers = ", and no answer to it is judged" if inputs.project is not None else ""
+            raise UsageError(f"--query {quote(query)}: neither the qrels nor run {quote(run_name)} "
+                             f"have this query{answers}.")
         access = None if inputs.project is None else access_of(inputs.project, by)
         explanations = [_explain_one(inputs, run_name, loaded, query, m, access) for m in measures]
         rule_text, composition = inputs.rule, inputs.composition
@@ -511,6 +515,17 @@ def explain(
         console.print(safe(explanation.render()), soft_wrap=True)
     if composition is not None:
         console.print(f"[dim]{safe(composition.describe())}[/]")
+
+
+def _answer_judged(inputs: Inputs, query: str) -> bool:
+    """Whether an answer to ``query`` (of any run) is judged in the project: its answer
+    measures are explained there, in a project that judges answers and grades no chunk."""
+    if inputs.project is None:
+        return False
+    from ragjudge.services.scoring.answers import judged_answer_queries
+
+    with inputs.project.connect() as connection:
+        return bool(judged_answer_queries(connection, inputs.rule or "", [query]))
 
 
 def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str,

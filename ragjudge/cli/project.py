@@ -111,6 +111,7 @@ def _print_status(data: dict) -> None:
     share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "-"
     console.print(f"[bold]{safe(data['project'])}[/]  ({safe(data['db'])})")
     console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {safe(data['rule'])}")
+    console.print(_reference_line(data["reference"]))
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(justify="right")
@@ -139,6 +140,17 @@ def _print_status(data: dict) -> None:
                 row.append(f"{a['done']}/{a['assigned']}" if a else "-")
             table.add_row(*row)
         console.print(table)
+
+
+def _reference_line(reference: list[dict]) -> str:
+    """Which annotator's grades are the official qrels (the gold on their pairs), and whether
+    they are complete."""
+    if not reference:
+        return "reference qrels: none ('ragjudge import qrels FILE --reference' sets them)"
+    names = ", ".join(safe(r["name"]) + (" (complete: an unlisted pair of its queries is not "
+                                         "relevant)" if r["complete"] else " (not complete: an "
+                                         "unlisted pair is unjudged)") for r in reference)
+    return f"reference qrels: {names}"
 
 
 @app.command(
