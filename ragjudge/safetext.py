@@ -26,16 +26,25 @@ resets the screen) or be read by Rich as markup (``[/]`` raises, ``[link=...]`` 
 - :func:`markup` is :func:`visible` escaped for Rich markup, for text put into a markup string.
 - :func:`mask_secrets` replaces the password of every URL in a text with ``***``.
 - :func:`for_terminal` is what every message to a terminal goes through: both of the above.
+- :func:`spreadsheet_safe` is a CSV cell a spreadsheet shows and never runs as a formula (a
+  ``'`` before ``=HYPERLINK(...)``, OWASP's advice against CSV injection), and
+  :func:`spreadsheet_text` its inverse; every CSV ragjudge writes goes through it unless
+  ``--raw`` (:mod:`ragjudge.formats.csvfile`, the CSV outputs of the commands).
 
-This module imports only the standard library, so every layer may use it.
+This module imports only the standard library and :mod:`ragjudge.numeric` (which imports
+nothing else), so every layer may use it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 
-__all__ = ["INVISIBLE", "visible", "quote", "markup", "mask_secrets", "mask_url", "for_terminal", "is_clean"]
+from ragjudge.numeric import parse_number
+
+__all__ = ["FORMULA_STARTS", "INVISIBLE", "visible", "quote", "markup", "mask_secrets", "mask_url", "for_terminal",
+           "is_clean", "natural_key", "spreadsheet_safe", "spreadsheet_text"]
 
 # Bidirectional formatting characters: embeddings and overrides (U+202A-U+202E), isolates
 # (U+2066-U+2069), marks (U+200E, U+200F, U+061C). An override reverses what follows it on
@@ -233,3 +242,43 @@ def mask_url(url: object) -> str:
 def for_terminal(text: object, *, multiline: bool = False) -> str:
     """A message for a terminal: secrets masked, control characters visible."""
     return visible(mask_secrets(text), multiline=multiline)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet cell starts with when the spreadsheet may run it as a formula (OWASP)."""
+
+
+def _formula(text: str) -> bool:
+    """Whether a spreadsheet may run ``text`` as a formula: it starts with one of
+    :data:`FORMULA_STARTS` and is not a plain number (``-1``, ``+2.5e3``: read as numbers)."""
+    if not text.startswith(FORMULA_STARTS):
+        return False
+    number = parse_number(text)
+    return number is None or not math.isfinite(number)
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet shows and never runs: a ``'`` before a text that
+    would start a formula, and before one whose leading quotes are followed by such a start
+    (``'=x`` is written ``''=x``), so that :func:`spreadsheet_text` gives the text back."""
+    return "'" + text if _formula(text.lstrip("'")) else text
+
+
+def spreadsheet_text(cell: str) -> str:
+    """The text of a CSV cell :func:`spreadsheet_safe` may have written: one leading ``'``
+    taken away when quotes lead to a formula start (``'=x`` is the text ``=x``)."""
+    return cell[1:] if cell.startswith("'") and _formula(cell.lstrip("'")) else cell
+
+
+_DIGIT_RUN = re.compile(r"([0-9]+)")
+
+
+def natural_key(text: object) -> tuple[object, ...]:
+    """The key that sorts ids as people count: ``q2`` before ``q10``, ``1, 2, 10, 100`` rather
+    than ``1, 10, 100, 2`` (Python's string order). Each run of ASCII digits compares by its
+    value (its length without leading zeros, then its digits: no conversion, however long),
+    the text between by code point; ``q01`` comes just before ``q1``, so that no two ids share
+    a key and the order is total. Every list of ids shown to people is sorted with it."""
+    parts = _DIGIT_RUN.split(str(text))
+    return tuple(part if i % 2 == 0 else (len(part.lstrip("0")), part.lstrip("0"), part)
+                 for i, part in enumerate(parts))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 COMMANDS: dict[str, str] = {
@@ -29,13 +29,13 @@ COMMANDS: dict[str, str] = {
     "explain": "ragjudge.cli.evaluate",
     "report": "ragjudge.cli.report",
     "settled": "ragjudge.cli.settled",
+    "queue": "ragjudge.cli.settled",
     "agree": "ragjudge.cli.agreement",
     "assign": "ragjudge.cli.agreement",
     "disputes": "ragjudge.cli.agreement",
     "adjudicate": "ragjudge.cli.agreement",
     "quality": "ragjudge.cli.agreement",
     "annotate": "ragjudge.cli.judging",
-    "queue": "ragjudge.cli.settled",
     "backup": "ragjudge.cli.maintenance",
     "verify": "ragjudge.cli.maintenance",
     "annotators": "ragjudge.cli.annotators",
@@ -71,16 +71,33 @@ def _register(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
     app.registered_commands.sort(key=lambda info: order.get(info.callback.__module__, len(order)))
 
 
+def command_of(args: list[str]) -> str | None:
+    """The command a command line names: its first word after a ``--db X`` or ``--db=X`` in
+    front (None when it names none, e.g. ``--help``)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "--db":
+            i += 2
+        elif args[i].startswith("--db="):
+            i += 1
+        else:
+            return None if args[i].startswith("-") else args[i]
+    return None
+
+
 def modules_for(args: list[str]) -> tuple[str, ...]:
-    """The command modules a command line needs (``--db`` already hoisted to the front): its
-    command's, or all of them when it names no known command."""
-    rest = args[2:] if args[:1] == ["--db"] else args
-    module = COMMANDS.get(rest[0]) if rest else None
+    """The command modules a command line needs: its command's, or all of them when it names no
+    known command."""
+    module = COMMANDS.get(command_of(args) or "")
     return COMMAND_MODULES if module is None else (module,)
 
 
-def hoist_db(argv: list[str]) -> list[str]:
-    """Move ``--db X`` / ``--db=X`` to the front so that it works before or after the command."""
+def hoist_db(argv: list[str], value_options: Collection[str] = ()) -> list[str]:
+    """Move ``--db X`` / ``--db=X`` to the front so that it works before or after the command.
+
+    ``value_options`` are the words of the command's options that take a value (from its typer
+    parameters: :func:`value_options`): the word after one of them is that option's value, as
+    click reads it, and never ``--db`` (``--reason --db`` gives the reason "--db")."""
     out: list[str] = []
     front: list[str] = []
     i = 0
@@ -101,9 +118,32 @@ def hoist_db(argv: list[str]) -> list[str]:
             front = ["--db", arg.split("=", 1)[1]]
             i += 1
             continue
-        out.append(arg)
-        i += 1
+        taken = 2 if _value_follows(arg, value_options) and i + 1 < len(argv) else 1
+        out.extend(argv[i:i + taken])
+        i += taken
     return front + out
+
+
+def _value_follows(word: str, value_options: Collection[str]) -> bool:
+    """Whether the word after ``word`` is its option's value: ``--name`` (not ``--name=x``), or
+    short options run together whose last one takes a value (``-qm`` before ``P@5``)."""
+    if word in value_options:
+        return True
+    if word.startswith("--") or not word.startswith("-") or len(word) < 3:
+        return False
+    for at, letter in enumerate(word[1:], start=1):
+        if "-" + letter in value_options:
+            return at == len(word) - 1  # a value after the letter is its value: nothing follows
+    return False
+
+
+def value_options(command: Any) -> frozenset[str]:
+    """The words of a click command's options that take a value (``--run``, ``-r``, ...)."""
+    words: set[str] = set()
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False):
+            words.update(param.opts)
+    return frozenset(words)
 
 
 def usage_message(exc: Exception) -> str:
@@ -121,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
     from ragjudge.cli.lean import Aborted, lean_call
 
+    from ragjudge.cli.base import CLI_STATE
+
+    CLI_STATE["reads_only"] = None
     args = list(sys.argv[1:] if argv is None else argv)
     _INVOKED[:] = args
     call = lean_call(args)
@@ -138,10 +181,15 @@ def _typer_main(args: list[str]) -> int:
     click_error = next(c for c in BadParameter.__mro__ if c.__name__ == "ClickException")
 
     def call() -> Any:
-        hoisted = hoist_db(args)
-        _register(modules_for(hoisted))
+        import typer.main
+
+        _register(modules_for(args))
+        group = typer.main.get_command(app)
+        # the command's options take their values before --db is looked for (as click reads them)
+        command = group.commands.get(command_of(args) or "")  # type: ignore[attr-defined]
+        hoisted = hoist_db(args, value_options(command))
         # not standalone: click's usage errors come here, to be told in one line like ours
-        return app(args=hoisted, prog_name="ragjudge", standalone_mode=False)
+        return group(args=hoisted, prog_name="ragjudge", standalone_mode=False)
 
     return _outcome(call, usage_errors=(click_error,), aborts=(Abort,))
 
@@ -149,6 +197,7 @@ def _typer_main(args: list[str]) -> int:
 def _outcome(call: Callable[[], Any], *, usage_errors: tuple[type[BaseException], ...],
              aborts: tuple[type[BaseException], ...]) -> int:
     """Run a command; its exit code, with any mistake told on stderr in one paragraph."""
+    from ragjudge.cli.base import told
     from ragjudge.errors import CheckFailed, RagjudgeError
     from ragjudge.safetext import for_terminal
 
@@ -170,7 +219,7 @@ def _outcome(call: Callable[[], Any], *, usage_errors: tuple[type[BaseException]
         return 1
     except RagjudgeError as exc:
         # the one place a user's mistake is told: quoted data is shown, never obeyed by the terminal
-        print(f"ragjudge: {for_terminal(exc)}", file=sys.stderr)
+        print(f"ragjudge: {for_terminal(told(str(exc)))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ragjudge: interrupted.", file=sys.stderr)

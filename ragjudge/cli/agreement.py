@@ -17,15 +17,17 @@ from ragjudge.cli.common import (
     access_of,
     MAX_LIMIT,
     MAX_SEED,
-    check_int,
     console,
     err_console,
     open_project,
     print_json,
+    reads_only,
     safe,
 )
+from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
+from ragjudge.numeric import MAX_GRADE
 
 AGREE_EPILOG = (
     "Units are (query, chunk) pairs; each annotator's current grade counts. Statistics that "
@@ -62,10 +64,6 @@ def _check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> N
         raise UsageError(f"{option} {value}: use {' or '.join(choices)}.")
 
 
-def _check_limit(limit: int) -> None:
-    check_int("--limit", limit, 0, MAX_LIMIT, "the number of pairs to list")
-
-
 @app.command(epilog=AGREE_EPILOG)
 def agree(
     labels: Annotated[str | None, typer.Option("--labels", help="A labels JSONL/CSV file (query_id, chunk_id, annotator, grade) to check without a project.")] = None,
@@ -74,17 +72,17 @@ def agree(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     verdict: Annotated[bool, typer.Option("--verdict", help="Score every run with each annotator's labels as qrels and compare the rankings (project only).")] = False,
     measures: Annotated[str | None, typer.Option("--measures", help="With --verdict: comma-separated measures (default: AP,nDCG@10,P@5,RR).")] = None,
-    limit: Annotated[int, typer.Option("--limit", help="Disputed pairs to list in the table.")] = 10,
+    limit: Annotated[int, int_option("--limit", low=0, high=MAX_LIMIT, what="the number of pairs to list", help="Disputed pairs to list in the table.")] = 10,
     answers: Annotated[bool, typer.Option("--answers", help="Agreement on the judgments of generated answers (nugget support and citation support) instead of the labels; --labels then reads an answer-labels file.")] = False,
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
     Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
+    reads_only()
     from ragjudge.services.agreement import ratings as svc_ratings
     from ragjudge.services.agreement import views as svc_views
 
     _check_choice("--format", format, ("table", "json"))
     _check_choice("--by", by, ("query", "annotator"))
-    _check_limit(limit)
     if answers:
         _agree_on_answers(labels, scale=scale, by=by, format=format, verdict=verdict, limit=limit)
         return
@@ -458,14 +456,14 @@ def _print_reference_verdict(found: dict) -> None:
 def assign(
     annotators: Annotated[str, typer.Option("--annotators", help="Comma-separated annotator names.", show_default=False)],
     overlap: Annotated[float, typer.Option("--overlap", help="Share of the pool judged by several annotators.")] = 0.2,
-    judges_per_overlap: Annotated[int, typer.Option("--judges-per-overlap", help="Annotators per overlap pair.")] = 2,
-    depth: Annotated[int, typer.Option("--depth", help="Pool depth: the top K chunks of each run.")] = 10,
+    judges_per_overlap: Annotated[int, int_option("--judges-per-overlap", low=2, high=MAX_LIMIT, what="the number of annotators of an overlap pair", help="Annotators per overlap pair.")] = 2,
+    depth: Annotated[int, int_option("--depth", low=1, high=MAX_DEPTH, what="the pool depth", help="Pool depth: the top K chunks of each run.")] = 10,
     runs: Annotated[str | None, typer.Option("--runs", help="Comma-separated runs to pool (default: all).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random choices: the overlap pairs, and the pairs --sample draws.")] = 0,
+    seed: Annotated[int, int_option("--seed", low=0, high=MAX_SEED, what="a seed", help="Seed of the random choices: the overlap pairs, and the pairs --sample draws.")] = 0,
     replace: Annotated[bool, typer.Option("--replace", help="Drop the existing assignment first.")] = False,
     by: Annotated[str | None, typer.Option("--by", help=BY_LEAD_HELP)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
-    sample: Annotated[int | None, typer.Option("--sample", help="Judge a random sample: N pairs of each query's pool, kept for the sampled estimates (infAP, statAP, xinfAP, infNDCG, infP@k).", show_default=False)] = None,
+    sample: Annotated[int | None, int_option("--sample", low=1, high=MAX_DEPTH, what="the pairs drawn per query", help="Judge a random sample: N pairs of each query's pool, kept for the sampled estimates (infAP, statAP, xinfAP, infNDCG, infP@k).", show_default=False)] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="With --sample: uniform (each pair of a query's pool alike; the default) or stratified (rank bands 1-10, 11-30, 31-100, 101-, the top drawn densest).", show_default=False)] = None,
 ) -> None:
     """Split the judging pool among annotators, with a blind overlap for agreement."""
@@ -473,8 +471,6 @@ def assign(
     from ragjudge.services.labels.assignment import assignment_progress
 
     _check_choice("--format", format, ("table", "json"))
-    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
-    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     if strategy is not None and sample is None:
         from ragjudge.safetext import quote
 
@@ -484,7 +480,6 @@ def assign(
         from ragjudge.services.labels.sampling import check_sample
 
         check_sample(sample, strategy or "uniform")
-        check_int("--sample", sample, 1, MAX_DEPTH, "the pairs drawn per query")
     names = [n for n in annotators.split(",") if n.strip()]
     run_names = None if runs is None else [r.strip() for r in runs.split(",") if r.strip()]
     with open_project() as project, progress_bar() as bar:
@@ -540,15 +535,15 @@ def _print_sample(sample: Any) -> None:
 
 @app.command(epilog="Examples:\n\n  ragjudge disputes\n\n  ragjudge disputes --limit 50 --format json")
 def disputes(
-    limit: Annotated[int, typer.Option("--limit", help="How many pairs to list (0: all).")] = 20,
+    limit: Annotated[int, int_option("--limit", low=0, high=MAX_LIMIT, what="the number of pairs to list", help="How many pairs to list (0: all).")] = 20,
     by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Pairs whose annotators disagree, largest spread of grades first, with any adjudication."""
+    reads_only()
     from ragjudge.services.agreement.views import disputed_pairs
 
     _check_choice("--format", format, ("table", "json"))
-    _check_limit(limit)
     with open_project() as project:
         rows = disputed_pairs(project, access=access_of(project, by), limit=limit or None)
     if format == "json":
@@ -580,7 +575,7 @@ def disputes(
 def adjudicate(
     query: Annotated[str, typer.Option("--query", help="The query id.", show_default=False)],
     chunk: Annotated[str, typer.Option("--chunk", help="The chunk id.", show_default=False)],
-    grade: Annotated[int | None, typer.Option("--grade", help="The final grade.")] = None,
+    grade: Annotated[int | None, int_option("--grade", low=-MAX_GRADE, high=MAX_GRADE, what="a grade", help="The final grade.")] = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (shown with the decision).")] = None,
     by: Annotated[str | None, typer.Option("--by", help="Who decides, or with --show who looks (default: $RAGJUDGE_USER, else your login name); once the project has a lead, a lead.")] = None,
     show: Annotated[bool, typer.Option("--show", help="Only show the pair's labels and adjudications.")] = False,
@@ -597,6 +592,8 @@ def adjudicate(
                          "Leave out --show to adjudicate. Nothing was changed.")
     if not show and (grade is None or reason is None):
         raise UsageError("give --grade and --reason to adjudicate, or --show to see the pair.")
+    if show:
+        reads_only()
     with open_project() as project:
         access = access_of(project, by)
         if not show:
@@ -649,6 +646,7 @@ def quality(
 ) -> None:
     """Label-quality signals: labels made too fast for the chunk's length, grades drifting over
     a session, and self-agreement on blind re-checks."""
+    reads_only()
     from ragjudge.services.agreement.quality import label_quality
 
     _check_choice("--format", format, ("table", "json"))

@@ -8,7 +8,9 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import BY_LEAD_HELP, access_of, console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import (
+    BY_LEAD_HELP, access_of, console, err_console, open_project, print_json, reads_only, safe,
+)
 from ragjudge.errors import UsageError
 
 ACTIONS = ("list", "add", "rename", "retire", "role", "token", "roster", "blind")
@@ -59,6 +61,8 @@ def annotators(
     if action not in ACTIONS:
         raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {action!r}. "
                          "See 'ragjudge annotators --help'.")
+    if action == "list":
+        reads_only()
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
     needs = {"add": 1, "rename": 2, "retire": 1, "role": 2, "token": 1, "roster": 1, "blind": 1,

@@ -1,5 +1,6 @@
 """What every command shares without typer or rich: the project named by ``--db``, the limits
-of numeric options, JSON output and user text made safe for markup.
+and the type of integer options (:class:`Integer`), the options of ``eval`` (read by typer and
+by the lean path alike), JSON output and user text made safe for markup.
 
 :mod:`ragjudge.cli.common` re-exports all of it beside the consoles; the commands that print
 without Rich (``eval`` on files, see :mod:`ragjudge.cli.lean`) import it from here.
@@ -9,18 +10,38 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from ragjudge.errors import UsageError
-from ragjudge.safetext import markup, mask_secrets
+from ragjudge.numeric import MAX_GRADE, parse_integer
+from ragjudge.safetext import markup, mask_secrets, quote
 
-CLI_STATE: dict[str, str | None] = {"db": None}
+CLI_STATE: dict[str, str | None] = {"db": None, "reads_only": None}
 
 
 def set_db(db: str | None) -> None:
     """Remember the ``--db`` given anywhere on the command line (None forgets it)."""
     CLI_STATE["db"] = db or None
+
+
+def reads_only() -> None:
+    """Say that the command running (or the branch of it: ``review`` listing, ``adjudicate
+    --show``) changes nothing. A refusal then does not end with "Nothing was changed." (the
+    project layer says it of every project it cannot open): it is said only where something
+    could have changed (:func:`told`)."""
+    CLI_STATE["reads_only"] = "yes"
+
+
+NOTHING_CHANGED = re.compile(r"\s*Nothing was changed\.")
+
+
+def told(message: str) -> str:
+    """A refusal as the command line tells it: without "Nothing was changed." when the command
+    changes nothing (:func:`reads_only`)."""
+    return NOTHING_CHANGED.sub("", message) if CLI_STATE.get("reads_only") else message
 
 
 def project_db() -> str:
@@ -71,6 +92,85 @@ def check_int(option: str, value: int, low: int, high: int, what: str) -> int:
     digits = str(value)
     shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits):,} digits)"
     raise UsageError(f"{option} {shown}: {what} is a whole number from {low:,} to {high:,}.")
+
+
+class Integer:
+    """The type of every integer option of every command: ``Integer("--depth", 1, MAX_DEPTH,
+    "the pool depth")("20")`` is 20.
+
+    The text is read as the numbers of files and measure names are
+    (:func:`ragjudge.numeric.parse_integer`: ASCII digits with an optional sign), not as
+    Python's ``int()`` reads it (``1_0`` would be 10, ``" 3 "`` 3, ``"１"`` 1), and it is
+    checked against the bounds before the command runs (:func:`check_int`). A mistake is a
+    :class:`UsageError` naming the option. Typer's commands take it as the ``parser`` of the
+    option (:func:`ragjudge.cli.options.int_option`); the lean ``eval``
+    (:mod:`ragjudge.cli.lean`) calls it on the same text."""
+
+    def __init__(self, option: str, low: int, high: int, what: str) -> None:
+        self.option, self.low, self.high, self.what = option, low, high, what
+
+    def __call__(self, text: str | int | None) -> int | None:
+        if text is None or (isinstance(text, int) and not isinstance(text, bool)):
+            return text if text is None else check_int(self.option, text, self.low, self.high, self.what)
+        value = parse_integer(str(text))
+        if value is None:
+            raise UsageError(f"{self.option} {quote(text, 40)}: {self.what} is a whole number from "
+                             f"{self.low:,} to {self.high:,}, written in the digits 0-9.")
+        return check_int(self.option, value, self.low, self.high, self.what)
+
+    def __repr__(self) -> str:
+        return f"Integer({self.option!r}, {self.low}, {self.high})"
+
+
+def grade_threshold(option: str = "--threshold") -> Integer:
+    """A lowest relevant grade: 0 to :data:`~ragjudge.numeric.MAX_GRADE`."""
+    return Integer(option, 0, MAX_GRADE, "the lowest grade that counts as relevant")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of a command as every reader of the command line knows it: the keyword of
+    the function that runs the command, the words that give it, and its kind (``one`` value,
+    ``many`` values, a ``flag``, or an ``integer`` read by :attr:`integer`)."""
+
+    param: str
+    flags: tuple[str, ...]
+    kind: str
+    integer: Integer | None = None
+
+
+EVAL_OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("run", ("--run", "-r"), "many"),
+    OptionSpec("qrels", ("--qrels",), "one"),
+    OptionSpec("rule", ("--rule",), "one"),
+    OptionSpec("name", ("--name",), "many"),
+    OptionSpec("measure", ("--measure", "-m"), "many"),
+    OptionSpec("per_query", ("--per-query",), "flag"),
+    OptionSpec("by", ("--by",), "one"),
+    OptionSpec("queries", ("--queries",), "one"),
+    OptionSpec("format", ("--format",), "one"),
+    OptionSpec("curve", ("--curve",), "one"),
+    OptionSpec("k", ("--k",), "one"),
+    OptionSpec("threshold", ("--threshold",), "integer", grade_threshold()),
+    OptionSpec("averaging", ("--averaging",), "one"),
+    OptionSpec("ci", ("--ci",), "flag"),
+    OptionSpec("complete", ("--complete",), "flag"),
+    OptionSpec("prels", ("--prels",), "one"),
+    OptionSpec("prels_form", ("--prels-form",), "one"),
+    OptionSpec("quiet", ("--quiet", "-q"), "flag"),
+    OptionSpec("raw", ("--raw",), "flag"),
+)
+"""The options of ``eval`` that :func:`ragjudge.cli.scoring.evaluate_and_print` takes (all but
+``--tui``): the typer command declares each from here (:func:`ragjudge.cli.options.spec_option`)
+and the lean path (:mod:`ragjudge.cli.lean`) reads the command line with it, so the two cannot
+come to read a word differently."""
+
+
+def check_raw(raw: bool, format: str | None) -> None:
+    """``--raw`` says how the cells of a CSV are written: it goes with ``--format csv`` only."""
+    if raw and format != "csv":
+        raise UsageError(f"--raw writes the cells of a CSV exactly; it goes with --format csv, "
+                         f"not {format or 'the default format'}.")
 
 
 def json_default(value: Any) -> Any:

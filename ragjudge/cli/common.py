@@ -17,11 +17,13 @@ from ragjudge.cli.base import (  # noqa: F401 - re-exported: every command impor
     CLI_STATE,
     access_of,
     check_int,
+    check_raw,
     clean_floats,
     db_given,
     open_project,
     print_json,
     project_db,
+    reads_only,
     safe,
     set_db,
 )

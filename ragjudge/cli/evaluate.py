@@ -20,18 +20,21 @@ from ragjudge.cli.common import (
     MAX_SEED,
     RUNS_AS_NOTE,
     access_of,
-    check_int,
     console,
     open_project,
     print_json,
+    reads_only,
     safe,
     wide_console,
 )
+from ragjudge.cli.options import RAW_HELP, RawOption, eval_option, int_option
 from ragjudge.cli.progress import progress_bar
 from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this module's names too
     FORMATS,
     Inputs,
     check_format,
+    check_raw,
+    csv_text,
     csv_value,
     csv_writer,
     fmt_value,
@@ -42,22 +45,23 @@ from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this mod
 )
 from ragjudge.errors import CheckFailed, UsageError
 from ragjudge.services.scoring.jsonview import closed_json, gold_json
+from ragjudge.safetext import quote
 
 QrelsOption = Annotated[
     str | None,
-    typer.Option("--qrels", help="A qrels file (TREC 'qid 0 chunk grade', or JSONL). Without it "
+    eval_option("qrels", help="A qrels file (TREC 'qid 0 chunk grade', or JSONL). Without it "
                  "the project's gold labels are the qrels.", show_default=False),
 ]
 RuleOption = Annotated[
     str | None,
-    typer.Option("--rule", help="How the project's annotators' grades become one gold grade: "
+    eval_option("rule", help="How the project's annotators' grades become one gold grade: "
                  "median, majority, mean, min, max, reference (the reference qrels alone, as "
                  "--qrels reads the official file), adjudicated or annotator:NAME (default: the "
                  "project's rule).", show_default=False),
 ]
 CompleteOption = Annotated[
     bool,
-    typer.Option("--complete", help="With --qrels: the file lists every relevant chunk of its "
+    eval_option("complete", help="With --qrels: the file lists every relevant chunk of its "
                  "queries (a complete reference), so every other chunk of those queries that any "
                  "of the runs you evaluate together retrieves is judged not relevant (grade 0): "
                  "Judged@k and bpref count it. A project's complete reference closes its world "
@@ -65,21 +69,21 @@ CompleteOption = Annotated[
 ]
 MeasureOption = Annotated[
     list[str] | None,
-    typer.Option("--measure", "-m", help="A measure in ir_measures syntax (P@5, P(rel=2)@5, "
+    eval_option("measure", help="A measure in ir_measures syntax (P@5, P(rel=2)@5, "
                  "nDCG@10, RR, AP, ...); repeat it or separate with commas.", show_default=False),
 ]
 ThresholdOption = Annotated[
     int | None,
-    typer.Option("--threshold", help="Lowest grade that counts as relevant for binary measures "
+    eval_option("threshold", help="Lowest grade that counts as relevant for binary measures "
                  "(default: the project's, or 1 with --qrels).", show_default=False),
 ]
 QuietOption = Annotated[
-    bool, typer.Option("--quiet", "-q", help="No progress bar (it is drawn on standard error "
+    bool, eval_option("quiet", help="No progress bar (it is drawn on standard error "
                        "only when that is a terminal)."),
 ]
 AveragingOption = Annotated[
     str,
-    typer.Option("--averaging", help="judged: mean over every judged query, a query the run "
+    eval_option("averaging", help="judged: mean over every judged query, a query the run "
                  "misses counts 0 (trec_eval -c); run: only the queries the run answers."),
 ]
 
@@ -114,25 +118,26 @@ EVAL_EPILOG = (
 
 @app.command("eval", epilog=EVAL_EPILOG)
 def eval_command(
-    run: Annotated[list[str] | None, typer.Option("--run", "-r", help="A run file (TREC or JSONL) or the name of a run stored in the project; repeat for several. Default with a project: all its runs.", show_default=False)] = None,
+    run: Annotated[list[str] | None, eval_option("run", help="A run file (TREC or JSONL) or the name of a run stored in the project; repeat for several. Default with a project: all its runs.", show_default=False)] = None,
     qrels: QrelsOption = None,
     rule: RuleOption = None,
-    name: Annotated[list[str] | None, typer.Option("--name", help="Name of the run(s) in the output, in --run order.", show_default=False)] = None,
+    name: Annotated[list[str] | None, eval_option("name", help="Name of the run(s) in the output, in --run order.", show_default=False)] = None,
     measure: MeasureOption = None,
-    per_query: Annotated[bool, typer.Option("--per-query", help="Also give every query's values.")] = False,
-    by: Annotated[str | None, typer.Option("--by", help="Stratify: one block per value of a query field ('category' or a key of the queries' meta), plus the overall.", show_default=False)] = None,
-    queries: Annotated[str | None, typer.Option("--queries", help="With --qrels and --by: a queries file (JSONL or CSV) giving the field.", show_default=False)] = None,
-    format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
-    curve: Annotated[str | None, typer.Option("--curve", help="Print Metric@K for K in --k instead (P, R, nDCG, any @k measure), or PR for the 11-point interpolated precision-recall curve.", show_default=False)] = None,
-    k: Annotated[str, typer.Option("--k", help="With --curve: the cutoffs, e.g. 1-20, 1,3,5,10 or 20 (= 1-20).")] = "1-20",
+    per_query: Annotated[bool, eval_option("per_query", help="Also give every query's values.")] = False,
+    by: Annotated[str | None, eval_option("by", help="Stratify: one block per value of a query field ('category' or a key of the queries' meta), plus the overall.", show_default=False)] = None,
+    queries: Annotated[str | None, eval_option("queries", help="With --qrels and --by: a queries file (JSONL or CSV) giving the field.", show_default=False)] = None,
+    format: Annotated[str, eval_option("format", help="table, json or csv.")] = "table",
+    curve: Annotated[str | None, eval_option("curve", help="Print Metric@K for K in --k instead (P, R, nDCG, any @k measure), or PR for the 11-point interpolated precision-recall curve.", show_default=False)] = None,
+    k: Annotated[str, eval_option("k", help="With --curve: the cutoffs, e.g. 1-20, 1,3,5,10 or 20 (= 1-20).")] = "1-20",
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
-    ci: Annotated[bool, typer.Option("--ci", help="Add each mean's 95 % bootstrap interval (over queries).")] = False,
+    ci: Annotated[bool, eval_option("ci", help="Add each mean's 95 % bootstrap interval (over queries).")] = False,
+    raw: Annotated[bool, eval_option("raw", help=RAW_HELP)] = False,
     tui: Annotated[bool, typer.Option("--tui", help="Open the live evaluation screen of the project (--rule, -m and --threshold apply).")] = False,
     quiet: QuietOption = False,
     complete: CompleteOption = False,
-    prels: Annotated[str | None, typer.Option("--prels", help="A sampled judgment file instead of --qrels: the pool, which pairs were judged and how likely each was to be drawn, for the estimates infAP, statAP, xinfAP, infNDCG and infP@k (their default with --prels). Say its form with --prels-form.", show_default=False)] = None,
-    prels_form: Annotated[str | None, typer.Option("--prels-form", help="strata: sample_eval.pl's 'query iteration chunk stratum grade' (grade -1: pooled, not sampled); probability: the Million Query track's 'query chunk grade method probability'.", show_default=False)] = None,
+    prels: Annotated[str | None, eval_option("prels", help="A sampled judgment file instead of --qrels: the pool, which pairs were judged and how likely each was to be drawn, for the estimates infAP, statAP, xinfAP, infNDCG and infP@k (their default with --prels). Say its form with --prels-form.", show_default=False)] = None,
+    prels_form: Annotated[str | None, eval_option("prels_form", help="strata: sample_eval.pl's 'query iteration chunk stratum grade' (grade -1: pooled, not sampled); probability: the Million Query track's 'query chunk grade method probability'.", show_default=False)] = None,
 ) -> None:
     """Score runs against qrels: every measure per run, the best per column marked."""
     from ragjudge.services.scoring import files as svc_files
@@ -151,7 +156,7 @@ def eval_command(
     evaluate_and_print(run=run, qrels=qrels, rule=rule, name=name, measure=measure,
                        per_query=per_query, by=by, queries=queries, format=format, curve=curve,
                        k=k, threshold=threshold, averaging=averaging, ci=ci, quiet=quiet,
-                       complete=complete, prels=prels, prels_form=prels_form)
+                       complete=complete, prels=prels, prels_form=prels_form, raw=raw)
 
 
 # -- compare -----------------------------------------------------------------------------------
@@ -190,26 +195,26 @@ def compare(
     measure: MeasureOption = None,
     format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the verdict.")] = 0.05,
-    permutations: Annotated[int, typer.Option("--permutations", help="Sign flips of the randomization test.")] = 10_000,
-    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of the interval.")] = 10_000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (results repeat exactly).")] = 0,
+    permutations: Annotated[int, int_option("--permutations", low=1, high=MAX_DRAWS, what="the number of sign flips", help="Sign flips of the randomization test.")] = 10_000,
+    resamples: Annotated[int, int_option("--resamples", low=1, high=MAX_DRAWS, what="the number of bootstrap resamples", help="Bootstrap resamples of the interval.")] = 10_000,
+    seed: Annotated[int, int_option("--seed", low=0, high=MAX_SEED, what="a seed", help="Random seed (results repeat exactly).")] = 0,
     threshold: ThresholdOption = None,
     averaging: AveragingOption = "judged",
     quiet: QuietOption = False,
+    raw: RawOption = False,
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
+    reads_only()
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
     check_format(format)
+    check_raw(raw, format)
     mode = queries_mode(averaging)
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...].")
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha}: a significance level is between 0 and 1.")
-    check_int("--permutations", permutations, 1, MAX_DRAWS, "the number of sign flips")
-    check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
-    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc_files.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         measures = inputs.default_measures(measures, measure)
@@ -255,7 +260,8 @@ def compare(
         writer.writerow(fields)
         for row in rows:
             record = row.as_dict()
-            writer.writerow([record[f] if isinstance(record[f], (str, int)) or record[f] is None
+            writer.writerow([csv_text(record[f], raw) if isinstance(record[f], str)
+                             else record[f] if isinstance(record[f], int) or record[f] is None
                              else csv_value(record[f]) for f in fields])
         return
     _compare_table(evaluation, rows, pairings, adjusted, alpha)
@@ -383,6 +389,7 @@ def gate(
     complete: CompleteOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
+    reads_only()
     from ragjudge.services.scoring import evaluation as svc_evaluation
 
     check_format(format, ("table", "json"))
@@ -475,6 +482,7 @@ def explain(
     by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
 ) -> None:
     """Step by step: how a measure's value comes about for one query."""
+    reads_only()
     from ragjudge.services.scoring import files as svc_files
 
     check_format(format, ("text", "json"))
@@ -483,8 +491,11 @@ def explain(
         inputs.check_measures(measures)
         runs = inputs.runs([run])
         (run_name, loaded), = runs.items()
-        if not inputs.qrels.for_query(query) and query not in loaded.query_ids:
-            raise UsageError(f"--query {query}: neither the qrels nor run {run_name!r} have this query.")
+        if (not inputs.qrels.for_query(query) and query not in loaded.query_ids
+                and not _answer_judged(inputs, query)):
+            answers = ", and no answer to it is judged" if inputs.project is not None else ""
+            raise UsageError(f"--query {quote(query)}: neither the qrels nor run {quote(run_name)} "
+                             f"have this query{answers}.")
         access = None if inputs.project is None else access_of(inputs.project, by)
         explanations = [_explain_one(inputs, run_name, loaded, query, m, access) for m in measures]
         rule_text, composition = inputs.rule, inputs.composition
@@ -499,6 +510,17 @@ def explain(
         console.print(safe(explanation.render()), soft_wrap=True)
     if composition is not None:
         console.print(f"[dim]{safe(composition.describe())}[/]")
+
+
+def _answer_judged(inputs: Inputs, query: str) -> bool:
+    """Whether an answer to ``query`` (of any run) is judged in the project: its answer
+    measures are explained there, in a project that judges answers and grades no chunk."""
+    if inputs.project is None:
+        return False
+    from ragjudge.services.scoring.answers import judged_answer_queries
+
+    with inputs.project.connect() as connection:
+        return bool(judged_answer_queries(connection, inputs.rule or "", [query]))
 
 
 def _explain_one(inputs: Inputs, run_name: str, run: Any, query: str, name: str,

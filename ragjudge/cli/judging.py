@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import MAX_DEPTH, access_of, check_int, open_project
+from ragjudge.cli.common import MAX_DEPTH, access_of, open_project
+from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import InputError, UsageError, why_unusable
 
@@ -71,7 +72,7 @@ def parse_queries(value: str | None) -> list[str] | None:
 def annotate(
     annotator: Annotated[str | None, typer.Option(help="Your name: who judges, and whose rights the app has (default: asked for; the app's other screens run as $RAGJUDGE_USER, else your login name, until you name yourself).")] = None,
     runs: Annotated[str | None, typer.Option(help="Pool from these runs only (A,B); default all.")] = None,
-    depth: Annotated[int, typer.Option(help="Pool depth K: the top K of each run per query.")] = 10,
+    depth: Annotated[int, int_option("--depth", low=1, high=MAX_DEPTH, what="the pool depth", help="Pool depth K: the top K of each run per query.")] = 10,
     order: Annotated[str, typer.Option("--order", "--queue-order", help="depth (rounds of growing depth), query (a query's whole pool at a time) or settle (the pairs that most move the comparisons of the runs not settled yet first, weighed again as labels arrive; then the rest by depth).")] = "depth",
     show_source: Annotated[bool, typer.Option("--show-source", help="Show which runs retrieved the chunk and at which rank (judging is blind otherwise).")] = False,
     queries: Annotated[str | None, typer.Option(help="Judge only these queries: a file of ids or ID,ID,...")] = None,
@@ -95,7 +96,6 @@ def annotate(
 
     if order not in ORDERS:
         raise UsageError(f"--order {order}: use depth, query or settle.")
-    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
     run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
     options = dict(runs=run_list, depth=depth, order=order, show_source=show_source,
                    queries=parse_queries(queries), category=category, recheck=recheck,

@@ -7,8 +7,9 @@ the command line is one whose meaning is beyond doubt: ``eval`` first, ``--qrels
 ``--prels`` given, no project (neither ``--db`` nor ``RAGJUDGE_DB``), and every other word one
 of the options below in
 its plain spelling (``--opt VALUE``, ``--opt=VALUE``, ``-m VALUE``, a flag alone) with a value
-that does not start with ``-``, a single-valued option at most once and ``--threshold`` plain
-digits. Anything else (``--help``, ``--tui``, ``--db``, an unknown option, a value the typer
+that does not start with ``-``, a single-valued option at most once and ``--threshold`` a value
+its type reads. The options and their kinds are those of :data:`ragjudge.cli.base.EVAL_OPTIONS`,
+the table the typer command declares its options from. Anything else (``--help``, ``--tui``, ``--db``, an unknown option, a value the typer
 command would refuse, an argument, ``--``, short options run together) goes to typer, which
 says what is wrong with it. Both paths print the same bytes and return the same exit code
 (``tests/cli/test_cli_lean.py`` runs both over many command lines); what typer does around a
@@ -25,32 +26,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-_ONE, _MANY, _FLAG, _INT = "one", "many", "flag", "int"
+from ragjudge.cli.base import EVAL_OPTIONS, OptionSpec
+from ragjudge.errors import UsageError
 
-#: option -> (parameter of ``evaluate_and_print``, kind): the options of ``eval`` but --tui
-EVAL_OPTIONS: dict[str, tuple[str, str]] = {
-    "--run": ("run", _MANY),
-    "-r": ("run", _MANY),
-    "--qrels": ("qrels", _ONE),
-    "--rule": ("rule", _ONE),
-    "--name": ("name", _MANY),
-    "--measure": ("measure", _MANY),
-    "-m": ("measure", _MANY),
-    "--per-query": ("per_query", _FLAG),
-    "--by": ("by", _ONE),
-    "--queries": ("queries", _ONE),
-    "--format": ("format", _ONE),
-    "--curve": ("curve", _ONE),
-    "--k": ("k", _ONE),
-    "--threshold": ("threshold", _INT),
-    "--averaging": ("averaging", _ONE),
-    "--ci": ("ci", _FLAG),
-    "--complete": ("complete", _FLAG),
-    "--prels": ("prels", _ONE),
-    "--prels-form": ("prels_form", _ONE),
-    "--quiet": ("quiet", _FLAG),
-    "-q": ("quiet", _FLAG),
-}
+#: option word -> its spec: the options of ``eval`` but --tui, as the typer command declares them
+EVAL_WORDS: dict[str, OptionSpec] = {flag: spec for spec in EVAL_OPTIONS for flag in spec.flags}
 
 
 class Aborted(Exception):
@@ -71,18 +51,19 @@ def lean_call(args: list[str]) -> Callable[[], int] | None:
 
 def parse_eval(words: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of ``evaluate_and_print`` for the words after ``eval``, as typer
-    would pass them, or None when the words are not of the plain kind this module reads."""
+    would pass them, or None when the words are not of the plain kind this module reads (or hold
+    a value the typer command refuses: typer says why)."""
     options: dict[str, Any] = {}
     i = 0
     while i < len(words):
         word = words[i]
         explicit = word.startswith("--") and "=" in word
         option, value = word.split("=", 1) if explicit else (word, None)
-        spec = EVAL_OPTIONS.get(option)
+        spec = EVAL_WORDS.get(option)
         if spec is None:
             return None
-        param, kind = spec
-        if kind == _FLAG:
+        param, kind = spec.param, spec.kind
+        if kind == "flag":
             if explicit or param in options:
                 return None
             options[param] = True
@@ -97,14 +78,15 @@ def parse_eval(words: list[str]) -> dict[str, Any] | None:
             i += 1
         if value.startswith("-"):
             return None
-        if kind == _MANY:
+        if kind == "many":
             options.setdefault(param, []).append(value)
         elif param in options:
             return None
-        elif kind == _INT:
-            if not (value.isascii() and value.isdigit()):
+        elif spec.integer is not None:
+            try:
+                options[param] = spec.integer(value)
+            except UsageError:
                 return None
-            options[param] = int(value)
         else:
             options[param] = value
     return options

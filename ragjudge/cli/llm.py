@@ -9,11 +9,12 @@ import typer
 
 from ragjudge.cli.app import app
 from ragjudge.cli.common import (
-    BY_LEAD_HELP, MAX_DEPTH, access_of, check_int, console, err_console, open_project, print_json, safe,
+    BY_LEAD_HELP, MAX_DEPTH, MAX_LIMIT, access_of, console, err_console, open_project, print_json, reads_only, safe,
 )
+from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
-from ragjudge.safetext import for_terminal
+from ragjudge.safetext import for_terminal, quote
 
 EPILOG = (
     "The model answers through the chat-completions API (POST BASE_URL/chat/completions) that "
@@ -56,16 +57,16 @@ def llm_judge(
     api_key_env: Annotated[str, typer.Option("--api-key-env", help="The environment variable holding the API key (optional for local servers).")] = "OPENAI_API_KEY",
     annotator: Annotated[str | None, typer.Option("--annotator", help="The annotator name the model labels under (default llm:MODEL).")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Pool from these runs only (A,B); default all.")] = None,
-    depth: Annotated[int, typer.Option("--depth", help="Pool depth K: the top K of each run per query.")] = 10,
+    depth: Annotated[int, int_option("--depth", low=1, high=MAX_DEPTH, what="the pool depth", help="Pool depth K: the top K of each run per query.")] = 10,
     queries: Annotated[str | None, typer.Option("--queries", help="Only these queries: a file of ids or ID,ID,...")] = None,
     category: Annotated[str | None, typer.Option("--category", help="Only queries of this category.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Send at most N pairs.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight at once.")] = 4,
+    limit: Annotated[int | None, int_option("--limit", low=1, high=MAX_LIMIT, what="the number of pairs to send", help="Send at most N pairs.")] = None,
+    concurrency: Annotated[int, int_option("--concurrency", low=1, high=256, what="requests in flight", help="Requests in flight at once.")] = 4,
     prompt: Annotated[str, typer.Option("--prompt", help="umbrela (the default) or a template file.")] = "umbrela",
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="The longest answer, in tokens.")] = 512,
+    max_tokens: Annotated[int, int_option("--max-tokens", low=1, high=1_000_000, what="the longest answer", help="The longest answer, in tokens.")] = 512,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for one answer.")] = 60.0,
-    retries: Annotated[int, typer.Option("--retries", help="Retries of a pair after 429, 5xx or a timeout.")] = 5,
+    retries: Annotated[int, int_option("--retries", low=0, high=100, what="retries of a pair", help="Retries of a pair after 429, 5xx or a timeout.")] = 5,
     retry_unparsed: Annotated[bool, typer.Option("--retry-unparsed", help="Send again the pairs whose answer named no grade.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the first prompt and the number of pairs; send nothing.")] = False,
     queue_order: Annotated[str | None, typer.Option("--queue-order", help="Project setting: in human judging, pairs first where the LLM found it hardest (hardest), or disagrees with earlier people (disagreement); off. Or settle: the model itself grades the pool in the settle order (not a setting).")] = None,
@@ -91,15 +92,11 @@ def llm_judge(
     if settle:
         queue_order = None
     settings_only = base_url is None and model is None and (queue_order is not None or reveal is not None)
+    if dry_run and queue_order is None and reveal is None:
+        reads_only()
     if not settings_only and (base_url is None or model is None):
         raise UsageError("llm-judge needs --base-url (e.g. http://127.0.0.1:8000/v1) and --model. "
                          "See 'ragjudge llm-judge --help'.")
-    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
-    check_int("--concurrency", concurrency, 1, 256, "requests in flight")
-    check_int("--max-tokens", max_tokens, 1, 1_000_000, "the longest answer")
-    check_int("--retries", retries, 0, 100, "retries of a pair")
-    if limit is not None:
-        check_int("--limit", limit, 1, 1_000_000_000, "the number of pairs to send")
     if not 0.0 <= temperature <= 2.0:
         raise UsageError(f"--temperature {temperature}: give a value from 0 to 2.")
     if not 0.0 < timeout <= 3600:
@@ -124,14 +121,15 @@ def llm_judge(
         name = check_annotator(annotator or svc_judge.default_annotator(model))
         svc_judge.check_llm_annotator(project, name)
         run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
+        plan = svc_judge.dry_plan if dry_run else svc_judge.plan_pairs
         with progress_bar(quiet) as bar:  # the runs' deeper ranks, if the pool goes deeper than their rows
-            pairs = svc_judge.plan_pairs(project, name, runs=run_list, depth=depth,
-                                   queries=parse_queries(queries), category=category, limit=limit,
-                                   retry_unparsed=retry_unparsed, progress=bar,
-                                   order="settle" if settle else "depth")
-        if dry_run:
-            _dry_run(project, template, pairs, name, format)
+            planned = plan(project, name, runs=run_list, depth=depth, queries=parse_queries(queries),
+                           category=category, limit=limit, retry_unparsed=retry_unparsed, progress=bar,
+                           order="settle" if settle else "depth")
+        if dry_run:  # the first pair and how many: the pool is counted, not listed
+            _dry_run(project, template, *planned, name, format)  # type: ignore[misc]
             return
+        pairs: list = planned  # type: ignore[assignment]
         _require_httpx()
         key = os.environ.get(api_key_env) or None
         settings = svc_client.ClientSettings(base_url=base_url, model=model, api_key=key,
@@ -168,22 +166,25 @@ def _require_httpx() -> None:
                          "pip install 'ragjudge[llm]' (or pip install httpx).")
 
 
-def _dry_run(project, template: str, pairs: list, name: str, format: str) -> None:  # noqa: ANN001
+def _dry_run(project, template: str, pair: tuple[str, str] | None, count: int, name: str,  # noqa: ANN001
+             format: str) -> None:
+    """The prompt of the first pair, and how many pairs would be sent."""
     from ragjudge.services.llm.prompt import pair_prompt, prompt_values
 
-    first = (pair_prompt(project, template, prompt_values(project), *pairs[0])
-             if pairs else None)
+    first = pair_prompt(project, template, prompt_values(project), *pair) if pair else None
     if format == "json":
-        print_json({"annotator": name, "pairs": len(pairs), "first_pair": list(pairs[0]) if pairs else None,
+        print_json({"annotator": name, "pairs": count, "first_pair": list(pair) if pair else None,
                     "first_prompt": first})
         return
-    if first is None:
+    if pair is None or first is None:
         console.print(f"Nothing to send: {safe(name)} has answered every pair of this pool "
-                          "(--retry-unparsed sends again those whose answer named no grade).")
+                      "(--retry-unparsed sends again those whose answer named no grade).")
         return
-    console.print(f"[bold]The first prompt[/] ({safe(pairs[0][0])} / {safe(pairs[0][1])}):")
+    pairs = "pair" if count == 1 else "pairs"
+    console.print(f"[bold]The first prompt[/] (1 of {count:,} {pairs}: query {safe(quote(pair[0]))}, "
+                  f"chunk {safe(quote(pair[1]))}):", soft_wrap=True)
     console.print(for_terminal(first, multiline=True), markup=False, soft_wrap=True)
-    console.print(f"[bold]{len(pairs):,}[/] pairs would be sent as {safe(name)}; nothing was sent.")
+    console.print(f"[bold]{count:,}[/] {pairs} would be sent as {safe(name)}; nothing was sent.")
 
 
 def _summary(summary, name: str, format: str, *, interrupted: bool = False) -> None:  # noqa: ANN001

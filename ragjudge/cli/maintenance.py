@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import console, err_console, open_project, print_json, reads_only, safe
 from ragjudge.errors import CheckFailed, UsageError
 
 
@@ -58,6 +58,7 @@ def verify(
 ) -> None:
     """Check the project: storage integrity, events per table, the newest event, labels pointing
     at missing queries or chunks, and missing events."""
+    reads_only()
     from ragjudge.services.maintenance import verify as run_verify
 
     if format not in ("table", "json"):

@@ -10,8 +10,10 @@ from rich.table import Table
 
 from ragjudge.services.overview import project_status
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, safe
+from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, reads_only, safe
+from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
+from ragjudge.numeric import MAX_GRADE
 
 
 @app.command(
@@ -28,7 +30,8 @@ def init(
     name: Annotated[str | None, typer.Option(help="The project's name (default: the file name).")] = None,
     description: Annotated[str | None, typer.Option(help="One line on what is being judged.")] = None,
     threshold: Annotated[
-        int | None, typer.Option(help="Lowest grade that counts as relevant for binary measures.")
+        int | None, int_option("--threshold", low=0, high=MAX_GRADE, what="the lowest grade that counts as relevant",
+                               help="Lowest grade that counts as relevant for binary measures.")
     ] = None,
     guidelines: Annotated[
         Path | None, typer.Option(help="A Markdown file of judging guidelines, shown on 'h'.")
@@ -81,6 +84,7 @@ def status(
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
     """Counts of queries, chunks, runs, annotators and labels, and how much of the pool is judged."""
+    reads_only()
     if format not in ("table", "json"):
         raise UsageError(f"--format {format}: use table or json.")
     with open_project() as project:
@@ -107,6 +111,7 @@ def _print_status(data: dict) -> None:
     share = f"{pool['judged'] / pool['pairs']:.0%}" if pool["pairs"] else "-"
     console.print(f"[bold]{safe(data['project'])}[/]  ({safe(data['db'])})")
     console.print(f"scale {data['scale']}, relevant from grade {data['threshold']}, gold rule {safe(data['rule'])}")
+    console.print(_reference_line(data["reference"]))
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(justify="right")
@@ -135,6 +140,17 @@ def _print_status(data: dict) -> None:
                 row.append(f"{a['done']}/{a['assigned']}" if a else "-")
             table.add_row(*row)
         console.print(table)
+
+
+def _reference_line(reference: list[dict]) -> str:
+    """Which annotator's grades are the official qrels (the gold on their pairs), and whether
+    they are complete."""
+    if not reference:
+        return "reference qrels: none ('ragjudge import qrels FILE --reference' sets them)"
+    names = ", ".join(safe(r["name"]) + (" (complete: an unlisted pair of its queries is not "
+                                         "relevant)" if r["complete"] else " (not complete: an "
+                                         "unlisted pair is unjudged)") for r in reference)
+    return f"reference qrels: {names}"
 
 
 @app.command(

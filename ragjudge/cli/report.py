@@ -9,7 +9,9 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import MAX_DRAWS, MAX_LIMIT, MAX_SEED, check_int, err_console, open_project, safe
+from ragjudge.cli.base import grade_threshold
+from ragjudge.cli.common import MAX_DRAWS, MAX_LIMIT, MAX_SEED, err_console, open_project, safe
+from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 
@@ -47,7 +49,7 @@ def report_command(
     run: Annotated[list[str] | None, typer.Option("--run", "-r", help="A run of the project to report; repeat for several (default: all, in name order).", show_default=False)] = None,
     measure: Annotated[list[str] | None, typer.Option("--measure", "-m", help="A measure (P@5, nDCG@10, RR, ...); repeat or separate with commas (default: eval's measures).", show_default=False)] = None,
     rule: Annotated[str | None, typer.Option("--rule", help="The gold rule: median, majority, mean, min, max, adjudicated, reference or annotator:NAME (default: the project's).", show_default=False)] = None,
-    threshold: Annotated[int | None, typer.Option("--threshold", help="Lowest relevant grade for binary measures (default: the project's).", show_default=False)] = None,
+    threshold: Annotated[int | None, typer.Option("--threshold", parser=grade_threshold(), help="Lowest relevant grade for binary measures (default: the project's).", show_default=False)] = None,
     averaging: Annotated[str, typer.Option("--averaging", help="judged (a query a run misses counts 0) or run (only the queries the run answers).")] = "judged",
     strata: Annotated[str, typer.Option("--strata", help="Means per value of a query field, as 'eval --by': category, a key of the queries' meta, or none (default: category when queries have one).")] = "category",
     per_query: Annotated[str | None, typer.Option("--per-query", help="Per-query tables: measure (queries x runs, one per measure), run (queries x measures, one per run), both or none (default: measure in HTML, none in Markdown).", show_default=False)] = None,
@@ -57,10 +59,10 @@ def report_command(
     test: Annotated[str, typer.Option("--test", help="The test of every pair of runs: fisher (randomization), t, wilcoxon or tukey.")] = "fisher",
     correction: Annotated[str | None, typer.Option("--correction", help="Over each measure's pairs: holm (default), bonferroni, bh or none (Tukey's HSD needs none).", show_default=False)] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level of a verdict.")] = 0.05,
-    permutations: Annotated[int, typer.Option("--permutations", help="Sign patterns of the randomization test.")] = 10_000,
-    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of a difference's interval.")] = 10_000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed of the tests (results repeat exactly).")] = 0,
-    disputes: Annotated[int | None, typer.Option("--disputes", help="Disputed pairs to list (default: 50 in HTML, 10 in Markdown; 0: none).", show_default=False)] = None,
+    permutations: Annotated[int, int_option("--permutations", low=1, high=MAX_DRAWS, what="the number of sign patterns", help="Sign patterns of the randomization test.")] = 10_000,
+    resamples: Annotated[int, int_option("--resamples", low=1, high=MAX_DRAWS, what="the number of bootstrap resamples", help="Bootstrap resamples of a difference's interval.")] = 10_000,
+    seed: Annotated[int, int_option("--seed", low=0, high=MAX_SEED, what="a seed", help="Random seed of the tests (results repeat exactly).")] = 0,
+    disputes: Annotated[int | None, int_option("--disputes", low=0, high=MAX_LIMIT, what="the number of disputed pairs to list", help="Disputed pairs to list (default: 50 in HTML, 10 in Markdown; 0: none).", show_default=False)] = None,
     by: Annotated[str | None, typer.Option("--by", help="Who the report is for (default: $RAGJUDGE_USER, else your login name): in a blind project only a lead's report has per-query tables and disputed pairs.", show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
@@ -73,11 +75,6 @@ def report_command(
 
     dest = "-" if output is None else str(output)
     kind = _format(format, dest)
-    check_int("--permutations", permutations, 1, MAX_DRAWS, "the number of sign patterns")
-    check_int("--resamples", resamples, 1, MAX_DRAWS, "the number of bootstrap resamples")
-    check_int("--seed", seed, 0, MAX_SEED, "a seed")
-    if disputes is not None:
-        check_int("--disputes", disputes, 0, MAX_LIMIT, "the number of disputed pairs to list")
     options = ReportOptions(
         runs=tuple(run or ()), measures=tuple(measure or ()), rule=rule, threshold=threshold,
         averaging=averaging, strata=strata,

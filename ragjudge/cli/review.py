@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import access_of, console, err_console, open_project, print_json, safe
+from ragjudge.cli.common import access_of, console, err_console, open_project, print_json, reads_only, safe
 from ragjudge.errors import UsageError
 
 ACTIONS = ("list", "resolve", "send-back")
@@ -53,6 +53,7 @@ def review(
     if format not in ("table", "json"):
         raise UsageError(f"--format is table or json, not {format!r}.")
     if action == "list":
+        reads_only()
         given = [o for o, v in (("--chunk", chunk), ("--note", note)) if v is not None]
         if given:
             raise UsageError(f"{', '.join(given)} go with 'review resolve' or 'review send-back', "

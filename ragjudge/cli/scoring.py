@@ -15,11 +15,11 @@ import re
 import sys
 from typing import Any
 
-from ragjudge.cli.base import access_of, db_given, open_project, print_json, safe
+from ragjudge.cli.base import access_of, check_raw, db_given, open_project, print_json, reads_only, safe
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
-from ragjudge.safetext import for_terminal, quote
+from ragjudge.safetext import for_terminal, natural_key, quote, spreadsheet_safe
 from ragjudge.services.scoring.jsonview import closed_json, evaluation_json, gold_json, undefined_counts
 
 FORMATS = ("table", "json", "csv")
@@ -233,6 +233,19 @@ def csv_writer() -> Any:
     return csv.writer(sys.stdout, lineterminator="\n")
 
 
+def csv_text(value: object, raw: bool) -> str:
+    """A text cell of a CSV output (a run, measure or query name): made safe for spreadsheets
+    (:func:`ragjudge.safetext.spreadsheet_safe`) unless ``raw`` (``--raw``)."""
+    return str(value) if raw else spreadsheet_safe(str(value))
+
+
+def per_query_values(evaluation: Any, run: str, stratum: str | None = None) -> dict[str, dict[str, float]]:
+    """Each query's values of ``run``, queries in natural order (q2 before q10), as the tables,
+    the CSV and the JSON list them."""
+    values = evaluation.per_query(run, stratum)
+    return {query: values[query] for query in sorted(values, key=natural_key)}
+
+
 def csv_value(value: float | None) -> str:
     if value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value))):
         return ""
@@ -262,12 +275,15 @@ def evaluate_and_print(
     complete: bool = False,
     prels: str | None = None,
     prels_form: str | None = None,
+    raw: bool = False,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
+    reads_only()
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
     check_format(format)
+    check_raw(raw, format)
     mode = queries_mode(averaging)
     if curve is not None:
         if by or per_query or ci or measure:
@@ -276,7 +292,7 @@ def evaluate_and_print(
         with Inputs(qrels, rule, threshold, complete=complete, prels=prels,
                     prels_form=prels_form) as inputs:
             runs = inputs.runs(run, name)
-            _curve(inputs, runs, curve, k, format, mode)
+            _curve(inputs, runs, curve, k, format, mode, raw)
         return
     measures = svc_files.parse_measure_list(measure)
     if queries is not None and by is None:
@@ -305,7 +321,7 @@ def evaluate_and_print(
     if format == "json":
         print_json(evaluation_json(evaluation, per_query, ci, closed))
     elif format == "csv":
-        _eval_csv(evaluation, per_query, ci)
+        _eval_csv(evaluation, per_query, ci, raw)
         if evaluation.composition is not None or closed is not None:
             # on standard error: a CSV reader takes every line of the file as a row
             sys.stderr.write(qrels_line(evaluation, closed, plain=True) + "\n")
@@ -330,24 +346,26 @@ def qrels_line(evaluation: Any, closed: tuple[int, int] | None = None, *, plain:
     return visible(text) if plain else safe(text)
 
 
-def _eval_csv(evaluation, per_query: bool, ci: bool) -> None:  # noqa: ANN001
+def _eval_csv(evaluation, per_query: bool, ci: bool, raw: bool = False) -> None:  # noqa: ANN001
     writer = csv_writer()
     stratified = evaluation.by is not None
     header = ["run"] + (["stratum"] if stratified else []) + ["query"] + list(evaluation.measures)
-    writer.writerow(header)
+    writer.writerow([csv_text(cell, raw) for cell in header])
     blocks: list[str | None] = [None] + (list(evaluation.strata) if stratified else [])
     for stratum in blocks:
-        lead = [] if not stratified else ["all" if stratum is None else stratum]
+        lead = [] if not stratified else [csv_text("all" if stratum is None else stratum, raw)]
         for name in evaluation.run_names:
+            run = csv_text(name, raw)
             aggregate = evaluation.aggregate(name, stratum)
-            writer.writerow([name, *lead, "all"] + [csv_value(aggregate[m]) for m in evaluation.measures])
+            writer.writerow([run, *lead, "all"] + [csv_value(aggregate[m]) for m in evaluation.measures])
             if ci:
                 intervals = evaluation.intervals(name, stratum=stratum)
-                writer.writerow([name, *lead, "ci95_low"] + [csv_value(intervals[m][1]) for m in evaluation.measures])
-                writer.writerow([name, *lead, "ci95_high"] + [csv_value(intervals[m][2]) for m in evaluation.measures])
+                writer.writerow([run, *lead, "ci95_low"] + [csv_value(intervals[m][1]) for m in evaluation.measures])
+                writer.writerow([run, *lead, "ci95_high"] + [csv_value(intervals[m][2]) for m in evaluation.measures])
             if per_query and stratum is None:
-                for qid, values in evaluation.per_query(name).items():
-                    writer.writerow([name, *lead, qid] + [csv_value(values[m]) for m in evaluation.measures])
+                for qid, values in per_query_values(evaluation, name).items():
+                    writer.writerow([run, *lead, csv_text(qid, raw)]
+                                    + [csv_value(values[m]) for m in evaluation.measures])
 
 
 def _best_rows(values: list[list[float]]) -> list[set[int]]:
@@ -479,7 +497,7 @@ def _reasons_text(evaluation, measure: str, shown: int = 8) -> str:  # noqa: ANN
         for query, why in reasons.items():
             grouped.setdefault(why, []).append(query)
         texts[name] = "; ".join(
-            ", ".join(qs[:shown]) + (f" and {len(qs) - shown:,} more" if len(qs) > shown else "")
+            ", ".join(sorted(qs, key=natural_key)[:shown]) + (f" and {len(qs) - shown:,} more" if len(qs) > shown else "")
             + f": {why}" for why, qs in grouped.items())
     if not any(texts.values()):
         return ""
@@ -521,8 +539,8 @@ def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
     console.print(f"[dim]{_footer(evaluation, len(evaluation.run_names), closed)}[/]")
     if per_query:
         for name in evaluation.run_names:
-            per_query_values = evaluation.per_query(name)
-            first_width = max([len(q) for q in per_query_values] + [5]) + 3
+            per_query_rows = per_query_values(evaluation, name)
+            first_width = max([len(q) for q in per_query_rows] + [5]) + 3
             for g, group in enumerate(_column_groups(evaluation.measures, first_width, 7)):
                 if g == 0:
                     console.print(f"[bold]{safe(name)}: per query[/]")
@@ -530,7 +548,7 @@ def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
                 table.add_column("query", no_wrap=True)
                 for m in group:
                     table.add_column(safe(m), justify="right", no_wrap=True)
-                for qid, values in per_query_values.items():
+                for qid, values in per_query_rows.items():
                     table.add_row(safe(qid), *[fmt_value(values[m]) for m in group])
                 console.print(table)
 
@@ -566,7 +584,8 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str) -> None:
+def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format: str, mode: str,
+           raw: bool = False) -> None:
     from ragjudge.metrics.curves import metric_at_k, pr_curve
     from ragjudge.metrics.registry import parse_measure
     from ragjudge.services.scoring.evaluation import project_extras
@@ -610,7 +629,7 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
         return
     if format == "csv":
         writer = csv_writer()
-        writer.writerow([x_label, *values])
+        writer.writerow([x_label, *(csv_text(name, raw) for name in values)])
         for i, x in enumerate(xs):
             writer.writerow([x, *[csv_value(v[i]) for v in values.values()]])
         if inputs.composition is not None:

@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import MAX_LIMIT, check_int, err_console, open_project, project_db, safe
+from ragjudge.cli.common import MAX_LIMIT, err_console, open_project, project_db, safe
+from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
 
 EPILOG = (
@@ -68,18 +69,15 @@ def _extra_installed() -> bool:
 @app.command(epilog=EPILOG)
 def serve(
     host: Annotated[str, typer.Option(help="The address to listen on: 127.0.0.1 (this machine only) or 0.0.0.0 (every network).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="The TCP port.")] = 8000,
+    port: Annotated[int, int_option("--port", low=1, high=65535, what="the port", help="The TCP port.")] = 8000,
     public_url: Annotated[str | None, typer.Option("--public-url", help="The address people open when a reverse proxy is in front (https://...).", show_default=False)] = None,
-    max_sessions: Annotated[int, typer.Option("--max-sessions", help="Logged-in sessions at once (each a few hundred bytes on the server).")] = 1000,
-    max_terminals: Annotated[int, typer.Option("--max-terminals", help="Lead terminals at once (each an app process of about 100 MB).")] = 4,
+    max_sessions: Annotated[int, int_option("--max-sessions", low=1, high=MAX_LIMIT, what="the number of sessions", help="Logged-in sessions at once (each a few hundred bytes on the server).")] = 1000,
+    max_terminals: Annotated[int, int_option("--max-terminals", low=0, high=1000, what="the number of lead terminals", help="Lead terminals at once (each an app process of about 100 MB).")] = 4,
 ) -> None:
     """Serve the judging pages to annotators' browsers; each logs in with a personal token."""
     if not _extra_installed():
         raise UsageError(MISSING_EXTRA)
     host = check_host(host)
-    check_int("--port", port, 1, 65535, "the port")
-    check_int("--max-sessions", max_sessions, 1, MAX_LIMIT, "the number of sessions")
-    check_int("--max-terminals", max_terminals, 0, 1000, "the number of lead terminals")
     if public_url is not None:
         public_url = check_public_url(public_url)
     from ragjudge.services.access import roster

@@ -15,13 +15,13 @@ from ragjudge.cli.common import (
     MAX_LIMIT,
     MAX_SEED,
     access_of,
-    check_int,
     console,
     open_project,
     print_json,
     safe,
     wide_console,
 )
+from ragjudge.cli.options import int_option
 from ragjudge.cli.scoring import check_format
 from ragjudge.errors import CheckFailed, UsageError
 
@@ -88,11 +88,11 @@ def settled(
     measure: Annotated[list[str] | None, typer.Option("--measure", "-m", help="A measure (P@5, nDCG@10, AP, ...); repeat it or separate with commas. Default: the measures 'ragjudge eval' shows that can be settled.", show_default=False)] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="p_order from which an order is probable.")] = 0.95,
     pairs: Annotated[str, typer.Option("--pairs", help="all (every pair of runs) or adjacent (each run with the next in each measure's ranking).")] = "all",
-    depth: Annotated[int, typer.Option("--depth", help="The judging pool's depth: every run's top K per query.")] = 10,
+    depth: Annotated[int, int_option("--depth", low=1, high=MAX_DEPTH, what="the pool depth", help="The judging pool's depth: every run's top K per query.")] = 10,
     rule: Annotated[str | None, typer.Option("--rule", help="The gold rule (default: the project's).", show_default=False)] = None,
     llm: Annotated[str, typer.Option("--llm", help="The LLM annotator whose grades, calibrated against the gold, sharpen p_order: a name, auto (the one with most grades) or none.")] = "auto",
-    samples: Annotated[int, typer.Option("--samples", help="Monte Carlo draws of the unjudged grades behind p_order.")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed of the draws (results repeat exactly).")] = 0,
+    samples: Annotated[int, int_option("--samples", low=0, high=MAX_DRAWS, what="the number of draws", help="Monte Carlo draws of the unjudged grades behind p_order.")] = 200,
+    seed: Annotated[int, int_option("--seed", low=0, high=MAX_SEED, what="a seed", help="Random seed of the draws (results repeat exactly).")] = 0,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code says it.")] = False,
 ) -> None:
@@ -105,9 +105,6 @@ def settled(
         raise UsageError(f"--confidence {confidence}: a probability between 0 and 1, such as 0.95.")
     if pairs not in svc.PAIRS:
         raise UsageError(f"--pairs {pairs}: use all or adjacent.")
-    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
-    check_int("--samples", samples, 0, MAX_DRAWS, "the number of draws")
-    check_int("--seed", seed, 0, MAX_SEED, "a seed")
     measures = svc_files.parse_measure_list(measure) if measure else None
     with open_project() as project:
         report = svc.settle_project(project, access=access_of(project, None), runs=run_list(runs),
@@ -182,9 +179,9 @@ def _verdict(report: Any) -> str:
 def queue(
     annotator: Annotated[str, typer.Option("--annotator", help="Whose queue.", show_default=False)],
     order: Annotated[str, typer.Option("--order", "--queue-order", help=ORDER_HELP)] = "depth",
-    limit: Annotated[int, typer.Option("--limit", help="How many pairs to list.")] = 20,
+    limit: Annotated[int, int_option("--limit", low=1, high=MAX_LIMIT, what="the number of pairs", help="How many pairs to list.")] = 20,
     runs: Annotated[str | None, typer.Option("--runs", help="Pool from these runs only (A,B); default all.", show_default=False)] = None,
-    depth: Annotated[int, typer.Option("--depth", help="Pool depth K: the top K of each run per query.")] = 10,
+    depth: Annotated[int, int_option("--depth", low=1, high=MAX_DEPTH, what="the pool depth", help="Pool depth K: the top K of each run per query.")] = 10,
     queries: Annotated[str | None, typer.Option("--queries", help="Only these queries: a file of ids or ID,ID,...", show_default=False)] = None,
     category: Annotated[str | None, typer.Option("--category", help="Only queries of this category.", show_default=False)] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
@@ -199,8 +196,6 @@ def queue(
     check_format(format, ("table", "json"))
     if order not in ORDERS:
         raise UsageError(f"--order {order}: use {', '.join(ORDERS[:-1])} or {ORDERS[-1]}.")
-    check_int("--limit", limit, 1, MAX_LIMIT, "the number of pairs")
-    check_int("--depth", depth, 1, MAX_DEPTH, "the pool depth")
     name = check_annotator(annotator)
     with open_project() as project:
         access = access_of(project, by)

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import BY_LEAD_HELP, BY_VIEWER_HELP, access_of, err_console, open_project, safe
+from ragjudge.cli.common import BY_LEAD_HELP, BY_VIEWER_HELP, access_of, check_raw, err_console, open_project, reads_only, safe
+from ragjudge.cli.options import RawOption
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
 
@@ -145,15 +146,18 @@ def export_command(
     by: Annotated[str | None, typer.Option("--by", help=BY_VIEWER_HELP)] = None,
     llm_audit: Annotated[bool, typer.Option("--llm-audit", help="labels only: every request of the LLM annotators instead (model, prompt SHA-256, answer, outcome, tokens, latency).")] = False,
     listed_only: Annotated[bool, typer.Option("--listed-only", help="qrels only: leave out a complete reference's implied 0 lines (every chunk any of the project's runs retrieves on its queries that it does not list); without them trec_eval counts those chunks as unjudged.")] = False,
+    raw: RawOption = False,
 ) -> None:
     """Export the gold qrels, the labels, a run, facets, nuggets or answer labels."""
+    reads_only()  # of the project: a refused export leaves -o's file as it was too
     from ragjudge.services.transfer import exporting
 
     kind = kind.strip().lower()
     if kind not in exporting.EXPORT_KINDS:
         raise UsageError(f"'ragjudge export {kind}': KIND is one of {', '.join(exporting.EXPORT_KINDS)}.")
+    check_raw(raw, format)
     if llm_audit:
-        _export_llm_audit(kind, format, output, by)
+        _export_llm_audit(kind, format, output, by, raw)
         return
     if rule is not None:
         from ragjudge.services.gold.rules import check_rule
@@ -166,14 +170,15 @@ def export_command(
     with open_project() as project, progress_bar(quiet) as progress:
         count = exporting.export(project, kind, dest, access=access_of(project, by), name=name,
                                  rule=rule, fmt=format, progress=progress,
-                                 listed_only=listed_only, notes=notes)
+                                 listed_only=listed_only, notes=notes, raw=raw)
     if output is not None:
         err_console.print(f"Wrote {count:,} {kind} lines to {safe(output)}.")
     for note in notes:
         err_console.print(safe(note))
 
 
-def _export_llm_audit(kind: str, format: str | None, output: Path | None, by: str | None) -> None:
+def _export_llm_audit(kind: str, format: str | None, output: Path | None, by: str | None,
+                      raw: bool) -> None:
     """``export labels --llm-audit``: the LLM annotators' requests, one line each."""
     from ragjudge.services.llm.judge import export_audit
 
@@ -181,6 +186,6 @@ def _export_llm_audit(kind: str, format: str | None, output: Path | None, by: st
         raise UsageError("--llm-audit goes with 'export labels' (the LLM annotators' requests).")
     with open_project() as project:
         count = export_audit(project, str(output) if output is not None else "-",
-                             access=access_of(project, by), fmt=format or "jsonl")
+                             access=access_of(project, by), fmt=format or "jsonl", raw=raw)
     if output is not None:
         err_console.print(f"Wrote {count:,} LLM calls to {safe(output)}.")

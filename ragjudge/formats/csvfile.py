@@ -41,7 +41,9 @@ from ragjudge.formats.jsonl import DuplicateKey, duplicate_key_message, record_d
 from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
 from ragjudge.numeric import parse_integer, parse_number
-from ragjudge.safetext import visible
+from ragjudge.safetext import FORMULA_STARTS, spreadsheet_safe, spreadsheet_text, visible
+
+__all__ = ["FORMULA_STARTS", "read_csv", "spreadsheet_safe", "spreadsheet_text", "write_csv"]
 
 _INT = {"grade", "rank", "sentence"}
 _FLOAT = {"score", "weight"}
@@ -193,32 +195,6 @@ def write_csv(records: Iterable[BaseModel | dict[str, Any]], dest: Destination, 
             row.write([_cell(data.get(field), raw) for field in fields])
             count += 1
     return count
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-"""What a spreadsheet cell starts with when the spreadsheet may run it as a formula (OWASP)."""
-
-
-def _formula(text: str) -> bool:
-    """Whether a spreadsheet may run ``text`` as a formula: it starts with one of
-    :data:`FORMULA_STARTS` and is not a plain number (``-1``, ``+2.5e3``: read as numbers)."""
-    if not text.startswith(FORMULA_STARTS):
-        return False
-    number = parse_number(text)
-    return number is None or not math.isfinite(number)
-
-
-def spreadsheet_safe(text: str) -> str:
-    """``text`` as a CSV cell a spreadsheet shows and never runs: a ``'`` before a text that
-    would start a formula, and before one whose leading quotes are followed by such a start
-    (``'=x`` is written ``''=x``), so that :func:`spreadsheet_text` gives the text back."""
-    return "'" + text if _formula(text.lstrip("'")) else text
-
-
-def spreadsheet_text(cell: str) -> str:
-    """The text of a CSV cell :func:`spreadsheet_safe` may have written: one leading ``'``
-    taken away when quotes lead to a formula start (``'=x`` is the text ``=x``)."""
-    return cell[1:] if cell.startswith("'") and _formula(cell.lstrip("'")) else cell
 
 
 class _RowWriter:

@@ -24,6 +24,8 @@ def project_status(project: Project) -> dict[str, Any]:
             session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
         )
         run_rows = run_sizes(session)
+        reference = session.execute(select(Annotator.name, Annotator.complete)
+                                    .where(Annotator.reference.is_(True)).order_by(Annotator.name)).all()
     pool = pool_size_and_judged(project)
     return {
         "project": project.name,
@@ -31,6 +33,7 @@ def project_status(project: Project) -> dict[str, Any]:
         "scale": project.scale.describe(),
         "threshold": project.scale.threshold,
         "rule": project.rule,
+        "reference": [{"name": name, "complete": bool(complete)} for name, complete in reference],
         "queries": queries,
         "chunks": chunks,
         "runs": runs,

@@ -77,6 +77,9 @@ def files(tmp_path_factory) -> dict[str, str]:
     write("twice.trec", "q1 0 c1 1\nq1 0 c1 2\n")
     write("empty.trec", "")
     write("control.trec", "q\x1b[31m1 Q0 c1 1 2.0 t\n")
+    write("=HYPERLINK(x).trec", "".join(f"@q{q} Q0 c{j} {j} {10 - j} t\n" for q in (1, 2, 10)
+                                        for j in range(1, 4)))
+    out["formula.trec"] = out.pop("=HYPERLINK(x).trec")
     write("seed.trec", "".join(f"s0 Q0 c{i} {i} {11 - i} seed\n" for i in range(1, 11)))
     write("seed.qrels", "".join(f"s0 0 c{i} {g}\n" for i, g in
                                 zip(range(1, 11), [2, 0, 1, 0, 2, 0, 0, 1, 0, 0])))
@@ -123,7 +126,6 @@ def cases(f: dict[str, str]) -> list[list[str]]:
         [*base, "-m", "ContextPrecision@5", "--format", "json"],
         [*base, "--threshold", "2", "--format", "json"],
         [*base, "--threshold", "007", "-m", "P@5"],
-        [*base, "--threshold", "99999999999999999999999"],
         [*base, "--averaging", "run", "--format", "json"],
         [*base, "--averaging", "run", "--format", "csv", "--per-query"],
         [*base, "--averaging", "mean"],
@@ -166,6 +168,13 @@ def cases(f: dict[str, str]) -> list[list[str]]:
         ["--qrels", f["three.qrels"], "--run", f["seed.trec"], "--format", "csv"],
         ["--qrels", f["smart.qrels"], "--run", f["seed.trec"], "-m", "P@5,AP"],
         ["--qrels", f["smart-one-doc.qrels"], "--run", f["seed.trec"]],
+        [*base, "--format", "csv", "--raw", "--per-query"],
+        ["--qrels", q, "--run", f["formula.trec"], "--format", "csv", "--per-query", "-m", "P@5"],
+        ["--qrels", q, "--run", f["formula.trec"], "--format", "csv", "--per-query", "-m", "P@5", "--raw"],
+        [*base, "--curve", "P", "--k", "3", "--format", "csv", "--raw"],
+        [*base, "--raw"],
+        [*base, "--format", "json", "--raw"],
+        [*base, "--threshold", "+2", "--format", "json"],
     ]
 
 
@@ -188,6 +197,12 @@ FALLBACKS = [
     ["--qrels", "Q", "--run", "A", "--threshold", "x"],
     ["--qrels", "Q", "--run", "A", "--threshold", "1_0"],
     ["--qrels", "Q", "--run", "A", "--threshold", "\u0661"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "99999999999999999999999"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "1001"],
+    ["--qrels", "Q", "--run", "A", "--threshold", " 2"],
+    ["--qrels", "Q", "--run", "A", "--threshold", "2.0"],
+    ["--qrels", "Q", "--run", "A", "--raw=yes"],
+    ["--qrels", "Q", "--run", "A", "--raw", "--raw"],
     ["--qrels", "Q", "--run", "A", "extra"],
     ["--qrels", "Q", "--run", "A", "--"],
     ["--qrels", "Q", "--run"],
@@ -392,7 +407,7 @@ def test_a_command_registers_only_its_module():
     code = ("import sys\nfrom ragjudge.cli import main\ncode = main(['gate', '--help'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('ragjudge.cli.') and "
             "m not in ('ragjudge.cli.app', 'ragjudge.cli.common', 'ragjudge.cli.base', "
-            "'ragjudge.cli.lean', 'ragjudge.cli.progress', 'ragjudge.cli.scoring')))\n")
+            "'ragjudge.cli.lean', 'ragjudge.cli.options', 'ragjudge.cli.progress', 'ragjudge.cli.scoring')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=SUBPROCESS_ENV, check=True)
     assert done.stdout.strip().splitlines()[-1] == "['ragjudge.cli.evaluate']"
@@ -414,3 +429,68 @@ def test_the_command_table_is_what_the_modules_register():
     # the help lists the commands in the table's order
     assert list(registered) == list(COMMANDS)
     assert tuple(dict.fromkeys(COMMANDS.values())) == COMMAND_MODULES
+
+
+def test_the_lean_table_is_the_typer_commands_options():
+    """Every option of the typer ``eval`` but --tui is in the table the lean path reads, with
+    the same words and kind (several values, a flag, an integer read by the same type), so that
+    the two paths cannot come to read a command line differently."""
+    import typer.main
+
+    from ragjudge.cli import _register
+    from ragjudge.cli.app import app
+    from ragjudge.cli.base import EVAL_OPTIONS, Integer
+
+    _register(("ragjudge.cli.evaluate",))
+    command = typer.main.get_command(app).commands["eval"]
+    declared = {}
+    for param in command.params:
+        if param.name == "tui":
+            continue
+        parser = param.type_descriptor.parameter_info.parser
+        kind = ("flag" if param.is_flag else "many" if param.multiple
+                else "integer" if isinstance(parser, Integer) else "one")
+        declared[param.name] = (tuple(param.opts), kind, parser)
+    table = {spec.param: (spec.flags, spec.kind, spec.integer) for spec in EVAL_OPTIONS}
+    assert declared == table
+    assert set(table) | {"tui"} == set(inspect.signature(typer_eval()).parameters)
+    assert set(table) == set(inspect.signature(__import__(
+        "ragjudge.cli.scoring", fromlist=["x"]).evaluate_and_print).parameters)
+
+
+def typer_eval():
+    from ragjudge.cli.evaluate import eval_command
+
+    return eval_command
+
+
+@pytest.mark.parametrize("value", ["1_0", " 2", "2.0", "\u0661", "0x1"])
+def test_a_threshold_python_would_read_is_refused_by_both_paths(files, capsys, monkeypatch, value):
+    """``1_0`` is 10 to Python's int(); the option reads digits only, as files and measure
+    names are read, and says so naming the option."""
+    args = ["eval", "--qrels", files["qrels.trec"], "--run", files["a.trec"], "--threshold", value]
+    lean, typer_ = _both(capsys, monkeypatch, args)
+    assert lean == typer_
+    code, out, err = lean
+    assert code == 2 and out == ""
+    assert err.startswith("ragjudge: --threshold '") and "whole number from 0 to 1,000" in err, err
+
+
+def test_csv_cells_that_would_run_in_a_spreadsheet_are_neutralised_unless_raw(files, capsys):
+    """A run named ``=HYPERLINK(x)`` and query ids ``@q1``: a quote before each text cell that
+    would start a formula; ``--raw`` writes them exactly. Queries in natural order (q2 before
+    q10) either way."""
+    import csv
+    import io
+
+    qrels = files["folder"] + "/formula.qrels"
+    with open(qrels, "w", encoding="utf-8") as out:
+        out.write("".join(f"@q{q} 0 c1 1\n" for q in (10, 2, 1)))
+    words = ["eval", "--qrels", qrels, "--run", files["formula.trec"], "-m", "P@1", "--format",
+             "csv", "--per-query"]
+    for raw in (False, True):
+        assert main(words + (["--raw"] if raw else [])) == 0
+        rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+        quote = "" if raw else "'"
+        assert rows[1][:2] == [f"{quote}=HYPERLINK(x)", "all"]
+        assert [row[1] for row in rows[2:]] == [f"{quote}@q1", f"{quote}@q2", f"{quote}@q10"]

@@ -100,6 +100,40 @@ def plan_pairs(project: Project, annotator: str, *, runs: list[str] | None = Non
     return out
 
 
+def dry_plan(project: Project, annotator: str, *, runs: list[str] | None = None, depth: int = 10,
+             queries: list[str] | None = None, category: str | None = None,
+             limit: int | None = None, retry_unparsed: bool = False,
+             progress: Callable[..., None] | None = None,
+             order: str = "depth") -> tuple[tuple[str, str] | None, int]:
+    """What :func:`plan_pairs` would give, told without listing it: its first pair (None when
+    there is none) and its length (``llm-judge --dry-run``).
+
+    The pool is counted by two grouped selects (:meth:`JudgingQueue.count_totals`: its pairs
+    less those the model has graded, less those whose answer it could not be read from),
+    instead of being walked query by query and round by round of the depth order, which on a
+    pool of thousands of queries reloads each query's pool in every round."""
+    from ragjudge.services.scoring.settled import judging_queue
+
+    queue = judging_queue(project, annotator, order=order, runs=runs, depth=depth, queries=queries,
+                          category=category, use_assignment=False, progress=progress, wait=None)
+    skip = set() if retry_unparsed else unparsed_pairs(project, annotator)
+    first = next((pair for pair in queue.open_pairs() if pair not in skip), None)
+    if first is None:
+        return None, 0
+    totals = queue.count_totals()
+    count = totals["pairs"] - totals["handled"] - sum(_still_open(queue, q, c) for q, c in skip)
+    return first, count if limit is None else min(count, limit)
+
+
+def _still_open(queue: Any, query_id: str, chunk_id: str) -> bool:
+    """Whether the pair is in the queue's pool and not yet graded (or skipped) by its annotator."""
+    if query_id not in queue.query_ids:
+        return False
+    pool = queue.pool(query_id)
+    at = pool.index(chunk_id)
+    return at is not None and (pool.states[at] is None or not pool.states[at].handled)
+
+
 class _Recorder:
     """Writes each answer as it arrives, one transaction each; registers the LLM annotator
     (kind ``llm``) with the first write, so that a run stopped before any answer leaves the
@@ -255,10 +289,12 @@ def audit_rows(project: Project, annotators: Iterable[str] | None = None) -> lis
     return out
 
 
-def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jsonl") -> int:
+def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jsonl",
+                 raw: bool = False) -> int:
     """Write every LLM call (``audit_rows``) as JSONL or CSV; text fields are made visible on a
-    terminal, as every export's are. The calls carry the models' grades of every pair: for who
-    sees every grade."""
+    terminal, as every export's are, and in CSV a text cell that would start a spreadsheet
+    formula (a model's answer ``=1+1``) gets a ``'`` before it unless ``raw``. The calls carry
+    the models' grades of every pair: for who sees every grade."""
     access.require_sees_all("export the LLM annotators' calls (their grades of every pair)")
     from ragjudge.formats import visible_fields, is_terminal
     from ragjudge.formats.csvfile import write_csv
@@ -270,7 +306,7 @@ def export_audit(project: Project, dest: Any, *, access: Access, fmt: str = "jso
     if is_terminal(dest):
         rows = [visible_fields(row, fmt == "jsonl") for row in rows]
     if fmt == "csv":
-        return write_csv(rows, dest, kind="llm-audit", fields=AUDIT_FIELDS)
+        return write_csv(rows, dest, kind="llm-audit", fields=AUDIT_FIELDS, raw=raw)
     return write_jsonl(rows, dest)
 
 

@@ -239,10 +239,15 @@ class Evaluation:
         return result.aggregate()
 
     def per_query(self, run: str, stratum: str | None = None) -> dict[str, dict[str, float]]:
+        """Each query's values of ``run``, queries in natural order (q2 before q10): the order
+        every table, CSV, JSON and page lists them in."""
+        from ragjudge.safetext import natural_key
+
         result = self.results[run]
         if stratum is not None:
             result = result.subset(self.strata[stratum])
-        return result.per_query()
+        values = result.per_query()
+        return {query: values[query] for query in sorted(values, key=natural_key)}
 
     def n_queries(self, stratum: str | None = None, *, run: str | None = None) -> int:
         """Queries evaluated (of ``run``: with averaging over answered queries they differ)."""

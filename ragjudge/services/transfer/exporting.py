@@ -55,15 +55,17 @@ DEFAULT_FORMAT = {"qrels": "trec", "labels": "jsonl", "run": "trec", "facets": "
 def export(project: Project, kind: str, dest: Destination, *, access: Access,
            name: str | None = None, rule: str | None = None, fmt: str | None = None,
            progress: Callable[..., None] | None = None, listed_only: bool = False,
-           notes: list[str] | None = None) -> int:
+           notes: list[str] | None = None, raw: bool = False) -> int:
     """Write ``kind`` of the project to ``dest`` (a path, ``-`` or a text file) as ``access``
     may read it; returns the number of lines written (not counting a CSV header).
     ``progress(done, total, description, unit)`` hears of the lines written now and then.
-    ``listed_only`` and ``notes``: see :func:`export_qrels`."""
+    ``listed_only`` and ``notes``: see :func:`export_qrels`. In CSV a text cell that would
+    start a spreadsheet formula gets a ``'`` before it unless ``raw``
+    (:func:`ragjudge.formats.csvfile.spreadsheet_safe`)."""
     if listed_only and kind != "qrels":
         raise UsageError("--listed-only applies to 'export qrels' only.")
     return _export(project, kind, dest, access=access, name=name, rule=rule, fmt=fmt,
-                   progress=progress, listed_only=listed_only, notes=notes)
+                   progress=progress, listed_only=listed_only, notes=notes, raw=raw)
 
 
 def _counted(records: Iterable[Any], total: int | None, description: str,
@@ -84,7 +86,7 @@ def _counted(records: Iterable[Any], total: int | None, description: str,
 
 def _export(project: Project, kind: str, dest: Destination, *, access: Access, name: str | None,
             rule: str | None, fmt: str | None, progress: Callable[..., None] | None,
-            listed_only: bool = False, notes: list[str] | None = None) -> int:
+            listed_only: bool = False, notes: list[str] | None = None, raw: bool = False) -> int:
     if kind not in EXPORT_KINDS:
         raise UsageError(f"cannot export '{kind}'; one of: {', '.join(EXPORT_KINDS)}.")
     fmt = fmt or DEFAULT_FORMAT[kind]
@@ -96,18 +98,18 @@ def _export(project: Project, kind: str, dest: Destination, *, access: Access, n
         raise UsageError(f"'export {kind}' takes no NAME (only 'export run NAME' does).")
     if kind == "qrels":
         return export_qrels(project, dest, access=access, rule=rule, fmt=fmt, progress=progress,
-                            listed_only=listed_only, notes=notes)
+                            listed_only=listed_only, notes=notes, raw=raw)
     if kind == "labels":
-        return export_labels(project, dest, access=access, fmt=fmt, progress=progress)
+        return export_labels(project, dest, access=access, fmt=fmt, progress=progress, raw=raw)
     if kind == "run":
         if not name:
             raise UsageError(f"Name the run: ragjudge export run NAME. Runs: {_run_list(project)}.")
-        return export_run(project, name, dest, access=access, fmt=fmt, progress=progress)
+        return export_run(project, name, dest, access=access, fmt=fmt, progress=progress, raw=raw)
     if kind == "facets":
-        return export_facets(project, dest, access=access, fmt=fmt)
+        return export_facets(project, dest, access=access, fmt=fmt, raw=raw)
     if kind == "answer-labels":
-        return export_answer_labels(project, dest, access=access, fmt=fmt)
-    return export_nuggets(project, dest, access=access, fmt=fmt)
+        return export_answer_labels(project, dest, access=access, fmt=fmt, raw=raw)
+    return export_nuggets(project, dest, access=access, fmt=fmt, raw=raw)
 
 
 def _check_may_export_qrels(access: Access, rule: str | None) -> None:
@@ -124,7 +126,7 @@ def _check_may_export_qrels(access: Access, rule: str | None) -> None:
 
 def export_qrels(project: Project, dest: Destination, *, access: Access, rule: str | None = None,
                  fmt: str = "trec", progress: Callable[..., None] | None = None,
-                 listed_only: bool = False, notes: list[str] | None = None) -> int:
+                 listed_only: bool = False, notes: list[str] | None = None, raw: bool = False) -> int:
     """The gold qrels under ``rule`` (default: the project's rule), with a complete reference's
     implied 0 lines unless ``listed_only``. ``notes`` (a list) receives the lines that say what
     was written: the gold's composition, and how many implied lines were written or left out.
@@ -146,7 +148,7 @@ def export_qrels(project: Project, dest: Destination, *, access: Access, rule: s
     if fmt == "trec":
         return write_records("qrels", lines, dest, "trec")
     return write_records("qrels", (Judgment(query_id=q, chunk_id=c, grade=g) for q, c, g in lines),
-                         dest, fmt)
+                         dest, fmt, raw=raw)
 
 
 def qrels_notes(composition: Composition, listed_only: bool) -> list[str]:
@@ -218,7 +220,7 @@ BATCH_ROWS = 10_000
 
 
 def export_labels(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl",
-                  progress: Callable[..., None] | None = None) -> int:
+                  progress: Callable[..., None] | None = None, raw: bool = False) -> int:
     """Every annotator's current labels with annotator, time (``created_at``, UTC), note, flag
     and comment; in a blind project, an annotator's own only (:meth:`Access.readable_annotator`)."""
     if fmt == "trec":
@@ -226,7 +228,7 @@ def export_labels(project: Project, dest: Destination, *, access: Access, fmt: s
                          "hold; use --format jsonl or csv (or 'export qrels' for TREC).")
     whose = access.readable_annotator(None, "labels")
     return write_records("labels", _counted(label_lines(project, whose), None, "export labels",
-                                            progress), dest, fmt)
+                                            progress), dest, fmt, raw=raw)
 
 
 def run_entries(project: Project, name: str) -> Generator[RunEntry, None, None]:
@@ -281,7 +283,7 @@ def run_size(project: Project, name: str) -> int | None:
 
 
 def export_run(project: Project, name: str, dest: Destination, *, access: Access,
-               fmt: str = "trec", progress: Callable[..., None] | None = None) -> int:
+               fmt: str = "trec", progress: Callable[..., None] | None = None, raw: bool = False) -> int:
     """Run ``name`` with its ranks and scores (TREC tag: the run's name): for who sees every
     pair's rank (in a blind project, a run's ranks would show an annotator which runs found a
     pair they have still to judge)."""
@@ -291,14 +293,14 @@ def export_run(project: Project, name: str, dest: Destination, *, access: Access
         entries = _counted(entries, run_size(project, name), f"export run {name}", progress)  # type: ignore[assignment]
     first = next(entries, None)  # raises the unknown-run error before the file is opened
     if first is None:
-        return write_records("run", [], dest, fmt, tag=name)
+        return write_records("run", [], dest, fmt, tag=name, raw=raw)
 
     def chained() -> Iterator[RunEntry]:
         yield first
         yield from entries
 
     try:
-        return write_records("run", chained(), dest, fmt, tag=name)
+        return write_records("run", chained(), dest, fmt, tag=name, raw=raw)
     finally:
         entries.close()  # a refused or failed write ends the read (and its connection) now
 
@@ -330,10 +332,12 @@ def _own_lines(lines: list[dict[str, Any]], access: Access, what: str) -> list[d
     return [line for line in lines if line.get("annotator") in (None, whose)]
 
 
-def export_facets(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl") -> int:
+def export_facets(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl",
+                  raw: bool = False) -> int:
     if fmt == "trec":
         raise UsageError("facets have no TREC format; use --format jsonl or csv.")
-    return write_records("facets", _own_lines(facet_lines(project), access, "facet links"), dest, fmt)
+    return write_records("facets", _own_lines(facet_lines(project), access, "facet links"), dest, fmt,
+                         raw=raw)
 
 
 def nugget_lines(project: Project) -> list[dict[str, Any]]:
@@ -357,11 +361,12 @@ def nugget_lines(project: Project) -> list[dict[str, Any]]:
     return lines
 
 
-def export_nuggets(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl") -> int:
+def export_nuggets(project: Project, dest: Destination, *, access: Access, fmt: str = "jsonl",
+                   raw: bool = False) -> int:
     if fmt == "trec":
         raise UsageError("nuggets have no TREC format; use --format jsonl or csv.")
     return write_records("nuggets", _own_lines(nugget_lines(project), access, "nugget support"),
-                         dest, fmt)
+                         dest, fmt, raw=raw)
 
 
 def answer_label_lines(project: Project) -> list[dict[str, Any]]:
@@ -380,13 +385,13 @@ def answer_label_lines(project: Project) -> list[dict[str, Any]]:
 
 
 def export_answer_labels(project: Project, dest: Destination, *, access: Access,
-                         fmt: str = "jsonl") -> int:
+                         fmt: str = "jsonl", raw: bool = False) -> int:
     """The answer judgments, in the lines ``ragjudge import answer-labels`` reads back (in a
     blind project an annotator's own)."""
     if fmt == "trec":
         raise UsageError("answer labels have no TREC format; use --format jsonl or csv.")
     return write_records("answer-labels", _own_lines(answer_label_lines(project), access,
-                                                     "answer labels"), dest, fmt)
+                                                     "answer labels"), dest, fmt, raw=raw)
 
 
 def _run_list(project: Project) -> str:

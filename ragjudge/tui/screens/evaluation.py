@@ -32,6 +32,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, T
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
+from ragjudge.safetext import natural_key
 from ragjudge.services.scoring import live as svc
 from ragjudge.services.access.rights import Access
 from ragjudge.tui.host import Host, host
@@ -604,8 +605,9 @@ class EvaluationScreen(Screen):
         hint.append(f" · sort: {SORTS[self.sort]} · m measure · f category · t sort · "
                     "Enter: explain and judge")
         self.query_one("#per-query-hint", Static).update(hint)
-        order = [i for i in range(len(rows.query_ids))
-                 if self.category is None or (rows.categories[i] or "(none)") == self.category]
+        order = sorted((i for i in range(len(rows.query_ids))
+                        if self.category is None or (rows.categories[i] or "(none)") == self.category),
+                       key=lambda i: natural_key(rows.query_ids[i]))  # q2 before q10; ties stay so
         first = s.run_names[0] if s.run_names else None
         sort = SORTS[self.sort]
         if sort.startswith("value") and first is not None:
