@@ -143,6 +143,38 @@ async def test_guidelines_shown_once_to_a_new_annotator(project):
 
 
 @sync
+async def test_guidelines_not_shown_to_an_annotator_with_imported_labels(project, tmp_path):
+    """An import creates its annotators without the seen flag: ``ana``, whose labels came from
+    a file, is no new annotator, and neither is she after a lead renames her."""
+    from ragjudge.services.access import roster
+    from ragjudge.services.transfer.importing import import_file
+
+    labels_file = tmp_path / "ana.jsonl"
+    labels_file.write_text('{"query_id": "q1", "chunk_id": "c02", "grade": 3, "annotator": "ana"}\n'
+                           '{"query_id": "q2", "chunk_id": "c03", "grade": 1, "annotator": "ana"}\n')
+    import_file(project, "labels", labels_file)
+    assert not J_annotators.annotator_seen_guidelines(project, "ana")  # what the import leaves
+    app = make_app(project, annotator="ana", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, JudgeScreen)
+    roster.rename(project, "ana", "ana.k", access=roster_rights(project))
+    app = make_app(project, annotator="ana.k", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, JudgeScreen)
+    # a name with nothing recorded is new, even where others have labels
+    assert J_annotators.is_new_to_judging(project, "newbie")
+    assert not J_annotators.is_new_to_judging(project, "ana.k")
+
+
+def roster_rights(project):
+    from ragjudge.services.access.visibility import access_for
+
+    return access_for(project, "ana")  # a project without a lead: anyone named may change it
+
+
+@sync
 async def test_name_is_asked_when_not_given(project):
     app = make_app(project, start="judge")
     async with app.run_test(size=SIZE) as pilot:
