@@ -279,6 +279,25 @@ async def test_binary_scale_y_and_n(tmp_path):
 
 
 @sync
+async def test_help_lists_y_and_n_on_a_binary_scale_only(project, tmp_path):
+    async def help_text(p) -> str:
+        app = make_app(p, annotator="alice", start="judge")
+        async with app.run_test(size=SIZE) as pilot:
+            await open_judging(app, pilot)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            return screen_text(app)
+
+    graded = await help_text(project)  # 0-3
+    assert "0-3" in graded and "skip" in graded
+    assert "binary" not in graded and not re.search(r"^\s*[yn]\s", graded, re.M)
+    binary = build_project(tmp_path / "b.db", scale="binary", guidelines=None)
+    shown = await help_text(binary)
+    assert "relevant (binary)" in shown and "not relevant (binary)" in shown
+    binary.close()
+
+
+@sync
 async def test_navigation_between_queries_and_find(project):
     app = make_app(project, annotator="alice", start="judge")
     async with app.run_test(size=SIZE) as pilot:
