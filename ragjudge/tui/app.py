@@ -236,7 +236,7 @@ class RagjudgeApp(App):
         from ragjudge.services.events import annotators as judging_annotators
         from ragjudge.tui.screens.guidelines import GuidelinesScreen
 
-        if not judging_annotators.annotator_seen_guidelines(self.project, name):
+        if judging_annotators.is_new_to_judging(self.project, name):
             markdown = self.project.get_setting("guidelines")
             if markdown:
                 self.push_screen(GuidelinesScreen(markdown, first_time=True),

@@ -143,6 +143,38 @@ async def test_guidelines_shown_once_to_a_new_annotator(project):
 
 
 @sync
+async def test_guidelines_not_shown_to_an_annotator_with_imported_labels(project, tmp_path):
+    """An import creates its annotators without the seen flag: ``ana``, whose labels came from
+    a file, is no new annotator, and neither is she after a lead renames her."""
+    from ragjudge.services.access import roster
+    from ragjudge.services.transfer.importing import import_file
+
+    labels_file = tmp_path / "ana.jsonl"
+    labels_file.write_text('{"query_id": "q1", "chunk_id": "c02", "grade": 3, "annotator": "ana"}\n'
+                           '{"query_id": "q2", "chunk_id": "c03", "grade": 1, "annotator": "ana"}\n')
+    import_file(project, "labels", labels_file)
+    assert not J_annotators.annotator_seen_guidelines(project, "ana")  # what the import leaves
+    app = make_app(project, annotator="ana", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, JudgeScreen)
+    roster.rename(project, "ana", "ana.k", access=roster_rights(project))
+    app = make_app(project, annotator="ana.k", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, JudgeScreen)
+    # a name with nothing recorded is new, even where others have labels
+    assert J_annotators.is_new_to_judging(project, "newbie")
+    assert not J_annotators.is_new_to_judging(project, "ana.k")
+
+
+def roster_rights(project):
+    from ragjudge.services.access.visibility import access_for
+
+    return access_for(project, "ana")  # a project without a lead: anyone named may change it
+
+
+@sync
 async def test_name_is_asked_when_not_given(project):
     app = make_app(project, start="judge")
     async with app.run_test(size=SIZE) as pilot:
@@ -244,6 +276,25 @@ async def test_binary_scale_y_and_n(tmp_path):
         await pilot.press("y", "n", "1", "2")
     assert [r.grade for r in labels(project)] == [1, 0, 1]
     project.close()
+
+
+@sync
+async def test_help_lists_y_and_n_on_a_binary_scale_only(project, tmp_path):
+    async def help_text(p) -> str:
+        app = make_app(p, annotator="alice", start="judge")
+        async with app.run_test(size=SIZE) as pilot:
+            await open_judging(app, pilot)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            return screen_text(app)
+
+    graded = await help_text(project)  # 0-3
+    assert "0-3" in graded and "skip" in graded
+    assert "binary" not in graded and not re.search(r"^\s*[yn]\s", graded, re.M)
+    binary = build_project(tmp_path / "b.db", scale="binary", guidelines=None)
+    shown = await help_text(binary)
+    assert "relevant (binary)" in shown and "not relevant (binary)" in shown
+    binary.close()
 
 
 @sync

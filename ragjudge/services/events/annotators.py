@@ -9,9 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
 from ragjudge.store.annotators import ensure_annotators
-from ragjudge.store.schema import (
-    Annotator,
-)
+from ragjudge.store.schema import Annotator, AnswerJudgment, Label
 
 
 if TYPE_CHECKING:
@@ -46,6 +44,22 @@ def annotator_seen_guidelines(project: Project, name: str) -> bool:
     with project.read() as session:
         row = session.get(Annotator, name)
         return bool(row and row.seen_guidelines)
+
+
+def is_new_to_judging(project: Project, name: str) -> bool:
+    """Whether the first-time guidelines are due for ``name``: they have not seen them in the
+    app, and nothing is recorded under their name -- no label event and no judgment of an
+    answer. An annotator whose labels were imported (``ragjudge import labels``), or who judged
+    before under another name and was renamed, is not new: the flag alone would say so, since
+    an import creates its annotators without it."""
+    with project.read() as session:
+        row = session.get(Annotator, name)
+        if row is not None and row.seen_guidelines:
+            return False
+        for table in (Label, AnswerJudgment):
+            if session.scalar(select(table.id).where(table.annotator == name).limit(1)) is not None:
+                return False
+        return True
 
 
 def mark_guidelines_seen(project: Project, name: str) -> None:

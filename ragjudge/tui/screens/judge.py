@@ -108,7 +108,8 @@ JUDGE_KEYS: tuple[Key, ...] = (
 
 
 def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[tuple[str, str, str]]:  # noqa: ANN001
-    """The help screen's rows; with the project's ``scale`` the grade row names its digits."""
+    """The help screen's rows; with the project's ``scale`` the grade row names its digits and
+    ``y``/``n`` are listed only on a binary scale (where they act)."""
     rows = []
     grades = [k for k in keys if k.action.startswith("grade(")]
     if grades:
@@ -116,6 +117,8 @@ def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[tuple[str, 
         rows.append((digits, "grade", "Give that grade and move on (the scale's digits)."))
     for k in keys:
         if k.action.startswith("grade("):
+            continue
+        if k.action.startswith("binary(") and scale is not None and not scale.is_binary:
             continue
         label = k.help_key or k.key_display or " / ".join(k.keys.split(","))
         rows.append((label, k.help_name or k.name, k.help))
