@@ -4,6 +4,7 @@ chunks as pair numbers, an annotator's view of the grades, and the kernels run o
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,31 @@ class LivePairs:
         out = np.full(len(rows), -1, dtype=np.int64)
         out[maybe] = index.get(rows[maybe], chunks[maybe], hashes=hashes[maybe])
         return out
+
+    def byte_order(self) -> np.ndarray:
+        """Each pair's place in the order of (query row, chunk id bytes) -- the order of
+        (query id, chunk id), since the rows follow the bytes of the query ids. The first
+        ``base`` pairs are in that order; the pairs numbered since are merged in: each one's
+        place among them is its row's start plus its row's smaller chunks (a binary search of
+        that row's sorted chunks)."""
+        if self.n == self.base:
+            return np.arange(self.n, dtype=np.int64)
+        later = np.arange(self.base, self.n, dtype=np.int64)
+        order = np.lexsort([*_keys.words(self._chunks[later]).T[::-1], self._rows[later]])
+        later = later[order]
+        rows, chunks = self._rows[later].tolist(), self._chunks[later].tolist()
+        before = np.empty(len(later), dtype=np.int64)  # base pairs before each later pair
+        sorted_chunks: list[bytes] = []
+        for i, (row, chunk) in enumerate(zip(rows, chunks)):
+            start = int(self._starts[row])
+            if i == 0 or rows[i - 1] != row:
+                sorted_chunks = self._chunks[start:self._starts[row + 1]].tolist()
+            before[i] = start + bisect.bisect_left(sorted_chunks, chunk)
+        place = np.empty(self.n, dtype=np.int64)
+        base = np.arange(self.base, dtype=np.int64)
+        place[:self.base] = base + np.searchsorted(before, base, side="right")
+        place[later] = before + np.arange(len(later))
+        return place
 
     def add(self, rows: np.ndarray, chunks: np.ndarray) -> np.ndarray:
         """Number new pairs (distinct, none numbered yet); returns their numbers."""
