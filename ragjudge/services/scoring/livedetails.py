@@ -89,14 +89,13 @@ def intervals(matrices: dict[str, np.ndarray], measures: list[str], resamples: i
     if names and len(measures):
         stacked = np.concatenate([matrices[name] for name in names], axis=1)
         defined = ~np.isnan(stacked)
-        if len(stacked):
-            sets, group = np.unique(defined.T, axis=0, return_inverse=True)
-            group = group.ravel()
-        else:
-            sets, group = np.zeros((1, 0), dtype=bool), np.zeros(stacked.shape[1], dtype=np.int64)
-        for g, rows in enumerate(sets):
-            cols = np.flatnonzero(group == g)
-            rows = np.flatnonzero(rows)
+        packed = np.packbits(defined, axis=0)  # each column's defined queries as bytes
+        groups: dict[bytes, list[int]] = {}
+        for col in range(stacked.shape[1]):
+            groups.setdefault(packed[:, col].tobytes(), []).append(col)
+        for members in groups.values():
+            cols = np.array(members)
+            rows = np.flatnonzero(defined[:, members[0]])
             if len(rows) < MIN_INTERVAL_QUERIES:
                 low = high = np.full(len(cols), np.nan)
             else:
