@@ -738,16 +738,18 @@ class LiveEvaluation:
             matrices = {n: m[np.ix_(rows, cols)] for n, m in gold.values.items()}  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             pool_judged = self.space.pool_judged(gold.fitted())
             judged, labels = gold.n_pairs(), self._labels.at()
-        budget = interval_resamples(len(rows), resamples or self.resamples)
-        spans, too_few = intervals(matrices, measures, budget)
         with self.project.connect() as connection:  # whom agreement counts, as `ragjudge agree` reads it
             llm = llm_annotators(connection)
             policy = gold_policy(connection, self.project.scale.min)
         scale = (self.project.scale.min, self.project.scale.max)
+        # the agreement on the second core while the intervals and the composition are made here
+        agreed = worker_pool().submit(agreement, labels, llm, policy, scale, query_ids)
+        budget = interval_resamples(len(rows), resamples or self.resamples)
+        spans, too_few = intervals(matrices, measures, budget)
+        composition = labels.composition(rule, include_llm, judged)
         return LiveDetails(version=version, intervals=spans, resamples=budget,
                            pool_pairs=self.space.pool_total, pool_judged=pool_judged, too_few=too_few,
-                           composition=labels.composition(rule, include_llm, judged),
-                           **agreement(labels, llm, policy, scale, query_ids))
+                           composition=composition, **agreed.result())
 
     def unjudged_pairs(self, query_id: str, depth: int = 10) -> list[str]:
         """Chunks in some run's top ``depth`` for the query that have no gold grade yet."""

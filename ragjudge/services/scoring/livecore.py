@@ -1,5 +1,13 @@
-"""The data structures of the live evaluation: judged pairs numbered once, each run's ranked
-chunks as pair numbers, an annotator's view of the grades, and the kernels run on them.
+"""The data structures of the live evaluation, and the kernels run on them.
+
+- :class:`LivePairs`: every judged (query, chunk) pair numbered once;
+- :class:`RunLayout`: a run's ranked chunks as pair numbers;
+- :class:`LiveView`: one qrels of the engine (the gold, or an annotator's view) as a grade per
+  pair number, with its (queries x measures) matrix of values per run and their column sums;
+- :class:`LiveLabels`: the current labels as rows of numbers (pair, annotator code, grade);
+- :func:`live_kernels`: the measures' values on an evaluation context;
+- the SQL a label event's reads run on the driver's cursor (:func:`driver_rows`), and the
+  encoding of ids.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ CHANGE_COUNTER = itertools.count(1)
 class LivePairs:
     """Every (query, chunk) pair that labels, adjudications or a complete reference's closed
     world judged, numbered once: the engine keeps grades per pair number, and each run's ranked
-    chunks point to pair numbers (:class:`_RunLayout`). Append-only: a pair keeps its number.
+    chunks point to pair numbers (:class:`RunLayout`). Append-only: a pair keeps its number.
 
     ``rows`` are the pairs' query rows (the engine's query order), ``chunks`` their chunk ids
     (an ``as_ids`` array). The first ``base`` pairs are sorted by row (their rows are found by
@@ -163,7 +171,8 @@ class LiveView:
     """judged pairs of each query row"""
     judged_pairs: int = 0
     space: Any = None
-    """the engine (its pairs and query ids)"""
+    """the :class:`~ragjudge.services.scoring.livespace.PairSpace` the view's grades number its
+    pairs by (its pairs, query ids and rows, :meth:`pair_numbers`)"""
     parsed: list[Measure] = field(default_factory=list)
     """``measures`` parsed"""
     plain: list[int] = field(default_factory=list)
