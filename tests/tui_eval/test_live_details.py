@@ -11,6 +11,7 @@ import random
 
 import numpy as np
 import pytest
+from projectkit import rights
 
 from ragjudge.metrics.agreement import disputed_units, krippendorff_alpha
 from ragjudge.metrics.significance import bootstrap_ci
@@ -81,11 +82,11 @@ def test_agreement_follows_labels_exactly(demo, seed):
     rnd = random.Random(seed)
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
-    roster.add(demo, LLM, kind="llm")
+    roster.add(demo, LLM, kind="llm", access=rights(demo, "lead"))
     for step in range(4):
         label_at_random(demo, rnd, ["ana", "ben", "chen", "zoe", LLM], 30)
         if step == 2:
-            roster.set_reference(demo, "ben", complete=True)
+            roster.set_reference(demo, "ben", complete=True, access=rights(demo, "lead"))
         engine.poll()
         assert shown_agreement(engine.details()) == fresh_agreement(demo), step
 
@@ -119,13 +120,13 @@ def test_composition_equals_the_gold_under_every_rule(tmp_path, include_llm):
     db = str(tmp_path / "p.db")
     goldkit.make_project(db, tmp_path, complete=True)
     with Project.open(db) as project:
-        roster.add(project, LLM, kind="llm")
+        roster.add(project, LLM, kind="llm", access=rights(project, "lead"))
         engine = live.LiveEvaluation(project, measures=MEASURES, include_llm=include_llm)
         engine.load()
         rnd = random.Random(4)
         label_at_random(project, rnd, ["ana", "ben", LLM], 25)
-        adjudicate(project, query_id="q1", chunk_id=goldkit.dense(1)[0], grade=3, reason="checked", by="lead")
-        adjudicate(project, query_id="q5", chunk_id=goldkit.unretrieved(5), grade=2, reason="checked", by="lead")  # a pair nobody ranks
+        adjudicate(project, query_id="q1", chunk_id=goldkit.dense(1)[0], grade=3, reason="checked", access=rights(project, "lead"))
+        adjudicate(project, query_id="q5", chunk_id=goldkit.unretrieved(5), grade=2, reason="checked", access=rights(project, "lead"))  # a pair nobody ranks
         engine.poll()
         for rule in RULES:
             engine.set_rule(rule)
@@ -147,8 +148,8 @@ def test_the_reference_rule_reads_no_adjudication(tmp_path):
     db = str(tmp_path / "p.db")
     goldkit.make_project(db, tmp_path)
     with Project.open(db) as project:
-        adjudicate(project, query_id="q1", chunk_id=goldkit.bm25(1)[0], grade=0, reason="checked", by="lead")
-        adjudicate(project, query_id="q2", chunk_id=goldkit.dense(2)[3], grade=3, reason="checked", by="lead")
+        adjudicate(project, query_id="q1", chunk_id=goldkit.bm25(1)[0], grade=0, reason="checked", access=rights(project, "lead"))
+        adjudicate(project, query_id="q2", chunk_id=goldkit.dense(2)[3], grade=3, reason="checked", access=rights(project, "lead"))
         engine = live.LiveEvaluation(project, measures=MEASURES, rule="reference")
         engine.load()
 
@@ -157,7 +158,7 @@ def test_the_reference_rule_reads_no_adjudication(tmp_path):
             assert sorted(zip(q.tolist(), c.tolist(), g.tolist())) == sorted(gold(project, "reference").triples())
 
         same()
-        adjudicate(project, query_id="q3", chunk_id=goldkit.bm25(3)[0], grade=3, reason="checked", by="lead")
+        adjudicate(project, query_id="q3", chunk_id=goldkit.bm25(3)[0], grade=3, reason="checked", access=rights(project, "lead"))
         engine.poll()
         same()
 
