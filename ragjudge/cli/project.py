@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragjudge.services.overview import project_status
 from ragjudge.cli.app import app
 from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, reads_only, safe
 from ragjudge.cli.options import int_option
@@ -87,6 +86,8 @@ def status(
     reads_only()
     if format not in ("table", "json"):
         raise UsageError(f"--format {format}: use table or json.")
+    from ragjudge.services.overview import project_status
+
     with open_project() as project:
         data = project_status(project)
         progress = _assignment_progress(project)

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -69,11 +69,12 @@ class Project:
         if path is None and _in_memory(db):
             raise ProjectError(f"--db {db} is a database in memory, which is gone when the command "
                                "ends; give a file path such as labels.db.")
+        found = _Found()
         if path is not None:
             check_sqlite_file(path, db, create=create)
             # Look before touching: the engine switches a file to WAL on connect, which must
             # never happen to a file that turns out not to be a ragjudge project.
-            _inspect_sqlite_file(path, db, create=create)
+            found = _inspect_sqlite_file(path, db, create=create)
             # A project this user may only read opens read-only: every reading command works,
             # and a write is refused with a message about permissions.
             readonly = path.exists() and not sqlite_writable(path)
@@ -82,18 +83,27 @@ class Project:
         engine = make_engine(db, readonly=readonly)
         project = cls(db, engine, readonly=readonly)
         try:
-            project._prepare(create=create, path=path)
+            if found.revision == migrate.HEAD:  # seen above: nothing to create or migrate
+                project._connect_once()
+            else:
+                project._prepare(create=create, path=path)
         except DBAPIError as exc:  # the server refused the connection, the file is damaged, ...
             engine.dispose()
             raise ProjectError(describe_db_error(db, exc)) from None
         except BaseException:
             engine.dispose()
             raise
-        if path is not None and not readonly:
+        if path is not None and not readonly and found.imports_left:
             from ragjudge.services.project.staging import clean_on_open
 
             clean_on_open(project)  # what a killed import left, when one did
         return project
+
+    def _connect_once(self) -> None:
+        """Connect once (the pool keeps the connection for the command's first read), so that
+        a database the driver cannot open is said as a :class:`ProjectError` here."""
+        with self.engine.connect():
+            pass
 
     def _prepare(self, *, create: bool, path: Path | None) -> None:
         with self.engine.connect() as connection:
@@ -357,7 +367,16 @@ def check_sqlite_file(path: Path, db: str, *, create: bool) -> None:
         )
 
 
-def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
+class _Found(NamedTuple):
+    """What a look at a SQLite file found: its schema revision (None: no ragjudge schema, or
+    not a SQLite file) and whether a run import left its line in ``run_imports`` (one under
+    way, or one killed, whose rows the opening removes)."""
+
+    revision: str | None = None
+    imports_left: bool = True
+
+
+def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> _Found:
     """Check an existing SQLite file read-only: a ragjudge schema this version can open."""
     if not path.exists() or path.stat().st_size == 0:
         if path.exists() and not create:
@@ -365,7 +384,7 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
                 f"{db} is an empty file, not a ragjudge project. Create one with "
                 f"'ragjudge init --db {db}'. Nothing was changed."
             )
-        return
+        return _Found()
     try:
         # Without a write-ahead log beside it the file is the whole database: read it as
         # immutable so that not even -wal/-shm files appear next to a file that is not ours.
@@ -379,6 +398,8 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
             if "alembic_version" in tables:
                 row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
                 revision = row[0] if row else None
+            imports_left = "run_imports" in tables and connection.execute(
+                "SELECT EXISTS (SELECT 1 FROM run_imports)").fetchone()[0] == 1
         finally:
             connection.close()
     except sqlite3.Error as exc:
@@ -390,6 +411,7 @@ def _inspect_sqlite_file(path: Path, db: str, *, create: bool) -> None:
         )
     if revision is not None:
         migrate.check_revision(revision, db)
+    return _Found(revision, imports_left)
 
 
 def open_project(db: str | None = None, *, create: bool = False) -> Project:
