@@ -72,6 +72,7 @@ def work_cli(qrels_path: str, run_path: str) -> dict:
            "--run", run_path, "--format", "json"]
     for m in OURS:
         cmd += ["-m", m]
+    cpu = _children_cpu()
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     elapsed = time.perf_counter() - t0
@@ -80,7 +81,14 @@ def work_cli(qrels_path: str, run_path: str) -> dict:
     data = json.loads(out.stdout)
     run = next(iter(data["runs"].values()))
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"process_inner": elapsed, "means": run["aggregate"], "rss_mb": rss}
+    return {"process_inner": elapsed, "cpu_inner": _children_cpu() - cpu,
+            "means": run["aggregate"], "rss_mb": rss}
+
+
+def _children_cpu() -> float:
+    """Processor seconds (user + system) of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def work_pytrec(qrels_path: str, run_path: str) -> dict:
@@ -156,15 +164,18 @@ def compile_ragjudge() -> None:
 
 
 def run_side(side: str, qrels: Path, run: Path) -> dict:
+    cpu = _children_cpu()
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--worker", side, "--qrels", str(qrels),
                           "--run", str(run)], capture_output=True, text=True, env=ENV)
     elapsed = time.perf_counter() - t0
+    cpu = _children_cpu() - cpu
     if out.returncode != 0:
         return {"side": side, "error": out.stderr.strip().splitlines()[-1:] or ["failed"]}
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["side"] = side
     result["process"] = result.pop("process_inner", elapsed) if side == "ragjudge-cli" else elapsed
+    result["cpu"] = result.pop("cpu_inner", cpu) if side == "ragjudge-cli" else cpu
     return result
 
 
@@ -202,17 +213,21 @@ def main() -> None:
           f"({os.path.getsize(run) / 1e6:.0f} MB), {os.path.getsize(qrels) / 1e6:.1f} MB qrels; "
           f"12 measures" + (f"; median of {args.repeat} runs per side" if args.repeat > 1 else ""))
     compile_ragjudge()
+    load = os.getloadavg()[0]
     sides = [side for side in WORKERS if side not in args.skip]
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for turn in range(max(1, args.repeat)):
         for side in sides:
             print(f"  running {side} ({turn + 1}/{max(1, args.repeat)}) ...", file=sys.stderr, flush=True)
             runs[side].append(run_side(side, qrels, run))
+    print(f"{os.cpu_count()} cores, load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; "
+          "processor s: user + system of the median run, every thread")
     rows = [median_run(runs[side]) for side in sides]
     base = next((r for r in rows if r["side"] == "pytrec_eval" and "error" not in r), None)
     ours = next((r for r in rows if r["side"] == "ragjudge" and "error" not in r), None)
     head = (f"{'side':<13}{'process s':>10}{'parse s':>9}{'kernel s':>9}{'cold s':>9}"
-            f"{'peak MB':>9}{'process vs pytrec':>19}{'kernel vs ragjudge':>20}")
+            f"{'peak MB':>9}{'process vs pytrec':>19}{'kernel vs ragjudge':>20}"
+            f"{'processor s':>13}{'vs pytrec':>11}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -225,8 +240,10 @@ def main() -> None:
         kernel = r.get("kernel")
         if r["side"] == "ragjudge":
             kernel = r["kernel"]
+        cpu_ratio = f"{r['cpu'] / base['cpu']:.2f}x" if base and base["cpu"] > 0 else "-"
         print(f"{r['side']:<13}{fmt(r['process']):>10}{fmt(r.get('parse')):>9}{fmt(kernel):>9}"
-              f"{fmt(r.get('kernel_cold')):>9}{r['rss_mb']:>9.0f}{ratio:>19}{kratio:>20}")
+              f"{fmt(r.get('kernel_cold')):>9}{r['rss_mb']:>9.0f}{ratio:>19}{kratio:>20}"
+              f"{fmt(r['cpu']):>13}{cpu_ratio:>11}")
     if ours:
         print(f"ragjudge phases: import {ours['import']:.2f}s, parse {ours['parse']:.2f}s, "
               f"matrices {ours['build']:.2f}s, kernel {ours['kernel']:.3f}s")

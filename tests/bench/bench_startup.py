@@ -1,6 +1,7 @@
 """Benchmark: how long a ``ragjudge`` command takes from start to exit, beside Python's own start.
 
-    python tests/bench/bench_startup.py [--repeat N] [--db DEMO.db] [--importtime COMMAND]
+    python tests/bench/bench_startup.py [--repeat N] [--db DEMO.db] [--before DIR] [--only LABEL ...]
+    python tests/bench/bench_startup.py --importtime COMMAND [--depth N]
 
 Not a test (pytest does not collect it). Builds the demo project (``ragjudge demo --no-tui``)
 in a temporary folder unless ``--db`` names one, then runs every command below N times in fresh
@@ -12,6 +13,10 @@ before and after. Two *floor* lines import the libraries those commands load and
 else: no command that loads them can start faster. Every side runs with bytecode cached, as after ``pip install`` (ragjudge's modules are
 compiled first; see ``bench_eval.py``).
 
+``--before DIR`` adds, beside each ragjudge command, the same command run from DIR, a folder
+holding another version's ``ragjudge`` package (``git archive COMMIT ragjudge | tar -x -C DIR``),
+in the same turns.
+
 ``--importtime status`` runs that command (a key of :data:`COMMANDS`) once under
 ``python -X importtime`` and prints the modules that cost the most, each with its cumulative
 time (its own and its imports'), top-level imports only unless ``--depth`` says deeper.
@@ -20,6 +25,7 @@ time (its own and its imports'), top-level imports only unless ``--depth`` says 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
@@ -29,8 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
-#: the environment of every side: bytecode written and read, as after an install
+ROOT = Path(__file__).resolve().parents[2]
+#: the environment of every side: this tree's ragjudge, bytecode written and read as after an install
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "RAGJUDGE_DB")}
+ENV["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 #: label -> the arguments after ``python``; ``{db}`` is the demo project
 COMMANDS: dict[str, list[str]] = {
@@ -53,11 +61,7 @@ TARGETS = {"ragjudge --help": 2.0, "ragjudge status": 3.0, "ragjudge eval --db":
 
 def compile_ragjudge() -> None:
     """Compile ragjudge's modules (an installed package's are compiled by pip)."""
-    import compileall
-
-    import ragjudge
-
-    compileall.compile_dir(str(Path(ragjudge.__file__).parent), quiet=1)
+    compileall.compile_dir(str(ROOT / "ragjudge"), quiet=1)
 
 
 def build_demo(folder: Path) -> Path:
@@ -67,15 +71,27 @@ def build_demo(folder: Path) -> Path:
     return db
 
 
+BEFORE = " (before)"
+
+
 def argv(label: str, db: Path) -> list[str]:
-    return [sys.executable, *(a.replace("{db}", str(db)) for a in COMMANDS[label])]
+    return [sys.executable, *(a.replace("{db}", str(db)) for a in COMMANDS[label.removesuffix(BEFORE)])]
 
 
-def time_once(args: list[str]) -> tuple[float, float]:
+def side_env(label: str, before: Path | None) -> dict[str, str]:
+    """The environment of a side: the other version's folder first on the path for a
+    "(before)" side."""
+    if not label.endswith(BEFORE) or before is None:
+        return ENV
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(before), ENV["PYTHONPATH"]])}
+
+
+def time_once(args: list[str], env: dict[str, str] = ENV) -> tuple[float, float]:
     """The wall-clock and processor seconds (user + system) of one run of ``args``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    out = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                         cwd=tempfile.gettempdir())  # not this folder: the path decides the version
     elapsed = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -84,14 +100,15 @@ def time_once(args: list[str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def measure(db: Path, repeat: int, labels: list[str]) -> dict[str, list[tuple[float, float]]]:
+def measure(db: Path, repeat: int, labels: list[str],
+            before: Path | None = None) -> dict[str, list[tuple[float, float]]]:
     times: dict[str, list[tuple[float, float]]] = {label: [] for label in labels}
     for label in labels:  # one unmeasured round: the files in the page cache for every side
-        time_once(argv(label, db))
+        time_once(argv(label, db), side_env(label, before))
     for i in range(repeat):
         shift = i % len(labels)  # each round starts with another side
         for label in labels[shift:] + labels[:shift]:
-            times[label].append(time_once(argv(label, db)))
+            times[label].append(time_once(argv(label, db), side_env(label, before)))
     return times
 
 
@@ -135,6 +152,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--db", type=Path, help="a demo project (default: build one)")
     parser.add_argument("--only", nargs="*", help="command labels to time (default: all)")
+    parser.add_argument("--before", type=Path, help="a folder holding another version's ragjudge")
     parser.add_argument("--importtime", metavar="COMMAND", help="one of: " + ", ".join(COMMANDS))
     parser.add_argument("--depth", type=int, default=1, help="import levels shown (--importtime)")
     parser.add_argument("--top", type=int, default=25)
@@ -145,11 +163,17 @@ def main() -> None:
         if args.importtime:
             importtime(db, args.importtime, args.depth, args.top)
             return
-        labels = [label for label in COMMANDS if label in (BASELINE, "python -c pass")
-                  or not args.only or label in args.only]
-        before = os.getloadavg()[0]
-        times = measure(db, args.repeat, labels)
-        report(times, args.repeat, (before, os.getloadavg()[0]))
+        labels = []
+        for label in COMMANDS:
+            if label in (BASELINE, "python -c pass") or not args.only or label in args.only:
+                labels.append(label)
+                if args.before is not None and label.startswith("ragjudge"):
+                    labels.append(label + BEFORE)
+        if args.before is not None:
+            compileall.compile_dir(str(args.before / "ragjudge"), quiet=1)
+        load = os.getloadavg()[0]
+        times = measure(db, args.repeat, labels, args.before)
+        report(times, args.repeat, (load, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":
