@@ -22,6 +22,14 @@ SCALE_SETTING = "scale"
 """Project setting: the scale's levels and threshold (:class:`ragjudge.models.Scale` as JSON)."""
 
 
+def current_scale(project: Project) -> Scale:
+    """The scale as stored now. A project object keeps the scale it first read, and one that
+    lives long (the web server's) would show grade names renamed since by another process;
+    what shows names to people reads them here."""
+    raw = project.get_setting(SCALE_SETTING)
+    return project.scale if raw is None else Scale.model_validate(raw)
+
+
 def named_scale(scale: Scale, names: Sequence[str], option: str = "--grade-names") -> Scale:
     """``scale`` with ``names`` for its grades, or a :class:`UsageError` in one paragraph that
     starts with ``option`` and says that nothing was changed."""
@@ -39,4 +47,4 @@ def set_grade_names(project: Project, names: Sequence[str], *, access: Access) -
     return project.scale
 
 
-__all__ = ["SCALE_SETTING", "named_scale", "set_grade_names"]
+__all__ = ["SCALE_SETTING", "current_scale", "named_scale", "set_grade_names"]

@@ -37,6 +37,7 @@ from ragjudge.services.labels import queue as judging_queue
 from ragjudge.services.labels import texts as judging_texts
 from ragjudge.services.labels import review
 from ragjudge.services.labels.queue import JudgingQueue, PairView
+from ragjudge.services.labels.scale import current_scale
 from ragjudge.services.events.state import LabelState
 from ragjudge.tui.host import host
 from ragjudge.tui.screens.help import HelpRow
@@ -168,7 +169,7 @@ class JudgeScreen(SessionActions, Screen):
         self.project = project
         self.queue = queue
         self.from_home = from_home
-        self.scale = project.scale
+        self.scale = current_scale(project)  # its names as stored now (a lead may rename them)
         self.project_name = project.name
         self.shown_at = time.monotonic()
         self.session_labels = 0
