@@ -120,7 +120,6 @@ class Scale(_Record):
         A :class:`ValueError` saying what is wrong with ``names`` (one per grade, each visible,
         no control character, at most :data:`MAX_GRADE_NAME` characters, no two alike)."""
         from ragjudge.errors import text_problem
-        from ragjudge.safetext import quote
 
         grades = ", ".join(str(level.grade) for level in self.levels)
         if len(names) != len(self.levels):
@@ -137,8 +136,8 @@ class Scale(_Record):
                                  f"a grade's name fits on a key's line: {MAX_GRADE_NAME} at most")
             key = name.casefold()
             if key in seen:
-                raise ValueError(f"grades {seen[key]} and {level.grade} have the same name "
-                                 f"{quote(name)}; each grade needs its own")
+                raise ValueError(f"grades {seen[key]} and {level.grade} have the same name; "
+                                 "each grade needs its own")
             seen[key] = level.grade
         levels = tuple(level.model_copy(update={"name": name})
                        for level, name in zip(self.levels, names))

@@ -48,7 +48,7 @@ def test_names_replace_the_names_and_keep_descriptions_and_threshold():
     (["a", "b", "c", "d", "e", "f"], "6 names for the 5 grades"),
     (["a", "", "c", "d", "e"], "the name of grade 1 is empty"),
     (["a", "b", "  ", "d", "e"], "the name of grade 2 is only spaces"),
-    (["a", "b", "c", "d", "A"], "grades 0 and 4 have the same name 'A'"),
+    (["a", "b", "c", "d", "A"], "grades 0 and 4 have the same name; each grade needs its own"),
     (["a", "b\x1b[31m", "c", "d", "e"], "the name of grade 1 'b␛[31m' holds the control character"),
     (["a", "b", "c", "d", "x" * (MAX_GRADE_NAME + 1)], f"{MAX_GRADE_NAME} at most"),
 ])

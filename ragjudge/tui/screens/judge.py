@@ -491,10 +491,8 @@ class JudgeScreen(SessionActions, Screen):
         words = self._run(llm_judge.llm_grades, self.project, query_id, chunk_id,
                           access=self._viewer_access()) or []
         if words:
-            said = ", ".join(f"{visible(name)} {'no grade (unparsed)' if g is None else self._grade_words(g)}"
-                             for name, g in words)
-            self.notify(f"You gave {self._grade_words(grade)}; the LLM gave: {said}.", title="LLM",
-                        markup=False, timeout=4)
+            said = ", ".join(f"{name} {'no grade (unparsed)' if g is None else g}" for name, g in words)
+            self.notify(f"You gave {grade}; the LLM gave: {said}.", title="LLM", markup=False, timeout=4)
 
     def _grade_words(self, grade: int) -> str:
         """``2 (Partly)``: a grade with its name, made safe to show."""
