@@ -7,6 +7,11 @@ randomization test (every sign pattern enumerated, and ranx within its Monte Car
 Tukey's HSD over the two-way (run + query) error (statsmodels' OLS, scipy's studentized range)
 and the corrections over the runs compared with A (statsmodels' ``multipletests``); the effect
 sizes from their formulas. Plus hand-worked examples and what the table says.
+
+ranx's Tukey HSD is the one-way design (the runs' scores as independent groups), which
+``tests/metrics/test_allpairs.py`` checks against ``tukey_hsd(design="independent")``; compare
+uses the two-way design (the runs answer the same queries), so its reference here is the
+two-way ANOVA's error.
 """
 
 from __future__ import annotations
