@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragjudge.numeric import MAX_GRADE
+
+MAX_GRADE_NAME = 60
+"""The longest name a grade may have (characters): it sits beside its key on the judging screen."""
 
 AGGREGATION_RULES = ("median", "majority", "mean", "min", "max")
 """Rules that turn several annotators' grades into one gold grade (plus ``annotator:NAME``)."""
@@ -100,6 +104,49 @@ class Scale(_Record):
 
     def describe(self) -> str:
         return "binary" if self.is_binary else f"{self.min}-{self.max}"
+
+    def names(self) -> str:
+        """Every grade with its name, lowest first: ``0 Not relevant, 1 Marginal, ...``."""
+        return ", ".join(f"{level.grade} {level.name}" for level in self.levels)
+
+    def unnamed(self, grade: int) -> bool:
+        """Whether ``grade`` has only the placeholder name a scale without names gives it
+        (``Grade 4``) and no description: its name says nothing of what it means."""
+        level = self.level(grade)
+        return level.name == f"Grade {grade}" and not level.description
+
+    def with_names(self, names: Sequence[str]) -> Scale:
+        """This scale with its grades renamed, lowest first (descriptions and threshold kept).
+        A :class:`ValueError` saying what is wrong with ``names`` (one per grade, each visible,
+        no control character, at most :data:`MAX_GRADE_NAME` characters, no two alike)."""
+        from ragjudge.errors import text_problem
+
+        grades = ", ".join(str(level.grade) for level in self.levels)
+        if len(names) != len(self.levels):
+            raise ValueError(f"{len(names)} name{'s' if len(names) != 1 else ''} for the "
+                             f"{len(self.levels)} grades of the scale {self.describe()} ({grades}): "
+                             "give one name per grade, lowest first, separated by commas")
+        seen: dict[str, int] = {}
+        for level, name in zip(self.levels, names):
+            problem = text_problem(name, name=True, ident=True)
+            if problem is not None:
+                raise ValueError(f"the name of grade {level.grade} {problem.rstrip('.')}")
+            if len(name) > MAX_GRADE_NAME:
+                raise ValueError(f"the name of grade {level.grade} has {len(name)} characters; "
+                                 f"a grade's name fits on a key's line: {MAX_GRADE_NAME} at most")
+            key = name.casefold()
+            if key in seen:
+                raise ValueError(f"grades {seen[key]} and {level.grade} have the same name; "
+                                 "each grade needs its own")
+            seen[key] = level.grade
+        levels = tuple(level.model_copy(update={"name": name})
+                       for level, name in zip(self.levels, names))
+        return self.model_copy(update={"levels": levels})
+
+    @staticmethod
+    def split_names(text: str) -> list[str]:
+        """``"Not relevant, Marginal,Perfect"`` -> the names, spaces around each taken away."""
+        return [name.strip() for name in text.split(",")]
 
     @classmethod
     def parse(cls, spec: str, threshold: int | None = None) -> Scale:

@@ -230,7 +230,8 @@ def test_export_qrels_by_rule_and_labels_with_annotator_time_and_note(tmp_path, 
     code, _, err = run_cli(capsys, "--db", project_db, "export", "labels", "--format", "csv", "-o", str(out_file))
     assert code == 0 and "Wrote 5 labels lines" in err
     rows = out_file.read_text().splitlines()
-    assert rows[0] == "query_id,chunk_id,grade,annotator,note,created_at,flagged,flag_note,comment"
+    assert rows[0] == ("query_id,chunk_id,grade,annotator,note,created_at,flagged,flag_note,comment,"
+                       "grade_name")
     assert rows[2].startswith("q1,c01,2,b,close call,20")
     code, _, err = run_cli(capsys, "--db", project_db, "export", "qrels", "--rule", "loudest")
     assert code == 2 and "--rule" in err

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "init": "ragjudge.cli.project",
     "status": "ragjudge.cli.project",
     "demo": "ragjudge.cli.project",
+    "scale": "ragjudge.cli.project",
     "import": "ragjudge.cli.transfer",
     "export": "ragjudge.cli.transfer",
     "eval": "ragjudge.cli.evaluate",

@@ -164,9 +164,12 @@ def eval_command(
 COMPARE_EPILOG = (
     "The first run is the baseline A; every other run is B in turn. Per measure: each run's mean "
     "(as eval gives it under the same --averaging), the mean difference B - A over the paired "
-    "queries, its 95 % paired bootstrap interval, and the p-values of a paired randomization "
-    "test (10,000 sign flips) and a paired t-test. The verdict ('B better', 'A better', 'within "
-    "noise') follows the randomization test at --alpha.\n\n"
+    "queries, its 95 % paired bootstrap interval, the p-value of the test, its effect size and "
+    "the verdict ('B better', 'A better', 'within noise') at --alpha.\n\n"
+    "Tests (--test): fisher, the paired randomization test (10,000 sign flips; the default); t, "
+    "the paired t-test; wilcoxon, the Wilcoxon signed-rank test (effect size: the rank-biserial "
+    "correlation, else Cohen's d_z); tukey, Tukey's HSD over all the runs at once, whose p-values "
+    "and intervals hold for every pair together (no further correction).\n\n"
     "Paired queries: those both means are over. With --averaging judged (the default) every "
     "judged query, a query a run ranks nothing for counting 0 for it (trec_eval -c), as it "
     "does in its mean: dropping the queries a run fails on would compare it on its easy "
@@ -175,13 +178,16 @@ COMPARE_EPILOG = (
     "are paired and the others left out. A measure undefined on a query (an answer measure "
     "where an answer is missing or not judged) is compared where both runs have it. The output "
     "says how many queries were paired and what became of the others.\n\n"
-    "With more than two runs the p-values and the verdict are Holm-adjusted over the runs "
-    "compared with A ('p rand (Holm)'); the interval is not ('95% CI (unadjusted)'), so an "
-    "interval that excludes 0 may sit beside 'within noise'. Holm's step-down has no matching "
-    "interval, and Bonferroni-widened intervals would answer another question.\n\n"
+    "With more than two runs the p-values and the verdict are corrected over the runs "
+    "compared with A, per measure (--correction: holm, the default, bonferroni, bh for "
+    "Benjamini-Hochberg, or none): the table shows 'p rand' and 'p rand (Holm)'. The bootstrap "
+    "interval is not ('95% CI (unadjusted)'), so an interval that excludes 0 may sit beside "
+    "'within noise'. Holm's step-down has no matching interval, and Bonferroni-widened "
+    "intervals would answer another question.\n\n"
     "Examples:\n\n"
     "  ragjudge compare bm25.trec hybrid.trec --qrels qrels.trec -m R@5 -m RR\n\n"
     "  ragjudge compare bm25 hybrid dense --db project.db     # runs stored in the project\n\n"
+    "  ragjudge compare bm25 hybrid dense --test wilcoxon --correction bh\n\n"
     "  ragjudge compare old.trec new.trec --qrels qrels.trec --format json"
 )
 
@@ -194,6 +200,8 @@ def compare(
     name: Annotated[list[str] | None, typer.Option("--name", help="Names of the runs in the output, in order.", show_default=False)] = None,
     measure: MeasureOption = None,
     format: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    test: Annotated[str, typer.Option("--test", help="fisher (randomization), t, wilcoxon or tukey (Tukey's HSD over all the runs).")] = "fisher",
+    correction: Annotated[str | None, typer.Option("--correction", help="Over the runs compared with A, per measure: holm (default), bonferroni, bh or none (Tukey's HSD takes none).", show_default=False)] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level of the verdict.")] = 0.05,
     permutations: Annotated[int, int_option("--permutations", low=1, high=MAX_DRAWS, what="the number of sign flips", help="Sign flips of the randomization test.")] = 10_000,
     resamples: Annotated[int, int_option("--resamples", low=1, high=MAX_DRAWS, what="the number of bootstrap resamples", help="Bootstrap resamples of the interval.")] = 10_000,
@@ -205,6 +213,7 @@ def compare(
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
     reads_only()
+    from ragjudge.services.scoring import comparisons as svc_comparisons
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
@@ -215,6 +224,7 @@ def compare(
         raise UsageError("compare needs at least two runs: RUN_A RUN_B [RUN_C ...].")
     if not 0 < alpha < 1:
         raise UsageError(f"--alpha {alpha}: a significance level is between 0 and 1.")
+    svc_comparisons.check_options(test, correction, alpha, resamples, permutations, seed)
     measures = svc_files.parse_measure_list(measure)
     with Inputs(qrels, rule, threshold) as inputs, progress_bar(quiet) as progress:
         measures = inputs.default_measures(measures, measure)
@@ -225,49 +235,74 @@ def compare(
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
             progress=progress, composition=inputs.composition,
         )
-    rows = svc_evaluation.compare(evaluation, alpha=alpha, resamples=resamples,
-                       permutations=permutations, seed=seed)
+    compared = svc_comparisons.compare_baseline(
+        evaluation, test=test, correction=correction, alpha=alpha, resamples=resamples,
+        permutations=permutations, seed=seed)
     base = evaluation.run_names[0]
     pairings = [svc_evaluation.pairing(evaluation, base, other) for other in evaluation.run_names[1:]]
-    adjusted = len(evaluation.run_names) > 2
     if format == "json":
-        print_json({
-            "baseline": base,
-            "runs": evaluation.run_names,
-            "measures": evaluation.measures,
-            "queries": len(pairings[0].queries),
-            "pairings": [p.as_dict() for p in pairings],
-            "averaging": evaluation.averaging,
-            "rule": evaluation.rule,
-            "threshold": evaluation.threshold,
-            "alpha": alpha,
-            "holm": adjusted,
-            "p_adjustment": "holm" if adjusted else "none",
-            "interval": {"level": 0.95, "method": "paired bootstrap percentile",
-                         "adjusted": False},
-            "permutations": permutations,
-            "resamples": resamples,
-            "seed": seed,
-            "comparisons": [row.as_dict() for row in rows],
-            "gold": gold_json(evaluation.composition),
-        })
+        print_json(_compare_json(evaluation, compared, pairings))
         return
     if format == "csv":
         writer = csv_writer()
         fields = ["measure", "run_a", "run_b", "queries", "mean_a", "mean_b", "difference",
                   "ci_low", "ci_high", "p_randomization", "p_t_test", "p_randomization_adjusted",
-                  "p_t_test_adjusted", "verdict", "winner"]
+                  "p_t_test_adjusted", "verdict", "winner", "test", "correction", "p_value",
+                  "p_adjusted", "effect", "effect_size"]
         writer.writerow(fields)
-        for row in rows:
+        for row in compared.pairs:
             record = row.as_dict()
             writer.writerow([csv_text(record[f], raw) if isinstance(record[f], str)
                              else record[f] if isinstance(record[f], int) or record[f] is None
                              else csv_value(record[f]) for f in fields])
         return
-    _compare_table(evaluation, rows, pairings, adjusted, alpha)
+    _compare_table(evaluation, compared, pairings)
 
 
-def _compare_table(evaluation, rows, pairings, adjusted: bool, alpha: float) -> None:  # noqa: ANN001
+def _compare_json(evaluation, compared, pairings) -> dict[str, Any]:  # noqa: ANN001
+    return {
+        "baseline": compared.baseline,
+        "runs": evaluation.run_names,
+        "measures": evaluation.measures,
+        "queries": len(pairings[0].queries),
+        "pairings": [p.as_dict() for p in pairings],
+        "averaging": evaluation.averaging,
+        "rule": evaluation.rule,
+        "threshold": evaluation.threshold,
+        "alpha": compared.alpha,
+        "test": compared.test,
+        "correction": compared.correction,
+        "family": "runs compared with the baseline, per measure",
+        "holm": compared.applied == "holm",
+        "p_adjustment": compared.applied,
+        "interval": {"level": 0.95, "adjusted": compared.test == "tukey",
+                     "method": ("Tukey simultaneous" if compared.test == "tukey"
+                                else "paired bootstrap percentile")},
+        "description": compared.describe(),
+        "permutations": compared.permutations,
+        "resamples": compared.resamples,
+        "seed": compared.seed,
+        "comparisons": [row.as_dict() for row in compared.pairs],
+        "gold": gold_json(evaluation.composition),
+    }
+
+
+def _compare_headers(compared) -> tuple[str, ...]:  # noqa: ANN001
+    """The columns after the measure (and B): which figures are adjusted for the several
+    comparisons, and which are not, said in the headers."""
+    from ragjudge.services.scoring.comparisons import SHORT_CORRECTIONS, SHORT_TESTS
+
+    short = f"p {SHORT_TESTS[compared.test]}"
+    effect = "r (rank-biserial)" if compared.test == "wilcoxon" else "d_z"
+    if compared.test == "tukey":
+        return ("A", "B", "B - A", "95% CI (Tukey, all pairs)", f"{short} (all pairs)", effect, "verdict")
+    if compared.adjusted:
+        return ("A", "B", "B - A", "95% CI (unadjusted)", short,
+                f"{short} ({SHORT_CORRECTIONS[compared.correction]})", effect, "verdict")
+    return ("A", "B", "B - A", "95% CI", short, effect, "verdict")
+
+
+def _compare_table(evaluation, compared, pairings) -> None:  # noqa: ANN001
     multi = len(evaluation.run_names) > 2
     a_name = evaluation.run_names[0]
     table = Table(title=f"A = {safe(a_name)}" + ("" if multi else f", B = {safe(evaluation.run_names[1])}"),
@@ -275,16 +310,12 @@ def _compare_table(evaluation, rows, pairings, adjusted: bool, alpha: float) -> 
     table.add_column("measure", no_wrap=True)
     if multi:
         table.add_column("B", no_wrap=True)
-    # which figures are adjusted for the several comparisons, and which are not, in the header
-    columns = ("A", "B", "B - A", "95% CI (unadjusted)" if adjusted else "95% CI",
-               "p rand (Holm)" if adjusted else "p rand", "p t (Holm)" if adjusted else "p t-test",
-               "verdict")
+    columns = _compare_headers(compared)
     for col in columns:
         table.add_column(col, justify="left" if col == "verdict" else "right", no_wrap=True)
     paired = {p.run_b: len(p.queries) for p in pairings}
-    for row in rows:
-        p_rand = row.p_randomization_adjusted if adjusted else row.p_randomization
-        p_t = row.p_t_test_adjusted if adjusted else row.p_t_test
+    raw_column = len(columns) == 8
+    for row in compared.pairs:
         verdict = row.verdict
         if row.winner is not None:
             style = "bold green" if row.verdict == "B better" else "bold red"
@@ -292,8 +323,9 @@ def _compare_table(evaluation, rows, pairings, adjusted: bool, alpha: float) -> 
         cells = [safe(row.measure)] + ([safe(row.run_b)] if multi else [])
         cells += [fmt_value(row.mean_a), fmt_value(row.mean_b), f"{row.difference:+.4f}"
                   if not math.isnan(row.difference) else "-",
-                  f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]" if not math.isnan(row.ci_low) else "-",
-                  _fmt_p(p_rand), _fmt_p(p_t), verdict]
+                  f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]" if not math.isnan(row.ci_low) else "-"]
+        cells += [_fmt_p(row.p_value)] + ([_fmt_p(row.p_adjusted)] if raw_column else [])
+        cells += [_fmt_effect(row.effect_size), verdict]
         table.add_row(*cells)
     wide_console().print(table)
     notes = [f"A and B: each run's mean as eval gives it (averaging: {evaluation.averaging})."]
@@ -302,26 +334,51 @@ def _compare_table(evaluation, rows, pairings, adjusted: bool, alpha: float) -> 
                      + p.describe() + ".")
     notes += list(dict.fromkeys(
         f"{row.measure}" + (f" ({row.run_b})" if multi else "") + f": paired on the {row.queries:,} "
-        f"of them where both runs' values are defined." for row in rows
+        f"of them where both runs' values are defined." for row in compared.pairs
         if row.queries != paired[row.run_b]))
-    for row in rows:  # each figure that is undefined, grouped by why
+    for row in compared.pairs:  # each figure that is undefined, grouped by why
         why: dict[str, list[str]] = {}
-        for name, reason in row.undefined.items():
+        for name, reason in row.as_dict().get("undefined", {}).items():
             why.setdefault(reason, []).append(name)
         notes += [f"{row.measure}" + (f" ({row.run_b})" if multi else "") + f": {', '.join(names)} "
                   f"{'is' if len(names) == 1 else 'are'} undefined: {reason}."
                   for reason, names in why.items()]
-    if adjusted:
-        notes.append(f"Verdict: randomization test at alpha = {alpha:g}, its p-value "
-                     "Holm-adjusted over the runs compared with A, per measure (the t-test's too); "
-                     "the 95% interval is not adjusted, so it may exclude 0 beside 'within noise'.")
-    else:
-        notes.append(f"Verdict: randomization test at alpha = {alpha:g}; the 95% interval is a "
-                     "paired bootstrap one.")
+    notes.append(_verdict_note(compared))
     lines = [safe(n) for n in notes]
     if evaluation.composition is not None:
         lines.append(qrels_line(evaluation))
     console.print("[dim]" + "\n".join(lines) + "[/]")
+
+
+def _verdict_note(compared) -> str:  # noqa: ANN001
+    """Which test the verdict follows, which correction it went through, and whether the
+    interval beside it is adjusted too."""
+    from ragjudge.metrics.allpairs import CORRECTION_NAMES
+
+    test = f"Test: {compared.test_words()}, at alpha = {compared.alpha:g}"
+    if compared.test == "tukey":
+        return (f"{test}. Its 95% intervals are simultaneous too, over the "
+                f"{compared.tukey_queries:,} queries every run shares: verdict and interval agree.")
+    if compared.adjusted:
+        from ragjudge.services.scoring.comparisons import SHORT_CORRECTIONS, SHORT_TESTS
+
+        name = CORRECTION_NAMES[compared.correction]
+        return (f"{test}; the verdict follows its p-value {name}-corrected over the runs compared "
+                f"with A, per measure (p {SHORT_TESTS[compared.test]} "
+                f"({SHORT_CORRECTIONS[compared.correction]})); the 95% interval is not adjusted, so "
+                "it may exclude 0 beside 'within noise'.")
+    if compared.correction != "none" and compared.family_size < 2:
+        return f"{test}; one run compared with A: nothing to correct. The 95% interval is a paired bootstrap one."
+    return (f"{test}; p-values not corrected (--correction none). The 95% interval is a paired "
+            "bootstrap one.")
+
+
+def _fmt_effect(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    return f"{value:+.2f}"
 
 
 # -- gate --------------------------------------------------------------------------------------

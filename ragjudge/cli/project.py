@@ -1,4 +1,4 @@
-"""Project commands: init, status, demo."""
+"""Project commands: init, status, demo, scale."""
 
 from __future__ import annotations
 
@@ -9,10 +9,21 @@ import typer
 from rich.table import Table
 
 from ragjudge.cli.app import app
-from ragjudge.cli.common import console, err_console, open_project, print_json, project_db, reads_only, safe
+from ragjudge.cli.common import (
+    BY_LEAD_HELP,
+    access_of,
+    console,
+    err_console,
+    open_project,
+    print_json,
+    project_db,
+    reads_only,
+    safe,
+)
 from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE
+from ragjudge.safetext import quote
 
 
 @app.command(
@@ -21,7 +32,13 @@ from ragjudge.numeric import MAX_GRADE
         "  ragjudge init --db qrels.db                      # graded 0-3 (TREC DL names)\n\n"
         "  ragjudge init --db yesno.db --scale binary\n\n"
         "  ragjudge init --db stars.db --scale 1-5 --threshold 4 --name 'support bot'\n\n"
-        "  ragjudge init --guidelines guidelines.md"
+        "  ragjudge init --scale 0-4 --grade-names 'Not relevant,Marginal,Partly,Mostly,Perfect'\n\n"
+        "  ragjudge init --guidelines guidelines.md\n\n"
+        "Grade names: 0-3 is named after TREC DL (Irrelevant, Related, Highly relevant, "
+        "Perfectly relevant), binary Not relevant / Relevant, 0-2 and 1-5 have names too; any "
+        "other scale's grades are 'Grade 0', 'Grade 1'... until named with --grade-names (here or "
+        "later with 'ragjudge scale names'). The names are what the judging keys, the help, the "
+        "web page, the labels export and the LLM judge's prompt call each grade."
     )
 )
 def init(
@@ -35,6 +52,9 @@ def init(
     guidelines: Annotated[
         Path | None, typer.Option(help="A Markdown file of judging guidelines, shown on 'h'.")
     ] = None,
+    grade_names: Annotated[
+        str | None, typer.Option("--grade-names", help="The grades' names, lowest first, separated by commas: one per grade of the scale (default: the scale's own names, see below).", show_default=False)
+    ] = None,
 ) -> None:
     """Create a new project with its relevance scale."""
     from ragjudge.models import Scale
@@ -47,6 +67,11 @@ def init(
         msg = str(errors()[0]["msg"]).removeprefix("Value error, ") if callable(errors) else str(exc)
         option = f"--threshold {threshold}" if "threshold" in msg and threshold is not None else f"--scale {scale}"
         raise UsageError(f"{option}: {msg}. Nothing was created.") from None
+    if grade_names is not None:
+        try:
+            parsed = parsed.with_names(Scale.split_names(grade_names))
+        except ValueError as exc:
+            raise UsageError(f"--grade-names: {exc}. Nothing was created.") from None
     text = None
     if guidelines is not None:
         text = _read_text(guidelines)
@@ -56,6 +81,7 @@ def init(
             f"Created project [bold]{safe(project.name)}[/] at {safe(project.shown_db)} "
             f"(scale {parsed.describe()}, relevant from grade {parsed.threshold})."
         )
+        console.print(f"Grades: {safe(parsed.names())}.")
         console.print("Next: ragjudge import queries FILE, ragjudge import chunks FILE, "
                       "ragjudge import run FILE, then ragjudge annotate.")
 
@@ -192,3 +218,60 @@ def demo(
 
     with open_project() as project:
         run_app(project)
+
+
+SCALE_ACTIONS = ("show", "names")
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  ragjudge scale                                   # each grade, its name and meaning\n\n"
+        "  ragjudge scale names 'Not relevant,Marginal,Partly,Mostly,Perfect'\n\n"
+        "  ragjudge scale --format json\n\n"
+        "'names' gives every grade a new name, lowest first, one per grade (a lead's change once "
+        "the project has a lead). Labels keep their grades: only what the judging keys, the help, "
+        "the web page, the labels export and the LLM judge's prompt call each grade changes. The "
+        "descriptions and the threshold stay."
+    )
+)
+def scale(
+    action: Annotated[str, typer.Argument(help="show (the default) or names.", show_default=False)] = "show",
+    names: Annotated[str | None, typer.Argument(help="With 'names': the grades' names, lowest first, separated by commas.", show_default=False)] = None,
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    by: Annotated[str | None, typer.Option("--by", help=BY_LEAD_HELP, show_default=False)] = None,
+) -> None:
+    """The relevance scale: each grade's name and meaning; rename the grades."""
+    from ragjudge.models import Scale
+
+    if action not in SCALE_ACTIONS:
+        raise UsageError(f"The action is show or names, not {quote(action)}. See 'ragjudge scale --help'.")
+    if format not in ("table", "json"):
+        raise UsageError(f"--format {format}: use table or json.")
+    if (action == "names") != (names is not None):
+        raise UsageError("'scale names' takes the grades' names, lowest first, separated by commas "
+                         "('ragjudge scale names \"Not relevant,Relevant\"'); 'scale show' takes "
+                         "nothing. Nothing was changed.")
+    with open_project() as project:
+        if names is not None:
+            from ragjudge.services.labels.scale import set_grade_names
+
+            found = set_grade_names(project, Scale.split_names(names), access=access_of(project, by))
+        else:
+            found = project.scale
+    if format == "json":
+        print_json(found.model_dump(mode="json"))
+        return
+    _print_scale(found, renamed=names is not None)
+
+
+def _print_scale(found, *, renamed: bool) -> None:  # noqa: ANN001 - Scale
+    table = Table()
+    for col in ("grade", "name", "meaning"):
+        table.add_column(col, justify="right" if col == "grade" else "left")
+    for level in found.levels:
+        table.add_row(str(level.grade), safe(level.name), safe(level.description) or "-")
+    if renamed:
+        console.print("The grades are renamed; labels keep their grades.")
+    console.print(f"scale {found.describe()}, relevant from grade {found.threshold}")
+    console.print(table)

@@ -27,7 +27,9 @@ REPORT_EPILOG = (
     "Sections: the scorecard (every run x measure, 95 % bootstrap intervals, the range over "
     "annotators of the evaluation screen, significance letters), the gold's composition, "
     "every pair of runs compared (Fisher's randomization test and Holm's correction unless "
-    "--test and --correction say otherwise), strata, Metric@K and precision-recall curves, "
+    "--test and --correction say otherwise) with how settled each comparison is while the pool "
+    "is being judged ('ragjudge settled': certain, probable or open; --no-settled leaves it "
+    "out), strata, Metric@K and precision-recall curves, "
     "per-query tables, agreement (κ, α, AC1, confusion matrices, disputed pairs) and the "
     "provenance: SHA-256 of every run and of the label snapshot, ragjudge's version, the "
     "command line, the time.\n\n"
@@ -62,6 +64,7 @@ def report_command(
     permutations: Annotated[int, int_option("--permutations", low=1, high=MAX_DRAWS, what="the number of sign patterns", help="Sign patterns of the randomization test.")] = 10_000,
     resamples: Annotated[int, int_option("--resamples", low=1, high=MAX_DRAWS, what="the number of bootstrap resamples", help="Bootstrap resamples of a difference's interval.")] = 10_000,
     seed: Annotated[int, int_option("--seed", low=0, high=MAX_SEED, what="a seed", help="Random seed of the tests (results repeat exactly).")] = 0,
+    settled: Annotated[bool, typer.Option("--settled/--no-settled", help="Work out how settled each comparison is while the pool is being judged (as 'ragjudge settled').")] = True,
     disputes: Annotated[int | None, int_option("--disputes", low=0, high=MAX_LIMIT, what="the number of disputed pairs to list", help="Disputed pairs to list (default: 50 in HTML, 10 in Markdown; 0: none).", show_default=False)] = None,
     by: Annotated[str | None, typer.Option("--by", help="Who the report is for (default: $RAGJUDGE_USER, else your login name): in a blind project only a lead's report has per-query tables and disputed pairs.", show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
@@ -81,7 +84,7 @@ def report_command(
         per_query=per_query or ("measure" if kind == "html" else "none"),
         curves=tuple(curve) if curve else DEFAULT_CURVES, k=tuple(parse_k(k)), pr=not no_pr,
         test=test, correction=correction, alpha=alpha, resamples=resamples,
-        permutations=permutations, seed=seed,
+        permutations=permutations, seed=seed, settled=settled,
         disputes=disputes if disputes is not None else (50 if kind == "html" else 10))
     _check_destination(dest, kind)
     identity = resolve(by)

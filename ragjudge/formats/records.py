@@ -121,6 +121,9 @@ class LabelRecord(_Record):
     flagged: bool | None = None
     flag_note: str | None = Field(default=None, min_length=1)
     comment: str | None = Field(default=None, min_length=1)
+    grade_name: str | None = None
+    """The project's name of the grade, written by ``export labels`` for people to read; an
+    import reads the grade and leaves the name (the importing project has its own)."""
 
     def problem(self) -> tuple[str, str] | None:
         """What is wrong with the line as a whole (field, message), beyond each field's type."""

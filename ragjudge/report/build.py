@@ -73,6 +73,9 @@ class ReportOptions:
     seed: int = 0
     disputes: int = 50
     """disputed pairs to list (0: none)"""
+    settled: bool = True
+    """whether to work out how settled each comparison is while the pool is being judged
+    (``ragjudge settled``'s numbers, every pair of the runs on the measures it can bound)"""
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,8 @@ class Report:
     run_digests: dict[str, str]
     labels: LabelSnapshot
     settled: list[SettledRow] | None = None
+    settled_note: str = ""
+    """what the settled statuses mean and the model behind ``p_order`` (``ragjudge settled``'s note)"""
     left_out: list[str] = field(default_factory=list)
     """sentences: what this viewer's report leaves out, and why"""
     notes: list[str] = field(default_factory=list)
@@ -307,6 +312,9 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
             evaluation, test=options.test, correction=options.correction, alpha=options.alpha,
             resamples=options.resamples, permutations=options.permutations, seed=options.seed)
         _runs_left_out(report)
+        if settled is None and options.settled:
+            _step(progress, "how settled each comparison is")
+            _settle(project, report, measures, access)
     _step(progress, "agreement")
     _agreement(project, report, access)
     _step(progress, "digests")
@@ -326,6 +334,25 @@ def add_settled(report: Report, comparisons: Iterable[Any]) -> Report:
 
     report.settled = settled_rows(comparisons)
     return report
+
+
+def _settle(project: Project, report: Report, measures: list[str], access: Access) -> None:
+    """How settled each comparison of the report's runs is, as ``ragjudge settled --runs ...
+    -m ...`` says under the report's gold rule: every pair on each measure it can bound; the
+    others are named, with why, in a note."""
+    from ragjudge.services.scoring.settled import settle_project
+
+    try:
+        found = settle_project(project, access=access, runs=report.run_names, measures=measures,
+                               rule=report.options.rule, seed=report.options.seed)
+    except UsageError as exc:
+        report.notes.append(f"How settled each comparison is: not worked out: {exc}")
+        return
+    add_settled(report, found.comparisons)
+    report.settled_note = found.note()
+    if found.skipped:
+        report.notes.append("Not settled (no bounds worked out): " + "; ".join(
+            f"{s.measure}: {s.why}" for s in found.skipped) + ".")
 
 
 def _step(progress: Progress, what: str) -> None:

@@ -195,15 +195,19 @@ def _value_cell(value: float | None) -> Cell:
 
 
 def comparison_view(report: Report) -> dict[str, Any] | None:
+    from ragjudge.report.settled import settled_index, status_words
+
     comparison = report.comparison
     if comparison is None:
         return None
     names = report.run_names
+    settled = settled_index(report.settled or [])
     measures = []
     for m in report.measures:
         pairs = []
         for pair in comparison.for_measure(m):
             significant = pair.winner is not None
+            status = settled.get((m, frozenset((pair.run_a, pair.run_b))))
             pairs.append({
                 "a": shown(pair.run_a), "b": shown(pair.run_b), "a_key": pair.run_a,
                 "b_key": pair.run_b, "queries": pair.queries,
@@ -217,6 +221,9 @@ def comparison_view(report: Report) -> dict[str, Any] | None:
                 "effect": Cell(_signed(pair.effect_size, 2), exact(pair.effect_size)),
                 "verdict": pair.verdict, "winner": shown(pair.winner) if pair.winner else "",
                 "undefined": "; ".join(f"{k}: {v}" for k, v in pair.undefined.items()),
+                "settled": status.status if status else UNDEFINED,
+                "settled_words": (status_words(status.status) if status
+                                  else "not settled: no bounds are worked out for this measure"),
             })
         matrix = comparison.matrix(m, "p_adjusted")
         grid = [[Cell(UNDEFINED if i == j else fmt_p(matrix[i, j]),
@@ -225,6 +232,7 @@ def comparison_view(report: Report) -> dict[str, Any] | None:
                  for j in range(len(names))] for i in range(len(names))]
         measures.append({"measure": shown(m), "key": m, "pairs": pairs, "matrix": grid})
     return {"description": comparison.describe(), "alpha": comparison.alpha,
+            "settled": report.settled is not None,
             "measures": measures, "runs": [shown(n) for n in names],
             "letters": [run_letter(i) for i in range(len(names))]}
 

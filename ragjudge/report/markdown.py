@@ -164,9 +164,12 @@ def _gold(r: Report) -> list[str]:
 
 
 def _comparisons(r: Report) -> list[str]:
+    from ragjudge.report.settled import settled_index
+
     c = r.comparison
     if c is None:
         return []
+    settled = settled_index(r.settled or [])
     rows = []
     for pair in c.pairs:
         verdict = f"{code(pair.winner)} better" if pair.winner else "within noise"
@@ -175,13 +178,22 @@ def _comparisons(r: Report) -> list[str]:
             p_adjusted = f"**{p_adjusted}**"
         interval = (f"[{_signed(pair.ci_low)}, {_signed(pair.ci_high)}]"
                     if not math.isnan(pair.ci_low) else UNDEFINED)
-        rows.append([code(pair.measure), code(pair.run_a), code(pair.run_b), str(pair.queries),
-                     _signed(pair.difference), interval, fmt_p(pair.p_value), p_adjusted,
-                     _signed(pair.effect_size, 2), verdict])
-    return (["## Comparisons", "", f"Every pair of runs on every measure: {_words(c.describe())} "
-             f"A verdict needs the corrected p below alpha = {c.alpha:g}.", ""]
-            + table(["measure", "A", "B", "queries", "B − A", "interval", "p", "p corrected",
-                     "effect", "verdict"], rows, ["l", "l", "l", "r", "r", "r", "r", "r", "r", "l"]))
+        row = [code(pair.measure), code(pair.run_a), code(pair.run_b), str(pair.queries),
+               _signed(pair.difference), interval, fmt_p(pair.p_value), p_adjusted,
+               _signed(pair.effect_size, 2), verdict]
+        if r.settled is not None:
+            status = settled.get((pair.measure, frozenset((pair.run_a, pair.run_b))))
+            row.append(status.status if status else UNDEFINED)
+        rows.append(row)
+    headers = ["measure", "A", "B", "queries", "B − A", "interval", "p", "p corrected", "effect",
+               "verdict"] + (["settled"] if r.settled is not None else [])
+    said = [f"Every pair of runs on every measure: {_words(c.describe())} A verdict needs the "
+            f"corrected p below alpha = {c.alpha:g}."]
+    if r.settled is not None:
+        said.append("Settled: whether judging the pool's open pairs could still change the order "
+                    f"(certain, probable, open; {UNDEFINED}: no bounds for the measure).")
+    return (["## Comparisons", "", " ".join(said), ""]
+            + table(headers, rows, ["l", "l", "l", "r", "r", "r", "r", "r", "r", "l", "l"][:len(headers)]))
 
 
 def _settled(r: Report) -> list[str]:
@@ -192,7 +204,8 @@ def _settled(r: Report) -> list[str]:
              s.status, str(s.judge_more)] for s in r.settled]
     return (["## How settled each comparison is", "",
              "While the pool is being judged: A − B now, the lowest and highest it can still "
-             "reach whatever the open pairs' grades, and the chance its sign holds.", ""]
+             "reach whatever the open pairs' grades, and the chance its sign holds."
+             + (f" {_words(r.settled_note)}" if r.settled_note else ""), ""]
             + table(["measure", "A", "B", "A − B", "lowest", "highest", "P(order holds)",
                      "status", "pairs to judge"], rows,
                     ["l", "l", "l", "r", "r", "r", "r", "l", "r"]))

@@ -64,4 +64,10 @@ def status_words(status: str) -> str:
     return STATUS_WORDS.get(status, status)
 
 
-__all__ = ["FIELDS", "STATUS_WORDS", "SettledRow", "settled_rows", "status_words"]
+def settled_index(rows: Iterable[SettledRow]) -> dict[tuple[str, frozenset[str]], SettledRow]:
+    """Each comparison by its measure and its two runs (in either order), for the table of
+    comparisons to show each pair's status beside its test."""
+    return {(row.measure, frozenset((row.a, row.b))): row for row in rows}
+
+
+__all__ = ["FIELDS", "STATUS_WORDS", "SettledRow", "settled_index", "settled_rows", "status_words"]

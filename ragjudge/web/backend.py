@@ -51,6 +51,7 @@ from ragjudge.services.labels import answers, review, texts
 from ragjudge.services.labels import facets as marks
 from ragjudge.services.labels import events as label_events
 from ragjudge.services.labels.queue import JudgingQueue, PairView
+from ragjudge.services.labels.scale import current_scale
 from ragjudge.services.project.database import Project
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Annotator, Label, utcnow
@@ -170,7 +171,7 @@ def project_title(project: Project) -> str:
 
 
 def scale_json(project: Project) -> dict[str, Any]:
-    scale = project.scale
+    scale = current_scale(project)  # the names as stored now: a lead may rename the grades
     return {"describe": scale.describe(), "binary": scale.is_binary, "threshold": scale.threshold,
             "levels": [{"grade": level.grade, "name": level.name, "description": level.description}
                        for level in scale.levels]}

@@ -124,6 +124,8 @@ COMMANDS: dict[str, list[Case] | Reason] = {
     "init": Reason("creates a new project: nobody's grades in it yet"),
     "status": [C(("status", "--format", "json"), lead_sees=None, lead_by=False)],
     "demo": Reason("builds the bundled demo project, a new file: nobody's grades but the demo's"),
+    "scale": [C(("scale", "--format", "json"), lead_sees=None),
+              C(("scale", "names", "none,some,much,all"), 2, None)],
     "import": [C(("import", "guidelines", "GUIDELINES"), 2, None),
                C(("import", "queries", "QUERIES"), 0, None)],
     "export": [C(("export", "qrels"), 2), C(("export", "qrels", "--rule", "annotator:ann"), 0, "c05"),

@@ -130,7 +130,8 @@ def test_the_report_tells_its_progress(small_db):
                      progress=lambda done, total, what, unit="bytes": heard.append((done, total, what, unit)))
     steps = list(dict.fromkeys(what for _, _, what, _ in heard))
     assert steps == ["reading runs", "evaluating", "intervals", "ranges over annotators", "curves",
-                     "comparing every pair of runs", "agreement", "digests", "hashing the label events"]
+                     "comparing every pair of runs", "how settled each comparison is", "agreement",
+                     "digests", "hashing the label events"]
     assert (2, 2, "reading runs", "runs") in heard and (2, 2, "evaluating", "runs") in heard
     events = [h for h in heard if h[2] == "hashing the label events"]
     assert events[-1][:2] == (72, 72)  # 12 queries x 3 pairs x 2 annotators

@@ -261,13 +261,15 @@ def test_compare_all_refuses_bad_options(tmp_path, options, says):
 # -- the hook of ragjudge settled ----------------------------------------------------------------------
 
 
-def _report(db: str, **kwargs):
+def _report(db: str, *, work_out: bool = False, **kwargs):
+    """The report of ``db`` as ana sees it; ``work_out``: with how settled each comparison is
+    worked out (else only what ``settled=`` gives)."""
     from ragjudge.report.build import ReportOptions, build_report
     from ragjudge.services.access.visibility import access_for
     from ragjudge.services.project.database import Project
 
     with Project.open(db) as project:
-        return build_report(project, ReportOptions(measures=("P@3", "AP")),
+        return build_report(project, ReportOptions(measures=("P@3", "AP"), settled=work_out),
                             access=access_for(project, "ana"), **kwargs)
 
 

@@ -178,12 +178,12 @@ def test_export_labels_carries_flags_comments_and_ungraded_marked_pairs(tmp_path
         assert line.pop("created_at")
     assert lines == [
         {"query_id": "q1", "chunk_id": "c02", "grade": 2, "annotator": "ann", "flagged": True,
-         "flag_note": "ask, the lead", "comment": 'says "5 days"'},
+         "flag_note": "ask, the lead", "comment": 'says "5 days"', "grade_name": "Highly relevant"},
         {"query_id": "q1", "chunk_id": "c03", "annotator": "ann", "flagged": True},
         {"query_id": "q2", "chunk_id": "c05", "annotator": "bob", "flagged": False,
          "comment": "only a comment"},
         {"query_id": "q2", "chunk_id": "c06", "grade": 3, "annotator": "bob", "note": "grade's note",
-         "flagged": False},
+         "flagged": False, "grade_name": "Perfectly relevant"},
     ]
 
 

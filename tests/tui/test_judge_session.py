@@ -463,7 +463,9 @@ async def test_every_judging_key_is_in_the_help_screen_and_the_readme(project):
             assert key in keys.split() or key in keys.replace("/", " ").split(), (key, keys)
         for key in BINARY_ONLY:  # y and n grade a binary scale only: not offered on 0-3
             assert key not in keys.replace("/", " ").split(), (key, keys)
-        assert app.screen.rows[0][0] == "0-3"  # the scale's grades, not 0-9
+        # the scale's grades, not 0-9, each by its name
+        assert [(row[0], str(row[1])) for row in app.screen.rows[:4]] == [
+            ("0", "Irrelevant"), ("1", "Related"), ("2", "Highly relevant"), ("3", "Perfectly relevant")]
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     table = readme.split("Keys on the judging screen")[1].split("\n\n")[1]
     for key in judging_keys():

@@ -88,12 +88,27 @@ def render(template: str, values: dict[str, str]) -> str:
 
 
 def scale_text(scale: Scale) -> str:
-    """The scale as the prompt lists it: one line per grade, with its name and meaning."""
+    """The scale as the prompt lists it: one line per grade, with its name and meaning. A grade
+    the project has not named (``Grade 4``, no description) is placed on the scale instead, so
+    that the model is not left with names that say nothing (``ragjudge scale names`` names
+    them)."""
     lines = []
     for level in scale.levels:
         meaning = f": {level.description}" if level.description else ""
+        if scale.unnamed(level.grade):
+            meaning = _place(scale, level.grade)
         lines.append(f"{level.grade} = {level.name}{meaning}")
     return "\n".join(lines)
+
+
+def _place(scale: Scale, grade: int) -> str:
+    if grade == scale.min:
+        return ": the lowest grade, not relevant"
+    if grade == scale.max:
+        return ": the highest grade, the most relevant"
+    if grade == scale.threshold:
+        return ": the lowest grade that counts as relevant"
+    return ""
 
 
 def prompt_values(project: Project) -> dict[str, str]:

@@ -601,6 +601,7 @@ def compare(
     resamples: int = 10_000,
     permutations: int = 10_000,
     seed: int = 0,
+    correction: str = "holm",
 ) -> list[PairedComparison]:
     """Paired comparison of the baseline (default: the first run) with each other run.
 
@@ -611,12 +612,14 @@ def compare(
     ``mean_a`` and ``mean_b`` are each run's mean as ``evaluate_all`` gives it (what ``ragjudge
     eval`` prints under the same averaging); the difference, its 95 % paired bootstrap interval
     and the tests are over the paired queries. With more than one run compared, the p-values
-    of each measure are Holm-adjusted over the comparisons with the baseline and the verdict
-    follows the adjusted randomization p-value; the interval is not adjusted (Holm's step-down
-    has no matching interval; Bonferroni's would answer another question): the two are
-    labelled apart wherever they are shown.
+    of each measure are adjusted over the comparisons with the baseline (``correction``: Holm's
+    by default, or bonferroni, bh, none) and the verdict follows the adjusted randomization
+    p-value; the interval is not adjusted (Holm's step-down has no matching interval;
+    Bonferroni's would answer another question): the two are labelled apart wherever they are
+    shown. :func:`ragjudge.services.scoring.comparisons.compare_baseline` adds the other tests.
     """
-    from ragjudge.metrics.significance import holm, verdict
+    from ragjudge.metrics.corrections import correct
+    from ragjudge.metrics.significance import verdict
 
     names = evaluation.run_names
     if len(names) < 2:
@@ -627,11 +630,11 @@ def compare(
                                    seed=seed)
     by_run = {other: _compare_pair(evaluation, pairing(evaluation, base, other), options)
               for other in others}
-    if len(others) > 1:  # Holm over the comparisons with the baseline, per measure
+    if len(others) > 1:  # corrected over the comparisons with the baseline, per measure
         for j in range(len(evaluation.measures)):
             rows = [by_run[o][j] for o in others]
-            p_rand = holm([r.p_randomization for r in rows])
-            p_t = holm([r.p_t_test for r in rows])
+            p_rand = correct([r.p_randomization for r in rows], correction)
+            p_t = correct([r.p_t_test for r in rows], correction)
             for k, o in enumerate(others):
                 by_run[o][j] = replace(rows[k], p_randomization_adjusted=float(p_rand[k]),
                                        p_t_test_adjusted=float(p_t[k]),

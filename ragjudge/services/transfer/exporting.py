@@ -7,7 +7,8 @@
   bpref and Judged@k included (``listed_only``: without them);
 - ``labels``: every annotator's current label per pair (its newest event, when it has a grade),
   with the annotator, the time, the grade's note, and the annotator's flag (``flagged``,
-  ``flag_note``) and ``comment``; a pair the annotator flagged or commented on without grading
+  ``flag_note``) and ``comment``, and the grade's name on the project's scale (``grade_name``,
+  last, for people: an import reads the grade); a pair the annotator flagged or commented on without grading
   it is a line without a grade;
 - ``run NAME``: the run's entries in rank order;
 - ``facets`` / ``nuggets``: every definition, then every annotator's current coverage or support,
@@ -205,6 +206,7 @@ def label_lines(project: Project, annotator: str | None = None) -> Iterator[dict
             .select_from(keys.outerjoin(graded, on(graded)).outerjoin(flags, on(flags))
                          .outerjoin(comments, on(comments)).outerjoin(last_mark, on(last_mark)))
             .order_by(keys.c.query_id, keys.c.chunk_id, keys.c.annotator))
+    names = {level.grade: level.name for level in project.scale.levels}
     with project.connect() as connection:
         for row in connection.execution_options(yield_per=BATCH_ROWS).execute(stmt):
             created = row.created_at
@@ -213,7 +215,8 @@ def label_lines(project: Project, annotator: str | None = None) -> Iterator[dict
             yield {"query_id": row.query_id, "chunk_id": row.chunk_id, "grade": row.grade,
                    "annotator": row.annotator, "note": row.note,
                    "created_at": created.isoformat() if created else None,
-                   "flagged": bool(row.flagged), "flag_note": row.flag_note, "comment": row.comment}
+                   "flagged": bool(row.flagged), "flag_note": row.flag_note, "comment": row.comment,
+                   "grade_name": names.get(row.grade)}
 
 
 BATCH_ROWS = 10_000

@@ -61,6 +61,8 @@ FIRST_MEASURE = 2
 """The overview's first measure column: after the run and the settled column."""
 CURVE_FAMILIES = ("nDCG", "P", "R", "Success", "ContextPrecision", "AP")
 SORTS = ("query", "value ↓", "value ↑", "disputed ↓", "judged ↑")
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+"""The compare tab's corrections over its measures, in the order ``x`` steps through them."""
 
 EVAL_KEYS = (
     ("o", "tab('overview')", "overview", "Runs × measures, with intervals and ranges."),
@@ -76,6 +78,7 @@ EVAL_KEYS = (
     ("t", "next_sort", "sort", "Per query: the next sort order."),
     ("a", "next_run('a')", "run A", "Compare: the next run as A."),
     ("b", "next_run('b')", "run B", "Compare: the next run as B."),
+    ("x", "next_correction", "correction", "Compare: the next correction of the p-values over the measures (Holm, Bonferroni, Benjamini-Hochberg, none)."),
     ("n", "next_coverage", "coverage", "Ranges: the next share of the pool an annotator's labels must cover to count (50%, 75%, 100%, any, 10%, 25%); saved in the project."),
     ("r", "refresh", "refresh", "Recompute everything from the database now."),
     ("l", "toggle_llm", "LLM in gold", "Let LLM annotators' grades into the gold and the ranges (off: people only)."),
@@ -90,7 +93,7 @@ class EvaluationScreen(Screen):
 
     BINDINGS = [
         Binding(k, a, n, tooltip=t, id=f"eval.{n.replace(' ', '-')}",
-                show=k not in ("minus", "a", "b", "t", "r", "n", "l"),
+                show=k not in ("minus", "a", "b", "x", "t", "r", "n", "l"),
                 key_display={"plus": "+", "minus": "-"}.get(k))
         for k, a, n, t in EVAL_KEYS
     ]
@@ -125,13 +128,16 @@ class EvaluationScreen(Screen):
             return isinstance(message, EvaluationScreen.Detailed)
 
     class Compared(Message):
-        """The paired comparison of the two chosen runs."""
+        """The paired comparison of the two chosen runs (``rows``: its
+        :class:`~ragjudge.services.scoring.comparisons.BaselinePair` per measure)."""
 
-        def __init__(self, pair: tuple[str, str], rows: list, queries: int) -> None:
+        def __init__(self, pair: tuple[str, str], rows: list, queries: int,
+                     correction: str = CORRECTIONS[0]) -> None:
             super().__init__()
             self.pair = pair
             self.rows = rows
             self.queries = queries
+            self.correction = correction
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, EvaluationScreen.Compared)
@@ -170,6 +176,8 @@ class EvaluationScreen(Screen):
         self.sort = 0
         self.field = "category"
         self.pair: tuple[str, str] | None = None
+        self.correction = CORRECTIONS[0]
+        """the compare tab's correction of its p-values over the measures"""
         self._query_rows: list[str] = []
         self._stale: set[str] = set()
         self._rendered: dict[str, tuple] = {}
@@ -302,7 +310,7 @@ class EvaluationScreen(Screen):
         if want is not None and want != self._compared and not self._busy["compare"]:
             self._busy["compare"] = True
             self._compared = want
-            self.compute_comparison(want[1:3])
+            self.compute_comparison(want[1:3], want[4])
         try:
             changed = labels_stamp(self.project) != engine.stamp
             if not changed and engine.watches_answers:  # judgments of the runs' answers
@@ -364,9 +372,9 @@ class EvaluationScreen(Screen):
             self._busy["settled"] = False
 
     @work(thread=True, group="live-evaluation-compare")
-    def compute_comparison(self, pair: tuple[str, str]) -> None:
+    def compute_comparison(self, pair: tuple[str, str], correction: str) -> None:
         try:
-            self._post_comparison(self.engine, pair)
+            self._post_comparison(self.engine, pair, correction)
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
         finally:
@@ -406,21 +414,25 @@ class EvaluationScreen(Screen):
     def _compare_wanted(self, engine: svc.LiveEvaluation) -> tuple | None:
         if self.pair is None or self.query_one(TabbedContent).active != "compare":
             return None
-        return (engine.version, *self.pair, tuple(engine.measures))
+        return (engine.version, *self.pair, tuple(engine.measures), self.correction)
 
-    def _post_comparison(self, engine: svc.LiveEvaluation, pair: tuple[str, str]) -> None:
-        from ragjudge.services.scoring.evaluation import compare
+    def _post_comparison(self, engine: svc.LiveEvaluation, pair: tuple[str, str],
+                         correction: str) -> None:
+        """The two runs' comparison: Fisher's randomization test on each measure, its p-values
+        corrected over the measures (the family of this tab's verdicts)."""
+        from ragjudge.services.scoring.comparisons import compare_baseline
 
         a, b = pair
         if a == b:
-            self.post_message(self.Compared((a, b), [], 0))
+            self.post_message(self.Compared((a, b), [], 0, correction))
             return
         evaluation = engine.evaluation([a, b])
         if not evaluation.query_ids:
-            self.post_message(self.Compared((a, b), [], 0))
+            self.post_message(self.Compared((a, b), [], 0, correction))
             return
-        rows = compare(evaluation, baseline=a)
-        self.post_message(self.Compared((a, b), rows, len(evaluation.query_ids)))
+        compared = compare_baseline(evaluation, baseline=a, correction=correction, family="measures")
+        self.post_message(self.Compared((a, b), list(compared.pairs), len(evaluation.query_ids),
+                                        correction))
 
     # -- handlers: only these touch widgets -------------------------------------------------
 
@@ -754,18 +766,40 @@ class EvaluationScreen(Screen):
             hint.append_text(literal(self.pair[0], "bold"))
             hint.append(", B = ")
             hint.append_text(literal(self.pair[1], "bold"))
-            hint.append(" · a / b: next run · paired bootstrap interval of B − A, randomization "
-                        "and t-test p-values, verdict at α = 0.05 (as ragjudge compare)")
+            hint.append(" · a / b: next run · x: next correction\n")
+            hint.append_text(self._correction_words())
         self.query_one("#compare-hint", Static).update(hint)
 
+    def _correction_words(self) -> Text:
+        """Which test, which correction over how many measures, and which figures it adjusts."""
+        from ragjudge.metrics.allpairs import CORRECTION_NAMES
+
+        m = len(self.snapshot.measures) if self.snapshot is not None else 0
+        words = Text("Fisher's randomization test per measure; ")
+        if self.correction == "none":
+            words.append("p-values not corrected over the ", style="bold")
+            words.append(f"{m} measures", style="bold")
+        else:
+            words.append(f"p-values {CORRECTION_NAMES[self.correction]}-corrected", style="bold")
+            words.append(f" over the {m} measures")
+        words.append("; verdict at α = 0.05 from the "
+                     + ("raw" if self.correction == "none" else "corrected")
+                     + " p; the 95% bootstrap interval of B − A is not adjusted")
+        return words
+
     def _show_compare(self, message: Compared) -> None:
+        from ragjudge.services.scoring.comparisons import SHORT_CORRECTIONS
+
         table = self.query_one("#compare-table", DataTable)
         table.clear(columns=True)
+        adjusted = message.correction != "none"
+        corrected = [(f"p ({SHORT_CORRECTIONS[message.correction]})", 12)] if adjusted else []
         for label, width in (("measure", _width(["measure", *(self.snapshot.measures if self.snapshot else [])])),
-                             ("A", 7), ("B", 7), ("B − A", 8), ("95% CI", 20), ("p rand", 8),
-                             ("p t-test", 8), ("verdict", 12 + _width(list(message.pair)))):
+                             ("A", 7), ("B", 7), ("B − A", 8),
+                             ("95% CI (unadjusted)" if adjusted else "95% CI", 20), ("p rand", 8),
+                             *corrected, ("d_z", 6), ("verdict", 12 + _width(list(message.pair)))):
             table.add_column(label, width=width)
-        if message.pair != self.pair:
+        if message.pair != self.pair or message.correction != self.correction:
             return
         for row in message.rows:
             verdict = Text(row.verdict)
@@ -775,9 +809,11 @@ class EvaluationScreen(Screen):
                 verdict.append_text(literal(row.winner))
                 verdict.append(")")
             ci = ("-" if math.isnan(row.ci_low) else f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]")
+            p_values = [_p(row.p_value)] + ([_p(row.p_adjusted)] if adjusted else [])
+            effect = "-" if not math.isfinite(row.effect_size) else f"{row.effect_size:+.2f}"
             table.add_row(literal(row.measure), fmt(row.mean_a), fmt(row.mean_b),
                           "-" if math.isnan(row.difference) else f"{row.difference:+.4f}", ci,
-                          _p(row.p_randomization), _p(row.p_t_test), verdict)
+                          *p_values, effect, verdict)
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -880,6 +916,13 @@ class EvaluationScreen(Screen):
         else:
             b = names[(names.index(b) + 1) % len(names)]
         self.pair = (a, b)
+        self._show_compare_hint()
+        self.query_one("#compare-table", DataTable).clear()
+        self.requests.put(("wake", None))
+
+    def action_next_correction(self) -> None:
+        """The compare tab's next correction over its measures (a view, not a project setting)."""
+        self.correction = CORRECTIONS[(CORRECTIONS.index(self.correction) + 1) % len(CORRECTIONS)]
         self._show_compare_hint()
         self.query_one("#compare-table", DataTable).clear()
         self.requests.put(("wake", None))

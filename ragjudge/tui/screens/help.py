@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -10,7 +11,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 
-def key_table(rows: list[tuple[str, str, str]]) -> Table:
+HelpRow = tuple[str, str | Text, str | Text]
+"""A key, its action's name and what it does; text from the project (a grade's name) as a
+:class:`~rich.text.Text`, never parsed as markup."""
+
+
+def key_table(rows: list[HelpRow]) -> Table:
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, expand=True)
     table.add_column("key", style="bold cyan", no_wrap=True)
     table.add_column("action", style="bold")
@@ -25,7 +31,7 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,question_mark,enter", "close", "Close")]
 
-    def __init__(self, title: str, rows: list[tuple[str, str, str]]) -> None:
+    def __init__(self, title: str, rows: list[HelpRow]) -> None:
         super().__init__()
         self.title_text = title
         self.rows = rows

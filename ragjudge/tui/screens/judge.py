@@ -29,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ragjudge.errors import RagjudgeError
+from ragjudge.safetext import visible
 from ragjudge.services.events import marks as judging_marks
 from ragjudge.services.labels import events as judging_events
 from ragjudge.services.labels import facets as judging_facets
@@ -36,8 +37,10 @@ from ragjudge.services.labels import queue as judging_queue
 from ragjudge.services.labels import texts as judging_texts
 from ragjudge.services.labels import review
 from ragjudge.services.labels.queue import JudgingQueue, PairView
+from ragjudge.services.labels.scale import current_scale
 from ragjudge.services.events.state import LabelState
 from ragjudge.tui.host import host
+from ragjudge.tui.screens.help import HelpRow
 from ragjudge.tui.screens.session import SessionActions
 from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal, query_block, query_terms
@@ -107,14 +110,14 @@ JUDGE_KEYS: tuple[Key, ...] = (
 )
 
 
-def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[tuple[str, str, str]]:  # noqa: ANN001
-    """The help screen's rows; with the project's ``scale`` the grade row names its digits and
-    ``y``/``n`` are listed only on a binary scale (where they act)."""
-    rows = []
+def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[HelpRow]:  # noqa: ANN001
+    """The help screen's rows; with the project's ``scale`` a row per grade, by its name."""
+    rows: list[HelpRow] = []
     grades = [k for k in keys if k.action.startswith("grade(")]
-    if grades:
-        digits = "0-9" if scale is None else f"{max(scale.min, 0)}-{min(scale.max, 9)}"
-        rows.append((digits, "grade", "Give that grade and move on (the scale's digits)."))
+    if grades and scale is None:
+        rows.append(("0-9", "grade", "Give that grade and move on (the scale's digits)."))
+    elif grades:
+        rows += grade_rows(scale)
     for k in keys:
         if k.action.startswith("grade("):
             continue
@@ -122,6 +125,17 @@ def key_rows(keys: tuple[Key, ...] = JUDGE_KEYS, scale=None) -> list[tuple[str, 
             continue
         label = k.help_key or k.key_display or " / ".join(k.keys.split(","))
         rows.append((label, k.help_name or k.name, k.help))
+    return rows
+
+
+def grade_rows(scale) -> list[HelpRow]:  # noqa: ANN001 - Scale
+    """One help row per grade a digit key gives: the key, the grade's name, what it means."""
+    rows: list[HelpRow] = []
+    for level in scale.levels:
+        if not 0 <= level.grade <= 9:
+            continue
+        meaning = f": {level.description}" if level.description else "."
+        rows.append((str(level.grade), literal(level.name), literal(f"Give grade {level.grade} and move on{meaning}")))
     return rows
 
 
@@ -157,7 +171,7 @@ class JudgeScreen(SessionActions, Screen):
         self.project = project
         self.queue = queue
         self.from_home = from_home
-        self.scale = project.scale
+        self.scale = current_scale(project)  # its names as stored now (a lead may rename them)
         self.project_name = project.name
         self.shown_at = time.monotonic()
         self.session_labels = 0
@@ -482,6 +496,12 @@ class JudgeScreen(SessionActions, Screen):
             said = ", ".join(f"{name} {'no grade (unparsed)' if g is None else g}" for name, g in words)
             self.notify(f"You gave {grade}; the LLM gave: {said}.", title="LLM", markup=False, timeout=4)
 
+    def _grade_words(self, grade: int) -> str:
+        """``2 (Partly)``: a grade with its name, made safe to show."""
+        if not self.scale.contains(grade):
+            return str(grade)
+        return f"{grade} ({visible(self.scale.level(grade).name)})"
+
     def action_binary(self, grade: int) -> None:
         if not self.scale.is_binary:
             self.notify("y/n work on a binary scale; use the digit keys of this scale.",
@@ -576,7 +596,7 @@ class JudgeScreen(SessionActions, Screen):
             self.session_labels -= 1
         view = self.queue.goto_pair(result.query_id, result.chunk_id)
         self.notify("Undone: the pair is back." if state is None or state.grade is None
-                    else f"Undone: back to grade {state.grade}.")
+                    else f"Undone: back to grade {self._grade_words(state.grade)}.", markup=False)
         if view is not None:
             self.pair = view
 
@@ -680,5 +700,5 @@ class JudgeScreen(SessionActions, Screen):
         self.app.push_screen(FacetsScreen(self.project, self.queue.annotator, pair.query_id,
                                           pair.chunk_id), done)
 
-    def help_rows(self) -> list[tuple[str, str, str]]:
+    def help_rows(self) -> list[HelpRow]:
         return key_rows(scale=self.scale)

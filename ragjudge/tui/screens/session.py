@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragjudge.tui.host import host
+from ragjudge.tui.screens.help import HelpRow
 
 
 class SessionActions:
@@ -17,7 +18,7 @@ class SessionActions:
     from_home: bool
     app: Any
 
-    def help_rows(self) -> list[tuple[str, str, str]]:
+    def help_rows(self) -> list[HelpRow]:
         return []
 
     def action_guidelines(self) -> None:
