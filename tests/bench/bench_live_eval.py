@@ -1,9 +1,18 @@
 """Benchmark of the live evaluation screen (not a pytest test): opening it, a full
-recomputation, a label written -> the screen's numbers updated; on the demo project and on a
-generated project of 10,000 queries x 100 depth x 10 runs (1.4 M labels), beside pytrec_eval
-on the same project's exported qrels and runs.
+recomputation, a label written -> the screen's numbers updated, the details pass and everything
+on screen; on the demo project and on a generated project of 10,000 queries x 100 depth x 10
+runs (1.4 M labels), beside pytrec_eval on the same project's exported qrels and runs, and
+beside another checkout of ragjudge (``--before``: the code before a change).
 
-    python tests/bench/bench_live_eval.py [--labels 40] [--large DB] [--skip-large] [--repeat 3]
+    python tests/bench/bench_live_eval.py [--labels 40] [--large DB] [--skip-large]
+        [--skip-demo] [--repeat 3] [--before DIR]
+
+``--before DIR``: a folder holding another version's ``ragjudge`` package (for instance
+``git archive COMMIT ragjudge | tar -x -C DIR``). Each measurement runs in a process of its own,
+this tree's and DIR's taking turns (which goes first alternates), each on a fresh copy of the
+project, --repeat times; the figures are the medians, with the load average (1 minute) read
+before and after each measurement. The machine is shared: only figures from one run, side by
+side, compare.
 
 The large project is generated once with fixtures/make_large.py and imported with the ragjudge
 command (several minutes), then kept at --large (default /tmp/ragjudge-bench/live-large.db);
@@ -12,7 +21,11 @@ its gold qrels and runs are exported once beside it (``<db>.export/``) for pytre
 It reports:
 - open: from the screen's start to its first numbers (queries, runs and labels read, the gold
   evaluated for every run; on a large project the annotators' views, for the ranges, follow),
-  in the app; and the engine alone to everything evaluated, best of --repeat fresh engines;
+  in the app; and the engine alone to everything evaluated;
+- everything on screen: from the screen's start to the slower numbers shown too (bootstrap
+  intervals, agreement, pool coverage, what the gold is made of: the first details pass);
+- the details pass alone, as the screen runs it (the engine's details, and the gold's
+  composition where the details do not carry it: before, the screen asked gold() for it);
 - full recomputation: every view evaluated again from the engine's copy of the labels (runs
   in memory), best of 3;
 - compute per label: the engine's time to take a label event in (read the touched queries'
@@ -27,13 +40,15 @@ trec_eval has: its whole process (parse the files, evaluate, average), its evalu
 qrels, then the 10 rankings), which is what a new label asks for. The screen evaluates more:
 4 qrels (the gold and each of 3 annotators') x 10 runs, 46 measures on the gold (the shown
 ones, Judged@10, the nDCG@1-20 curve and the 11-point precision-recall curve), 14 on the others.
-Targets (issue 13): open < 3 s, full recomputation < 1 s, compute per label < 5 ms.
+Targets: open < 3 s, full recomputation < 1 s, compute per label < 5 ms, everything on screen
+< 5 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -113,33 +128,49 @@ def labels_alone(project, engine, rnd: random.Random, labels: int) -> list[float
     return took
 
 
-def measure_engine(db: str, labels: int, repeat: int, seed: int = 13) -> dict:
+def cpu_seconds() -> float:
+    """Processor time of this process so far, every thread (user + system)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def details_pass(engine) -> tuple[float, float]:
+    """Seconds of the details pass as the screen runs it, wall and processor time: the
+    engine's details, and the gold's composition where they do not carry it (the screen then
+    asked gold() for it)."""
+    started, cpu = time.perf_counter(), cpu_seconds()
+    details = engine.details()
+    if getattr(details, "composition", None) is None:
+        from ragjudge.services.gold.gold import gold
+
+        gold(engine.project, engine.rule, include_llm=engine.include_llm, runs=engine.runs)
+    return time.perf_counter() - started, cpu_seconds() - cpu
+
+
+def measure_engine(db: str, labels: int, seed: int = 13) -> dict:
     """The engine alone, before any app runs in this process (the home screen under the
     evaluation screen counts the pool of a large project in SQL in worker threads that outlive
-    the app): seconds from a fresh engine to everything evaluated and its first snapshot, best
-    of ``repeat``; a full recomputation, best of 3; and per label, the poll after its commit."""
+    the app): seconds from a fresh engine to everything evaluated and its first snapshot; the
+    details pass; a full recomputation, best of 3; and per label, the poll after its commit."""
     from ragjudge.services.scoring.live import LiveEvaluation
     from ragjudge.services.project.database import Project
 
-    out: dict = {"open_s": float("inf")}
-    for _ in range(repeat):
-        project = Project.open(db)
-        try:
-            started = time.perf_counter()
-            engine = LiveEvaluation(project)
-            engine.load()
-            engine.snapshot(measure="nDCG@10")
-            out["open_s"] = min(out["open_s"], time.perf_counter() - started)
-        finally:
-            project.close()
+    out: dict = {}
     project = Project.open(db)
     try:
+        started, cpu = time.perf_counter(), cpu_seconds()
         engine = LiveEvaluation(project)
         engine.load()
+        engine.snapshot(measure="nDCG@10")
+        out["open_s"] = (time.perf_counter() - started, cpu_seconds() - cpu)
+        out["details_s"] = details_pass(engine)
         out["full_s"] = best_of(engine.recompute)
         rnd = random.Random(seed)
         alone = labels_alone(project, engine, rnd, labels)
         out["label_ms"] = (statistics.median(alone), pct(alone, 0.95))
+        out["details_after_labels_s"] = details_pass(engine)
     finally:
         project.close()
     return out
@@ -213,9 +244,9 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
         while screen.snapshot.version == 0:  # a large project shows the gold's numbers first
             await pilot.pause(0.02)
         out["open_all_s"] = time.perf_counter() - t0
-        while screen.details is None:  # intervals, agreement, pool: then measure steady state
-            await pilot.pause(0.05)
-        out["details_first_s"] = time.perf_counter() - t0
+        while screen.details is None:  # intervals, agreement, pool, composition: all on screen
+            await pilot.pause(0.02)
+        out["everything_s"] = time.perf_counter() - t0
         engine = screen.engine
         rnd = random.Random(seed)
         names = list(engine.runs)
@@ -250,9 +281,7 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
         engine.set_rule("max" if rule != "max" else "median")
         out["rule_s"] = time.perf_counter() - t
         engine.set_rule(rule)
-        t = time.perf_counter()
-        engine.details()
-        out["details_s"] = time.perf_counter() - t
+        out["details_s"] = details_pass(engine)[0]
         out["queries"] = len(engine.query_ids)
         out["runs"] = len(engine.runs)
         out["views"] = len(engine.views)
@@ -263,38 +292,118 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
 def run_app(coroutine: Any) -> dict:
     """Run a measurement without waiting, at its end, for the app's leftover thread workers (the
     home screen under the evaluation screen counts the pool of a large project in SQL for
-    minutes); the script ends with os._exit once it has printed."""
+    minutes); the process ends with os._exit once it has printed."""
     loop = asyncio.new_event_loop()
     return loop.run_until_complete(coroutine)
 
 
-def report(name: str, r: dict, reference: dict | None = None) -> None:
-    print(f"{name}: {r['queries']:,} queries, {r['runs']} runs, {r['views']} qrels views "
-          f"(gold + each annotator), {r['labels']} labels")
-    if reference is not None:
-        e = r["engine"]
-        print(f"  the engine alone (before any app ran):  {'ragjudge':>10}{'pytrec_eval':>14}")
-        print(f"  {'open, everything evaluated / whole process':<46}{e['open_s']:>8.2f} s"
-              f"{reference['process']:>12.2f} s   (target < 3 s; best of {r['repeat']})")
-        print(f"  {'full recomputation / evaluation alone':<46}{e['full_s']:>8.2f} s"
-              f"{reference['evaluate']:>12.2f} s   (target < 1 s; best of 3)")
-        print(f"  {'a new label, median (p95) / one query':<46}{e['label_ms'][0]:>7.1f} ms"
-              f"{reference['one_query_ms']:>11.1f} ms   (target < 5 ms; p95 {e['label_ms'][1]:.1f} ms)")
+def one_side(db: str, labels: int, large: bool) -> dict:
+    """Every measurement of this process's ragjudge on ``db`` (a copy it may write to), with
+    the load average before and after."""
+    load = [os.getloadavg()[0]]
+    out: dict = {}
+    if large:
+        out["engine"] = measure_engine(db, labels)
+    out.update(run_app(measure(db, labels)))
+    load.append(os.getloadavg()[0])
+    out["load"] = load
+    return out
+
+
+def run_side(root: Path, db: Path, labels: int, large: bool) -> dict:
+    """:func:`one_side` in a process of its own, importing ragjudge from ``root``, on a fresh
+    copy of ``db``."""
+    work = db.with_name(f"{db.stem}-run.db")
+    shutil.copyfile(db, work)  # labels the measurement writes stay out of the kept project
+    try:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        done = subprocess.run([sys.executable, __file__, "--side", str(work), "--labels", str(labels),
+                               *(["--side-large"] if large else [])],
+                              env=env, check=True, capture_output=True, text=True, cwd=root)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        for suffix in ("", "-wal", "-shm", ".writelock", ".importlock"):
+            Path(f"{work}{suffix}").unlink(missing_ok=True)
+
+
+def median_of(results: list[dict], *path: str) -> Any:
+    """The median over runs of the figure at ``path`` (of each part of a pair alike)."""
+    values = []
+    for r in results:
+        for key in path:
+            r = r[key]
+        values.append(r)
+    if isinstance(values[0], (list, tuple)):
+        return tuple(statistics.median(v[i] for v in values) for i in range(len(values[0])))
+    return statistics.median(values)
+
+
+def compare(name: str, project: Path, sides: dict[str, Path], args: argparse.Namespace,
+            reference: list[dict] | None = None) -> None:
+    """Every side measured ``args.repeat`` times, taking turns; the medians side by side."""
+    results: dict[str, list[dict]] = {side: [] for side in sides}
+    order = list(sides)
+    large = reference is not None
+    for r in range(args.repeat):
+        for side in order if r % 2 == 0 else order[::-1]:
+            print(f"  {name}: {side}, run {r + 1} of {args.repeat} ...", file=sys.stderr, flush=True)
+            result = run_side(sides[side], project, args.labels, large)
+            results[side].append(result)
+            print(f"    first numbers {result['open_s']:.2f} s, everything on screen "
+                  f"{result['everything_s']:.2f} s, details pass {result['details_s']:.2f} s, "
+                  f"load {result['load'][0]:.1f}-{result['load'][1]:.1f}", file=sys.stderr, flush=True)
+    report(name, results, reference, args.repeat)
+
+
+def report(name: str, results: dict[str, list[dict]], reference: list[dict] | None, repeat: int) -> None:
+    sides = list(results)
+    first = results[sides[0]][0]
+    loads = [x for side in sides for r in results[side] for x in r["load"]]
+    print(f"{name}: {first['queries']:,} queries, {first['runs']} runs, {first['views']} qrels views "
+          f"(gold + each annotator), {first['labels']} labels; medians of {repeat} runs per side; "
+          f"load average {statistics.median(loads):.1f} (from {min(loads):.1f} to {max(loads):.1f})")
+    head = "".join(f"{side:>18}" for side in sides)
+    print(f"  {'':<58}{head}{'pytrec_eval' if reference else '':>14}")
+
+    def row(label: str, path: tuple[str, ...], unit: str = "s", theirs: str = "") -> None:
+        cells = []
+        for side in sides:
+            value = median_of(results[side], *path)
+            if isinstance(value, tuple):
+                digits = 2 if unit == "s" else 1
+                cells.append(f"{value[0]:.{digits}f} / {value[1]:.{digits}f} {unit}".rjust(18))
+            else:
+                cells.append(f"{value:.2f} {unit}".rjust(18))
+        print(f"  {label:<58}{''.join(cells)}{theirs:>14}")
+
+    def pytrec(key: str, unit: str = "s") -> str:
+        if not reference:
+            return ""
+        value = statistics.median(r[key] for r in reference)
+        return f"{value:.2f} {unit}" if unit == "s" else f"{value:.1f} {unit}"
+
+    if reference:
+        print("  the engine alone (before any app ran in its process):")
+        row("open, everything evaluated, wall/processor / pytrec_eval", ("engine", "open_s"), "s",
+            theirs=pytrec("process"))
+        row("details pass (+ the gold's composition), wall/processor", ("engine", "details_s"), "s")
+        row("  the same after the labels below", ("engine", "details_after_labels_s"), "s")
+        row("full recomputation / pytrec_eval's evaluation alone", ("engine", "full_s"), theirs=pytrec("evaluate"))
+        row("a new label, median/p95 / pytrec_eval's one query", ("engine", "label_ms"), "ms",
+            theirs=pytrec("one_query_ms", "ms"))
+        print("  in the app:")
+    row("first numbers (runs + labels read, the gold evaluated)", ("open_s",))
+    row("every annotator's view too (the ranges)", ("open_all_s",))
+    row("everything on screen (+ intervals, agreement, pool, gold)", ("everything_s",))
+    row("compute per label, median/p95", ("compute_ms",), "ms")
+    row("compute per label, engine alone, median/p95", ("alone_ms",), "ms")
+    row("label -> on screen, median/p95", ("on_screen_ms",), "ms")
+    row("full recomputation", ("full_s",))
+    row("rule change (gold view again, annotators' views kept)", ("rule_s",))
+    row("details pass, as the screen runs it", ("details_s",))
+    if reference:
         print(f"  pytrec_eval: {len(PYTREC_MEASURES)} measure families, 13 measures, 1 qrels x "
-              f"{r['runs']} runs; reading the files {reference['read']:.2f} s of its process")
-        print("  in the app (the home screen under it counts its pool when it is shown, not meanwhile):")
-    print(f"  screen open in the app, first numbers (runs + labels read, the gold evaluated): "
-          f"{r['open_s']:.2f} s; every annotator's view too: {r['open_all_s']:.2f} s")
-    print(f"  first intervals/agreement/pool on screen: {r['details_first_s']:.2f} s after opening")
-    print(f"  compute per label: median {r['compute_ms'][0]:.1f} ms, p95 {r['compute_ms'][1]:.1f} ms"
-          "   (target < 5 ms)")
-    print(f"  compute per label, engine alone (poll + update): median {r['alone_ms'][0]:.1f} ms, "
-          f"p95 {r['alone_ms'][1]:.1f} ms")
-    print(f"  label -> on screen: median {r['on_screen_ms'][0]:.1f} ms, p95 {r['on_screen_ms'][1]:.1f} ms"
-          "   (targets < 50 / < 200 ms)")
-    print(f"  full recomputation: {r['full_s']:.2f} s   (target < 1 s)")
-    print(f"  rule change (gold view again, annotators' views kept): {r['rule_s']:.2f} s")
-    print(f"  details pass (intervals, agreement, pool): {r['details_s']:.2f} s")
+              f"{first['runs']} runs; reading the files {pytrec('read')} of its process")
 
 
 def main() -> int:
@@ -302,32 +411,36 @@ def main() -> int:
     parser.add_argument("--labels", type=int, default=40)
     parser.add_argument("--large", type=Path, default=Path("/tmp/ragjudge-bench/live-large.db"))
     parser.add_argument("--skip-large", action="store_true")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh engines opened for the open time")
+    parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per side (the medians are shown)")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a folder holding another version's ragjudge package, measured beside this one")
+    parser.add_argument("--side", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--side-large", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from ragjudge.services.transfer.demo import build_demo
+    if args.side:
+        print(json.dumps(one_side(args.side, args.labels, args.side_large)))
+        return 0
+    sides = {"after" if args.before else "ragjudge": ROOT}
+    if args.before:
+        if not (args.before / "ragjudge" / "__init__.py").exists():
+            parser.error(f"--before {args.before}: no ragjudge package in that folder.")
+        sides["before"] = args.before.resolve()
+    if not args.skip_demo:
+        from ragjudge.services.transfer.demo import build_demo
 
-    with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "demo.db")
-        build_demo(db)
-        report("demo", run_app(measure(db, args.labels)))
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Path(tmp) / "demo.db"
+            build_demo(str(db))
+            compare("demo", db, sides, args)
     if args.skip_large:
         return 0
     args.large.parent.mkdir(parents=True, exist_ok=True)
     if not args.large.exists():
         print(f"generating and importing the large project into {args.large} (minutes) ...")
         build_large(args.large)
-    work = args.large.with_name("live-large-run.db")
-    shutil.copyfile(args.large, work)  # labels written by the benchmark stay out of the cache
-    try:
-        reference = pytrec(args.large)
-        engine = measure_engine(str(work), args.labels, args.repeat)
-        result = run_app(measure(str(work), args.labels))
-        result["engine"] = engine
-        result["repeat"] = args.repeat
-        report("large", result, reference)
-    finally:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{work}{suffix}").unlink(missing_ok=True)
+    reference = [pytrec(args.large) for _ in range(args.repeat)]
+    compare("large", args.large, sides, args, reference)
     return 0
 
 

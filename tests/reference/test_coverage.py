@@ -14,6 +14,7 @@ from projectkit import make_small_project, rights
 from sklearn.metrics import cohen_kappa_score
 
 from ragjudge.services.agreement import quality as agreement_svc_quality
+from ragjudge.tui.screens.evaluation import FIRST_MEASURE
 from ragjudge.services.agreement import ratings as agreement_svc_ratings
 from ragjudge.services.agreement import views as agreement_svc_views
 from ragjudge.services.labels import events as judging
@@ -198,7 +199,7 @@ def _cells(screen) -> list[str]:
     from textual.widgets import DataTable
 
     table = screen.query_one("#overview-table", DataTable)
-    return [str(cell).split("\n")[2] for r in range(table.row_count) for cell in table.get_row_at(r)[1:]]
+    return [str(cell).split("\n")[2] for r in range(table.row_count) for cell in table.get_row_at(r)[FIRST_MEASURE:]]
 
 
 def test_the_screen_ranges_ignore_a_newcomer_and_say_who_sets_them(demo):
@@ -247,7 +248,7 @@ async def _few_queries_on_screen(tmp_path) -> None:
         from textual.widgets import DataTable
 
         table = screen.query_one("#overview-table", DataTable)
-        cell = str(table.get_row_at(0)[1])
+        cell = str(table.get_row_at(0)[FIRST_MEASURE])
         assert "too few queries" in cell and "[" not in cell
     project.close()
 

@@ -291,7 +291,8 @@ def _same_snapshot(a, b, *, ranges_exact: bool = True) -> None:
     sa, sb = a.snapshot(), b.snapshot()
     assert (sa.labels_used, sa.annotators, sa.n_queries, sa.gold_pairs) == \
         (sb.labels_used, sb.annotators, sb.n_queries, sb.gold_pairs)
-    assert a.label_rows == b.label_rows
+    assert a.labels is not None and b.labels is not None
+    assert a.labels.per_query == b.labels.per_query
     for run, values in sb.means.items():
         for m, value in values.items():
             got = sa.means[run][m]

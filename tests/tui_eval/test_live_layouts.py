@@ -19,12 +19,20 @@ from ragjudge.metrics.evaluate import max_depth
 from ragjudge.services.runs import stored as ev_stored
 from ragjudge.services.scoring import evaluation as ev_evaluation
 from ragjudge.services.labels import events as judging
-from ragjudge.services.scoring import live
+from ragjudge.services.scoring import live, livepass, livespace
+from ragjudge.services.scoring.livecore import LiveView
+from ragjudge.services.scoring.livepass import LayoutContext, LivePass
 from ragjudge.services.gold.adjudication import adjudicate
 from ragjudge.store.schema import Annotator, Query
 
 MEASURES = ["P@1", "P@5", "R@10", "RR", "AP", "nDCG@10", "Rprec", "ERR@10", "Judged@10",
             "ContextPrecision@5", "bpref", "nDCG_exp@5", "nDCG", "P(rel=2)@3"]
+
+
+def full_pass(engine: live.LiveEvaluation, view: LiveView) -> LivePass:
+    """The full pass of one of the engine's views, as the engine makes it."""
+    return LivePass(engine.space, view, threshold=engine.threshold, top_grade=engine.project.scale.max,
+                    answers_only=engine.answers_only)
 
 
 @pytest.mark.parametrize("rule", ["median", "max", "annotator:ben"])
@@ -39,7 +47,7 @@ def test_gathered_matrices_shared_counts_and_values_equal_a_plain_context(demo, 
                              grade=rnd.randint(0, 3))
     engine.recompute()
     for view in engine.views.values():
-        p = live.LivePass(engine, view)
+        p = full_pass(engine, view)
         for name in engine.runs:  # the first run computes the qrels' counts, the others share them
             p.evaluate(name)
         assert p.plain
@@ -55,13 +63,13 @@ def test_layout_context_matrix_and_counts(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
     view = engine.views[engine.rule]
-    p = live.LivePass(engine, view)
+    p = full_pass(engine, view)
     p.prepare()
     names = list(engine.runs)
     contexts = []
     for name in names:
-        layout = engine._layouts[name]
-        ctx = live.LayoutContext(p.qrels, engine.runs[name], p.qids, n_ret=layout.n_ret[p.rows],
+        layout = engine.space.layouts[name]
+        ctx = LayoutContext(p.qrels, engine.runs[name], p.qids, n_ret=layout.n_ret[p.rows],
                                   gather=lambda size, layout=layout: p.source[layout.pairs[p.rows, :size]],
                                   threshold=engine.threshold, depth=None,
                                   like=contexts[0] if contexts else None)
@@ -96,7 +104,7 @@ def test_prime_ideal_dcg_on_random_qrels_with_negative_and_tied_grades():
         qrels = Qrels(q, c, np.array(g), top_grade=7)
         qids = qrels.query_id_bytes
         n = len(qids)
-        ctx = live.LayoutContext(qrels, None, qids, n_ret=np.zeros(n, dtype=np.int64),
+        ctx = LayoutContext(qrels, None, qids, n_ret=np.zeros(n, dtype=np.int64),
                                   gather=lambda size, n=n: np.full((n, size), -1, dtype=np.int32),
                                   threshold=1, depth=None)
         plain = EvalContext(qrels, None, qids)
@@ -219,11 +227,13 @@ def test_many_labels_between_polls_on_the_large_path(demo, monkeypatch):
         q = rnd.choice(sorted(ranked[run]))
         judging.record_label(demo, annotator=rnd.choice(["ana", "ben", "chen", "dan"]), query_id=q,
                              chunk_id=rnd.choice(ranked[run][q]), grade=rnd.randint(0, 3))
-    monkeypatch.setattr(live, "PARALLEL_CELLS", 0)
+    for module in (livespace, livepass):  # the layouts and the full passes on two threads
+        monkeypatch.setattr(module, "PARALLEL_CELLS", 0)
     engine.recompute()
     _assert_same(engine, demo)
     small = live.LiveEvaluation(demo, measures=MEASURES)
-    monkeypatch.setattr(live, "PARALLEL_CELLS", 10**12)
+    for module in (livespace, livepass):
+        monkeypatch.setattr(module, "PARALLEL_CELLS", 10**12)
     small.load()
     assert small.snapshot().means == engine.snapshot().means
     assert small.snapshot().ranges == engine.snapshot().ranges

@@ -10,9 +10,10 @@ from ragjudge.errors import InputError
 from ragjudge.metrics.agreement import (
     Ratings,
 )
-from ragjudge.services.events.labels import label_arrays_from_rows, newest_label_ids
+from ragjudge.models import AGGREGATION_RULES
+from ragjudge.services.events.labels import GradeRows, label_arrays_from_rows, newest_label_ids
 from ragjudge.services.gold.gold import skipped_pairs
-from ragjudge.services.gold.rules import gold_policy, implied_labels
+from ragjudge.services.gold.rules import GoldPolicy, Unjudged, coded_gold_labels, gold_policy, implied_labels
 from ragjudge.store.schema import Adjudication, Annotator, Label
 
 
@@ -57,6 +58,42 @@ def load_ratings(
         labels = implied_labels(label_arrays_from_rows(rows), policy, skipped)
         rows = list(zip(labels.query_ids, labels.chunk_ids, labels.annotators, labels.grades.tolist()))
     return ratings_from_rows(rows, scale_bounds(project), source=None)
+
+
+def coded_ratings(rows: GradeRows, scale: tuple[int, int], policy: GoldPolicy, *,
+                  leave_out: Iterable[str] = (), unjudged: Unjudged | None = None
+                  ) -> tuple[Ratings, np.ndarray]:
+    """:func:`load_ratings` of current labels already coded (the evaluation screen's copy of
+    them), without reading or decoding a label: the same matrix, annotators and order of units.
+
+    ``rows.pair`` numbers the pairs in the order of their (query id, chunk id), the order of
+    :func:`load_ratings`' units, and ``rows.pair_query`` gives each pair number's query (a
+    code); ``leave_out`` names the annotators whose labels stay out (the LLM annotators). A
+    complete reference's implied grades are added as :func:`implied_labels` adds them.
+    Returns the ratings, their units named by pair number, and those pair numbers."""
+    pair, who, grade = rows.pair, rows.annotator, rows.grade
+    out = [rows.codes[n] for n in leave_out if n in rows.codes]
+    if out:
+        keep = ~np.isin(who, out)
+        pair, who, grade = pair[keep], who[keep], grade[keep]
+    if policy.complete and len(grade):
+        complete = GoldPolicy(policy.complete, policy.complete, policy.lowest)
+        people = GradeRows(pair, who, grade, rows.pair_query, rows.codes)
+        ip, iw, ig, implied = coded_gold_labels(people, complete, AGGREGATION_RULES[0], unjudged)
+        pair, who, grade = (np.concatenate([a, b[implied]]) for a, b in ((pair, ip), (who, iw), (grade, ig)))
+    if not len(grade):
+        return Ratings.from_matrix(np.empty((0, 0)), scale), np.zeros(0, dtype=np.int64)
+    names = {code: name for name, code in rows.codes.items()}
+    codes = sorted(np.unique(who).tolist(), key=names.__getitem__)
+    column = np.zeros(max(codes) + 1, dtype=np.int64)
+    column[codes] = np.arange(len(codes))
+    used = np.zeros(len(rows.pair_query), dtype=bool)
+    used[pair] = True
+    units = np.flatnonzero(used)
+    matrix = np.full((len(units), len(codes)), np.nan)
+    matrix[(np.cumsum(used) - 1)[pair], column[who]] = grade
+    ratings = Ratings.from_matrix(matrix, scale, annotators=[names[c] for c in codes], units=units.tolist())
+    return ratings, units
 
 
 def labels_stamp(project: Project) -> tuple[int, int]:

@@ -7,7 +7,7 @@ non-recheck event per annotator and pair with a grade) and handed to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 import numpy as np
@@ -234,6 +234,34 @@ def mean_pairwise_kappa(ratings: Ratings, annotator: int | None = None) -> tuple
                 weight += n
                 pairs += 1
     return (total / weight if weight else None), int(weight), pairs
+
+
+def headline_agreement(ratings: Ratings, unit_query: np.ndarray, query_ids: Sequence[str]) -> dict[str, Any]:
+    """The figures the evaluation screen shows: Krippendorff's α (ordinal, nominal), Cohen's κ
+    averaged over the pairs of annotators (:func:`mean_pairwise_kappa`: ``mean_kappa``,
+    ``kappa_units``, ``kappa_pairs``), and the disputed units (grades differ) in all and per
+    query (``unit_query[u]``: unit u's index into ``query_ids``), the queries in the order
+    :func:`ragjudge.metrics.agreement.disputed_units` first lists one of theirs: counted in
+    numpy, without a :class:`DisputedUnit` per unit. None where undefined."""
+    out: dict[str, Any] = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None,
+                           "disputed": 0, "disputed_by_query": {}}
+    if ratings.matrix.size == 0:
+        return out
+    out["alpha_ordinal"] = krippendorff_alpha(ratings, "ordinal").value
+    out["alpha_nominal"] = krippendorff_alpha(ratings, "nominal").value
+    out["mean_kappa"], out["kappa_units"], out["kappa_pairs"] = mean_pairwise_kappa(ratings)
+    m = ratings.matrix
+    n = (~np.isnan(m)).sum(axis=1)
+    rated = n > 0
+    spread = np.zeros(len(m))
+    if rated.any():
+        spread[rated] = np.nanmax(m[rated], axis=1) - np.nanmin(m[rated], axis=1)
+    rows = np.flatnonzero(spread > 0)
+    rows = rows[np.lexsort((rows, -n[rows], -spread[rows]))]  # disputed_units' order
+    queries, first, counts = np.unique(unit_query[rows], return_index=True, return_counts=True)
+    out["disputed"] = len(rows)
+    out["disputed_by_query"] = {query_ids[queries[i]]: int(counts[i]) for i in np.argsort(first).tolist()}
+    return out
 
 
 def annotator_breakdown(ratings: Ratings) -> list[dict]:

@@ -397,6 +397,16 @@ def _composition(rule: str, policy: GoldPolicy, sources: np.ndarray, annotators:
                        annotators=annotators, llm_left_out=left_out)
 
 
+def composition_of(rule: str, policy: GoldPolicy, sources: np.ndarray, labelled: Iterable[str],
+                   left_out: Iterable[str] = ()) -> Composition:
+    """The :class:`Composition` of a gold decided elsewhere with the same rule code (the
+    evaluation screen's engine): ``sources`` what decided each pair (``FROM_*``), ``labelled``
+    the annotators whose labels the rule read, ``left_out`` the LLM annotators left out."""
+    labelled = set(labelled)
+    annotators = tuple(sorted(labelled & _counted_names(labelled, policy, rule)))
+    return _composition(rule, policy, sources, annotators, tuple(left_out), policy.completes(rule))
+
+
 def check_annotator_known(connection: Connection, name: str) -> None:
     """``--rule annotator:NAME`` with a name the project does not know is a typo, not 0 qrels."""
     known = sorted(set(connection.execute(select(Annotator.name)).scalars())

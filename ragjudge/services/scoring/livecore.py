@@ -1,9 +1,18 @@
-"""The data structures of the live evaluation: judged pairs numbered once, each run's ranked
-chunks as pair numbers, an annotator's view of the grades, and the kernels run on them.
+"""The data structures of the live evaluation, and the kernels run on them.
+
+- :class:`LivePairs`: every judged (query, chunk) pair numbered once;
+- :class:`RunLayout`: a run's ranked chunks as pair numbers;
+- :class:`LiveView`: one qrels of the engine (the gold, or an annotator's view) as a grade per
+  pair number, with its (queries x measures) matrix of values per run and their column sums;
+- :class:`LiveLabels`: the current labels as rows of numbers (pair, annotator code, grade);
+- :func:`live_kernels`: the measures' values on an evaluation context;
+- the SQL a label event's reads run on the driver's cursor (:func:`driver_rows`), and the
+  encoding of ids.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,7 +33,7 @@ CHANGE_COUNTER = itertools.count(1)
 class LivePairs:
     """Every (query, chunk) pair that labels, adjudications or a complete reference's closed
     world judged, numbered once: the engine keeps grades per pair number, and each run's ranked
-    chunks point to pair numbers (:class:`_RunLayout`). Append-only: a pair keeps its number.
+    chunks point to pair numbers (:class:`RunLayout`). Append-only: a pair keeps its number.
 
     ``rows`` are the pairs' query rows (the engine's query order), ``chunks`` their chunk ids
     (an ``as_ids`` array). The first ``base`` pairs are sorted by row (their rows are found by
@@ -87,6 +96,31 @@ class LivePairs:
         out[maybe] = index.get(rows[maybe], chunks[maybe], hashes=hashes[maybe])
         return out
 
+    def byte_order(self) -> np.ndarray:
+        """Each pair's place in the order of (query row, chunk id bytes) -- the order of
+        (query id, chunk id), since the rows follow the bytes of the query ids. The first
+        ``base`` pairs are in that order; the pairs numbered since are merged in: each one's
+        place among them is its row's start plus its row's smaller chunks (a binary search of
+        that row's sorted chunks)."""
+        if self.n == self.base:
+            return np.arange(self.n, dtype=np.int64)
+        later = np.arange(self.base, self.n, dtype=np.int64)
+        order = np.lexsort([*_keys.words(self._chunks[later]).T[::-1], self._rows[later]])
+        later = later[order]
+        rows, chunks = self._rows[later].tolist(), self._chunks[later].tolist()
+        before = np.empty(len(later), dtype=np.int64)  # base pairs before each later pair
+        sorted_chunks: list[bytes] = []
+        for i, (row, chunk) in enumerate(zip(rows, chunks)):
+            start = int(self._starts[row])
+            if i == 0 or rows[i - 1] != row:
+                sorted_chunks = self._chunks[start:self._starts[row + 1]].tolist()
+            before[i] = start + bisect.bisect_left(sorted_chunks, chunk)
+        place = np.empty(self.n, dtype=np.int64)
+        base = np.arange(self.base, dtype=np.int64)
+        place[:self.base] = base + np.searchsorted(before, base, side="right")
+        place[later] = before + np.arange(len(later))
+        return place
+
     def add(self, rows: np.ndarray, chunks: np.ndarray) -> np.ndarray:
         """Number new pairs (distinct, none numbered yet); returns their numbers."""
         k = len(rows)
@@ -137,7 +171,8 @@ class LiveView:
     """judged pairs of each query row"""
     judged_pairs: int = 0
     space: Any = None
-    """the engine (its pairs and query ids)"""
+    """the :class:`~ragjudge.services.scoring.livespace.PairSpace` the view's grades number its
+    pairs by (its pairs, query ids and rows, :meth:`pair_numbers`)"""
     parsed: list[Measure] = field(default_factory=list)
     """``measures`` parsed"""
     plain: list[int] = field(default_factory=list)

@@ -163,8 +163,6 @@ class EvaluationScreen(Screen):
         self.composition: Composition | None = None
         """what the gold is made of (:class:`ragjudge.services.gold.gold.Composition`), as the
         last details pass counted it (set by the message handler)"""
-        self._counted: tuple[tuple, Composition] | None = None
-        """the details worker's last count: ((label stamp, rule, LLM in), composition)"""
         self.requests: queue.Queue = queue.Queue()
         self.applied: list[tuple[int, float]] = []
         """(label id, time.perf_counter()) each time a snapshot reached the widgets"""
@@ -340,26 +338,14 @@ class EvaluationScreen(Screen):
             version = engine.version
             engine.resync()
             details = engine.details()
-            composition = self._gold_composition(engine)
             self._details_version = version
-            self.post_message(self.Detailed(details, composition))
+            self.post_message(self.Detailed(details, details.composition))
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
         finally:
             self._details_at = time.monotonic()
             self._details_cost = self._details_at - started
             self._busy["details"] = False
-
-    def _gold_composition(self, engine: svc.LiveEvaluation) -> Composition:
-        """What the gold is made of, counted by :func:`ragjudge.services.gold.gold.gold` on the
-        details pass, again only when labels arrived or the rule changed."""
-        from ragjudge.services.gold.gold import gold
-
-        key = (engine.stamp, engine.rule, engine.include_llm)
-        if self._counted is None or self._counted[0] != key:
-            found = gold(self.project, engine.rule, include_llm=engine.include_llm, runs=engine.runs)
-            self._counted = (key, found.composition)
-        return self._counted[1]
 
     @work(thread=True, group="live-evaluation-settled")
     def compute_settled(self) -> None:
