@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ragjudge"
 BASE = {"errors", "safetext", "numeric", "files", "retry", "models", "inputs", "__init__"}
 LAYERS: dict[str, set[str]] = {
     # layer -> the layers it may import (itself always)
-    "safetext": set(),
+    "safetext": {"numeric"},
     "errors": {"safetext"},
     "numeric": set(),
     "retry": set(),
