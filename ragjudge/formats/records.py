@@ -84,7 +84,7 @@ class NuggetRecord(_Record):
     nugget: str = Field(min_length=1)
     importance: Literal["vital", "okay"] = "okay"
     kind: Literal["nugget", "claim"] = "nugget"
-    weight: float = Field(default=1.0, gt=0)
+    weight: float | None = Field(default=None, gt=0)
     chunk_id: str | None = Field(default=None, min_length=1)
     annotator: str | None = Field(default=None, min_length=1)
     support: Literal["full", "partial", "none"] | None = None

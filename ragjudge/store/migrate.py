@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from ragjudge.errors import ProjectError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
 """Every schema revision this ragjudge knows, oldest first; the last is the newest."""
 HEAD = REVISIONS[-1]
 

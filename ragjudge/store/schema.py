@@ -299,7 +299,8 @@ class Nugget(Base):
     text: Mapped[str] = mapped_column(Text)
     importance: Mapped[str] = mapped_column(String(8), default="okay")
     kind: Mapped[str] = mapped_column(String(8), default="nugget")
-    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    weight: Mapped[float | None] = mapped_column(Float, nullable=True, default=None)
+    """The nugget's own weight in a weighted score; None: by its importance (vital 1, okay 0.5)."""
     removed: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -198,3 +198,23 @@ def test_new_events_are_seen_by_the_next_call(rag_project):
     rag_project.write(withdraw)
     nuggets = rag_extras(rag_project, "bm25", query_ids, matrix, ["NuggetRecall@5"])["nuggets"]
     assert nugget_recall(nuggets, 5, strict=True, vital_only=True)[q1] == 0.0
+
+
+def test_a_nugget_without_a_weight_of_its_own_counts_by_its_importance(rag_project):
+    """TREC 2024 RAG's weighted score: vital 1, okay 0.5, unless the nugget has its own weight.
+    With visitors' weight 2.0 taken away: (1 x 1 + 1 x 0.5 + 0.5 x 0.5) / (1 + 1 + 0.5) = 0.7."""
+    from sqlalchemy import update
+
+    from ragjudge.store.schema import Nugget
+
+    rag_project.write(lambda s: s.execute(update(Nugget).where(Nugget.text == "visitors").values(weight=None)))
+    query_ids, matrix = run_matrix(rag_project)
+    nuggets = rag_extras(rag_project, "bm25", query_ids, matrix, ["NuggetRecall(weighted)@5"])["nuggets"]
+    q1 = query_ids.index("q1")
+    assert nugget_recall(nuggets, 5, strict=False, vital_only=False, weighted=True)[q1] == pytest.approx(0.7)
+    # a nugget added in the app has no weight of its own either
+    from ragjudge.services.labels.facets import add_nugget
+
+    added = add_nugget(rag_project, "q1", "opening hours")
+    with rag_project.read() as session:
+        assert session.get(Nugget, added).weight is None

@@ -158,7 +158,7 @@ def add_nugget(project: Project, query_id: str, text: str, importance: str = "ok
 
     def work(session: Session) -> int:
         nugget = Nugget(query_id=query_id, text=text, importance=importance, kind=kind,
-                        weight=1.0, removed=False, created_at=utcnow())
+                        weight=None, removed=False, created_at=utcnow())
         session.add(nugget)
         session.flush()
         return int(nugget.id)

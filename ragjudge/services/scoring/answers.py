@@ -106,7 +106,7 @@ def answer_labels(connection: Connection, run_name: str | None, rule: str,
     queries = sorted(set(query_of.values()))
     for at in range(0, len(queries), BATCH):
         nuggets += connection.execute(
-            select(Nugget.id, Nugget.query_id, Nugget.text, Nugget.importance)
+            select(Nugget.id, Nugget.query_id, Nugget.text, Nugget.importance, Nugget.weight)
             .where(Nugget.query_id.in_(queries[at:at + BATCH]), Nugget.removed.is_(False),
                    Nugget.kind == "nugget")).all()
     judged = current_judgments(connection, run=run_name,
@@ -137,6 +137,7 @@ def answer_labels(connection: Connection, run_name: str | None, rule: str,
         nugget_query_ids=[n[1] for n in nuggets],
         nugget_names=[n[2] for n in nuggets],
         nugget_vital=[n[3] == "vital" for n in nuggets],
+        nugget_weights=[None if n[4] is None else float(n[4]) for n in nuggets],
         nugget_levels=[combined_nuggets.get((int(n[0]), int(answer_of_query[n[1]])), -1)
                        for n in nuggets],
         sentence_query_ids=[query_of[int(s[0])] for s in sentences],

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+import math
+
 import numpy as np
 from sqlalchemy import func, select
 from ragjudge.metrics.rag import (
@@ -205,7 +207,7 @@ def _nugget_labels(connection, rule: str, cache: dict, *, kind: str) -> ItemLabe
     items, chunks, levels = _support_columns(combined, index_of)
     return ItemLabels([n[1] for n in nuggets], [n[2] for n in nuggets],
                       [n[3] == "vital" for n in nuggets],
-                      [1.0 if n[4] is None else float(n[4]) for n in nuggets],
+                      [math.nan if n[4] is None else float(n[4]) for n in nuggets],
                       items, chunks, levels)
 
 
