@@ -73,6 +73,8 @@ def _imports() -> dict[str, list[tuple[str, str, int]]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 for alias in node.names:
+                    if alias.name.split(".")[0] == "sqlalchemy":
+                        out[module].append(("sqlalchemy", "", node.lineno))
                     owner = _owner(alias.name)
                     if owner and owner != module:
                         out[module].append((owner, "", node.lineno))
@@ -83,6 +85,8 @@ def _imports() -> dict[str, list[tuple[str, str, int]]]:
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
+                if target.split(".")[0] == "sqlalchemy":
+                    out[module].append(("sqlalchemy", "", node.lineno))
                 if not target.startswith("ragjudge"):
                     continue
                 for alias in node.names:
@@ -98,6 +102,8 @@ IMPORTS = _imports()
 
 
 def _layer(module: str) -> str:
+    if module == "sqlalchemy":
+        return "store"  # the database library: the store's, and below it nothing's
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -194,4 +200,22 @@ def test_migrations_import_no_live_code(path):
     """A migration is history: it carries the code it ran with, so that a change to ragjudge
     never changes what an old upgrade does."""
     module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    assert [o for o, _, _ in IMPORTS.get(module, [])] == []
+    assert [o for o, _, _ in IMPORTS.get(module, []) if o != "sqlalchemy"] == []
+
+
+def test_the_web_layer_reaches_services_and_the_database_through_its_backend_alone():
+    """Only web/backend.py calls services (and, for its batched label writer, the store and
+    SQLAlchemy); only web/terminal.py starts the terminal relay; nothing in web/ imports the
+    app or the command line."""
+    wrong = []
+    for module, edges in IMPORTS.items():
+        if _layer(module) != "web":
+            continue
+        for other, _, line in edges:
+            layer = _layer(other)
+            if layer in ("tui", "cli") \
+                    or (layer in ("services", "store") and module != "ragjudge.web.backend") \
+                    or (layer == "serve" and module != "ragjudge.web.terminal"):
+                wrong.append(f"{module} imports {other} (line {line})")
+    assert not wrong, "\n".join(wrong)
+    assert any(_layer(o) == "services" for o, _, _ in IMPORTS["ragjudge.web.backend"])

@@ -130,8 +130,8 @@ def _count(db: str, table: str) -> int:
     (["--sample", "5", "--strategy", "systematic", "--by", "lea"],
      "--strategy 'systematic': use uniform (every pair of a query's pool equally likely) or "
      "stratified"),
-    (["--sample", "0", "--by", "lea"], "--sample 0: give how many pairs of each query's pool"),
-    (["--sample", "-3", "--by", "lea"], "--sample -3: give how many pairs"),
+    (["--sample", "0", "--by", "lea"], "--sample 0: the pairs drawn per query is a whole number from 1"),
+    (["--sample", "-3", "--by", "lea"], "--sample -3: the pairs drawn per query is a whole number"),
     (["--strategy", "stratified", "--by", "lea"],
      "--strategy 'stratified' says how --sample draws: give the pairs per query too"),
 ])

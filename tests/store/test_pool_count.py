@@ -15,7 +15,7 @@ from sqlalchemy import and_, exists, func, or_, select
 from ragjudge.errors import UsageError
 from ragjudge.services.gold.pool import pool_select, pool_size_and_judged
 from ragjudge.services.project.database import Project
-from ragjudge.services.events.labels import newest_label_ids
+from ragjudge.services.events.labels import newest_label_ids, not_recheck
 from ragjudge.store.schema import Annotator, Chunk, Label, Query, Run, RunEntry
 
 NAMES = ("ana", "bo", "ref", "llm:m")
@@ -32,10 +32,22 @@ def reference(project: Project, depth: int, runs: list[str] | None) -> dict:
     closed = select(current.c.query_id).where(current.c.annotator.in_(complete)).distinct()
     graded = exists().where(and_(current.c.query_id == pool.c.query_id,
                                  current.c.chunk_id == pool.c.chunk_id))
+    # a complete reference's pair whose newest event (not a re-check) is a skip without a grade
+    # is in its pool and not judged: it stays unjudged unless someone else graded it
+    own = (select(func.max(Label.id).label("id")).where(not_recheck())
+           .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
+    skips = (select(Label.annotator, Label.query_id, Label.chunk_id).join(own, Label.id == own.c.id)
+             .where(Label.grade.is_(None), Label.skipped.is_(True)).subquery())
+
+    def skipped_by(names):
+        return exists().where(and_(skips.c.annotator.in_(names), skips.c.query_id == pool.c.query_id,
+                                   skips.c.chunk_id == pool.c.chunk_id))
+
     with project.connect() as connection:
         pairs = connection.scalar(select(func.count()).select_from(pool))
         judged = connection.scalar(
-            select(func.count()).select_from(pool).where(or_(graded, pool.c.query_id.in_(closed))))
+            select(func.count()).select_from(pool).where(or_(graded, and_(
+                pool.c.query_id.in_(closed), ~skipped_by(complete)))))
         mine = dict(connection.execute(
             select(current.c.annotator, func.count())
             .join(pool, and_(pool.c.query_id == current.c.query_id, pool.c.chunk_id == current.c.chunk_id))
@@ -43,7 +55,8 @@ def reference(project: Project, depth: int, runs: list[str] | None) -> dict:
         for name in connection.execute(complete).scalars():
             its = select(current.c.query_id).where(current.c.annotator == name).distinct()
             mine[name] = connection.scalar(
-                select(func.count()).select_from(pool).where(pool.c.query_id.in_(its))) or 0
+                select(func.count()).select_from(pool).where(pool.c.query_id.in_(its),
+                                                             ~skipped_by([name]))) or 0
     return {"depth": depth, "pairs": int(pairs or 0), "judged": int(judged or 0),
             "by_annotator": {str(k): int(v) for k, v in sorted(mine.items()) if v}}
 

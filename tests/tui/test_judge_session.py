@@ -440,6 +440,10 @@ def judging_keys() -> list[str]:
     return out
 
 
+BINARY_ONLY = ("y", "n")
+"""Keys that grade a binary scale (yes, no) and are listed only there."""
+
+
 @sync
 async def test_every_judging_key_is_in_the_help_screen_and_the_readme(project):
     from pathlib import Path
@@ -454,9 +458,11 @@ async def test_every_judging_key_is_in_the_help_screen_and_the_readme(project):
         assert isinstance(app.screen, HelpScreen)
         keys = " ".join(row[0] for row in app.screen.rows)
         for key in judging_keys():
-            if key.isdigit():
+            if key.isdigit() or key in BINARY_ONLY:
                 continue
             assert key in keys.split() or key in keys.replace("/", " ").split(), (key, keys)
+        for key in BINARY_ONLY:  # y and n grade a binary scale only: not offered on 0-3
+            assert key not in keys.replace("/", " ").split(), (key, keys)
         assert app.screen.rows[0][0] == "0-3"  # the scale's grades, not 0-9
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     table = readme.split("Keys on the judging screen")[1].split("\n\n")[1]
