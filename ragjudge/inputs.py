@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, TypeGuard, cast
+from typing import IO, Any, cast
 
 from ragjudge.errors import InputError, device_problem, encoding_problem, why_unusable
 
@@ -37,7 +37,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def is_inline(source: Source) -> TypeGuard[str | bytes]:
+def is_inline(source: Source) -> bool:
     """True when ``source`` is text or bytes content rather than a path or a file."""
     return isinstance(source, bytes) or (isinstance(source, str) and "\n" in source)
 
@@ -88,7 +88,7 @@ class Lines:
     @contextmanager
     def _open(self) -> Iterator[io.BufferedIOBase | io.TextIOBase]:
         source = self.source
-        if is_inline(source):
+        if isinstance(source, (str, bytes)) and is_inline(source):
             data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
             raw: IO[bytes] = io.BytesIO(data)
             self.total = len(data)
