@@ -223,6 +223,7 @@ def test_an_annotator_sees_no_other_grade_and_a_lead_does(db, capsys, monkeypatc
         assert case.lead_sees in said
 
 
+@pytest.mark.slow
 def test_a_missing_identity_is_the_least_rights(db, capsys, monkeypatch):
     monkeypatch.delenv("RAGJUDGE_USER", raising=False)
     monkeypatch.setattr("getpass.getuser", lambda: (_ for _ in ()).throw(KeyError("no user")))
@@ -410,6 +411,7 @@ def test_every_screen_has_a_row():
 LOOKS = [pytest.param(name, id=name) for name, look in SCREENS.items() if isinstance(look, Look)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LOOKS)
 def test_a_screen_shows_an_annotator_no_other_grade_and_a_lead_sees_it(db, name):
     look = SCREENS[name]
@@ -432,6 +434,7 @@ def test_every_page_a_served_annotator_opens_has_a_row():
     assert names - set(SCREENS) == set()
 
 
+@pytest.mark.slow
 def test_a_served_annotator_is_refused_every_other_page(db):
     """Deny by default: each screen not listed for annotators is refused to ann's tab."""
     from textual.widgets import Input

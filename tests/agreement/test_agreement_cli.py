@@ -102,6 +102,7 @@ def _label(project_db, annotator, query, chunk, grade) -> None:
         record_label(project, annotator=annotator, query_id=query, chunk_id=chunk, grade=grade)
 
 
+@pytest.mark.slow
 def test_project_flow_assign_agree_adjudicate_export(project_db, tmp_path, capsys):
     code, out, err = _run(capsys, "assign", "--db", project_db, "--annotators", "ann,bob,cy",
                           "--overlap", "0.5", "--depth", "2", "--format", "json")
@@ -155,6 +156,7 @@ def test_quality_and_assign_errors(project_db, capsys):
     assert code == 2 and "no run named nope" in err
 
 
+@pytest.mark.slow
 def test_agree_verdict_json_and_table(project_db, capsys):
     # bob grades q1's first chunks of bm25 relevant, ann the rest: their rankings of the one
     # run against itself cannot differ, so tau is undefined with a reason, and the table says so

@@ -16,6 +16,8 @@ import pytest
 
 from ragjudge.cli import common, main
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):

@@ -33,6 +33,7 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_ratings_have_the_answer_units_on_a_0_to_2_scale(answers_db):
     with Project.open(answers_db) as project:
         nuggets, citations = answer_agreement_svc.answer_ratings(project)
@@ -100,6 +101,7 @@ def test_agree_answers_refuses_options_that_do_not_apply(answers_db, capsys, ext
     assert code == 2 and words in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_the_agreement_screen_has_an_answers_tab(answers_db):
     asyncio.run(_answers_tab(answers_db))
 

@@ -11,6 +11,8 @@ import asyncio
 import json
 import time
 
+import pytest
+
 from ragjudge.cli import main
 from ragjudge.services.events import answers as answer_events
 from ragjudge.services.labels import answers as answer_judging
@@ -22,6 +24,8 @@ from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
 from ragjudge.tui.screens.evaluation import EvaluationScreen
+
+pytestmark = pytest.mark.slow
 
 MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision", "CitationRecall"]
 RUNS = ("hybrid", "bm25")

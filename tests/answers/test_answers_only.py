@@ -16,6 +16,8 @@ from ragjudge.cli import main
 from ragjudge.metrics.answers import AnswerSupport, UNJUDGED, undefined_reasons
 from ragjudge.metrics.registry import parse_measure
 
+pytestmark = pytest.mark.slow
+
 NAN = float("nan")
 MEASURES = ["AnswerNuggets(all)", "AnswerNuggets(strict,vital)", "CitationPrecision",
             "CitationRecall"]

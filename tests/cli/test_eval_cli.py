@@ -227,6 +227,7 @@ def test_eval_curves(tmp_path, capsys):
     assert code == 2 and "--k" in err
 
 
+@pytest.mark.slow
 def test_gate_exit_codes(tmp_path, capsys):
     q = _write(tmp_path / "qrels.trec", SEED_QRELS)
     r = _write(tmp_path / "run.trec", SEED_RUN)
@@ -402,6 +403,7 @@ def test_averaging_over_answered_queries(tmp_path, capsys):
     assert row["queries"] == 1 and row["difference"] == 0.0  # paired on q1 only
 
 
+@pytest.mark.slow
 def test_gate_exit_code_through_python_m_ragjudge(tmp_path):
     import subprocess
     import sys

@@ -10,6 +10,8 @@ import pytrec_eval
 
 from ragjudge.cli import common, main
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):

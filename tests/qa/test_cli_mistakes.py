@@ -92,6 +92,7 @@ def test_judging_queue_unknown_category_is_a_usage_error(db):
         JudgingQueue(project, "ana", category="biling")
 
 
+@pytest.mark.slow
 def test_judging_queue_known_category_still_loads(db):
     with Project.open(db) as project:
         queue = JudgingQueue(project, "ana", category="policy")

@@ -12,6 +12,8 @@ from projectkit import rights
 
 from ragjudge.cli import common, main
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):

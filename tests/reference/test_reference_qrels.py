@@ -15,6 +15,8 @@ from sklearn.metrics import cohen_kappa_score
 from ragjudge.cli import common, main
 from ragjudge.services.labels.events import record_label
 
+pytestmark = pytest.mark.slow
+
 MEASURES = ["P@5", "R@10", "AP", "nDCG@10", "RR"]
 TREC = {"P@5": "P_5", "R@10": "recall_10", "AP": "map", "nDCG@10": "ndcg_cut_10", "RR": "recip_rank"}
 

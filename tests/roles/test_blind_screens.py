@@ -23,6 +23,8 @@ from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.screens.prompts import Refused
 from ragjudge.tui.widgets.evalpane import ExplainModal
 
+pytestmark = pytest.mark.slow
+
 #: bm25 ranks q1's chunks c05 (1), c06 (2), c07 (3), ... c14 (10)
 BEN_ONLY = ("c07", "c09")
 

@@ -122,6 +122,7 @@ def _err_of_q1(capsys, db: str, measure: str = "ERR@2") -> float:
     return json.loads(out)["runs"]["bm25"]["per_query"]["q1"][measure]
 
 
+@pytest.mark.slow
 def test_project_err_uses_the_top_of_the_projects_scale(tmp_path, capsys):
     # q1 ranks c05, c06 first; gold grades 2 and 1 on a 0-3 scale: R = 3/8, 1/8
     # ERR@2 = 3/8 + (5/8)(1/8)/2 = 0.4140625 (with g_max = 2 from the labels it was 0.78125)
@@ -454,6 +455,7 @@ def _add_nuggets(project, query: str, support: list[tuple[str, str]]) -> None:
     project.write(fill)
 
 
+@pytest.mark.slow
 def test_a_project_with_nuggets_and_no_grades_scores_its_rag_measures(tmp_path, capsys):
     from projectkit import make_small_project
 
@@ -474,6 +476,7 @@ def test_a_project_with_nuggets_and_no_grades_scores_its_rag_measures(tmp_path, 
     assert code == 2 and "no judged queries" in err
 
 
+@pytest.mark.slow
 def test_a_query_with_nuggets_and_no_grade_is_scored_not_silently_left_out(tmp_path, capsys):
     db = str(tmp_path / "p.db")
     project = _project_with_labels(db, [("q2", "c08", 2)])
@@ -583,6 +586,7 @@ def test_a_gate_requirement_is_written_in_ascii_digits():
             parse_requirement(text)
 
 
+@pytest.mark.slow
 def test_the_highest_rank_fits_the_database(any_db, tmp_path, capsys):
     """MAX_RANK is the rank column's limit on PostgreSQL too (a 32-bit integer)."""
     from projectkit import make_small_project

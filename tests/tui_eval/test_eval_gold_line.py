@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 import goldkit
 
 from ragjudge.services.labels import events as judging_events
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+
+pytestmark = pytest.mark.slow
 
 
 async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from textual.widgets import DataTable
 
 from ragjudge.services.runs import stored as ev_stored
@@ -21,6 +22,8 @@ from ragjudge.services.scoring.live import MEASURES_SETTING
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
+
+pytestmark = pytest.mark.slow
 
 
 async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:

@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from ragjudge.services.events import state as judging
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.widgets.evalpane import ExplainModal
+
+pytestmark = pytest.mark.slow
 
 
 async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
