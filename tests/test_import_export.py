@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from clikit import run_cli
 
 from ragjudge.cli import main
 
@@ -28,12 +29,6 @@ def snapshot(db: str) -> dict:
 def status(db: str, capsys) -> dict:
     assert main(["--db", db, "status", "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def jl(*objects) -> str:

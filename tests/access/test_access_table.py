@@ -23,7 +23,6 @@ import io
 import json
 import pkgutil
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from projectkit import make_small_project, rights
 from rich.console import Console
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from pilotkit import wait_for
 
 import ragjudge.tui.screens
 import ragjudge.tui.widgets
@@ -248,13 +248,6 @@ def rendered(screen) -> str:
         for row in range(table.row_count):
             console.print(" | ".join(str(cell) for cell in table.get_row_at(row)))
     return console.export_text()
-
-
-async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the screen did not get there"
-        await pilot.pause(0.05)
 
 
 def _show(db: str, viewer: str, scenario) -> str:  # scenario: async (app, pilot, project) -> str

@@ -8,8 +8,8 @@ import krippendorff
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 
 nan = np.nan
 
@@ -32,12 +32,6 @@ def _labels_jsonl(path) -> str:
                                          "annotator": name, "grade": g}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(path)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_agree_on_a_labels_file_matches_the_reference_packages(tmp_path, capsys):

@@ -21,16 +21,10 @@ import pytest
 from projectkit import rights, screen_app
 
 from answerkit import JUDGMENTS, jsonl
-from ragjudge.cli import main
+from clikit import run_cli
 from ragjudge.services.agreement import answers as answer_agreement_svc
 from ragjudge.services.labels import answers as answer_judging
 from ragjudge.services.project.database import Project
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from answerkit import JUDGMENTS, jsonl
-from ragjudge.cli import main
+from clikit import run_cli
 from ragjudge.formats.sentences import split_sentences
 
 
@@ -31,13 +31,6 @@ def snapshot(db: str) -> dict:
         return {t: sorted(map(repr, connection.execute(f'SELECT * FROM "{t}"'))) for t in tables}
     finally:
         connection.close()
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """Exit code, standard output, and standard error with its lines joined (summaries wrap)."""
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def write(path: Path, text: str) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from clikit import run_cli
 
 from ragjudge.cli import main
 from ragjudge.metrics.answers import (
@@ -40,12 +41,6 @@ from ragjudge.metrics.answers import (
 from ragjudge.metrics.registry import parse_measure
 
 NAN = float("nan")
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def support(*, answered=(True,), valid=((True,),), vital=None, levels=((UNJUDGED,),),

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 from ragjudge.cli import common
 
 # Seed 000's sample: c1..c10 retrieved in order, grades c1:2 c3:1 c5:2 c8:1, others 0.
@@ -26,12 +26,6 @@ def _no_project(monkeypatch):
     """Each command starts without a remembered --db (the option is global to the process)."""
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _write(path, text: str) -> str:

@@ -16,8 +16,9 @@ import json
 import goldkit
 import pytest
 import pytrec_eval
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 
 # ragjudge name -> trec_eval name
 TREC = {"P@5": "P_5", "P@10": "P_10", "R@5": "recall_5", "R@10": "recall_10", "AP": "map",
@@ -33,12 +34,6 @@ MEASURES = [*TREC, *OURS_ONLY]
 def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _per_query(capsys, *args: str) -> dict[str, dict[str, dict[str, float]]]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 
 import pytest
 from projectkit import make_small_project, rights
 from rich.console import Console
 from textual.widgets import DataTable, Static
+from pilotkit import wait_for
 
 from ragjudge.services.access import roster
 from ragjudge.services.access import visibility
@@ -50,13 +50,6 @@ def rendered(screen) -> str:
         for row in range(table.row_count):
             console.print(" | ".join(str(cell) for cell in table.get_row_at(row)))
     return console.export_text()
-
-
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the screen did not get there"
-        await pilot.pause(0.05)
 
 
 # -- the agreement screen --------------------------------------------------------------------

@@ -14,8 +14,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics import Qrels, Run, evaluate, parse_measure
 from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
@@ -25,12 +26,6 @@ from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
 def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _write(path, text: str) -> str:

@@ -9,10 +9,10 @@ import json
 import math
 import subprocess
 import sys
-import time
 
 import pytest
 from textual.widgets import DataTable
+from pilotkit import wait_for
 
 from ragjudge.services.runs import stored as ev_stored
 from ragjudge.services.scoring import evaluation as ev_evaluation
@@ -24,13 +24,6 @@ from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
 
 pytestmark = pytest.mark.slow
-
-
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the evaluation screen did not catch up"
-        await pilot.pause(0.05)
 
 
 def max_label_id(project) -> int:
