@@ -217,7 +217,7 @@ def sweep_leftovers(folder: Path) -> list[Path]:
     and its ``-wal``, ``-shm``, ``-journal``, ``.writelock``, ``.importlock``) whose process no
     longer runs;
     return what was removed. Nothing else is touched."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -275,7 +275,7 @@ class _Output:
         self.raw = raw
         self.buffer = io.BufferedWriter(raw, buffer_size=1 << 16)
         self.gzip = gzip.GzipFile(filename="", mode="wb", fileobj=self.buffer) if compress else None
-        self.text = io.TextIOWrapper(self.gzip or self.buffer, encoding="utf-8", newline="\n")  # type: ignore[arg-type]
+        self.text = io.TextIOWrapper(self.gzip or self.buffer, encoding="utf-8", newline="\n")
 
     def finish(self, *, fsync: bool) -> None:
         """Everything written down (and to the disk with ``fsync``), then closed."""
@@ -452,7 +452,8 @@ def _error(path: Path, exc: OSError, *, existed: bool = False, in_place: bool = 
     if exc.errno == errno.ENOENT:
         cause = f"the folder {path.parent} does not exist"
     else:
-        cause = _CAUSES.get(exc.errno, exc.strerror or str(exc))
+        known = _CAUSES.get(exc.errno) if exc.errno is not None else None
+        cause = known or exc.strerror or str(exc)
     if in_place:
         tail = "The output may be incomplete."
     elif existed:

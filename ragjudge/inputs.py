@@ -22,10 +22,10 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ragjudge.errors import InputError, device_problem, encoding_problem, why_unusable
 
@@ -77,28 +77,28 @@ class Lines:
             return 0
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
-        with self._open() as (binary, text):
-            if text is not None:
-                yield from self._text_lines(text)
+        with self._open() as stream:
+            if isinstance(stream, io.TextIOBase):
+                yield from self._text_lines(stream)
             else:
-                yield from self._binary_lines(binary)
+                yield from self._binary_lines(stream)
 
     # -- opening -----------------------------------------------------------------------
 
     @contextmanager
-    def _open(self) -> Iterator[tuple[IO[bytes] | None, IO[str] | None]]:
+    def _open(self) -> Iterator[io.BufferedIOBase | io.TextIOBase]:
         source = self.source
-        if is_inline(source):
+        if isinstance(source, (str, bytes)) and is_inline(source):
             data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
             raw: IO[bytes] = io.BytesIO(data)
             self.total = len(data)
-            yield self._maybe_gzip(raw), None
+            yield self._maybe_gzip(raw)
             return
         if isinstance(source, (str, os.PathLike)):
             if str(source) == "-":
                 raw = sys.stdin.buffer
                 self._raw = raw
-                yield self._maybe_gzip(raw), None
+                yield self._maybe_gzip(raw)
                 return
             path = Path(source)
             try:
@@ -120,32 +120,35 @@ class Lines:
                     if device is not None:
                         raise InputError(device, file=self.name)
                     self.total = status.st_size if stat.S_ISREG(status.st_mode) else None
-                yield self._maybe_gzip(raw, force=path.name.endswith(".gz")), None
+                yield self._maybe_gzip(raw, force=path.name.endswith(".gz"))
             finally:
                 raw.close()
             return
         # An open file object: text already decoded by its wrapper, or bytes we decode.
         if isinstance(source, io.TextIOBase):
-            yield None, source
+            yield source
             return
-        self._raw = source  # type: ignore[assignment]
-        yield self._maybe_gzip(source), None  # type: ignore[arg-type]
+        binary = cast(IO[bytes], source)  # any other file object gives bytes
+        self._raw = binary
+        yield self._maybe_gzip(binary)
 
-    def _maybe_gzip(self, raw: IO[bytes], *, force: bool = False) -> IO[bytes]:
-        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
+    def _maybe_gzip(self, raw: IO[bytes], *, force: bool = False) -> io.BufferedIOBase:
+        # a stream that can peek is read as it is; a raw one gets a buffer to look ahead in
+        buffered = (cast(io.BufferedReader, raw) if hasattr(raw, "peek")
+                    else io.BufferedReader(cast(io.RawIOBase, raw)))
         if self._raw is None or self._raw is raw:
             self._raw = raw
         try:
-            head = buffered.peek(2)[:2]  # type: ignore[union-attr]
+            head = buffered.peek(2)[:2]
         except (OSError, ValueError):
             head = b""
         if force or head == GZIP_MAGIC:
-            return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
-        return buffered  # type: ignore[return-value]
+            return gzip.GzipFile(fileobj=buffered, mode="rb")
+        return buffered
 
     # -- reading -----------------------------------------------------------------------
 
-    def _binary_lines(self, stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    def _binary_lines(self, stream: io.BufferedIOBase) -> Iterator[tuple[int, str]]:
         limit = self.max_line_bytes
         offset = 0
         self._check_head(stream)
@@ -179,7 +182,7 @@ class Lines:
                 text = text.rstrip("\r\n")
             yield self.line, text
 
-    def _check_head(self, stream: IO[bytes]) -> None:
+    def _check_head(self, stream: io.BufferedIOBase) -> None:
         """Refuse UTF-16, UTF-32 and binary data by their first bytes, before a line is read
         (a file of NUL bytes may have no line break for gigabytes)."""
         try:
@@ -190,7 +193,7 @@ class Lines:
         if problem is not None:
             raise InputError(problem, file=self.name, line=1)
 
-    def _text_lines(self, stream: IO[str]) -> Iterator[tuple[int, str]]:
+    def _text_lines(self, stream: Iterable[str]) -> Iterator[tuple[int, str]]:
         iterator = iter(stream)
         while True:
             try:

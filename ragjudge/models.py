@@ -153,7 +153,7 @@ class Scale(_Record):
         """``binary``, or ``MIN-MAX`` such as ``0-3`` (TREC DL names) or ``1-5``."""
         spec = spec.strip().lower()
         if spec == "binary":
-            levels = (
+            levels: tuple[ScaleLevel, ...] = (
                 ScaleLevel(grade=0, name="Not relevant", description="Does not help answer the query."),
                 ScaleLevel(grade=1, name="Relevant", description="Helps answer the query."),
             )

@@ -170,6 +170,7 @@ def test_what_the_paths_say_about_files_the_services_once_read_alone(tmp_path, b
         assert "field 'chunk_id'" in found["pyarrow"][1]
 
 
+@pytest.mark.slow
 def test_negative_grades_are_read_as_unjudged_and_left_out(tmp_path, base, monkeypatch):
     results = imports_by_path(tmp_path, base, monkeypatch, "qrels", "neg", QRELS["grades negative among others"])
     done = results["pyarrow"]
@@ -185,6 +186,7 @@ def test_negative_grades_are_read_as_unjudged_and_left_out(tmp_path, base, monke
     assert off["pyarrow"][0] == "refused" and "line 2, field 'grade'" in off["pyarrow"][1]
 
 
+@pytest.mark.slow
 def test_the_form_read_is_said(tmp_path, base, monkeypatch):
     three = imports_by_path(tmp_path, base, monkeypatch, "qrels", "three", QRELS["three columns"])
     assert "Read as qrels of 3 fields" in three["pyarrow"][1]
@@ -231,6 +233,7 @@ _KEYS = st.sampled_from(["id", "text", "doc_id", "meta", "description", "categor
                          "chunk_id", "grade", "annotator", "note", "score", "flagged"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(["queries", "chunks", "qrels", "labels"]), st.dictionaries(_KEYS, _VALUES, max_size=6))
 def test_the_shortcut_for_plain_lines_accepts_only_what_validation_accepts(kind, data):

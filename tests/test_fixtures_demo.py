@@ -127,6 +127,7 @@ def test_runs_are_deep_ranked_and_unambiguous(demo):
             assert all(a > b for a, b in zip(scores, scores[1:])), (name, qid)
 
 
+@pytest.mark.slow
 def test_labels_cover_part_of_the_pool_with_overlap(demo):
     pool = {(q, d) for run in demo["runs"].values() for q, entries in run.items() for d, _, _ in entries[:10]}
     labels = demo["labels"]
@@ -282,6 +283,7 @@ def _files(root: Path) -> dict[str, bytes]:
             if p.is_file() and p.suffix in (".jsonl", ".trec")}
 
 
+@pytest.mark.slow
 def test_make_demo_reproduces_the_committed_files(tmp_path):
     subprocess.run([sys.executable, str(FIXTURES / "make_demo.py"), "--out", str(tmp_path)],
                    check=True, capture_output=True, timeout=300)
@@ -291,6 +293,7 @@ def test_make_demo_reproduces_the_committed_files(tmp_path):
         assert fresh[name] == committed[name], f"{name} differs from a fresh make_demo.py run"
 
 
+@pytest.mark.slow
 def test_make_large_writes_a_consistent_project(tmp_path):
     out = tmp_path / "large"
     subprocess.run([sys.executable, str(FIXTURES / "make_large.py"), "--queries", "40", "--depth", "25",

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from clikit import run_cli
 
 from ragjudge.cli import main
 
@@ -28,12 +29,6 @@ def snapshot(db: str) -> dict:
 def status(db: str, capsys) -> dict:
     assert main(["--db", db, "status", "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def jl(*objects) -> str:
@@ -79,6 +74,7 @@ BAD_INPUTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "name", "content", "options", "line", "words"), BAD_INPUTS,
                          ids=[case[1] for case in BAD_INPUTS])
 def test_bad_input_exits_2_naming_file_and_line_and_changes_nothing(
@@ -115,6 +111,7 @@ def test_a_bad_line_after_many_batches_rolls_everything_back(tmp_path, capsys, p
     assert Path(project_db).read_bytes() == db_bytes
 
 
+@pytest.mark.slow
 def test_unknown_ids_message_counts_and_lists_the_first_few(tmp_path, capsys, project_db):
     lines = [f"q1 Q0 x{i:03d} 1 {100 - i} r" for i in range(30)]
     path = write(tmp_path / "many.trec", "\n".join(lines) + "\n")
@@ -125,6 +122,7 @@ def test_unknown_ids_message_counts_and_lists_the_first_few(tmp_path, capsys, pr
     assert "x005" not in err and "--create-missing" in err
 
 
+@pytest.mark.slow
 def test_create_missing_adds_placeholders(tmp_path, capsys, project_db):
     path = write(tmp_path / "new.trec", "q1 Q0 zz1 1 1 r\nq9 Q0 c01 1 1 r\n")
     code, _, err = run_cli(capsys, "--db", project_db, "import", "run", path, "--create-missing")
@@ -157,6 +155,7 @@ VALID_FILES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(VALID_FILES))
 def test_importing_the_same_file_twice_changes_nothing(tmp_path, capsys, project_db, kind):
     name, content = VALID_FILES[kind]
@@ -171,6 +170,7 @@ def test_importing_the_same_file_twice_changes_nothing(tmp_path, capsys, project
     assert snapshot(project_db) == once
 
 
+@pytest.mark.slow
 def test_run_ranks_follow_scores_with_trec_eval_ties(tmp_path, capsys, project_db):
     # The rank column is nonsense on purpose; ties at 0.5 go to the larger chunk id first.
     path = write(tmp_path / "tied.run", "q1 Q0 c02 9 0.5 r\nq1 Q0 c10 9 0.5 r\nq1 Q0 c03 9 0.9 r\n"
@@ -182,6 +182,7 @@ def test_run_ranks_follow_scores_with_trec_eval_ties(tmp_path, capsys, project_d
                                 "q1 Q0 c01 4 0.5 tied", "q2 Q0 c04 1 -1.0 tied"]
 
 
+@pytest.mark.slow
 def test_ranked_list_run_keeps_its_order_and_replace(tmp_path, capsys, project_db):
     path = write(tmp_path / "listed.jsonl", jl({"query_id": "q1", "chunks": ["c09", "c01", "c05"]}))
     assert run_cli(capsys, "--db", project_db, "import", "run", path)[0] == 0
@@ -196,6 +197,7 @@ def test_ranked_list_run_keeps_its_order_and_replace(tmp_path, capsys, project_d
     assert out.splitlines() == ["q2 Q0 c02 1 -1.0 listed"]
 
 
+@pytest.mark.slow
 def test_qrels_become_labels_and_identical_current_labels_are_skipped(tmp_path, capsys, project_db):
     from ragjudge.services.labels.events import record_label
     from ragjudge.services.project.database import Project
@@ -210,6 +212,7 @@ def test_qrels_become_labels_and_identical_current_labels_are_skipped(tmp_path, 
     assert len(rows) == 4 and sum("'import'" in r for r in rows) == 3
 
 
+@pytest.mark.slow
 def test_export_qrels_by_rule_and_labels_with_annotator_time_and_note(tmp_path, capsys, project_db):
     labels = jl(
         {"query_id": "q1", "chunk_id": "c01", "grade": 1, "annotator": "a"},
@@ -237,6 +240,7 @@ def test_export_qrels_by_rule_and_labels_with_annotator_time_and_note(tmp_path, 
     assert code == 2 and "--rule" in err
 
 
+@pytest.mark.slow
 def test_round_trip_through_a_second_project(tmp_path, capsys, project_db):
     """Everything exported from one project imports into another, which exports the same."""
     for kind in ("labels", "facets", "nuggets", "run"):
@@ -265,6 +269,7 @@ def test_round_trip_through_a_second_project(tmp_path, capsys, project_db):
         assert again.read_text() == exported.read_text(), kind
 
 
+@pytest.mark.slow
 def test_import_beir_folder_in_one_transaction(tmp_path, capsys):
     db = str(tmp_path / "beir.db")
     assert main(["init", "--db", db, "--scale", "0-2"]) == 0
@@ -286,6 +291,7 @@ def test_import_beir_folder_in_one_transaction(tmp_path, capsys):
     assert status(db, capsys)["labels"] == 2
 
 
+@pytest.mark.slow
 def test_help_has_examples(capsys):
     for command in ("import", "export"):
         code, out, _ = run_cli(capsys, command, "--help")
@@ -326,6 +332,7 @@ _SUFFIX = {"run": ".trec", "qrels": ".qrels", "labels": ".jsonl", "queries": ".j
            "facets": ".jsonl", "nuggets": ".jsonl", "answers": ".jsonl"}
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(_SEEDS)), cut=st.integers(0, 400), junk=st.binary(max_size=12),
@@ -352,6 +359,7 @@ def test_fuzzed_files_through_the_command(tmp_path, capsys, project_db, kind, cu
         assert code == 0, err
 
 
+@pytest.mark.slow
 def test_import_from_standard_input(tmp_path, project_db):
     import subprocess
     import sys

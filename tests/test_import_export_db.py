@@ -52,6 +52,7 @@ def test_failed_imports_leave_every_table_as_it_was(small):
         assert rows(small) == before, (kind, words)
 
 
+@pytest.mark.slow
 def test_reimports_change_nothing_and_a_changed_label_is_an_event(small):
     labels = "".join(json.dumps(x) + "\n" for x in [
         {"query_id": "q1", "chunk_id": "c01", "grade": 2, "annotator": "a", "note": "ok"},

@@ -596,7 +596,7 @@ def adjudicate(
         reads_only()
     with open_project() as project:
         access = access_of(project, by)
-        if not show:
+        if not show and grade is not None and reason is not None:  # both given: checked above
             decide(project, query_id=query, chunk_id=chunk, grade=grade, reason=reason,
                    access=access)
         detail = pair_detail(project, query, chunk, access=access)

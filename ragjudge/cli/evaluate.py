@@ -462,7 +462,7 @@ def gate(
             progress=progress, composition=inputs.composition,
         )
         closed = inputs.closed
-    checks = []
+    checks: list[dict[str, Any]] = []
     for run_name in evaluation.run_names:
         aggregate = evaluation.aggregate(run_name)
         for text, (m, op, value) in zip(require, requirements):
@@ -594,6 +594,6 @@ def _explanation_dict(explanation: Any) -> dict[str, Any]:
         return to_dict()
     from dataclasses import asdict, is_dataclass
 
-    if is_dataclass(explanation):
+    if is_dataclass(explanation) and not isinstance(explanation, type):
         return asdict(explanation)
     return {"text": explanation.render(), "value": getattr(explanation, "value", None)}

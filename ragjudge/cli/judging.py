@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -98,7 +98,7 @@ def annotate(
     if order not in ORDERS:
         raise UsageError(f"--order {order}: use depth, query or settle.")
     run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
-    options = dict(runs=run_list, depth=depth, order=order, show_source=show_source,
+    options: dict[str, Any] = dict(runs=run_list, depth=depth, order=order, show_source=show_source,
                    queries=parse_queries(queries), category=category, recheck=recheck,
                    until_settled=until_settled or None)
     with open_project() as project:
@@ -124,8 +124,8 @@ def _annotate_answers(annotator: str | None, *, runs: str | None, queries: str |
         raise UsageError("--depth, --order, --recheck and --until-settled choose pairs to judge; "
                          "they do not apply to --answers.")
     run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
-    options = dict(runs=run_list, queries=parse_queries(queries), category=category,
-                   show_source=show_source)
+    options: dict[str, Any] = dict(runs=run_list, queries=parse_queries(queries), category=category,
+                                   show_source=show_source)
     with open_project() as project:
         if annotator is not None:
             annotator = check_name(project, annotator, new_annotator)

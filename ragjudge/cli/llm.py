@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -121,15 +121,17 @@ def llm_judge(
         name = check_annotator(annotator or svc_judge.default_annotator(model))
         svc_judge.check_llm_annotator(project, name)
         run_list = [r.strip() for r in runs.split(",") if r.strip()] if runs else None
-        plan = svc_judge.dry_plan if dry_run else svc_judge.plan_pairs
+        options: dict[str, Any] = dict(runs=run_list, depth=depth, queries=parse_queries(queries),
+                                       category=category, limit=limit, retry_unparsed=retry_unparsed,
+                                       order="settle" if settle else "depth")
         with progress_bar(quiet) as bar:  # the runs' deeper ranks, if the pool goes deeper than their rows
-            planned = plan(project, name, runs=run_list, depth=depth, queries=parse_queries(queries),
-                           category=category, limit=limit, retry_unparsed=retry_unparsed, progress=bar,
-                           order="settle" if settle else "depth")
-        if dry_run:  # the first pair and how many: the pool is counted, not listed
-            _dry_run(project, template, *planned, name, format)  # type: ignore[misc]
+            if dry_run:  # the first pair and how many: the pool is counted, not listed
+                first, count = svc_judge.dry_plan(project, name, progress=bar, **options)
+            else:
+                pairs = svc_judge.plan_pairs(project, name, progress=bar, **options)
+        if dry_run:
+            _dry_run(project, template, first, count, name, format)
             return
-        pairs: list = planned  # type: ignore[assignment]
         _require_httpx()
         key = os.environ.get(api_key_env) or None
         settings = svc_client.ClientSettings(base_url=base_url, model=model, api_key=key,

@@ -69,8 +69,10 @@ def progress_bar(quiet: bool = False) -> Iterator[ProgressFn | None]:
                detail: str | None = None) -> None:
         if description not in tasks:
             tasks[description] = bar.add_task(safe(description), total=total, unit=unit, detail="")
-        fields = {} if detail is None else {"detail": safe(detail)}
-        bar.update(tasks[description], completed=done, total=total, **fields)
+        if detail is None:
+            bar.update(tasks[description], completed=done, total=total)
+        else:
+            bar.update(tasks[description], completed=done, total=total, detail=safe(detail))
 
     with bar:
         yield update

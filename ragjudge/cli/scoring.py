@@ -13,7 +13,7 @@ import csv
 import math
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ragjudge.cli.base import access_of, check_raw, db_given, open_project, print_json, reads_only, safe
 from ragjudge.cli.progress import progress_bar
@@ -21,6 +21,11 @@ from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, short_int
 from ragjudge.safetext import for_terminal, natural_key, quote, spreadsheet_safe
 from ragjudge.services.scoring.jsonview import closed_json, evaluation_json, gold_json, undefined_counts
+
+if TYPE_CHECKING:
+    from ragjudge.metrics.sampled import PoolSample
+    from ragjudge.services.gold.gold import Composition
+    from ragjudge.services.project.database import Project
 
 FORMATS = ("table", "json", "csv")
 
@@ -34,16 +39,16 @@ class Inputs:
     def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None,
                  *, complete: bool = False, by: str | None = None, prels: str | None = None,
                  prels_form: str | None = None) -> None:
-        self.project = None
+        self.project: Project | None = None
         self.by = by
         """who runs the command (``--by``; None: $RAGJUDGE_USER, else the login name)"""
-        self.composition = None
+        self.composition: Composition | None = None
         """what the project's gold is made of (None for a qrels file)"""
         self.complete = complete
         """``--complete``: the file's queries closed over the runs read (:meth:`runs`)"""
         self.closed: tuple[int, int] | None = None
         """with ``complete``, once the runs are read: (queries closed, implied pairs added)"""
-        self.sample = None
+        self.sample: PoolSample | None = None
         """the pool sample of a ``--prels`` file (the sampled estimators read it)"""
         self.prels_form = prels_form
         try:
@@ -70,7 +75,8 @@ class Inputs:
                 from ragjudge.metrics.prels import read_prels
 
                 svc_files.check_file(qrels_file, "prels")
-                self.qrels, self.sample = read_prels(qrels_file, prels_form)  # type: ignore[arg-type]  # checked
+                form = cast(Literal["strata", "probability"], prels_form)  # one of PRELS_FORMS, checked
+                self.qrels, self.sample = read_prels(qrels_file, form)
             else:
                 notes: list[str] = []
                 self.qrels = svc_files.load_qrels_file(qrels_file, notes=notes)
@@ -96,11 +102,12 @@ class Inputs:
         if not 0 <= self.threshold <= MAX_GRADE:
             raise UsageError(f"--threshold {short_int(self.threshold)}: a grade threshold is a "
                              f"grade from 0 to {MAX_GRADE:,}.")
-        self.max_grade = self.project.scale.max if self.project is not None and qrels_file is None else None
-        if self.max_grade is not None and self.threshold > self.max_grade:
+        scale = self.project.scale if self.project is not None and qrels_file is None else None
+        self.max_grade = scale.max if scale is not None else None
+        if scale is not None and self.threshold > scale.max:
             raise UsageError(
                 f"--threshold {self.threshold} is above the project's top grade "
-                f"({self.project.scale.describe()}): nothing could count as relevant."
+                f"({scale.describe()}): nothing could count as relevant."
             )
 
     def default_measures(self, measures: list[str], asked: list[str] | None) -> list[str]:
@@ -119,7 +126,7 @@ class Inputs:
 
     def check_measures(self, measures: list[str]) -> None:
         """A relevance threshold (``P(rel=9)@5``) above the project's scale is a mistake."""
-        if self.max_grade is None:
+        if self.max_grade is None or self.project is None:
             return
         from ragjudge.metrics.registry import parse_measure
 
@@ -168,7 +175,8 @@ class Inputs:
         for done, spec in enumerate(specs):
             if progress is not None:
                 progress(done, len(specs), "reading runs", "runs")
-            if spec.from_project:
+            if spec.path is None:  # a stored run: resolve_runs names one only from a project's runs
+                assert self.project is not None
                 run = scored_run(self.project, spec.text)
                 run.name = spec.name
             else:
@@ -408,7 +416,7 @@ def _aggregate_tables(evaluation, stratum: str | None, ci: bool, title: str | No
     rows = {n: evaluation.aggregate(n, stratum) for n in names}
     intervals = {n: evaluation.intervals(n, stratum=stratum) for n in names} if ci else {}
     first_width = max([len(n) for n in names] + [3]) + 3
-    tables = []
+    tables: list[Any] = []
     for group in _column_groups(evaluation.measures, first_width, 16 if ci else 7):
         table = Table()
         table.add_column("run", no_wrap=True)
@@ -442,8 +450,8 @@ def _footer(evaluation, n_runs: int, closed: tuple[int, int] | None = None) -> s
         for measure, n in undefined_counts(evaluation, name, None).items():
             left_out.setdefault(measure, set()).add(n)
     for measure, counts in left_out.items():
-        n = "/".join(str(c) for c in sorted(counts))
-        lines.append(f"{measure}: left out of the mean for {n} of {evaluation.n_queries():,} queries, "
+        counted = "/".join(str(c) for c in sorted(counts))
+        lines.append(f"{measure}: left out of the mean for {counted} of {evaluation.n_queries():,} queries, "
                      f"where it is undefined ({_reasons_text(evaluation, measure) or _why_undefined(evaluation, measure)}).")
     if evaluation.sample is not None:
         lines.append(evaluation.sample["text"] + ".")
@@ -569,15 +577,16 @@ def parse_k(text: str) -> list[int]:
         parts, span = [x.strip() for x in text.split("-")], True
     else:
         parts, span = [x.strip() for x in text.split(",") if x.strip()], False
-    numbers = [parse_integer(x) for x in parts]
-    if (not numbers or any(k is None or k < 1 or k > MAX_CUTOFF for k in numbers)
+    parsed = [parse_integer(x) for x in parts]
+    numbers = [k for k in parsed if k is not None and 1 <= k <= MAX_CUTOFF]
+    if (not numbers or len(numbers) != len(parsed)
             or (len(numbers) == 2 and span and numbers[0] > numbers[1])):
         raise UsageError(f"--k {_short(text)}: give cutoffs as a range 1-20, a list 1,3,5,10 or "
                          f"a largest K such as 20, each from 1 to {MAX_CUTOFF:,}.")
     if span:
         lo, hi = (1, numbers[0]) if len(numbers) == 1 else numbers
         return list(range(lo, hi + 1))
-    return sorted(set(numbers))  # type: ignore[arg-type]
+    return sorted(set(numbers))
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -614,7 +623,7 @@ def _curve(inputs: Inputs, runs: dict[str, Any], curve: str, k_text: str, format
     xs = [int(x) if x_label == "k" else float(x) for x in first.x.tolist()]
     values = {name: c.y.tolist() for name, c in curves.items()}
     if format == "json":
-        data = {
+        data: dict[str, Any] = {
             "curve": label, "x": x_label, x_label: xs, "queries": len(first.query_ids),
             "averaging": first.averaging, "threshold": inputs.threshold, "rule": inputs.rule,
             "runs": {name: {y_label: v} for name, v in values.items()},

@@ -201,7 +201,7 @@ def queue(
         access = access_of(project, by)
         if not access.may_read_labels_of(name):
             access.require_sees_all(f"list {name}'s queue (it shows which pairs they have judged)")
-        options = {k: v for k, v in dict(runs=run_list(runs), queries=parse_queries(queries),
+        options: dict[str, Any] = {k: v for k, v in dict(runs=run_list(runs), queries=parse_queries(queries),
                                          category=category).items() if v is not None}
         judging = svc.judging_queue(project, name, order=order, depth=depth, wait=None,
                                     use_assignment=True, **options)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
@@ -139,9 +139,16 @@ def _tallied(records: Iterator[Any], tally: QrelsTally, numbered: bool) -> Itera
         yield item
 
 
+class _ReadOptions(TypedDict):
+    """The options every reader takes."""
+
+    check_duplicates: bool
+    numbered: bool
+
+
 def _records(kind: str, source: Source, fmt: str, name: str | None, check_duplicates: bool,
              numbered: bool, tally: QrelsTally | None) -> Iterator[Any]:
-    options = {"check_duplicates": check_duplicates, "numbered": numbered}
+    options: _ReadOptions = {"check_duplicates": check_duplicates, "numbered": numbered}
     if fmt == "smart":
         if kind in ("qrels", "labels"):
             judgments = read_trec_qrels(source, name=name, form="smart", tally=tally, **options)

@@ -36,7 +36,7 @@ def is_beir_folder(folder: str | Path) -> bool:
         path_kind(folder / name) == "file" for stem in BEIR_FILES for name in (stem, f"{stem}.gz"))
 
 
-def _no_dataset(folder: Path) -> InputError:
+def _no_dataset(folder: str | Path) -> InputError:
     return InputError(
         "is a folder, not a file, and holds no BEIR dataset (a BEIR folder holds corpus.jsonl, "
         "queries.jsonl and qrels/<split>.tsv; this one holds none of them). Give the file "

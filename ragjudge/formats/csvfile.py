@@ -40,6 +40,7 @@ from ragjudge.errors import InputError
 from ragjudge.formats.jsonl import DuplicateKey, duplicate_key_message, record_dict, unique_keys
 from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build, short
 from ragjudge.formats.source import Destination, Lines, Source, open_output
+from ragjudge.models import RunEntry
 from ragjudge.numeric import parse_integer, parse_number
 from ragjudge.safetext import FORMULA_STARTS, spreadsheet_safe, spreadsheet_text, visible
 
@@ -102,7 +103,7 @@ def read_csv(kind: str, source: Source, *, name: str | None = None,
         if kind == "answers" and "text" in header and "text" not in data and "sentences" not in data:
             data["text"] = ""  # an empty answer, as its JSONL line {"text": ""} is
         record = build(kind, data, file=file, line=start)
-        if kind == "run":
+        if isinstance(record, RunEntry):
             has_score = record.score is not None
             if scored is None:
                 scored = has_score

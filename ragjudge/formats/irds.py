@@ -27,7 +27,7 @@ import difflib
 import math
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any
+from typing import Any, SupportsIndex
 
 from ragjudge.errors import InputError, RagjudgeError, UsageError
 from ragjudge.formats.records import Duplicates, build, plain_record
@@ -180,7 +180,7 @@ def _query(item: Any, file: str, number: int) -> Any:
 def _qrel(item: Any, file: str, number: int) -> Any:
     values = _fields(item, file, number)
     grade = values.get("relevance")
-    if hasattr(grade, "__index__") and not isinstance(grade, bool):
+    if isinstance(grade, SupportsIndex) and not isinstance(grade, bool):
         grade = int(grade)  # numpy integers too; anything else is refused as not an integer
     fields = {"query_id": values.get("query_id"), "chunk_id": values.get("doc_id"), "grade": grade}
     return plain_record("qrels", fields) or build("qrels", fields, file=file, line=number)

@@ -377,9 +377,9 @@ def build(kind: str, data: dict[str, Any], *, file: str, line: int, strict: bool
         record = model.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise _input_error(exc, kind, file=file, line=line) from None
-    problem = record.problem() if isinstance(record, LabelRecord) else None
-    if problem is not None:
-        raise InputError(problem[1], file=file, line=line, field=problem[0])
+    label_problem = record.problem() if isinstance(record, LabelRecord) else None
+    if label_problem is not None:
+        raise InputError(label_problem[1], file=file, line=line, field=label_problem[0])
     check_text(record.__dict__.items(), file=file, line=line)
     values = record.__dict__  # a field the model lacks is simply absent (getattr would raise inside)
     meta = values.get("meta")
@@ -497,35 +497,34 @@ class Duplicates:
 
     def seen(self, record: BaseModel, line: int) -> bool:
         kind = self.kind
+        r: Any = record  # the kind decides the model: its fields are read by name
         if kind == "run":
-            return self._pair_once(record, line)  # type: ignore[arg-type]
+            return self._pair_once(r, line)
         if kind in ("queries", "chunks"):
             # a hash per field (not the texts themselves: a corpus may be large), so that a
             # contradiction names the field that differs
             fields = record.__dict__
             values = tuple(hash(json.dumps(v, sort_keys=True, default=str) if k == "meta" else v)
                            for k, v in fields.items() if k != "id")
-            what = f"{'query' if kind == 'queries' else 'chunk'} {quote(record.id)}"  # type: ignore[attr-defined]
-            return self._same(record.id, values, line, "text", what,  # type: ignore[attr-defined]
+            what = f"{'query' if kind == 'queries' else 'chunk'} {quote(r.id)}"
+            return self._same(r.id, values, line, "text", what,
                               names=tuple(k for k in fields if k != "id"))
         if kind in ("qrels", "labels"):
-            key = (record.query_id, record.chunk_id, record.annotator)  # type: ignore[attr-defined]
-            repeat = self._same(key, record.grade, line, "grade",  # type: ignore[attr-defined]
-                                f"the pair {quote(record.query_id)} / {quote(record.chunk_id)}")  # type: ignore[attr-defined]
+            key: tuple[Any, ...] = (r.query_id, r.chunk_id, r.annotator)
+            repeat = self._same(key, r.grade, line, "grade",
+                                f"the pair {quote(r.query_id)} / {quote(r.chunk_id)}")
             if kind == "labels":  # and the same flag and comment
                 for name, noun in (("flagged", "flags"), ("flag_note", "flag notes"), ("comment", "comments")):
-                    repeat = self._same(key + (name,), getattr(record, name), line, name,  # type: ignore[attr-defined]
-                                        f"the pair {quote(record.query_id)} / {quote(record.chunk_id)}", noun) and repeat  # type: ignore[attr-defined]
+                    repeat = self._same(key + (name,), getattr(record, name), line, name,
+                                        f"the pair {quote(r.query_id)} / {quote(r.chunk_id)}", noun) and repeat
             return repeat
         if kind == "facets":
-            r: Any = record
             if r.chunk_id is None:
                 return self._same((r.query_id, r.facet), None, line, "facet", "")
             self._seen.setdefault((r.query_id, r.facet), (line, None))
             return self._same((r.query_id, r.facet, r.chunk_id, r.annotator), r.covered, line,
                               "covered", f"facet {quote(r.facet)} and chunk {quote(r.chunk_id)}")
         if kind == "nuggets":
-            r = record
             given = {k: getattr(r, k) for k in ("importance", "kind", "weight") if k in r.model_fields_set}
             key = (r.query_id, r.nugget)
             if key in self._defs:
@@ -543,9 +542,8 @@ class Duplicates:
             return self._same((r.query_id, r.nugget, r.chunk_id, r.annotator), r.support, line,
                               "support", f"the nugget and chunk {quote(r.chunk_id)}")
         if kind == "entities":
-            return self._same((record.query_id, record.entity), None, line, "entity", "")  # type: ignore[attr-defined]
+            return self._same((r.query_id, r.entity), None, line, "entity", "")
         if kind == "answers":
-            r = record
             sentences = None if r.sentences is None else tuple(
                 (s.text, tuple(s.citations)) for s in r.sentences)
             return self._same((r.query_id, r.run), (r.text, tuple(r.cited), sentences), line,
@@ -553,7 +551,6 @@ class Duplicates:
                               f"the answer of run {quote(r.run)} to query {quote(r.query_id)}",
                               names=("text", "cited", "sentences"))
         if kind == "answer-labels":
-            r = record
             target = r.nugget if r.nugget is not None else (r.sentence, r.chunk_id)
             what = (f"nugget {quote(r.nugget)}" if r.nugget is not None
                     else f"sentence {r.sentence} and chunk {quote(r.chunk_id)}")

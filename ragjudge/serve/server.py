@@ -200,7 +200,7 @@ class JudgingServer(Server):
             allowed.add(urlsplit(self.given_public_url).netloc.lower())
         return netloc in allowed
 
-    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         if not self._origin_allowed(request):
             raise web.HTTPForbidden(text="Sessions open from this server's own page only.")
         if len(self.sessions) >= self.max_sessions:

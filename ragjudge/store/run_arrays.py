@@ -64,7 +64,7 @@ def write_arrays(connection: Connection, run: str, generation: int,
 def array_parts(run: str, generation: int, name: str, array: np.ndarray) -> Iterator[dict]:
     """The rows that store ``array``: pieces of at most :data:`PART_BYTES`."""
     array = np.ascontiguousarray(array)
-    raw = memoryview(array.view(np.uint8).reshape(-1)) if array.size else memoryview(b"")
+    raw = array.view(np.uint8).reshape(-1).data if array.size else memoryview(b"")
     step = max(array.itemsize, PART_BYTES - PART_BYTES % max(array.itemsize, 1))
     parts = [raw[at:at + step] for at in range(0, len(raw), step)] or [raw]
     for i, part in enumerate(parts):

@@ -185,17 +185,17 @@ class ServedApp(RagjudgeApp):
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         self._not_served("Saving screenshots")
 
-    def save_screenshot(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
+    def save_screenshot(self, *args: Any, **kwargs: Any) -> str:
         self._not_served("Saving screenshots")
         return ""
 
-    def deliver_screenshot(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def deliver_screenshot(self, *args: Any, **kwargs: Any) -> None:
         self._not_served("Saving screenshots")
 
-    def deliver_text(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def deliver_text(self, *args: Any, **kwargs: Any) -> None:
         self._not_served("Downloading files")
 
-    def deliver_binary(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def deliver_binary(self, *args: Any, **kwargs: Any) -> None:
         self._not_served("Downloading files")
 
     def open_url(self, url: str, *, new_tab: bool = True) -> None:

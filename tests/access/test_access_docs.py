@@ -14,6 +14,8 @@ from projectkit import make_small_project
 from ragjudge.cli import main
 from ragjudge.services.labels.events import record_label
 
+pytestmark = pytest.mark.slow
+
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 
 

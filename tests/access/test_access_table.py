@@ -23,7 +23,6 @@ import io
 import json
 import pkgutil
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from projectkit import make_small_project, rights
 from rich.console import Console
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from pilotkit import wait_for
 
 import ragjudge.tui.screens
 import ragjudge.tui.widgets
@@ -225,6 +225,7 @@ def test_an_annotator_sees_no_other_grade_and_a_lead_does(db, capsys, monkeypatc
         assert case.lead_sees in said
 
 
+@pytest.mark.slow
 def test_a_missing_identity_is_the_least_rights(db, capsys, monkeypatch):
     monkeypatch.delenv("RAGJUDGE_USER", raising=False)
     monkeypatch.setattr("getpass.getuser", lambda: (_ for _ in ()).throw(KeyError("no user")))
@@ -249,13 +250,6 @@ def rendered(screen) -> str:
         for row in range(table.row_count):
             console.print(" | ".join(str(cell) for cell in table.get_row_at(row)))
     return console.export_text()
-
-
-async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the screen did not get there"
-        await pilot.pause(0.05)
 
 
 def _show(db: str, viewer: str, scenario) -> str:  # scenario: async (app, pilot, project) -> str
@@ -412,6 +406,7 @@ def test_every_screen_has_a_row():
 LOOKS = [pytest.param(name, id=name) for name, look in SCREENS.items() if isinstance(look, Look)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LOOKS)
 def test_a_screen_shows_an_annotator_no_other_grade_and_a_lead_sees_it(db, name):
     look = SCREENS[name]
@@ -434,6 +429,7 @@ def test_every_page_a_served_annotator_opens_has_a_row():
     assert names - set(SCREENS) == set()
 
 
+@pytest.mark.slow
 def test_a_served_annotator_is_refused_every_other_page(db):
     """Deny by default: each screen not listed for annotators is refused to ann's tab."""
     from textual.widgets import Input

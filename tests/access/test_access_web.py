@@ -66,6 +66,7 @@ def served(db):  # noqa: F811 - the fixture of test_access_table
         running.stop()
 
 
+@pytest.mark.slow
 def test_every_route_has_a_row(served):
     running, _ = served
     app = running.server.config.app.fastapi
@@ -77,6 +78,7 @@ def test_every_route_has_a_row(served):
     assert missing == set(), f"GET routes with no row in the web access table: {sorted(missing)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", list(ROUTES))
 def test_an_annotator_sees_no_other_grade_and_a_lead_does(served, path):
     running, tokens = served

@@ -18,6 +18,8 @@ from ragjudge.services.labels.events import comment_pair, flag_pair, record_labe
 from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Label
 
+pytestmark = pytest.mark.slow
+
 #: bm25 ranks q2's pool c08..c17 and q3's c11..c20 (make_small_project); bo grades them all
 BO_PAIRS = [(f"q{q}", f"c{(q * 3 + rank) % 20 + 1:02d}") for q in (2, 3) for rank in range(1, 11)]
 BO_PAIRS += [("q1", "c06"), ("q1", "c07"), ("q1", "c08"), ("q1", "c09")]

@@ -15,6 +15,7 @@ from ragjudge.services.labels.events import record_label, skip_pair
 from ragjudge.services.gold.pool import pool_select
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     n_pairs=st.integers(0, 120),

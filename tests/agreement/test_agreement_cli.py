@@ -8,8 +8,8 @@ import krippendorff
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 
 nan = np.nan
 
@@ -32,12 +32,6 @@ def _labels_jsonl(path) -> str:
                                          "annotator": name, "grade": g}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(path)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_agree_on_a_labels_file_matches_the_reference_packages(tmp_path, capsys):
@@ -102,6 +96,7 @@ def _label(project_db, annotator, query, chunk, grade) -> None:
         record_label(project, annotator=annotator, query_id=query, chunk_id=chunk, grade=grade)
 
 
+@pytest.mark.slow
 def test_project_flow_assign_agree_adjudicate_export(project_db, tmp_path, capsys):
     code, out, err = _run(capsys, "assign", "--db", project_db, "--annotators", "ann,bob,cy",
                           "--overlap", "0.5", "--depth", "2", "--format", "json")
@@ -155,6 +150,7 @@ def test_quality_and_assign_errors(project_db, capsys):
     assert code == 2 and "no run named nope" in err
 
 
+@pytest.mark.slow
 def test_agree_verdict_json_and_table(project_db, capsys):
     # bob grades q1's first chunks of bm25 relevant, ann the rest: their rankings of the one
     # run against itself cannot differ, so tau is undefined with a reason, and the table says so

@@ -23,6 +23,8 @@ from ragjudge.metrics.agreement import (
     percent_agreement,
 )
 
+pytestmark = pytest.mark.slow
+
 SETTINGS = settings(max_examples=150, deadline=None)
 
 

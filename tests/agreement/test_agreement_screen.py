@@ -9,12 +9,15 @@ import io
 import os
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable, Static
 
 from ragjudge.services.labels.events import record_label
 from ragjudge.services.gold.qrels import gold_qrels
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
+
+pytestmark = pytest.mark.slow
 
 #: set RAGJUDGE_SCREENSHOTS=1 to refresh screenshots/agreement.svg (and .png) for people
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"

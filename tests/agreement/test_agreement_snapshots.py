@@ -7,11 +7,15 @@ Nothing shown depends on the clock or the database path.
 
 from __future__ import annotations
 
+import pytest
+
 from projectkit import screen_app
 
 from ragjudge.services.labels.events import record_label
 from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

@@ -13,8 +13,11 @@ import json
 
 import goldkit
 import pytest
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
@@ -22,12 +25,6 @@ def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
     monkeypatch.setenv("COLUMNS", "240")
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -21,18 +21,13 @@ import pytest
 from projectkit import rights, screen_app
 
 from answerkit import JUDGMENTS, jsonl
-from ragjudge.cli import main
+from clikit import run_cli
 from ragjudge.services.agreement import answers as answer_agreement_svc
 from ragjudge.services.labels import answers as answer_judging
 from ragjudge.services.project.database import Project
 
 
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
+@pytest.mark.slow
 def test_ratings_have_the_answer_units_on_a_0_to_2_scale(answers_db):
     with Project.open(answers_db) as project:
         nuggets, citations = answer_agreement_svc.answer_ratings(project)
@@ -100,6 +95,7 @@ def test_agree_answers_refuses_options_that_do_not_apply(answers_db, capsys, ext
     assert code == 2 and words in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_the_agreement_screen_has_an_answers_tab(answers_db):
     asyncio.run(_answers_tab(answers_db))
 

@@ -13,6 +13,8 @@ from ragjudge.cli import main
 from ragjudge.services.labels import answers
 from ragjudge.services.project.database import Project
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _clean_default(monkeypatch):

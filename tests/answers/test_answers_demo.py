@@ -9,7 +9,9 @@ from projectkit import rights
 
 import asyncio
 import json
-import time
+
+import pytest
+from pilotkit import wait_for
 
 from ragjudge.cli import main
 from ragjudge.services.events import answers as answer_events
@@ -22,6 +24,8 @@ from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
 from ragjudge.tui.screens.evaluation import EvaluationScreen
+
+pytestmark = pytest.mark.slow
 
 MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision", "CitationRecall"]
 RUNS = ("hybrid", "bm25")
@@ -37,13 +41,6 @@ def eval_numbers(db: str, capsys) -> dict[str, dict[str, float]]:
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     return {run: data["runs"][run]["aggregate"] for run in RUNS}
-
-
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the screen did not catch up"
-        await pilot.pause(0.05)
 
 
 def test_judge_an_answer_in_a_few_keys_and_watch_the_scores_move(demo_copy, tmp_path, capsys):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from answerkit import JUDGMENTS, jsonl
-from ragjudge.cli import main
+from clikit import run_cli
 from ragjudge.formats.sentences import split_sentences
 
 
@@ -31,13 +31,6 @@ def snapshot(db: str) -> dict:
         return {t: sorted(map(repr, connection.execute(f'SELECT * FROM "{t}"'))) for t in tables}
     finally:
         connection.close()
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """Exit code, standard output, and standard error with its lines joined (summaries wrap)."""
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def write(path: Path, text: str) -> str:
@@ -67,6 +60,7 @@ def test_plain_text_is_split_into_sentences(text, sentences):
 # -- answers -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sentences_their_citations_and_the_answers_citations_are_stored(bare_answers_db):
     db = bare_answers_db
     answers = {run: (aid, text) for aid, run, text in rows(
@@ -98,6 +92,7 @@ def test_importing_the_same_answers_twice_changes_nothing(bare_answers_db, tmp_p
     assert snapshot(bare_answers_db) == before
 
 
+@pytest.mark.slow
 def test_a_changed_answer_needs_replace_and_then_replaces_its_sentences(answers_db, tmp_path, capsys):
     changed = {"query_id": "q1", "run": "bm25", "sentences": [
         {"text": "Parcels ship in five days.", "citations": ["c05"]}]}
@@ -164,6 +159,7 @@ def test_bad_answers_exit_2_naming_file_line_and_field_and_change_nothing(
     assert snapshot(project_db) == before
 
 
+@pytest.mark.slow
 def test_answers_of_a_run_without_ranking_are_kept_and_said_so(project_db, tmp_path, capsys):
     """A project may judge generators' answers without holding their rankings (the TREC 2024
     RAG setting): the answers come in, and the import names the runs that have no ranking, so
@@ -191,6 +187,7 @@ def test_answer_labels_become_events_of_their_annotators(answers_db):
     assert {r[0] for r in rows(answers_db, "SELECT name FROM annotators")} >= {"ana", "ben"}
 
 
+@pytest.mark.slow
 def test_importing_answer_labels_twice_adds_nothing_and_a_change_adds_one_event(answers_db, tmp_path, capsys):
     path = write(tmp_path / "again.jsonl", jsonl(JUDGMENTS))
     code, _, err = run_cli(capsys, "--db", answers_db, "import", "answer-labels", path)
@@ -202,6 +199,7 @@ def test_importing_answer_labels_twice_adds_nothing_and_a_change_adds_one_event(
     assert rows(answers_db, "SELECT count(*) FROM answer_judgments") == [(len(JUDGMENTS) + 1,)]
 
 
+@pytest.mark.slow
 def test_lines_without_annotator_take_the_annotator_option(bare_answers_db, tmp_path, capsys):
     line = {"query_id": "q1", "run": "bm25", "nugget": "tracking", "support": "none"}
     path = write(tmp_path / "one.jsonl", jsonl([line]))
@@ -211,6 +209,7 @@ def test_lines_without_annotator_take_the_annotator_option(bare_answers_db, tmp_
     assert rows(bare_answers_db, "SELECT annotator, support FROM answer_judgments") == [("cy", "none")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_answer_labels_round_trip_through_export_and_import(answers_db, bare_answers_db, tmp_path, capsys, fmt):
     out = tmp_path / f"exported.{fmt}"
@@ -313,6 +312,7 @@ def test_migrating_an_older_project_splits_its_answers_into_sentences(tmp_path):
 HOSTILE_NUGGET = 'ship\r"fast", [bold]now[/] \x1b]52;c;aGk=\x07 \u202eevil\n' + "x" * 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_answer_labels_round_trip_hostile_nugget_text(answers_db, bare_answers_db, tmp_path, capsys, fmt):
     # a nugget named by hostile text (CR, quotes, markup, an escape sequence, bidi, 10,000

@@ -10,11 +10,15 @@ import html
 import re
 import sqlite3
 
+import pytest
+
 from ragjudge.services.events import annotators as judging
 from ragjudge.services.labels import facets as facet_service
 from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

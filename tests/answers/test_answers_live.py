@@ -16,6 +16,8 @@ from ragjudge.services.labels import events as judging
 from ragjudge.services.scoring import live
 from ragjudge.services.project.database import Project
 
+pytestmark = pytest.mark.slow
+
 MEASURES = ["AnswerNuggets(strict,vital)", "AnswerNuggets(all)", "CitationPrecision",
             "CitationRecall", "P@5"]
 

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from clikit import run_cli
 
 from ragjudge.cli import main
 from ragjudge.metrics.answers import (
@@ -40,12 +41,6 @@ from ragjudge.metrics.answers import (
 from ragjudge.metrics.registry import parse_measure
 
 NAN = float("nan")
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def support(*, answered=(True,), valid=((True,),), vital=None, levels=((UNJUDGED,),),
@@ -194,6 +189,7 @@ def evaluate(capsys, db: str, *extra: str) -> dict:
     return json.loads(out)
 
 
+@pytest.mark.slow
 def test_eval_gives_the_hand_worked_values_per_query_and_their_means(answers_db, capsys):
     data = evaluate(capsys, answers_db)
     for run, per_query in EXPECTED.items():
@@ -205,6 +201,7 @@ def test_eval_gives_the_hand_worked_values_per_query_and_their_means(answers_db,
         assert same([aggregate[m] for m in ALL], per_query["q1"])
 
 
+@pytest.mark.slow
 def test_another_gold_rule_combines_the_annotators_differently(answers_db, capsys):
     ana = evaluate(capsys, answers_db, "--rule", "annotator:ana")["runs"]["bm25"]["per_query"]["q1"]
     # ana alone: five days full, free returns partial, tracking full
@@ -263,6 +260,7 @@ def test_explain_shows_the_nugget_table(answers_db, capsys):
     assert any("1 / 2 = 0.5000" in step for step in data["steps"])
 
 
+@pytest.mark.slow
 def test_explain_shows_the_sentence_table(answers_db, capsys):
     code, out, err = run_cli(capsys, "--db", answers_db, "explain", "--run", "bm25", "--query", "q1",
                              "-m", "CitationRecall", "--format", "json")
@@ -288,6 +286,7 @@ def test_explain_says_why_a_value_is_undefined(answers_db, capsys):
     assert code == 0 and "no generated answer" in out
 
 
+@pytest.mark.slow
 def test_gate_on_an_answer_measure(answers_db, capsys):
     code, _, err = run_cli(capsys, "--db", answers_db, "gate", "--run", "bm25",
                            "--require", "CitationPrecision>=0.5", "--require", "AnswerNuggets(all)>=0.6")
@@ -309,6 +308,7 @@ def test_compare_two_runs_on_answer_measures(answers_db, capsys):
 # -- Attribution (the share of the top k the answer cites) from an answer given sentence by sentence ----------------------
 
 
+@pytest.mark.slow
 def test_attribution_example_still_holds_for_an_answer_with_sentences(tmp_path, capsys):
     from projectkit import make_small_project
 
@@ -352,6 +352,7 @@ def answers_of_one_query(draw):
         levels=np.array([lv for _, lv in cites], dtype=np.int64))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(answers_of_one_query())
 def test_scores_are_bounded_and_strict_never_exceeds_lenient(s):

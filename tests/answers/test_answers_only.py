@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 
 from answersonly import build_answers_only, jsonl
+from clikit import run_cli
 from ragjudge.cli import main
 from ragjudge.metrics.answers import AnswerSupport, UNJUDGED, undefined_reasons
 from ragjudge.metrics.registry import parse_measure
+
+pytestmark = pytest.mark.slow
 
 NAN = float("nan")
 MEASURES = ["AnswerNuggets(all)", "AnswerNuggets(strict,vital)", "CitationPrecision",
@@ -56,12 +59,6 @@ for m in ("CitationPrecision", "CitationRecall"):
 def same(got, expected) -> bool:
     return all((math.isnan(e) and (g is None or math.isnan(g))) or
                (g is not None and math.isclose(g, e, abs_tol=1e-12)) for g, e in zip(got, expected))
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

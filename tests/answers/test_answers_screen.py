@@ -8,6 +8,7 @@ import asyncio
 import io
 import sqlite3
 
+import pytest
 from rich.console import Console
 from textual.widgets import Static
 
@@ -16,6 +17,8 @@ from ragjudge.services.events import annotators as judging
 from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

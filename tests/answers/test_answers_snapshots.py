@@ -8,6 +8,8 @@ Nothing shown depends on the clock or the database path.
 
 from __future__ import annotations
 
+import pytest
+
 from projectkit import screen_app
 
 
@@ -15,6 +17,8 @@ from ragjudge.services.events import annotators as judging
 from ragjudge.services.project.database import Project
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.agreement import AgreementScreen
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

@@ -224,6 +224,7 @@ def _both(capsys, monkeypatch, args: list[str]) -> tuple[tuple, tuple]:
     return outcomes[0], outcomes[1]
 
 
+@pytest.mark.slow
 def test_lean_path_prints_what_the_typer_command_prints(files, capsys, monkeypatch):
     checked = 0
     for words in cases(files):
@@ -235,6 +236,7 @@ def test_lean_path_prints_what_the_typer_command_prints(files, capsys, monkeypat
     assert checked == len(cases(files))
 
 
+@pytest.mark.slow
 def test_the_cases_cover_success_and_every_kind_of_failure(files, capsys, monkeypatch):
     codes = set()
     for words in cases(files):
@@ -269,6 +271,7 @@ def test_only_eval_with_qrels_and_no_project_is_lean(files, monkeypatch):
     assert lean_call(["eval", "--qrels", q, "--run", a]) is None
 
 
+@pytest.mark.slow
 def test_lean_arguments_are_the_typer_commands_arguments(files, monkeypatch):
     """The function both paths call gets the same arguments (defaults filled in) from both."""
     import ragjudge.cli.evaluate as typer_command
@@ -315,6 +318,7 @@ def _process(args: list[str], lean: bool, cwd: str, **kwargs) -> subprocess.Comp
                           env=env, cwd=cwd, **kwargs)
 
 
+@pytest.mark.slow
 def test_whole_processes_print_the_same_bytes(files, tmp_path):
     """In real processes (piped output: the table as a script sees it, fresh imports)."""
     q, a, b = files["qrels.trec"], files["a.trec"], files["b.run"]
@@ -328,6 +332,7 @@ def test_whole_processes_print_the_same_bytes(files, tmp_path):
             typer_.returncode, typer_.stdout, typer_.stderr), words
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_alike(files, tmp_path):
     """The reader goes away before the output is written: exit code 1 and nothing on stderr,
     both ways."""
@@ -353,6 +358,7 @@ LEFT_OUT = ("typer", "click", "sqlalchemy", "pydantic", "textual", "rich", "ragj
             "ragjudge.models", "ragjudge.formats.records", "ragjudge.cli.app", "ragjudge.cli.evaluate")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("format", ["json", "csv", "table"])
 def test_eval_on_files_imports_only_what_it_needs(files, format):
     code = (
@@ -403,6 +409,7 @@ def test_notes_about_the_qrels_file_go_to_stderr_and_the_data_to_stdout(files, c
         assert code == 0 and said in captured.err and json.loads(captured.out)
 
 
+@pytest.mark.slow
 def test_a_command_registers_only_its_module():
     code = ("import sys\nfrom ragjudge.cli import main\ncode = main(['gate', '--help'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('ragjudge.cli.') and "

@@ -58,6 +58,7 @@ COMMAND_LINES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("words", COMMAND_LINES, ids=lambda w: w[0] + " " + w[-2 if w[-1] == "{}" else -4])
 @pytest.mark.parametrize("value", ["1_0", "\uff11", " 1", "1.0"])
 def test_what_pythons_int_reads_is_refused_naming_the_option(capsys, tmp_path, words, value):

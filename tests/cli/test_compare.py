@@ -7,14 +7,7 @@ import json
 import math
 
 import pytest
-
-from ragjudge.cli import main
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from clikit import run_cli as _run
 
 
 def _write(path, text: str) -> str:

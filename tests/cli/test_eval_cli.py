@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 from ragjudge.cli import common
 
 # Seed 000's sample: c1..c10 retrieved in order, grades c1:2 c3:1 c5:2 c8:1, others 0.
@@ -26,12 +26,6 @@ def _no_project(monkeypatch):
     """Each command starts without a remembered --db (the option is global to the process)."""
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _write(path, text: str) -> str:
@@ -227,6 +221,7 @@ def test_eval_curves(tmp_path, capsys):
     assert code == 2 and "--k" in err
 
 
+@pytest.mark.slow
 def test_gate_exit_codes(tmp_path, capsys):
     q = _write(tmp_path / "qrels.trec", SEED_QRELS)
     r = _write(tmp_path / "run.trec", SEED_RUN)
@@ -402,6 +397,7 @@ def test_averaging_over_answered_queries(tmp_path, capsys):
     assert row["queries"] == 1 and row["difference"] == 0.0  # paired on q1 only
 
 
+@pytest.mark.slow
 def test_gate_exit_code_through_python_m_ragjudge(tmp_path):
     import subprocess
     import sys

@@ -56,6 +56,7 @@ def test_quiet_or_not_a_terminal_means_no_bar(monkeypatch):
         assert report is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quiet", [False, True])
 def test_an_import_on_a_pipe_prints_its_summary_only(tmp_path, db, quiet):
     path = tmp_path / "dense.trec"

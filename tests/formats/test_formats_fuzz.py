@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from ragjudge.errors import InputError
 from ragjudge.formats import KINDS, read_beir_corpus, read_beir_qrels, read_beir_queries, read_records
@@ -85,6 +86,7 @@ def test_truncated_and_spliced_valid_files(reader, cut, junk, gz):
         consume(kind, fmt, data[:cut] + junk + data[cut:])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(reader=st.sampled_from(READERS), length=st.integers(min_value=1, max_value=200_000),
        char=st.sampled_from(["x", " ", ",", '"', "{", "é", "\t"]))
@@ -105,6 +107,7 @@ FIELD_NAMES = st.sampled_from(["id", "text", "query_id", "chunk_id", "grade", "s
                                "description", "category", "extra"])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(kind=st.sampled_from(KINDS),
        objects=st.lists(st.dictionaries(FIELD_NAMES, JSON_VALUES, max_size=7), min_size=1, max_size=5))
@@ -118,6 +121,7 @@ CELLS = st.one_of(st.sampled_from(["", "q1", "c1", "1", "-3", "2.5", "nan", "inf
                   st.text(max_size=6))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(kind=st.sampled_from(KINDS), data=st.data())
 def test_csv_wrong_types_nan_and_duplicates(kind, data):
@@ -135,6 +139,7 @@ def test_csv_wrong_types_nan_and_duplicates(kind, data):
     consume(kind, "csv", out.getvalue())
 
 
+@pytest.mark.slow
 @FUZZ
 @given(qids=st.lists(st.sampled_from(["q1", "q2", "q 3", ""]), min_size=1, max_size=6),
        scores=st.lists(st.sampled_from(["1", "0.5", "nan", "-inf", "1e999", "x", "", "1e-400"]),
@@ -144,6 +149,7 @@ def test_trec_run_nan_and_duplicate_ids(qids, scores):
     consume("run", "trec", "\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(corpus=st.binary(max_size=200), queries=st.binary(max_size=200), qrels=st.binary(max_size=200))
 def test_beir_folders_of_random_bytes(corpus, queries, qrels):

@@ -121,6 +121,7 @@ ID = st.sampled_from(["q1", "q2", "7", "007", "0", "c-1", "é"])
 GRADE = st.sampled_from(["0", "1", "2", "-1", "0.000000", "00", "1.5", "x"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(width=st.sampled_from([3, 4]), rows=st.lists(st.tuples(ID, ID, GRADE, st.sampled_from(["0", "Q0", "5"])),
                                                       min_size=1, max_size=6, unique_by=lambda r: (r[0], r[1])),

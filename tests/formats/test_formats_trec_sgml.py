@@ -240,6 +240,7 @@ def test_latin1_is_refused_with_how_to_convert():
     assert error.line == 3 and "ragjudge import queries - --format trec-topics" in str(error)
 
 
+@pytest.mark.slow
 def test_reading_streams_the_file(tmp_path):
     path = tmp_path / "big.sgml"
     doc = "<DOC>\n<DOCNO>d{}</DOCNO>\n<TEXT>\n" + "word " * 40 + "\n</TEXT>\n</DOC>\n"
@@ -254,6 +255,7 @@ def test_reading_streams_the_file(tmp_path):
         assert sum(1 for _ in chunks) == 4999
 
 
+@pytest.mark.slow
 def test_command_line_imports_a_collection_end_to_end(tmp_path, capsys):
     db = str(tmp_path / "p.db")
     assert main(["init", "--db", db, "--scale", "0-3"]) == 0
@@ -284,6 +286,7 @@ def test_command_line_imports_a_collection_end_to_end(tmp_path, capsys):
     assert "3 already in the project" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_command_line_refuses_a_bad_collection_and_changes_nothing(tmp_path, capsys):
     db = str(tmp_path / "p.db")
     assert main(["init", "--db", db]) == 0
@@ -316,6 +319,7 @@ def only_input_errors(data: bytes) -> None:
             assert error.line is None or error.line >= 1
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_raise_only_input_errors(data):
@@ -323,6 +327,7 @@ def test_arbitrary_bytes_raise_only_input_errors(data):
     only_input_errors(gzip.compress(data)[: max(2, len(data) // 3)])  # truncated gzip
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=60))
 def test_arbitrary_sgml_raises_only_input_errors(parts):

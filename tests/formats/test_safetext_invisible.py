@@ -24,6 +24,7 @@ def test_every_format_character_is_marked_in_one_line_text():
     assert visible("\ufeffq1") == "⟨U+FEFF⟩q1"
 
 
+@pytest.mark.slow
 def test_the_written_out_list_holds_format_characters_only():
     # the list is written out for a cheap import: nothing in it may be a visible character in
     # the running Python's Unicode (a character unassigned here may be Cf in a newer one)
@@ -66,6 +67,7 @@ def test_prose_keeps_the_joiners_and_selectors_writing_needs():
     assert visible("a\u200bb", multiline=True) == "a⟨U+200B⟩b"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(["a", "ب", " ", "\n", "\u200c", "\u200d", "\ufe0f", "\u00ad",
                                           "\u200b", "😀", "\x1b"])))

@@ -16,6 +16,8 @@ import pytest
 from ragjudge.cli import main
 from ragjudge.errors import InputError, UsageError
 
+pytestmark = pytest.mark.slow
+
 DOCS = """\
 <DOC>
 <DOCNO> d1 </DOCNO>

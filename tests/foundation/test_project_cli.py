@@ -22,6 +22,7 @@ def test_hoist_db_moves_db_before_the_command():
     assert hoist_db(["--db", "a.db", "status"]) == ["--db", "a.db", "status"]
 
 
+@pytest.mark.slow
 def test_init_then_status_json_before_and_after_command(tmp_path, capsys):
     db = str(tmp_path / "p.db")
     assert main(["init", "--db", db, "--scale", "1-5"]) == 0
@@ -36,6 +37,7 @@ def test_init_then_status_json_before_and_after_command(tmp_path, capsys):
     assert before["scale"] == "1-5"
 
 
+@pytest.mark.slow
 def test_ragjudge_db_environment_variable(tmp_path):
     import os
 
@@ -75,6 +77,7 @@ def test_init_refuses_an_existing_project(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_status_of_a_missing_project_says_how_to_create_one(tmp_path):
     out = run("status", "--db", str(tmp_path / "none.db"))
     assert out.returncode == 2
@@ -82,6 +85,7 @@ def test_status_of_a_missing_project_says_how_to_create_one(tmp_path):
     assert not (tmp_path / "none.db").exists()
 
 
+@pytest.mark.slow
 def test_unknown_command_exits_2():
     out = run("frobnicate")
     assert out.returncode == 2

@@ -28,6 +28,8 @@ from hypothesis import strategies as st
 
 from ragjudge.services.transfer.importing import IMPORT_KINDS
 
+pytestmark = pytest.mark.slow
+
 KINDS = (*IMPORT_KINDS, "beir")
 """Every kind ``ragjudge import`` takes (a new kind is covered as soon as it is added)."""
 

@@ -316,6 +316,7 @@ def check_command(argv_tokens: list[object], prepared: Path, workdir: Path, capf
         shutil.rmtree(here, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.path not in SLOW], ids=repr)
 @examples(16)
 @given(data=st.data())

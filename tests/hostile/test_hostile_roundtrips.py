@@ -40,6 +40,8 @@ from sqlalchemy import func, select
 from ragjudge.services.transfer.exporting import EXPORT_KINDS
 from ragjudge.store.schema import Facet, FacetLink, Label, Nugget, NuggetSupport, RunEntry
 
+pytestmark = pytest.mark.slow
+
 FORMATS = ("trec", "jsonl", "csv")
 IMPORT_KIND = {"qrels": "qrels", "labels": "labels", "run": "run", "facets": "facets",
                "nuggets": "nuggets"}

@@ -45,6 +45,7 @@ def test_some_answers_were_unparsed(judged):
     assert svc_judge.unparsed_pairs(judged, NAME)  # the fixture holds the case counted apart
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(map(str, o.items())) or "default")
 def test_the_dry_plan_is_the_plans_first_pair_and_length(judged, options):
     planned = svc_judge.plan_pairs(judged, NAME, **options)

@@ -24,6 +24,8 @@ from ragjudge.services.llm import prompt as svc_prompt
 from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Annotator, Label, LlmCall
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "fake-1"
 NAME = "llm:fake-1"

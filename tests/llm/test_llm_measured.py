@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 from textual.widgets import Static
 
@@ -27,6 +28,8 @@ from ragjudge.services.labels.events import record_label
 from ragjudge.services.scoring.live import LiveEvaluation
 from ragjudge.services.gold.qrels import gold_qrels
 from ragjudge.store.schema import Chunk
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LLM = "llm:m"

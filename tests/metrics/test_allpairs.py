@@ -51,6 +51,7 @@ def test_run_pairs_order():
     assert list(zip(a.tolist(), b.tolist())) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
 
 
+@pytest.mark.slow
 def test_tukey_paired_hand_worked():
     # residuals y - run mean - query mean + 4: A 0, 0; B -1, 1; C 1, -1 -> SSE 4, df (3-1)(2-1)
     # = 2, MSE 2, √(MSE / n) = 1; q = |mean difference| = 2, 4, 2
@@ -85,6 +86,7 @@ def test_tukey_two_runs_is_the_paired_t_test():
     assert hsd.p[0, 0] == pytest.approx(p, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k,n,seed", [(3, 12, 1), (5, 40, 2), (8, 150, 3)])
 def test_tukey_paired_matches_two_way_anova(k, n, seed):
     # the error term of statsmodels' two-way OLS y ~ C(run) + C(query), then scipy's
@@ -105,6 +107,7 @@ def test_tukey_paired_matches_two_way_anova(k, n, seed):
     assert hsd.margin[0] == pytest.approx(margin, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k,n,seed", [(3, 10, 4), (6, 60, 5)])
 def test_tukey_independent_matches_scipy_and_statsmodels(k, n, seed):
     runs = _runs(k, n, seed=seed)
@@ -161,6 +164,7 @@ def ranx_collection():
     return per_query, metrics, fisher, tukey
 
 
+@pytest.mark.slow
 def test_tukey_independent_equals_ranx(ranx_collection):
     per_query, metrics, _, tukey = ranx_collection
     names = list(per_query)
@@ -172,6 +176,7 @@ def test_tukey_independent_equals_ranx(ranx_collection):
         np.testing.assert_allclose(hsd.p[:, j], ranx_p, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_fisher_agrees_with_ranx_within_monte_carlo_noise(ranx_collection):
     # 14 queries: all 2^14 = 16,384 sign patterns fit in the budget, so ragjudge's p is exact;
     # ranx draws 100,000 random swaps, whose p has sd √(p (1 - p) / 100,000) ≤ 0.0016
@@ -348,6 +353,7 @@ def test_refusals():
         tukey_hsd(np.zeros((3, 4)), design="blocked")
 
 
+@pytest.mark.slow
 def test_significance_modules_never_load_scipy():
     # scipy and statsmodels are references for the tests only: the library computes alone
     code = ("import sys, numpy as np\n"

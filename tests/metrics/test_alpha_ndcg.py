@@ -126,6 +126,7 @@ def _ndeval(facets, ranked, ks, alpha):
     return pyndeval.ndeval(qrels, run, measures=[f"alpha-nDCG@{k}" for k in ks], alpha=alpha)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(diversity_collections(), st.sampled_from([0.5, 0.5, 0.3, 0.9, 1.0, 0.0]))
 def test_matches_ndeval(data, alpha):

@@ -43,6 +43,7 @@ def test_none_returns_a_copy():
     assert p[0] == 0.2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["bonferroni", "holm", "bh"])
 def test_matches_statsmodels_on_random_families(method):
     rng = np.random.default_rng(CORRECTIONS.index(method))
@@ -58,6 +59,7 @@ def test_matches_statsmodels_on_random_families(method):
             np.testing.assert_allclose(correct(p, method), expected, rtol=1e-13, atol=1e-300)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from([0.0, 0.001, 0.01, 0.02, 0.049, 0.05, 0.2, 0.5, 1.0])
                 | st.floats(0, 1), min_size=1, max_size=30),

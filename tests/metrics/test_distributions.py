@@ -88,6 +88,7 @@ def test_studentized_range_matches_scipy(k, df):
     np.testing.assert_allclose(studentized_range_cdf(q, k, df), 1 - expected, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_studentized_range_random_points_against_scipy():
     rng = np.random.default_rng(12)
     for _ in range(6):
@@ -98,6 +99,7 @@ def test_studentized_range_random_points_against_scipy():
                                    scipy.stats.studentized_range.sf(q, k, df), rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p,k,df", [(0.95, 3, 10), (0.95, 20, 37981), (0.99, 5, 2), (0.9, 2, 7)])
 def test_studentized_range_quantile(p, k, df):
     q = studentized_range_ppf(p, k, df)

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 x 1\n"
 RUN = "q1 Q0 d3 1 2.0 r\nq1 Q0 d1 2 1.0 r\nq1 Q0 d5 3 0.5 r\nq2 Q0 y 1 1.0 r\n"
 MEASURES = ["RBP(p=0.8)", "RBP_residual", "num_rel_ret", "num_ret", "num_rel", "set_P",

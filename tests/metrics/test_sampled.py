@@ -172,6 +172,7 @@ def test_complete_judgments_give_the_full_measures(seed):
         assert row["infP@10"] == pytest.approx(row["P@10"], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_statap_estimates_ap_from_uniform_samples():
     # Horvitz-Thompson: the mean of statAP over many samples is close to the true AP
     qrels, run = _random_collection(11, queries=1)

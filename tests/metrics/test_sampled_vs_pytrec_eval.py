@@ -18,6 +18,8 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 from ragjudge.metrics import Qrels, Run, evaluate  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 DOCS = [f"d{i}" for i in range(14)] + ["D", "dd", "a10", "a9"]
 QUERIES = ["1", "2", "3", "10", "q"]
 

@@ -57,6 +57,7 @@ def _trec(qrels, run, measures, threshold):
                                           relevance_level=threshold).evaluate(run)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.sampled_from([1, 1, 2, 3]))
 def test_counts_and_set_measures_match_trec_eval(data, threshold):
@@ -155,6 +156,7 @@ def test_rbp_refuses_bad_parameters(name):
         evaluate(qrels, Run.from_dict({"a": {"x": 1.0}}), [name])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.sampled_from([0.5, 0.8, 0.95]), st.sampled_from([None, 1, 3, 10]))
 def test_residual_is_what_unjudged_chunks_and_the_tail_could_add(data, p, k):
@@ -187,6 +189,7 @@ def _cwl_rbp(qrels, run, p, rel):
             for m in provider.iter_calc([ir_measures.RBP(rel=rel, p=p)], q, r)}
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(distinct_scores=True), st.sampled_from([0.5, 0.8, 0.95]),
        st.sampled_from([1, 2, 3]))

@@ -134,6 +134,7 @@ def model_probability(s, j, a, b):
     return total
 
 
+@pytest.mark.slow
 def test_order_probability_matches_exact_enumeration():
     # one query, two runs, five open pairs: the draws' share against the exact sum over all
     # 2^5 assignments weighted by the model's probabilities
@@ -242,6 +243,7 @@ def close_runs(seed, n_queries=40, n_runs=4, depth=20):
     return {f"r{r}": Run.from_ranked(ranked[r], name=f"r{r}") for r in range(n_runs)}, truth
 
 
+@pytest.mark.slow
 def test_judge_more_is_sane_on_a_simulated_collection():
     # judge a tenth of the pool, estimate; then judge in queue order with the true grades,
     # refreshing the queue every 2% of the pool, and count the pairs each comparison took
@@ -274,6 +276,7 @@ def test_judge_more_is_sane_on_a_simulated_collection():
     assert 1 / 3 <= np.median(ratios) <= 3  # the right size, in the middle
 
 
+@pytest.mark.slow
 def test_settle_imports_no_heavy_layer():
     code = ("import sys\n"
             "from ragjudge.metrics import Qrels, Run\n"
@@ -285,6 +288,7 @@ def test_settle_imports_no_heavy_layer():
     assert out.stdout.strip() == ""
 
 
+@pytest.mark.slow
 def test_expected_means_come_from_the_draws():
     # one query, A ranks an open pair first, B a judged non-relevant chunk: P@1 of A is 0 now
     # and its expected final value the model's P(relevant) for that pair

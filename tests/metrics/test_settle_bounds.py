@@ -24,6 +24,8 @@ from ragjudge.metrics import Qrels, Run, evaluate  # noqa: E402
 from ragjudge.metrics import settle_measures  # noqa: E402
 from ragjudge.metrics.settle import Pool, Settlement  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 INV3 = 1.0 / math.log2(3.0)  # the discount of rank 2
 
 #: ragjudge measure -> trec_eval measure (None: ragjudge's kernel is the reference)

@@ -139,6 +139,7 @@ def test_randomization_never_zero_and_detects_big_difference():
     assert p == pytest.approx(1 / 10_001)
 
 
+@pytest.mark.slow
 def test_holm_matches_statsmodels():
     rng = np.random.default_rng(11)
     for m in (1, 2, 5, 20):
@@ -259,6 +260,7 @@ def test_compare_runs_holm_with_three_runs():
 _pairs = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(_pairs, st.lists(st.floats(0, 1), min_size=1, max_size=12))
 def test_property_t_test_and_holm_against_references(pairs, pvals):
@@ -286,6 +288,7 @@ def test_property_t_test_and_holm_against_references(pairs, pvals):
 # (``randomization_test``), so for differences such as 2.2e-313 its tolerance and the brute
 # force's below (1e-9 x the sum of |d|, unfloored) are different numbers and may count a
 # near-tie differently; that says nothing about either, and such differences are no scores.
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False), min_size=1, max_size=10))
 def test_property_exact_randomization_equals_brute_force(diffs):
@@ -376,6 +379,7 @@ def _random_pair(rng, n, kind):
     return rng.integers(0, 3, n).astype(float), rng.integers(0, 3, n).astype(float)
 
 
+@pytest.mark.slow
 def test_wilcoxon_matches_scipy_on_random_samples():
     # every branch of scipy's method="auto": exact (n ≤ 50, no tie or zero), exact over the
     # sign patterns (n ≤ 13 with ties or zeros), normal approximation (the rest)
@@ -394,6 +398,7 @@ def test_wilcoxon_matches_scipy_on_random_samples():
     assert checked > 250
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([0.0, 0.2, 0.4, 0.6, 1.0]) | st.floats(0, 1),
                           st.sampled_from([0.0, 0.2, 0.4, 0.6, 1.0]) | st.floats(0, 1)),
@@ -439,6 +444,7 @@ def test_rank_biserial_hand_worked():
     assert rank_biserial([0.4, 0.5], [0.4, 0.5]) == 0.0
 
 
+@pytest.mark.slow
 def test_rank_biserial_from_scipy_statistic():
     # with no zero, R+ + R- = n(n+1)/2 and scipy's W = min(R+, R-), so |r| = 1 - 4W / (n(n+1)),
     # its sign that of the median difference's side

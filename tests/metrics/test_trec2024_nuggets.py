@@ -99,6 +99,7 @@ def answered_nuggets(draw):
     return queries, ids, vital, levels
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(answered_nuggets())
 def test_answer_scores_match_the_track_scorer(data):
@@ -173,6 +174,7 @@ def ranked_nuggets(draw):
     return qids, vital, items, linked, levels, ranked
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ranked_nuggets(), st.sampled_from([1, 2, 3, 10]))
 def test_chunk_scores_match_the_track_scorer(data, k):

@@ -209,6 +209,7 @@ def _random_run(rng, n: int) -> bytes:
     return "".join(lines).encode()
 
 
+@pytest.mark.slow
 def test_many_reader_blocks_and_scan_chunks(monkeypatch):
     # small blocks: many arrow chunks, gathered on threads into one array, and whitespace
     # counts split across scan chunks (pairs across a chunk boundary are still seen)
@@ -246,6 +247,7 @@ _SEP = st.sampled_from([" ", " ", " ", "  ", "\t", "\r", " \r"])
 _END = st.sampled_from(["\n", "\n", "\r\n", " \n", "\n\n", ""])
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(st.lists(st.tuples(st.lists(_TOKEN, min_size=3, max_size=7), _SEP, _END),
                 min_size=1, max_size=6),
@@ -256,6 +258,7 @@ def test_random_inputs_parse_the_same_on_both_paths(rows, kind):
         _same(kind, text.encode(), monkeypatch)
 
 
+@pytest.mark.slow
 def test_metrics_work_without_pyarrow():
     code = ("import sys\n"
             "sys.modules['pyarrow'] = None\n"  # import pyarrow now raises ImportError
@@ -289,6 +292,7 @@ def _line_path_reads_alike(data: bytes) -> bool:
     return not any(c == "\x7f" or "\x80" <= c <= "\x9f" or (c > "\x7f" and c.isspace()) for c in text)
 
 
+@pytest.mark.slow
 def test_plain_unicode_knows_the_characters_python_splits_at_or_refuses():
     from ragjudge.metrics.trec.source import plain_unicode
 
@@ -307,6 +311,7 @@ _PIECES = st.sampled_from([b"a", b" ", b"\n", b"\x7f", b"\x80", b"\x8f", b"\x90"
                            "é".encode(), "€".encode(), "😀".encode(), b"\xe2\x80", b"\xed\xa0\x80"])
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.lists(_PIECES, max_size=10), st.sampled_from([1 << 24, 3, 5]))
 def test_plain_unicode_is_pythons_strict_utf8_without_controls_or_spaces(pieces, block):

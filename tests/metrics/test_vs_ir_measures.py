@@ -13,6 +13,8 @@ ir_measures = pytest.importorskip("ir_measures")
 
 from ragjudge.metrics import Qrels, Run, evaluate  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 @st.composite
 def collections(draw):

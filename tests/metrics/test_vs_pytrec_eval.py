@@ -104,6 +104,7 @@ def _check(qrels, run, threshold):
     assert np.allclose(means, expected, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.sampled_from([1, 1, 2, 3]))
 def test_random_collections_match_trec_eval(data, threshold):

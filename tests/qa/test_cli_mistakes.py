@@ -7,8 +7,9 @@ import sqlite3
 
 import pytest
 from projectkit import make_small_project
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 from ragjudge.errors import UsageError
 from ragjudge.services.labels.queue import JudgingQueue
 from ragjudge.services.labels.events import record_label
@@ -38,12 +39,6 @@ def _digest(path: str) -> str:
         return hashlib.sha256("\n".join(connection.iterdump()).encode()).hexdigest()
     finally:
         connection.close()
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _assert_usage_error(capsys, db: str, *args: str) -> str:
@@ -92,6 +87,7 @@ def test_judging_queue_unknown_category_is_a_usage_error(db):
         JudgingQueue(project, "ana", category="biling")
 
 
+@pytest.mark.slow
 def test_judging_queue_known_category_still_loads(db):
     with Project.open(db) as project:
         queue = JudgingQueue(project, "ana", category="policy")

@@ -29,6 +29,7 @@ def test_status_without_any_project_suggests_the_demo(capsys):
     assert "'ragjudge demo'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_no_tui_says_how_to_reach_the_project(capsys, tmp_path):
     assert main(["demo", "--no-tui"]) == 0
     err = capsys.readouterr().err

@@ -268,6 +268,7 @@ def reference_recall(per_item_ranks, valid, vital, weight, k, strict, vital_only
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_item_recall_matches_reference(data):
@@ -315,6 +316,7 @@ def test_matrix_positions():
     assert rows.tolist() == [1, 0, 1] and cols.tolist() == [1, 0, -1]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["", "c1", "c2", "chunk-3", "c4"]), min_size=3, max_size=3),
                 min_size=1, max_size=4),

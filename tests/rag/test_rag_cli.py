@@ -7,20 +7,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
 def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -173,6 +173,7 @@ def test_label_chunk_ids_wider_than_the_runs():
     assert evaluate(qrels, wide, ["Coverage@2"], extras={"facets": short})["Coverage@2"] == 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_labels_through_evaluate_match_a_plain_computation(data):

@@ -62,6 +62,7 @@ def _two_labels_by_a_newcomer(project, *, agree: bool = True) -> None:
                              grade=gold[q, c] if agree else 0)
 
 
+@pytest.mark.slow
 def test_a_new_annotator_with_two_labels_leaves_the_ranges_unchanged(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
@@ -129,6 +130,7 @@ def _kappa_project(tmp_path):
     return project, plan, grades
 
 
+@pytest.mark.slow
 def test_mean_pairwise_kappa_weighs_each_pair_by_the_pairs_it_shares(tmp_path):
     project, plan, grades = _kappa_project(tmp_path)
     total = weight = 0.0
@@ -202,6 +204,7 @@ def _cells(screen) -> list[str]:
     return [str(cell).split("\n")[2] for r in range(table.row_count) for cell in table.get_row_at(r)[FIRST_MEASURE:]]
 
 
+@pytest.mark.slow
 def test_the_screen_ranges_ignore_a_newcomer_and_say_who_sets_them(demo):
     asyncio.run(_newcomer_on_screen(demo))
     assert live.saved_coverage(demo) == 0.75
@@ -233,6 +236,7 @@ async def _newcomer_on_screen(demo) -> None:
         assert screen.snapshot.min_coverage == 0.75
 
 
+@pytest.mark.slow
 def test_the_screen_says_too_few_queries_for_an_interval(tmp_path):
     asyncio.run(_few_queries_on_screen(tmp_path))
 
@@ -256,6 +260,7 @@ async def _few_queries_on_screen(tmp_path) -> None:
 # -- label quality --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_quality_counts_current_labels_only(tmp_path):
     project = make_small_project(str(tmp_path / "q.db"), queries=5, chunks=20)
     # ann: 10 fast labels, each replaced at once by a slow one; then 10 fast ones undone

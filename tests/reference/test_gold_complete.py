@@ -16,8 +16,9 @@ import json
 import goldkit
 import pytest
 import pytrec_eval
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 
 # ragjudge name -> trec_eval name
 TREC = {"P@5": "P_5", "P@10": "P_10", "R@5": "recall_5", "R@10": "recall_10", "AP": "map",
@@ -33,12 +34,6 @@ MEASURES = [*TREC, *OURS_ONLY]
 def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _per_query(capsys, *args: str) -> dict[str, dict[str, dict[str, float]]]:
@@ -96,6 +91,7 @@ def closed_world(tmp_path):
     return db, tmp_path
 
 
+@pytest.mark.slow
 def test_rule_reference_is_the_official_file_whatever_others_label(capsys, open_world):
     db, folder = open_world
     project = _per_query(capsys, "--db", db, "eval", "--rule", "reference")
@@ -106,6 +102,7 @@ def test_rule_reference_is_the_official_file_whatever_others_label(capsys, open_
     assert _per_query(capsys, "--db", db, "eval") != project
 
 
+@pytest.mark.slow
 def test_rule_reference_of_a_complete_reference_is_the_file_read_complete(capsys, closed_world):
     db, folder = closed_world
     project = _per_query(capsys, "--db", db, "eval", "--rule", "reference")
@@ -143,6 +140,7 @@ def test_eval_complete_closes_the_file_over_the_runs_given(capsys, closed_world)
     assert "complete: 64 unlisted chunks the runs retrieve on its 4 queries judged not relevant" in " ".join(out.split())
 
 
+@pytest.mark.slow
 def test_export_writes_the_closed_world_and_trec_eval_reproduces_the_project(capsys, closed_world):
     db, folder = closed_world
     exported = folder / "gold.qrels"
@@ -165,6 +163,7 @@ def test_export_writes_the_closed_world_and_trec_eval_reproduces_the_project(cap
     _same(project, _per_query(capsys, "eval", "--qrels", exported, *_files(folder)), MEASURES)
 
 
+@pytest.mark.slow
 def test_listed_only_leaves_the_implied_lines_out_and_says_what_that_costs(capsys, closed_world):
     db, folder = closed_world
     exported = folder / "listed.qrels"
@@ -184,12 +183,14 @@ def test_listed_only_leaves_the_implied_lines_out_and_says_what_that_costs(capsy
     assert project["bm25"]["q1"]["Judged@10"] == 1.0
 
 
+@pytest.mark.slow
 def test_listed_only_is_for_qrels(capsys, closed_world):
     db, _ = closed_world
     code, _, err = _run(capsys, "--db", db, "export", "labels", "--listed-only")
     assert code == 2 and "--listed-only applies to 'export qrels' only" in err
 
 
+@pytest.mark.slow
 def test_one_run_or_all_runs_give_the_same_bpref_and_judged(capsys, closed_world):
     db, _ = closed_world
     every = _per_query(capsys, "--db", db, "eval")
@@ -198,6 +199,7 @@ def test_one_run_or_all_runs_give_the_same_bpref_and_judged(capsys, closed_world
         assert alone[name] == every[name]
 
 
+@pytest.mark.slow
 def test_complete_goes_with_a_qrels_file(capsys, closed_world):
     db, _ = closed_world
     code, _, err = _run(capsys, "--db", db, "eval", "--complete")

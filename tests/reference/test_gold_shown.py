@@ -16,6 +16,8 @@ from projectkit import rights
 
 from ragjudge.cli import common, main
 
+pytestmark = pytest.mark.slow
+
 # goldkit's gold under median: nist's 5 pairs on each of q1..q4 (20), and ana's 8 labels on pairs
 # nist never lists; ana's 8 labels on listed pairs change nothing.
 LINE = "gold: median · reference nist: 20 pairs, 8 pairs from other annotators"

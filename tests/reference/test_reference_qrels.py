@@ -11,9 +11,12 @@ import pytest
 import pytrec_eval
 from projectkit import make_small_project, rights, screen_app
 from sklearn.metrics import cohen_kappa_score
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 from ragjudge.services.labels.events import record_label
+
+pytestmark = pytest.mark.slow
 
 MEASURES = ["P@5", "R@10", "AP", "nDCG@10", "RR"]
 TREC = {"P@5": "P_5", "R@10": "recall_10", "AP": "map", "nDCG@10": "ndcg_cut_10", "RR": "recip_rank"}
@@ -39,12 +42,6 @@ def _official() -> dict[str, dict[str, int]]:
         outside = next(f"c{j:02d}" for j in range(1, 21) if f"c{j:02d}" not in top)
         out[f"q{i}"] = {top[i - 1]: 2, top[i + 3]: 1, outside: 3}
     return out
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import math
 import pytest
 import pytrec_eval
 from projectkit import make_small_project
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 from ragjudge.services.labels.events import record_label
 
 MEASURES = ["P@5", "AP", "bpref", "Judged@10"]
@@ -51,12 +52,6 @@ def _closed_world() -> dict[str, dict[str, int]]:
         for chunk in _bm25(i):
             out[q].setdefault(chunk, 0)
     return out
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ def label_some(db: str, n: int = 12, annotator: str = "ann") -> None:
 # -- backup ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_backup_while_four_annotators_write(tmp_path):
     db = str(tmp_path / "live.db")
     make_small_project(db).close()
@@ -76,6 +77,7 @@ def test_backup_while_four_annotators_write(tmp_path):
         check_event_log(connection, names, acked, offsets={n: k for k, n in enumerate(names)})
 
 
+@pytest.mark.slow
 def test_backup_default_name_and_refusals(tmp_path):
     db = tmp_path / "proj.db"
     make_small_project(str(db)).close()
@@ -120,6 +122,7 @@ def test_backup_of_a_postgresql_project_says_how_to_use_pg_dump(pg_url, tmp_path
 # -- verify ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_verify_a_sound_project(tmp_path):
     db = str(tmp_path / "ok.db")
     make_small_project(db).close()
@@ -168,6 +171,7 @@ def test_verify_finds_what_is_wrong(tmp_path, statements, failing, detail):
     assert "check(s) failed" in result.stderr and failing in result.stderr
 
 
+@pytest.mark.slow
 def test_verify_warns_about_events_from_the_future(tmp_path):
     db = str(tmp_path / "clock.db")
     make_small_project(db).close()

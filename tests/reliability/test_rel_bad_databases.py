@@ -22,6 +22,8 @@ import pytest
 from projectkit import make_small_project
 from reliability_helpers import cli_in_process as run
 
+pytestmark = pytest.mark.slow
+
 FAST_LOCK = (
     "import sys, ragjudge.store.engine as engine; engine.BUSY_TIMEOUT_MS = 300; "
     "from ragjudge.cli import main; sys.exit(main())"

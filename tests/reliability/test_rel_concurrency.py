@@ -12,6 +12,8 @@ from sqlalchemy import func, select
 
 from projectkit import make_small_project
 
+pytestmark = pytest.mark.slow
+
 WRITERS = 8
 LABELS_EACH = 500
 

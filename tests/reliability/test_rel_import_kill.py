@@ -29,6 +29,8 @@ import pytest
 
 from projectkit import make_small_project
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 QUERIES, DEPTH = 40, 250  # 10,000 lines: a dozen short transactions and more
 

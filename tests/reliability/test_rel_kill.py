@@ -16,6 +16,8 @@ from reliability_helpers import acknowledged, check_event_log, fork_child, label
 
 from projectkit import make_small_project
 
+pytestmark = pytest.mark.slow
+
 KILLS = 50
 
 

@@ -19,8 +19,11 @@ import pytest
 
 from projectkit import make_small_project
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
-                                reason="tmux is not installed: the end-to-end kill test drives the app in tmux")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None,
+                       reason="tmux is not installed: the end-to-end kill test drives the app in tmux"),
+]
 
 CHUNK = re.compile(r"─ chunk (\S+)")
 QUERY = re.compile(r"^│ (\S+)")

@@ -20,6 +20,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(),
                        reason=f"no Chromium at {CHROMIUM} (CI installs the 'chromium' package; "

@@ -67,6 +67,7 @@ def test_bad_options_are_one_paragraph(capsys, small_db, tmp_path, options, says
     assert not target.exists()
 
 
+@pytest.mark.slow
 def test_html_is_not_written_onto_a_terminal(capsys, small_db, monkeypatch):
     from ragjudge import files
 
@@ -75,6 +76,7 @@ def test_html_is_not_written_onto_a_terminal(capsys, small_db, monkeypatch):
     assert "-o report.html" in err and "--format md" in err
 
 
+@pytest.mark.slow
 def test_never_over_a_project(capsys, small_db, tmp_path):
     other = str(tmp_path / "other.db")
     small_project(other, queries=3)
@@ -86,6 +88,7 @@ def test_never_over_a_project(capsys, small_db, tmp_path):
     assert "belongs to the ragjudge project" in err
 
 
+@pytest.mark.slow
 def test_the_file_is_written_whole_or_not_at_all(capsys, small_db, tmp_path, monkeypatch):
     target = tmp_path / "report.html"
     target.write_text("the report of yesterday\n", encoding="utf-8")
@@ -111,6 +114,7 @@ def test_the_file_is_written_whole_or_not_at_all(capsys, small_db, tmp_path, mon
     assert "Wrote the HTML report" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_format_follows_the_file_name(small_db, tmp_path):
     target = tmp_path / "summary.md"
     assert main(["report", "--db", small_db, "-o", str(target), "-q", "-m", "P@3"]) == 0
@@ -119,6 +123,7 @@ def test_the_format_follows_the_file_name(small_db, tmp_path):
     assert "<html" not in text
 
 
+@pytest.mark.slow
 def test_the_report_tells_its_progress(small_db):
     from ragjudge.report.build import ReportOptions, build_report
     from ragjudge.services.access.visibility import access_for
@@ -137,6 +142,7 @@ def test_the_report_tells_its_progress(small_db):
     assert events[-1][:2] == (72, 72)  # 12 queries x 3 pairs x 2 annotators
 
 
+@pytest.mark.slow
 def test_the_command_draws_its_progress_with_the_bar_of_every_long_command(small_db, monkeypatch, capsys):
     """The report's steps reach the bar of cli/progress.py (drawn on standard error when that is
     a terminal; here it records what it would draw)."""
@@ -173,6 +179,7 @@ def led_demo(demo_db) -> str:
     return demo_db
 
 
+@pytest.mark.slow
 def test_an_annotator_in_a_blind_project_gets_aggregates_only(led_demo, tmp_path):
     target = tmp_path / "ana.html"
     made = ragjudge("report", "--db", led_demo, "-o", str(target), "-q", "--by", "ana")
@@ -195,6 +202,7 @@ def test_an_annotator_in_a_blind_project_gets_aggregates_only(led_demo, tmp_path
     assert "## Per query" not in md.stdout
 
 
+@pytest.mark.slow
 def test_the_lead_gets_everything(led_demo, tmp_path):
     target = tmp_path / "lee.html"
     made = ragjudge("report", "--db", led_demo, "-o", str(target), "-q", "--by", "lee")
@@ -215,6 +223,7 @@ def test_an_annotator_may_not_take_anothers_grades_as_the_gold(capsys, led_demo)
 # -- text from data --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_markdown_keeps_hostile_names_as_text(tmp_path):
     db = str(tmp_path / "hostile.db")
     small_project(db, second_run=HOSTILE_RUN + "|x", query_text=HOSTILE_QUERY)
@@ -245,6 +254,7 @@ def test_the_command_line_hides_a_database_password(monkeypatch):
     assert "pw@" not in command.command_line()
 
 
+@pytest.mark.slow
 def test_a_stratum_of_one_query_is_left_out_for_an_annotator(tmp_path):
     """A stratum of a single query shows that query's values: an aggregate for the lead only."""
     from ragjudge.services.access import roster

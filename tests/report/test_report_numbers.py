@@ -13,6 +13,8 @@ import pytest
 from projectkit import ragjudge
 from pagekit import number, parse
 
+pytestmark = pytest.mark.slow  # every test reads the demo's report, built once (about 20 s)
+
 
 @pytest.fixture(scope="module")
 def page(demo_html):

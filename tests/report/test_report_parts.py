@@ -124,6 +124,7 @@ def test_a_run_digest_is_its_stated_form_worked_by_hand(tmp_path):
         assert run_digests(project, ["tiny"]) == {"tiny": expected}
 
 
+@pytest.mark.slow
 def test_a_run_imported_from_a_file_has_the_digest_of_the_same_entries(tmp_path, capsys):
     from ragjudge.services.project.database import Project
     from ragjudge.services.scoring.provenance import run_digests
@@ -183,6 +184,7 @@ def _evaluation(db: str, averaging: str = "judged"):
                             project=project, rule=rule)
 
 
+@pytest.mark.slow
 def test_compare_all_is_the_metrics_librarys_on_the_paired_queries(tmp_path):
     from ragjudge.metrics.allpairs import compare_all_pairs
     from ragjudge.services.scoring.comparisons import compare_all
@@ -200,6 +202,7 @@ def test_compare_all_is_the_metrics_librarys_on_the_paired_queries(tmp_path):
     assert compare_all(evaluation, test="tukey").correction == "none"
 
 
+@pytest.mark.slow
 def test_compare_all_pairs_runs_on_the_queries_they_share(tmp_path):
     """With averaging over the queries a run answers, a run that misses a query is paired with
     the others on the queries it answers."""
@@ -273,6 +276,7 @@ def _report(db: str, *, work_out: bool = False, **kwargs):
                             access=access_for(project, "ana"), **kwargs)
 
 
+@pytest.mark.slow
 def test_the_settled_section_is_rendered_only_when_given(tmp_path):
     from ragjudge.report.html import render_html
     from ragjudge.report.markdown import render_markdown
@@ -308,6 +312,7 @@ def test_the_settled_section_is_rendered_only_when_given(tmp_path):
     assert "| `P@3` | `bm25` | `dense` | +0.1250 | -0.1000 (≤) | +0.2000 | 0.620 | open | 7 |" in md
 
 
+@pytest.mark.slow
 def test_labels_that_arrive_meanwhile_are_told(tmp_path, monkeypatch):
     from ragjudge.services.labels.events import record_label
     from ragjudge.services.project.database import Project

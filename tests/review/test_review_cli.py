@@ -37,6 +37,7 @@ def reviews(tmp_path) -> list[tuple]:
         "ORDER BY id").fetchall()
 
 
+@pytest.mark.slow
 def test_the_table_lists_every_open_flag_and_comment(project, tmp_path, capsys, monkeypatch):
     wide(monkeypatch)
     code, out, _ = run(tmp_path, capsys, "review")
@@ -63,6 +64,7 @@ def test_the_json_carries_every_field(project, tmp_path, capsys):
     assert items[0]["created_at"].startswith("20")
 
 
+@pytest.mark.slow
 def test_filters(project, tmp_path, capsys):
     _, out, _ = run(tmp_path, capsys, "review", "--annotator", "ben", "--format", "json")
     assert [(i["query_id"], i["annotator"]) for i in json.loads(out)["items"]] == [("q3", "ben")]
@@ -72,6 +74,7 @@ def test_filters(project, tmp_path, capsys):
     assert code == 2 and out == "" and "no annotator 'nobody'" in err
 
 
+@pytest.mark.slow
 def test_resolve_and_send_back_from_the_command_line(project, tmp_path, capsys, monkeypatch):
     code, out, _ = run(tmp_path, capsys, "review", "resolve", "--query", "q1", "--chunk", "c05",
                        "--annotator", "ana", "--note", "refunds count", "--by", "dora")
@@ -96,6 +99,7 @@ def test_resolve_and_send_back_from_the_command_line(project, tmp_path, capsys, 
     assert "resolve by dora: refunds count" in out and "send-back by dora" in out
 
 
+@pytest.mark.slow
 def test_a_non_lead_is_refused_with_exit_2_and_nothing_written(project, tmp_path, capsys):
     roster.add(project, "dora", role="lead", access=rights(project))
     before = Path(tmp_path / "p.db").read_bytes()
@@ -132,6 +136,7 @@ def test_mistakes_are_one_paragraph_and_change_nothing(project, tmp_path, capsys
     assert reviews(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_text_from_data_reaches_the_terminal_as_text(project, tmp_path, capsys, monkeypatch):
     wide(monkeypatch)
     flag_pair(project, annotator="ana", query_id="q4", chunk_id="c13", note="[bold]x\x1b[31m")

@@ -8,10 +8,14 @@ from projectkit import rights
 import asyncio
 import functools
 
+import pytest
+
 from ragjudge.services.labels import review
 from ragjudge.services.labels.events import record_label
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.judge import JudgeScreen
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

@@ -22,6 +22,8 @@ from ragjudge.tui.screens.home import HomeScreen
 from ragjudge.tui.screens.prompts import TextPrompt
 from ragjudge.tui.screens.review import ReviewScreen
 
+pytestmark = pytest.mark.slow
+
 SIZE = (140, 44)
 
 

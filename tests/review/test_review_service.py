@@ -96,6 +96,7 @@ def test_only_a_lead_answers_once_there_is_one(project, tmp_path):
     assert rows(tmp_path, "SELECT count(*) FROM pair_marks WHERE kind = 'review'") == [(1,)]
 
 
+@pytest.mark.slow
 def test_anyone_but_a_lead_reads_their_own_items_and_the_answers_to_them(project):
     roster.add(project, "dora", role="lead", access=rights(project))
     review.resolve(project, query_id="q1", chunk_id="c05", annotator="ana",

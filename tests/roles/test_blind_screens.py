@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
 
 import pytest
 from projectkit import make_small_project, rights
 from rich.console import Console
 from textual.widgets import DataTable, Static
+from pilotkit import wait_for
 
 from ragjudge.services.access import roster
 from ragjudge.services.access import visibility
@@ -22,6 +22,8 @@ from ragjudge.tui.screens.agreement import AgreementScreen
 from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.screens.prompts import Refused
 from ragjudge.tui.widgets.evalpane import ExplainModal
+
+pytestmark = pytest.mark.slow
 
 #: bm25 ranks q1's chunks c05 (1), c06 (2), c07 (3), ... c14 (10)
 BEN_ONLY = ("c07", "c09")
@@ -48,13 +50,6 @@ def rendered(screen) -> str:
         for row in range(table.row_count):
             console.print(" | ".join(str(cell) for cell in table.get_row_at(row)))
     return console.export_text()
-
-
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the screen did not get there"
-        await pilot.pause(0.05)
 
 
 # -- the agreement screen --------------------------------------------------------------------

@@ -16,6 +16,8 @@ from ragjudge.services.access import roster
 from ragjudge.services.access import visibility
 from ragjudge.services.labels.events import record_label
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def db(tmp_path):

@@ -102,6 +102,7 @@ def test_a_closed_roster_refuses_new_names_and_retired_ones(project):
         roster.check_can_label(project, "ben")
 
 
+@pytest.mark.slow
 def test_the_command_adds_lists_and_prints_a_token_once(project, tmp_path, capsys):
     db = str(tmp_path / "p.db")
     assert main(["--db", db, "annotators", "add", "dora", "--role", "lead", "--token", "--format", "json"]) == 0

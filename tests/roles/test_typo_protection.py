@@ -72,6 +72,7 @@ def test_new_annotator_says_the_name_is_new_on_purpose(db, capsys):
     assert "Did you mean" not in err and "needs a terminal" in err
 
 
+@pytest.mark.slow
 def test_a_known_name_or_a_first_name_is_not_questioned(db, tmp_path, capsys):
     assert "needs a terminal" in _annotate(capsys, db, "--annotator", "ana")
     fresh = str(tmp_path / "fresh.db")
@@ -85,11 +86,13 @@ def test_a_closed_roster_refuses_a_new_name_even_on_purpose(db, project, capsys)
     assert "roster is closed" in err
 
 
+@pytest.mark.slow
 def test_a_retired_annotator_opens_no_session(db, project, capsys):
     roster.retire(project, "ben", access=rights(project))
     assert "retired" in _annotate(capsys, db, "--annotator", "ben")
 
 
+@pytest.mark.slow
 def test_show_source_is_for_leads_in_a_blind_project(db, project, capsys):
     roster.add(project, "dora", role="lead", access=rights(project))
     err = _annotate(capsys, db, "--annotator", "ana", "--show-source")
@@ -126,6 +129,7 @@ def _run(app, keys: list[str], typed: str | None = None) -> dict:
     return asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_the_app_offers_the_known_name_and_uses_it(db, project):
     seen = _run(make_app(project, annotator="Ana", start="judge"), ["u"])
     assert seen["question"] is not None
@@ -134,18 +138,21 @@ def test_the_app_offers_the_known_name_and_uses_it(db, project):
     assert annotators(db) == ["ana", "ben"]
 
 
+@pytest.mark.slow
 def test_the_app_creates_the_new_name_when_asked_to(db, project):
     seen = _run(make_app(project, annotator="Ana", start="judge"), ["c"])
     assert isinstance(seen["screen"], JudgeScreen) and seen["screen"].queue.annotator == "Ana"
     assert annotators(db) == ["Ana", "ana", "ben"]
 
 
+@pytest.mark.slow
 def test_cancelling_the_question_records_nothing(db, project):
     seen = _run(make_app(project, annotator="Ana", start="judge"), ["escape"])
     assert seen["return_code"] == 0
     assert annotators(db) == ["ana", "ben"]
 
 
+@pytest.mark.slow
 def test_the_name_prompt_asks_too(db, project):
     app = make_app(project, start="judge")
     seen = _run(app, ["u"], typed="benn")
@@ -165,6 +172,7 @@ def test_the_app_refuses_a_retired_annotator(db, project):
     assert seen["return_code"] == 2
 
 
+@pytest.mark.slow
 def test_from_home_a_closed_roster_refuses_a_new_name_with_a_notification(db, project):
     roster.set_roster(project, "closed", access=rights(project))
     app = make_app(project)
@@ -174,6 +182,7 @@ def test_from_home_a_closed_roster_refuses_a_new_name_with_a_notification(db, pr
     assert annotators(db) == ["ana", "ben"]
 
 
+@pytest.mark.slow
 def test_in_a_blind_project_the_app_judges_without_sources_for_an_annotator(db, project):
     roster.add(project, "dora", role="lead", access=rights(project))
     seen = _run(make_app(project, annotator="ana", start="judge", show_source=True), [])

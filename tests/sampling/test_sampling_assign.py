@@ -66,6 +66,7 @@ def test_the_stored_sample_is_draw_sample_of_the_pool(sampled_db, strategy):
             np.unique(stored.pool.query_ids, return_inverse=True)[1]])
 
 
+@pytest.mark.slow
 def test_the_same_seed_draws_the_same_sample_in_another_project(sampled_db, tmp_path):
     other = make_project(str(tmp_path / "other.db"))
     found = []
@@ -95,6 +96,7 @@ def test_a_new_sample_is_current_and_the_old_one_stays_as_drawn(sampled_db):
         assert sampling.read_sample(project, 3) is None
 
 
+@pytest.mark.slow
 def test_the_command_says_what_was_drawn_per_band_and_how_to_score_it(sampled_db, capsys):
     code = main(["--db", sampled_db, "assign", "--annotators", "ann,bob", "--depth", "40",
                  "--sample", "10", "--strategy", "stratified", "--by", "lea"])
@@ -144,6 +146,7 @@ def test_refusals_change_nothing(sampled_db, capsys, args, says):
     assert _count(sampled_db, "pool_samples") == _count(sampled_db, "assignments") == 0
 
 
+@pytest.mark.slow
 def test_a_service_call_is_refused_alike(sampled_db):
     from ragjudge.errors import UsageError
 

@@ -48,6 +48,7 @@ def test_a_strata_file_is_scored_with_its_estimates_by_default(capsys, monkeypat
     assert got == pytest.approx(library, abs=0)
 
 
+@pytest.mark.slow
 def test_a_probability_file_gives_statap(capsys, monkeypatch):
     code, out, _ = _both(capsys, monkeypatch, ["eval", "--prels", PRELS, "--prels-form",
                                                "probability", "--run", PRELS_RUN, "-m",
@@ -118,6 +119,7 @@ def test_a_query_without_an_estimate_says_why(tmp_path, capsys, monkeypatch):
     assert entry["aggregate"]["statAP"] == 1.0
 
 
+@pytest.mark.slow
 def test_a_prels_file_is_scored_without_the_database_layer():
     import os
     import subprocess

@@ -30,6 +30,8 @@ from ragjudge.services.project.database import Project
 from ragjudge.services.runs import stored
 from ragjudge.services.scoring import evaluation
 
+pytestmark = pytest.mark.slow
+
 RUNS = ("bm25", "dense")
 
 

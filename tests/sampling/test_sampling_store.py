@@ -8,6 +8,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
+import pytest
 from projectkit import rights
 from samplingkit import DEPTH, make_project, sample_rows
 from sqlalchemy import inspect
@@ -17,6 +18,8 @@ from ragjudge.services.project.database import Project
 from ragjudge.store import migrate
 from ragjudge.store.engine import make_engine
 from ragjudge.store.schema import Base
+
+pytestmark = pytest.mark.slow
 
 TABLES = {"pool_samples", "pool_sample_pairs"}
 

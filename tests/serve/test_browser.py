@@ -21,6 +21,7 @@ from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Label
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(),
                        reason=f"no Chromium at {CHROMIUM} (CI installs the 'chromium' package; "

@@ -22,6 +22,8 @@ from ragjudge.tui.screens.judge import JudgeScreen
 from ragjudge.tui.screens.login import LoginScreen, wait_after
 from ragjudge.tui.served import SERVED_ENV, ServedApp
 
+pytestmark = pytest.mark.slow
+
 SIZE = (120, 40)
 
 

@@ -95,6 +95,7 @@ def test_writer_takes_the_lock_at_begin(project_db):
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_write_waits_for_another_writer_instead_of_failing(project):
     """Another process holds the write lock for 0.6 s; a label written meanwhile waits and lands."""
     from ragjudge.services.labels.events import record_label

@@ -163,6 +163,7 @@ def _check_binds(path: Path, mode: str) -> None:
         pytest.skip("permissions do not bind here")
 
 
+@pytest.mark.slow
 def test_inputs_in_a_folder_that_cannot_be_entered(tmp_path, db):
     # was: PermissionError tracebacks from Path.is_dir() (import, import beir, eval, agree)
     shut = tmp_path / "shut"
@@ -193,6 +194,7 @@ def test_inputs_in_a_folder_that_cannot_be_entered(tmp_path, db):
     assert _digest(db) == before
 
 
+@pytest.mark.slow
 def test_beir_qrels_folder_that_cannot_be_listed(tmp_path, db):
     # was: "a BEIR folder needs qrels/<split>.tsv files; there are none", which is untrue
     beir = tmp_path / "beir"
@@ -261,6 +263,7 @@ def test_db_paths_that_cannot_be_a_project(capsys, tmp_path, monkeypatch, given,
         assert not (tmp_path / given).is_file()
 
 
+@pytest.mark.slow
 def test_db_folder_and_text_file_and_missing_folder(capsys, tmp_path):
     notes = tmp_path / "notes.db"
     notes.write_text("not a database\n", encoding="utf-8")
@@ -276,6 +279,7 @@ def test_db_folder_and_text_file_and_missing_folder(capsys, tmp_path):
     assert notes.read_text(encoding="utf-8") == "not a database\n"
 
 
+@pytest.mark.slow
 def test_db_path_with_url_characters_is_the_file_named(capsys, tmp_path):
     # was: '--db q?x=1.db' made a project in the file 'q', and 'p%41.db' one in 'pA.db'
     for name in ("q?x=1.db", "p%41.db", "h#1.db"):
@@ -288,6 +292,7 @@ def test_db_path_with_url_characters_is_the_file_named(capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == ["h#1.db", "p%41.db", "q?x=1.db"]
 
 
+@pytest.mark.slow
 def test_project_in_a_folder_this_user_cannot_write(tmp_path, db):
     # was: even 'status' failed ("read-only for this user"): WAL needs a -shm file beside it
     folder = tmp_path / "ro"
@@ -324,6 +329,7 @@ def test_project_in_a_folder_this_user_cannot_write(tmp_path, db):
     assert (project.read_bytes(), project.stat().st_mtime_ns) == before
 
 
+@pytest.mark.slow
 def test_project_file_that_cannot_be_read(tmp_path, db):
     folder = tmp_path / "p"
     folder.mkdir()
@@ -393,6 +399,7 @@ def test_nul_is_refused_at_import_on_both_backends(capsys, any_db, tmp_path, kin
     assert _rows(any_db) == before
 
 
+@pytest.mark.slow
 def test_nul_in_a_beir_folder_is_refused(capsys, any_db, tmp_path):
     make_small_project(any_db).close()
     beir = tmp_path / "beir"
@@ -443,6 +450,7 @@ def test_nul_typed_in_the_app_or_given_to_a_service_is_refused(any_db):
     assert _rows(any_db) == before
 
 
+@pytest.mark.slow
 def test_nul_in_what_a_command_reads_is_refused_alike(capsys, any_db, tmp_path, monkeypatch):
     # was on PostgreSQL: a DataError traceback from an id with a NUL in a --queries file, and
     # from the app's query finder given one
@@ -479,6 +487,7 @@ def test_ids_of_only_spaces_are_refused(capsys, db, tmp_path, kind, content, fie
     assert f"{path}, line " in err and f"field '{field}'" in err and "only spaces" in err
 
 
+@pytest.mark.slow
 def test_run_names_of_only_spaces_are_refused(capsys, db, tmp_path):
     # was: eval printed a run named ' ' (import already refused one)
     run = tmp_path / "r.trec"
@@ -491,6 +500,7 @@ def test_run_names_of_only_spaces_are_refused(capsys, db, tmp_path):
 # -- silent oddities, said out loud ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_annotate_queries_with_an_unknown_id_is_refused(capsys, db, monkeypatch):
     # was: 'q1,nope' opened a queue of q1 and dropped 'nope' without a word
     import ragjudge.tui
@@ -513,6 +523,7 @@ def test_judging_queue_checks_queries_and_category_with_one_check(db):
         assert JudgingQueue(project, "ana", queries=["q1", "q3"], category="factoid").query_ids == ["q1", "q3"]
 
 
+@pytest.mark.slow
 def test_contradicting_definitions_name_the_field_that_differs(capsys, db, tmp_path):
     # was: "both are about querie 'qd', with different ids"
     path = tmp_path / "q.jsonl"
@@ -551,6 +562,7 @@ def test_stratifying_by_a_missing_field_suggests_fields_the_queries_have(capsys,
     assert "Use --by category" not in err
 
 
+@pytest.mark.slow
 def test_empty_qrels_file_is_named_not_the_project(capsys, db, tmp_path):
     # was: "(the project has no labels yet ...)" for an empty --qrels file
     qrels = tmp_path / "empty.qrels"
@@ -560,6 +572,7 @@ def test_empty_qrels_file_is_named_not_the_project(capsys, db, tmp_path):
     assert "the project has no labels" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_label_time_outside_the_years_utc_holds_is_refused(capsys, db, tmp_path, stamp):
     # was: OverflowError: date value out of range, as a traceback
@@ -570,6 +583,7 @@ def test_label_time_outside_the_years_utc_holds_is_refused(capsys, db, tmp_path,
     assert f"{labels}, line 1, field 'created_at'" in err and "outside the years 1 to 9999" in err
 
 
+@pytest.mark.slow
 def test_empty_run_file_is_refused_by_eval_as_by_import(capsys, db, tmp_path):
     # was: eval scored the empty run 0 on every query without a word; import refuses it
     run = tmp_path / "empty.trec"
@@ -579,6 +593,7 @@ def test_empty_run_file_is_refused_by_eval_as_by_import(capsys, db, tmp_path):
         assert f"{run}: the file holds no run lines." in err
 
 
+@pytest.mark.slow
 def test_busy_timeout_from_the_environment_is_checked(db, tmp_path):
     # was: ValueError: invalid literal for int() with base 10: 'abc', as a traceback
     env = dict(os.environ, RAGJUDGE_BUSY_TIMEOUT_MS="abc")
@@ -595,6 +610,7 @@ def test_busy_timeout_from_the_environment_is_checked(db, tmp_path):
 # -- the app: no action on a closing app ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_keys_queued_behind_quit_do_nothing(project):
     # was: 'q' then 'e' typed quickly raised NoMatches from the evaluation screen being mounted
     # into an app that was tearing its screens down
@@ -627,6 +643,7 @@ def test_keys_queued_behind_quit_do_nothing(project):
         assert session.scalar(select(func.count()).select_from(Label)) == 0
 
 
+@pytest.mark.slow
 def test_nul_inside_an_answer_sentence_is_refused(capsys, db, tmp_path):
     # nested records (an answer's sentences) pass the same text check as top-level fields
     run = tmp_path / "r.trec"

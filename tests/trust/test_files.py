@@ -29,6 +29,8 @@ from ragjudge.cli import common, main
 from ragjudge.services.labels.events import record_label
 from ragjudge.services.project.database import Project
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPORTS = [("qrels",), ("labels",), ("run", "bm25"), ("facets",), ("nuggets",)]
 HOSTILE_NOTES = ["bare\rreturn", "crlf\r\nline", "lf\nline", 'say "no"', "a, b, c", '"\r\n,"', "\x1b]0;t\x07"]

@@ -29,6 +29,8 @@ from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Adjudication, Annotator, Chunk, Label, Query, Run, RunEntry
 from ragjudge.tui import make_app
 
+pytestmark = pytest.mark.slow
+
 OSC52 = "\x1b]52;c;aGFja2Vk\x07"
 OSC0 = "\x1b]0;owned\x07"
 MARKUP = "[/] [bold red]x [link=http://e.x]y[/link]"

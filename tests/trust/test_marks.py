@@ -122,6 +122,7 @@ def test_flag_counts_and_status_read_the_marks(project):
     assert project_status(project)["flagged"] == 2
 
 
+@pytest.mark.slow
 def test_the_adjudication_view_shows_flags_and_comments(project):
     from ragjudge.services.gold.pairs import pair_detail
 
@@ -187,6 +188,7 @@ def test_export_labels_carries_flags_comments_and_ungraded_marked_pairs(tmp_path
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_marks_round_trip_through_a_fresh_project(tmp_path, fmt):
     project = marked_project(str(tmp_path / "a.db"))
@@ -325,6 +327,7 @@ def old_project(db: str) -> None:
     engine.dispose()
 
 
+@pytest.mark.slow
 def test_migration_0003_copies_old_flags_and_notes_into_marks(any_db):
     old_project(any_db)
     engine = make_engine(any_db)
@@ -416,6 +419,7 @@ def test_migrated_postgresql_keys_are_unbounded(pg_url):
     assert bounded == []
 
 
+@pytest.mark.slow
 def test_agreement_from_an_exported_labels_file_skips_lines_without_a_grade(tmp_path, capsys):
     project = marked_project(str(tmp_path / "a.db"))
     J_events.record_label(project, annotator="bob", query_id="q1", chunk_id="c02", grade=2)

@@ -14,8 +14,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from clikit import run_cli as _run
 
-from ragjudge.cli import common, main
+from ragjudge.cli import common
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics import Qrels, Run, evaluate, parse_measure
 from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
@@ -25,12 +26,6 @@ from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
 def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
-
-
-def _run(capsys, *args: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _write(path, text: str) -> str:
@@ -122,6 +117,7 @@ def _err_of_q1(capsys, db: str, measure: str = "ERR@2") -> float:
     return json.loads(out)["runs"]["bm25"]["per_query"]["q1"][measure]
 
 
+@pytest.mark.slow
 def test_project_err_uses_the_top_of_the_projects_scale(tmp_path, capsys):
     # q1 ranks c05, c06 first; gold grades 2 and 1 on a 0-3 scale: R = 3/8, 1/8
     # ERR@2 = 3/8 + (5/8)(1/8)/2 = 0.4140625 (with g_max = 2 from the labels it was 0.78125)
@@ -454,6 +450,7 @@ def _add_nuggets(project, query: str, support: list[tuple[str, str]]) -> None:
     project.write(fill)
 
 
+@pytest.mark.slow
 def test_a_project_with_nuggets_and_no_grades_scores_its_rag_measures(tmp_path, capsys):
     from projectkit import make_small_project
 
@@ -474,6 +471,7 @@ def test_a_project_with_nuggets_and_no_grades_scores_its_rag_measures(tmp_path, 
     assert code == 2 and "no judged queries" in err
 
 
+@pytest.mark.slow
 def test_a_query_with_nuggets_and_no_grade_is_scored_not_silently_left_out(tmp_path, capsys):
     db = str(tmp_path / "p.db")
     project = _project_with_labels(db, [("q2", "c08", 2)])
@@ -583,6 +581,7 @@ def test_a_gate_requirement_is_written_in_ascii_digits():
             parse_requirement(text)
 
 
+@pytest.mark.slow
 def test_the_highest_rank_fits_the_database(any_db, tmp_path, capsys):
     """MAX_RANK is the rank column's limit on PostgreSQL too (a 32-bit integer)."""
     from projectkit import make_small_project

@@ -59,6 +59,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_unknown_csv_column(capsys, db, tmp_path):
     before = counts(db)
     path = tmp_path / "queries.csv"
@@ -81,6 +82,7 @@ def test_unknown_json_key(capsys, db, tmp_path):
     assert counts(db) == before
 
 
+@pytest.mark.slow
 def test_unknown_ids(capsys, db, tmp_path):
     before = counts(db)
     path = tmp_path / "dense.trec"
@@ -121,6 +123,7 @@ def add_hostile_run(db: str) -> str:
     return name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [
     ["eval", "--run", "nosuch"],
     ["export", "run", "nosuch"],

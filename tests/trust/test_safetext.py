@@ -83,6 +83,7 @@ def test_for_terminal_masks_and_makes_visible() -> None:
     assert for_terminal("postgresql://u:p\x1b@h/x\x07") == "postgresql://u:***@h/x␇"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_any_text_becomes_clean_and_rich_safe(text: str) -> None:

@@ -4,6 +4,7 @@ neighbours, the palette and a narrow terminal."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 from test_pilot import SIZE, labels, open_judging, screen_text
 from tui_project import sync
@@ -14,6 +15,8 @@ from ragjudge.services.labels import facets as J_facets
 from ragjudge.services.labels import texts as J_texts
 from ragjudge.store.schema import Nugget, NuggetSupport, utcnow
 from ragjudge.tui import make_app
+
+pytestmark = pytest.mark.slow
 
 
 def add_claim(project, query_id: str, text: str) -> int:

@@ -86,6 +86,7 @@ def test_pool_is_the_union_of_top_k_without_duplicates(project):
     assert set(seen) == expected
 
 
+@pytest.mark.slow
 def test_depth_order_offers_every_querys_top_ranks_first(project):
     seen = walk(J_queue.JudgingQueue(project, "a", depth=5, order="depth"))
     first_round = {("q1", "c02"), ("q1", "c09"), ("q2", "c03"), ("q2", "c12"),
@@ -119,6 +120,7 @@ def test_blind_order_is_stable_per_annotator_and_differs_between_annotators(proj
     assert alice != order("bob")
 
 
+@pytest.mark.slow
 def test_resume_at_first_unjudged_pair(project):
     queue = J_queue.JudgingQueue(project, "a", depth=5)
     full = walk(J_queue.JudgingQueue(project, "shadow", depth=5))  # same pool, another order
@@ -167,6 +169,7 @@ def test_queue_follows_an_assignment(project):
     assert sorted(seen) == [("q2", "c07"), ("q4", "c05")]
 
 
+@pytest.mark.slow
 def test_totals_count_the_pool_and_what_is_handled(project):
     queue = J_queue.JudgingQueue(project, "a", depth=5)
     assert queue.count_totals() == {"pairs": 28, "handled": 0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import select
 
 from ragjudge.services.labels import facets as facet_service
@@ -16,6 +17,8 @@ from ragjudge.tui.screens.facets import FacetsScreen
 from ragjudge.tui.screens.judge import JudgeScreen
 from test_pilot import open_judging, screen_text
 from tui_project import QUERIES, sync
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 
+import pytest
 from sqlalchemy import select
 
 from ragjudge.services.events import annotators as J_annotators
@@ -17,6 +18,8 @@ from ragjudge.store.schema import Annotator, FacetLink, Label, NuggetSupport
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.judge import JUDGE_KEYS, JudgeScreen
 from tui_project import build_project, sync
+
+pytestmark = pytest.mark.slow
 
 SIZE = (120, 40)
 

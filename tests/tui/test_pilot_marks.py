@@ -3,12 +3,16 @@ what is on disk after each key."""
 
 from __future__ import annotations
 
+import pytest
+
 from test_pilot import SIZE, labels, open_judging, screen_text
 from tui_project import sync
 
 from ragjudge.services.events import marks as J
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.prompts import ConfirmPrompt
+
+pytestmark = pytest.mark.slow
 
 
 def panel(app) -> str:

@@ -18,6 +18,8 @@ from ragjudge.services.labels import facets as J_facets
 from ragjudge.services.labels import queue as J_queue
 from ragjudge.tui import make_app
 
+pytestmark = pytest.mark.slow
+
 SIZE = (120, 40)
 
 

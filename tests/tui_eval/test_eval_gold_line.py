@@ -4,19 +4,16 @@ again when labels arrive or the rule changes — on the details pass, not on eve
 from __future__ import annotations
 
 import asyncio
-import time
+
+import pytest
 
 import goldkit
+from pilotkit import wait_for
 
 from ragjudge.services.labels import events as judging_events
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 
-
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the evaluation screen did not catch up"
-        await pilot.pause(0.05)
+pytestmark = pytest.mark.slow
 
 
 def header(screen: EvaluationScreen) -> str:

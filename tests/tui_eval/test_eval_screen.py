@@ -9,9 +9,10 @@ import json
 import math
 import subprocess
 import sys
-import time
 
+import pytest
 from textual.widgets import DataTable
+from pilotkit import wait_for
 
 from ragjudge.services.runs import stored as ev_stored
 from ragjudge.services.scoring import evaluation as ev_evaluation
@@ -22,12 +23,7 @@ from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
 
-
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the evaluation screen did not catch up"
-        await pilot.pause(0.05)
+pytestmark = pytest.mark.slow
 
 
 def max_label_id(project) -> int:

@@ -4,19 +4,16 @@ from its explanation, wide tables, the curves' K axis."""
 from __future__ import annotations
 
 import asyncio
-import time
+
+import pytest
+from pilotkit import wait_for
 
 from ragjudge.services.events import state as judging
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.widgets.evalpane import ExplainModal
 
-
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the evaluation screen did not catch up"
-        await pilot.pause(0.05)
+pytestmark = pytest.mark.slow
 
 
 def walk(queue) -> list[tuple[str, str]]:

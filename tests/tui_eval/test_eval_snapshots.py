@@ -14,6 +14,8 @@ from textual.widgets import DataTable
 
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 
+pytestmark = pytest.mark.slow
+
 SIZE = (140, 45)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+import pytest
 from sqlalchemy import select
 
 from ragjudge.services.runs import stored as ev_stored
@@ -122,6 +123,7 @@ def test_ids_encoded_in_bulk_equal_the_metrics_encoding():
             assert got.dtype == expected.dtype and got.tolist() == expected.tolist(), values
 
 
+@pytest.mark.slow
 def test_driver_reads_on_every_database(any_db):
     """The cursor-level reads (runs, current labels, the live engine's per-label reads) on
     SQLite and on PostgreSQL (``%s`` parameters), against ``ragjudge eval``'s numbers."""

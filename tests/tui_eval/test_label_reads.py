@@ -20,6 +20,8 @@ from ragjudge.services.gold.adjudication import adjudicate
 from ragjudge.services.labels.events import record_label, undo_last
 from ragjudge.store.schema import Annotator
 
+pytestmark = pytest.mark.slow
+
 RULES = ["median", "majority", "mean", "min", "max", "adjudicated"]
 
 

@@ -75,6 +75,7 @@ def test_agreement_at_load_equals_a_fresh_reading(demo):
     assert shown_agreement(engine.details()) == fresh_agreement(demo)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_agreement_follows_labels_exactly(demo, seed):
     """New pairs (numbered after the load, so out of the order of the ids), a new annotator,

@@ -45,6 +45,7 @@ def _ranked(project):
     return {n: ev_stored.project_run(project, n).to_ranked() for n in ev_stored.project_run_names(project)}
 
 
+@pytest.mark.slow
 def test_labels_undo_and_adjudication_keep_every_number_exact(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
@@ -84,6 +85,7 @@ def test_a_recheck_event_does_not_change_the_gold_grade(demo):
     assert_same(engine, demo)
 
 
+@pytest.mark.slow
 def test_err_is_on_the_projects_scale_so_a_new_top_grade_moves_no_other_query(project):
     """ERR's g_max is the top of the project's scale (3), not the highest label so far: the
     first grade 3 changes ERR of its own query only."""
@@ -171,6 +173,7 @@ def test_annotator_ranges_move_the_gold_by_each_annotators_difference_on_their_q
             assert values[hi_name] == pytest.approx(high, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_header_figures_intervals_and_comparison_match_the_services(demo):
     from ragjudge.services.gold.pool import pool_size_and_judged
 
@@ -248,6 +251,7 @@ def test_knee_and_best_marks():
     assert best_rows([float("nan"), 0.2]) == set()  # one value: nothing to compare (as ragjudge eval)
 
 
+@pytest.mark.slow
 def test_the_engine_never_imports_textual():
     import subprocess
     import sys
@@ -307,6 +311,7 @@ def _same_snapshot(a, b, *, ranges_exact: bool = True) -> None:
                 assert math.isclose(sa.ranges[run][m][1], high, rel_tol=1e-12, abs_tol=1e-15)
 
 
+@pytest.mark.slow
 def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()
@@ -339,6 +344,7 @@ def test_recompute_after_unpolled_labels_equals_a_fresh_engine(demo):
     assert not engine.poll()
 
 
+@pytest.mark.slow
 def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch):
     from ragjudge.services.agreement.ratings import labels_stamp
 
@@ -361,6 +367,7 @@ def test_labels_of_many_queries_read_in_batches_and_the_stamp(demo, monkeypatch)
     _same_snapshot(engine, fresh)
 
 
+@pytest.mark.slow
 def test_rule_and_curve_changes_keep_the_annotators_views_and_equal_a_fresh_engine(demo):
     engine = live.LiveEvaluation(demo, measures=MEASURES)
     engine.load()

@@ -169,6 +169,7 @@ def _same_as_fresh(engine, project) -> None:
     assert engine.details().pool_judged == fresh.details().pool_judged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("complete", [False, True])
 def test_a_reference_annotator_and_pairs_numbered_on_the_fly(project, complete):
     measures = ["P@5", "R@10", "AP", "nDCG@10", "RR", "Judged@10", "bpref"]
@@ -215,6 +216,7 @@ def test_a_query_added_while_the_screen_is_open_reloads_it(project):
     _same_as_fresh(engine, project)
 
 
+@pytest.mark.slow
 def test_many_labels_between_polls_on_the_large_path(demo, monkeypatch):
     """Above the thresholds a full pass runs on two threads and numbers many pairs through the
     hash index; the numbers are those of the small path."""

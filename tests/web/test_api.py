@@ -3,8 +3,12 @@ bad input, and what lands in the project."""
 
 from __future__ import annotations
 
+import pytest
+
 import webkit
 from webkit import bearer, events, key, label, logged_in
+
+pytestmark = pytest.mark.slow
 
 
 def test_me_names_the_token_s_annotator_and_the_scale(web, site):

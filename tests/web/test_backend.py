@@ -27,6 +27,7 @@ def who(name: str) -> backend.Who:
     return backend.Who(name, "annotator", True)
 
 
+@pytest.mark.slow
 def test_labels_from_many_threads_are_each_written_once(opened, site):
     from ragjudge.services.access import roster
 
@@ -56,6 +57,7 @@ def test_labels_from_many_threads_are_each_written_once(opened, site):
     assert sum(len(v) for v in acknowledged.values()) == len({i for v in acknowledged.values() for i in v}) == 96
 
 
+@pytest.mark.slow
 def test_two_labels_of_one_pair_in_one_commit_the_second_is_a_conflict(opened, site):
     project, _ = opened
     first = backend._Wanted("ana", "q1", "c05", 2, False, None, None)
@@ -137,6 +139,7 @@ def test_a_pair_labelled_elsewhere_is_passed_over(opened):
 words = st.text(alphabet=st.sampled_from(list("ab dDamage parcels-ed ingé\u202e\x1b.")), max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(words, words)
 def test_the_query_s_words_are_marked_as_the_app_marks_them(text, query):

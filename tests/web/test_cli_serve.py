@@ -31,6 +31,7 @@ def no_server(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_serve_starts_on_loopback_with_the_project(site, no_server, capsys):
     assert main(["--db", site.db, "serve", "--port", "8123"]) == 0
     [(db, options)] = no_server
@@ -39,6 +40,7 @@ def test_serve_starts_on_loopback_with_the_project(site, no_server, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_serve_on_every_network_warns_to_put_tls_in_front(site, no_server, capsys):
     assert main(["--db", site.db, "serve", "--host", "0.0.0.0"]) == 0
     err = " ".join(capsys.readouterr().err.split())
@@ -70,6 +72,7 @@ def test_serve_refuses_bad_options_in_one_paragraph(site, no_server, capsys, arg
     assert no_server == []
 
 
+@pytest.mark.slow
 def test_serve_without_the_extra_says_how_to_install_it(site, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "uvicorn", None)
     assert main(["--db", site.db, "serve"]) == 2
@@ -83,6 +86,7 @@ def test_serve_on_a_missing_project_is_one_paragraph(tmp_path, no_server, capsys
     assert "none.db" in err and "Traceback" not in err and no_server == []
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_paragraph(site, capsys):
     import socket
 
@@ -121,6 +125,7 @@ def start_command(db: str, port: int) -> subprocess.Popen:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_takes_under_two_seconds_and_keeps_every_acknowledged_label(site, sig):
     port = webkit.free_port()

@@ -24,8 +24,11 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "labels.example.org"
 
-pytestmark = pytest.mark.skipif(not Path(NGINX).exists() or shutil.which("openssl") is None,
-                                reason="nginx or openssl is not installed")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(NGINX).exists() or shutil.which("openssl") is None,
+                       reason="nginx or openssl is not installed"),
+]
 
 
 def readme_block() -> str:

@@ -17,6 +17,8 @@ import httpx
 import pytest
 import webkit
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -18,6 +18,8 @@ from ragjudge.services.access.identity import token_digest
 from ragjudge.services.project.database import Project
 from ragjudge.web.auth import Limit
 
+pytestmark = pytest.mark.slow
+
 
 def test_login_gives_an_http_only_strict_cookie_and_a_session_kept_on_the_server(web, site):
     with httpx.Client(base_url=web.url, headers={"Origin": web.url}) as client:

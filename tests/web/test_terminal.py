@@ -20,6 +20,8 @@ pytest.importorskip("textual_serve", reason="the lead terminal needs textual-ser
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+pytestmark = pytest.mark.slow
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\x1b\][^\x07]*\x07")
 
 

@@ -32,6 +32,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 DEADLINE = 30.0
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(),
                        reason=f"no Chromium at {CHROMIUM} (CI installs the 'chromium' package; "

@@ -15,6 +15,7 @@ from ragjudge.metrics.agreement import (
     AgreementReport,
     DisputedUnit,
     Ratings,
+    Statistic,
     agreement_report,
     cohen_kappa,
     confusion_matrix,
@@ -166,7 +167,7 @@ def agreement_view(ratings: Ratings, *, unit_fields: tuple[str, ...] = ("query_i
     )
 
 
-def summary_statistics(report) -> list[tuple[str, object]]:  # noqa: ANN001 - AgreementReport
+def summary_statistics(report: AgreementReport) -> list[tuple[str, Statistic]]:
     """The headline statistics of a report as (label, Statistic), in the order screens show them."""
     return [
         ("percent agreement", report.percent_agreement),

@@ -9,7 +9,10 @@ connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only for developers generating revisions by hand
     from sqlalchemy import create_engine
 
-    connection = create_engine(context.config.get_main_option("sqlalchemy.url")).connect()
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise SystemExit("alembic: set sqlalchemy.url in the configuration to generate a revision")
+    connection = create_engine(url).connect()
 
 context.configure(
     connection=connection,

@@ -13,7 +13,7 @@ when something changed.
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -159,14 +159,14 @@ class AgreementScreen(Screen):
             llm=svc_views.human_vs_llm(self.project, view.ratings)))
 
     def on_agreement_screen_computed(self, message: Computed) -> None:
-        self.view = message.view
+        view = self.view = message.view
         self.decided = message.decided
         self.stamp = message.stamp
-        self._show_overview()
-        self._show_pairs()
-        self._show_by_query()
-        self._show_by_annotator()
-        self._show_disputed()
+        self._show_overview(view)
+        self._show_pairs(view)
+        self._show_by_query(view)
+        self._show_by_annotator(view)
+        self._show_disputed(view)
         self._show_quality(message.quality)
         if message.answers is not None:
             self._show_answers(message.answers)
@@ -175,8 +175,8 @@ class AgreementScreen(Screen):
 
     # -- panes -------------------------------------------------------------------------
 
-    def _show_overview(self) -> None:
-        r = self.view.report
+    def _show_overview(self, view: svc_views.AgreementView) -> None:
+        r = view.report
         head = Text()
         head.append(f"{r.units:,}", style="bold")
         head.append(f" pairs judged, {r.pairable_units:,} by two or more annotators · scale "
@@ -197,13 +197,11 @@ class AgreementScreen(Screen):
                            _num(t.krippendorff_alpha.value), _num(t.gwet_ac1.value),
                            _num(sum(overlaps) / len(overlaps) if overlaps else None))
         self.query_one("#overview-body", Static).update(
-            Group(head, Text(""), stats, Text(""), binary, *self._reference_parts()))
+            Group(head, Text(""), stats, Text(""), binary, *self._reference_parts(view)))
 
-    def _reference_parts(self) -> list:
+    def _reference_parts(self, view: svc_views.AgreementView) -> list[RenderableType]:
         """Each annotator against the reference, and the degenerate statistics, in words."""
-        parts: list = []
-        view = self.view
-        assert view is not None  # shown once computed
+        parts: list[RenderableType] = []
         ref = view.reference
         if ref is not None:
             title = Text("\nagainst the reference ", style="bold")
@@ -225,19 +223,18 @@ class AgreementScreen(Screen):
             parts.append(line)
         return parts
 
-    def _show_pairs(self) -> None:
-        r = self.view.report
+    def _show_pairs(self, view: svc_views.AgreementView) -> None:
+        r = view.report
         if not r.pairwise:
             self.query_one("#pairs-body", Static).update(Text("Fewer than two annotators.", style="dim"))
             return
-        parts = []
+        parts: list[RenderableType] = []
         table = Table(header_style="bold", box=None)
         for col in ("a", "b", "n", "agree", "κ", "κ linear", "κ quadratic"):
             table.add_column(col, justify="left" if col in ("a", "b") else "right")
-        view = self.view
-        assert view is not None  # shown once computed
         degenerate = {(a, b) for a, b, _ in svc_views.degenerate_pairs(view.ratings)}
         for p in r.pairwise:
+            kappas: list[RenderableType]
             if (str(p.a), str(p.b)) in degenerate:
                 kappas = [Text("degenerate", style="yellow")] * 3
             else:
@@ -265,8 +262,8 @@ class AgreementScreen(Screen):
             parts.extend([Text(""), title, matrix])
         self.query_one("#pairs-body", Static).update(Group(*parts))
 
-    def _show_by_query(self) -> None:
-        rows = self.view.by_query
+    def _show_by_query(self, view: svc_views.AgreementView) -> None:
+        rows = view.by_query
         table = Table(header_style="bold", box=None)
         for col in ("query", "pairs", "by ≥2", "disputed", "agree", "α ordinal", "AC1"):
             table.add_column(col, justify="left" if col == "query" else "right")
@@ -277,8 +274,8 @@ class AgreementScreen(Screen):
         body = table if rows else Text("No labels yet.", style="dim")
         self.query_one("#by-query-body", Static).update(body)
 
-    def _show_by_annotator(self) -> None:
-        rows = self.view.by_annotator
+    def _show_by_annotator(self, view: svc_views.AgreementView) -> None:
+        rows = view.by_annotator
         table = Table(header_style="bold", box=None)
         for col in ("annotator", "labels", "grades", "mean", "agree w/ others", "mean κ", "α without"):
             table.add_column(col, justify="left" if col in ("annotator", "grades") else "right")
@@ -290,13 +287,13 @@ class AgreementScreen(Screen):
         body = table if rows else Text("No labels yet.", style="dim")
         self.query_one("#by-annotator-body", Static).update(body)
 
-    def _show_disputed(self) -> None:
+    def _show_disputed(self, view: svc_views.AgreementView) -> None:
         table = self.query_one("#disputed-table", DataTable)
         keep = table.cursor_row
         table.clear()
         decided = self.decided
         self._disputed = []
-        disputed = self.view.report.disputed
+        disputed = view.report.disputed
         for d in disputed[:DISPUTED_ROWS]:
             query_id, chunk_id = d.unit
             grades = ", ".join(f"{a}={g}" for a, g in d.grades.items())
@@ -309,8 +306,8 @@ class AgreementScreen(Screen):
         shown = "" if len(disputed) <= DISPUTED_ROWS else f" (the {DISPUTED_ROWS} largest shown)"
         hint = (f"{len(disputed)} disputed pairs{shown} · Enter to adjudicate"
                 if disputed else "No disputed pairs: every pair judged twice has one grade.")
-        if self.view.hidden_disputed:
-            hint += " " + self._blind_note(self.view.hidden_disputed)
+        if view.hidden_disputed:
+            hint += " " + self._blind_note(view.hidden_disputed)
         self.query_one("#disputed-hint", Static).update(Text(hint))
 
     def _blind_note(self, hidden: int, noun: str = "pairs") -> str:

@@ -9,7 +9,7 @@ answer: first the nuggets, then every (sentence, cited chunk) in reading order. 
 ``↑``/``↓`` move without judging, ``c`` moves to the sentence's next cited chunk, ``[``/``]`` the
 previous or next answer.
 
-One piece of state says what is on screen: :attr:`AnswerJudgeScreen.focus` (the answer and the
+One piece of state says what is on screen: :attr:`AnswerJudgeScreen.shown` (the answer and the
 item in focus). Every panel and the prompt line are drawn from it, and every key acts on it, so a
 key always judges the nugget or citation the prompt names: the cited chunk shown is the focused
 item's chunk, never a second "current chunk" that could drift from it.
@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -134,14 +135,15 @@ class AnswerJudgeScreen(SessionActions, Screen):
     AnswerJudgeScreen #answer-scroll:focus { border: round $accent; }
     """
 
-    BINDINGS = [
-        Binding(keys, action, name, show=show, priority=True, tooltip=text,
-                key_display=KEY_DISPLAY.get(keys))
-        for keys, action, name, text, show in ANSWER_KEYS
-    ] + [Binding("escape", "home", "home", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(keys, action, name, show=show, priority=True, tooltip=text,
+                  key_display=KEY_DISPLAY.get(keys))
+          for keys, action, name, text, show in ANSWER_KEYS),
+        Binding("escape", "home", "home", show=False),
+    ]
     ACTION_NAMES = {action: name for _, action, name, _, _ in ANSWER_KEYS}
 
-    focus: reactive[Focus | None] = reactive(None, always_update=True, init=False)
+    shown: reactive[Focus | None] = reactive(None, always_update=True, init=False)
     """The answer and the item on screen (None: nothing to judge). Every panel is drawn from
     it and every key acts on it."""
 
@@ -156,15 +158,15 @@ class AnswerJudgeScreen(SessionActions, Screen):
 
     @property
     def view(self) -> AnswerView | None:
-        return None if self.focus is None else self.focus.view
+        return None if self.shown is None else self.shown.view
 
     @property
     def position(self) -> int | None:
-        return None if self.focus is None else self.focus.position
+        return None if self.shown is None else self.shown.position
 
     @property
     def focus_index(self) -> int:
-        return 0 if self.focus is None else self.focus.index
+        return 0 if self.shown is None else self.shown.index
 
     def compose(self) -> ComposeResult:
         yield Static(id="topbar")
@@ -192,7 +194,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
 
     # -- moving --------------------------------------------------------------------------
 
-    def watch_focus(self, _focus: Focus | None) -> None:
+    def watch_shown(self, _shown: Focus | None) -> None:
         self.shown_at = time.monotonic()
         self._show()
 
@@ -203,29 +205,29 @@ class AnswerJudgeScreen(SessionActions, Screen):
         index = view.index(key) if key is not None else None
         if index is None:
             index = next((i for i, item in enumerate(view.items) if item.support is None), 0)
-        self.focus = Focus(position, view).at(index)
+        self.shown = Focus(position, view).at(index)
 
     def _reload(self, key: tuple | None = None) -> None:
         """The answer on screen read again (nuggets added or removed meanwhile), the focus kept
         on the same nugget or citation."""
-        focus = self.focus
+        focus = self.shown
         if focus is not None:
             self._open(focus.position, key if key is not None else self._item_key())
 
     def _item(self) -> AnswerItem | None:
-        return None if self.focus is None else self.focus.item
+        return None if self.shown is None else self.shown.item
 
     def _item_key(self) -> tuple | None:
         item = self._item()
         return None if item is None else item.key
 
     def action_move(self, delta: int) -> None:
-        focus = self.focus
+        focus = self.shown
         if focus is not None and focus.view.items:
-            self.focus = focus.at((focus.index + delta) % len(focus.view.items))
+            self.shown = focus.at((focus.index + delta) % len(focus.view.items))
 
     def action_next_chunk(self) -> None:
-        focus = self.focus
+        focus = self.shown
         if focus is None or focus.sentence is None:
             self.notify("c steps through the chunks a sentence cites: ↓ moves to the citations.")
             return
@@ -236,10 +238,10 @@ class AnswerJudgeScreen(SessionActions, Screen):
         following = cites[(cites.index(focus.chunk_id) + 1) % len(cites)]
         index = focus.view.index((None, focus.sentence, following))
         if index is not None:
-            self.focus = focus.at(index)
+            self.shown = focus.at(index)
 
     def action_answer(self, delta: int) -> None:
-        focus = self.focus
+        focus = self.shown
         if focus is None or not len(self.queue):
             return
         target = focus.position + delta
@@ -251,7 +253,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
     # -- judging -------------------------------------------------------------------------
 
     def action_support(self, support: str) -> None:
-        focus = self.focus  # what the prompt names, read once
+        focus = self.shown  # what the prompt names, read once
         item = None if focus is None else focus.item
         if focus is None or item is None:
             self.notify("Nothing to judge in this answer: no nugget (g adds one) and no citation.",
@@ -281,17 +283,17 @@ class AnswerJudgeScreen(SessionActions, Screen):
         still_open = [i for i, it in enumerate(items) if it.support is None]
         later = [i for i in still_open if i > at]
         if later or still_open:
-            self.focus = focus.at((later or still_open)[0])
+            self.shown = focus.at((later or still_open)[0])
             return
         if not was_open and at + 1 < len(items):
-            self.focus = focus.at(at + 1)
+            self.shown = focus.at(at + 1)
             return
         nxt = self.queue.first_open(position + 1)
         if nxt is not None and nxt != position:
             self._open(nxt)
             return
         self.notify("Every answer of your queue is judged. Thank you!")
-        self.focus = focus.at(at)
+        self.shown = focus.at(at)
 
     def action_undo(self) -> None:
         try:
@@ -307,15 +309,15 @@ class AnswerJudgeScreen(SessionActions, Screen):
             self.notify("Undone (an answer outside this queue).")
             return
         self._open(position, (result.nugget_id, result.sentence, result.chunk_id))
-        if self.focus is not None:
-            self.queue.note(self.focus.view)
+        if self.shown is not None:
+            self.queue.note(self.shown.view)
         self.notify("Undone: " + ("back to not judged." if result.support is None
                                   else f"back to {result.support}."))
 
     # -- other screens -------------------------------------------------------------------
 
     def action_nuggets(self) -> None:
-        focus = self.focus
+        focus = self.shown
         if focus is None:
             return
         from ragjudge.tui.screens.facets import FacetsScreen
@@ -332,7 +334,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
     # -- showing -------------------------------------------------------------------------
 
     def _chunk_in_view(self) -> str | None:
-        return None if self.focus is None else self.focus.chunk_id
+        return None if self.shown is None else self.shown.chunk_id
 
     def _query(self, query_id: str) -> judging.QueryText:
         if query_id not in self._queries:
@@ -340,18 +342,20 @@ class AnswerJudgeScreen(SessionActions, Screen):
         return self._queries[query_id]
 
     def _show(self) -> None:
-        """Every panel from :attr:`focus`, in one frame."""
+        """Every panel from :attr:`shown`, in one frame."""
         with self.app.batch_update():
             self._show_top()
-            if self.view is None:
+            shown = self.shown
+            if shown is None:
                 self._show_empty()
                 return
-            q = self._query(self.view.query_id)
+            view = shown.view
+            q = self._query(view.query_id)
             self.query_one("#answer-query", Static).update(self._query_text(q))
-            self.query_one("#answer-nuggets", Static).update(self._nuggets_text())
-            self._show_answer()
-            self._show_chunk(q)
-            self._show_progress()
+            self.query_one("#answer-nuggets", Static).update(self._nuggets_text(view))
+            self._show_answer(view)
+            self._show_chunk(view, q)
+            self._show_progress(shown)
 
     def _show_empty(self) -> None:
         message = ("There is no generated answer to judge here. Import answers first (ragjudge "
@@ -392,8 +396,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
         table.add_column(ratio=1)
         return table
 
-    def _nuggets_text(self) -> Table | Text:
-        view = self.view
+    def _nuggets_text(self, view: AnswerView) -> Table | Text:
         nuggets = [(i, item) for i, item in enumerate(view.items) if item.is_nugget]
         if not nuggets:
             return Text("no nuggets yet — g to add", style="dim")
@@ -414,11 +417,11 @@ class AnswerJudgeScreen(SessionActions, Screen):
             legend.append(mark + " ", style=style)
             legend.append(("not yet" if support is None else WORDS[support]) + "  ", style="dim")
         table.add_row(Text(""), Text(""))
-        table.add_row(Text(""), legend.rstrip() or legend)
+        legend.rstrip()
+        table.add_row(Text(""), legend)
         return table
 
-    def _show_answer(self) -> None:
-        view = self.view
+    def _show_answer(self, view: AnswerView) -> None:
         scroll = self.query_one("#answer-scroll", AnswerScroll)
         same_query = [a for a, q in zip(self.queue.answer_ids, self.queue.query_ids) if q == view.query_id]
         title = Text("answer ")
@@ -429,7 +432,7 @@ class AnswerJudgeScreen(SessionActions, Screen):
             self.query_one("#answer-text", Static).update(Text("(the answer is empty)", style="dim"))
             return
         focus = self._item()
-        in_sentence = None if self.focus is None else self.focus.sentence
+        in_sentence = None if self.shown is None else self.shown.sentence
         table = self._rows()
         for s, sentence in enumerate(view.sentences):
             in_focus = s == in_sentence
@@ -446,10 +449,9 @@ class AnswerJudgeScreen(SessionActions, Screen):
             table.add_row(Text(f"{s + 1:>2}", style="bold cyan" if in_focus else "dim"), out)
         self.query_one("#answer-text", Static).update(table)
 
-    def _show_chunk(self, q: judging.QueryText) -> None:
-        view = self.view
+    def _show_chunk(self, view: AnswerView, q: judging.QueryText) -> None:
         scroll = self.query_one("#cited-scroll", VerticalScroll)
-        chunk_id, sentence = self._chunk_in_view(), None if self.focus is None else self.focus.sentence
+        chunk_id, sentence = self._chunk_in_view(), None if self.shown is None else self.shown.sentence
         if chunk_id is None or sentence is None:
             scroll.border_title = "cited chunk"
             hint = ("A nugget is judged against the whole answer; ↓ reaches the citations, each "
@@ -469,20 +471,19 @@ class AnswerJudgeScreen(SessionActions, Screen):
         if scroll.scroll_y:
             scroll.scroll_home(animate=False)
 
-    def _show_progress(self) -> None:
-        view = self.view
-        item = self._item()
+    def _show_progress(self, shown: Focus) -> None:
+        view, item, sentence = shown.view, shown.item, shown.sentence
         parts = []
         if item is None:
             parts.append("nothing to judge here (g adds nuggets)")
-        elif item.is_nugget:
+        elif sentence is None:  # a nugget
             parts.append(f"the answer supports nugget “{item.nugget}”? ({WORDS[item.support]})")
         else:
-            parts.append(f"chunk {item.chunk_id} supports sentence {item.sentence + 1}? "
+            parts.append(f"chunk {item.chunk_id} supports sentence {sentence + 1}? "
                          f"({WORDS[item.support]})")
         judged = len(view.items) - view.open
         parts.append(f"{judged} of {len(view.items)} judged")
         done, total = self.queue.progress()
-        parts.append(f"answer {self.position + 1:,} of {len(self.queue):,}")
+        parts.append(f"answer {shown.position + 1:,} of {len(self.queue):,}")
         parts.append(f"{done:,} of {total:,} answers done")
         self.query_one("#progress", Static).update(literal("  ·  ".join(parts)))

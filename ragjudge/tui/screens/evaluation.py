@@ -282,8 +282,9 @@ class EvaluationScreen(Screen):
     def load_engine(self) -> None:
         """Read the runs and labels and evaluate everything (the one slow step)."""
         try:
-            self.engine.load(first=self._post_snapshot)  # a large project: the gold's numbers first
-            self._fields = self.engine.fields()
+            engine = self._loaded()
+            engine.load(first=self._post_snapshot)  # a large project: the gold's numbers first
+            self._fields = engine.fields()
             self._post_snapshot()
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
@@ -328,8 +329,9 @@ class EvaluationScreen(Screen):
     def update_numbers(self) -> None:
         """Take in new label events (only the touched queries) and what the UI asked for."""
         try:
-            changed = self._serve_requests(self.engine)
-            changed = self.engine.poll() or changed
+            engine = self._loaded()
+            changed = self._serve_requests(engine)
+            changed = engine.poll() or changed
             if changed:
                 self._post_snapshot()
         except RagjudgeError as exc:
@@ -342,7 +344,7 @@ class EvaluationScreen(Screen):
         """Intervals, agreement and pool coverage, beside the fast updates."""
         started = time.monotonic()
         try:
-            engine = self.engine
+            engine = self._loaded()
             version = engine.version
             engine.resync()
             details = engine.details()
@@ -362,7 +364,7 @@ class EvaluationScreen(Screen):
         from ragjudge.services.scoring.settled import screen_settlement
 
         try:
-            engine = self.engine
+            engine = self._loaded()
             report = screen_settlement(self.project, engine.runs, rule=engine.rule,
                                        include_llm=engine.include_llm, measures=engine.measures)
             self.post_message(self.SettledFound(report))
@@ -374,11 +376,17 @@ class EvaluationScreen(Screen):
     @work(thread=True, group="live-evaluation-compare")
     def compute_comparison(self, pair: tuple[str, str], correction: str) -> None:
         try:
-            self._post_comparison(self.engine, pair, correction)
+            self._post_comparison(self._loaded(), pair, correction)
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
         finally:
             self._busy["compare"] = False
+
+    def _loaded(self) -> svc.LiveEvaluation:
+        """The engine a worker runs on (None only once loading it failed)."""
+        if self.engine is None:
+            raise RagjudgeError("the evaluation could not be loaded")
+        return self.engine
 
     def _serve_requests(self, engine: svc.LiveEvaluation) -> bool:
         """Apply what the UI asked for (new rule, measures, ...)."""
@@ -405,7 +413,7 @@ class EvaluationScreen(Screen):
     def _post_snapshot(self) -> None:
         """The numbers of the moment; the per-query column and the strata only while their tab
         is shown (on 10,000 queries they cost more than the update itself)."""
-        engine = self.engine
+        engine = self._loaded()
         measure = self.measure if self.measure in engine.measures else engine.measures[0]
         self.post_message(self.Updated(engine.snapshot(
             measure=measure if self._active == "per-query" else None,
@@ -609,9 +617,9 @@ class EvaluationScreen(Screen):
         first = s.run_names[0] if s.run_names else None
         sort = SORTS[self.sort]
         if sort.startswith("value") and first is not None:
-            values = rows.values[first]
+            column = rows.values[first]
             sign = -1 if sort == "value ↓" else 1
-            order.sort(key=lambda i: (math.isnan(values[i]), sign * (0 if math.isnan(values[i]) else values[i])))
+            order.sort(key=lambda i: (math.isnan(column[i]), sign * (0 if math.isnan(column[i]) else column[i])))
         elif sort == "disputed ↓":
             order.sort(key=lambda i: -disputed.get(rows.query_ids[i], 0))
         elif sort == "judged ↑":
@@ -619,9 +627,9 @@ class EvaluationScreen(Screen):
         table = self.query_one("#per-query-table", DataTable)
         keep = table.cursor_row
         table.clear(columns=True)
-        for label, values in (("query", rows.query_ids), ("category", [c or "" for c in rows.categories]),
-                              ("judged", ["judged"]), ("disputed", ["disputed"])):
-            table.add_column(label, width=_width([label, *values]))
+        for label, texts in (("query", rows.query_ids), ("category", [c or "" for c in rows.categories]),
+                             ("judged", ["judged"]), ("disputed", ["disputed"])):
+            table.add_column(label, width=_width([label, *texts]))
         for name in s.run_names:
             table.add_column(literal(name), width=max(len(name), 7))
         self._query_rows = []
@@ -648,6 +656,8 @@ class EvaluationScreen(Screen):
         """The computation per run, as the viewer may read it (in a blind project, without the
         grades and ranks of the pairs they have not judged: the service leaves them out)."""
         engine, s = self.engine, self.snapshot
+        if engine is None or s is None or s.rows is None:
+            return
         access = self.host.access()
         parts = []
         for name in s.run_names:
@@ -895,7 +905,7 @@ class EvaluationScreen(Screen):
             self.field = self._fields[(i + 1) % len(self._fields)]
         else:
             rows = self.snapshot.rows
-            categories = [None, *sorted({c or "(none)" for c in rows.categories})] if rows else [None]
+            categories: list[str | None] = [None, *sorted({c or "(none)" for c in rows.categories})] if rows else [None]
             i = categories.index(self.category) if self.category in categories else 0
             self.category = categories[(i + 1) % len(categories)]
             self._show_per_query()

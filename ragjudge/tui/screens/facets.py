@@ -30,7 +30,7 @@ from ragjudge.services.labels import facets as judging
 from ragjudge.tui.widgets.literal import literal
 
 FACET_KEYS = (
-    ("space", "toggle", "toggle", "Facet: this chunk covers it or not. Nugget: none → partial → full."),
+    ("space", "toggle_mark", "toggle", "Facet: this chunk covers it or not. Nugget: none → partial → full."),
     ("f", "support('full')", "full", "The chunk fully supports the highlighted nugget or claim."),
     ("p", "support('partial')", "partial", "The chunk partly supports the highlighted nugget or claim."),
     ("x", "support('none')", "none", "The chunk does not support the highlighted nugget or claim."),
@@ -194,7 +194,7 @@ class FacetsScreen(ModalScreen[None]):
                         severity="warning")
         return self.chunk_id is None
 
-    def action_toggle(self) -> None:
+    def action_toggle_mark(self) -> None:
         selected = self._selected()
         if selected is None or self._no_chunk():
             return
@@ -214,7 +214,7 @@ class FacetsScreen(ModalScreen[None]):
         self.refresh_list(keep=f"{kind}:{ident}")
 
     def on_option_list_option_selected(self, _event: OptionList.OptionSelected) -> None:
-        self.action_toggle()
+        self.action_toggle_mark()
 
     def _nugget(self, ident: int) -> judging.NuggetView | None:
         return next((n for n in judging.nuggets_for(self.project, self.query_id, annotator=self.annotator,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,7 +18,7 @@ HelpRow = tuple[str, str | Text, str | Text]
 :class:`~rich.text.Text`, never parsed as markup."""
 
 
-def key_table(rows: list[HelpRow]) -> Table:
+def key_table(rows: Sequence[HelpRow]) -> Table:
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, expand=True)
     table.add_column("key", style="bold cyan", no_wrap=True)
     table.add_column("action", style="bold")
@@ -31,7 +33,7 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,question_mark,enter", "close", "Close")]
 
-    def __init__(self, title: str, rows: list[HelpRow]) -> None:
+    def __init__(self, title: str, rows: Sequence[HelpRow]) -> None:
         super().__init__()
         self.title_text = title
         self.rows = rows

@@ -3,6 +3,7 @@ evaluation and agreement screens, help, home and quit."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ragjudge.tui.host import host
@@ -18,7 +19,7 @@ class SessionActions:
     from_home: bool
     app: Any
 
-    def help_rows(self) -> list[HelpRow]:
+    def help_rows(self) -> Sequence[HelpRow]:
         return []
 
     def action_guidelines(self) -> None:

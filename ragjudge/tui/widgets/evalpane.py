@@ -4,6 +4,7 @@ the explanation modal."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -113,7 +114,7 @@ def whole_ticks(xs: list[int], most: int = 6) -> list[int]:
 class CurvePlot(PlotextPlot):
     """One line per run; a vertical line marks the K where the best run's curve flattens."""
 
-    def show(self, title: str, xs: list[float], lines: dict[str, list[float]],
+    def show(self, title: str, xs: Sequence[float], lines: dict[str, list[float]],
              x_label: str, mark: float | None = None, *, whole_x: bool = False) -> None:
         """``whole_x``: the x values are counts (K), ticked at whole numbers only."""
         plt = self.plt
@@ -130,7 +131,7 @@ class CurvePlot(PlotextPlot):
         plt.ylim(0, 1)
         if whole_x:
             ticks = whole_ticks([int(x) for x in xs])
-            plt.xticks(ticks, [str(t) for t in ticks])
+            plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
         self.refresh()
 
 

@@ -20,10 +20,11 @@ class PriorityFooter(Footer):
     """A :class:`~textual.widgets.Footer` that drops its least important keys to fit."""
 
     def compose(self) -> ComposeResult:
-        keys = list(super().compose())
+        widgets = list(super().compose())
         width = self.size.width
-        if not width or not all(isinstance(k, FooterKey) for k in keys):
-            yield from keys
+        keys = [k for k in widgets if isinstance(k, FooterKey)]
+        if not width or len(keys) != len(widgets):
+            yield from widgets
             return
         ranks = getattr(self.screen, "FOOTER_PRIORITY", {})
         by_rank = sorted(range(len(keys)), key=lambda i: (ranks.get(keys[i].action, DEFAULT_RANK), i))

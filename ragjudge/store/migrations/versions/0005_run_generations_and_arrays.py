@@ -115,7 +115,7 @@ def write_arrays(bind, run: str, generation: int, arrays: dict[str, np.ndarray])
                      sa.column('dtype', sa.String()), sa.column('data', sa.LargeBinary()))
     for name, array in arrays.items():
         array = np.ascontiguousarray(array)
-        raw = memoryview(array.view(np.uint8).reshape(-1)) if array.size else memoryview(b"")
+        raw = array.view(np.uint8).reshape(-1).data if array.size else memoryview(b"")
         step = max(array.itemsize, _PART_BYTES - _PART_BYTES % max(array.itemsize, 1))
         parts = [raw[at:at + step] for at in range(0, len(raw), step)] or [raw]
         bind.execute(sa.insert(table), [
