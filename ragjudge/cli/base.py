@@ -199,7 +199,13 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def safe(text: object) -> str:
+def safe(text: object, *, prose: bool = False) -> str:
     """User text for a Rich markup string, shown literally: control characters visible, markup
-    escaped, a URL's password masked (see :mod:`ragjudge.safetext`)."""
-    return markup(mask_secrets(text), multiline=True)
+    escaped, a URL's password masked (see :mod:`ragjudge.safetext`). Line breaks are kept; each
+    line is one-line text (ids, names, messages: every invisible character marked, a joiner
+    too) unless ``prose`` (a query's or chunk's text, a note), which keeps the joiners and
+    selectors writing needs."""
+    if prose:
+        return markup(mask_secrets(text), multiline=True)
+    lines = str(mask_secrets(text)).replace("\r\n", "\n").split("\n")
+    return "\n".join(markup(line) for line in lines)

@@ -99,10 +99,10 @@ def _print_items(found: list, format: str, include_resolved: bool) -> None:
     for col in ("query", "chunk", "annotator", "flag", "comment", "at", "review"):
         table.add_column(col, no_wrap=col == "at")
     for i in found:
-        flag = ("⚑ " + safe(i.note or "")).rstrip() if i.flagged else "-"
+        flag = ("⚑ " + safe(i.note or "", prose=True)).rstrip() if i.flagged else "-"
         at = "-" if i.created_at is None else i.created_at.strftime("%Y-%m-%d %H:%M")
         table.add_row(safe(i.query_id), safe(i.chunk_id), safe(i.annotator), flag,
-                      safe(i.comment) if i.comment else "-", at, _review_cell(i))
+                      safe(i.comment, prose=True) if i.comment else "-", at, _review_cell(i))
     console.print(table)
 
 
@@ -112,5 +112,5 @@ def _review_cell(item) -> str:  # noqa: ANN001 - ReviewItem
         if item.answer is not None and item.answer.sent_back:
             return "open (relabelled after a send-back)"
         return "open"
-    said = f": {safe(answer.note)}" if answer.note else ""
+    said = f": {safe(answer.note, prose=True)}" if answer.note else ""
     return f"{answer.action} by {safe(answer.by)}{said}"

@@ -18,6 +18,7 @@ from ragjudge.cli.common import (
     console,
     open_project,
     print_json,
+    reads_only,
     safe,
     wide_console,
 )
@@ -97,6 +98,7 @@ def settled(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code says it.")] = False,
 ) -> None:
     """Is each comparison of the runs settled, or can judging more pairs still change it?"""
+    reads_only()
     from ragjudge.services.scoring import files as svc_files
     from ragjudge.services.scoring import settled as svc
 
@@ -188,6 +190,7 @@ def queue(
     by: Annotated[str | None, typer.Option("--by", help="Who asks (default: $RAGJUDGE_USER, else your login name); another annotator's queue is for who sees every label.", show_default=False)] = None,
 ) -> None:
     """The next pairs an annotator would be given, in order (nothing is recorded)."""
+    reads_only()
     from ragjudge.cli.judging import parse_queries
     from ragjudge.services.events.annotators import check_annotator
     from ragjudge.services.labels.queue import ORDERS
