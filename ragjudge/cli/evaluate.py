@@ -347,19 +347,19 @@ def parse_requirement(text: str) -> tuple[str, str, float]:
     match = _REQUIREMENT.match(text)
     if match is None:
         raise UsageError(
-            f"--require {text!r} is not a requirement. Write MEASURE OP VALUE, e.g. "
+            f"--require {quote(text)} is not a requirement. Write MEASURE OP VALUE, e.g. "
             "--require 'Success@5>=0.9' or --require 'R@5>=85%' (OP is >=, >, <=, < or ==)."
         )
     measure = match["measure"]
     if measure[-1] in "<>=!":
         raise UsageError(
-            f"--require {text!r} is not a requirement: '{measure[-1]}{match['op']}' is no operator. "
+            f"--require {quote(text)} is not a requirement: '{measure[-1]}{match['op']}' is no operator. "
             "Write MEASURE OP VALUE with OP one of >=, >, <=, < or ==, e.g. 'RR>=0.5'."
         )
     try:
         parse_measure(measure)
     except UsageError as exc:
-        raise UsageError(f"--require {text!r}: {exc}") from None
+        raise UsageError(f"--require {quote(text)}: {exc}") from None
     op = "==" if match["op"] == "=" else match["op"]
     # a percentage divided in decimal: 36.83% is the number 0.3683, as written (36.83 / 100 in
     # floating point is 0.36829999999999996)

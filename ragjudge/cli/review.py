@@ -10,6 +10,7 @@ from rich.table import Table
 from ragjudge.cli.app import app
 from ragjudge.cli.common import access_of, console, err_console, open_project, print_json, reads_only, safe
 from ragjudge.errors import UsageError
+from ragjudge.safetext import quote
 
 ACTIONS = ("list", "resolve", "send-back")
 
@@ -48,10 +49,10 @@ def review(
     from ragjudge.services.labels import review as svc
 
     if action not in ACTIONS:
-        raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {action!r}. "
+        raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {quote(action)}. "
                          "See 'ragjudge review --help'.")
     if format not in ("table", "json"):
-        raise UsageError(f"--format is table or json, not {format!r}.")
+        raise UsageError(f"--format is table or json, not {quote(format)}.")
     if action == "list":
         reads_only()
         given = [o for o, v in (("--chunk", chunk), ("--note", note)) if v is not None]

@@ -25,6 +25,7 @@ from ragjudge.cli.common import (
 from ragjudge.cli.options import int_option
 from ragjudge.cli.scoring import check_format
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.safetext import quote
 
 SETTLED_EPILOG = (
     "For every pair of runs (--pairs adjacent: each run with the next in each measure's "
@@ -79,7 +80,7 @@ def run_list(text: str | None) -> list[str] | None:
         return None
     names = [r.strip() for r in text.split(",") if r.strip()]
     if not names:
-        raise UsageError(f"--runs {text!r}: give run names as A,B.")
+        raise UsageError(f"--runs {quote(text)}: give run names as A,B.")
     return names
 
 
