@@ -77,7 +77,7 @@ def agree(
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
     Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.agreement import ratings as svc_ratings
     from ragjudge.services.agreement import views as svc_views
 

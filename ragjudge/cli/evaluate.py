@@ -205,7 +205,7 @@ def compare(
     raw: RawOption = False,
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
@@ -395,7 +395,7 @@ def gate(
     complete: CompleteOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import evaluation as svc_evaluation
 
     check_format(format, ("table", "json"))

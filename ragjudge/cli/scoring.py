@@ -278,7 +278,7 @@ def evaluate_and_print(
     raw: bool = False,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 

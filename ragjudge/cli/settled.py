@@ -99,7 +99,7 @@ def settled(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code says it.")] = False,
 ) -> None:
     """Is each comparison of the runs settled, or can judging more pairs still change it?"""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import files as svc_files
     from ragjudge.services.scoring import settled as svc
 

@@ -389,3 +389,24 @@ def test_per_query_tables_list_queries_in_natural_order(capsys, tmp_path):
     code, out, _ = run(capsys, "eval", "--qrels", qrels, "--run", runfile, "-m", "P@1", "--per-query",
                        "--format", "json")
     assert list(json.loads(out)["runs"]["r"]["per_query"]) == natural
+
+
+# -- who runs a command without an identity --by ---------------------------------------------------------
+
+@pytest.mark.parametrize("words", [["eval", "-m", "P@5"], ["compare", "bm25", "hybrid"],
+                                   ["gate", "--run", "bm25", "--require", "P@5>=0.1"], ["settled", "-m", "P@5"],
+                                   ["explain", "--run", "bm25", "--query", "q01", "-m", "P@5"]],
+                         ids=lambda w: w[0])
+def test_a_refusal_names_ragjudge_user_where_by_is_not_who_runs_the_command(capsys, demo_db, monkeypatch, words):
+    # was: "Ask a lead (on the command line: --by a lead's name)", and eval --by dora reads dora
+    # as a query field to stratify by; compare, gate and settled have no --by at all
+    monkeypatch.setattr("getpass.getuser", lambda: "someone-at-a-terminal")
+    assert run(capsys, "--db", demo_db, "annotators", "add", "dora", "--role", "lead")[0] == 0
+    code, _, err = run(capsys, "--db", demo_db, *words, "--rule", "annotator:ana")
+    assert code == 2
+    if words[0] == "explain":  # its --by says who looks: the advice stands
+        assert "(on the command line: --by a lead's name)" in flat(err)
+    else:
+        assert "set $RAGJUDGE_USER to a lead's name" in flat(err) and "--by a lead's name" not in err
+    monkeypatch.setenv("RAGJUDGE_USER", "dora")
+    assert run(capsys, "--db", demo_db, *words, "--rule", "annotator:ana")[0] in (0, 1)  # the lead may
