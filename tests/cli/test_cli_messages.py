@@ -410,3 +410,15 @@ def test_a_refusal_names_ragjudge_user_where_by_is_not_who_runs_the_command(caps
         assert "set $RAGJUDGE_USER to a lead's name" in flat(err) and "--by a lead's name" not in err
     monkeypatch.setenv("RAGJUDGE_USER", "dora")
     assert run(capsys, "--db", demo_db, *words, "--rule", "annotator:ana")[0] in (0, 1)  # the lead may
+
+
+def test_a_csv_column_given_twice_is_named(capsys, tmp_path):
+    # was: "a column name appears twice in the header", without saying which (a JSON key given
+    # twice was already named)
+    db = str(tmp_path / "p.db")
+    assert run(capsys, "--db", db, "init")[0] == 0
+    queries = tmp_path / "queries.csv"
+    queries.write_text("id,text,id\nx1,hello,x2\n", encoding="utf-8")
+    code, _, err = run(capsys, "--db", db, "import", "queries", queries)
+    assert code == 2
+    assert err.startswith(f"ragjudge: {queries}, line 1, field 'id': the column 'id' appears twice")
