@@ -135,9 +135,22 @@ def encoding_problem(head: bytes, name: object) -> str | None:
 
 
 def _convert_hint(what: str, source: str, name: object) -> str:
-    shown = name if name not in (None, "<stdin>", "<text>", "<input>") else "FILE"
-    return (f"the text is {what}, not UTF-8, which is what ragjudge reads. Convert it first: "
-            f"iconv -f {source} -t UTF-8 {shown} > {shown}.utf8")
+    """The sentence naming the encoding, with a shell command that writes a UTF-8 copy beside
+    the file: ``x.jsonl`` to ``x.utf8.jsonl`` (its extension kept, so its format is still told
+    by it), a gzipped ``x.trec.gz`` decompressed first (iconv would read the compressed bytes)."""
+    import shlex
+
+    shown = str(name) if name not in (None, "<stdin>", "<text>", "<input>") else "FILE"
+    gzipped = shown.lower().endswith(".gz")
+    stem = shown[:-3] if gzipped else shown
+    head, dot, extension = stem.rpartition(".")
+    if not dot or not head or "/" in extension:
+        head, extension = stem, ""
+    target = f"{head}.utf8" + (f".{extension}" if extension else "")
+    convert = f"iconv -f {source} -t UTF-8"
+    command = (f"gzip -dc {shlex.quote(shown)} | {convert} > {shlex.quote(target)}" if gzipped
+               else f"{convert} {shlex.quote(shown)} > {shlex.quote(target)}")
+    return f"the text is {what}, not UTF-8, which is what ragjudge reads. Convert it first: {command}"
 
 
 def device_problem(mode: int) -> str | None:

@@ -16,11 +16,15 @@ resets the screen) or be read by Rich as markup (``[/]`` raises, ``[link=...]`` 
   tabs stay where the text is multi-line, else show as ``␊``/``␉``.
 
   In multi-line text (the prose of a chunk, a query, a note) the characters writing needs are
-  kept where they do their work: a zero-width non-joiner or joiner or a soft hyphen between two
-  letters, digits or pictographs (Persian and the Indic scripts need the non-joiner in nearly
-  every sentence, emoji sequences are joined by the joiner), and a variation selector right
-  after a visible character (the emoji and the CJK variants it selects). Anywhere else, and
-  always in one-line text (ids, names, table cells, messages), they are marked too.
+  kept where they do their work: a zero-width non-joiner or joiner between two letters, digits
+  or pictographs one of which is not ASCII (Persian and the Indic scripts need the non-joiner
+  in nearly every sentence, emoji sequences are joined by the joiner; between two ASCII
+  characters a joiner changes nothing on screen), a soft hyphen between two of them (a
+  hyphenation point), and a variation selector right after a visible character that is not
+  ASCII, or after a keycap's digit, ``#`` or ``*`` (the emoji and the CJK variants it selects).
+  Anywhere else they are marked too: always in one-line text (ids, names, table cells,
+  messages), and in a text without whitespace even when it is shown as multi-line, since an id
+  is such a text (``q‍1``, with a joiner, must not look like ``q1`` on any screen).
 - :func:`quote` is a value echoed in a message: :func:`visible`, with the spaces other than
   the ASCII space marked as well, between single quotes and shortened.
 - :func:`markup` is :func:`visible` escaped for Rich markup, for text put into a markup string.
@@ -81,6 +85,8 @@ _UNSAFE_OR_SPACE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}{INVISIBLE}{_SEPARAT
 _JOINERS = frozenset("\u00ad\u200c\u200d")
 _WORD_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "So"})
 _SELECTORS = re.compile("[\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_KEYCAP_BASES = frozenset("0123456789#*")
+_KEYCAP = "\u20e3"
 
 
 def _stand_in(ch: str) -> str:
@@ -100,17 +106,24 @@ def _is_word(text: str, at: int) -> bool:
 
 
 def _kept_in_prose(text: str, at: int) -> bool:
-    """Whether the character at ``at`` of multi-line text is writing, not hiding: a joiner or
-    soft hyphen between two word characters (the one before may be a kept variation selector:
-    ``🏳️‍🌈``), a variation selector right after a visible character."""
+    """Whether the character at ``at`` of multi-line text is writing, not hiding: a joiner
+    between two word characters one of which is not ASCII (the one before may be a kept
+    variation selector: ``🏳️‍🌈``), a soft hyphen between two word characters, a variation
+    selector right after a visible character that is not ASCII or before a keycap."""
     ch = text[at]
     if ch in _JOINERS:
         before = at - 1
         if before > 0 and _SELECTORS.match(text[before]):
             return _kept_in_prose(text, before) and _is_word(text, at + 1)
-        return _is_word(text, before) and _is_word(text, at + 1)
+        if not (_is_word(text, before) and _is_word(text, at + 1)):
+            return False
+        return ch == "\u00ad" or not (text[before].isascii() and text[at + 1].isascii())
     if _SELECTORS.match(ch):
-        return at > 0 and not _UNSAFE_OR_SPACE.match(text[at - 1]) and not text[at - 1].isspace()
+        if at == 0 or _UNSAFE_OR_SPACE.match(text[at - 1]) or text[at - 1].isspace():
+            return False
+        if text[at - 1].isascii():
+            return text[at - 1] in _KEYCAP_BASES and text[at + 1:at + 2] == _KEYCAP
+        return True
     return False
 
 
@@ -120,7 +133,8 @@ def visible(text: object, *, multiline: bool = False) -> str:
     With ``multiline`` a newline and a tab are kept (a CR-LF pair reads as one newline), and so
     are the joiners and selectors of prose (see the module's docstring); without it they are
     shown too (``␊``, ``␉``, ``⟨U+200D⟩``), so that the text stays on one line and every
-    character of an id can be seen.
+    character of an id can be seen. A text without whitespace is not prose: it is shown as
+    one-line text even with ``multiline`` (every screen shows ids that way).
     """
     value = str(text)
     if value.isprintable():  # no control, format or separator character: quick to tell
@@ -132,6 +146,8 @@ def visible(text: object, *, multiline: bool = False) -> str:
 
 
 def _replace(pattern: re.Pattern[str], value: str, multiline: bool) -> str:
+    if multiline and not _has_space(value):
+        multiline = False
     if multiline:
         value = value.replace("\r\n", "\n")
 
@@ -144,6 +160,10 @@ def _replace(pattern: re.Pattern[str], value: str, multiline: bool) -> str:
         def stand_in(match: re.Match[str]) -> str:
             return _stand_in(match.group(0))
     return pattern.sub(stand_in, value)
+
+
+def _has_space(value: str) -> bool:
+    return any(ch.isspace() for ch in value)
 
 
 def quote(value: object, limit: int = 60) -> str:

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ragjudge.cli.base import CLI_STATE
 
-    CLI_STATE["reads_only"] = None
+    CLI_STATE["reads_only"] = CLI_STATE["runs_as_user"] = None
     args = list(sys.argv[1:] if argv is None else argv)
     _INVOKED[:] = args
     call = lean_call(args)

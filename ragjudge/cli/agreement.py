@@ -77,7 +77,7 @@ def agree(
 ) -> None:
     """Agreement between annotators: percent agreement, Cohen's and Fleiss' kappa,
     Krippendorff's alpha, Gwet's AC1, binarised agreement and disputed pairs."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.agreement import ratings as svc_ratings
     from ragjudge.services.agreement import views as svc_views
 
@@ -603,18 +603,18 @@ def adjudicate(
     if format == "json":
         print_json(_detail_json(detail))
         return
-    console.print(f"[bold]{safe(detail.query_id)}[/] {safe(detail.query_text)}")
-    console.print(f"[bold]{safe(detail.chunk_id)}[/] {safe(_clip(detail.chunk_text))}")
+    console.print(f"[bold]{safe(detail.query_id)}[/] {safe(detail.query_text, prose=True)}")
+    console.print(f"[bold]{safe(detail.chunk_id)}[/] {safe(_clip(detail.chunk_text), prose=True)}")
     table = Table(title="labels", title_justify="left")
     for col in ("annotator", "grade", "seconds", "note"):
         table.add_column(col, justify="right" if col in ("grade", "seconds") else "left")
     for lab in detail.labels:
         grade_text = "skipped" if lab.grade is None and lab.skipped else ("-" if lab.grade is None else str(lab.grade))
         seconds = "-" if lab.duration_ms is None else f"{lab.duration_ms / 1000:.1f}"
-        table.add_row(safe(lab.annotator), grade_text, seconds, safe(lab.remarks))
+        table.add_row(safe(lab.annotator), grade_text, seconds, safe(lab.remarks, prose=True))
     console.print(table)
     for a in detail.adjudications:
-        console.print(f"adjudicated {a['grade']} by {safe(a['by'])}: {safe(a['reason'] or '')}")
+        console.print(f"adjudicated {a['grade']} by {safe(a['by'])}: {safe(a['reason'] or '', prose=True)}")
 
 
 def _clip(text: str, limit: int = 400) -> str:

@@ -12,6 +12,7 @@ from ragjudge.cli.common import (
     BY_LEAD_HELP, access_of, console, err_console, open_project, print_json, reads_only, safe,
 )
 from ragjudge.errors import UsageError
+from ragjudge.safetext import quote
 
 ACTIONS = ("list", "add", "rename", "retire", "role", "token", "roster", "blind")
 
@@ -59,12 +60,12 @@ def annotators(
     from ragjudge.services.access import roster
 
     if action not in ACTIONS:
-        raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {action!r}. "
+        raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {quote(action)}. "
                          "See 'ragjudge annotators --help'.")
     if action == "list":
         reads_only()
     if format not in ("table", "json"):
-        raise UsageError(f"--format is table or json, not {format!r}.")
+        raise UsageError(f"--format is table or json, not {quote(format)}.")
     needs = {"add": 1, "rename": 2, "retire": 1, "role": 2, "token": 1, "roster": 1, "blind": 1,
              "list": 0}[action]
     given = [v for v in (name, value) if v is not None]
@@ -75,7 +76,7 @@ def annotators(
         raise UsageError("--token goes with 'add'; use 'ragjudge annotators token NAME' to issue "
                          "a new token. Nothing was changed.")
     if action == "blind" and name not in ("on", "off"):
-        raise UsageError(f"'annotators blind' takes on or off, not {name!r}. Nothing was changed.")
+        raise UsageError(f"'annotators blind' takes on or off, not {quote(name)}. Nothing was changed.")
     with open_project(create=action == "add") as project:
         if action == "list":
             _print_members(roster.members(project), format)

@@ -19,7 +19,7 @@ from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, parse_integer
 from ragjudge.safetext import markup, mask_secrets, quote
 
-CLI_STATE: dict[str, str | None] = {"db": None, "reads_only": None}
+CLI_STATE: dict[str, str | None] = {"db": None, "reads_only": None, "runs_as_user": None}
 
 
 def set_db(db: str | None) -> None:
@@ -27,20 +27,30 @@ def set_db(db: str | None) -> None:
     CLI_STATE["db"] = db or None
 
 
-def reads_only() -> None:
+def reads_only(*, runs_as_user: bool = False) -> None:
     """Say that the command running (or the branch of it: ``review`` listing, ``adjudicate
     --show``) changes nothing. A refusal then does not end with "Nothing was changed." (the
     project layer says it of every project it cannot open): it is said only where something
-    could have changed (:func:`told`)."""
+    could have changed (:func:`told`). ``runs_as_user``: the command has no ``--by`` that says
+    who runs it (eval's and agree's is a breakdown; compare, gate and settled have none), so a
+    refusal's advice names ``$RAGJUDGE_USER`` instead."""
     CLI_STATE["reads_only"] = "yes"
+    CLI_STATE["runs_as_user"] = "yes" if runs_as_user else None
 
 
 NOTHING_CHANGED = re.compile(r"\s*Nothing was changed\.")
+BY_A_LEAD = "(on the command line: --by a lead's name)"
+"""The access layer's advice to ask a lead (:meth:`ragjudge.services.access.rights.Access.require_sees_all`)."""
+AS_A_LEAD = ("(on the command line: set $RAGJUDGE_USER to a lead's name; this command has no --by "
+             "saying who runs it)")
 
 
 def told(message: str) -> str:
     """A refusal as the command line tells it: without "Nothing was changed." when the command
-    changes nothing (:func:`reads_only`)."""
+    changes nothing (:func:`reads_only`), and naming $RAGJUDGE_USER where the command's --by is
+    not who runs it."""
+    if CLI_STATE.get("runs_as_user"):
+        message = message.replace(BY_A_LEAD, AS_A_LEAD)
     return NOTHING_CHANGED.sub("", message) if CLI_STATE.get("reads_only") else message
 
 
@@ -199,7 +209,13 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def safe(text: object) -> str:
+def safe(text: object, *, prose: bool = False) -> str:
     """User text for a Rich markup string, shown literally: control characters visible, markup
-    escaped, a URL's password masked (see :mod:`ragjudge.safetext`)."""
-    return markup(mask_secrets(text), multiline=True)
+    escaped, a URL's password masked (see :mod:`ragjudge.safetext`). Line breaks are kept; each
+    line is one-line text (ids, names, messages: every invisible character marked, a joiner
+    too) unless ``prose`` (a query's or chunk's text, a note), which keeps the joiners and
+    selectors writing needs."""
+    if prose:
+        return markup(mask_secrets(text), multiline=True)
+    lines = str(mask_secrets(text)).replace("\r\n", "\n").split("\n")
+    return "\n".join(markup(line) for line in lines)

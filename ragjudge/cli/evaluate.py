@@ -7,6 +7,7 @@ project's aggregation rule or ``--rule``); runs are files or runs stored in the 
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 import re
 from typing import Annotated, Any
 
@@ -212,7 +213,7 @@ def compare(
     raw: RawOption = False,
 ) -> None:
     """Is B really better than A? Paired significance tests per measure."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import comparisons as svc_comparisons
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
@@ -403,21 +404,26 @@ def parse_requirement(text: str) -> tuple[str, str, float]:
     match = _REQUIREMENT.match(text)
     if match is None:
         raise UsageError(
-            f"--require {text!r} is not a requirement. Write MEASURE OP VALUE, e.g. "
+            f"--require {quote(text)} is not a requirement. Write MEASURE OP VALUE, e.g. "
             "--require 'Success@5>=0.9' or --require 'R@5>=85%' (OP is >=, >, <=, < or ==)."
         )
     measure = match["measure"]
     if measure[-1] in "<>=!":
         raise UsageError(
-            f"--require {text!r} is not a requirement: '{measure[-1]}{match['op']}' is no operator. "
+            f"--require {quote(text)} is not a requirement: '{measure[-1]}{match['op']}' is no operator. "
             "Write MEASURE OP VALUE with OP one of >=, >, <=, < or ==, e.g. 'RR>=0.5'."
         )
     try:
         parse_measure(measure)
     except UsageError as exc:
-        raise UsageError(f"--require {text!r}: {exc}") from None
+        raise UsageError(f"--require {quote(text)}: {exc}") from None
     op = "==" if match["op"] == "=" else match["op"]
-    value = float(match["value"]) / (100.0 if match["pct"] else 1.0)
+    # a percentage divided in decimal: 36.83% is the number 0.3683, as written (36.83 / 100 in
+    # floating point is 0.36829999999999996)
+    value = float(Decimal(match["value"]) / (100 if match["pct"] else 1))
+    if not math.isfinite(value):
+        raise UsageError(f"--require {quote(text)}: {match['value']} is too large a number to "
+                         "compare a measure with.")
     return measure, op, value
 
 
@@ -446,7 +452,7 @@ def gate(
     complete: CompleteOption = False,
 ) -> None:
     """Release gate: check runs against required values; exit 1 when any requirement fails."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import evaluation as svc_evaluation
 
     check_format(format, ("table", "json"))
@@ -495,21 +501,27 @@ def gate(
         console.print(f"[dim]{safe(footer)}\n{qrels_line(evaluation, closed)}[/]")
     if failed:
         listed = "; ".join(f"{c['run']}: {c['measure']} = {_fmt_against(c['actual'], c['required'])}, "
-                           f"required {c['op']} {c['required']:g}" for c in failed)
+                           f"required {c['op']} {_fmt_required(c['required'])}" for c in failed)
         raise CheckFailed(f"gate failed: {len(failed)} of {len(checks)} requirements not met ({listed}).")
 
 
 def _fmt_against(actual: float | None, required: float) -> str:
-    """``actual`` with four decimals, or with as many more as it takes (up to 12 significant
-    digits) to tell it apart from ``required``: 0.339977 against 0.34 is ``0.339977``, not
-    ``0.3400``."""
+    """``actual`` with four decimals, or with as many more as it takes to tell it apart from
+    ``required``: 0.339977 against 0.34 is ``0.339977``, not ``0.3400``; two numbers a last
+    bit apart are told apart by their 17 significant digits."""
     if actual is None or math.isnan(actual) or actual == required:
         return fmt_value(actual)
-    for digits in range(4, 13):
+    for digits in range(4, 18):
         text = f"{actual:.{digits}f}"
         if text != f"{required:.{digits}f}":
             return text
-    return f"{actual:.12g}"
+    return _fmt_required(actual)
+
+
+def _fmt_required(value: float) -> str:
+    """A required value as its shortest exact decimal (``0.34``, ``0.3682195510499067``), never
+    rounded: the message must not show a threshold other than the one checked."""
+    return repr(float(value))
 
 
 # -- explain -----------------------------------------------------------------------------------

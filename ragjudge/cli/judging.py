@@ -12,6 +12,7 @@ from ragjudge.cli.common import MAX_DEPTH, access_of, open_project
 from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import progress_bar
 from ragjudge.errors import InputError, UsageError, why_unusable
+from ragjudge.safetext import quote
 
 
 def parse_queries(value: str | None) -> list[str] | None:
@@ -47,7 +48,7 @@ def parse_queries(value: str | None) -> list[str] | None:
         return ids
     ids = [part.strip() for part in value.split(",") if part.strip()]
     if not ids:
-        raise UsageError(f"--queries {value!r}: give a file of query ids or ID,ID,...")
+        raise UsageError(f"--queries {quote(value)}: give a file of query ids or ID,ID,...")
     return ids
 
 
@@ -152,9 +153,9 @@ def check_name(project, name: str, new_annotator: bool) -> str:  # noqa: ANN001 
     if not known or (sys.stdin.isatty() and sys.stdout.isatty()):
         return name  # nobody to confuse it with, or the app asks
     nearest = roster.nearest_name(project, name)
-    meant = f"Did you mean {nearest!r}? " if nearest else ""
+    meant = f"Did you mean {quote(nearest)}? " if nearest else ""
     raise UsageError(
-        f"No annotator {name!r} in this project. {meant}Labelling under it would start a new "
+        f"No annotator {quote(name)} in this project. {meant}Labelling under it would start a new "
         f"annotator with an empty history (annotators: {', '.join(known[:12])}"
         f"{', …' if len(known) > 12 else ''}). Give a known name, or add --new-annotator if "
-        f"{name!r} is new on purpose. Nothing was recorded.")
+        f"{quote(name)} is new on purpose. Nothing was recorded.")

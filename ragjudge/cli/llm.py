@@ -84,7 +84,7 @@ def llm_judge(
     from ragjudge.services.events.annotators import check_annotator
 
     if format not in ("table", "json"):
-        raise UsageError(f"--format is table or json, not {format!r}.")
+        raise UsageError(f"--format is table or json, not {quote(format)}.")
     settle = queue_order == "settle"
     if settle and (base_url is None or model is None):
         raise UsageError("--queue-order settle orders the pairs a model grades (it is not a "

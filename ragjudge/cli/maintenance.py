@@ -33,6 +33,7 @@ def backup(
     force: Annotated[bool, typer.Option("--force", help="Replace the output file if it exists (never a ragjudge project).")] = False,
 ) -> None:
     """Copy the project to a backup file, safely while annotators keep working."""
+    reads_only()
     from ragjudge.services.maintenance import backup as make_backup
 
     with open_project() as project:

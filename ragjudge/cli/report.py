@@ -10,7 +10,7 @@ import typer
 
 from ragjudge.cli.app import app
 from ragjudge.cli.base import grade_threshold
-from ragjudge.cli.common import MAX_DRAWS, MAX_LIMIT, MAX_SEED, err_console, open_project, safe
+from ragjudge.cli.common import MAX_DRAWS, MAX_LIMIT, MAX_SEED, err_console, open_project, reads_only, safe
 from ragjudge.cli.options import int_option
 from ragjudge.cli.progress import QUIET_HELP, progress_bar
 from ragjudge.errors import UsageError
@@ -70,6 +70,7 @@ def report_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> None:
     """Write the evaluation as one self-contained HTML page or a Markdown summary."""
+    reads_only()
     from ragjudge import files
     from ragjudge.cli.scoring import parse_k
     from ragjudge.report.build import DEFAULT_CURVES, ReportOptions, build_report

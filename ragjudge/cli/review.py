@@ -10,6 +10,7 @@ from rich.table import Table
 from ragjudge.cli.app import app
 from ragjudge.cli.common import access_of, console, err_console, open_project, print_json, reads_only, safe
 from ragjudge.errors import UsageError
+from ragjudge.safetext import quote
 
 ACTIONS = ("list", "resolve", "send-back")
 
@@ -48,10 +49,10 @@ def review(
     from ragjudge.services.labels import review as svc
 
     if action not in ACTIONS:
-        raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {action!r}. "
+        raise UsageError(f"The action is one of {', '.join(ACTIONS)}, not {quote(action)}. "
                          "See 'ragjudge review --help'.")
     if format not in ("table", "json"):
-        raise UsageError(f"--format is table or json, not {format!r}.")
+        raise UsageError(f"--format is table or json, not {quote(format)}.")
     if action == "list":
         reads_only()
         given = [o for o, v in (("--chunk", chunk), ("--note", note)) if v is not None]
@@ -99,10 +100,10 @@ def _print_items(found: list, format: str, include_resolved: bool) -> None:
     for col in ("query", "chunk", "annotator", "flag", "comment", "at", "review"):
         table.add_column(col, no_wrap=col == "at")
     for i in found:
-        flag = ("⚑ " + safe(i.note or "")).rstrip() if i.flagged else "-"
+        flag = ("⚑ " + safe(i.note or "", prose=True)).rstrip() if i.flagged else "-"
         at = "-" if i.created_at is None else i.created_at.strftime("%Y-%m-%d %H:%M")
         table.add_row(safe(i.query_id), safe(i.chunk_id), safe(i.annotator), flag,
-                      safe(i.comment) if i.comment else "-", at, _review_cell(i))
+                      safe(i.comment, prose=True) if i.comment else "-", at, _review_cell(i))
     console.print(table)
 
 
@@ -112,5 +113,5 @@ def _review_cell(item) -> str:  # noqa: ANN001 - ReviewItem
         if item.answer is not None and item.answer.sent_back:
             return "open (relabelled after a send-back)"
         return "open"
-    said = f": {safe(answer.note)}" if answer.note else ""
+    said = f": {safe(answer.note, prose=True)}" if answer.note else ""
     return f"{answer.action} by {safe(answer.by)}{said}"

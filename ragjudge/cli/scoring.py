@@ -286,7 +286,7 @@ def evaluate_and_print(
     raw: bool = False,
 ) -> None:
     """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
-    reads_only()
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
 
@@ -565,9 +565,17 @@ def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
 
 
 
+MAX_CURVE_CUTOFFS = 10_000
+"""The most cutoffs one Metric@K curve has. Each cutoff is a pass of the measure over every
+query of every run, and a row of the table: on the demo (3 runs, 45 queries) ``--k 1-10000``
+takes about 4 s of processor time as a table, 2 s as CSV; ``1-100000`` took minutes. A deep
+curve is a sparse list (``1,10,100,1000,100000``): any K up to ``MAX_CUTOFF`` may be in it."""
+
+
 def parse_k(text: str) -> list[int]:
     """``1-20`` -> 1..20; ``1,3,5,10``; ``20`` -> 1..20. Every K is checked against
-    ``MAX_CUTOFF`` before the list of cutoffs is built."""
+    ``MAX_CUTOFF``, and their count against :data:`MAX_CURVE_CUTOFFS`, before the list of
+    cutoffs is built."""
     from ragjudge.numeric import MAX_CUTOFF, parse_integer
 
     text = text.strip()
@@ -585,8 +593,18 @@ def parse_k(text: str) -> list[int]:
                          f"a largest K such as 20, each from 1 to {MAX_CUTOFF:,}.")
     if span:
         lo, hi = (1, numbers[0]) if len(numbers) == 1 else numbers
+        _check_count(text, hi - lo + 1)
         return list(range(lo, hi + 1))
-    return sorted(set(numbers))
+    ks = sorted(set(numbers))
+    _check_count(text, len(ks))
+    return ks
+
+
+def _check_count(text: str, count: int) -> None:
+    if count > MAX_CURVE_CUTOFFS:
+        raise UsageError(f"--k {_short(text)}: that is {count:,} cutoffs, and a curve has at most "
+                         f"{MAX_CURVE_CUTOFFS:,}; ask for a shorter range, or for a few deep "
+                         "cutoffs as a list such as 1,10,100,1000,10000,100000.")
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -11,6 +11,7 @@ from ragjudge.cli.app import app
 from ragjudge.cli.common import MAX_LIMIT, err_console, open_project, project_db, safe
 from ragjudge.cli.options import int_option
 from ragjudge.errors import UsageError
+from ragjudge.safetext import quote
 
 EPILOG = (
     "Annotators open the address in a browser and log in with a personal token (issued by "
@@ -40,7 +41,7 @@ MISSING_EXTRA = (
 def check_host(host: str) -> str:
     """``--host``: an address or host name to listen on (the system says whether it is one)."""
     if not host or len(host) > 253 or any(not c.isprintable() or c.isspace() for c in host):
-        raise UsageError(f"--host {host!r}: give an address to listen on, such as 127.0.0.1 "
+        raise UsageError(f"--host {quote(host)}: give an address to listen on, such as 127.0.0.1 "
                          "(this machine only) or 0.0.0.0 (every network).")
     return host
 
@@ -49,7 +50,7 @@ def check_public_url(url: str) -> str:
     """``--public-url``: an http(s) address with a host and no query, as people type it."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise UsageError(f"--public-url {url!r}: give the address people open, such as "
+        raise UsageError(f"--public-url {quote(url)}: give the address people open, such as "
                          "https://labels.example.org or https://example.org/ragjudge.")
     if parts.username or parts.password:
         raise UsageError("--public-url carries no user name or password; give the address only.")

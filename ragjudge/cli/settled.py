@@ -18,12 +18,14 @@ from ragjudge.cli.common import (
     console,
     open_project,
     print_json,
+    reads_only,
     safe,
     wide_console,
 )
 from ragjudge.cli.options import int_option
 from ragjudge.cli.scoring import check_format
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.safetext import quote
 
 SETTLED_EPILOG = (
     "For every pair of runs (--pairs adjacent: each run with the next in each measure's "
@@ -78,7 +80,7 @@ def run_list(text: str | None) -> list[str] | None:
         return None
     names = [r.strip() for r in text.split(",") if r.strip()]
     if not names:
-        raise UsageError(f"--runs {text!r}: give run names as A,B.")
+        raise UsageError(f"--runs {quote(text)}: give run names as A,B.")
     return names
 
 
@@ -97,6 +99,7 @@ def settled(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code says it.")] = False,
 ) -> None:
     """Is each comparison of the runs settled, or can judging more pairs still change it?"""
+    reads_only(runs_as_user=True)
     from ragjudge.services.scoring import files as svc_files
     from ragjudge.services.scoring import settled as svc
 
@@ -188,6 +191,7 @@ def queue(
     by: Annotated[str | None, typer.Option("--by", help="Who asks (default: $RAGJUDGE_USER, else your login name); another annotator's queue is for who sees every label.", show_default=False)] = None,
 ) -> None:
     """The next pairs an annotator would be given, in order (nothing is recorded)."""
+    reads_only()
     from ragjudge.cli.judging import parse_queries
     from ragjudge.services.events.annotators import check_annotator
     from ragjudge.services.labels.queue import ORDERS

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragjudge.errors import InputError, why_unusable
+from ragjudge.errors import InputError, UsageError, why_unusable
 from ragjudge.formats.jsonl import parse_object
 from ragjudge.formats.records import (
     Duplicates, build, check_text, has_control, json_type, plain_record, read_grade, short,
@@ -41,6 +41,17 @@ def _no_dataset(folder: str | Path) -> InputError:
         "is a folder, not a file, and holds no BEIR dataset (a BEIR folder holds corpus.jsonl, "
         "queries.jsonl and qrels/<split>.tsv; this one holds none of them). Give the file "
         "itself (JSONL, CSV, TSV, TREC or SMART), or a BEIR folder.", file=str(folder))
+
+
+def no_beir_kind(folder: str | Path, kind: str) -> Exception:
+    """The refusal of a folder given for a ``kind`` a BEIR dataset does not hold (a run,
+    facets, answers...): a folder holding no BEIR dataset is said to be a folder, not a file of
+    that kind; a BEIR folder is said to hold none."""
+    if not is_beir_folder(folder):
+        return InputError(f"is a folder, not a {kind} file: give the file itself (TREC, JSONL or CSV).",
+                          file=str(folder))
+    return UsageError(f"{folder} is read as a BEIR dataset (a folder), which holds no {kind}; "
+                      "give a TREC, JSONL or CSV file.")
 
 
 def beir_file(folder: str | Path, stem: str) -> Path:

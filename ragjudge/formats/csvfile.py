@@ -42,7 +42,7 @@ from ragjudge.formats.records import FIELDS, KINDS, REQUIRED, Duplicates, build,
 from ragjudge.formats.source import Destination, Lines, Source, open_output
 from ragjudge.models import RunEntry
 from ragjudge.numeric import parse_integer, parse_number
-from ragjudge.safetext import FORMULA_STARTS, spreadsheet_safe, spreadsheet_text, visible
+from ragjudge.safetext import FORMULA_STARTS, quote, spreadsheet_safe, spreadsheet_text, visible
 
 __all__ = ["FORMULA_STARTS", "read_csv", "spreadsheet_safe", "spreadsheet_text", "write_csv"]
 
@@ -124,7 +124,10 @@ def _header(kind: str, row: list[str], *, file: str, line: int) -> list[str]:
                 f"unknown column (a {kind} CSV has the columns {', '.join(known)}; the first row "
                 "must be the header).", file=file, line=line, field=column or "(empty)")
     if len(set(header)) != len(header):
-        raise InputError("a column name appears twice in the header.", file=file, line=line)
+        twice = next(column for i, column in enumerate(header) if column in header[:i])
+        raise InputError(f"the column {quote(twice)} appears twice in the header; readers disagree on "
+                         "which one counts, so ragjudge takes neither: give it once.",
+                         file=file, line=line, field=twice)
     return header
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ragjudge.errors import InputError
+from ragjudge.safetext import quote
 
 __all__ = [
     "Statistic",
@@ -225,7 +226,7 @@ def _check_scale(scale: Any) -> tuple[int, int]:
     try:
         lo, hi = (int(scale[0]), int(scale[1]))
     except (TypeError, ValueError, IndexError):
-        raise InputError(f"a scale is (min, max) in whole grades, got {scale!r}.") from None
+        raise InputError(f"a scale is (min, max) in whole grades, got {quote(scale)}.") from None
     if hi <= lo:
         raise InputError(f"a scale needs at least two grades, got {lo}-{hi}.", field="scale")
     return lo, hi
@@ -297,7 +298,7 @@ def _distance(levels: np.ndarray, kind: str) -> np.ndarray:
         return diff / span
     if kind == "quadratic":
         return (diff / span) ** 2
-    raise InputError(f"unknown weighting {kind!r}; use nominal, linear or quadratic.")
+    raise InputError(f"unknown weighting {quote(kind)}; use nominal, linear or quadratic.")
 
 
 # --------------------------------------------------------------------------- statistics
@@ -478,7 +479,7 @@ def krippendorff_alpha(
         hi = np.maximum.outer(np.arange(len(n_c)), np.arange(len(n_c)))
         d2 = (cum[hi + 1] - cum[lo] - (n_c[:, None] + n_c[None, :]) / 2) ** 2
     else:
-        raise InputError(f"unknown level of measurement {level!r}; use nominal, ordinal or interval.")
+        raise InputError(f"unknown level of measurement {quote(level)}; use nominal, ordinal or interval.")
     d_o = float((o * d2).sum())
     d_e = float((np.outer(n_c, n_c) * d2).sum())
     stat = _ratio((n - 1) * d_o, d_e, "0/0: every pairable rating is the same grade")

@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragjudge.safetext import quote
+
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
     from ragjudge.metrics.explanation import RagExplanation
@@ -587,5 +589,5 @@ def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation:
     answers)."""
     ids = ctx.query_ids
     if query_id not in ids:
-        raise UsageError(f"query {query_id!r} is not among the evaluated queries (is it judged?).")
+        raise UsageError(f"query {quote(query_id)} is not among the evaluated queries (is it judged?).")
     return explain_answer(measure, aligned_answers(ctx), ids.index(query_id))

@@ -23,6 +23,7 @@ from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics._keys import as_ids, decode, factorize, first_duplicate, id_hash, pair_hash, words
 from ragjudge.numeric import MAX_GRADE, grade_problem
+from ragjudge.safetext import quote
 
 
 #: a run of at least this many rows is hashed on a thread beside its ordering
@@ -70,7 +71,7 @@ def _integer_grades(grades: Any, where: Where) -> np.ndarray:
     whole = np.isfinite(as_float) & (as_float == np.round(as_float))
     if not whole.all():
         bad = int(np.flatnonzero(~whole)[0])
-        raise InputError(f"grade {array[bad]!r} is not an integer.", field="grade", **where(bad))
+        raise InputError(f"grade {quote(array[bad])} is not an integer.", field="grade", **where(bad))
     _check_range(as_float, array, where)
     return as_float.astype(np.int64)
 
@@ -88,7 +89,7 @@ def _one_grade(value: Any, row: int, where: Where) -> int:
     if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
         value = int(value)
     if not isinstance(value, (int, np.integer)):
-        raise InputError(f"grade {value!r} is not an integer.", field="grade", **where(row))
+        raise InputError(f"grade {quote(value)} is not an integer.", field="grade", **where(row))
     problem = grade_problem(int(value))
     if problem:
         raise InputError(problem, field="grade", **where(row))
@@ -171,7 +172,7 @@ class Qrels(_ByQuery):
             where = _where(file, lines, j, located)
             first = f" (first at line {_where(file, lines, i, located)['line']})" if where else ""
             raise InputError(
-                f"query {decode(qids[j:j + 1])[0]!r} judges chunk {decode(cids[j:j + 1])[0]!r} "
+                f"query {quote(decode(qids[j:j + 1])[0])} judges chunk {quote(decode(cids[j:j + 1])[0])} "
                 f"twice{first}.",
                 **where,
             )
@@ -196,7 +197,7 @@ class Qrels(_ByQuery):
         if len(above):
             i = int(above[0])
             raise InputError(
-                f"query {decode(qids[i:i + 1])[0]!r} judges chunk {decode(cids[i:i + 1])[0]!r} "
+                f"query {quote(decode(qids[i:i + 1])[0])} judges chunk {quote(decode(cids[i:i + 1])[0])} "
                 f"with grade {int(grades[i])}, above the top of the scale ({top}).",
                 field="grade", **where(i))
 
@@ -343,7 +344,7 @@ class Run(_ByQuery):
             )
         if not np.all(np.isfinite(score_array)):
             bad = int(np.flatnonzero(~np.isfinite(score_array))[0])
-            raise InputError(f"score {score_array[bad]!r} is not a finite number.",
+            raise InputError(f"score {quote(score_array[bad])} is not a finite number.",
                              field="score", **_where(file, lines, bad, located))
         self.name = name
         self.file = file
@@ -370,7 +371,7 @@ class Run(_ByQuery):
             where = _where(file, lines, j, located)
             first = f" (first at line {_where(file, lines, i, located)['line']})" if where else ""
             raise InputError(
-                f"query {decode(qids[j:j + 1])[0]!r} lists chunk {decode(cids[j:j + 1])[0]!r} "
+                f"query {quote(decode(qids[j:j + 1])[0])} lists chunk {quote(decode(cids[j:j + 1])[0])} "
                 f"twice{first}; a run ranks each chunk once per query.",
                 field="chunk_id",
                 **where,

@@ -13,6 +13,7 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics.context import EvalContext
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.registry import Measure, parse_measure
+from ragjudge.safetext import quote
 
 #: how each ``queries=`` choice averages, as the result states it
 AVERAGING = {
@@ -121,7 +122,7 @@ def _query_set(qrels: Qrels, run: Run | None, queries: Any,
                 return judged[:0], "run"
             keep = _keys.lookup(run.query_id_bytes, judged) >= 0
             return judged[keep], "run"
-        raise UsageError(f"queries must be 'judged', 'run' or a list of query ids, not {queries!r}.")
+        raise UsageError(f"queries must be 'judged', 'run' or a list of query ids, not {quote(queries)}.")
     wanted = _keys.as_ids(list(queries))
     keep = _keys.lookup(judged, wanted) >= 0
     wanted = wanted[keep]
@@ -237,7 +238,7 @@ def evaluate_runs(
     out: dict[str, EvalResult] = {}
     for name, run in items:
         if name in out:
-            raise UsageError(f"two runs are named {name!r}; give them distinct names.")
+            raise UsageError(f"two runs are named {quote(name)}; give them distinct names.")
         result = evaluate(qrels, run, parsed, **options)
         result.run_name = name
         out[name] = result

@@ -19,6 +19,7 @@ from ragjudge.errors import UsageError
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
+from ragjudge.safetext import quote
 
 _AP_LIKE = {"AP", "ContextPrecisionAP", "ContextPrecision"}
 _DCG_LIKE = {"DCG", "nDCG", "nDCG_exp"}
@@ -219,7 +220,7 @@ def explain(
     m = parse_measure(measure)
     grades = qrels.for_query(query_id)
     if not grades and query_id not in set(qrels.query_ids):
-        raise UsageError(f"query {query_id!r} has no judgments in the qrels, so no measure "
+        raise UsageError(f"query {quote(query_id)} has no judgments in the qrels, so no measure "
                          "is defined for it.")
     result = evaluate(qrels, run, [m], threshold=threshold, queries=[query_id], extras=extras)
     value = float(result.values[0, 0])

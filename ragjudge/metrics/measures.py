@@ -20,6 +20,7 @@ import numpy as np
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics.registry import Measure, Param, measure
 from ragjudge.numeric import MAX_GRADE
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
@@ -388,7 +389,7 @@ def _top_grade(ctx: EvalContext, m: Measure) -> int:
         row = int(above[0])
         query = ctx.qrels.query_ids[int(ctx.qrels.qidx[row])]
         raise InputError(
-            f"query {query!r} has grade {int(ctx.qrels.grades[row])}, above {m}'s "
+            f"query {quote(query)} has grade {int(ctx.qrels.grades[row])}, above {m}'s "
             f"max_grade={given}: its satisfaction probability (2^g - 1) / 2^max_grade would "
             "exceed 1. Give the top of the scale as max_grade (or leave it out).",
             file=ctx.qrels.file, field="grade")

@@ -32,6 +32,7 @@ from ragjudge.metrics.data import Qrels
 from ragjudge.metrics.sampled import PoolSample
 from ragjudge.metrics.trec import read_bytes
 from ragjudge.numeric import parse_integer, parse_number
+from ragjudge.safetext import quote
 
 __all__ = ["read_prels"]
 
@@ -44,14 +45,14 @@ _FIELDS = {
 def _integer(text: str, where: dict[str, Any], field: str) -> int:
     value = parse_integer(text)
     if value is None:
-        raise InputError(f"{text!r} is not a whole number.", field=field, **where)
+        raise InputError(f"{quote(text)} is not a whole number.", field=field, **where)
     return value
 
 
 def read_prels(source: Any, form: Literal["strata", "probability"]) -> tuple[Qrels, PoolSample]:
     """Read a sampled judgment file (a path, a file object, or inline text with a newline)."""
     if form not in _FIELDS:
-        raise UsageError(f"unknown prels form {form!r}: strata (sample_eval.pl) or probability "
+        raise UsageError(f"unknown prels form {quote(form)}: strata (sample_eval.pl) or probability "
                          "(statAP_MQ_eval).")
     buf, size, name = read_bytes(source)
     text = bytes(buf[:size]).decode("utf-8", "replace")
@@ -83,7 +84,7 @@ def read_prels(source: Any, form: Literal["strata", "probability"]) -> tuple[Qre
                 continue
             chance = parse_number(prob)
             if chance is None or not math.isfinite(chance) or not 0.0 < chance <= 1.0:
-                raise InputError(f"{prob!r} is not an inclusion probability in (0, 1].",
+                raise InputError(f"{quote(prob)} is not an inclusion probability in (0, 1].",
                                  field="probability", **where)
             if _integer(method, where, "method") in (0, 2):
                 chance = 1.0

@@ -74,6 +74,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from ragjudge.metrics import _keys
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
@@ -774,10 +775,10 @@ def aligned_extra(ctx: Any, key: str) -> ItemSupport | Citations:
         value = value.align(ctx.query_ids, ctx.n_ret, _context_positions(ctx))
     want = Citations if key == "citations" else ItemSupport
     if not isinstance(value, want):
-        raise UsageError(f"extras[{key!r}] must be a {want.__name__} or a "
+        raise UsageError(f"extras[{quote(key)}] must be a {want.__name__} or a "
                          f"{_EXPECTED[key].__name__}, not {type(value).__name__}.")
     if value.n_queries != ctx.n_queries:
-        raise UsageError(f"extras[{key!r}] has {value.n_queries} query rows but the evaluation "
+        raise UsageError(f"extras[{quote(key)}] has {value.n_queries} query rows but the evaluation "
                          f"has {ctx.n_queries}; align it with the evaluated queries.")
     cache[key] = value
     return value

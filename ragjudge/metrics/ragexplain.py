@@ -13,6 +13,7 @@ import numpy as np
 from ragjudge.errors import UsageError
 from ragjudge.metrics.explanation import RagExplanation, cell_text
 from ragjudge.metrics.rag import NEVER, Citations, ItemSupport, aligned_extra, cutoff_rank, id_text, item_weights
+from ragjudge.safetext import quote
 
 
 def _k_text(k: int | None) -> str:
@@ -178,7 +179,7 @@ def explain_in_context(ctx: Any, query_id: str, measure: Any) -> RagExplanation 
         return None
     ids = ctx.query_ids
     if query_id not in ids:
-        raise UsageError(f"query {query_id!r} is not among the evaluated queries (is it judged?).")
+        raise UsageError(f"query {quote(query_id)} is not among the evaluated queries (is it judged?).")
     row = ids.index(query_id)
     n = int(min(ctx.n_ret[row], ctx.depth))
     chunk_ids = [id_text(c) for c in ctx.chunk_ids[row, :n]]

@@ -43,6 +43,7 @@ import numpy as np
 
 from ragjudge.errors import UsageError
 from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_number, short_int
+from ragjudge.safetext import quote
 
 #: modules whose import registers measures; imported in this order, as far as a lookup needs
 MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers",
@@ -271,14 +272,14 @@ def _convert(kind: type, text: str, what: str) -> Any:
     elif kind is float:
         value = parse_number(text)
         if value is not None and not math.isfinite(value):
-            raise UsageError(f"{what}: {text!r} is not a finite number.")
+            raise UsageError(f"{what}: {quote(text)} is not a finite number.")
     else:
         try:
             value = kind(text)
         except ValueError:
             value = None
     if value is None:
-        raise UsageError(f"{what}: {text!r} is not a valid {kind.__name__}.")
+        raise UsageError(f"{what}: {quote(text)} is not a valid {kind.__name__}.")
     return value
 
 
@@ -302,11 +303,11 @@ def parse_measure(text: str | Measure) -> Measure:
     if definition is None or match is None:
         name = match["name"] if match else raw
         raise UsageError(
-            f"unknown measure {name!r}. Known measures: {', '.join(known_names())}. "
+            f"unknown measure {quote(name)}. Known measures: {', '.join(known_names())}. "
             "Write a cutoff as @k and parameters in parentheses; binary measures take a "
             "relevance threshold, e.g. P(rel=2)@5."
         )
-    where = f"measure {raw.strip()!r}"
+    where = f"measure {quote(raw.strip())}"
     # cutoff
     cutoff = None
     if match["cutoff"] is not None:
@@ -330,14 +331,14 @@ def parse_measure(text: str | Measure) -> Measure:
             key = key.strip()
             if key not in definition.params:
                 known = ", ".join(definition.params) or "none"
-                raise UsageError(f"{where}: unknown parameter {key!r} (parameters: {known}).")
+                raise UsageError(f"{where}: unknown parameter {quote(key)} (parameters: {known}).")
             if key in given:  # one of them would silently win
-                raise UsageError(f"{where}: parameter {key!r} is given twice; give it once.")
+                raise UsageError(f"{where}: parameter {quote(key)} is given twice; give it once.")
             given.add(key)
             p = definition.params[key]
             if not eq:
                 if not p.flag:
-                    raise UsageError(f"{where}: parameter {key!r} needs a value ({key}=...).")
+                    raise UsageError(f"{where}: parameter {quote(key)} needs a value ({key}=...).")
                 values[key] = True
             else:
                 values[key] = _convert(p.kind, value.strip(), where)

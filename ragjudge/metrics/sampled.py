@@ -44,6 +44,7 @@ import numpy as np
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics import _keys
 from ragjudge.metrics.registry import Measure, Param, measure
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from ragjudge.metrics.context import EvalContext
@@ -104,16 +105,16 @@ class PoolSample:
         bad = np.flatnonzero(drawn & ~((prob > 0) & (prob <= 1)))
         if len(bad):
             i = int(bad[0])
-            raise InputError(f"query {_keys.decode(qids[i:i + 1])[0]!r}, chunk "
-                             f"{_keys.decode(cids[i:i + 1])[0]!r}: inclusion probability "
-                             f"{prob[i]!r} of a drawn pair is not in (0, 1].",
+            raise InputError(f"query {quote(_keys.decode(qids[i:i + 1])[0])}, chunk "
+                             f"{quote(_keys.decode(cids[i:i + 1])[0])}: inclusion probability "
+                             f"{quote(prob[i])} of a drawn pair is not in (0, 1].",
                              field="inclusion")
         unique, qidx = _keys.factorize(qids)
         dup = _keys.first_duplicate(_keys.pair_hash(_keys.id_hash(unique)[qidx], cids), qidx, cids)
         if dup is not None:
             j = dup[1]
-            raise InputError(f"query {_keys.decode(qids[j:j + 1])[0]!r} lists chunk "
-                             f"{_keys.decode(cids[j:j + 1])[0]!r} twice in its pool sample.")
+            raise InputError(f"query {quote(_keys.decode(qids[j:j + 1])[0])} lists chunk "
+                             f"{quote(_keys.decode(cids[j:j + 1])[0])} twice in its pool sample.")
         for name, value in (("query_ids", qids), ("chunk_ids", cids), ("inclusion", prob),
                             ("stratum", stratum), ("drawn", drawn)):
             object.__setattr__(self, name, value)
@@ -198,7 +199,7 @@ def aligned_sample(ctx: EvalContext) -> _Aligned:
         return cache["value"]
     sample = ctx.extras[SAMPLE_KEY]
     if not isinstance(sample, PoolSample):
-        raise UsageError(f"extras[{SAMPLE_KEY!r}] must be a PoolSample, not "
+        raise UsageError(f"extras[{quote(SAMPLE_KEY)}] must be a PoolSample, not "
                          f"{type(sample).__name__}.")
     row, col = _sample_positions(ctx, sample)
     keep = np.flatnonzero(row >= 0)
@@ -628,7 +629,7 @@ def draw_sample(query_ids: Any, chunk_ids: Any, ranks: Any = None, *, size: int,
     if len(qids) != len(cids):
         raise InputError(f"{len(qids)} query ids but {len(cids)} chunk ids in the pool.")
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise UsageError(f"the sample size per query must be a whole number >= 1, not {size!r}.")
+        raise UsageError(f"the sample size per query must be a whole number >= 1, not {quote(size)}.")
     rng = np.random.default_rng(seed)
     unique, qidx = _keys.factorize(qids)
     pool = np.bincount(qidx, minlength=len(unique)).astype(np.float64)
@@ -639,7 +640,7 @@ def draw_sample(query_ids: Any, chunk_ids: Any, ranks: Any = None, *, size: int,
             prob = (take / pool)[qidx]
         return PoolSample(qids, cids, prob, None, drawn)
     if strategy != "stratified":
-        raise UsageError(f"unknown sampling strategy {strategy!r}: uniform or stratified.")
+        raise UsageError(f"unknown sampling strategy {quote(strategy)}: uniform or stratified.")
     if ranks is None:
         raise UsageError("a stratified sample needs each pooled pair's rank.")
     rank = np.asarray(ranks, dtype=np.int64).ravel()

@@ -90,6 +90,7 @@ from ragjudge.metrics.settle_measures import (
     supported,
 )
 from ragjudge.metrics.settle_model import STRENGTH, GradeModel, LLMGrades, PriorCounts
+from ragjudge.safetext import quote
 
 __all__ = [
     "AP_EXACT_PAIRS", "CONFIDENCE", "EPS", "SAMPLES", "Comparison", "LLMGrades", "PairWeights",
@@ -183,7 +184,7 @@ def _named_runs(runs: Mapping[str, Run] | Iterable[Run]) -> dict[str, Run]:
     for i, run in enumerate(runs, start=1):
         name = run.name or f"run{i}"
         if name in out:
-            raise UsageError(f"two runs are named {name!r}; give them distinct names.")
+            raise UsageError(f"two runs are named {quote(name)}; give them distinct names.")
         out[name] = run
     return out
 
@@ -270,13 +271,13 @@ class Settlement:
     def _check_pairs(self, pairs: str | Sequence[tuple[str, str]]) -> str | list[tuple[str, str]]:
         if isinstance(pairs, str):
             if pairs not in ("adjacent", "all"):
-                raise UsageError(f"pairs is 'adjacent', 'all' or a list of (a, b) run names, not {pairs!r}.")
+                raise UsageError(f"pairs is 'adjacent', 'all' or a list of (a, b) run names, not {quote(pairs)}.")
             return pairs
         known = set(self.names)
         for a, b in pairs:
             for name in (a, b):
                 if name not in known:
-                    raise UsageError(f"no run named {name!r} to compare (runs: {', '.join(self.names)}).")
+                    raise UsageError(f"no run named {quote(name)} to compare (runs: {', '.join(self.names)}).")
         return [(str(a), str(b)) for a, b in pairs]
 
     def pairs(self, j: int) -> list[tuple[str, str]]:

@@ -23,6 +23,7 @@ from ragjudge.retry import Backoff
 
 from ragjudge.errors import ProjectError, UsageError
 from ragjudge.safetext import mask_url
+from ragjudge.safetext import quote
 
 DEFAULT_DB = "ragjudge.db"
 
@@ -38,7 +39,7 @@ def _env_ms(name: str, default: int, high: int) -> int:
     except ValueError:
         value = -1
     if not 0 <= value <= high:
-        raise UsageError(f"{name}={text[:40]!r}: give a time in milliseconds, a whole number "
+        raise UsageError(f"{name}={quote(text[:40])}: give a time in milliseconds, a whole number "
                          f"from 0 to {high:,} (unset, it is {default:,}).")
     return value
 

@@ -60,8 +60,28 @@ def test_utf16_and_utf32_are_named_with_the_command_that_converts_them(tmp_path,
                   refusal(read_records, "queries", jsonl)):
         assert error.line == 1
         assert named in error.message
-        assert f"iconv {command}-t UTF-8 {error.file} > {error.file}.utf8" in error.message
+        stem, extension = error.file.rsplit(".", 1)
+        # the copy keeps its extension, so that its format is still told by it
+        assert f"iconv {command}-t UTF-8 {error.file} > {stem}.utf8.{extension}" in error.message
         assert "0xff" not in error.message
+
+
+def test_a_gzipped_utf16_file_is_decompressed_before_iconv(tmp_path):
+    # iconv on the file itself would convert the compressed bytes: garbage
+    import gzip
+
+    path = tmp_path / "in.qrels.gz"
+    path.write_bytes(gzip.compress(QRELS.encode("utf-16")))
+    for error in (refusal(read_records, "qrels", path), refusal(read_qrels_arrays, str(path))):
+        assert error.message.endswith(f"Convert it first: gzip -dc {path} | iconv -f UTF-16 -t UTF-8 > "
+                                      f"{tmp_path / 'in.utf8.qrels'}")
+
+
+def test_a_file_name_the_shell_would_split_is_quoted_in_the_command(tmp_path):
+    path = tmp_path / "my qrels"
+    path.write_bytes(QRELS.encode("utf-16"))
+    error = refusal(read_records, "qrels", path)
+    assert f"iconv -f UTF-16 -t UTF-8 '{path}' > '{path}.utf8'" in error.message
 
 
 def test_utf16_given_inline_or_on_standard_input_names_no_file():

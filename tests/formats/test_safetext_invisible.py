@@ -46,17 +46,37 @@ def test_other_invisible_characters_are_marked(ch):
 
 
 def test_two_ids_that_differ_only_by_an_invisible_character_look_different():
+    # what is shown holds no invisible character: the two ids differ where one can see it (a
+    # comparison of the strings alone would pass with the character still hidden in one)
     for ch in ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\U000e0041", "\ufe0f"):
-        assert visible(f"doc{ch}1") != visible("doc1"), f"U+{ord(ch):04X}"
-        assert visible(f"doc{ch}1", multiline=True) != visible("doc1", multiline=True), f"U+{ord(ch):04X}"
+        for multiline in (False, True):  # the app, the web pages and the tables show ids as text
+            shown = visible(f"doc{ch}1", multiline=multiline)
+            assert ch not in shown and f"⟨U+{ord(ch):04X}⟩" in shown, (f"U+{ord(ch):04X}", multiline)
+
+
+@pytest.mark.parametrize("ch", ["\u200b", "\u200c", "\u200d", "\ufeff", "\u00ad", "\ufe0f", "\u2060"])
+def test_an_id_is_marked_on_every_screen_whatever_its_letters(ch):
+    # an id has no whitespace: even a joiner between two letters that would need one in prose
+    # (Persian, an emoji sequence) is shown, because the id without it looks the same
+    for text in (f"q{ch}1", f"ب{ch}ت", f"\U0001f468{ch}\U0001f469"):
+        assert f"⟨U+{ord(ch):04X}⟩" in visible(text, multiline=True), text
+
+
+def test_in_prose_a_joiner_between_ascii_characters_is_marked():
+    # between two ASCII letters or digits a joiner or a selector changes nothing on screen
+    assert visible("the id q\u200d1 and q1", multiline=True) == "the id q⟨U+200D⟩1 and q1"
+    assert visible("a b\u200cc", multiline=True) == "a b⟨U+200C⟩c"
+    assert visible("a b\ufe0fc", multiline=True) == "a b⟨U+FE0F⟩c"
+    # a keycap keeps its selector: 1, U+FE0F, U+20E3
+    assert visible("press 1\ufe0f\u20e3 now", multiline=True) == "press 1\ufe0f\u20e3 now"
 
 
 def test_prose_keeps_the_joiners_and_selectors_writing_needs():
-    persian = "می\u200cخواهم"  # the non-joiner inside a Persian word
-    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # an emoji sequence
-    heart = "\u2764\ufe0f"
-    flag = "\U0001f3f3\ufe0f\u200d\U0001f308"  # a joiner after a kept selector
-    for text in (persian, family, heart, flag, "Silben\u00adtrennung"):
+    persian = "من می\u200cخواهم بروم"  # the non-joiner inside a Persian word
+    family = "my \U0001f468\u200d\U0001f469\u200d\U0001f467"  # an emoji sequence
+    heart = "I \u2764\ufe0f it"
+    flag = "a \U0001f3f3\ufe0f\u200d\U0001f308 flag"  # a joiner after a kept selector
+    for text in (persian, family, heart, flag, "die Silben\u00adtrennung"):
         assert visible(text, multiline=True) == text
         assert visible(text) != text  # one-line text (ids, names, messages) marks them
     # alone, or next to a space, they write nothing: marked

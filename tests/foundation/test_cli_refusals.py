@@ -86,7 +86,7 @@ def test_inputs_that_are_not_text_files_are_named_for_what_they_are(files, proje
     utf16.write_bytes(QRELS.encode("utf-16"))
     assert main(["eval", "--qrels", str(utf16), "--run", str(files / "r.trec")]) == 2
     err = capsys.readouterr().err
-    assert "UTF-16" in err and f"iconv -f UTF-16 -t UTF-8 {utf16} > {utf16}.utf8" in err
+    assert "UTF-16" in err and f"iconv -f UTF-16 -t UTF-8 {utf16} > {files / 'utf16.utf8.qrels'}" in err
     assert main(["--db", project_db, "import", "qrels", str(utf16)]) == 2
     assert "iconv -f UTF-16 -t UTF-8" in capsys.readouterr().err
     # a folder that is no BEIR dataset: import says it is a folder, not that a file is missing

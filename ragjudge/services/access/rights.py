@@ -17,6 +17,7 @@ from ragjudge.errors import UsageError
 from ragjudge.services.access.identity import Identity
 from ragjudge.services.events.labels import newest_label_ids
 from ragjudge.store.schema import Label
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
@@ -63,7 +64,7 @@ class Access:
             who = ("who is asking is not known (no --by, no $RAGJUDGE_USER and no login name), "
                    "and an unknown user has the least rights")
         else:
-            who = f"{self.name!r} is not one"
+            who = f"{quote(self.name)} is not one"
         leads = ", ".join(self.leads) or "none yet"
         return f"Only a lead may {doing} {where}, and {who} (leads: {leads}). {then}"
 

@@ -30,6 +30,7 @@ from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.events.labels import newest_label_ids
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Adjudication, Annotator, Base, Label, utcnow
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def set_roster(project: Project, state: str, *, access: Access) -> None:
     """Open or close the roster: a lead's setting."""
     access.require_lead("open or close the roster")
     if state not in ("open", "closed"):
-        raise UsageError(f"The roster is 'open' or 'closed', not {state!r}. Nothing was changed.")
+        raise UsageError(f"The roster is 'open' or 'closed', not {quote(state)}. Nothing was changed.")
     project.set_settings({ROSTER_SETTING: state})
 
 
@@ -149,19 +150,19 @@ def check_can_label(project: Project, name: str) -> None:
     if found is None:
         if roster_closed(project):
             hint = nearest_name(project, name)
-            also = f" Did you mean {hint!r}?" if hint else ""
+            also = f" Did you mean {quote(hint)}?" if hint else ""
             raise UsageError(
-                f"{name!r} is not an annotator of this project, and its roster is closed.{also} "
+                f"{quote(name)} is not an annotator of this project, and its roster is closed.{also} "
                 "A lead adds annotators with 'ragjudge annotators add NAME'.")
         return
     if not found.active:
-        raise UsageError(f"The annotator {name!r} is retired; their labels are kept but the name "
+        raise UsageError(f"The annotator {quote(name)} is retired; their labels are kept but the name "
                          "cannot label. A lead can add them again with 'ragjudge annotators add'.")
 
 
 def _check_choice(option: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise UsageError(f"{option} is one of {', '.join(choices)}, not {value!r}. Nothing was changed.")
+        raise UsageError(f"{option} is one of {', '.join(choices)}, not {quote(value)}. Nothing was changed.")
     return value
 
 
@@ -200,7 +201,7 @@ def add(project: Project, name: str, *, access: Access, role: str = "annotator",
 def _require(session: Session, name: str) -> Annotator:
     row = session.get(Annotator, name)
     if row is None:
-        raise UsageError(f"There is no annotator {name!r} in this project. "
+        raise UsageError(f"There is no annotator {quote(name)} in this project. "
                          "'ragjudge annotators' lists them. Nothing was changed.")
     return row
 
@@ -241,7 +242,7 @@ def issue_token(project: Project, name: str, *, access: Access) -> str:
     def work(session: Session) -> None:
         row = _require(session, name)
         if row.status != "active":
-            raise UsageError(f"The annotator {name!r} is retired: reinstate them with "
+            raise UsageError(f"The annotator {quote(name)} is retired: reinstate them with "
                              "'ragjudge annotators add' first. Nothing was changed.")
         row.token_hash = token_digest(issued)
 
@@ -273,7 +274,7 @@ def rename(project: Project, old: str, new: str, *, access: Access) -> Member:
     def work(session: Session) -> None:
         row = _require(session, old)
         if session.get(Annotator, new) is not None:
-            raise UsageError(f"There is already an annotator {new!r}; renaming {old!r} to it would "
+            raise UsageError(f"There is already an annotator {quote(new)}; renaming {quote(old)} to it would "
                              "merge two people's labels. Nothing was changed.")
         session.add(Annotator(name=new, created_at=row.created_at or utcnow(),
                               seen_guidelines=row.seen_guidelines, role=row.role, kind=row.kind,

@@ -53,7 +53,7 @@ def verdict_stability(
     from ragjudge.services.gold.rules import check_rule
     from ragjudge.services.runs.stored import project_run, project_run_names
 
-    rule = check_rule(rule or project.rule)
+    rule = check_rule(project.rule if rule is None else rule)
     names = list(measures) if measures else list(DEFAULT_VERDICT_MEASURES)
     labels = [str(parse_measure(m)) for m in names]
     run_names = project_run_names(project)

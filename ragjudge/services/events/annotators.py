@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Annotator, AnswerJudgment, Label
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def check_annotator(name: str) -> str:
     if not cleaned:
         raise UsageError("The annotator name is empty. Give a name such as --annotator alice.")
     if any(not ch.isprintable() for ch in cleaned) or len(cleaned) > 255:
-        raise UsageError(f"The annotator name {cleaned!r} must be printable and under 256 characters.")
+        raise UsageError(f"The annotator name {quote(cleaned)} must be printable and under 256 characters.")
     return cleaned
 
 

@@ -57,6 +57,7 @@ from ragjudge.services.gold.rules import (
     gold_policy,
 )
 from ragjudge.store.schema import Annotator, Label
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from ragjudge.metrics.data import Qrels, Run
@@ -104,11 +105,15 @@ class Composition:
             if self.rule != REFERENCE_RULE:
                 counted += f", {self.other_pairs:,} pairs from other annotators"
             parts.append(counted)
+        elif self.rule == REFERENCE_RULE:
+            parts.append("the project has no reference qrels, so no pair is judged")
         elif self.rule != "adjudicated":
             who = ", ".join(self.annotators) if 0 < len(self.annotators) <= 4 else f"{len(self.annotators)} annotators"
-            parts.append(f"{self.other_pairs:,} pairs from {who or 'no one yet'}")
+            parts.append(f"{self.other_pairs:,} pairs from {who if self.annotators else 'no one yet'}")
         if self.adjudicated:
             parts.append(f"{self.adjudicated:,} adjudicated")
+        elif self.rule == "adjudicated":
+            parts.append("no pair is adjudicated yet, so no pair is judged")
         if self.llm_left_out:
             parts.append(f"LLM {', '.join(self.llm_left_out)} left out")
         return " · ".join(parts)
@@ -157,7 +162,7 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
     """The gold of ``project`` under ``rule`` (default: the project's). A complete reference's
     world is closed over every chunk of the project's runs (``runs``: those already read, to
     spare reading them again; they must be all of the project's runs)."""
-    rule = check_rule(rule or project.rule)
+    rule = check_rule(project.rule if rule is None else rule)
     with project.connect() as connection:
         named = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
         if named is not None:
@@ -413,6 +418,6 @@ def check_annotator_known(connection: Connection, name: str) -> None:
                    | set(connection.execute(select(Label.annotator).distinct()).scalars()))
     if name not in known:
         raise UsageError(
-            f"--rule 'annotator:{name}': the project has no annotator named {name!r} "
+            f"--rule 'annotator:{name}': the project has no annotator named {quote(name)} "
             f"(annotators: {', '.join(known) or 'none yet'})."
         )

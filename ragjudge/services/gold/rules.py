@@ -36,6 +36,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 from ragjudge.errors import UsageError
+from ragjudge.safetext import quote
 from ragjudge.models import AGGREGATION_RULES
 from ragjudge.store.schema import Annotator
 from ragjudge.services.events.labels import GradeRows, LabelArrays
@@ -100,7 +101,7 @@ def check_rule(rule: str) -> str:
         return rule
     if rule.startswith("annotator:") and rule[len("annotator:"):].strip():
         return rule
-    shown = repr(rule) if rule.strip() else "(empty)"
+    shown = quote(rule) if rule.strip() else "(empty)"
     raise UsageError(
         f"--rule {shown} is not a gold rule. Use one of: median, majority, mean, min, max, "
         "reference (the reference qrels alone), adjudicated, or annotator:NAME."

@@ -38,6 +38,7 @@ from ragjudge.store.schema import (
     utcnow,
 )
 from ragjudge.services.events.answers import BATCH, SUPPORTS, current_judgments
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 def _check_support(support: str | None) -> str:
     if support not in SUPPORTS:
-        raise UsageError(f"Support {support!r} must be full, partial or none.")
+        raise UsageError(f"Support {quote(support)} must be full, partial or none.")
     return support
 
 
@@ -64,7 +65,7 @@ def _check_target(session: Session, answer_id: int, nugget_id: int | None, sente
     else:
         cited = session.get(AnswerCitation, (answer_id, sentence, chunk_id))
         if cited is None:
-            raise UsageError(f"Sentence {sentence} of the answer does not cite chunk {chunk_id!r}.")
+            raise UsageError(f"Sentence {sentence} of the answer does not cite chunk {quote(chunk_id)}.")
     return answer
 
 

@@ -32,6 +32,7 @@ from ragjudge.store.schema import (
 from ragjudge.services.events.annotators import check_annotator, ensure_annotator_in
 from ragjudge.services.events.marks import NO_MARKS, PairMarks, marks_of_query
 from ragjudge.services.events.state import LabelState, label_state, newest_event
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def _check_grade(project: Project, grade: int | None) -> int | None:
     scale = project.scale
     if isinstance(grade, bool) or not isinstance(grade, int) or not scale.contains(grade):
         raise UsageError(
-            f"Grade {grade!r} is not on the project's scale {scale.describe()} "
+            f"Grade {quote(grade)} is not on the project's scale {scale.describe()} "
             f"({scale.min}..{scale.max})."
         )
     return grade

@@ -18,6 +18,7 @@ from ragjudge.store.schema import (
     utcnow,
 )
 from ragjudge.services.events.annotators import check_annotator, ensure_annotator_in
+from ragjudge.safetext import quote
 from typing import Any
 
 
@@ -152,9 +153,9 @@ def add_nugget(project: Project, query_id: str, text: str, importance: str = "ok
     (what ContextRecall counts)."""
     text = _text(text, "nugget text")
     if importance not in IMPORTANCE_LEVELS:
-        raise UsageError(f"Nugget importance {importance!r} must be vital or okay.")
+        raise UsageError(f"Nugget importance {quote(importance)} must be vital or okay.")
     if kind not in ("nugget", "claim"):
-        raise UsageError(f"A nugget's kind {kind!r} must be nugget or claim.")
+        raise UsageError(f"A nugget's kind {quote(kind)} must be nugget or claim.")
 
     def work(session: Session) -> int:
         nugget = Nugget(query_id=query_id, text=text, importance=importance, kind=kind,
@@ -169,7 +170,7 @@ def add_nugget(project: Project, query_id: str, text: str, importance: str = "ok
 def edit_nugget(project: Project, nugget_id: int, *, text: str | None = None,
                 importance: str | None = None) -> None:
     if importance is not None and importance not in IMPORTANCE_LEVELS:
-        raise UsageError(f"Nugget importance {importance!r} must be vital or okay.")
+        raise UsageError(f"Nugget importance {quote(importance)} must be vital or okay.")
     new_text = _text(text, "nugget text") if text is not None else None
 
     def work(session: Session) -> None:
@@ -190,7 +191,7 @@ def set_nugget_support(project: Project, *, annotator: str, nugget_id: int, chun
     """Append an event: how fully the chunk supports the nugget (full, partial, none)."""
     annotator = check_annotator(annotator)
     if support not in SUPPORT_LEVELS:
-        raise UsageError(f"Nugget support {support!r} must be full, partial or none.")
+        raise UsageError(f"Nugget support {quote(support)} must be full, partial or none.")
 
     def work(session: Session) -> int:
         ensure_annotator_in(session, annotator)

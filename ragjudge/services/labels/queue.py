@@ -29,6 +29,7 @@ from ragjudge.store.schema import (
 from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.events.marks import NO_MARKS, PairMarks, marks_of_query, set_marks
 from ragjudge.services.events.state import LabelState, current_label, label_state, newest_event
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def check_queries(project: Project, ids: list[str] | None, option: str = "--quer
             found.update(session.scalars(select(Query.id).where(Query.id.in_(wanted[start:start + 5000]))))
     unknown = [q for q in wanted if q not in found]
     if unknown:
-        listed = ", ".join(repr(q) for q in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        listed = ", ".join(quote(q) for q in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         noun = "query id" if len(unknown) == 1 else f"{len(unknown):,} query ids"
         raise UsageError(f"{option}: the {noun} {listed} {'is' if len(unknown) == 1 else 'are'} "
                          "not in this project.")
@@ -75,7 +76,7 @@ def check_category(project: Project, category: str | None, option: str = "--cate
         known = sorted(c for c in session.scalars(select(Query.category).where(Query.category.is_not(None))
                                                   .distinct()) if c is not None)
     if category not in known:
-        raise UsageError(f"{option} {category!r}: no query of this project has that category "
+        raise UsageError(f"{option} {quote(category)}: no query of this project has that category "
                          f"(categories: {', '.join(known) or 'none'}).")
 
 

@@ -34,6 +34,7 @@ from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.events.labels import not_recheck
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Label, PairMark, Query, utcnow
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -183,13 +184,13 @@ def _check_filters(project: Project, annotator: str | None, query_id: str | None
 
     if annotator is not None and roster.member(project, annotator) is None:
         close = roster.nearest_name(project, annotator)
-        hint = f" Did you mean {close!r}?" if close else ""
-        raise UsageError(f"--annotator: there is no annotator {annotator!r} in this project.{hint} "
+        hint = f" Did you mean {quote(close)}?" if close else ""
+        raise UsageError(f"--annotator: there is no annotator {quote(annotator)} in this project.{hint} "
                          "'ragjudge annotators' lists them.")
     if query_id is not None:
         with project.read() as session:
             if session.get(Query, query_id) is None:
-                raise UsageError(f"--query: there is no query {query_id!r} in this project.")
+                raise UsageError(f"--query: there is no query {quote(query_id)} in this project.")
 
 
 def _readable(access: Access, annotator: str | None) -> str | None:
@@ -283,7 +284,7 @@ def _answer(project: Project, action: str, *, query_id: str, chunk_id: str,
     """Record ``action`` on the item as one review event, under the lead's name; nothing is
     written when the item's newest answer already is this one (the same action and note)."""
     if action not in ACTIONS:
-        raise UsageError(f"A review is one of {', '.join(ACTIONS)}, not {action!r}.")
+        raise UsageError(f"A review is one of {', '.join(ACTIONS)}, not {quote(action)}.")
     access.require_lead("resolve flags or send them back")
     by = check_annotator(access.name or "")
     check_typed(note, "The note")
@@ -309,9 +310,9 @@ def _target(session: Session, query_id: str, chunk_id: str, annotator: str | Non
     """The item a review answers: the annotator's, or the pair's only one when no annotator is
     named."""
     found = _items(session, annotator=annotator, query_id=query_id, chunk_id=chunk_id)
-    where = f"{query_id!r} / {chunk_id!r}"
+    where = f"{quote(query_id)} / {quote(chunk_id)}"
     if not found:
-        who = f"{annotator!r} has" if annotator is not None else "nobody has"
+        who = f"{quote(annotator)} has" if annotator is not None else "nobody has"
         raise UsageError(f"{who} a flag or comment on {where}, so there is nothing to review. "
                          "'ragjudge review' lists the open ones. Nothing was changed.")
     if len(found) > 1:

@@ -10,6 +10,7 @@ from typing import Any
 from ragjudge.errors import UsageError
 from ragjudge.retry import Backoff
 from ragjudge.safetext import mask_secrets, visible
+from ragjudge.safetext import quote
 from collections.abc import Callable
 
 
@@ -152,7 +153,7 @@ class Client:
         self.answered = True
         if status == 404:
             raise self._fatal(
-                f"The server has no {self.clean(s.endpoint)} or no model {self.clean(s.model)!r} "
+                f"The server has no {self.clean(s.endpoint)} or no model {quote(self.clean(s.model))} "
                 f"(HTTP 404: {self._detail(response)}). Check --base-url and --model.")
         if status >= 400:
             return Answer(None, None, None, latency, attempt,

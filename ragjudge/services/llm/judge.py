@@ -31,6 +31,7 @@ from ragjudge.services.access.rights import Access
 from ragjudge.services.llm.client import Answer, Client, ClientSettings, StopJudging
 from ragjudge.services.llm.prompt import DEFAULT_TEMPLATE, pair_prompt, parse_grade, prompt_digest, prompt_values
 from ragjudge.services.llm.client import ProgressFn, Summary
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def check_llm_annotator(project: Project, name: str) -> None:
 
     found = roster.member(project, name)
     if found is not None and found.kind != "llm":
-        raise UsageError(f"{name!r} is a human annotator of this project; an LLM labels under its "
+        raise UsageError(f"{quote(name)} is a human annotator of this project; an LLM labels under its "
                          "own name (--annotator, default llm:MODEL). Nothing was changed.")
 
 

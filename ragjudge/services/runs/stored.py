@@ -12,6 +12,7 @@ import numpy as np
 from ragjudge.errors import UsageError
 from ragjudge.metrics.data import Run
 from ragjudge.services.project.database import Project
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
         if generation is None:
             known = list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
             listed = ", ".join(known) if known else "none yet ('ragjudge import run FILE' adds one)"
-            raise UsageError(f"the project has no run named {name!r}. Its runs: {listed}.")
+            raise UsageError(f"the project has no run named {quote(name)}. Its runs: {listed}.")
         from ragjudge.store.run_arrays import read_arrays
 
         arrays = read_arrays(connection, name, generation[0])

@@ -39,6 +39,7 @@ from ragjudge.services.scoring.sampled import (
     sample_reasons,
     sample_summary,
 )
+from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def _strata_of(rows: Iterable[tuple[str, Any, Any]], by: str, where: str) -> dic
         else:
             advice = ("The queries have no category and nothing in their meta to stratify by; "
                       "give them a 'category' or a meta field and import them again.")
-        raise UsageError(f"--by {by}: no query in {where} has a {by!r} {what}. {advice}")
+        raise UsageError(f"--by {by}: no query in {where} has a {quote(by)} {what}. {advice}")
     return out
 
 
@@ -178,6 +179,8 @@ def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
             specs.append(RunSpec(text, given or run_name_of(text), str(text)))
         elif project_runs is not None and text in project_runs:
             specs.append(RunSpec(text, given or text, None))
+        elif path_kind(text) == "folder":
+            raise InputError("is a folder, not a run file.", file=text)
         elif project_runs is not None and not _looks_like_path(text):
             listed = ", ".join(project_runs) if project_runs else "none yet"
             raise UsageError(
@@ -190,7 +193,7 @@ def resolve_runs(texts: Sequence[str], names: Sequence[str] | None = None, *,
     for spec in specs:
         if spec.name in seen:
             raise UsageError(
-                f"two runs are both named {spec.name!r} ({seen[spec.name]} and {spec.text}); "
+                f"two runs are both named {quote(spec.name)} ({seen[spec.name]} and {spec.text}); "
                 "name them apart with --name."
             )
         seen[spec.name] = spec.text

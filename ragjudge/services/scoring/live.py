@@ -154,7 +154,7 @@ class LiveEvaluation:
         from ragjudge.services.gold.rules import check_rule
 
         self.project = project
-        self.rule = check_rule(rule or project.rule)
+        self.rule = check_rule(project.rule if rule is None else rule)
         self.threshold = project.scale.threshold if threshold is None else int(threshold)
         self.measures = list(measures) if measures else saved_measures(project)
         for m in self.measures:

@@ -37,6 +37,7 @@ from ragjudge.errors import UsageError
 from ragjudge.services.runs.stored import stored_arrays
 from ragjudge.store.schema import Adjudication, AnswerJudgment, FacetLink, Label, NuggetSupport
 from ragjudge.store.schema import Run as RunRow
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -79,7 +80,7 @@ def run_digest(connection: Connection, name: str) -> str:
     """The SHA-256 of run ``name`` in the canonical form of :data:`RUN_FORM`."""
     generation = connection.execute(select(RunRow.generation).where(RunRow.name == name)).scalar()
     if generation is None:
-        raise UsageError(f"the project has no run named {name!r}.")
+        raise UsageError(f"the project has no run named {quote(name)}.")
     return _hash_arrays(stored_arrays(connection, name, generation))
 
 

@@ -91,7 +91,7 @@ def rag_extras(project: Project, run_name: str | None = None, query_ids: Sequenc
     needed = required_extras(measures)
     if not needed:
         return {}
-    rule = support_rule(rule or project.rule)
+    rule = support_rule(project.rule if rule is None else rule)
     extras: dict[str, Any] = {}
     cache = project.__dict__.setdefault("_rag_support_cache", {})
     with project.connect() as connection:

@@ -48,6 +48,7 @@ from ragjudge.metrics.settle import (
     supported,
 )
 from ragjudge.services.gold.pool import DEFAULT_DEPTH
+from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
     from ragjudge.metrics.data import Run
@@ -198,7 +199,7 @@ def split_measures(names: Sequence[str | Measure]) -> tuple[list[str], list[Skip
 def check_settleable(runs: Sequence[str], measures: Sequence[str], skipped: Sequence[Skipped]) -> None:
     """Two runs at least, and a measure that can be settled, or a :class:`UsageError`."""
     if len(runs) < 2:
-        have = f"only {runs[0]!r}" if runs else "none"
+        have = f"only {quote(runs[0])}" if runs else "none"
         raise UsageError(f"settling compares runs, two at least, and the project has {have}: "
                          "import another with 'ragjudge import run FILE'.")
     if not measures:
@@ -213,7 +214,7 @@ def pick_runs(stored: Sequence[str], wanted: Sequence[str] | None, option: str =
         return list(stored)
     unknown = [r for r in wanted if r not in stored]
     if unknown:
-        raise UsageError(f"{option}: the project has no run named {', '.join(map(repr, unknown))} "
+        raise UsageError(f"{option}: the project has no run named {', '.join(map(quote, unknown))} "
                          f"(runs: {', '.join(stored) or 'none'}).")
     return list(dict.fromkeys(wanted))
 

@@ -17,6 +17,7 @@ from ragjudge.store.schema import (
 )
 from ragjudge.services.transfer.common import FIRST_FEW, ImportResult, batches, check_annotator
 from ragjudge.services.transfer.definitions import MAX_ID, ReferenceCheck, new_id, refs_of, too_long_key
+from ragjudge.safetext import quote
 
 
 def _answer_parts(record: Any) -> tuple[str, list[str], list[tuple[str, list[str]]]]:
@@ -189,7 +190,7 @@ def import_answer_labels(connection: Connection, records: Iterable[tuple[int, An
         if r.nugget is not None:
             nugget_id = nugget_of.get((r.query_id, r.nugget))
             if nugget_id is None:
-                raise InputError(f"query '{r.query_id}' has no nugget {r.nugget!r}. Import the "
+                raise InputError(f"query '{r.query_id}' has no nugget {quote(r.nugget)}. Import the "
                                  "nuggets first (ragjudge import nuggets FILE). Nothing was "
                                  "imported.", file=file, line=line, field="nugget")
         else:

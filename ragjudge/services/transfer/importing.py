@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session
 from ragjudge.errors import InputError, UsageError
 from ragjudge.formats import detect_format, read_text, source_name
 from ragjudge.formats.beir import (
-    beir_file, beir_qrels_files, read_beir_qrels,
+    beir_file, beir_qrels_files, no_beir_kind, read_beir_qrels,
 )
 from ragjudge.formats.records import check_text, check_typed
 from ragjudge.formats.source import Source, is_inline, path_kind
@@ -89,8 +89,7 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
     if fmt == "auto":
         fmt = detect_format(source, kind)
     if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers", "answer-labels"):
-        raise UsageError(f"{file} is read as a BEIR dataset (a folder), which holds no {kind}; "
-                         "give a TREC, JSONL or CSV file.")
+        raise no_beir_kind(file, kind)
     if kind == "run" and name is None:
         name = run_name_for(source)
     elif kind == "run" and name is not None and not name.strip():  # was imported silently as a run named 'run'
