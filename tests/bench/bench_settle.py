@@ -30,11 +30,13 @@ same code path as the shell's, without the interpreter's start each time).
 
 It prints, per collection and order: **wrong certain** (certain or tied claims whose order is
 not the truth's, summed over every step and comparison; must be 0), **probable held** (probable
-claims whose current order is the truth's: target >= 95%), and **tau >= 0.9** (the judged share
-of the pool from which Kendall's tau between the runs ranked now and ranked by the truth stays
-at least 0.9: for MAP, nDCG@10, P@10, and the mean tau over every measure settled; the runs
-ranked by their current means, unjudged pairs not relevant); target: <= 25% of the pool, and
-the settle order sooner than the depth order.
+claims whose current order is the truth's: target >= 95%), **settled** (the judged share from
+which no comparison is open: ``settled`` exits 0), and **tau >= 0.9** (the judged share of the
+pool where Kendall's tau between the runs ranked now and ranked by the truth first reaches 0.9,
+and the share from which it stays there: for MAP, nDCG@10, P@10, and the mean tau over every
+measure settled; the runs ranked by their current means, unjudged pairs not relevant, as
+``eval`` ranks them); target: <= 25% of the pool, and the settle order sooner than the depth
+order.
 
 **Speed.** ``ragjudge --db PROJECT eval --format json`` and ``ragjudge --db PROJECT settled
 --format json`` as processes, alternating ``--repeat`` times (start to exit, peak memory), on
@@ -204,14 +206,32 @@ def taus(report: dict, truth: dict[tuple[str, str, str], float]) -> dict[str, fl
     return {m: score[m] / count[m] for m in count}
 
 
-def reached(steps: list[dict], truth: dict, measure: str | None) -> float:
-    """The judged share from which tau (of ``measure``, or the mean over the measures) stays
-    >= TAU to the end."""
-    share = 1.0
-    for report in reversed(steps):
+def tau_curve(steps: list[dict], truth: dict, measure: str | None) -> list[tuple[float, float]]:
+    """(judged share, tau) after each step: of ``measure``, or the mean over the measures."""
+    curve = []
+    for report in steps:
         tau = taus(report, truth)
         value = tau.get(measure, 1.0) if measure else (sum(tau.values()) / len(tau) if tau else 1.0)
-        if value < TAU - EPS:
+        curve.append((report["judged_pairs"] / max(report["pool_pairs"], 1), value))
+    return curve
+
+
+def reached(curve: list[tuple[float, float]]) -> tuple[float, float]:
+    """The judged share where tau first reaches TAU, and the one from which it stays there."""
+    first = next(share for share, tau in curve if tau >= TAU - EPS)
+    stays = 1.0
+    for share, tau in reversed(curve):
+        if tau < TAU - EPS:
+            break
+        stays = share
+    return first, stays
+
+
+def all_settled(steps: list[dict]) -> float:
+    """The judged share from which no comparison is open (what ``settled`` exits 0 on)."""
+    share = 1.0
+    for report in reversed(steps):
+        if report["counts"]["open"]:
             break
         share = report["judged_pairs"] / max(report["pool_pairs"], 1)
     return share
@@ -237,8 +257,8 @@ def run_replays(args: argparse.Namespace) -> None:
     print(f"Replay: pool = every run's top {args.pool}; {args.step} pairs a step; orders: "
           f"{', '.join(orders)}; unlisted pairs judged 0")
     header = (f"{'':<7} {'order':<7} {'pool':>6} {'steps':>5} {'s/step':>6} | {'wrong':>5} "
-              f"{'probable held':>17} | {'wrong*':>6} {'held*':>6} | tau>=0.9 at:  "
-              + " ".join(f"{m:>7}" for m in TAU_MEASURES) + f" {'mean':>7}")
+              f"{'probable held':>17} | {'wrong*':>6} {'held*':>6} | {'settled':>7} | tau >= 0.9 "
+              "(first/stays): " + " ".join(f"{m:>9}" for m in TAU_MEASURES) + f" {'mean':>9}")
     print(header)
     print("-" * len(header))
     for summary in found:
@@ -255,18 +275,21 @@ def run_replays(args: argparse.Namespace) -> None:
             ours, theirs = check(steps, truth), check(steps, everything)
             held = f"{ours['held']:,}/{ours['probable']:,} {ours['held'] / max(ours['probable'], 1):>5.1%}"
             held_all = f"{theirs['held'] / max(theirs['probable'], 1):.1%}"
-            reach = [reached(steps, truth, m) for m in TAU_MEASURES] + [reached(steps, truth, None)]
+            reach = [reached(tau_curve(steps, truth, m)) for m in (*TAU_MEASURES, None)]
             print(f"{summary['collection']:<7} {order:<7} {steps[-1]['pool_pairs']:>6,} "
                   f"{len(steps) - 1:>5} {statistics.mean(s['seconds'] for s in steps):>6.2f} | "
                   f"{ours['wrong']:>5} {held:>17} | {theirs['wrong']:>6} {held_all:>6} | "
-                  f"{'':<12} " + " ".join(f"{r:>7.0%}" for r in reach), flush=True)
+                  f"{all_settled(steps):>7.0%} | {'':<25}"
+                  + " ".join(f"{first:>4.0%}/{stays:<4.0%}" for first, stays in reach), flush=True)
             if args.keep:
                 (work / f"{summary['collection']}-{order}.json").write_text(json.dumps(steps))
     print("wrong: certain (or tied) claims whose order is not the fully judged pool's, over every "
           "step and comparison; probable held: probable claims whose current order is the fully "
           "judged pool's; * the same against every official judgment (relevant documents outside "
-          "the pool counted); tau >= 0.9 at: the judged share of the pool from which Kendall's "
-          "tau of the run ranking against the fully judged pool's stays >= 0.9.")
+          "the pool counted); settled: the judged share from which no comparison is open (settled "
+          "exits 0); tau >= 0.9: the judged share of the pool where Kendall's tau of the run "
+          "ranking (current means) against the fully judged pool's first reaches 0.9, and from "
+          "which it stays there.")
 
 
 # -- speed --------------------------------------------------------------------------------------

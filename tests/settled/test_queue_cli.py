@@ -70,25 +70,38 @@ def test_depth_order_goes_by_rounds(p3_db):
     assert [q for q, _ in first] == sorted(q for q, _ in first)
 
 
+#: the prior's chance that an open pair ranked first by A, B or C is relevant (settle_model), from
+#: the judged pairs the runs rank first: A a1=1 a3=1 a4=0, B a1=1 b2=0 a4=0, C c3=0 (3 of 7
+#: relevant). p0 = (3 + 1) / (7 + 2) = 4/9; the rank-1 bucket (3 + 10 p0) / (7 + 10) = 67/153;
+#: each run's (its relevant + 10 x 67/153) / (its judged + 10)
+P_A, P_B, P_C = (2 + 670 / 153) / 13, (1 + 670 / 153) / 13, (0 + 670 / 153) / 11
+
+
 def test_settle_order_puts_the_heaviest_pair_first(p1_db):
     """The P@1 project (settledkit), P@1 on pairs not judged counting 0:
 
     A = (1 + a2 + 1 + 0) / 4 = 1/2 now, B = (1 + 0 + b3 + 0) / 4 = 1/4, C = (c1 + a2 + 0 + c4) / 4
     = 0: the ranking A > B > C, so the settle order weighs the adjacent comparisons A - B and
-    B - C.
+    B - C. A pair weighs, summed over them, the share of what the comparison still needs to
+    become certain that its judgment is expected to bring (its chance of each outcome: P_A, P_B,
+    P_C above, a2 the mean of A's and C's).
 
-    A - B = (a2 + 1 - b3) / 4: now 1/4, lowest 0 (a2 = 0, b3 = 1), highest 1/2; not settled.
-    Only b3 can bring it down (by 1/4, its swing); what the low end must still move to exclude
-    0 is 0 (it sits on 0), so b3 alone brings all of it: weight min(1/4, need) / need = 1.
-    B - C = (1 - c1 - a2 + b3 - c4) / 4: now 1/4, lowest -1/2; c1, a2 and c4 each bring it
-    down by 1/4, and it needs 1/2: weight 1/4 / (1/2) = 1/2 each.
+    A - B = (a2 + 1 - b3) / 4: now 1/4, lowest 0 (a2 = 0, b3 = 1): it needs its low end to
+    move off 0, and either b3 judged not relevant or a2 judged relevant does it all: b3 brings
+    1 - P_B, a2 brings P_a2.
+    B - C = (1 - c1 - a2 + b3 - c4) / 4: now 1/4, lowest -1/2, so it needs 1/2; c1, a2 and c4
+    each raise the low end by 1/4 when judged not relevant, b3 when judged relevant:
+    c1 and c4 bring (1 - P_C) / 2, a2 (1 - P_a2) / 2, b3 P_B / 2.
 
-    So b3 weighs 1, c1, a2 and c4 1/2 each: (q3, b3) comes first, though the depth order starts
-    with q1; then the other three open pairs; then the pairs ref judged, in the depth order."""
+    So b3 weighs 1 - P_B / 2 = 0.793, a2 (1 + P_a2) / 2 = 0.722, c1 and c4 (1 - P_C) / 2 = 0.301:
+    (q3, b3) comes first, though the depth order starts with q1; then a2, c1, c4; then the
+    pairs ref judged, in the depth order."""
+    p_a2 = (P_A + P_C) / 2
+    expected = [1 - P_B / 2, (1 + p_a2) / 2, (1 - P_C) / 2, (1 - P_C) / 2]
     with Project.open(p1_db) as project:
         order = queue_order(project)
     head = [order.pair(i) for i in range(len(order))]
-    assert head[0] == ("q3", "b3") and set(head[1:]) == {("q1", "c1"), ("q2", "a2"), ("q4", "c4")}
+    assert head == [("q3", "b3"), ("q2", "a2"), ("q1", "c1"), ("q4", "c4")]
     from ragjudge.metrics.settle import pair_weights
     from ragjudge.services.gold.gold import gold
     from ragjudge.services.runs.stored import project_run, project_run_names
@@ -96,8 +109,8 @@ def test_settle_order_puts_the_heaviest_pair_first(p1_db):
     with Project.open(p1_db) as project:
         runs = {n: project_run(project, n) for n in project_run_names(project)}
         ranked = pair_weights(gold(project, runs=runs).qrels(), runs, 10, ["P@1"]).ranked()
-    assert [(q, c) for q, c, _ in ranked][0] == ("q3", "b3")
-    assert [w for _, _, w in ranked] == pytest.approx([1.0, 0.5, 0.5, 0.5])
+    assert [(q, c) for q, c, _ in ranked] == head
+    assert [w for _, _, w in ranked] == pytest.approx(expected)
 
     pairs = listed(p1_db, "ana", "--order", "settle", "--limit", "20")
     assert pairs[:4] == head
@@ -113,7 +126,7 @@ def test_settle_order_leaves_out_what_the_annotator_judged(p1_db):
     with Project.open(p1_db) as project:
         record_label(project, annotator="ana", query_id="q3", chunk_id="b3", grade=0)
     # ana's grade of b3 is the gold now (the only one): A - B = (a2 + 1)/4 > 0 whatever a2 is,
-    # so only B - C is open: c1, a2, c4, weighing alike
+    # so only B - C is open, and c1, a2, c4 are what threatens it
     pairs = listed(p1_db, "ana", "--order", "settle", "--limit", "3")
     assert set(pairs) == P1_OPEN - {("q3", "b3")}
     assert label_count(p1_db) == before + 1
@@ -164,3 +177,9 @@ def test_help_has_examples():
     code, out, _ = cli("queue", "--help")
     assert code == 0 and "Examples:" in out and "ragjudge queue --annotator" in out
     assert "--order settle" in out and "nothing is recorded" in out.replace("\n", " ")
+
+
+def test_the_settle_order_of_one_run_is_refused(p1_db):
+    code, out, err = cli("--db", p1_db, "queue", "--annotator", "ana", "--order", "settle", "--runs", "A")
+    assert code == 2 and out == "" and one_paragraph(err)
+    assert "--runs A: settling compares runs, two at least" in err

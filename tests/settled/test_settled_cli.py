@@ -133,7 +133,7 @@ def test_confidence_moves_the_line_between_probable_and_open(p3_db):
     (["--confidence", "-0.2"], "between 0 and 1"),
     (["--confidence", "nan"], "--confidence"),
     (["--confidence", "high"], "--confidence"),
-    (["--runs", "A"], "two at least"),
+    (["--runs", "A"], "--runs A: settling compares runs, two at least; name another (runs: A, B, C)"),
     (["--runs", "A,nope"], "'nope'"),
     (["--runs", " , "], "--runs"),
     (["-m", "Rprec"], "none of the measures can be settled"),
