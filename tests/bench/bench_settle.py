@@ -43,7 +43,9 @@ order.
 the 10,000-query project of ``bench_live_eval.py`` (10 runs of depth 100, 3 annotators, 1.4 M
 labels; built when missing, several minutes): with the project's gold (the median of the three,
 97% of the depth-10 pool judged) and with one annotator's grades (``--rule
-annotator:annotator1``, 70% judged, so more open pairs to draw). Target: settled <= 2 x eval.
+annotator:annotator1``, 70% judged: more open pairs to bound and draw), every pair of runs
+(``settled``'s default, 45 pairs) and each run with the next (``--pairs adjacent``, 9). Target:
+settled <= 2 x eval.
 """
 
 from __future__ import annotations
@@ -318,12 +320,13 @@ def run_speed(args: argparse.Namespace) -> None:
     print(f"\nSpeed on {large} (10,000 queries x 10 runs of depth 100), processes alternating, "
           f"{args.repeat} times; median seconds (peak MB)")
     print(f"{'gold':<28} {'eval --db':>16} {'settled':>16} {'x eval':>7}  settled's verdict")
-    for label, extra in (("median of 3 annotators", []),
-                         ("annotator1 alone", ["--rule", "annotator:annotator1"])):
+    one = ["--rule", "annotator:annotator1"]
+    for label, extra, more in (("median of 3 annotators", [], []), ("annotator1 alone", one, []),
+                               ("annotator1, --pairs adjacent", one, ["--pairs", "adjacent"])):
         took: dict[str, list[tuple[float, float, int]]] = {"eval": [], "settled": []}
         for _ in range(args.repeat):
             took["eval"].append(timed([*cli, "eval", "--format", "json", *extra]))
-            took["settled"].append(timed([*cli, "settled", "--format", "json", *extra]))
+            took["settled"].append(timed([*cli, "settled", "--format", "json", *extra, *more]))
         med = {k: statistics.median(t for t, _, _ in v) for k, v in took.items()}
         mem = {k: max(m for _, m, _ in v) for k, v in took.items()}
         code = took["settled"][-1][2]
