@@ -216,7 +216,8 @@ def queue(
         return
     from rich.table import Table
 
-    table = Table(title=f"{safe(name)}'s next {len(pairs):,} pairs ({order} order)")
+    title = f"{safe(name)}'s next {len(pairs):,} pairs ({order} order)"
+    table = Table(title=title, min_width=min(len(title), 100))  # the title on one line
     for label in ("#", "query", "chunk"):
         table.add_column(label, justify="right" if label == "#" else "left", no_wrap=True)
     for i, (q, c) in enumerate(pairs, start=1):

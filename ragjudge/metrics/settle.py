@@ -31,16 +31,26 @@ For every measure and pair of runs (A, B) this module says, from the labels so f
   grade of the open pairs can change the order; ``"tied"`` when low = high = 0 (no grade can
   separate the runs); ``"probable"`` when p_order >= ``confidence``; else ``"open"``.
 - **judge_more** -- an estimate of how many more pool pairs, judged in the queue order of
-  :meth:`Settlement.weights`, settle the comparison (make it certain); see :func:`_judge_more`.
+  :meth:`Settlement.weights`, settle the comparison (make it certain): the pairs in that order
+  until the bound's expected movement (below) adds up to what it needs; see :func:`_judge_more`.
 
 **Weights** (:meth:`Settlement.weights`, after Carterette, Allan & Sitaraman, "Minimal test
 collections for retrieval evaluation", SIGIR 2006: judge first the pairs that can most change
-the open differences): a pair's *swing* on a comparison is how far its judgment alone, with the
-other open pairs as now, moves the mean difference toward 0 (the side the current order is
-threatened from), the swings of a comparison scaled to add up to its bound on that side
-(exact for the linear measures, whose bound is the sum of the swings). Its weight is the sum
-over the comparisons not settled of min(swing / still-needed, 1): the share of what the
-comparison still needs to become certain that this pair's judgment can bring.
+the open differences). A comparison with A ahead is certain once its low bound passes 0; what
+it still *needs* is how far that bound must move. A pair's *swing* on it is how far its
+judgment alone, the other open pairs as now, moves the difference toward 0 if the pair is
+relevant (the swings of a comparison scaled to add up to the gap between the difference and
+the bound, exact for the linear measures, whose bound is the sum of the swings); its *lift*
+how far it moves the difference away from 0 then. Judged not relevant, a threatening pair
+moves the bound by its swing; judged relevant, a pair on the other side moves the bound by its
+lift (the difference moves, the bound with it); otherwise the bound stays (a threat that comes
+true moves the difference toward the bound instead). With h the model's probability that the
+pair is relevant (:meth:`~ragjudge.metrics.settle_measures.Family.harm`), the pair's weight is,
+summed over the comparisons not settled, the share of the need its judgment is expected to
+bring: ((1 - h) min(swing, need) + h min(lift, need)) / need (:func:`_progress`). Pairs likely
+relevant count on the side they help and pairs likely not relevant on theirs, so the order
+judges first the pairs whose grade most likely moves a bound, which also makes the current
+ranking right sooner than the threat alone did (``tests/bench/bench_settle.py``).
 
 The current values come from the registered measure kernels on the grade matrix
 :class:`~ragjudge.metrics.context.EvalContext` builds, so they equal ``ragjudge eval``'s per
@@ -339,9 +349,10 @@ class Settlement:
         return self._order
 
     def _swings(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
-                ) -> Iterator[tuple[tuple[int, str, str], int, Callable[[np.ndarray | None], np.ndarray], float]]:
-        """Per comparison not settled: its key, measure, its swings (the pairs in the given
-        order, or all) and what it still needs, one measure's flips in memory at a time."""
+                ) -> Iterator[tuple[tuple[int, str, str], int, Callable[[np.ndarray | None], tuple[np.ndarray, np.ndarray]], float]]:
+        """Per comparison not settled: its key, measure, its moves (each pair's swing and lift,
+        see :func:`_threat`, in the given order or all) and what it still needs, one measure's
+        flips in memory at a time."""
         n = max(self.layout.n_queries, 1)
         by_measure: dict[int, list[tuple[int, str, str]]] = {}
         for key, (_, low, high, _) in bounds.items():
@@ -353,16 +364,18 @@ class Settlement:
             for key in keys:
                 diff, low, high, _ = bounds[key]
                 delta = flips[key[1]] - flips[key[2]]
-                threat, gap, need = _threat(delta, diff, low, high)
+                threat, _, gap, need = _threat(delta, diff, low, high)
                 total = float(threat.sum())
                 scale = gap / total if total > 0 else 1.0
 
-                def swing(order: np.ndarray | None, delta: np.ndarray = delta, diff: float = diff,
-                          low: float = low, high: float = high, scale: float = scale) -> np.ndarray:
+                def moves(order: np.ndarray | None, delta: np.ndarray = delta, diff: float = diff,
+                          low: float = low, high: float = high, scale: float = scale
+                          ) -> tuple[np.ndarray, np.ndarray]:
                     picked = delta if order is None else delta[order]
-                    return _threat(picked, diff, low, high)[0] * scale
+                    swing, lift, _, _ = _threat(picked, diff, low, high)
+                    return swing * scale, lift
 
-                yield key, j, swing, max(need, EPS)
+                yield key, j, moves, max(need, EPS)
 
     def _bounds(self) -> dict[tuple[int, str, str], tuple[float, float, float, bool]]:
         """(measure, a, b) -> (difference, low, high, exact), the comparisons shared out over
@@ -471,22 +484,26 @@ class Settlement:
 
     # -- weights and what is left to judge -----------------------------------------------------
     def _pressure(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]) -> np.ndarray:
-        """Each open pair's weight: over the comparisons not settled, min(swing, need) / need."""
+        """Each open pair's weight: over the comparisons not settled, the share of what each
+        still needs that its judgment is expected to bring (see :func:`_progress`)."""
         weights = np.zeros(self.layout.n_vars)
-        for _, _, swing, need in self._swings(bounds):
-            weights += np.minimum(swing(None), need) / need
+        harms: dict[int, np.ndarray] = {}
+        for _, j, moves, need in self._swings(bounds):
+            if j not in harms:
+                harms[j] = self.families[j].harm(self.model.probs)
+            weights += _progress(*moves(None), harms[j], need)
         return weights
 
     def _judge_more(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
                     ) -> dict[tuple[int, str, str], int]:
-        """judge_more of every comparison not settled, its swings read in queue order."""
+        """judge_more of every comparison not settled, its moves read in queue order."""
         order = self._queue()
         harms: dict[int, np.ndarray] = {}
         out = {}
-        for key, j, swing, need in self._swings(bounds):
+        for key, j, moves, need in self._swings(bounds):
             if j not in harms:
                 harms[j] = self.families[j].harm(self.model.probs)[order]
-            out[key] = _judge_more(swing(order), harms[j], need)
+            out[key] = _judge_more(*moves(order), harms[j], need)
         return out
 
     def _ranked(self, weights: np.ndarray, order: np.ndarray) -> PairWeights:
@@ -537,32 +554,49 @@ def _settled(low: float, high: float) -> bool:
     return low > EPS or high < -EPS or (abs(low) <= EPS and abs(high) <= EPS)
 
 
-def _threat(delta: np.ndarray, diff: float, low: float, high: float) -> tuple[np.ndarray, float, float]:
-    """Each pair's swing toward 0 (the threatened side), the bound on that side (the gap the
-    swings add up to) and what the bound must still move to exclude 0."""
+def _threat(delta: np.ndarray, diff: float, low: float, high: float
+            ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Each pair's swing (how far the difference moves toward 0, the threatened side, if the
+    pair alone gets the top grade), its lift (how far the difference moves away from 0 then:
+    the bound on the threatened side moves as far), the bound on that side (the gap the swings
+    add up to) and what the bound must still move to exclude 0. A current tie is threatened
+    from both sides: every pair's move is a swing, none a lift."""
     side = _sign(diff)
     if side > 0:
-        return np.maximum(-delta, 0.0), diff - low, -low
+        return np.maximum(-delta, 0.0), np.maximum(delta, 0.0), diff - low, -low
     if side < 0:
-        return np.maximum(delta, 0.0), high - diff, high
-    return np.abs(delta), high - low, min(-low, high)
+        return np.maximum(delta, 0.0), np.maximum(-delta, 0.0), high - diff, high
+    return np.abs(delta), np.zeros_like(delta), high - low, min(-low, high)
 
 
-def _judge_more(swing: np.ndarray, harm: np.ndarray, need: float) -> int:
+def _progress(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, need: float) -> np.ndarray:
+    """The share of ``need`` each pair's judgment is expected to bring the threatened bound.
+
+    A pair that threatens the order (swing > 0) moves that bound by its swing when judged not
+    relevant (probability 1 - harm); judged relevant it moves the difference toward 0 instead,
+    and the bound stays. A pair on the other side (lift > 0) moves the bound by its lift when
+    judged relevant (probability harm), the difference moving away from 0 with it. Each outcome
+    brings at most the whole need: ((1 - harm) min(swing, need) + harm min(lift, need)) / need."""
+    return ((1.0 - harm) * np.minimum(swing, need) + harm * np.minimum(lift, need)) / need
+
+
+def _judge_more(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, need: float) -> int:
     """How many pairs, in queue order, until the comparison is expected to be certain.
 
-    Judging a pair closes its swing of the bound whatever its grade; it moves the bound on the
-    threatened side (rather than the difference) when the grade does not carry the threat, with
-    probability 1 - harm (binary: not relevant). So after the first n pairs the bound is expected
-    to have moved by the sum of swing x (1 - harm) over them; the answer is the first n where
-    that reaches what is needed, and never more than the position of the last pair that can move
-    the comparison at all (once it is judged, every bound has collapsed to the final value).
+    Judging a threatening pair closes its swing of the gap between the difference and the
+    threatened bound whatever its grade, but moves the bound only when the grade does not carry
+    the threat (probability 1 - harm: binary, not relevant); a pair on the other side moves the
+    bound by its lift when judged relevant (probability harm). So after the first n pairs the
+    bound is expected to have moved by the sum of swing x (1 - harm) + lift x harm over them;
+    the answer is the first n where that reaches what is needed, and never more than the
+    position of the last threatening pair (once it is judged the threatened bound has reached
+    the difference: the order is certain, or the difference has crossed 0).
     """
     movable = np.flatnonzero(swing > 0)
     if len(movable) == 0:
         return len(swing)
     last = int(movable[-1]) + 1
-    expected = np.cumsum(swing[:last] * (1.0 - harm[:last]))
+    expected = np.cumsum(swing[:last] * (1.0 - harm[:last]) + lift[:last] * harm[:last])
     reached = int(np.searchsorted(expected, need + EPS, side="left"))
     return min(reached + 1, last)
 

@@ -184,17 +184,20 @@ def test_llm_grades_move_the_probabilities():
 
 
 def test_weights_queue_the_pairs_that_decide():
-    # A leads B on P@1 by one judged query; on q2 B's first chunk is open (it alone can flip the
-    # order), A's first chunk of q2 is open too; the third run's pairs touch no compared run
+    # A leads B on P@1 by one judged query: (1 + a2 - b2) / 2, 1/2 now, 0 at worst (b2 relevant,
+    # a2 not). Judging b2 settles it when b2 is not relevant, judging a2 when a2 is relevant; z
+    # (rank 2) is read by no measure. Each weighs its chance of settling it under the prior
+    # (settle_model): p0 = (1 + 1) / (2 + 2) = 1/2, the rank-1 bucket (1 + 10 p0) / (2 + 10) =
+    # 1/2, A's (1 + 10 / 2) / (1 + 10) = 6/11 relevant, B's (0 + 5) / 11 = 5/11: b2 weighs
+    # 1 - 5/11 and a2 6/11, both 6/11.
     runs = {"A": Run.from_ranked({"q1": ["a1"], "q2": ["a2", "z"]}, name="A"),
             "B": Run.from_ranked({"q1": ["b1"], "q2": ["b2", "z"]}, name="B")}
     qrels = Qrels.from_dict({"q1": {"a1": 1, "b1": 0}}, top_grade=1)
     s = Settlement(qrels, runs, 2, ["P@1"], samples=0)
     ranked = s.weights().ranked()
-    assert ranked[0][:2] == ("q2", "b2")  # the one threat to A > B
     weights = {(q, c): w for q, c, w in ranked}
-    assert weights["q2", "z"] == 0.0  # rank 2: P@1 does not read it
-    assert weights["q2", "a2"] == 0.0  # can only widen A's lead
+    assert weights == pytest.approx({("q2", "b2"): 6 / 11, ("q2", "a2"): 6 / 11, ("q2", "z"): 0.0})
+    assert ranked[-1][:2] == ("q2", "z")
     assert pair_weights(qrels, runs, 2, ["P@1"]).ranked(1) == ranked[:1]
 
 

@@ -196,8 +196,13 @@ def split_measures(names: Sequence[str | Measure]) -> tuple[list[str], list[Skip
     return kept, skipped
 
 
-def check_settleable(runs: Sequence[str], measures: Sequence[str], skipped: Sequence[Skipped]) -> None:
-    """Two runs at least, and a measure that can be settled, or a :class:`UsageError`."""
+def check_settleable(runs: Sequence[str], measures: Sequence[str], skipped: Sequence[Skipped],
+                     stored: Sequence[str] = ()) -> None:
+    """Two runs at least, and a measure that can be settled, or a :class:`UsageError`
+    (``stored``: the project's runs, when ``runs`` is a choice among them)."""
+    if len(runs) < 2 and len(stored) >= 2:
+        raise UsageError(f"--runs {','.join(runs)}: settling compares runs, two at least; name "
+                         f"another (runs: {', '.join(stored)}).")
     if len(runs) < 2:
         have = f"only {quote(runs[0])}" if runs else "none"
         raise UsageError(f"settling compares runs, two at least, and the project has {have}: "
@@ -238,7 +243,7 @@ def settle_project(project: Project, *, access: Access, runs: Sequence[str] | No
     stored = project_run_names(project)
     names = pick_runs(stored, runs)
     kept, skipped = split_measures(list(measures) if measures else default_measures(project))
-    check_settleable(names, kept, skipped)
+    check_settleable(names, kept, skipped, stored)
     every = {name: project_run(project, name) for name in stored}
     found = gold(project, rule, runs=every)
     use = _llm_grades(project, llm, found)
@@ -316,7 +321,7 @@ def queue_order(project: Project, *, runs: Sequence[str] | None = None, depth: i
     stored = project_run_names(project)
     names = pick_runs(stored, runs)
     kept = list(measures) if measures is not None else queue_measures(project)
-    check_settleable(names, kept, [])
+    check_settleable(names, kept, [], stored)
     every = {name: project_run(project, name) for name in stored}
     found = gold(project, runs=every)
     chosen = {n: every[n] for n in names}
@@ -356,8 +361,8 @@ def judging_queue(project: Project, annotator: str, *, order: str = "depth",
 
     weigher = None
     if order == "settle" or until_settled:
-        names = pick_runs(project_run_names(project), runs)
-        check_settleable(names, queue_measures(project), [])
+        stored = project_run_names(project)
+        check_settleable(pick_runs(stored, runs), queue_measures(project), [], stored)
         weigher = partial(queue_order, project, runs=runs, depth=depth, until_settled=until_settled)
     return JudgingQueue(project, annotator, order=order, runs=runs, depth=depth, weigher=weigher,
                         until_settled=until_settled, **options)
