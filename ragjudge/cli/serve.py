@@ -74,6 +74,7 @@ def serve(
     public_url: Annotated[str | None, typer.Option("--public-url", help="The address people open when a reverse proxy is in front (https://...).", show_default=False)] = None,
     max_sessions: Annotated[int, int_option("--max-sessions", low=1, high=MAX_LIMIT, what="the number of sessions", help="Logged-in sessions at once (each a few hundred bytes on the server).")] = 1000,
     max_terminals: Annotated[int, int_option("--max-terminals", low=0, high=1000, what="the number of lead terminals", help="Lead terminals at once (each an app process of about 100 MB).")] = 4,
+    queue_order: Annotated[str, typer.Option("--queue-order", help="How each annotator's pairs are ordered: depth (rounds of growing depth), query (a query's whole pool at a time) or settle (the pairs that most move the comparisons of the runs not settled yet first, weighed again as labels arrive).")] = "depth",
 ) -> None:
     """Serve the judging pages to annotators' browsers; each logs in with a personal token."""
     if not _extra_installed():
@@ -81,6 +82,10 @@ def serve(
     host = check_host(host)
     if public_url is not None:
         public_url = check_public_url(public_url)
+    from ragjudge.services.labels.queue import ORDERS
+
+    if queue_order not in ORDERS:
+        raise UsageError(f"--queue-order {quote(queue_order)}: use depth, query or settle.")
     from ragjudge.services.access import roster
     from ragjudge.web.guard import is_loopback
     from ragjudge.web.server import serve as run_server
@@ -88,6 +93,10 @@ def serve(
     db = project_db()
     with open_project() as project:  # a missing or foreign project is told now
         members = roster.members(project, counts=False)
+        if queue_order == "settle":
+            from ragjudge.services.scoring.settled import check_settle_order
+
+            check_settle_order(project)
     if not is_loopback(host):
         err_console.print(
             f"[bold yellow]warning:[/] listening on {safe(host)}: tokens and labels cross the network "
@@ -100,7 +109,7 @@ def serve(
             highlight=False)
     try:
         run_server(db, host=host, port=port, public_url=public_url, max_sessions=max_sessions,
-                   max_terminals=max_terminals)
+                   max_terminals=max_terminals, queue_order=queue_order)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}. Choose "
                          "another --port, or stop what uses it.") from None

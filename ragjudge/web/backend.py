@@ -53,6 +53,7 @@ from ragjudge.services.labels import events as label_events
 from ragjudge.services.labels.queue import JudgingQueue, PairView
 from ragjudge.services.labels.scale import current_scale
 from ragjudge.services.project.database import Project
+from ragjudge.services.scoring.settled import judging_queue
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Annotator, Label, utcnow
 from ragjudge.web.highlight import segments
@@ -272,8 +273,10 @@ class Queues:
     """Each annotator's judging queue and answer queue, built on first use and again after
     :data:`QUEUE_SECONDS`; a request holds the annotator's lock while it uses them."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, order: str = "depth") -> None:
         self.project = project
+        self.order = order
+        """depth, query or settle: :func:`ragjudge.services.scoring.settled.judging_queue`'s order"""
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._counting: set[str] = set()
@@ -310,7 +313,8 @@ class Queues:
 
             with writing(self.project):  # a pool deeper than the runs' heads widens them (a
                 ensure_rows(self.project, DEPTH)  # read when they are deep enough, as usual)
-            slot.queue = JudgingQueue(self.project, name, depth=DEPTH)  # (then nothing to write)
+            slot.queue = judging_queue(self.project, name, order=self.order,  # (then nothing
+                                       depth=DEPTH)  # to write; the settle order is weighed on its own thread)
             slot.built = time.monotonic()
             self._count_later(slot.queue)
         return slot.queue

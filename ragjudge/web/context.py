@@ -47,6 +47,8 @@ class Settings:
     public_url: str | None = None
     max_sessions: int = DEFAULT_MAX_SESSIONS
     max_terminals: int = DEFAULT_MAX_TERMINALS
+    queue_order: str = "depth"
+    """How each annotator's queue is ordered: depth, query or settle (as ``annotate``'s)."""
     limits: dict[str, Limit] = field(default_factory=dict)
     """Rate limits other than :data:`ragjudge.web.auth.LIMITS` (tests, benchmarks)."""
     log: TextIO | None = None
@@ -64,7 +66,7 @@ class Context:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.project = backend.open_project(settings.db)
-        self.queues = backend.Queues(self.project)
+        self.queues = backend.Queues(self.project, order=settings.queue_order)
         self.title = visible(backend.project_title(self.project))
         self.sessions = Sessions(settings.max_sessions)
         self.limits = Limits(settings.limits)

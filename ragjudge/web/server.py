@@ -116,11 +116,12 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 def serve(db: str, *, host: str = "127.0.0.1", port: int = 8000, public_url: str | None = None,
-          max_sessions: int = DEFAULT_MAX_SESSIONS, max_terminals: int = DEFAULT_MAX_TERMINALS) -> None:
+          max_sessions: int = DEFAULT_MAX_SESSIONS, max_terminals: int = DEFAULT_MAX_TERMINALS,
+          queue_order: str = "depth") -> None:
     """Serve the project until SIGINT or SIGTERM (an :class:`OSError` when the address cannot
     be listened on)."""
     settings = Settings(db=db, host=host, port=port, public_url=public_url,
-                        max_sessions=max_sessions, max_terminals=max_terminals)
+                        max_sessions=max_sessions, max_terminals=max_terminals, queue_order=queue_order)
     sock = listening_socket(host, port)
     sys.setswitchinterval(SWITCH_SECONDS)
     server = make_server(settings, banner=sys.stdout)

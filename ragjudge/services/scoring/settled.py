@@ -350,6 +350,16 @@ def settled_message(comparisons: Sequence[Comparison], confidence: float) -> str
             "labels would not change the ranking.")
 
 
+def check_settle_order(project: Project, runs: list[str] | None = None) -> None:
+    """That the settle order can weigh the pool: two runs at least (of ``runs``, or of the
+    project) and a measure of the evaluation screen that can be settled; a
+    :class:`UsageError` saying which is missing otherwise."""
+    from ragjudge.services.runs.stored import project_run_names
+
+    stored = project_run_names(project)
+    check_settleable(pick_runs(stored, runs), queue_measures(project), [], stored)
+
+
 def judging_queue(project: Project, annotator: str, *, order: str = "depth",
                   until_settled: bool = False, runs: list[str] | None = None,
                   depth: int = DEFAULT_DEPTH, **options: Any) -> JudgingQueue:
@@ -357,12 +367,10 @@ def judging_queue(project: Project, annotator: str, *, order: str = "depth",
     the settle order (:func:`queue_order`) when ``order='settle'`` or ``until_settled`` asks for
     it: what ``annotate``, ``queue``, ``llm-judge`` and the app open. ``options`` as the queue's."""
     from ragjudge.services.labels.queue import JudgingQueue
-    from ragjudge.services.runs.stored import project_run_names
 
     weigher = None
     if order == "settle" or until_settled:
-        stored = project_run_names(project)
-        check_settleable(pick_runs(stored, runs), queue_measures(project), [], stored)
+        check_settle_order(project, runs)
         weigher = partial(queue_order, project, runs=runs, depth=depth, until_settled=until_settled)
     return JudgingQueue(project, annotator, order=order, runs=runs, depth=depth, weigher=weigher,
                         until_settled=until_settled, **options)
