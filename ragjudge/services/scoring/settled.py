@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from ragjudge.metrics.data import Run
     from ragjudge.services.access.rights import Access
     from ragjudge.services.gold.gold import Composition, Gold
-    from ragjudge.services.labels.queue import JudgingQueue, PairOrder
+    from ragjudge.services.labels.queue import JudgingQueue
+    from ragjudge.services.labels.settleorder import PairOrder
     from ragjudge.services.project.database import Project
 
 PAIRS = ("all", "adjacent")
@@ -315,7 +316,7 @@ def queue_order(project: Project, *, runs: Sequence[str] | None = None, depth: i
     to the queue's depth order). With ``until_settled`` the comparisons' statuses too (their
     draws cost more): ``settled`` says so once none is open."""
     from ragjudge.services.gold.gold import gold
-    from ragjudge.services.labels.queue import PairOrder
+    from ragjudge.services.labels.settleorder import PairOrder
     from ragjudge.services.runs.stored import project_run, project_run_names
 
     stored = project_run_names(project)
