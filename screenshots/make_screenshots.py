@@ -87,8 +87,9 @@ def _flags_for_review(project) -> None:
     from ragjudge.services.labels import events as J_events
     from ragjudge.services.labels import queue as J_queue
     from ragjudge.services.access import roster
+    from ragjudge.services.access.visibility import access_for
 
-    roster.add(project, "dora", role="lead")
+    roster.add(project, "dora", role="lead", access=access_for(project, "dora"))
     _seen("dora")(project)
     queue = J_queue.JudgingQueue(project, "ana", queries=FACET_QUERY)
     view = queue.first()
@@ -105,8 +106,9 @@ def _flags_for_review(project) -> None:
 def _lead(name: str) -> Callable:
     def prepare(project) -> None:
         from ragjudge.services.access import roster
+        from ragjudge.services.access.visibility import access_for
 
-        roster.add(project, name, role="lead")
+        roster.add(project, name, role="lead", access=access_for(project, name))
         _seen(name)(project)
 
     return prepare
@@ -125,7 +127,7 @@ def _answer_board(project) -> None:
 
 SCENARIOS: list[Scenario] = [
     Scenario("home", {"annotator": "dana"}),
-    Scenario("guidelines", {"annotator": "dana", "start": "judge"}),
+    Scenario("guidelines", {"annotator": "dana", "start": "judge", "new_annotator": True}),
     Scenario("judge", {"annotator": "dana", "start": "judge"}, prepare=_seen("dana")),
     Scenario("judge-earlier-label", {"annotator": "dana", "start": "judge", "queries": FACET_QUERY},
              keys=("left",), prepare=_judged_a_few),

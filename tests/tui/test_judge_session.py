@@ -454,10 +454,11 @@ async def test_every_judging_key_is_in_the_help_screen_and_the_readme(project):
         assert isinstance(app.screen, HelpScreen)
         keys = " ".join(row[0] for row in app.screen.rows)
         for key in judging_keys():
-            if key.isdigit():
+            if key.isdigit() or key in ("y", "n"):  # y and n: listed on a binary scale only
                 continue
             assert key in keys.split() or key in keys.replace("/", " ").split(), (key, keys)
         assert app.screen.rows[0][0] == "0-3"  # the scale's grades, not 0-9
+        assert "y" not in keys.split() and "n" not in keys.split()
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     table = readme.split("Keys on the judging screen")[1].split("\n\n")[1]
     for key in judging_keys():

@@ -28,7 +28,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
+from textual.widgets import DataTable, Static, TabbedContent, TabPane, Tabs
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
@@ -46,6 +46,8 @@ from ragjudge.tui.widgets.evalpane import (
     settled_cell,
     settled_note,
 )
+from ragjudge.tui.widgets.fitted import Fitted
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import literal
 from ragjudge.tui.widgets.widetable import WideTable
 
@@ -94,6 +96,10 @@ class EvaluationScreen(Screen):
                 key_display={"plus": "+", "minus": "-"}.get(k))
         for k, a, n, t in EVAL_KEYS
     ]
+    FOOTER_PRIORITY = {"back": 0, "tab('overview')": 1, "tab('per-query')": 1, "tab('curves')": 1,
+                       "tab('strata')": 1, "tab('compare')": 1, "add_measure": 2,
+                       "next_rule": 2, "next_measure": 2, "next_filter": 3}
+    """What a narrow footer keeps first (see PriorityFooter)."""
 
     rule: reactive[str] = reactive("median", init=False)
     """The gold rule the numbers are computed under."""
@@ -188,12 +194,12 @@ class EvaluationScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="eval-title")
-        yield Static(Text("loading the runs and labels…", style="dim"), id="eval-header")
+        yield Fitted(Text("loading the runs and labels…", style="dim"), id="eval-header")
         with TabbedContent(initial="overview"):
             with TabPane("overview", id="overview"):
                 yield WideTable(id="overview-table", cursor_type="column", zebra_stripes=True)
                 yield Static(id="overview-table-cue", classes="cue")
-                yield Static(id="overview-note")
+                yield Fitted(id="overview-note")
             with TabPane("per query", id="per-query"):
                 yield Static(id="per-query-hint")
                 yield WideTable(id="per-query-table", cursor_type="row", zebra_stripes=True)
@@ -202,7 +208,7 @@ class EvaluationScreen(Screen):
                 with Horizontal(id="curves-row"):
                     yield CurvePlot(id="curve-k")
                     yield CurvePlot(id="curve-pr")
-                yield Static(id="curves-note")
+                yield Fitted(id="curves-note")
             with TabPane("strata", id="strata"):
                 yield Static(id="strata-hint")
                 yield WideTable(id="strata-table", cursor_type="row", zebra_stripes=True)
@@ -212,7 +218,7 @@ class EvaluationScreen(Screen):
                 with VerticalScroll():
                     yield WideTable(id="compare-table", cursor_type="row", zebra_stripes=True)
                 yield Static(id="compare-table-cue", classes="cue")
-        yield Footer(compact=True, show_command_palette=False)
+        yield PriorityFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         # the arrow keys belong to the tables (they scroll wide ones); tabs go by their letters
@@ -874,11 +880,10 @@ class EvaluationScreen(Screen):
         if s is None or len(s.run_names) < 2 or self.pair is None:
             return
         a, b = self.pair
-        names = s.run_names
         if which == "a":
-            a = names[(names.index(a) + 1) % len(names)]
+            a = _next_other(s.run_names, a, b)
         else:
-            b = names[(names.index(b) + 1) % len(names)]
+            b = _next_other(s.run_names, b, a)
         self.pair = (a, b)
         self._show_compare_hint()
         self.query_one("#compare-table", DataTable).clear()
@@ -937,6 +942,17 @@ class EvaluationScreen(Screen):
         self._wake_snapshot()
         self._stale.add("overview")  # the settled column follows the measure
         self._show_active()
+
+
+def _next_other(names: list[str], current: str, other: str) -> str:
+    """The run after ``current`` in ``names`` (cycling) that is not ``other``: the compare tab
+    never compares a run with itself."""
+    at = names.index(current) if current in names else -1
+    for step in range(1, len(names) + 1):
+        name = names[(at + step) % len(names)]
+        if name != other:
+            return name
+    return current
 
 
 def _spread(s: svc.LiveSnapshot, run: str, measure: str) -> str:
