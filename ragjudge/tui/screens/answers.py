@@ -57,9 +57,9 @@ ANSWER_KEYS = (
     ("left_square_bracket,left", "answer(-1)", "previous answer", "The previous answer.", False),
     ("u,ctrl+z", "undo", "undo", "Undo your last judgment of an answer (a new event).", True),
     ("g", "nuggets", "nuggets", "The query's facets and nuggets: add, edit, remove.", True),
-    ("h", "guidelines", "guide", "The project's judging guidelines.", False),
-    ("e", "evaluation", "eval", "The evaluation screen (scores of every run, live).", True),
-    ("a", "agreement", "agree", "The agreement screen.", False),
+    ("h", "guidelines", "guidelines", "The project's judging guidelines.", False),
+    ("e", "evaluation", "evaluation", "The evaluation screen (scores of every run, live).", True),
+    ("a", "agreement", "agreement", "The agreement screen.", False),
     ("question_mark", "help", "help", "This list of keys.", True),
     ("q", "quit", "quit", "Quit (every judgment is already saved).", True),
 )

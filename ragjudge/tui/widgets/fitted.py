@@ -70,10 +70,16 @@ class Part:
     """Whether the part may be cut with an ellipsis to make room (a name, a nugget's text)."""
 
 
-def fit_line(parts: Sequence[Part], width: int) -> Text:
-    """``parts`` on one line of at most ``width`` cells, as :class:`FitBar` fits them."""
+def fit_line(parts: Sequence[Part], width: int, *, wide: bool = True) -> Text:
+    """``parts`` on one line of at most ``width`` cells, as :class:`FitBar` fits them (a part
+    whose short form is empty is left out when its short form is used); with ``wide`` False
+    the separators are always the tight ones."""
     texts = [p.text for p in parts]
-    for sep in (WIDE, TIGHT):
+
+    def joined() -> Text:
+        return Text(TIGHT).join(t for t in texts if t.plain)
+
+    for sep in (WIDE, TIGHT) if wide else (TIGHT,):
         line = Text(sep).join(texts)
         if line.cell_len <= width:
             return line
@@ -81,17 +87,16 @@ def fit_line(parts: Sequence[Part], width: int) -> Text:
         short = parts[i].short
         if short is not None:
             texts[i] = short
-            line = Text(TIGHT).join(texts)
-            if line.cell_len <= width:
-                return line
-    over = Text(TIGHT).join(texts).cell_len - width
+            if joined().cell_len <= width:
+                return joined()
+    over = joined().cell_len - width
     for i, part in enumerate(parts):
         if part.cut and over > 0:
             keep = max(MIN_CUT, texts[i].cell_len - over)
             if keep < texts[i].cell_len:
                 over -= texts[i].cell_len - keep
                 texts[i] = _cut(texts[i], keep)
-    line = Text(TIGHT).join(texts)
+    line = joined()
     return line if line.cell_len <= width else _cut(line, width)
 
 
@@ -102,18 +107,27 @@ def _cut(text: Text, width: int) -> Text:
 
 
 class FitBar(Static):
-    """A one-line bar of :class:`Part`\\ s, fitted again to its width whenever it changes."""
+    """Lines of :class:`Part`\\ s (one for a bar), each fitted again to the width whenever
+    the width changes."""
 
-    DEFAULT_CSS = "FitBar { height: 1; }"
+    DEFAULT_CSS = "FitBar { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }"
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self.parts: tuple[Part, ...] = ()
+    def __init__(self, content: Text | str = "", *, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(content, id=id, classes=classes)
+        self.lines: tuple[tuple[Part, ...], ...] = ()
+        self.wide = True
+        """Whether a line that has the room separates its parts widely ("  ·  ")."""
 
     def show(self, *parts: Part | Text | str) -> None:
-        """Say ``parts`` (a bare text is a part with no short form that is never cut)."""
-        self.parts = tuple(p if isinstance(p, Part) else Part(p if isinstance(p, Text) else Text(p))
-                           for p in parts)
+        """Say ``parts`` on one line (a bare text is a part with no short form, never cut)."""
+        self.show_lines(parts)
+
+    def show_lines(self, *lines: Sequence[Part | Text | str], wide: bool = True) -> None:
+        """Say each of ``lines`` on a line of its own (``wide``: see :attr:`wide`)."""
+        self.wide = wide
+        self.lines = tuple(tuple(p if isinstance(p, Part) else Part(p if isinstance(p, Text) else Text(p))
+                                 for p in line) for line in lines)
         self._fit()
 
     def on_resize(self) -> None:
@@ -121,5 +135,6 @@ class FitBar(Static):
 
     def _fit(self) -> None:
         width = self.size.width
-        line = fit_line(self.parts, width) if width else Text(WIDE).join(p.text for p in self.parts)
-        self.update(line, layout=False)
+        fitted = [fit_line(line, width, wide=self.wide) if width else Text(TIGHT).join(p.text for p in line)
+                  for line in self.lines]
+        self.update(Text("\n").join(fitted), layout=len(self.lines) > 1)
