@@ -57,8 +57,8 @@ FACET_QUERY = ["m01"]  # a demo query with facets and nuggets
 
 
 def _judged_a_few(project) -> None:
-    """dana has judged six pairs of m01, flagged one, marked a facet and a nugget; the screen is
-    back on it."""
+    """dana has judged six pairs of m01, commented on one, flagged another, marked a facet and a
+    nugget; the screen is back on the flagged one."""
     from ragjudge.services.events import state as J_state
     from ragjudge.services.labels import events as J_events
     from ragjudge.services.labels import facets as J_facets
@@ -67,9 +67,12 @@ def _judged_a_few(project) -> None:
     _seen("dana")(project)
     queue = J_queue.JudgingQueue(project, "dana", queries=FACET_QUERY)
     view = queue.first()
-    for grade in (3, 1, 0, 2, 2, 1):
+    for i, grade in enumerate((3, 1, 0, 2, 2, 1)):
         J_events.record_label(project, annotator="dana", query_id=view.query_id, chunk_id=view.chunk_id,
                        grade=grade, duration_ms=9000)
+        if i == 2:
+            J_events.comment_pair(project, annotator="dana", query_id=view.query_id,
+                                  chunk_id=view.chunk_id, note="lost, not damaged: related at most")
         queue.note_event(view.query_id, view.chunk_id,
                          J_state.current_label(project, "dana", view.query_id, view.chunk_id))
         last = view

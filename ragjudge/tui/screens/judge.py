@@ -173,7 +173,7 @@ class JudgeScreen(SessionActions, Screen):
                 yield Fitted(id="query-panel", classes="panel")
                 yield Fitted(id="scale-panel", classes="panel")
                 yield Fitted(id="earlier-panel", classes="panel")
-                yield Fitted(id="facets-panel", classes="panel")
+                yield Fitted(id="facets-panel", classes="panel", squeeze=True)  # a row each when short
             with VerticalScroll(id="chunk-scroll", classes="panel"):
                 yield Static(id="chunk-text")
         yield FitBar(id="progress")

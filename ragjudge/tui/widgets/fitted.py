@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
+from textual.content import Content
 from textual.strip import Strip
+from textual.visual import VisualType
 from textual.widgets import Static
 
 ELLIPSIS = "…"
@@ -32,7 +34,32 @@ MIN_CUT = 12
 
 
 class Fitted(Static):
-    """A :class:`Static` whose last line ends in "…" when its text does not all fit."""
+    """A :class:`Static` whose last line ends in "…" when its text does not all fit.
+
+    With ``squeeze``, a text whose wrapped lines do not all fit shows each line on one row
+    instead, cut with "…" (a list of facets and nuggets: one row each when rows are short,
+    wrapped in full when there is room)."""
+
+    def __init__(self, content: VisualType = "", *, squeeze: bool = False, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(content, id=id, classes=classes)
+        self.squeeze = squeeze
+
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        super().update(content, layout=layout)
+        self._squeeze()
+
+    def on_resize(self) -> None:
+        self._squeeze()
+
+    def _squeeze(self) -> None:
+        width, height = self.size
+        visual = self.visual
+        if not self.squeeze or not width or not height or not isinstance(visual, Content):
+            return
+        wrapped = len(visual.wrap(width))
+        self.styles.text_wrap = "wrap" if wrapped <= height else "nowrap"
+        self.styles.text_overflow = "ellipsis"
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
@@ -55,8 +82,9 @@ def with_ellipsis(strip: Strip, width: int) -> Strip:
     kept = strip.crop(0, end)
     segments = [s for s in kept if s.text]
     style = segments[-1].style if segments else None
+    padding = [s for s in strip if s.text]  # the line's own padding keeps its background
     line = Strip.join([kept, Strip([Segment(ELLIPSIS, style)])])
-    return line.extend_cell_length(width)
+    return line.extend_cell_length(width, padding[-1].style if padding else None)
 
 
 @dataclass(frozen=True)
