@@ -227,6 +227,37 @@ async def test_history_lists_own_labels_newest_first_and_jumps_to_relabel(projec
 
 
 @sync
+async def test_history_marks_flagged_and_commented_pairs(project):
+    for chunk, grade in (("c02", 3), ("c09", 1), ("c01", 0), ("c14", 2)):
+        J_events.record_label(project, annotator="alice", query_id="q1", chunk_id=chunk, grade=grade)
+    J_events.flag_pair(project, annotator="alice", query_id="q1", chunk_id="c09", note="stale?")
+    J_events.comment_pair(project, annotator="alice", query_id="q1", chunk_id="c01", note="see §2")
+    J_events.flag_pair(project, annotator="alice", query_id="q1", chunk_id="c14", note="x")
+    J_events.comment_pair(project, annotator="alice", query_id="q1", chunk_id="c14", note="y")
+    J_events.unflag_pair(project, annotator="alice", query_id="q1", chunk_id="c14")  # taken back
+    J_events.flag_pair(project, annotator="zoe", query_id="q1", chunk_id="c02", note="not alice's")
+    entries = {e.chunk_id: e.marks for e in J_state.label_history(project, "alice")}
+    assert entries["c09"].flagged and entries["c09"].flag_note == "stale?"
+    assert entries["c01"].comment == "see §2" and not entries["c01"].flagged
+    assert not entries["c14"].flagged and entries["c14"].comment == "y"
+    assert not entries["c02"].any, "another annotator's flag is not alice's"
+    app = make_app(project, annotator="alice", start="judge")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_judging(app, pilot)
+        await pilot.press("l")
+        await pilot.pause()
+        options = app.screen.query_one("#history-list")
+        lines = {c: str(options.get_option_at_index(i).prompt) for i, c in
+                 enumerate(("c14", "c01", "c09", "c02"))}
+        assert all(c in lines[c] for c in lines), lines
+        assert "⚑" in lines["c09"] and "✎" not in lines["c09"]
+        assert "✎" in lines["c01"] and "⚑" not in lines["c01"]
+        assert "✎" in lines["c14"] and "⚑" not in lines["c14"]
+        assert "⚑" not in lines["c02"] and "✎" not in lines["c02"]
+        assert "⚑ flagged" in screen_text(app) and "✎ commented" in screen_text(app)
+
+
+@sync
 async def test_history_pages_through_a_long_session(project, monkeypatch):
     from ragjudge.tui.screens import history
 

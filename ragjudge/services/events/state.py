@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from ragjudge.services.events.labels import not_recheck
+from ragjudge.services.events.marks import NO_MARKS, PairMarks
 from ragjudge.store.schema import (
     Label,
+    PairMark,
 )
 
 
@@ -77,13 +79,15 @@ class HistoryEntry:
     chunk_id: str
     state: LabelState
     query_text: str
+    marks: PairMarks = NO_MARKS
+    """The annotator's current flag and comment on the pair."""
 
 
 def label_history(project: Project, annotator: str, *, limit: int = 200,
                   offset: int = 0) -> list[HistoryEntry]:
     """The annotator's own labelled pairs, newest first: each pair once, with its current
-    grade, skip or undo, ordered by when it last changed (what the ``l`` list of the judging
-    screen pages through)."""
+    grade, skip or undo and their flag and comment, ordered by when the label last changed
+    (what the ``l`` list of the judging screen pages through)."""
     from sqlalchemy import func
 
     from ragjudge.store.schema import Query
@@ -95,5 +99,24 @@ def label_history(project: Project, annotator: str, *, limit: int = 200,
             .outerjoin(Query, Query.id == Label.query_id)
             .order_by(Label.id.desc()).limit(limit).offset(offset))
     with project.read() as session:
-        return [HistoryEntry(row.query_id, row.chunk_id, label_state(row), text or "")  # type: ignore[arg-type]
-                for row, text in session.execute(stmt)]
+        page = list(session.execute(stmt))
+        marks = _page_marks(session, annotator, {row.query_id for row, _ in page})
+        return [HistoryEntry(row.query_id, row.chunk_id, label_state(row), text or "",  # type: ignore[arg-type]
+                             marks.get((row.query_id, row.chunk_id), NO_MARKS))
+                for row, text in page]
+
+
+def _page_marks(session: Session, annotator: str,
+                query_ids: set[str]) -> dict[tuple[str, str], PairMarks]:
+    """The annotator's current marks on the pairs of ``query_ids`` (one read for a page)."""
+    marks = PairMark.__table__
+    out: dict[tuple[str, str], PairMarks] = {}
+    if not query_ids:
+        return out
+    stmt = (select(marks.c.query_id, marks.c.chunk_id, marks.c.kind, marks.c.action, marks.c.text)
+            .where(marks.c.annotator == annotator, marks.c.query_id.in_(sorted(query_ids)))
+            .order_by(marks.c.id))
+    for query_id, chunk_id, kind, action, text in session.execute(stmt):
+        pair = (query_id, chunk_id)
+        out[pair] = out.get(pair, NO_MARKS).with_event(kind, action, text)
+    return out

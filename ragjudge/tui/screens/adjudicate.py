@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -22,6 +22,7 @@ from ragjudge.services.gold import adjudication as svc_adjudication
 from ragjudge.services.labels import texts as judging
 from ragjudge.tui.host import host
 from ragjudge.tui.screens.prompts import Refused
+from ragjudge.tui.widgets.fitted import Fitted
 from ragjudge.tui.widgets.literal import highlighted, literal, query_block, query_terms
 
 if TYPE_CHECKING:
@@ -45,9 +46,10 @@ class AdjudicateScreen(Screen[bool]):
     AdjudicateScreen #adjudicate-title { height: 1; padding: 0 1; background: $panel; }
     AdjudicateScreen #adjudicate-main { height: 1fr; }
     AdjudicateScreen #adjudicate-chunk { width: 1fr; height: 100%; border: round $primary 50%; padding: 0 1; }
-    AdjudicateScreen #adjudicate-side { width: 60; height: 100%; }
+    AdjudicateScreen #adjudicate-side { width: 60; max-width: 60%; height: 100%; }
     AdjudicateScreen .adjudicate-panel { height: auto; border: round $primary 50%; padding: 0 1; }
-    AdjudicateScreen #adjudicate-hint { height: auto; padding: 0 1; }
+    AdjudicateScreen #adjudicate-query { max-height: 40%; }
+    AdjudicateScreen #adjudicate-hint { height: auto; padding: 0 1; margin-bottom: 1; }
     """
 
     BINDINGS = [
@@ -77,11 +79,11 @@ class AdjudicateScreen(Screen[bool]):
         with Horizontal(id="adjudicate-main"):
             with VerticalScroll(id="adjudicate-chunk"):
                 yield Static(id="adjudicate-chunk-text")
-            with Vertical(id="adjudicate-side"):
-                yield Static(id="adjudicate-query", classes="adjudicate-panel")
-                yield Static(id="adjudicate-labels", classes="adjudicate-panel")
-                yield Static(id="adjudicate-history", classes="adjudicate-panel")
-                yield Static(id="adjudicate-hint")
+            with VerticalScroll(id="adjudicate-side", can_focus=False):  # a short screen scrolls it
+                yield Fitted(id="adjudicate-hint")  # the keys first: a short screen cuts below
+                yield Fitted(id="adjudicate-query", classes="adjudicate-panel")
+                yield Fitted(id="adjudicate-labels", classes="adjudicate-panel")
+                yield Fitted(id="adjudicate-history", classes="adjudicate-panel")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -22,12 +22,14 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from ragjudge.services.agreement import quality as svc_quality
 from ragjudge.services.agreement import ratings as svc_ratings
 from ragjudge.services.agreement import views as svc_views
 from ragjudge.tui.host import host
+from ragjudge.tui.widgets.fitted import Fitted
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import literal
 
 POLL_SECONDS = 3.0
@@ -63,13 +65,17 @@ class AgreementScreen(Screen):
     AgreementScreen #agreement-title { height: 1; padding: 0 1; background: $panel; }
     AgreementScreen TabbedContent { height: 1fr; }
     AgreementScreen #disputed-table { height: 1fr; }
-    AgreementScreen #disputed-hint { height: 1; color: $text-muted; padding: 0 1; }
+    AgreementScreen #disputed-hint { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     """
 
     BINDINGS = [
-        Binding(k, a, n, tooltip=t, show=k not in ("enter", "w", "v"), priority=k == "enter")
+        Binding(k, a, n, tooltip=t, show=k != "enter", priority=k == "enter")
         for k, a, n, t in AGREEMENT_KEYS
     ]
+    FOOTER_PRIORITY = {"back": 0, "tab('overview')": 1, "tab('disputed')": 1, "tab('answers')": 2,
+                       "tab('pairs')": 2, "tab('by-query')": 2, "tab('by-annotator')": 2,
+                       "tab('quality')": 2, "review": 3}
+    """What a narrow footer keeps first (see PriorityFooter)."""
 
     class Computed(Message):
         """A fresh agreement view, computed in a worker."""
@@ -113,7 +119,7 @@ class AgreementScreen(Screen):
                 with VerticalScroll():
                     yield Static(id="by-annotator-body")
             with TabPane("disputed", id="disputed"):
-                yield Static(id="disputed-hint")
+                yield Fitted(id="disputed-hint")
                 yield DataTable(id="disputed-table", cursor_type="row", zebra_stripes=True)
             with TabPane("label quality", id="quality"):
                 with VerticalScroll():
@@ -121,7 +127,7 @@ class AgreementScreen(Screen):
             with TabPane("answers", id="answers"):
                 with VerticalScroll():
                     yield Static(id="answers-body")
-        yield Footer()
+        yield PriorityFooter(compact=True)
 
     def on_mount(self) -> None:
         title = Text("agreement  ", style="bold")

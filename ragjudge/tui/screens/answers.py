@@ -33,7 +33,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.safetext import for_terminal
@@ -41,6 +41,8 @@ from ragjudge.services.labels import answers
 from ragjudge.services.labels import texts as judging
 from ragjudge.services.labels.answers import AnswerItem, AnswerQueue, AnswerView
 from ragjudge.tui.screens.session import SessionActions
+from ragjudge.tui.widgets.fitted import FitBar, Fitted, Part
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import highlighted, literal, query_terms
 
 #: (keys, action, footer name, help text, shown in the footer)
@@ -56,9 +58,9 @@ ANSWER_KEYS = (
     ("left_square_bracket,left", "answer(-1)", "previous answer", "The previous answer.", False),
     ("u,ctrl+z", "undo", "undo", "Undo your last judgment of an answer (a new event).", True),
     ("g", "nuggets", "nuggets", "The query's facets and nuggets: add, edit, remove.", True),
-    ("h", "guidelines", "guide", "The project's judging guidelines.", False),
-    ("e", "evaluation", "eval", "The evaluation screen (scores of every run, live).", True),
-    ("a", "agreement", "agree", "The agreement screen.", False),
+    ("h", "guidelines", "guidelines", "The project's judging guidelines.", False),
+    ("e", "evaluation", "evaluation", "The evaluation screen (scores of every run, live).", True),
+    ("a", "agreement", "agreement", "The agreement screen.", False),
     ("question_mark", "help", "help", "This list of keys.", True),
     ("q", "quit", "quit", "Quit (every judgment is already saved).", True),
 )
@@ -142,6 +144,10 @@ class AnswerJudgeScreen(SessionActions, Screen):
         Binding("escape", "home", "home", show=False),
     ]
     ACTION_NAMES = {action: name for _, action, name, _, _ in ANSWER_KEYS}
+    FOOTER_PRIORITY = {"support('full')": 0, "support('partial')": 0, "support('none')": 0,
+                       "help": 0, "quit": 0, "move(1)": 1, "answer(1)": 1, "undo": 1,
+                       "next_chunk": 2, "nuggets": 2, "evaluation": 3}
+    """What a narrow footer keeps first (see PriorityFooter)."""
 
     shown: reactive[Focus | None] = reactive(None, always_update=True, init=False)
     """The answer and the item on screen (None: nothing to judge). Every panel is drawn from
@@ -169,18 +175,18 @@ class AnswerJudgeScreen(SessionActions, Screen):
         return 0 if self.shown is None else self.shown.index
 
     def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
+        yield FitBar(id="topbar")
         with Horizontal(id="answers-main"):
             with Vertical(id="answers-side"):
-                yield Static(id="answer-query", classes="panel")
-                yield Static(id="answer-nuggets", classes="panel")
+                yield Fitted(id="answer-query", classes="panel")
+                yield Fitted(id="answer-nuggets", classes="panel")
             with Vertical(id="answers-right"):
                 with AnswerScroll(id="answer-scroll", classes="panel"):
                     yield Static(id="answer-text")
                 with VerticalScroll(id="cited-scroll", classes="panel"):
                     yield Static(id="cited-text")
-        yield Static(id="progress")
-        yield Footer(compact=True, show_command_palette=False)
+        yield FitBar(id="progress")
+        yield PriorityFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#answer-query").border_title = "query"
@@ -361,20 +367,21 @@ class AnswerJudgeScreen(SessionActions, Screen):
         message = ("There is no generated answer to judge here. Import answers first (ragjudge "
                    "import answers FILE), or widen --runs, --queries or --category.\n\nq quits.")
         self.query_one("#answer-text", Static).update(Text(message))
-        self.query_one("#progress", Static).update(Text(""))
+        self.query_one("#progress", FitBar).show()
 
     def _show_top(self) -> None:
-        top = Text()
-        top.append_text(literal(self.project_name, "bold"))
-        top.append("  ·  annotator ")
-        top.append_text(literal(self.queue.annotator, "bold"))
-        top.append("  ·  judging answers")
+        who = Text("annotator ")
+        who.append_text(literal(self.queue.annotator, "bold"))
+        parts = [Part(literal(self.project_name, "bold"), cut=True),
+                 Part(who, literal(self.queue.annotator, "bold")),
+                 Part(Text("judging answers"), Text("answers"))]
         if self.queue.show_source and self.view is not None:
-            top.append("  ·  run ")
-            top.append_text(literal(self.view.run, "italic"))
+            run = Text("run ")
+            run.append_text(literal(self.view.run, "italic"))
+            parts.append(Part(run))
         else:
-            top.append("  ·  blind")
-        self.query_one("#topbar", Static).update(top)
+            parts.append(Part(Text("blind")))
+        self.query_one("#topbar", FitBar).show(*parts)
 
     def _query_text(self, q: judging.QueryText) -> Text:
         out = literal(q.id, "bold cyan")
@@ -475,15 +482,18 @@ class AnswerJudgeScreen(SessionActions, Screen):
         view, item, sentence = shown.view, shown.item, shown.sentence
         parts = []
         if item is None:
-            parts.append("nothing to judge here (g adds nuggets)")
-        elif sentence is None:  # a nugget
-            parts.append(f"the answer supports nugget “{item.nugget}”? ({WORDS[item.support]})")
+            parts.append(Part(Text("nothing to judge here (g adds nuggets)")))
+        elif sentence is None:  # a nugget; its text is what a narrow line cuts first
+            parts.append(Part(literal(f"the answer supports nugget “{item.nugget}”? "
+                                      f"({WORDS[item.support]})"), cut=True))
         else:
-            parts.append(f"chunk {item.chunk_id} supports sentence {sentence + 1}? "
-                         f"({WORDS[item.support]})")
+            parts.append(Part(literal(f"chunk {item.chunk_id} supports sentence "
+                                      f"{sentence + 1}? ({WORDS[item.support]})"), cut=True))
         judged = len(view.items) - view.open
-        parts.append(f"{judged} of {len(view.items)} judged")
+        parts.append(Part(Text(f"{judged} of {len(view.items)} judged"),
+                          Text(f"{judged}/{len(view.items)} judged")))
         done, total = self.queue.progress()
-        parts.append(f"answer {shown.position + 1:,} of {len(self.queue):,}")
-        parts.append(f"{done:,} of {total:,} answers done")
-        self.query_one("#progress", Static).update(literal("  ·  ".join(parts)))
+        parts.append(Part(Text(f"answer {shown.position + 1:,} of {len(self.queue):,}"),
+                          Text(f"answer {shown.position + 1:,}/{len(self.queue):,}")))
+        parts.append(Part(Text(f"{done:,} of {total:,} answers done"), Text(f"{done:,}/{total:,} done")))
+        self.query_one("#progress", FitBar).show(*parts)

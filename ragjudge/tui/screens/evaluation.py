@@ -28,7 +28,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
+from textual.widgets import DataTable, Static, TabbedContent, TabPane, Tabs
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
@@ -46,6 +46,8 @@ from ragjudge.tui.widgets.evalpane import (
     settled_cell,
     settled_note,
 )
+from ragjudge.tui.widgets.fitted import FitBar, Fitted, Part
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import literal
 from ragjudge.tui.widgets.widetable import WideTable
 
@@ -97,6 +99,10 @@ class EvaluationScreen(Screen):
                 key_display={"plus": "+", "minus": "-"}.get(k))
         for k, a, n, t in EVAL_KEYS
     ]
+    FOOTER_PRIORITY = {"back": 0, "tab('overview')": 1, "tab('per-query')": 1, "tab('curves')": 1,
+                       "tab('strata')": 1, "tab('compare')": 1, "add_measure": 2,
+                       "next_rule": 2, "next_measure": 2, "next_filter": 3}
+    """What a narrow footer keeps first (see PriorityFooter)."""
 
     rule: reactive[str] = reactive("median", init=False)
     """The gold rule the numbers are computed under."""
@@ -196,12 +202,12 @@ class EvaluationScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="eval-title")
-        yield Static(Text("loading the runs and labels…", style="dim"), id="eval-header")
+        yield FitBar(Text("loading the runs and labels…", style="dim"), id="eval-header")
         with TabbedContent(initial="overview"):
             with TabPane("overview", id="overview"):
                 yield WideTable(id="overview-table", cursor_type="column", zebra_stripes=True)
                 yield Static(id="overview-table-cue", classes="cue")
-                yield Static(id="overview-note")
+                yield Fitted(id="overview-note")
             with TabPane("per query", id="per-query"):
                 yield Static(id="per-query-hint")
                 yield WideTable(id="per-query-table", cursor_type="row", zebra_stripes=True)
@@ -210,7 +216,7 @@ class EvaluationScreen(Screen):
                 with Horizontal(id="curves-row"):
                     yield CurvePlot(id="curve-k")
                     yield CurvePlot(id="curve-pr")
-                yield Static(id="curves-note")
+                yield Fitted(id="curves-note")
             with TabPane("strata", id="strata"):
                 yield Static(id="strata-hint")
                 yield WideTable(id="strata-table", cursor_type="row", zebra_stripes=True)
@@ -220,7 +226,7 @@ class EvaluationScreen(Screen):
                 with VerticalScroll():
                     yield WideTable(id="compare-table", cursor_type="row", zebra_stripes=True)
                 yield Static(id="compare-table-cue", classes="cue")
-        yield Footer(compact=True, show_command_palette=False)
+        yield PriorityFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         # the arrow keys belong to the tables (they scroll wide ones); tabs go by their letters
@@ -234,7 +240,7 @@ class EvaluationScreen(Screen):
             self.host.access().require_readable_rule(options.get("rule"))
             self.engine = svc.LiveEvaluation(self.project, **options)
         except RagjudgeError as exc:
-            self.query_one("#eval-header", Static).update(literal(str(exc), "red"))
+            self.query_one("#eval-header", FitBar).update(literal(str(exc), "red"))
             return
         self.set_reactive(EvaluationScreen.rule, self.engine.rule)
         self.set_reactive(EvaluationScreen.measure, self.engine.measures[0])
@@ -498,37 +504,46 @@ class EvaluationScreen(Screen):
     # -- header ------------------------------------------------------------------------------
 
     def _show_header(self) -> None:
+        """Four lines: the labels and the gold, Judged@10 per run, agreement, what the gold is
+        made of; each fitted to the width (short forms, then an ellipsis)."""
         s, d = self.snapshot, self.details
         if s is None:
             return
-        line = Text()
-        line.append(f"{s.labels_used:,}", style="bold")
-        line.append(f" labels ({len(s.annotators)} annotators) → ")
-        line.append(f"{s.gold_pairs:,}", style="bold")
-        line.append(f" gold pairs, {s.n_queries}/{s.n_queries_total} queries")
+        counts = Text()
+        counts.append(f"{s.labels_used:,}", style="bold")
+        counts.append(f" labels ({len(s.annotators)} annotators) → ")
+        counts.append(f"{s.gold_pairs:,}", style="bold")
+        counts.append(" gold pairs")
+        line = [Part(counts, Text(f"{s.labels_used:,} labels → {s.gold_pairs:,} gold pairs")),
+                Part(Text(f"{s.n_queries}/{s.n_queries_total} queries"))]
         if d is not None and d.pool_pairs:
-            line.append(f" · pool@10 {100 * d.pool_judged / d.pool_pairs:.0f}% judged")
-        line.append(f" · rel ≥ {s.threshold} · at {self.clock(s)}")
-        judged = Text("Judged@10 ")
+            share = f"{100 * d.pool_judged / d.pool_pairs:.0f}%"
+            line.append(Part(Text(f"pool@10 {share} judged"), Text(f"pool {share}")))
+        line += [Part(Text(f"rel ≥ {s.threshold}")), Part(Text(f"at {self.clock(s)}"), Text(""))]
+        judged = []
         for i, name in enumerate(s.run_names):
-            if i:
-                judged.append(" · ")
-            judged.append_text(literal(name))
-            judged.append(f" {fmt(s.judged_at_10[name], 2)}")
+            cell = Text("Judged@10 " if i == 0 else "")
+            cell.append_text(literal(name))
+            cell.append(f" {fmt(s.judged_at_10[name], 2)}")
+            short = cell.copy()
             unjudged = s.unjudged_top10[name]
             if unjudged:
-                judged.append(f" ({unjudged:,} unjudged)", style="yellow")
-        judged.append("  (unjudged: scores are lower bounds)", style="dim")
-        agree = Text("agreement: ")
+                cell.append(f" ({unjudged:,} unjudged)", style="yellow")
+                short.append(f" ({unjudged:,})", style="yellow")
+            judged.append(Part(cell, short, cut=True))
+        judged.append(Part(Text("(unjudged: scores are lower bounds)", style="dim"), Text("")))
         if d is None:
-            agree.append("computing…", style="dim")
+            agree = [Part(Text.assemble("agreement: ", ("computing…", "dim")))]
         else:
-            agree.append(f"Krippendorff's α ordinal {fmt(d.alpha_ordinal, 3)}, nominal "
-                         f"{fmt(d.alpha_nominal, 3)} · Cohen's κ {fmt(d.mean_kappa, 3)} over "
-                         f"{d.kappa_units:,} shared pairs · ")
-            agree.append(f"{d.disputed:,} disputed pairs", style="bold" if d.disputed else "")
-        header = Text("\n").join([line, judged, agree, self._gold_line(s)])
-        self.query_one("#eval-header", Static).update(header)
+            agree = [Part(Text(f"agreement: Krippendorff's α ordinal {fmt(d.alpha_ordinal, 3)}, "
+                               f"nominal {fmt(d.alpha_nominal, 3)}"),
+                          Text(f"α ordinal {fmt(d.alpha_ordinal, 3)}")),
+                     Part(Text(f"Cohen's κ {fmt(d.mean_kappa, 3)} over {d.kappa_units:,} shared pairs"),
+                          Text(f"κ {fmt(d.mean_kappa, 3)}")),
+                     Part(Text(f"{d.disputed:,} disputed pairs", style="bold" if d.disputed else ""),
+                          Text(f"{d.disputed:,} disputed", style="bold" if d.disputed else ""))]
+        self.query_one("#eval-header", FitBar).show_lines(
+            line, judged, agree, [Part(self._gold_line(s), cut=True)], wide=False)
 
     def _gold_line(self, s: svc.LiveSnapshot) -> Text:
         """The gold's composition under the rule shown; until it is counted, the rule alone."""
@@ -920,11 +935,10 @@ class EvaluationScreen(Screen):
         if s is None or len(s.run_names) < 2 or self.pair is None:
             return
         a, b = self.pair
-        names = s.run_names
         if which == "a":
-            a = names[(names.index(a) + 1) % len(names)]
+            a = _next_other(s.run_names, a, b)
         else:
-            b = names[(names.index(b) + 1) % len(names)]
+            b = _next_other(s.run_names, b, a)
         self.pair = (a, b)
         self._show_compare_hint()
         self.query_one("#compare-table", DataTable).clear()
@@ -990,6 +1004,17 @@ class EvaluationScreen(Screen):
         self._wake_snapshot()
         self._stale.add("overview")  # the settled column follows the measure
         self._show_active()
+
+
+def _next_other(names: list[str], current: str, other: str) -> str:
+    """The run after ``current`` in ``names`` (cycling) that is not ``other``: the compare tab
+    never compares a run with itself."""
+    at = names.index(current) if current in names else -1
+    for step in range(1, len(names) + 1):
+        name = names[(at + step) % len(names)]
+        if name != other:
+            return name
+    return current
 
 
 def _spread(s: svc.LiveSnapshot, run: str, measure: str) -> str:

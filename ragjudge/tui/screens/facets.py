@@ -22,11 +22,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, OptionList, Static
+from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.services.labels import facets as judging
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import literal
 
 FACET_KEYS = (
@@ -53,6 +54,10 @@ class FacetsScreen(ModalScreen[None]):
 
     BINDINGS = [Binding(keys, action, name, tooltip=text, priority=keys != "space")
                 for keys, action, name, text in FACET_KEYS]
+    FOOTER_PRIORITY = {"close": 0, "toggle": 1, "support('full')": 1, "support('partial')": 1,
+                       "support('none')": 1, "add_facet": 2, "add_nugget": 2, "add_claim": 2}
+    """What a narrow footer keeps first (see PriorityFooter); the hint under the list names
+    every key."""
 
     def __init__(self, project, annotator: str, query_id: str, chunk_id: str | None) -> None:  # noqa: ANN001
         super().__init__()
@@ -76,7 +81,7 @@ class FacetsScreen(ModalScreen[None]):
             yield OptionList(id="facet-list")
             yield Static(id="facet-target", classes="prompt-hint")
             yield Static(id="facet-hint", classes="prompt-hint")
-        yield Footer(compact=True)
+        yield PriorityFooter(compact=True)
 
     def on_mount(self) -> None:
         self.refresh_list()

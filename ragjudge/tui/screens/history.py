@@ -1,6 +1,7 @@
 """The annotator's own labels (``l`` while judging): every pair they labelled, newest first,
-as it stands now. Enter on one goes back to that pair to relabel it. A long session's list is
-read a page at a time: the last line loads the next page."""
+as it stands now, with ⚑ where they flagged it and ✎ where they commented on it. Enter on one
+goes back to that pair to relabel it. A long session's list is read a page at a time: the
+last line loads the next page."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ class HistoryScreen(ModalScreen[tuple[str, str] | None]):
             title.append_text(literal(self.annotator, "bold"))
             yield Label(title, classes="prompt-title")
             yield OptionList(id="history-list")
-            yield Label("Enter: go to the pair to relabel it · Escape: back", classes="prompt-hint")
+            yield Label("⚑ flagged · ✎ commented · Enter: go to the pair to relabel it · Escape: back",
+                        classes="prompt-hint")
 
     def on_mount(self) -> None:
         self._load_page()
@@ -77,6 +79,10 @@ class HistoryScreen(ModalScreen[tuple[str, str] | None]):
         else:
             line.append("no grade (undone)", style="dim")
         line.pad_right(max(0, 22 - line.cell_len))
+        marks = entry.marks
+        line.append("⚑" if marks.flagged else " ", style="bold red")
+        line.append("✎" if marks.comment is not None else " ", style="bold")
+        line.append("  ")
         if state.created_at is not None:
             line.append(f"{state.created_at:%m-%d %H:%M}  ", style="dim")
         line.append_text(literal(entry.query_id, "bold cyan"))

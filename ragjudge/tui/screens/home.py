@@ -10,12 +10,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ragjudge.services.overview import project_status
 from ragjudge.services.labels import queue as judging
 from ragjudge.services.labels import review
 from ragjudge.tui.host import Host, host
+from ragjudge.tui.widgets.fitted import Fitted
+from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import literal
 
 HOME_KEYS = (
@@ -37,6 +39,9 @@ class HomeScreen(Screen):
     BINDINGS = [Binding(k, a, n, tooltip=t, key_display="?" if k == "question_mark" else None,
                         show=k != "v")  # shown beside the count of open flags instead
                 for k, a, n, t in HOME_KEYS]
+    FOOTER_PRIORITY = {"judge": 0, "help": 0, "quit": 0, "evaluation": 1, "agreement": 1,
+                       "judge_answers": 2, "guidelines": 2}
+    """What a narrow footer keeps first (see PriorityFooter)."""
 
     class Counted(Message):
         def __init__(self, status: dict, progress: list[dict]) -> None:
@@ -52,12 +57,12 @@ class HomeScreen(Screen):
         yield Static(id="home-title")
         with Horizontal(id="home-main"):
             with Vertical(id="home-left"):
-                yield Static(id="home-summary", classes="panel")
-                yield Static(id="home-start", classes="panel")
+                yield Fitted(id="home-summary", classes="panel")
+                yield Fitted(id="home-start", classes="panel")
             with Vertical(id="home-right"):
-                yield Static(id="home-annotators", classes="panel")
-                yield Static(id="home-runs", classes="panel")
-        yield Footer(compact=True)
+                yield Fitted(id="home-annotators", classes="panel")
+                yield Fitted(id="home-runs", classes="panel")
+        yield PriorityFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#home-summary").border_title = "project"
@@ -97,6 +102,10 @@ class HomeScreen(Screen):
         text.append("  guidelines\n")
         text.append(" w ", style="bold reverse")
         text.append("  judge generated answers (nuggets, citations)\n\n")
+        # the facts first, the explanation of the order last (a short panel cuts it)
+        text.append(f"pool: top {opts.get('depth', 10)} of ")
+        text.append_text(literal(', '.join(opts['runs']) if opts.get('runs') else 'every run'))
+        text.append(f", blind {'off' if opts.get('show_source') else 'on'}\n")
         if order == "depth":
             text.append("order: depth", style="bold")
             text.append(" — rounds of growing depth (1, 2, 3, 5, 10, …): every query's top pairs "
@@ -104,9 +113,6 @@ class HomeScreen(Screen):
         else:
             text.append("order: query", style="bold")
             text.append(" — a query's whole pool before the next.", style="dim")
-        text.append(f"\npool: top {opts.get('depth', 10)} of ")
-        text.append_text(literal(', '.join(opts['runs']) if opts.get('runs') else 'every run'))
-        text.append(f", blind {'off' if opts.get('show_source') else 'on'}")
         self.query_one("#home-start", Static).update(text)
 
     @work(thread=True, exclusive=True, group="home-count")

@@ -14,7 +14,7 @@ and the screen shows what stands, on the same pair, for the annotator to grade a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +42,7 @@ from ragjudge.services.events.state import LabelState
 from ragjudge.tui.host import host
 from ragjudge.tui.screens.help import HelpRow
 from ragjudge.tui.screens.session import SessionActions
+from ragjudge.tui.widgets.fitted import FitBar, Fitted, Part
 from ragjudge.tui.widgets.footer import PriorityFooter
 from ragjudge.tui.widgets.literal import chunk_heading, highlighted, literal, query_block, query_terms
 
@@ -79,12 +80,12 @@ JUDGE_KEYS: tuple[Key, ...] = (
     Key("s", "skip", "skip", "Pass over the pair; it comes back when the rest is done."),
     Key("f", "flag", "flag", "Flag for review (optional note); f on a flagged pair unflags it."),
     Key("u,ctrl+z", "undo", "undo", "Undo your last label (a new event); the pair comes back."),
-    Key("left,k", "previous", "prev", "Previous pair in the queue order, without labelling.", key_display="←k",
+    Key("left,k", "previous", "prev", "Previous pair in the queue order, without labelling.", key_display="←/k",
         help_key="← / k", help_name="previous"),
-    Key("right,j", "next", "next", "Next pair in the queue order, without labelling.", key_display="→j",
+    Key("right,j", "next", "next", "Next pair in the queue order, without labelling.", key_display="→/j",
         help_key="→ / j"),
     Key("left_square_bracket", "previous_query", "query",
-        "Previous query in the queue order (depth order: within the round).", key_display="[ ]",
+        "Previous query in the queue order (depth order: within the round).", key_display="[/]",
         help_key="[", help_name="previous query"),
     Key("right_square_bracket", "next_query", "next query",
         "Next query in the queue order (depth order: within the round).", show=False,
@@ -98,10 +99,10 @@ JUDGE_KEYS: tuple[Key, ...] = (
         key_display="/"),
     Key("g", "facets", "facets", help_name="facets & nuggets",
         help="Facets and nuggets of the query: mark what this chunk covers."),
-    Key("h", "guidelines", "guide", help_name="guidelines", help="The project's judging guidelines."),
-    Key("e", "evaluation", "eval", help_name="evaluation",
+    Key("h", "guidelines", "guidelines", help="The project's judging guidelines."),
+    Key("e", "evaluation", "evaluation",
         help="The evaluation screen (scores of every run, live)."),
-    Key("a", "agreement", "agree", help_name="agreement",
+    Key("a", "agreement", "agreement",
         help="The agreement screen (where annotators disagree)."),
     Key("question_mark", "help", "help", "This list of keys.", key_display="?"),
     Key("q", "quit", "quit", "Quit (every label is already saved)."),
@@ -180,16 +181,16 @@ class JudgeScreen(SessionActions, Screen):
         self._shown: dict[str, object] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
+        yield FitBar(id="topbar")
         with Horizontal(id="judge-main"):
             with Vertical(id="side"):
-                yield Static(id="query-panel", classes="panel")
-                yield Static(id="scale-panel", classes="panel")
-                yield Static(id="earlier-panel", classes="panel")
-                yield Static(id="facets-panel", classes="panel")
+                yield Fitted(id="query-panel", classes="panel")
+                yield Fitted(id="scale-panel", classes="panel")
+                yield Fitted(id="earlier-panel", classes="panel")
+                yield Fitted(id="facets-panel", classes="panel", squeeze=True)  # a row each when short
             with VerticalScroll(id="chunk-scroll", classes="panel"):
                 yield Static(id="chunk-text")
-        yield Static(id="progress")
+        yield FitBar(id="progress")
         yield PriorityFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -375,38 +376,54 @@ class JudgeScreen(SessionActions, Screen):
 
     def _show_progress(self) -> None:
         pair = self.pair
-        parts: list[str] = []
-        narrow = self.app.size.width < NARROW  # "i/n" and one space around the dots: it still fits
-        of = "/" if narrow else " of "
+        parts: list[Part] = []
         if pair is not None:
-            parts.append(f"pair {pair.query_slot + 1}{of}{pair.query_pairs} in this query "
-                         f"({pair.query_handled} judged)")
-            parts.append(f"query {pair.position.query + 1:,}{of}{len(self.queue.query_ids):,}")
+            parts.append(Part(Text(f"pair {pair.query_slot + 1} of {pair.query_pairs} in this query "
+                                   f"({pair.query_handled} judged)"),
+                              Text(f"pair {pair.query_slot + 1}/{pair.query_pairs} "
+                                   f"({pair.query_handled} judged)")))
+            parts.append(Part(Text(f"query {pair.position.query + 1:,} of {len(self.queue.query_ids):,}"),
+                              Text(f"query {pair.position.query + 1:,}/{len(self.queue.query_ids):,}")))
         totals = self.queue.totals
         if totals is not None and totals["pairs"]:
-            parts.append(f"{totals['handled'] / totals['pairs']:.0%} of your queue "
-                         f"({totals['handled']:,}/{totals['pairs']:,})")
+            share = f"{totals['handled'] / totals['pairs']:.0%}"
+            parts.append(Part(Text(f"{share} of your queue ({totals['handled']:,}/{totals['pairs']:,})"),
+                              Text(f"{share} of your queue")))
         else:
-            parts.append("queue: counting…")
+            parts.append(Part(Text("queue: counting…")))
         if self.session_start is not None and self.session_labels:
             hours = max(time.monotonic() - self.session_start, 60.0) / 3600
-            parts.append(f"{self.session_labels / hours:,.0f} labels/h")
-        progress = (" · " if narrow else "  ·  ").join(parts)
-        self._update("#progress", progress, lambda: Text(progress))
-        order = self.queue.order
-        if order == "depth" and pair is not None:
-            order = f"depth (round {pair.position.round + 1} of {len(self.queue.rounds)}: top {self.queue.rounds[pair.position.round]})"
-        top = Text()
-        top.append_text(literal(self.project_name, "bold"))
-        top.append("  ·  annotator ")
-        top.append_text(literal(self.queue.annotator, "bold"))
-        top.append(f"  ·  order {order}")
-        top.append(f"  ·  pool top {self.queue.depth}")
-        if self.queue.assigned:
-            top.append("  ·  your assignment")
-        if not self.queue.show_source:
-            top.append("  ·  blind")
-        self._update("#topbar", top.plain, lambda: top)
+            parts.append(Part(Text(f"{self.session_labels / hours:,.0f} labels/h")))
+        self._show_bar("#progress", parts)
+        self._show_bar("#topbar", self._top_parts(pair))
+
+    def _show_bar(self, selector: str, parts: Sequence[Part]) -> None:
+        """Fill a bar only when what it says changed (as :meth:`_update` does for panels)."""
+        key = ("bar", *((p.text.plain, p.short and p.short.plain) for p in parts))
+        if self._shown.get(selector, _UNSET) != key:
+            self._shown[selector] = key
+            self.query_one(selector, FitBar).show(*parts)
+
+    def _top_parts(self, pair: PairView | None) -> tuple[Part, ...]:
+        """The top line: the project, who judges, the order, the pool, whether it is blind (at
+        80 columns in short forms, the project's name cut first)."""
+        queue = self.queue
+        order, short_order = Text(f"order {queue.order}"), None
+        if queue.order == "depth" and pair is not None:
+            rnd, rounds = pair.position.round + 1, len(queue.rounds)
+            order = Text(f"order depth (round {rnd} of {rounds}: top {queue.rounds[pair.position.round]})")
+            short_order = Text(f"round {rnd}/{rounds}")
+        who = Text("annotator ")
+        who.append_text(literal(queue.annotator, "bold"))
+        parts = [Part(literal(self.project_name, "bold"), cut=True),
+                 Part(who, literal(queue.annotator, "bold")),
+                 Part(order, short_order),
+                 Part(Text(f"pool top {queue.depth}"))]
+        if queue.assigned:
+            parts.append(Part(Text("your assignment"), Text("assigned")))
+        if not queue.show_source:
+            parts.append(Part(Text("blind")))
+        return tuple(parts)
 
     @work(thread=True, exclusive=True, group="totals")
     def count_totals(self) -> None:

@@ -27,6 +27,7 @@ from ragjudge.errors import RagjudgeError
 from ragjudge.services.labels import review as svc
 from ragjudge.tui.host import Host, host
 from ragjudge.tui.screens.prompts import Refused
+from ragjudge.tui.widgets.fitted import FitBar, Fitted, Part
 from ragjudge.tui.widgets.literal import literal
 
 REVIEW_KEYS = (
@@ -79,14 +80,14 @@ class ReviewScreen(Screen):
         """the viewer is not a lead: the items are their own"""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="review-title")
+        yield FitBar(id="review-title")
         with Horizontal(id="review-walk"):
             with VerticalScroll(id="review-chunk"):
                 yield Static(id="review-chunk-text")
             with Vertical(id="review-side"):
-                yield Static(id="review-query", classes="review-panel")
-                yield Static(id="review-item", classes="review-panel")
-                yield Static(id="review-labels", classes="review-panel")
+                yield Fitted(id="review-query", classes="review-panel")
+                yield Fitted(id="review-item", classes="review-panel")
+                yield Fitted(id="review-labels", classes="review-panel")
         yield DataTable(id="review-list", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -156,10 +157,11 @@ class ReviewScreen(Screen):
     def _title(self, state: str) -> None:
         title = Text("review  ", style="bold")
         title.append_text(literal(self.project.name, "bold cyan"))
+        parts = [Part(title, cut=True)]
         if self.mine_only:
-            title.append("  ·  your flags and comments")
-        title.append(f"  ·  {state}")
-        self.query_one("#review-title", Static).update(title)
+            parts.append(Part(Text("your flags and comments"), Text("yours")))
+        parts.append(Part(Text(state)))
+        self.query_one("#review-title", FitBar).show(*parts)
 
     def _query_text(self, d: svc.ReviewDetail) -> Text:
         out = literal(d.query.id, "bold cyan")
