@@ -252,6 +252,8 @@ def scale(
         raise UsageError("'scale names' takes the grades' names, lowest first, separated by commas "
                          "('ragjudge scale names \"Not relevant,Relevant\"'); 'scale show' takes "
                          "nothing. Nothing was changed.")
+    if action == "show":
+        reads_only()
     with open_project() as project:
         if names is not None:
             from ragjudge.services.labels.scale import set_grade_names

@@ -304,12 +304,14 @@ READ_ONLY = {
 READ_ONLY_BRANCHES = {
     "adjudicate": ["--query", "q", "--chunk", "c", "--show"],
     "llm-judge": ["--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--dry-run"],
+    "scale": ["show"],
 }
 WRITES = {
     "init": [], "demo": ["--no-tui"], "import": ["queries", "{tmp}/q.jsonl"], "assign": ["--annotators", "a,b"],
     "annotate": ["--annotator", "ana"], "serve": [],
     "adjudicate": ["--query", "q", "--chunk", "c", "--grade", "1", "--reason", "r"],
     "llm-judge": ["--base-url", "http://127.0.0.1:1/v1", "--model", "m"],
+    "scale": ["names", "a,b,c,d"],
 }
 
 

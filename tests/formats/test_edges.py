@@ -543,7 +543,7 @@ def test_beir_folder_holding_no_run_is_named(capsys, db, tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
     err = _refused(capsys, db, "import", "run", folder)
-    assert f"{folder} is read as a BEIR dataset (a folder), which holds no run" in err
+    assert f"{folder}: is a folder, not a run file: give the file itself" in err
 
 
 def test_stratifying_by_a_missing_field_suggests_fields_the_queries_have(capsys, db, tmp_path):
