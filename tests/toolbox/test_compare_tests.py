@@ -24,19 +24,13 @@ import numpy as np
 import pytest
 import scipy.stats
 from statsmodels.stats.multitest import multipletests
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 MEASURES = {"RR": "recip_rank", "P@5": "P_5", "nDCG@10": "ndcg_cut_10"}
 STATSMODELS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def collection(tmp_path, seed: int, *, queries: int = 30, runs: int = 4):
