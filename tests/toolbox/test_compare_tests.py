@@ -154,6 +154,7 @@ def test_fisher_on_twelve_queries_is_the_exact_test_enumerated(tmp_path, capsys,
             assert rows[measure, b]["p_randomization"] == rows[measure, b]["p_value"]
 
 
+@pytest.mark.slow
 def test_fisher_agrees_with_ranx_within_monte_carlo_noise(tmp_path, capsys):
     ranx = pytest.importorskip("ranx")
     q, runs, _ = collection(tmp_path, 8, queries=40, runs=2)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 from statsmodels.stats.multitest import multipletests
 from textual.widgets import DataTable, Static
 from pilotkit import wait_for
@@ -15,6 +16,8 @@ from pilotkit import wait_for
 from ragjudge.metrics.significance import randomization_test
 from ragjudge.services.scoring.evaluation import pairing
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+
+pytestmark = pytest.mark.slow
 
 STATSMODELS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from textual.widgets import DataTable
 from pilotkit import wait_for
 
 from ragjudge.cli import common, main
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+
+pytestmark = pytest.mark.slow
 
 
 QUERIES = ["10", "2", "1", "q\u200d1", "q1", "q\u200b1"]
