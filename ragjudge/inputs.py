@@ -36,6 +36,9 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 GZIP_MAGIC = b"\x1f\x8b"
 
+Binary = io.BufferedReader | gzip.GzipFile
+"""A binary stream as lines are read from it: one that can look ahead (``peek``)."""
+
 
 def is_inline(source: Source) -> bool:
     """True when ``source`` is text or bytes content rather than a path or a file."""
@@ -86,7 +89,7 @@ class Lines:
     # -- opening -----------------------------------------------------------------------
 
     @contextmanager
-    def _open(self) -> Iterator[io.BufferedIOBase | io.TextIOBase]:
+    def _open(self) -> Iterator[Binary | io.TextIOBase]:
         source = self.source
         if isinstance(source, (str, bytes)) and is_inline(source):
             data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
@@ -132,10 +135,10 @@ class Lines:
         self._raw = binary
         yield self._maybe_gzip(binary)
 
-    def _maybe_gzip(self, raw: IO[bytes], *, force: bool = False) -> io.BufferedIOBase:
+    def _maybe_gzip(self, raw: IO[bytes], *, force: bool = False) -> Binary:
         # a stream that can peek is read as it is; a raw one gets a buffer to look ahead in
-        buffered = (cast(io.BufferedReader, raw) if hasattr(raw, "peek")
-                    else io.BufferedReader(cast(io.RawIOBase, raw)))
+        buffered: io.BufferedReader = (cast(io.BufferedReader, raw) if hasattr(raw, "peek")
+                                       else io.BufferedReader(cast(io.RawIOBase, raw)))
         if self._raw is None or self._raw is raw:
             self._raw = raw
         try:
@@ -148,7 +151,7 @@ class Lines:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _binary_lines(self, stream: io.BufferedIOBase) -> Iterator[tuple[int, str]]:
+    def _binary_lines(self, stream: Binary) -> Iterator[tuple[int, str]]:
         limit = self.max_line_bytes
         offset = 0
         self._check_head(stream)
@@ -182,11 +185,11 @@ class Lines:
                 text = text.rstrip("\r\n")
             yield self.line, text
 
-    def _check_head(self, stream: io.BufferedIOBase) -> None:
+    def _check_head(self, stream: Binary) -> None:
         """Refuse UTF-16, UTF-32 and binary data by their first bytes, before a line is read
         (a file of NUL bytes may have no line break for gigabytes)."""
         try:
-            head = stream.peek(4096)[:4096]  # type: ignore[attr-defined]
+            head = stream.peek(4096)[:4096]
         except (AttributeError, EOFError, gzip.BadGzipFile, zlib.error, OSError):
             return  # a damaged gzip stream: reading says so, with the line reached
         problem = encoding_problem(head, self.name)

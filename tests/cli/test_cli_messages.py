@@ -83,6 +83,7 @@ RULE_COMMANDS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("words", RULE_COMMANDS, ids=lambda w: " ".join(w[:2]))
 @pytest.mark.parametrize("rule", ["", " "])
 def test_an_empty_rule_is_refused_by_every_command_that_takes_one(capsys, demo_db, tmp_path, words, rule):
@@ -192,6 +193,7 @@ def test_a_value_echoed_in_a_message_shows_esc_as_safetext_does(capsys, demo_db,
     assert "\\x1b" not in err and "\x1b" not in err
 
 
+@pytest.mark.slow
 def test_no_error_message_quotes_a_value_with_python_repr():
     """A value in the message of an error a user can cause is quoted with ``safetext.quote``
     (control characters as pictures, invisible ones marked), never with ``!r`` (Python's escapes:
@@ -395,6 +397,7 @@ def test_per_query_tables_list_queries_in_natural_order(capsys, tmp_path):
 
 # -- who runs a command without an identity --by ---------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("words", [["eval", "-m", "P@5"], ["compare", "bm25", "hybrid"],
                                    ["gate", "--run", "bm25", "--require", "P@5>=0.1"], ["settled", "-m", "P@5"],
                                    ["explain", "--run", "bm25", "--query", "q01", "-m", "P@5"]],

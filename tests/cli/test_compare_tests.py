@@ -24,19 +24,13 @@ import numpy as np
 import pytest
 import scipy.stats
 from statsmodels.stats.multitest import multipletests
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 MEASURES = {"RR": "recip_rank", "P@5": "P_5", "nDCG@10": "ndcg_cut_10"}
 STATSMODELS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def collection(tmp_path, seed: int, *, queries: int = 30, runs: int = 4):
@@ -160,6 +154,7 @@ def test_fisher_on_twelve_queries_is_the_exact_test_enumerated(tmp_path, capsys,
             assert rows[measure, b]["p_randomization"] == rows[measure, b]["p_value"]
 
 
+@pytest.mark.slow
 def test_fisher_agrees_with_ranx_within_monte_carlo_noise(tmp_path, capsys):
     ranx = pytest.importorskip("ranx")
     q, runs, _ = collection(tmp_path, 8, queries=40, runs=2)

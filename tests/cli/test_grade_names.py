@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from projectkit import make_small_project, rights
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 from ragjudge.errors import UsageError
 from ragjudge.models import MAX_GRADE_NAME, Scale
 from ragjudge.services.access import roster
@@ -23,12 +23,6 @@ from ragjudge.services.project.database import Project
 
 FIVE = "Not relevant,Marginal,Partly,Mostly,Perfect"
 NAMES = FIVE.split(",")
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 # -- the scale ---------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ def loaded_by_every_help() -> list[tuple[str, str, str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_no_help_loads_the_database_layer_numpy_or_the_app():
     rows = loaded_by_every_help()
     assert len(rows) > 20, rows  # the top-level help and every command's

@@ -313,6 +313,7 @@ def lines_to_run(block: Block, llm: str = "") -> list[str]:
 RUN = [b for b in readme_blocks() if b.key not in NOT_RUN]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", RUN, ids=[f"line {b.line}" for b in RUN])
 def test_the_block_runs_as_written(block, tmp_path, demo_file):
     from llmserver import FakeLLM

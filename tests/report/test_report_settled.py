@@ -9,18 +9,12 @@ import json
 import pytest
 from pagekit import parse
 from reportkit import small_project
+from clikit import run_cli as _run
 
-from ragjudge.cli import main
 
 MEASURES = ("P@3", "AP", "Rprec")
 """Rprec cannot be settled (its cutoff is the number of relevant chunks, which any open pair
 moves): its pairs say so."""
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _measures() -> list[str]:

@@ -40,6 +40,7 @@ def judged_walk(db: str, annotator: str, order: str, limit: int) -> list[tuple[s
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["depth", "query"])
 def test_listing_records_nothing_and_is_what_judging_gives(p3_db, order):
     before = label_count(p3_db)

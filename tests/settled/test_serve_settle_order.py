@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from settledkit import cli, make_p1_project, must
 
 from ragjudge.services.access import roster
@@ -17,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "web"))
 import webkit  # the web tests' helpers, in tests/web
 
 
+@pytest.mark.slow
 def test_the_web_queue_follows_the_settle_order(tmp_path):
     db = make_p1_project(str(tmp_path / "p1.db"))
     with Project.open(db) as project:

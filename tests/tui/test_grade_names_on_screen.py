@@ -24,6 +24,7 @@ def named(tmp_path):
     project.close()
 
 
+@pytest.mark.slow
 @sync
 async def test_the_judging_screen_and_its_help_name_every_grade(named):
     app = make_app(named, annotator="alice", start="judge")

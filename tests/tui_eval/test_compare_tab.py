@@ -6,24 +6,20 @@ statsmodels' ``multipletests`` over the measures, and each verdict follows the c
 from __future__ import annotations
 
 import asyncio
-import time
 
 import numpy as np
+import pytest
 from statsmodels.stats.multitest import multipletests
 from textual.widgets import DataTable, Static
+from pilotkit import wait_for
 
 from ragjudge.metrics.significance import randomization_test
 from ragjudge.services.scoring.evaluation import pairing
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 
+pytestmark = pytest.mark.slow
+
 STATSMODELS = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}
-
-
-async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the screen did not get there"
-        await pilot.pause(0.05)
 
 
 def reference(screen: EvaluationScreen) -> tuple[list[str], np.ndarray, list[float]]:

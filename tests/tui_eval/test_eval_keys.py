@@ -7,6 +7,7 @@ import asyncio
 from itertools import accumulate
 
 from projectkit import rights
+import pytest
 from textual.widgets import DataTable, TabbedContent
 
 from ragjudge.services.access import roster
@@ -14,7 +15,9 @@ from ragjudge.services.scoring.live import MEASURES_SETTING
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.screens.prompts import Refused
-from test_eval_screen import wait_for
+from pilotkit import wait_for
+
+pytestmark = pytest.mark.slow
 
 
 def run_screen(project, annotator: str, body, size=(120, 40)):

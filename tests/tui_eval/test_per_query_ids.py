@@ -6,20 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
+import pytest
 from textual.widgets import DataTable
+from pilotkit import wait_for
 
 from ragjudge.cli import common, main
 from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
 
+pytestmark = pytest.mark.slow
 
-
-async def wait_for(pilot, predicate, timeout: float = 15.0) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < end, "the evaluation screen did not catch up"
-        await pilot.pause(0.05)
 
 QUERIES = ["10", "2", "1", "q\u200d1", "q1", "q\u200b1"]
 SHOWN_IN_ORDER = ["1", "2", "10", "q1", "q⟨U+200B⟩1", "q⟨U+200D⟩1"]
