@@ -56,7 +56,7 @@ from ragjudge.services.project.database import Project
 from ragjudge.services.scoring.settled import judging_queue
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Annotator, Label, utcnow
-from ragjudge.web.highlight import segments
+from ragjudge.terms import segments
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ragjudge"
 
-BASE = {"errors", "safetext", "numeric", "files", "retry", "models", "inputs", "__init__"}
+BASE = {"errors", "safetext", "numeric", "files", "retry", "models", "inputs", "terms", "__init__"}
 LAYERS: dict[str, set[str]] = {
     # layer -> the layers it may import (itself always)
     "safetext": {"numeric"},
@@ -22,6 +22,7 @@ LAYERS: dict[str, set[str]] = {
     "retry": set(),
     "files": {"errors", "safetext"},
     "inputs": {"errors", "safetext"},
+    "terms": set(),
     "models": {"numeric", "errors"},
     "metrics": {"errors", "numeric", "inputs", "safetext"},
     "formats": BASE | {"metrics"},

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from webkit import events
 
 from ragjudge.web import backend
-from ragjudge.web.highlight import segments
+from ragjudge.terms import segments
 
 
 @pytest.fixture

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 
 from ragjudge.safetext import for_terminal
+from ragjudge.terms import query_terms, terms_pattern
 
-_STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "me", "my", "of", "on", "or", "should", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your"]
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
+__all__ = ["clean", "highlighted", "literal", "query_terms"]
 
 
 def clean(value: object) -> str:
@@ -31,29 +27,11 @@ def literal(value: object, style: str = "") -> Text:
     return text
 
 
-def query_terms(query: str) -> list[str]:
-    """The words of a query worth highlighting in a chunk (no stopwords, two letters or more)."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(query.lower()):
-        if len(word) >= 2 and word not in _STOPWORDS:
-            seen.setdefault(word, None)
-    return list(seen)
-
-
-def _root(word: str) -> str:
-    """A crude stem, so that "damaged" also marks "damage" and "parcels" marks "parcel"."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
-
-
 def highlighted(value: object, terms: list[str], style: str = "reverse") -> Text:
     """The text with the words starting with a query term's root styled (case-insensitive)."""
     text = literal(value)
-    roots = sorted({_root(t) for t in terms}, key=len, reverse=True)
-    if roots:
-        pattern = r"(?i)\b(" + "|".join(re.escape(r) for r in roots) + r")\w*"
+    pattern = terms_pattern(tuple(terms))
+    if pattern is not None:
         text.highlight_regex(pattern, style)
     return text
 

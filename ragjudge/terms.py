@@ -1,14 +1,10 @@
-"""The query's words in a chunk, for the judging page to mark.
+"""The query's words in a chunk: which words of a query are worth marking and where they stand
+in a text. One rule for the judging screen (:func:`ragjudge.tui.widgets.literal.highlighted`)
+and the judging page (:func:`segments`).
 
-The rule is the judging screen's (``ragjudge.tui.widgets.literal``): the query's words of two
-letters or more that are not stopwords, each cut to a crude root (``damaged`` also marks
-``damage``), and a word of the chunk is marked when it starts with a root (case-insensitive).
-The web layer may not import the app, so the rule is restated here; a test checks that both
-mark the same words.
-
-The result is text split into pieces, never HTML: even pieces are plain, odd pieces are marked.
-The page puts each piece into the document as a text node (a marked one inside ``<mark>``), so
-nothing from the data is ever read as markup.
+The words are the query's words of two letters or more that are not stopwords; each is cut to a
+crude root (``damaged`` also marks ``damage``, ``parcels`` marks ``parcel``), and a word of the
+text is marked when it starts with a root (case-insensitive).
 """
 
 from __future__ import annotations
@@ -34,7 +30,8 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
-def _root(word: str) -> str:
+def root(word: str) -> str:
+    """A crude stem, so that "damaged" also marks "damage" and "parcels" marks "parcel"."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
@@ -42,8 +39,10 @@ def _root(word: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _pattern(query: str) -> re.Pattern[str] | None:
-    roots = sorted({_root(t) for t in query_terms(query)}, key=len, reverse=True)
+def terms_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The pattern of the words to mark for ``terms`` (None: nothing to mark), longest root
+    first."""
+    roots = sorted({root(t) for t in terms}, key=len, reverse=True)
     if not roots:
         return None
     return re.compile(r"(?i)\b(?:" + "|".join(re.escape(r) for r in roots) + r")\w*")
@@ -51,8 +50,10 @@ def _pattern(query: str) -> re.Pattern[str] | None:
 
 def segments(text: str, query: str) -> list[str]:
     """``text`` cut where the query's words start and end: ``[plain, marked, plain, ...]``
-    (the first piece is plain, possibly empty); joined again they are ``text``."""
-    pattern = _pattern(query)
+    (the first piece is plain, possibly empty); joined again they are ``text``. Pieces, never
+    HTML: the page puts each into the document as a text node (a marked one inside
+    ``<mark>``), so nothing from the data is read as markup."""
+    pattern = terms_pattern(tuple(query_terms(query)))
     if pattern is None or not text:
         return [text]
     out: list[str] = []
