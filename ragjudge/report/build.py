@@ -26,7 +26,7 @@ from ragjudge.report.natural import natural_key, natural_sorted
 if TYPE_CHECKING:
     from ragjudge.metrics.allpairs import AllPairsComparison
     from ragjudge.metrics.data import Qrels, Run
-    from ragjudge.report.settled import SettledRow
+    from ragjudge.metrics.settle import Comparison
     from ragjudge.services.access.visibility import Access
     from ragjudge.services.agreement.views import AgreementView
     from ragjudge.services.gold.gold import Composition
@@ -174,7 +174,7 @@ class Report:
     disputes_total: int
     run_digests: dict[str, str]
     labels: LabelSnapshot
-    settled: list[SettledRow] | None = None
+    settled: list[Comparison] | None = None
     settled_note: str = ""
     """what the settled statuses mean and the model behind ``p_order`` (``ragjudge settled``'s note)"""
     left_out: list[str] = field(default_factory=list)

@@ -11,8 +11,9 @@ is given — and not at all otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from ragjudge.metrics.settle import Comparison
 
 FIELDS = ("measure", "a", "b", "difference", "low", "high", "p_order", "status", "judge_more",
           "exact", "n_queries")
@@ -26,32 +27,14 @@ STATUS_WORDS = {
 }
 
 
-@dataclass(frozen=True)
-class SettledRow:
-    """One comparison: ``difference`` = mean(a) - mean(b) now, within [``low``, ``high``]
-    whatever the open pairs' grades; ``p_order`` the chance its sign holds."""
-
-    measure: str
-    a: str
-    b: str
-    difference: float
-    low: float
-    high: float
-    p_order: float
-    status: str
-    judge_more: int
-    exact: bool
-    n_queries: int
-
-
-def settled_rows(comparisons: Iterable[Any]) -> list[SettledRow]:
+def settled_rows(comparisons: Iterable[Any]) -> list[Comparison]:
     """The comparisons of ``ragjudge settled`` as rows (each an object with :data:`FIELDS` as
     attributes, or a mapping of them such as its ``to_dict()``)."""
     rows = []
     for item in comparisons:
         record: Mapping[str, Any] = item if isinstance(item, Mapping) else (
             item.to_dict() if hasattr(item, "to_dict") else {f: getattr(item, f) for f in FIELDS})
-        rows.append(SettledRow(
+        rows.append(Comparison(
             measure=str(record["measure"]), a=str(record["a"]), b=str(record["b"]),
             difference=float(record["difference"]), low=float(record["low"]),
             high=float(record["high"]), p_order=float(record["p_order"]),
@@ -64,10 +47,10 @@ def status_words(status: str) -> str:
     return STATUS_WORDS.get(status, status)
 
 
-def settled_index(rows: Iterable[SettledRow]) -> dict[tuple[str, frozenset[str]], SettledRow]:
+def settled_index(rows: Iterable[Comparison]) -> dict[tuple[str, frozenset[str]], Comparison]:
     """Each comparison by its measure and its two runs (in either order), for the table of
     comparisons to show each pair's status beside its test."""
     return {(row.measure, frozenset((row.a, row.b))): row for row in rows}
 
 
-__all__ = ["FIELDS", "STATUS_WORDS", "SettledRow", "settled_index", "settled_rows", "status_words"]
+__all__ = ["FIELDS", "STATUS_WORDS", "Comparison", "settled_index", "settled_rows", "status_words"]
