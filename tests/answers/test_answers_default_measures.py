@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from projectkit import ragjudge
 
 from ragjudge.services.events import annotators as judging
@@ -16,6 +18,8 @@ from ragjudge.services.scoring.files import DEFAULT_MEASURES
 from ragjudge.tui import make_app
 from ragjudge.tui.screens.answers import AnswerJudgeScreen
 from ragjudge.tui.screens.evaluation import EvaluationScreen
+
+pytestmark = pytest.mark.slow
 
 
 async def evaluation_measures(app, pilot) -> list[str]:

@@ -80,6 +80,7 @@ def corrected(p: list[float], correction: str) -> np.ndarray:
     return multipletests(p, method=STATSMODELS[correction])[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("correction", ["holm", "bonferroni", "bh", "none"])
 def test_wilcoxon_equals_scipy_and_the_correction_statsmodels(tmp_path, capsys, seed, correction):
@@ -171,6 +172,7 @@ def test_fisher_agrees_with_ranx_within_monte_carlo_noise(tmp_path, capsys):
         assert rows[ours, "r1"]["p_value"] == pytest.approx(p, abs=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [9, 10])
 def test_tukey_equals_the_two_way_anova_and_scipys_studentized_range(tmp_path, capsys, seed):
     smf = pytest.importorskip("statsmodels.formula.api")

@@ -64,6 +64,7 @@ def test_a_settled_project_gives_no_pair_and_says_why(one_db):
         assert judging_queue(project, "ana", order="depth").first() is not None
 
 
+@pytest.mark.slow
 def test_the_judging_screen_exits_with_the_message(one_db):
     import asyncio
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from projectkit import rights
 from tui_project import sync
 
@@ -15,6 +17,8 @@ from ragjudge.tui.screens.adjudicate import AdjudicateScreen
 from ragjudge.tui.screens.agreement import AgreementScreen
 from ragjudge.tui.screens.prompts import Refused, TextPrompt
 from ragjudge.tui.screens.review import ReviewScreen
+
+pytestmark = pytest.mark.slow
 
 
 def reviews(db) -> list[tuple]:

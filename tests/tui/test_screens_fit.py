@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from screencuts import cut_texts
 
+pytestmark = pytest.mark.slow
+
 SIZES = ((120, 40), (80, 24))
 SHOTS = Path(__file__).resolve().parents[2] / "screenshots" / "make_screenshots.py"
 
