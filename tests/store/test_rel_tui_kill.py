@@ -55,7 +55,8 @@ class Terminal:
 
 
 def read_state(screen: str) -> tuple[str, str, int] | None:
-    """(query id, chunk id, labels counted) as the screen shows them, or None."""
+    """(query id, chunk id, labels counted, or -1 where the progress line has no room for the
+    count) as the screen shows them, or None."""
     lines = screen.splitlines()
     chunk = next((m.group(1) for m in map(CHUNK.search, lines) if m), None)
     handled = next((int(m.group(1)) for m in map(HANDLED.search, lines) if m), None)
@@ -65,9 +66,9 @@ def read_state(screen: str) -> tuple[str, str, int] | None:
             m = QUERY.match(lines[i + 1])
             query = m.group(1) if m else None
             break
-    if chunk is None or handled is None or query is None:
+    if chunk is None or query is None:
         return None
-    return query, chunk, handled
+    return query, chunk, -1 if handled is None else handled
 
 
 def wait_for(term: Terminal, predicate, timeout: float = 30.0):
@@ -96,7 +97,9 @@ def session(db: str, rng: random.Random, name: str) -> tuple[list[tuple[str, str
             if i == kill_after:  # kill with the keypress in flight
                 time.sleep(rng.uniform(0, 0.03))
                 break
-            state = wait_for(term, lambda s, h=handled: s[2] == h + 1)
+            # the label is acknowledged when the next pair is shown (every key is committed
+            # before it); the queue's count is in the progress line only where it fits
+            state = wait_for(term, lambda s, q=query, c=chunk: (s[0], s[1]) != (q, c))
             acked.append((query, chunk, grade))
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10

@@ -292,7 +292,7 @@ async def test_help_lists_y_and_n_on_a_binary_scale_only(project, tmp_path):
             return screen_text(app)
 
     graded = await help_text(project)  # 0-3
-    assert "0-3" in graded and "skip" in graded
+    assert "Perfectly relevant" in graded and "skip" in graded  # each grade by its name
     assert "binary" not in graded and not re.search(r"^\s*[yn]\s", graded, re.M)
     binary = build_project(tmp_path / "b.db", scale="binary", guidelines=None)
     shown = await help_text(binary)
