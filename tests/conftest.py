@@ -18,6 +18,7 @@ import pytest
 PG_ENV = "RAGJUDGE_TEST_PG"
 
 
+from chromium import browser  # noqa: E402, F401 - the browser tests' fixture: one Chromium per module
 from projectkit import make_small_project  # noqa: E402 - re-exported for fixtures
 
 

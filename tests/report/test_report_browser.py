@@ -12,30 +12,13 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra has it)")
 
+from chromium import BROWSER_MARKS
 from projectkit import ragjudge
 from reportkit import HOSTILE_QUERY, HOSTILE_RUN, small_project
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                       reason=f"no Chromium at {CHROMIUM} (CI installs the 'chromium' package; "
-                              "a browser is never downloaded)"),
-]
+pytestmark = BROWSER_MARKS
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield launched
-        launched.close()
 
 
 class Opened:

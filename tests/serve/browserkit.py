@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-CHROMIUM = "/usr/bin/chromium"
+from chromium import CHROMIUM  # noqa: F401 - the one path, for the scripts that import it here
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\x1b\][^\x07]*\x07")
 DEADLINE = 30.0

@@ -5,7 +5,6 @@ leaves 127.0.0.1."""
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
@@ -14,30 +13,15 @@ import pytest
 pytest.importorskip("textual_serve", reason="the 'serve' extra (textual-serve) is not installed")
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra has it)")
 
-from browserkit import CHROMIUM, Tab, start_server, wait_for
+from chromium import BROWSER_MARKS
+from browserkit import Tab, start_server, wait_for
 from sqlalchemy import select
 
 from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Label
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                       reason=f"no Chromium at {CHROMIUM} (CI installs the 'chromium' package; "
-                              "a browser is never downloaded)"),
-]
+pytestmark = BROWSER_MARKS
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []  # Chromium's sandbox refuses root
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from chromium import BROWSER_MARKS
 from projectkit import rights
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the 'test' extra has it)")
@@ -25,29 +26,11 @@ from webkit import events
 from ragjudge.services.access import roster
 from ragjudge.services.project.database import Project
 
-CHROMIUM = "/usr/bin/chromium"
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 DEADLINE = 30.0
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                       reason=f"no Chromium at {CHROMIUM} (CI installs the 'chromium' package; "
-                              "a browser is never downloaded)"),
-]
+pytestmark = BROWSER_MARKS
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 class Tab:
