@@ -671,8 +671,10 @@ class DisputedUnit:
     """``{annotator: grade}`` of the annotators who rated the unit."""
 
 
-def disputed_units(ratings: Ratings) -> list[DisputedUnit]:
-    """Units with spread > 0, largest spread first, then most ratings first, then unit order."""
+def disputed_order(ratings: Ratings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, spread, n)``: the rows of the units with spread > 0, largest spread first, then
+    most ratings first, then unit order; each unit's spread (highest grade - lowest) and number
+    of ratings."""
     m = ratings.matrix
     n = (~np.isnan(m)).sum(axis=1)
     rated = n > 0
@@ -680,7 +682,13 @@ def disputed_units(ratings: Ratings) -> list[DisputedUnit]:
     if rated.any():
         spread[rated] = np.nanmax(m[rated], axis=1) - np.nanmin(m[rated], axis=1)
     rows = np.flatnonzero(spread > 0)
-    rows = rows[np.lexsort((rows, -n[rows], -spread[rows]))]
+    return rows[np.lexsort((rows, -n[rows], -spread[rows]))], spread, n
+
+
+def disputed_units(ratings: Ratings) -> list[DisputedUnit]:
+    """Units with spread > 0, largest spread first, then most ratings first, then unit order."""
+    m = ratings.matrix
+    rows, spread, n = disputed_order(ratings)
     return [
         DisputedUnit(
             unit=ratings.units[i],

@@ -18,6 +18,7 @@ from ragjudge.metrics.agreement import (
     Statistic,
     agreement_report,
     cohen_kappa,
+    disputed_order,
     confusion_matrix,
     grouped_agreement,
     krippendorff_alpha,
@@ -251,14 +252,7 @@ def headline_agreement(ratings: Ratings, unit_query: np.ndarray, query_ids: Sequ
     out["alpha_ordinal"] = krippendorff_alpha(ratings, "ordinal").value
     out["alpha_nominal"] = krippendorff_alpha(ratings, "nominal").value
     out["mean_kappa"], out["kappa_units"], out["kappa_pairs"] = mean_pairwise_kappa(ratings)
-    m = ratings.matrix
-    n = (~np.isnan(m)).sum(axis=1)
-    rated = n > 0
-    spread = np.zeros(len(m))
-    if rated.any():
-        spread[rated] = np.nanmax(m[rated], axis=1) - np.nanmin(m[rated], axis=1)
-    rows = np.flatnonzero(spread > 0)
-    rows = rows[np.lexsort((rows, -n[rows], -spread[rows]))]  # disputed_units' order
+    rows = disputed_order(ratings)[0]
     queries, first, counts = np.unique(unit_query[rows], return_index=True, return_counts=True)
     out["disputed"] = len(rows)
     out["disputed_by_query"] = {query_ids[queries[i]]: int(counts[i]) for i in np.argsort(first).tolist()}
