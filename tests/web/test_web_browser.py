@@ -265,14 +265,22 @@ def test_a_token_revoked_mid_session_refuses_the_next_label_and_it_is_sent_after
     pair = shown_pair(page)
     with Project.open(site.db) as project:
         new_token = roster.issue_token(project, "ana", access=rights(project, "dora"))
-    page.keyboard.press("2")
+    # The label's own answer is awaited (the pair fetched ahead is refused too, and its banner
+    # says the same words), so the test follows the grade itself.
+    labels = lambda response: response.url.endswith("/api/v1/labels") and response.request.method == "POST"  # noqa: E731
+    with page.expect_response(labels, timeout=DEADLINE * 1000) as refused:
+        page.keyboard.press("2")
+    assert refused.value.status == 401
     page.wait_for_selector("#connection:not([hidden])")
     assert "new token" in page.inner_text("#connection")
     assert events(site.db, "ana") == []
+    assert page.evaluate("() => sessionStorage.getItem('ragjudge.pending')"), "the refused grade is kept"
     page.click("#connection a")
     page.fill("#token", new_token)
-    page.click("button[type=submit]")
-    page.wait_for_url(tab.url + "/judge")
+    with page.expect_response(labels, timeout=DEADLINE * 1000) as resent:
+        page.click("button[type=submit]")
+        page.wait_for_url(tab.url + "/judge")
+    assert resent.value.status == 201, (resent.value.status, resent.value.text())
     wait_for(lambda: events(site.db, "ana"), "the kept label to land")
     assert [(q, c, g) for _, q, c, g, *_ in events(site.db, "ana")] == [(*pair, 2)]
 
