@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the kit modules (chromium.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 
 from browserkit import CHROMIUM, DEADLINE, Tab, start_server

@@ -45,6 +45,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests"))  # the kit modules (chromium.py)
 sys.path.insert(0, str(ROOT / "tests" / "serve"))
 
 from bench_serve import BenchTab, build_project, percentile, rss_mb  # noqa: E402
