@@ -87,7 +87,7 @@ def serve(
     if queue_order not in ORDERS:
         raise UsageError(f"--queue-order {quote(queue_order)}: use depth, query or settle.")
     from ragjudge.services.access import roster
-    from ragjudge.web.guard import is_loopback
+    from ragjudge.hosts import is_loopback
     from ragjudge.web.server import serve as run_server
 
     db = project_db()

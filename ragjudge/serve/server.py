@@ -24,7 +24,6 @@ textual-serve:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import shlex
@@ -39,6 +38,7 @@ from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
+from ragjudge.hosts import is_loopback
 from ragjudge.safetext import visible
 from ragjudge.tui.served import SERVED_ENV
 
@@ -67,16 +67,6 @@ own and xterm.js's)."""
 # development switches (a log file, a devtools connection) and a second project.
 DROPPED_ENV = ("TEXTUAL", "TEXTUAL_LOG", "TEXTUAL_DEVTOOLS_HOST", "TEXTUAL_DEVTOOLS_PORT",
                "TEXTUAL_SCREENSHOT", "TEXTUAL_SCREENSHOT_LOCATION", "TEXTUAL_SCREENSHOT_FILENAME")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def session_command() -> str:

@@ -20,7 +20,6 @@ string).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import sys
 import time
@@ -28,6 +27,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 from urllib.parse import urlsplit
+
+from ragjudge.hosts import is_loopback
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -56,16 +57,6 @@ TERMINAL_POLICY = POLICY.replace("style-src 'self'", "style-src 'self' 'unsafe-i
     "connect-src 'self'", "connect-src 'self' ws: wss:")
 """The lead's terminal page: xterm.js sets styles of its own elements; the terminal is a
 websocket (scripts stay 'self' only)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def host_name(host: str) -> str:

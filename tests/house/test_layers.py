@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ragjudge"
 
-BASE = {"errors", "safetext", "numeric", "files", "retry", "models", "inputs", "terms", "__init__"}
+BASE = {"errors", "safetext", "numeric", "files", "retry", "models", "inputs", "terms", "hosts", "__init__"}
 LAYERS: dict[str, set[str]] = {
     # layer -> the layers it may import (itself always)
     "safetext": {"numeric"},
@@ -23,6 +23,7 @@ LAYERS: dict[str, set[str]] = {
     "files": {"errors", "safetext"},
     "inputs": {"errors", "safetext"},
     "terms": set(),
+    "hosts": set(),
     "models": {"numeric", "errors"},
     "metrics": {"errors", "numeric", "inputs", "safetext"},
     "formats": BASE | {"metrics"},

@@ -16,10 +16,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from ragjudge.serve.server import (
     JudgingServer,
     SessionProcess,
-    is_loopback,
     session_command,
     websocket_url,
 )
+from ragjudge.hosts import is_loopback
 from ragjudge.tui.served import SERVED_ENV
 
 
