@@ -304,7 +304,7 @@ async def annotators(url: str, tokens: list[str], seconds: float, server_pid: in
 def lost_and_doubled(db: str, acknowledged: dict[str, list[int]]) -> tuple[int, int]:
     from sqlalchemy import func, select
 
-    from ragjudge.services.project import Project
+    from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Label
 
     with Project.open(db) as project, project.read() as session:

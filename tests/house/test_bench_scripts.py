@@ -4,6 +4,9 @@ start. A script that imports a kit module which moved (or a helper renamed) fail
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -23,3 +26,25 @@ def test_the_script_starts(script: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
+
+
+def _ragjudge_imports(script: Path) -> list[tuple[int, str, str]]:
+    """Every ``from ragjudge... import name`` of the script, imports inside functions too (a
+    script's ``--help`` does not run those)."""
+    tree = ast.parse(script.read_text(), str(script))
+    return [(node.lineno, node.module, alias.name) for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+            and node.module.split(".")[0] == "ragjudge" for alias in node.names]
+
+
+@pytest.mark.parametrize("script", SCRIPTS + sorted((ROOT / "screenshots").glob("*.py")), ids=lambda p: p.name)
+def test_every_name_the_script_imports_from_ragjudge_exists(script: Path) -> None:
+    missing = []
+    for line, module, name in _ragjudge_imports(script):
+        try:
+            found = hasattr(importlib.import_module(module), name) or importlib.util.find_spec(f"{module}.{name}")
+        except ImportError:
+            found = False
+        if not found:
+            missing.append(f"{script.name}:{line}: from {module} import {name}")
+    assert not missing, missing
