@@ -125,6 +125,10 @@ def sqlite_path(db: str) -> Path | None:
     return None
 
 
+SQLITE_POOL = 40
+"""Connections kept open per SQLite project (and as many more at a peak)."""
+
+
 def _sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -160,7 +164,11 @@ def make_engine(db: str, *, readonly: bool = False) -> Engine:
             return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
                                    check_same_thread=False, isolation_level=None)
 
-        return _sqlite_engine(create_engine("sqlite://", creator=connect, poolclass=QueuePool),
+        # A connection to a SQLite file is a file handle and a few pragmas: enough of them are
+        # kept for a server's worker threads (40) to take one each without opening a new one
+        # (with its pragmas) per request, or waiting for one.
+        return _sqlite_engine(create_engine("sqlite://", creator=connect, poolclass=QueuePool,
+                                            pool_size=SQLITE_POOL, max_overflow=SQLITE_POOL),
                               readonly)
     url = database_url(db)
     if url.startswith("sqlite"):

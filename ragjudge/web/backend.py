@@ -632,7 +632,9 @@ class LabelWriter:
     @staticmethod
     def _work(session: Session, batch: list[_Wanted]) -> None:
         connection = session.connection()
-        ensure_annotators(connection, sorted({w.name for w in batch}))
+        # a label that comes with a token's digest is checked against the annotator's row
+        # below (no row, no label); only one without a digest may meet a new name
+        ensure_annotators(connection, sorted({w.name for w in batch if not w.digest}))
         for w in batch:
             w.state, w.conflict = None, None  # a retried transaction starts over
             if w.digest and not token_still_valid(session, Identity(w.name, "token", w.digest)):

@@ -55,8 +55,8 @@ class NuggetView:
 def facet_rows(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[FacetView]:
     facets = session.execute(select(Facet.id, Facet.name).where(
         Facet.query_id == query_id, Facet.removed.is_(False)).order_by(Facet.id)).all()
-    links = newest_mark_events(session, FacetLink, FacetLink.facet_id, [f[0] for f in facets], annotator, chunk_id)
-    return [FacetView(fid, name, bool(links[fid].covered) if fid in links else False)
+    links = newest_mark_events(session, FacetLink.covered, FacetLink.facet_id, [f[0] for f in facets], annotator, chunk_id)
+    return [FacetView(fid, name, bool(links.get(fid, False)))
             for fid, name in facets]
 
 
@@ -65,9 +65,9 @@ def nugget_rows(session: Session, query_id: str, annotator: str | None, chunk_id
         Nugget.query_id == query_id, Nugget.removed.is_(False)).order_by(Nugget.id)).all()
     # nuggets first, then the claims of the reference answer (an unknown kind reads as a nugget)
     nuggets = sorted(rows, key=lambda n: n[3] == "claim")
-    support = newest_mark_events(session, NuggetSupport, NuggetSupport.nugget_id, [n[0] for n in nuggets],
+    support = newest_mark_events(session, NuggetSupport.support, NuggetSupport.nugget_id, [n[0] for n in nuggets],
                             annotator, chunk_id)
-    return [NuggetView(nid, text, importance, support[nid].support if nid in support else "none",
+    return [NuggetView(nid, text, importance, support.get(nid, "none"),
                        "claim" if kind == "claim" else "nugget")
             for nid, text, importance, kind in nuggets]
 
@@ -205,16 +205,18 @@ def set_nugget_support(project: Project, *, annotator: str, nugget_id: int, chun
     return project.write(work)
 
 
-def newest_mark_events(session: Session, model: type[FacetLink] | type[NuggetSupport], key_col: Any, ids: list[int],
-                  annotator: str | None, chunk_id: str | None) -> dict[int, Any]:
-    """The newest mark event per facet/nugget id for the annotator and chunk (one select)."""
+def newest_mark_events(session: Session, value_col: Any, key_col: Any, ids: list[int],
+                       annotator: str | None, chunk_id: str | None) -> dict[int, Any]:
+    """The newest mark's ``value_col`` (a link's ``covered``, a support's level) per facet or
+    nugget id, for the annotator and chunk: one select of two columns, no rows as objects."""
     if not ids or not annotator or not chunk_id:
         return {}
+    table = key_col.class_
     rows = session.execute(
-        select(key_col, model).where(key_col.in_(ids), model.chunk_id == chunk_id,
-                                     model.annotator == annotator).order_by(model.id)
+        select(key_col, value_col).where(key_col.in_(ids), table.chunk_id == chunk_id,
+                                         table.annotator == annotator).order_by(table.id)
     ).all()
-    return {key: row for key, row in rows}  # later (newer) rows win
+    return {key: value for key, value in rows}  # later (newer) rows win
 
 
 def marks_for(project: Project, query_id: str, *, annotator: str | None = None,
