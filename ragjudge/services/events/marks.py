@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from ragjudge.store.schema import (
     PairMark,
 )
@@ -44,17 +44,29 @@ class PairMarks:
 NO_MARKS = PairMarks()
 
 
+_MARKS = PairMark.__table__
+_QUERY_MARKS = (select(_MARKS.c.chunk_id, _MARKS.c.kind, _MARKS.c.action, _MARKS.c.text)
+                .where(_MARKS.c.annotator == bindparam("annotator"),
+                       _MARKS.c.query_id == bindparam("query_id"))
+                .order_by(_MARKS.c.id))
+_PAIR_MARKS = (select(_MARKS.c.chunk_id, _MARKS.c.kind, _MARKS.c.action, _MARKS.c.text)
+               .where(_MARKS.c.annotator == bindparam("annotator"),
+                      _MARKS.c.query_id == bindparam("query_id"),
+                      _MARKS.c.chunk_id == bindparam("chunk_id"))
+               .order_by(_MARKS.c.id))
+"""Built once (a judging queue asks for every pair it shows): executing a prepared select
+skips building the expression each time."""
+
+
 def marks_of_query(connection, annotator: str, query_id: str,  # noqa: ANN001 - Connection/Session
                    chunk_id: str | None = None) -> dict[str, PairMarks]:
     """The annotator's current marks per chunk of the query (only chunks with a mark event)."""
-    marks = PairMark.__table__
-    stmt = (select(marks.c.chunk_id, marks.c.kind, marks.c.action, marks.c.text)
-            .where(marks.c.annotator == annotator, marks.c.query_id == query_id)
-            .order_by(marks.c.id))
+    params = {"annotator": annotator, "query_id": query_id}
     if chunk_id is not None:
-        stmt = stmt.where(marks.c.chunk_id == chunk_id)
+        params["chunk_id"] = chunk_id
     out: dict[str, PairMarks] = {}
-    for chunk, kind, action, text in connection.execute(stmt):
+    for chunk, kind, action, text in connection.execute(
+            _QUERY_MARKS if chunk_id is None else _PAIR_MARKS, params):
         out[chunk] = out.get(chunk, NO_MARKS).with_event(kind, action, text)
     return out
 

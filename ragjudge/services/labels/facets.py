@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 from ragjudge.errors import UsageError
 from ragjudge.formats.records import check_typed
@@ -52,17 +52,23 @@ class NuggetView:
     for Context Recall): both are marked alike, by how fully the chunk supports them."""
 
 
+_FACETS = (select(Facet.id, Facet.name).where(Facet.query_id == bindparam("query_id"),
+                                              Facet.removed.is_(False)).order_by(Facet.id))
+_NUGGETS = (select(Nugget.id, Nugget.text, Nugget.importance, Nugget.kind)
+            .where(Nugget.query_id == bindparam("query_id"), Nugget.removed.is_(False))
+            .order_by(Nugget.id))
+"""A query's facets and nuggets (built once: the judging screens ask for every pair)."""
+
+
 def facet_rows(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[FacetView]:
-    facets = session.execute(select(Facet.id, Facet.name).where(
-        Facet.query_id == query_id, Facet.removed.is_(False)).order_by(Facet.id)).all()
+    facets = session.execute(_FACETS, {"query_id": query_id}).all()
     links = newest_mark_events(session, FacetLink.covered, FacetLink.facet_id, [f[0] for f in facets], annotator, chunk_id)
     return [FacetView(fid, name, bool(links.get(fid, False)))
             for fid, name in facets]
 
 
 def nugget_rows(session: Session, query_id: str, annotator: str | None, chunk_id: str | None) -> list[NuggetView]:
-    rows = session.execute(select(Nugget.id, Nugget.text, Nugget.importance, Nugget.kind).where(
-        Nugget.query_id == query_id, Nugget.removed.is_(False)).order_by(Nugget.id)).all()
+    rows = session.execute(_NUGGETS, {"query_id": query_id}).all()
     # nuggets first, then the claims of the reference answer (an unknown kind reads as a nugget)
     nuggets = sorted(rows, key=lambda n: n[3] == "claim")
     support = newest_mark_events(session, NuggetSupport.support, NuggetSupport.nugget_id, [n[0] for n in nuggets],
@@ -205,17 +211,28 @@ def set_nugget_support(project: Project, *, annotator: str, nugget_id: int, chun
     return project.write(work)
 
 
+def _newest_marks(value_col: Any, key_col: Any) -> Any:
+    table = key_col.class_
+    return (select(key_col, value_col)
+            .where(key_col.in_(bindparam("ids", expanding=True)),
+                   table.chunk_id == bindparam("chunk_id"), table.annotator == bindparam("annotator"))
+            .order_by(table.id))
+
+
+_NEWEST_MARKS: dict[Any, Any] = {}
+"""The prepared select per (value, key) column pair: built once, as the selects above."""
+
+
 def newest_mark_events(session: Session, value_col: Any, key_col: Any, ids: list[int],
                        annotator: str | None, chunk_id: str | None) -> dict[int, Any]:
     """The newest mark's ``value_col`` (a link's ``covered``, a support's level) per facet or
     nugget id, for the annotator and chunk: one select of two columns, no rows as objects."""
     if not ids or not annotator or not chunk_id:
         return {}
-    table = key_col.class_
-    rows = session.execute(
-        select(key_col, value_col).where(key_col.in_(ids), table.chunk_id == chunk_id,
-                                         table.annotator == annotator).order_by(table.id)
-    ).all()
+    stmt = _NEWEST_MARKS.get((value_col, key_col))
+    if stmt is None:
+        stmt = _NEWEST_MARKS[(value_col, key_col)] = _newest_marks(value_col, key_col)
+    rows = session.execute(stmt, {"ids": list(ids), "chunk_id": chunk_id, "annotator": annotator}).all()
     return {key: value for key, value in rows}  # later (newer) rows win
 
 

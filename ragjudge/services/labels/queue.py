@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from ragjudge.errors import UsageError
 from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import not_recheck
@@ -113,6 +113,13 @@ def depth_rounds(depth: int) -> tuple[int, ...]:
 def _shuffle_key(seed: bytes, query_id: str, chunk_id: str) -> bytes:
     return hashlib.blake2b(f"{query_id}\x00{chunk_id}".encode(), digest_size=8, key=seed).digest()
 
+
+_QUERY_STATES = (select(Label.id, Label.chunk_id, Label.grade, Label.skipped, Label.note,
+                        Label.created_at, Label.undoes, Label.source)
+                 .where(Label.annotator == bindparam("annotator"),
+                        Label.query_id == bindparam("query_id"), not_recheck())
+                 .order_by(Label.id))
+"""An annotator's label events of one query, oldest first (built once: every pool load asks)."""
 
 @dataclass
 class QueryPool:
@@ -389,13 +396,7 @@ class JudgingQueue:
         return len(self.rounds) - 1
 
     def _states(self, connection, query_id: str) -> dict[str, LabelState]:  # noqa: ANN001
-        rows = connection.execute(
-            select(Label.id, Label.chunk_id, Label.grade, Label.skipped, Label.note,
-                   Label.created_at, Label.undoes, Label.source)
-            .where(Label.annotator == self.annotator, Label.query_id == query_id,
-                   not_recheck())
-            .order_by(Label.id)
-        )
+        rows = connection.execute(_QUERY_STATES, {"annotator": self.annotator, "query_id": query_id})
         out: dict[str, LabelState] = {}
         for id_, chunk_id, grade, skipped, note, created, undoes, source in rows:
             out[chunk_id] = LabelState(id_, grade, bool(skipped), note, created, undoes, source)
