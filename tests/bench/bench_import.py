@@ -37,6 +37,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_eval import compile_ragjudge  # noqa: E402 - an installed package is compiled by pip
 
 
 def write_run(path: Path, lines: int, depth: int = 100) -> None:
@@ -127,6 +130,7 @@ def main() -> int:
     parser.add_argument("--labels", type=int, default=150,
                         help="labels the annotator records on the quiet project")
     args = parser.parse_args()
+    compile_ragjudge()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run = folder / "big.trec"
