@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 
 import pytest
@@ -27,7 +28,10 @@ def pytest_configure(config) -> None:
     installed package is compiled by pip, an editable one is not, and where the environment sets
     PYTHONDONTWRITEBYTECODE every such process would compile them again (about 13% of the
     processor time of the tests that start them). Only the controller does it, before the
-    workers start."""
+    workers start. Bytecode lands in ``__pycache__`` folders, which git ignores."""
+    # Test modules too: pytest keeps each one's rewritten assertions beside it only where bytecode
+    # may be written, and otherwise rewrites all 200 again in every worker (10 s of processor each).
+    sys.dont_write_bytecode = False
     if hasattr(config, "workerinput"):
         return
     import compileall
