@@ -512,13 +512,29 @@ class Settlement:
         """judge_more of every comparison not settled, its moves read in queue order."""
         order = self._queue()
         harms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        out = {}
+        out: dict[tuple[int, str, str], int] = {}
+        # one measure's comparisons at a time (its flips in memory), shared out over two threads
+        by_measure: dict[int, list[tuple[tuple[int, str, str], Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]]] = {}
         for key, j, moves, need in self._moves(bounds, order):
             if j not in harms:
+                if by_measure:
+                    self._judge_more_of(by_measure.popitem()[1], len(order), harms, out)
                 harm = self.families[j].harm(self.model.probs)[order]
                 harms[j] = harm, 1.0 - harm
-            out[key] = _judge_more_by_blocks(moves, len(order), *harms[j], need)
+            by_measure.setdefault(j, []).append((key, moves, need))
+        for items in by_measure.values():
+            self._judge_more_of(items, len(order), harms, out)
         return out
+
+    @staticmethod
+    def _judge_more_of(items: list[tuple[tuple[int, str, str], Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]],
+                       n: int, harms: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                       out: dict[tuple[int, str, str], int]) -> None:
+        def one(i: int) -> None:
+            key, moves, need = items[i]
+            out[key] = _judge_more_by_blocks(moves, n, *harms[key[0]], need)
+
+        _each(one, list(range(len(items))))
 
     def _moves(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]],
                order: np.ndarray) -> Iterator[tuple[tuple[int, str, str], int,
