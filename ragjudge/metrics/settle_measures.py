@@ -738,6 +738,10 @@ class CumulativeGain(Family):
     def free(self) -> bool:
         return self.top >= 1
 
+    def _scaled(self, level: int, x: np.ndarray) -> np.ndarray:
+        """dgain_l * x, skipping the product when dgain_l is 1 (nDCG's levels: x * 1.0 is x)."""
+        return x if self.step[level] == 1.0 else self.step[level] * x
+
     def _ideal(self, counts: np.ndarray) -> np.ndarray:
         """IDCG from counts (..., G) of chunks with grade >= l."""
         return (self.ideal_sum[counts] * self.step).sum(axis=-1)
@@ -880,9 +884,9 @@ class CumulativeGain(Family):
         ok = count >= 0
         c = np.maximum(count, 0)
         ideal = [self.ideal_sum[self.judged[rows, lv][:, None] + c] for lv in range(self.top)]
-        den = ideal[0] * self.step[0]
+        den = self._scaled(0, ideal[0])
         for lv in range(1, self.top):
-            den = den + ideal[lv] * self.step[lv]
+            den = den + self._scaled(lv, ideal[lv])
         # every level equal (grades 0 or G only): exact with one positive grade, and a
         # feasible value for Dinkelbach to climb from
         equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
@@ -896,7 +900,7 @@ class CumulativeGain(Family):
         whether each row reached its optimum (else its bound is valid, possibly loose)."""
         zero_ideal = self.judged[queries, 0] == 0
         # IDCG is 0 only when nothing has a positive grade: value 0, kept apart (level 1 >= 1)
-        first_ok = ok & ~(zero_ideal[:, None] & (np.cumsum(ok, axis=1) == 1))
+        first_ok = ok & ~(zero_ideal[:, None] & (np.cumsum(ok, axis=1) == 1)) if zero_ideal.any() else ok
         e = np.where(ok, total, 0.0)
         rows = np.arange(len(start))
         live = np.ones(len(start), dtype=bool)
@@ -928,7 +932,7 @@ class CumulativeGain(Family):
                 ideal: list[np.ndarray], t: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """max over c_1 >= ... >= c_G of sum_l dgain_l (E(c_l) - t D_k(Cf_l + c_l)) and a
         maximiser (candidate index per level, level 1 first)."""
-        f = [np.where(first_ok if lv == 0 else ok, self.step[lv] * (e - t[:, None] * ideal[lv]), -np.inf)
+        f = [np.where(first_ok if lv == 0 else ok, self._scaled(lv, e - t[:, None] * ideal[lv]), -np.inf)
              for lv in range(self.top)]
         # t >= 0: the levels separate; their largest maximisers are ordered (Topkis)
         last = f[0].shape[1] - 1
