@@ -105,7 +105,7 @@ MAX_STEPS = 30
 #: query rows of the (queries x runs x open pairs) overlap tensor built at once
 ROWS = 2048
 #: rows (a query of one side of a pair of runs) whose bounds are solved together, at most
-BATCH_ROWS = 20_000
+BATCH_ROWS = 100_000
 #: rows of one width solved together: narrow groups are merged up to this many rows, wide ones
 #: split at CHUNK_ROWS
 GROUP_ROWS = 1024
