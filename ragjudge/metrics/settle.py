@@ -60,8 +60,12 @@ pairs are judged).
 
 What it costs (``tests/bench/bench_settle.py`` measures it beside ``evaluate_runs``): reading
 the runs is one hash lookup of every ranked chunk (as an evaluation's) plus the kernels;
-the bounds are a few passes over the open cells per comparison; the draws cost draws x open
-cells; the weights one pass over the open pairs per comparison not settled. By default only
+the bounds are a few passes over the open cells per comparison, each measure's pairs solved
+together (:meth:`~ragjudge.metrics.settle_measures.Family.bounds_many`: nDCG's Dinkelbach
+problems of every pair and both sides at once, grouped by their number of candidate counts;
+what a run alone decides, such as its open pairs' ranks, made once per run); the draws cost
+draws x open cells; the weights one pass over the open pairs per comparison not settled, and
+judge_more reads the queue block by block only as far as its answer. By default only
 the runs adjacent in each measure's ranking are compared (R - 1 pairs a measure, what decides
 a ranking; ``pairs="all"`` gives all R(R - 1)/2). :meth:`Settlement.weights` needs no draws.
 
@@ -128,6 +132,9 @@ ROW_BLOCK = 2048
 #: from a normal law fitted to the per-query means and variances of the draws (the sum of many
 #: independent queries); below, from the draws themselves
 NORMAL_QUERIES = 20
+
+#: pairs in queue order read at once for judge_more (it stops once the need is reached)
+JUDGE_BLOCK = 16_384
 
 #: threads evaluating runs on the draws
 THREADS = min(2, os.cpu_count() or 1)
@@ -275,6 +282,7 @@ class Settlement:
         self._bounds_done: dict[tuple[int, str, str], tuple[float, float, float, bool]] | None = None
         self._order: np.ndarray | None = None
         self._expected: dict[tuple[int, str], float] = {}
+        self._scales: dict[tuple[int, str, str], float] = {}
         #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
         self.samples_used = 0
 
@@ -349,33 +357,29 @@ class Settlement:
         return self._order
 
     def _swings(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
-                ) -> Iterator[tuple[tuple[int, str, str], int, Callable[[np.ndarray | None], tuple[np.ndarray, np.ndarray]], float]]:
-        """Per comparison not settled: its key, measure, its moves (each pair's swing and lift,
-        see :func:`_threat`, in the given order or all) and what it still needs, one measure's
-        flips in memory at a time."""
+                ) -> Iterator[tuple[tuple[int, str, str], int, np.ndarray, np.ndarray, float]]:
+        """Per comparison not settled: its key, measure, each open pair's swing and lift (see
+        :func:`_threat`) and what it still needs, one measure's flips in memory at a time. The
+        swings are scaled to add up to the gap (the scale kept for :meth:`_moves`)."""
         n = max(self.layout.n_queries, 1)
-        by_measure: dict[int, list[tuple[int, str, str]]] = {}
-        for key, (_, low, high, _) in bounds.items():
-            if not _settled(low, high) and self.layout.n_vars:
-                by_measure.setdefault(key[0], []).append(key)
-        for j, keys in by_measure.items():
+        for j, keys in self._unsettled(bounds).items():
             flips = {name: self.families[j].flip(self.profile(j, name)) / n
                      for name in {x for _, a, b in keys for x in (a, b)}}
             for key in keys:
                 diff, low, high, _ = bounds[key]
-                delta = flips[key[1]] - flips[key[2]]
-                threat, _, gap, need = _threat(delta, diff, low, high)
-                total = float(threat.sum())
-                scale = gap / total if total > 0 else 1.0
+                swing, lift, gap, need = _threat(flips[key[1]] - flips[key[2]], diff, low, high)
+                total = float(swing.sum())
+                self._scales[key] = scale = gap / total if total > 0 else 1.0
+                yield key, j, swing * scale, lift, max(need, EPS)
 
-                def moves(order: np.ndarray | None, delta: np.ndarray = delta, diff: float = diff,
-                          low: float = low, high: float = high, scale: float = scale
-                          ) -> tuple[np.ndarray, np.ndarray]:
-                    picked = delta if order is None else delta[order]
-                    swing, lift, _, _ = _threat(picked, diff, low, high)
-                    return swing * scale, lift
-
-                yield key, j, moves, max(need, EPS)
+    def _unsettled(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
+                   ) -> dict[int, list[tuple[int, str, str]]]:
+        """The comparisons not settled, by measure."""
+        by_measure: dict[int, list[tuple[int, str, str]]] = {}
+        for key, (_, low, high, _) in bounds.items():
+            if not _settled(low, high) and self.layout.n_vars:
+                by_measure.setdefault(key[0], []).append(key)
+        return by_measure
 
     def _bounds(self) -> dict[tuple[int, str, str], tuple[float, float, float, bool]]:
         """(measure, a, b) -> (difference, low, high, exact), the comparisons shared out over
@@ -383,18 +387,26 @@ class Settlement:
         keys = [(j, a, b) for j in range(len(self.families)) for a, b in self.pairs(j)]
         found: dict[int, tuple[float, float, float, bool]] = {}
         n = max(self.layout.n_queries, 1)
+        # each measure's pairs solved together (Family.bounds_many), in as many parts as threads
+        parts: list[list[int]] = []
+        for j in range(len(self.families)):
+            mine = [i for i, key in enumerate(keys) if key[0] == j]
+            size = -(-len(mine) // THREADS)
+            parts.extend(mine[lo:lo + size] for lo in range(0, len(mine), max(size, 1)))
 
-        def one(i: int) -> None:
-            j, a, b = keys[i]
-            fam = self.families[j]
-            low_q, high_q, exact = fam.bounds(self.index[a], self.index[b])
-            diff = self.mean(j, a) - self.mean(j, b)
-            low, high = float(low_q.sum() / n), float(high_q.sum() / n)
-            if fam.free:  # "now" is one of the assignments: float sums must not leave it out
-                low, high = min(low, diff), max(high, diff)
-            found[i] = (diff, low, high, exact)
+        def some(part: int) -> None:
+            items = parts[part]
+            fam = self.families[keys[items[0]][0]]
+            got = fam.bounds_many([(self.index[keys[i][1]], self.index[keys[i][2]]) for i in items])
+            for i, (low_q, high_q, exact) in zip(items, got):
+                j, a, b = keys[i]
+                diff = self.mean(j, a) - self.mean(j, b)
+                low, high = float(low_q.sum() / n), float(high_q.sum() / n)
+                if fam.free:  # "now" is one of the assignments: float sums must not leave it out
+                    low, high = min(low, diff), max(high, diff)
+                found[i] = (diff, low, high, exact)
 
-        _each(one, list(range(len(keys))))
+        _each(some, list(range(len(parts))))
         return {key: found[i] for i, key in enumerate(keys)}
 
     def _chances(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
@@ -487,24 +499,68 @@ class Settlement:
         """Each open pair's weight: over the comparisons not settled, the share of what each
         still needs that its judgment is expected to bring (see :func:`_progress`)."""
         weights = np.zeros(self.layout.n_vars)
-        harms: dict[int, np.ndarray] = {}
-        for _, j, moves, need in self._swings(bounds):
+        harms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for _, j, swing, lift, need in self._swings(bounds):
             if j not in harms:
-                harms[j] = self.families[j].harm(self.model.probs)
-            weights += _progress(*moves(None), harms[j], need)
+                harm = self.families[j].harm(self.model.probs)
+                harms[j] = harm, 1.0 - harm
+            weights += _progress(swing, lift, *harms[j], need)
         return weights
 
     def _judge_more(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
                     ) -> dict[tuple[int, str, str], int]:
         """judge_more of every comparison not settled, its moves read in queue order."""
         order = self._queue()
-        harms: dict[int, np.ndarray] = {}
-        out = {}
-        for key, j, moves, need in self._swings(bounds):
+        harms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        out: dict[tuple[int, str, str], int] = {}
+        # one measure's comparisons at a time (its flips in memory), shared out over two threads
+        by_measure: dict[int, list[tuple[tuple[int, str, str], Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]]] = {}
+        for key, j, moves, need in self._moves(bounds, order):
             if j not in harms:
-                harms[j] = self.families[j].harm(self.model.probs)[order]
-            out[key] = _judge_more(*moves(order), harms[j], need)
+                if by_measure:
+                    self._judge_more_of(by_measure.popitem()[1], len(order), harms, out)
+                harm = self.families[j].harm(self.model.probs)[order]
+                harms[j] = harm, 1.0 - harm
+            by_measure.setdefault(j, []).append((key, moves, need))
+        for items in by_measure.values():
+            self._judge_more_of(items, len(order), harms, out)
         return out
+
+    @staticmethod
+    def _judge_more_of(items: list[tuple[tuple[int, str, str], Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]],
+                       n: int, harms: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                       out: dict[tuple[int, str, str], int]) -> None:
+        def one(i: int) -> None:
+            key, moves, need = items[i]
+            out[key] = _judge_more_by_blocks(moves, n, *harms[key[0]], need)
+
+        _each(one, list(range(len(items))))
+
+    def _moves(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]],
+               order: np.ndarray) -> Iterator[tuple[tuple[int, str, str], int,
+                                                    Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]]:
+        """Per comparison not settled: its key, measure, its moves in ``order`` (the swings and
+        lifts of :meth:`_swings`, made for a slice of the pairs when asked) and its need."""
+        n = max(self.layout.n_queries, 1)
+        for j, keys in self._unsettled(bounds).items():
+            flips = {name: (self.families[j].flip(self.profile(j, name)) / n)[order]
+                     for name in {x for _, a, b in keys for x in (a, b)}}
+            for key in keys:
+                diff, low, high, _ = bounds[key]
+                if key not in self._scales:
+                    back = np.empty(len(order))
+                    back[order] = flips[key[1]] - flips[key[2]]
+                    threat, _, gap, _ = _threat(back, diff, low, high)
+                    total = float(threat.sum())
+                    self._scales[key] = gap / total if total > 0 else 1.0
+
+                def moves(lo: int, hi: int, a: np.ndarray = flips[key[1]], b: np.ndarray = flips[key[2]],
+                          diff: float = diff, low: float = low, high: float = high,
+                          scale: float = self._scales[key]) -> tuple[np.ndarray, np.ndarray]:
+                    swing, lift, _, _ = _threat(a[lo:hi] - b[lo:hi], diff, low, high)
+                    return swing * scale, lift
+
+                yield key, j, moves, max(_threat(np.zeros(0), diff, low, high)[3], EPS)
 
     def _ranked(self, weights: np.ndarray, order: np.ndarray) -> PairWeights:
         lay = self.layout
@@ -569,7 +625,7 @@ def _threat(delta: np.ndarray, diff: float, low: float, high: float
     return np.abs(delta), np.zeros_like(delta), high - low, min(-low, high)
 
 
-def _progress(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, need: float) -> np.ndarray:
+def _progress(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, keep: np.ndarray, need: float) -> np.ndarray:
     """The share of ``need`` each pair's judgment is expected to bring the threatened bound.
 
     A pair that threatens the order (swing > 0) moves that bound by its swing when judged not
@@ -577,10 +633,10 @@ def _progress(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, need: float
     and the bound stays. A pair on the other side (lift > 0) moves the bound by its lift when
     judged relevant (probability harm), the difference moving away from 0 with it. Each outcome
     brings at most the whole need: ((1 - harm) min(swing, need) + harm min(lift, need)) / need."""
-    return ((1.0 - harm) * np.minimum(swing, need) + harm * np.minimum(lift, need)) / need
+    return (keep * np.minimum(swing, need) + harm * np.minimum(lift, need)) / need
 
 
-def _judge_more(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, need: float) -> int:
+def _judge_more(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, keep: np.ndarray, need: float) -> int:
     """How many pairs, in queue order, until the comparison is expected to be certain.
 
     Judging a threatening pair closes its swing of the gap between the difference and the
@@ -596,9 +652,39 @@ def _judge_more(swing: np.ndarray, lift: np.ndarray, harm: np.ndarray, need: flo
     if len(movable) == 0:
         return len(swing)
     last = int(movable[-1]) + 1
-    expected = np.cumsum(swing[:last] * (1.0 - harm[:last]) + lift[:last] * harm[:last])
+    expected = np.cumsum(swing[:last] * keep[:last] + lift[:last] * harm[:last])
     reached = int(np.searchsorted(expected, need + EPS, side="left"))
     return min(reached + 1, last)
+
+
+def _judge_more_by_blocks(moves: Callable[[int, int], tuple[np.ndarray, np.ndarray]], n: int,
+                          harm: np.ndarray, keep: np.ndarray, need: float, block: int = JUDGE_BLOCK) -> int:
+    """:func:`_judge_more` of the ``n`` pairs whose swings and lifts ``moves(lo, hi)`` makes
+    a block at a time, the same answer: the expected movement summed block after block (each
+    block's running sum started from the last one's, so every partial sum is the same number),
+    stopping once it reaches the need with a threatening pair at or after that point."""
+    threshold = need + EPS
+    carry: float | None = None
+    reached = -1  # the first pair where the expected movement reaches the need
+    last = -1  # the last threatening pair seen
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        swing, lift = moves(lo, hi)
+        movable = np.flatnonzero(swing > 0)
+        if len(movable):
+            last = lo + int(movable[-1])
+        if reached < 0:
+            step = swing * keep[lo:hi] + lift * harm[lo:hi]
+            expected = np.cumsum(step if carry is None else np.concatenate(([carry], step)))
+            expected = expected if carry is None else expected[1:]
+            if len(expected) and expected[-1] >= threshold:
+                reached = lo + int(np.searchsorted(expected, threshold, side="left"))
+            carry = float(expected[-1]) if len(expected) else carry
+        if 0 <= reached <= last:
+            return reached + 1
+    if last < 0:
+        return n
+    return last + 1 if reached < 0 or reached > last else reached + 1
 
 
 def settle(qrels: Qrels, runs: Mapping[str, Run] | Iterable[Run], pool: Pool | int,

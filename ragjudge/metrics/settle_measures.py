@@ -85,7 +85,7 @@ Measures other than these (Rprec, bpref, ERR, F, ContextPrecision@k ...) have no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -104,6 +104,12 @@ AP_RELAX_PAIRS = 16
 MAX_STEPS = 30
 #: query rows of the (queries x runs x open pairs) overlap tensor built at once
 ROWS = 2048
+#: rows (a query of one side of a pair of runs) whose bounds are solved together, at most
+BATCH_ROWS = 100_000
+#: rows of one width solved together: narrow groups are merged up to this many rows, wide ones
+#: split at CHUNK_ROWS
+GROUP_ROWS = 1024
+CHUNK_ROWS = 8_192
 
 FAMILIES = {"P": "precision", "Success": "success", "R": "recall", "RR": "rr", "AP": "ap",
             "ContextPrecisionAP": "ap", "nDCG": "ndcg", "nDCG_exp": "ndcg", "DCG": "ndcg"}
@@ -148,12 +154,15 @@ class RunData:
         self._within: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._inverse: dict[int, np.ndarray] = {}
         self._inverse_cells: dict[int, np.ndarray] = {}
+        self._whole: RunData | None = None  # the run on every query, for a part of it
 
     def rows(self, rows: np.ndarray) -> RunData:
         """The same run on some queries only (their open cells, as narrow as they allow)."""
         var = self.var[rows]
         width = int((var >= 0).sum(axis=1).max()) if var.size else 0
-        return RunData(self.name, var[:, :width], self.col[rows, :width], self.rank)
+        part = RunData(self.name, var[:, :width], self.col[rows, :width], self.rank)
+        part._whole = self  # the open pairs' ranks (V,) are the whole run's: made once
+        return part
 
     def within(self, k: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         """The open cells ranked above k (shared by the measures with that cutoff): how many
@@ -164,7 +173,8 @@ class RunData:
             col = self.col[:, :width]
             var = np.where(col < k, self.var[:, :width], -1)
             col = np.where(col < k, col, ABSENT)
-            self._within[k] = (width, var, col, np.where(self.rank < k, self.rank, ABSENT))
+            rank = self._whole.within(k)[3] if self._whole else np.where(self.rank < k, self.rank, ABSENT)
+            self._within[k] = (width, var, col, rank)
         return self._within[k]
 
     def inverse_cells(self, k: int) -> np.ndarray:
@@ -176,7 +186,7 @@ class RunData:
     def inverse_rank(self, k: int) -> np.ndarray:
         """(V,) 1 / rank of each open pair ranked above k, else 0."""
         if k not in self._inverse:
-            self._inverse[k] = _rr(self.within(k)[3])
+            self._inverse[k] = self._whole.inverse_rank(k) if self._whole else _rr(self.within(k)[3])
         return self._inverse[k]
 
 
@@ -192,6 +202,18 @@ class Profile:
 
     def __post_init__(self) -> None:
         self.width, self.var, self.col, self.rank = self.run.within(self.k)
+        self._tables: dict[str, np.ndarray] = {}
+
+    def lookup(self, name: str, var: np.ndarray) -> np.ndarray:
+        """``_gather(p.<name>, var, fill)`` for ``alpha``, ``extra`` (fill 0) or ``rank`` (fill
+        ABSENT) in one gather: the array is kept with its fill appended, which pair number -1
+        (the padding) reads."""
+        table = self._tables.get(name)
+        if table is None:
+            values = getattr(self, name)
+            fill = np.array([ABSENT if name == "rank" else 0], dtype=values.dtype)
+            table = self._tables[name] = np.concatenate([values, fill])
+        return table[var]
 
     @cached_property
     def alpha(self) -> np.ndarray:
@@ -233,6 +255,7 @@ class Draw:
         self.grades, self.layout = grades, layout
         self._sums: dict[int, np.ndarray] = {}
         self._shared: dict[object, np.ndarray] = {}
+        self._padded: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -253,7 +276,9 @@ class Draw:
     def on(self, run: RunData, rows: np.ndarray | None = None) -> RunDraw:
         """The draw at one run's open cells (gathered once, shared by the measures); ``rows``:
         the queries the run's arrays hold, when only some (see :meth:`RunData.rows`)."""
-        return RunDraw(self, _gather(self.grades, run.var, 0), rows)
+        if self._padded is None:  # a 0 column for the padding (pair number -1) to read
+            self._padded = np.concatenate([self.grades, np.zeros((self.n, 1), dtype=self.grades.dtype)], axis=1)
+        return RunDraw(self, self._padded[:, run.var], rows)
 
 
 class RunDraw:
@@ -371,6 +396,11 @@ class Family:
     def _bounds(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, bool]:
         raise NotImplementedError
 
+    def bounds_many(self, pairs: Sequence[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+        """:meth:`bounds` of several pairs of runs, the same values (the measures whose bounds
+        cost most solve the pairs together)."""
+        return [self.bounds(i, j) for i, j in pairs]
+
     def _classes(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(Q,) open pairs only in i's cells, only in j's, and in both."""
         both = self.both[:, i, j]
@@ -457,7 +487,7 @@ class ReciprocalRank(Family):
         rows = np.flatnonzero(counts)
         var = a.var[rows, :width]
         # b's first relevant if the pair is: 1/min(f_b, b_v) = max(1/f_b, 1/b_v)
-        b_gain = np.maximum(_gather(b.alpha, var, 0.0), rr_b[rows, None])
+        b_gain = np.maximum(b.lookup("alpha", var), rr_b[rows, None])
         gain = np.where(early[rows, :width], a.inv[rows, :width] - b_gain, -np.inf)
         best[rows] = np.maximum(best[rows], gain.max(axis=1))
         return best
@@ -558,7 +588,7 @@ class AveragePrecision(Family):
         deepest open cells relevant with every other open pair of the query (min), or its c
         earliest alone (max), for the best c."""
         rel, n = self.judged_relevant, (p.var >= 0).sum(axis=1)
-        own = _gather(p.extra, p.var, 0.0)
+        own = p.lookup("extra", p.var)
         inv = p.inv
         j = np.arange(p.width)[None, :]
         size = np.arange(p.width + 1)[None, :]
@@ -600,20 +630,24 @@ class AveragePrecision(Family):
 
     def _union(self, a: Profile, b: Profile, rows: np.ndarray) -> tuple[np.ndarray, ...]:
         """For the rows: a's open cells (a's order) then b's that a does not rank, as pair
-        numbers (-1 padding), with alpha (1/rank in a), beta (1/rank in b), lambda = own_a -
-        own_b, and the count of the query's other open pairs (fillers)."""
+        numbers packed to the left (-1 padding after them), with alpha (1/rank in a), beta
+        (1/rank in b), lambda = own_a - own_b, and the count of the query's other open pairs
+        (fillers)."""
         va = a.var[rows]
         vb = b.var[rows]
-        vb = np.where(_gather(a.rank, vb, int(ABSENT)) < ABSENT, -1, vb)
-        wa = int((va >= 0).sum(axis=1).max()) if va.size else 0
-        wb = int((vb >= 0).sum(axis=1).max()) if vb.size else 0
-        if wb and wb < vb.shape[1]:  # b's cells outside a: pack them to the left
-            order = np.argsort(vb < 0, axis=1, kind="stable")[:, :wb]
-            vb = np.take_along_axis(vb, order, axis=1)
-        var = np.concatenate([va[:, :wa], vb[:, :wb]], axis=1)
-        alpha, beta = _gather(a.alpha, var, 0.0), _gather(b.alpha, var, 0.0)
-        lam = _gather(a.extra, var, 0.0) - _gather(b.extra, var, 0.0)
-        fillers = self.layout.n_open[rows] - (var >= 0).sum(axis=1)
+        vb = np.where(a.lookup("rank", vb) < ABSENT, -1, vb)
+        n_a = (va >= 0).sum(axis=1)  # a's cells lead its rows (rank order, padding after)
+        keep = vb >= 0
+        n_b = keep.sum(axis=1)
+        width = int((n_a + n_b).max()) if len(rows) else 0
+        var = np.full((len(rows), width), -1, dtype=va.dtype)
+        wa = min(int(n_a.max()) if len(rows) else 0, width)
+        var[:, :wa] = va[:, :wa]
+        r, c = np.nonzero(keep)  # b's cells outside a, in b's order, after a's
+        var[r, n_a[r] + (np.cumsum(keep, axis=1)[r, c] - 1)] = vb[r, c]
+        alpha, beta = a.lookup("alpha", var), b.lookup("alpha", var)
+        lam = a.lookup("extra", var) - b.lookup("extra", var)
+        fillers = self.layout.n_open[rows] - (n_a + n_b)
         return var, alpha, beta, lam, fillers
 
     def _relaxed(self, a: Profile, b: Profile, rows: np.ndarray) -> np.ndarray:
@@ -704,6 +738,10 @@ class CumulativeGain(Family):
     def free(self) -> bool:
         return self.top >= 1
 
+    def _scaled(self, level: int, x: np.ndarray) -> np.ndarray:
+        """dgain_l * x, skipping the product when dgain_l is 1 (nDCG's levels: x * 1.0 is x)."""
+        return x if self.step[level] == 1.0 else self.step[level] * x
+
     def _ideal(self, counts: np.ndarray) -> np.ndarray:
         """IDCG from counts (..., G) of chunks with grade >= l."""
         return (self.ideal_sum[counts] * self.step).sum(axis=-1)
@@ -716,9 +754,9 @@ class CumulativeGain(Family):
 
     def _changes(self, a: Profile, b: Profile) -> np.ndarray:
         """(Q, W) e_v = disc_a - disc_b of the open pairs in either run's cells (0 padding)."""
-        ea = _gather(a.extra, a.var, 0.0) - _gather(b.extra, a.var, 0.0)
-        vb = np.where(_gather(a.rank, b.var, int(ABSENT)) < ABSENT, -1, b.var)
-        return np.concatenate([ea, -_gather(b.extra, vb, 0.0)], axis=1)
+        ea = a.lookup("extra", a.var) - b.lookup("extra", a.var)
+        vb = np.where(a.lookup("rank", b.var) < ABSENT, -1, b.var)
+        return np.concatenate([ea, -b.lookup("extra", vb)], axis=1)
 
     def _side(self, a: Profile, b: Profile) -> tuple[np.ndarray, bool]:
         """max over assignments of M_a - M_b per query, and whether it is exact everywhere."""
@@ -735,7 +773,91 @@ class CumulativeGain(Family):
             return best, True
         count, total = self._candidates(e[rows], rows)
         best[rows], exact = self._best_ratio(start[rows], count, total, rows)
-        return best, exact
+        return best, bool(exact.all())
+
+    @cached_property
+    def most(self) -> np.ndarray:
+        """(Q,) IDCG with every open pair at the top grade."""
+        return self._ideal(self.judged + self.layout.n_open[:, None])
+
+    def bounds_many(self, pairs: Sequence[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+        """:meth:`bounds` of every pair, the same values: the queries of several pairs and both
+        sides are solved together, each with only its candidate counts (grouped by how many)."""
+        if not (self.free and self.normalised):
+            return super().bounds_many(pairs)
+        out: list[tuple[np.ndarray, np.ndarray, bool]] = []
+        step = max(1, BATCH_ROWS // max(2 * self.layout.n_queries, 1))
+        for lo in range(0, len(pairs), step):
+            sides = self._sides([(self.profiles[i], self.profiles[j]) for i, j in pairs[lo:lo + step]])
+            for k in range(0, len(sides), 2):
+                (high, exact_high), (low, exact_low) = sides[k], sides[k + 1]
+                out.append((-low, high, exact_high and exact_low))
+        return out
+
+    def _sides(self, pairs: list[tuple[Profile, Profile]]) -> list[tuple[np.ndarray, bool]]:
+        """:meth:`_side` of (a, b) and of (b, a) for every pair, in that order, the Dinkelbach
+        problems of all of them solved at once. The sides share their changes: (b, a)'s are
+        (a, b)'s negated, so its sorted row is (a, b)'s reversed and negated."""
+        found: list[tuple[np.ndarray, np.ndarray]] = []  # per side: its best, its rows
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for a, b in pairs:
+            e = self._changes(a, b)
+            rows = np.flatnonzero((e != 0).any(axis=1))
+            e = e[rows]
+            # as _candidates sorts: descending, a zero column between positives and negatives
+            ordered = -np.sort(-np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
+            n_pos, n_neg = (e > 0).sum(axis=1), (e < 0).sum(axis=1)
+            for x, y, s, up, down in ((a, b, ordered, n_pos, n_neg), (b, a, None, n_neg, n_pos)):
+                start = x.fixed - y.fixed
+                best = np.maximum(_ratio(start, self.ideal_now), _ratio(start, self.most))
+                found.append((best, rows))
+                if len(rows):
+                    if s is None:
+                        s = -ordered[:, ::-1]
+                    parts.append((rows, start[rows], self._compact(s, up, down), up, down))
+        if not parts:
+            return [(best, True) for best, _ in found]
+        width = max(p[2].shape[1] for p in parts)
+        n = sum(len(p[0]) for p in parts)
+        rows, start = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        n_pos, n_neg = np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts])
+        steps = np.zeros((n, width))
+        at = 0
+        for p in parts:
+            steps[at:at + len(p[0]), :p[2].shape[1]] = p[2]
+            at += len(p[0])
+        m = n_pos + n_neg + 2  # candidates: prefixes 0..n_pos, the zero run's end, the negatives
+        value, done = np.empty(n), np.empty(n, dtype=bool)
+        order = np.argsort(m, kind="stable")
+        for chunk in _chunks(m[order]):
+            at_ = order[chunk]
+            w = int(m[at_[-1]])
+            total = np.concatenate([np.zeros((len(at_), 1)), np.cumsum(steps[at_, :w - 1], axis=1)], axis=1)
+            up, down = n_pos[at_][:, None], n_neg[at_][:, None]
+            zeros = self.layout.n_open[rows[at_]][:, None] - up - down
+            k = np.arange(w)[None, :]
+            count = np.where(k <= up, k, np.where(k < up + down + 2, zeros + k - 1, -1))
+            value[at_], done[at_] = self._best_ratio(start[at_], count, total, rows[at_])
+        out: list[tuple[np.ndarray, bool]] = []
+        at = 0
+        for best, rows_ in found:
+            if len(rows_):
+                best[rows_] = value[at:at + len(rows_)]
+            out.append((best, bool(done[at:at + len(rows_)].all())))
+            at += len(rows_)
+        return out
+
+    @staticmethod
+    def _compact(s: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarray:
+        """The sorted changes ``s`` (descending, a zero column among them) of each row kept to its
+        positives, one zero and its negatives, moved left (0 after them): the steps of E(c)
+        over the candidates of :meth:`_candidates` (the zeros between add nothing)."""
+        width = s.shape[1]
+        k = np.arange(int((n_pos + n_neg).max()) + 1)[None, :]
+        up, down = n_pos[:, None], n_neg[:, None]
+        col = np.where(k <= up, k, width - down + k - up - 1)
+        inside = k <= up + down
+        return np.where(inside, np.take_along_axis(s, np.where(inside, col, 0), axis=1), 0.0)
 
     def _candidates(self, e: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per query, the counts c worth trying and E(c), the sum of the c largest e_v: every
@@ -755,29 +877,30 @@ class CumulativeGain(Family):
         return count, total
 
     def _best_ratio(self, start: np.ndarray, count: np.ndarray, total: np.ndarray,
-                    rows: np.ndarray) -> tuple[np.ndarray, bool]:
+                    rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """max over count vectors of (start + sum_l dgain_l E(c_l)) / IDCG(counts), for the
-        queries ``rows``."""
+        queries ``rows`` (a query may come more than once: each row is computed alone), and
+        whether each row reached its optimum."""
         ok = count >= 0
         c = np.maximum(count, 0)
         ideal = [self.ideal_sum[self.judged[rows, lv][:, None] + c] for lv in range(self.top)]
-        den = ideal[0] * self.step[0]
+        den = self._scaled(0, ideal[0])
         for lv in range(1, self.top):
-            den = den + ideal[lv] * self.step[lv]
+            den = den + self._scaled(lv, ideal[lv])
         # every level equal (grades 0 or G only): exact with one positive grade, and a
         # feasible value for Dinkelbach to climb from
         equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
         if self.top == 1:
-            return equal, True
+            return equal, np.ones(len(equal), dtype=bool)
         return self._dinkelbach(start, ok, total, ideal, equal, rows)
 
     def _dinkelbach(self, start: np.ndarray, ok: np.ndarray, total: np.ndarray,
-                    ideal: list[np.ndarray], t: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, bool]:
+                    ideal: list[np.ndarray], t: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Dinkelbach's iteration over count vectors c_1 >= ... >= c_G (module docstring), and
-        whether every query reached its optimum (else the bound is valid, possibly loose)."""
+        whether each row reached its optimum (else its bound is valid, possibly loose)."""
         zero_ideal = self.judged[queries, 0] == 0
         # IDCG is 0 only when nothing has a positive grade: value 0, kept apart (level 1 >= 1)
-        first_ok = ok & ~(zero_ideal[:, None] & (np.cumsum(ok, axis=1) == 1))
+        first_ok = ok & ~(zero_ideal[:, None] & (np.cumsum(ok, axis=1) == 1)) if zero_ideal.any() else ok
         e = np.where(ok, total, 0.0)
         rows = np.arange(len(start))
         live = np.ones(len(start), dtype=bool)
@@ -786,10 +909,14 @@ class CumulativeGain(Family):
             at = np.flatnonzero(live)
             if not len(at):
                 break
-            value, picks = self._levels(e[at], ok[at], first_ok[at], [x[at] for x in ideal], t[at])
+            if len(at) == len(live):  # every row (the first step): no copies
+                e_at, ok_at, first_at, ideal_at = e, ok, first_ok, ideal
+            else:
+                e_at, ok_at, first_at, ideal_at = e[at], ok[at], first_ok[at], [x[at] for x in ideal]
+            value, picks = self._levels(e_at, ok_at, first_at, ideal_at, t[at])
             sub = rows[:len(at)]
-            num = start[at] + sum(self.step[lv] * e[at][sub, picks[lv]] for lv in range(self.top))
-            den = sum(self.step[lv] * ideal[lv][at][sub, picks[lv]] for lv in range(self.top))
+            num = start[at] + sum(self.step[lv] * e_at[sub, picks[lv]] for lv in range(self.top))
+            den = sum(self.step[lv] * ideal_at[lv][sub, picks[lv]] for lv in range(self.top))
             f = start[at] + value
             new = _ratio(num, den)
             moved = (f > 1e-12 * np.maximum(1.0, np.abs(t[at]))) & (den > 0) & (new > t[at])
@@ -799,13 +926,13 @@ class CumulativeGain(Family):
         # still climbing after MAX_STEPS, or stopped by rounding: t + F(t)/D_min is an upper bound
         smallest = np.where(zero_ideal, float(self.step[0]) * self.ideal_sum[1], self.ideal_now[queries])
         t = t + _ratio(np.maximum(slack, 0.0), smallest)
-        return np.where(zero_ideal, np.maximum(t, 0.0), t), not bool(live.any())
+        return np.where(zero_ideal, np.maximum(t, 0.0), t), ~live
 
     def _levels(self, e: np.ndarray, ok: np.ndarray, first_ok: np.ndarray,
                 ideal: list[np.ndarray], t: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """max over c_1 >= ... >= c_G of sum_l dgain_l (E(c_l) - t D_k(Cf_l + c_l)) and a
         maximiser (candidate index per level, level 1 first)."""
-        f = [np.where(first_ok if lv == 0 else ok, self.step[lv] * (e - t[:, None] * ideal[lv]), -np.inf)
+        f = [np.where(first_ok if lv == 0 else ok, self._scaled(lv, e - t[:, None] * ideal[lv]), -np.inf)
              for lv in range(self.top)]
         # t >= 0: the levels separate; their largest maximisers are ordered (Topkis)
         last = f[0].shape[1] - 1
@@ -869,6 +996,22 @@ class CumulativeGain(Family):
 
     def harm(self, probs: np.ndarray) -> np.ndarray:
         return probs @ self.gain / self.gain[-1]
+
+
+def _chunks(sizes: np.ndarray) -> list[slice]:
+    """Consecutive slices of ``sizes`` (sorted): each ends at a change of size once it holds
+    ``GROUP_ROWS`` rows, or at ``CHUNK_ROWS`` rows (rows are solved at the chunk's largest size)."""
+    out, lo = [], 0
+    ends = np.flatnonzero(np.diff(sizes)) + 1
+    for end in [*ends.tolist(), len(sizes)]:
+        while end - lo > CHUNK_ROWS:
+            out.append(slice(lo, lo + CHUNK_ROWS))
+            lo += CHUNK_ROWS
+        if end - lo >= GROUP_ROWS or end == len(sizes):
+            if end > lo:
+                out.append(slice(lo, end))
+            lo = end
+    return out
 
 
 def _running_argmax(values: np.ndarray) -> np.ndarray:

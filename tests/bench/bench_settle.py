@@ -39,7 +39,9 @@ measure settled; the runs ranked by their current means, unjudged pairs not rele
 order.
 
 **Speed.** ``ragjudge --db PROJECT eval --format json`` and ``ragjudge --db PROJECT settled
---format json`` as processes, alternating ``--repeat`` times (start to exit, peak memory), on
+--format json`` as processes, alternating ``--repeat`` times (start to exit: wall and processor
+time, user + system, side by side, since a shared machine's load moves the wall time; peak
+memory; the load average before and after), on
 the 10,000-query project of ``bench_live_eval.py`` (10 runs of depth 100, 3 annotators, 1.4 M
 labels; built when missing, several minutes): with the project's gold (the median of the three,
 97% of the depth-10 pool judged) and with one annotator's grades (``--rule
@@ -297,13 +299,14 @@ def run_replays(args: argparse.Namespace) -> None:
 # -- speed --------------------------------------------------------------------------------------
 
 
-def timed(cmd: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, peak MB, exit code) of one process."""
+def timed(cmd: list[str]) -> tuple[float, float, float, int]:
+    """(wall seconds, processor seconds (user + system), peak MB, exit code) of one process."""
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as devnull:
         proc = subprocess.Popen(cmd, stdout=devnull, stderr=devnull)
         _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    return (time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            os.waitstatus_to_exitcode(status))
 
 
 def run_speed(args: argparse.Namespace) -> None:
@@ -318,21 +321,26 @@ def run_speed(args: argparse.Namespace) -> None:
         build_large(large)
     cli = [sys.executable, "-m", "ragjudge", "--db", str(large)]
     print(f"\nSpeed on {large} (10,000 queries x 10 runs of depth 100), processes alternating, "
-          f"{args.repeat} times; median seconds (peak MB)")
-    print(f"{'gold':<28} {'eval --db':>16} {'settled':>16} {'x eval':>7}  settled's verdict")
+          f"{args.repeat} times; median wall seconds / processor seconds (user + system) (peak MB); "
+          f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"{'gold':<28} {'eval --db':>22} {'settled':>22} {'x eval (wall/cpu)':>18}  settled's verdict")
     one = ["--rule", "annotator:annotator1"]
     for label, extra, more in (("median of 3 annotators", [], []), ("annotator1 alone", one, []),
                                ("annotator1, --pairs adjacent", one, ["--pairs", "adjacent"])):
-        took: dict[str, list[tuple[float, float, int]]] = {"eval": [], "settled": []}
+        took: dict[str, list[tuple[float, float, float, int]]] = {"eval": [], "settled": []}
         for _ in range(args.repeat):
             took["eval"].append(timed([*cli, "eval", "--format", "json", *extra]))
             took["settled"].append(timed([*cli, "settled", "--format", "json", *extra, *more]))
-        med = {k: statistics.median(t for t, _, _ in v) for k, v in took.items()}
-        mem = {k: max(m for _, m, _ in v) for k, v in took.items()}
-        code = took["settled"][-1][2]
+        wall = {k: statistics.median(t[0] for t in v) for k, v in took.items()}
+        cpu = {k: statistics.median(t[1] for t in v) for k, v in took.items()}
+        mem = {k: max(t[2] for t in v) for k, v in took.items()}
+        code = took["settled"][-1][3]
         verdict = {0: "every comparison settled (exit 0)", 1: "some open (exit 1)"}.get(code, f"exit {code}")
-        print(f"{label:<28} {med['eval']:>7.1f} ({mem['eval']:>5.0f}) {med['settled']:>7.1f} "
-              f"({mem['settled']:>5.0f}) {med['settled'] / med['eval']:>7.2f}  {verdict}", flush=True)
+        cell = {k: f"{wall[k]:.1f} / {cpu[k]:.1f} ({mem[k]:.0f})" for k in took}
+        print(f"{label:<28} {cell['eval']:>22} {cell['settled']:>22} "
+              f"{wall['settled'] / wall['eval']:>8.2f} / {cpu['settled'] / cpu['eval']:.2f}  {verdict}",
+              flush=True)
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
