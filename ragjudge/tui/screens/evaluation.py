@@ -476,6 +476,7 @@ class EvaluationScreen(Screen):
         self._stale = {"overview", "per-query", "curves", "strata", "compare"}
         self._show_active()
         self.applied.append((self.engine.stamp[0] if self.engine else 0, time.perf_counter()))
+        self._settle()
 
     def on_evaluation_screen_detailed(self, message: Detailed) -> None:
         self.details = message.details
@@ -487,9 +488,13 @@ class EvaluationScreen(Screen):
         self._settle()
 
     def _settle(self) -> None:
-        """Start the settled pass a details pass asked for, once the engine is loaded (details
-        made while the annotators' views are evaluated do not compete with them)."""
-        if self._settle_wanted and self.engine is not None and not self._busy["settled"] \
+        """Start the settled pass a details pass asked for once the screen shows the numbers
+        those details are of (details made while the annotators' views are evaluated: once
+        those views are loaded and shown; the settled pass reads the gold again and would
+        compete with them)."""
+        shown = self.snapshot is not None and self.details is not None \
+            and self.snapshot.version >= self.details.version
+        if self._settle_wanted and shown and self.engine is not None and not self._busy["settled"] \
                 and not self._busy["live"]:
             self._settle_wanted = False
             self._busy["settled"] = True
