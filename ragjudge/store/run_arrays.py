@@ -77,11 +77,19 @@ def write_part(connection: Connection, row: dict) -> None:
     connection.execute(insert(_arrays), [row])
 
 
-def read_arrays(connection: Connection, run: str, generation: int) -> dict[str, np.ndarray] | None:
-    """The arrays stored for the run's generation, or None when it has none (a run written
-    before arrays were kept, or by other means than an import)."""
-    arrays = read_named(connection, run, generation, NAMES)
-    return arrays if set(arrays) == set(NAMES) else None
+RANKING = ("query_ids", "query_ids_lengths", "offsets", "chunk_ids", "chunk_ids_lengths")
+"""The arrays of a run's ranking: every name but ``scores`` (a stored run is read in its stored
+rank order, so evaluating it needs no score: they are over half of its bytes)."""
+
+
+def read_arrays(connection: Connection, run: str, generation: int,
+                names: Iterable[str] = NAMES) -> dict[str, np.ndarray] | None:
+    """The arrays stored for the run's generation (only ``names``, which must be among
+    :data:`NAMES`), or None when it has none (a run written before arrays were kept, or by other
+    means than an import)."""
+    wanted = tuple(names)
+    arrays = read_named(connection, run, generation, wanted)
+    return arrays if set(arrays) == set(wanted) else None
 
 
 def read_named(connection: Connection, run: str, generation: int,
@@ -136,5 +144,5 @@ def arrays_from_rows(rows: Iterable[tuple[str, str, int, float | None]]) -> dict
             "chunk_ids_lengths": c_lengths, "scores": scores}
 
 
-__all__ = ["NAMES", "PART_BYTES", "arrays_from_rows", "delete_arrays", "pack_ids", "read_arrays",
+__all__ = ["NAMES", "PART_BYTES", "RANKING", "arrays_from_rows", "delete_arrays", "pack_ids", "read_arrays",
            "write_arrays"]

@@ -19,6 +19,9 @@ command (several minutes), then kept at --large (default /tmp/ragjudge-bench/liv
 its gold qrels and runs are exported once beside it (``<db>.export/``) for pytrec_eval.
 
 It reports:
+In the app, each time from the screen's start is given with the processor time the process
+spent meanwhile (user + system, every thread: the app's, the engine's workers', SQLite's).
+
 - open: from the screen's start to its first numbers (queries, runs and labels read, the gold
   evaluated for every run; on a large project the annotators' views, for the ranges, follow),
   in the app; and the engine alone to everything evaluated;
@@ -219,11 +222,16 @@ def pytrec(db: Path) -> dict:
     from bench_db_eval import export, run_names
 
     qrels, files = export(db, run_names(db))
+    import resource
+
     started = time.perf_counter()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", PYTREC, json.dumps(list(PYTREC_MEASURES.values())),
                           str(qrels), *map(str, files)], check=True, capture_output=True, text=True)
     result = json.loads(out.stdout)
     result["process"] = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["process_cpu"] = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     return result
 
 
@@ -236,17 +244,20 @@ async def measure(db: str, labels: int, seed: int = 11) -> dict:
     app = evaluation_app(project)
     out: dict = {}
     async with app.run_test(size=(140, 45)) as pilot:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         while not (isinstance(app.screen, EvaluationScreen) and app.screen.snapshot):
             await pilot.pause(0.02)
         out["open_s"] = time.perf_counter() - t0
+        out["open_wc"] = (out["open_s"], cpu_seconds() - c0)
         screen = app.screen
         while screen.snapshot.version == 0:  # a large project shows the gold's numbers first
             await pilot.pause(0.02)
         out["open_all_s"] = time.perf_counter() - t0
+        out["open_all_wc"] = (out["open_all_s"], cpu_seconds() - c0)
         while screen.details is None:  # intervals, agreement, pool, composition: all on screen
             await pilot.pause(0.02)
         out["everything_s"] = time.perf_counter() - t0
+        out["everything_wc"] = (out["everything_s"], cpu_seconds() - c0)
         engine = screen.engine
         rnd = random.Random(seed)
         names = list(engine.runs)
@@ -391,10 +402,11 @@ def report(name: str, results: dict[str, list[dict]], reference: list[dict] | No
         row("full recomputation / pytrec_eval's evaluation alone", ("engine", "full_s"), theirs=pytrec("evaluate"))
         row("a new label, median/p95 / pytrec_eval's one query", ("engine", "label_ms"), "ms",
             theirs=pytrec("one_query_ms", "ms"))
-        print("  in the app:")
-    row("first numbers (runs + labels read, the gold evaluated)", ("open_s",))
-    row("every annotator's view too (the ranges)", ("open_all_s",))
-    row("everything on screen (+ intervals, agreement, pool, gold)", ("everything_s",))
+        print("  in the app (w/p: wall/processor):")
+    row("first numbers (runs, labels read, gold evaluated), w/p", ("open_wc",))
+    row("every annotator's view too (the ranges), w/p", ("open_all_wc",))
+    row("everything on screen (intervals, agreement, pool), w/p", ("everything_wc",),
+        theirs=pytrec("process"))
     row("compute per label, median/p95", ("compute_ms",), "ms")
     row("compute per label, engine alone, median/p95", ("alone_ms",), "ms")
     row("label -> on screen, median/p95", ("on_screen_ms",), "ms")
@@ -402,6 +414,7 @@ def report(name: str, results: dict[str, list[dict]], reference: list[dict] | No
     row("rule change (gold view again, annotators' views kept)", ("rule_s",))
     row("details pass, as the screen runs it", ("details_s",))
     if reference:
+        print(f"  pytrec_eval's whole process: {pytrec('process')} wall, {pytrec('process_cpu')} processor")
         print(f"  pytrec_eval: {len(PYTREC_MEASURES)} measure families, 13 measures, 1 qrels x "
               f"{first['runs']} runs; reading the files {pytrec('read')} of its process")
 

@@ -48,7 +48,8 @@ def project_run_names(project: Project) -> list[str]:
 def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
     """The run stored under ``name``, in its stored rank order (trec_eval's, set at import).
 
-    Read from the arrays the import stored with the run (:mod:`ragjudge.store.run_arrays`):
+    Read from the arrays the import stored with the run (:mod:`ragjudge.store.run_arrays`),
+    those of its ranking only (not its scores: the ranks are stored, see :meth:`Run.from_grouped`):
     no row of ``run_entries`` is read. A run without arrays (written before they were kept,
     or by other means than an import) is read with the database driver's own cursor straight
     into numpy arrays of id bytes (no SQLAlchemy row object, no Python string per row): on
@@ -65,9 +66,9 @@ def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
             known = list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
             listed = ", ".join(known) if known else "none yet ('ragjudge import run FILE' adds one)"
             raise UsageError(f"the project has no run named {quote(name)}. Its runs: {listed}.")
-        from ragjudge.store.run_arrays import read_arrays
+        from ragjudge.store.run_arrays import RANKING, read_arrays
 
-        arrays = read_arrays(connection, name, generation[0])
+        arrays = read_arrays(connection, name, generation[0], RANKING)
         if arrays is not None:
             return run_from_arrays(arrays, name)
         rows = None

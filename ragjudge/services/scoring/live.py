@@ -183,6 +183,9 @@ class LiveEvaluation:
         self._labels: CurrentLabels | None = None
         """the engine's copy of the current labels (None: to be read afresh)"""
         self._loaded = False
+        self._early = False
+        """True while ``load``'s ``first`` runs: the gold view is evaluated, the version it will
+        be stamped with not yet given (:meth:`details_work` gives it)."""
 
     # -- settings --------------------------------------------------------------------------
 
@@ -338,29 +341,42 @@ class LiveEvaluation:
             if not reuse:
                 old = {}
             assert self._labels is not None  # read or brought up to date just above
-            pair, who, _ = self._labels.merged()
+            labels = self._labels
+            pair, who, _ = labels.merged()
             self._read_llm()
-            self.annotators = sorted(self._labels.names[c] for c in np.unique(who).tolist())
-            self.space.count_covered(pair, who, len(self._labels.names))
+            self.annotators = sorted(labels.names[c] for c in np.unique(who).tolist())
             golds: dict[tuple[bool, str], np.ndarray] = {}
             self.views = {}
             fresh: list[LiveView] = []
-            for rule in self._rules():
+
+            def made(rule: str) -> LiveView:
                 view = old.get(rule)
                 if view is not None and view.measures == self._view_measures(rule):
                     view.resum()
-                else:
-                    view = self._new_view(rule)
-                    view.set_grades(self._labels.grades_of(rule, self.rule, self.include_llm, golds))
-                    fresh.append(view)
-                self.views[rule] = view
-            if first is not None and fresh and fresh[0].rule == self.rule \
+                    return view
+                view = self._new_view(rule)
+                view.set_grades(labels.grades_of(rule, self.rule, self.include_llm, golds))
+                fresh.append(view)
+                return view
+
+            rules = self._rules()
+            kept = old.get(self.rule)
+            if first is not None and (kept is None or kept.measures != self._view_measures(self.rule)) \
                     and len(self.query_ids) * self.space.width * len(self.runs) >= EARLY_CELLS:
-                views, self.views = self.views, {self.rule: fresh[0]}
-                self._full_views(fresh[:1])
-                first()  # the gold's numbers, before the annotators' views
-                self.views = views
-                fresh = fresh[1:]
+                # the gold's numbers first: its view alone made and evaluated, then shown; the
+                # annotators' views (the ranges) and their pool coverage after
+                self.views = {self.rule: made(self.rule)}
+                self._full_views(fresh)
+                self._early = True
+                try:
+                    first()
+                finally:
+                    self._early = False
+                fresh.clear()
+                rules = rules[1:]
+            self.space.count_covered(pair, who, len(labels.names))
+            for rule in rules:
+                self.views[rule] = made(rule)
             self._full_views(fresh)
             self.touched = ()
             self._stamp_done(t0)
@@ -732,12 +748,18 @@ class LiveEvaluation:
         """Bootstrap intervals of every mean, the annotators' agreement, pool coverage, what the
         gold is made of: what the engine holds is copied under the lock, the rest is computed
         outside it (the numbers of new labels do not wait)."""
-        from ragjudge.services.events.labels import llm_annotators
-        from ragjudge.services.gold.rules import gold_policy
+        return self.details_work(resamples=resamples)()
 
+    def details_work(self, *, resamples: int | None = None) -> Callable[[], LiveDetails]:
+        """:meth:`details` in two steps: what they read of the engine (the gold view, the
+        labels), copied under the lock now, and the function that computes them from the copy
+        on any thread, without the lock. Called from ``load``'s ``first``, it lets the details
+        pass run while the annotators' views are evaluated (it reads none of them)."""
         with self.lock:
             assert self._labels is not None  # loaded
             version, rule, measures, query_ids = self.version, self.rule, list(self.measures), self.query_ids
+            if self._early:  # the details of the numbers the load is about to stamp
+                version += 1
             include_llm = self.include_llm
             gold = self.views[rule]
             rows = np.flatnonzero(gold.present)
@@ -745,18 +767,24 @@ class LiveEvaluation:
             matrices = {n: m[np.ix_(rows, cols)] for n, m in gold.values.items()}  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             pool_judged = self.space.pool_judged(gold.fitted())
             judged, labels = gold.n_pairs(), self._labels.at()
-        with self.project.connect() as connection:  # whom agreement counts, as `ragjudge agree` reads it
-            llm = llm_annotators(connection)
-            policy = gold_policy(connection, self.project.scale.min)
-        scale = (self.project.scale.min, self.project.scale.max)
-        # the agreement on the second core while the intervals and the composition are made here
-        agreed = worker_pool().submit(agreement, labels, llm, policy, scale, query_ids)
-        budget = interval_resamples(len(rows), resamples or self.resamples)
-        spans, too_few = intervals(matrices, measures, budget)
-        composition = labels.composition(rule, include_llm, judged)
-        return LiveDetails(version=version, intervals=spans, resamples=budget,
-                           pool_pairs=self.space.pool_total, pool_judged=pool_judged, too_few=too_few,
-                           composition=composition, **agreed.result())
+        space, project, budget = self.space, self.project, interval_resamples(len(rows), resamples or self.resamples)
+
+        def work() -> LiveDetails:
+            from ragjudge.services.events.labels import llm_annotators
+            from ragjudge.services.gold.rules import gold_policy
+
+            with project.connect() as connection:  # whom agreement counts, as `ragjudge agree` reads it
+                llm = llm_annotators(connection)
+                policy = gold_policy(connection, project.scale.min)
+            scale = (project.scale.min, project.scale.max)
+            # the agreement on the second core while the intervals and the composition are made here
+            agreed = worker_pool().submit(agreement, labels, llm, policy, scale, query_ids)
+            spans, too_few = intervals(matrices, measures, budget)
+            composition = labels.composition(rule, include_llm, judged)
+            return LiveDetails(version=version, intervals=spans, resamples=budget,
+                               pool_pairs=space.pool_total, pool_judged=pool_judged, too_few=too_few,
+                               composition=composition, **agreed.result())
+        return work
 
     def unjudged_pairs(self, query_id: str, depth: int = 10) -> list[str]:
         """Chunks in some run's top ``depth`` for the query that have no gold grade yet."""

@@ -12,7 +12,8 @@
   judged, numbered once (:class:`~ragjudge.services.scoring.livecore.LivePairs`, append-only),
   and each run's ranked chunks as pair numbers (:class:`RunLayout`: one hash lookup per entry,
   when the labels are first taken in);
-- the pool, the union of every run's top :data:`POOL_DEPTH`: its pairs per query row, whether
+- the pool, the union of every run's top :data:`POOL_DEPTH`: its pairs per query row (made
+  when first asked: the ranges and the details pass ask, the first numbers do not), whether
   each numbered pair is in it, and per annotator how many of their labels fall in it.
 
 A view's grades are one number per pair number, so a run's grade matrix is a gather from its
@@ -122,7 +123,27 @@ class PairSpace:
         """per pair number: in the pool (some run ranks it in its top :data:`POOL_DEPTH`)"""
         self.covered: dict[int, np.ndarray] = {}
         """annotator code -> their labels in the pool, per query row"""
-        self.pool_rows, self.pool_total = self._pool_of_runs()
+        self._pool: tuple[np.ndarray, int] | None = None
+        self._pool_lock = threading.Lock()
+
+    @property
+    def pool_rows(self) -> np.ndarray:
+        """The pool's pairs per query row (made when first asked: the first numbers do not
+        need it, the ranges and the details pass do)."""
+        return self._pool_of_runs_once()[0]
+
+    @property
+    def pool_total(self) -> int:
+        """The pool's size: distinct (query, chunk) pairs of every run's top :data:`POOL_DEPTH`."""
+        return self._pool_of_runs_once()[1]
+
+    def _pool_of_runs_once(self) -> tuple[np.ndarray, int]:
+        """:meth:`_pool_of_runs`, made once (the runs never change; the details pass may ask on
+        its own thread while the ranges ask on the engine's)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = self._pool_of_runs()
+            return self._pool
 
     @property
     def width(self) -> int:

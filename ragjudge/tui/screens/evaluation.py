@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import queue
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,6 +191,8 @@ class EvaluationScreen(Screen):
         self._active = "overview"
         """the visible tab (read by the workers: what the snapshot must carry)"""
         self._busy = {"live": True, "details": True, "compare": True}
+        self._settle_wanted = False
+        """a details pass came in: the settled pass is to follow (once the engine is loaded)"""
         self._fields: list[str] = ["category"]
         self._added: str | None = None
         """A measure just added with +: the overview scrolls to it once it is computed."""
@@ -277,6 +280,7 @@ class EvaluationScreen(Screen):
 
     def _start(self) -> None:
         self._busy = {"live": True, "details": False, "compare": False, "settled": False}
+        self._settle_wanted = False
         self._details_version = -1
         self._details_at = 0.0
         self._details_cost = 0.0
@@ -289,7 +293,7 @@ class EvaluationScreen(Screen):
         """Read the runs and labels and evaluate everything (the one slow step)."""
         try:
             engine = self._loaded()
-            engine.load(first=self._post_snapshot)  # a large project: the gold's numbers first
+            engine.load(first=self._first_numbers)  # a large project: the gold's numbers first
             self._fields = engine.fields()
             self._post_snapshot()
         except RagjudgeError as exc:
@@ -297,6 +301,15 @@ class EvaluationScreen(Screen):
             self.engine = None
         finally:
             self._busy["live"] = False
+
+    def _first_numbers(self) -> None:
+        """On a large project, once the gold view is evaluated (on the loading thread, the
+        engine's lock held): its numbers shown, and the details pass started on its own worker
+        from a copy of what it reads (the gold view and the labels), so that the intervals,
+        agreement and pool coverage are made while the annotators' views are evaluated."""
+        self._post_snapshot()
+        self._busy["details"] = True
+        self.compute_details(self._loaded().details_work())
 
     def _tick(self) -> None:
         """Every POLL_SECONDS on the UI thread: start a worker only when there is work (new
@@ -306,6 +319,7 @@ class EvaluationScreen(Screen):
         engine = self.engine
         if engine is None or self._busy["live"]:
             return
+        self._settle()
         # the details pass waits at least three times its own last duration, so that on a
         # large project it never takes most of the interpreter from the label updates
         pause = max(DETAILS_SECONDS, 3 * self._details_cost)
@@ -346,15 +360,18 @@ class EvaluationScreen(Screen):
             self._busy["live"] = False
 
     @work(thread=True, group="live-evaluation-details")
-    def compute_details(self) -> None:
-        """Intervals, agreement and pool coverage, beside the fast updates."""
+    def compute_details(self, prepared: Callable[[], svc.LiveDetails] | None = None) -> None:
+        """Intervals, agreement and pool coverage, beside the fast updates (``prepared``: from
+        a copy already taken, :meth:`_first_numbers`)."""
         started = time.monotonic()
         try:
-            engine = self._loaded()
-            version = engine.version
-            engine.resync()
-            details = engine.details()
-            self._details_version = version
+            if prepared is not None:
+                details = prepared()
+            else:
+                engine = self._loaded()
+                engine.resync()
+                details = engine.details()
+            self._details_version = details.version
             self.post_message(self.Detailed(details, details.composition))
         except RagjudgeError as exc:
             self.post_message(self.Failed(str(exc)))
@@ -459,6 +476,7 @@ class EvaluationScreen(Screen):
         self._stale = {"overview", "per-query", "curves", "strata", "compare"}
         self._show_active()
         self.applied.append((self.engine.stamp[0] if self.engine else 0, time.perf_counter()))
+        self._settle()
 
     def on_evaluation_screen_detailed(self, message: Detailed) -> None:
         self.details = message.details
@@ -466,7 +484,19 @@ class EvaluationScreen(Screen):
         self._show_header()
         self._stale |= {"overview", "per-query"}
         self._show_active()
-        if self.engine is not None and not self._busy["settled"]:
+        self._settle_wanted = True
+        self._settle()
+
+    def _settle(self) -> None:
+        """Start the settled pass a details pass asked for once the screen shows the numbers
+        those details are of (details made while the annotators' views are evaluated: once
+        those views are loaded and shown; the settled pass reads the gold again and would
+        compete with them)."""
+        shown = self.snapshot is not None and self.details is not None \
+            and self.snapshot.version >= self.details.version
+        if self._settle_wanted and shown and self.engine is not None and not self._busy["settled"] \
+                and not self._busy["live"]:
+            self._settle_wanted = False
             self._busy["settled"] = True
             self.compute_settled()
 
