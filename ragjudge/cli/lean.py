@@ -158,9 +158,7 @@ def _status(options: dict[str, Any], project: Any) -> int:
     """``status`` on the project opened lean (:func:`ragjudge.cli.overview.show_status`)."""
     from ragjudge.cli.overview import show_status
 
-    from ragjudge.store.sqltext import NotLite
-
-    return _guarded(lambda: show_status(options.get("format", "table"), project), NotLite)
+    return _guarded(lambda: show_status(options.get("format", "table"), project), _in_full())
 
 
 def _invoke(options: dict[str, Any], project: Any = None) -> int:
@@ -173,21 +171,30 @@ def _invoke(options: dict[str, Any], project: Any = None) -> int:
 
         set_db(None)
         return _guarded(lambda: evaluate_and_print(**options))
+    return _guarded(lambda: evaluate_and_print(**options, opened=project), _in_full())
+
+
+def _in_full() -> tuple[type[Exception], ...]:
+    """What hands a command on a lean project to the full path: what the lean reading does not
+    do (:class:`~ragjudge.store.sqltext.NotLite`), and any error of the database driver (a busy
+    or damaged file: the full path words it as it always does)."""
+    import sqlite3
+
     from ragjudge.store.sqltext import NotLite
 
-    return _guarded(lambda: evaluate_and_print(**options, opened=project), NotLite)
+    return NotLite, sqlite3.Error
 
 
-def _guarded(command: Callable[[], None], in_full: type[Exception] | None = None) -> int:
+def _guarded(command: Callable[[], None], in_full: tuple[type[Exception], ...] = ()) -> int:
     """Run a command as typer runs it: Ctrl-C is exit code 130, the end of input "aborted", a
     closed pipe exit code 1. What the lean reading of a project leaves to the full opening
-    (``in_full``: :class:`~ragjudge.store.sqltext.NotLite`) runs the command again through typer,
-    before anything was printed."""
+    (``in_full``: :func:`_in_full`) runs the command again through typer, before anything was
+    printed."""
     try:
         try:
             command()
         except Exception as exc:
-            if in_full is not None and isinstance(exc, in_full):
+            if in_full and isinstance(exc, in_full):
                 raise InFull() from None
             raise
     except EOFError:

@@ -696,6 +696,11 @@ def test_a_deeper_pool_than_the_heads_goes_to_the_full_path(projects, tmp_path, 
     lean, typer_ = _both(capsys, monkeypatch, ["--db", db, "status", "--format", "json"])
     assert lean == typer_ and lean[0] == 0
     assert json.loads(lean[1])["pool"]["pairs"] > 0
+    # a measure whose labels (facets) are read with SQLAlchemy: handed over too
+    args = ["--db", projects["demo"], "eval", "-m", "Coverage@5,P@5", "--format", "json"]
+    assert lean_call(args) is not None
+    lean, typer_ = _both(capsys, monkeypatch, args)
+    assert lean == typer_
 
 
 @pytest.mark.slow

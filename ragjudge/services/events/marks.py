@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from sqlalchemy import select
+from ragjudge.services.events.setmarks import MARK_KINDS, set_marks_sql
 from ragjudge.store.schema import (
     PairMark,
 )
@@ -14,9 +15,6 @@ from ragjudge.store.schema import (
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
-
-
-from ragjudge.services.events.setmarks import MARK_KINDS, set_marks_sql
 
 
 @dataclass(frozen=True)

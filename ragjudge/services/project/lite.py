@@ -39,7 +39,7 @@ from ragjudge.store.sqlitefile import (
 from ragjudge.store.sqltext import DriverConnection, NotLite, fetch, json_value
 
 DEFAULT_RULE = "median"
-"""The gold rule of a project that has not set one (as :data:`ragjudge.services.project.database.DEFAULT_RULE`)."""
+"""The gold rule of a project that has not set one (either way it is opened)."""
 
 
 class LiteProject:
