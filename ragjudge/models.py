@@ -13,13 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ragjudge.numeric import MAX_GRADE
+from ragjudge.numeric import AGGREGATION_RULES, MAX_GRADE, GradeRange  # noqa: F401 - re-exported
 
 MAX_GRADE_NAME = 60
 """The longest name a grade may have (characters): it sits beside its key on the judging screen."""
-
-AGGREGATION_RULES = ("median", "majority", "mean", "min", "max")
-"""Rules that turn several annotators' grades into one gold grade (plus ``annotator:NAME``)."""
 
 
 class _Record(BaseModel):
@@ -94,7 +91,7 @@ class Scale(_Record):
 
     @property
     def is_binary(self) -> bool:
-        return self.min == 0 and self.max == 1
+        return GradeRange(self.min, self.max).is_binary
 
     def contains(self, grade: int) -> bool:
         return self.min <= grade <= self.max
@@ -103,7 +100,7 @@ class Scale(_Record):
         return self.levels[grade - self.min]
 
     def describe(self) -> str:
-        return "binary" if self.is_binary else f"{self.min}-{self.max}"
+        return GradeRange(self.min, self.max, self.threshold).describe()
 
     def names(self) -> str:
         """Every grade with its name, lowest first: ``0 Not relevant, 1 Marginal, ...``."""

@@ -95,3 +95,25 @@ def short_int(value: int) -> str:
         return str(value)
     digits = math.floor(math.log10(abs(value))) + 1
     return f"({'a negative' if value < 0 else 'a'} number of {digits:,} digits)"
+
+
+AGGREGATION_RULES = ("median", "majority", "mean", "min", "max")
+"""Rules that turn several annotators' grades into one gold grade (plus ``annotator:NAME``)."""
+
+
+class GradeRange:
+    """A relevance scale as the readers of a project need it: its lowest and highest grade and
+    the threshold of relevance (:class:`ragjudge.models.Scale` is the whole scale, with its
+    names; it describes itself with this class)."""
+
+    __slots__ = ("min", "max", "threshold")
+
+    def __init__(self, low: int, high: int, threshold: int = 1) -> None:
+        self.min, self.max, self.threshold = low, high, threshold
+
+    @property
+    def is_binary(self) -> bool:
+        return self.min == 0 and self.max == 1
+
+    def describe(self) -> str:
+        return "binary" if self.is_binary else f"{self.min}-{self.max}"

@@ -160,7 +160,7 @@ def usage_message(exc: Exception) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ragjudge`` script and ``python -m ragjudge``."""
-    from ragjudge.cli.lean import Aborted, lean_call
+    from ragjudge.cli.lean import Aborted, InFull, lean_call
 
     from ragjudge.cli.base import CLI_STATE
 
@@ -169,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     _INVOKED[:] = args
     call = lean_call(args)
     if call is not None:
-        return _outcome(call, usage_errors=(), aborts=(Aborted,))
+        try:
+            return _outcome(call, usage_errors=(), aborts=(Aborted,))
+        except InFull:  # nothing was printed: the command runs again, in full
+            CLI_STATE["reads_only"] = CLI_STATE["runs_as_user"] = CLI_STATE["db"] = None
     return _typer_main(args)
 
 

@@ -56,7 +56,7 @@ def told(message: str) -> str:
 
 def project_db() -> str:
     """The project database: ``--db``, else ``RAGJUDGE_DB``, else ``./ragjudge.db``."""
-    from ragjudge.store.engine import env_db  # lazily: file-only commands never load SQLAlchemy
+    from ragjudge.store.sqlitefile import env_db
 
     return CLI_STATE["db"] or env_db()
 

@@ -31,6 +31,15 @@ from ragjudge.errors import UsageError
 
 #: option word -> its spec: the options of ``eval`` but --tui, as the typer command declares them
 EVAL_WORDS: dict[str, OptionSpec] = {flag: spec for spec in EVAL_OPTIONS for flag in spec.flags}
+#: the project, named after the command (``--db`` is the app's option: typer moves it to the front)
+DB_WORDS: dict[str, OptionSpec] = {"--db": OptionSpec("db", ("--db",), "one")}
+EVAL_WORDS_DB: dict[str, OptionSpec] = {**EVAL_WORDS, **DB_WORDS}
+#: the options of ``status``
+STATUS_WORDS: dict[str, OptionSpec] = {"--format": OptionSpec("format", ("--format",), "one"), **DB_WORDS}
+
+
+class InFull(Exception):
+    """The lean reading of the project left the command to the full path: typer runs it."""
 
 
 class Aborted(Exception):
@@ -39,27 +48,80 @@ class Aborted(Exception):
 
 def lean_call(args: list[str]) -> Callable[[], int] | None:
     """The command to run for ``args`` without typer, or None when typer is to read them."""
-    if os.environ.get("RAGJUDGE_LEAN", "1") == "0" or args[:1] != ["eval"]:
+    if os.environ.get("RAGJUDGE_LEAN", "1") == "0":
         return None
-    if os.environ.get("RAGJUDGE_DB"):
+    db, words = _front_db(args)
+    if words is None or words[:1] not in (["eval"], ["status"]):
         return None
-    options = parse_eval(args[1:])
-    if options is None or (options.get("qrels") is None and options.get("prels") is None):
+    if words[0] == "status":
+        status = parse_options(words[1:], STATUS_WORDS)
+        if status is None or status.get("format", "table") not in ("table", "json"):
+            return None
+        return _on_project(db, status.pop("db", None), lambda project: _status(status, project))
+    options = parse_options(words[1:], EVAL_WORDS_DB)
+    if options is None:
+        return None
+    if options.get("qrels") is None and options.get("prels") is None:  # the project's gold
+        return _on_project(db, options.pop("db", None), lambda project: _invoke(options, project))
+    if db is not None or "db" in options or os.environ.get("RAGJUDGE_DB"):
         return None
     return lambda: _invoke(options)
+
+
+def _front_db(args: list[str]) -> tuple[str | None, list[str] | None]:
+    """``--db X`` or ``--db=X`` before the command, and the words from the command on (None:
+    not of the plain kind: typer reads them)."""
+    if args[:1] == ["--db"]:
+        return (args[1], args[2:]) if len(args) > 1 and not args[1].startswith("-") else (None, None)
+    if args[:1] and args[0].startswith("--db="):
+        return args[0].split("=", 1)[1], args[1:]
+    return None, args
+
+
+def _on_project(front: str | None, after: str | None,
+                then: Callable[[Any], int]) -> Callable[[], int] | None:
+    """Run ``then`` on the project named by ``--db`` (given once, before or after the command)
+    or ``RAGJUDGE_DB``, opened with the standard library
+    (:class:`ragjudge.services.project.lite.LiteProject`); None when it cannot be (typer then
+    opens it in full, or says what is wrong)."""
+    if front is not None and after is not None:
+        return None
+    db = front if front is not None else after
+    if db is not None and not db.strip():
+        return None
+    from ragjudge.services.project.lite import LiteProject
+    from ragjudge.store.sqlitefile import env_db
+
+    project = LiteProject.open(db or env_db())
+    if project is None:
+        return None
+
+    def call() -> int:
+        from ragjudge.cli.base import set_db
+
+        set_db(db)
+        return then(project)
+
+    return call
 
 
 def parse_eval(words: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of ``evaluate_and_print`` for the words after ``eval``, as typer
     would pass them, or None when the words are not of the plain kind this module reads (or hold
     a value the typer command refuses: typer says why)."""
+    return parse_options(words, EVAL_WORDS)
+
+
+def parse_options(words: list[str], known: dict[str, OptionSpec]) -> dict[str, Any] | None:
+    """The keyword arguments for the words after a command, its options ``known`` (see
+    :func:`parse_eval`)."""
     options: dict[str, Any] = {}
     i = 0
     while i < len(words):
         word = words[i]
         explicit = word.startswith("--") and "=" in word
         option, value = word.split("=", 1) if explicit else (word, None)
-        spec = EVAL_WORDS.get(option)
+        spec = known.get(option)
         if spec is None:
             return None
         param, kind = spec.param, spec.kind
@@ -92,15 +154,49 @@ def parse_eval(words: list[str]) -> dict[str, Any] | None:
     return options
 
 
-def _invoke(options: dict[str, Any]) -> int:
-    """Run ``eval`` as the typer command runs it: the project forgotten (no ``--db``), then the
-    command; Ctrl-C is exit code 130, the end of input "aborted", a closed pipe exit code 1."""
-    from ragjudge.cli.base import set_db
+def _status(options: dict[str, Any], project: Any) -> int:
+    """``status`` on the project opened lean (:func:`ragjudge.cli.overview.show_status`)."""
+    from ragjudge.cli.overview import show_status
+
+    return _guarded(lambda: show_status(options.get("format", "table"), project), _in_full())
+
+
+def _invoke(options: dict[str, Any], project: Any = None) -> int:
+    """Run ``eval`` as the typer command runs it: on files, the project forgotten (no
+    ``--db``); else on ``project``, opened lean."""
     from ragjudge.cli.scoring import evaluate_and_print
 
-    try:
+    if project is None:
+        from ragjudge.cli.base import set_db
+
         set_db(None)
-        evaluate_and_print(**options)
+        return _guarded(lambda: evaluate_and_print(**options))
+    return _guarded(lambda: evaluate_and_print(**options, opened=project), _in_full())
+
+
+def _in_full() -> tuple[type[Exception], ...]:
+    """What hands a command on a lean project to the full path: what the lean reading does not
+    do (:class:`~ragjudge.store.sqltext.NotLite`), and any error of the database driver (a busy
+    or damaged file: the full path words it as it always does)."""
+    import sqlite3
+
+    from ragjudge.store.sqltext import NotLite
+
+    return NotLite, sqlite3.Error
+
+
+def _guarded(command: Callable[[], None], in_full: tuple[type[Exception], ...] = ()) -> int:
+    """Run a command as typer runs it: Ctrl-C is exit code 130, the end of input "aborted", a
+    closed pipe exit code 1. What the lean reading of a project leaves to the full opening
+    (``in_full``: :func:`_in_full`) runs the command again through typer, before anything was
+    printed."""
+    try:
+        try:
+            command()
+        except Exception as exc:
+            if in_full and isinstance(exc, in_full):
+                raise InFull() from None
+            raise
     except EOFError:
         sys.stderr.write("\n")
         sys.stderr.flush()

@@ -38,8 +38,11 @@ class Inputs:
 
     def __init__(self, qrels_file: str | None, rule: str | None, threshold: int | None,
                  *, complete: bool = False, by: str | None = None, prels: str | None = None,
-                 prels_form: str | None = None) -> None:
+                 prels_form: str | None = None, opened: Any = None) -> None:
         self.project: Project | None = None
+        self.opened = opened
+        """the project of ``--db`` already opened (the lean path's
+        :class:`~ragjudge.services.project.lite.LiteProject`), else None: opened here"""
         self.by = by
         """who runs the command (``--by``; None: $RAGJUDGE_USER, else the login name)"""
         self.composition: Composition | None = None
@@ -92,7 +95,7 @@ class Inputs:
                 raise UsageError("--complete closes the world of a --qrels file; a project's "
                                  "reference says itself whether it is complete ('ragjudge import "
                                  "qrels FILE --reference --complete').")
-            self.project = open_project()
+            self.project = open_project() if self.opened is None else self.opened
             access_of(self.project, self.by).require_readable_rule(rule)
             found = svc_evaluation.project_gold(self.project, rule)
             self.qrels, self.rule = found.qrels(), found.composition.rule
@@ -284,8 +287,10 @@ def evaluate_and_print(
     prels: str | None = None,
     prels_form: str | None = None,
     raw: bool = False,
+    opened: Any = None,
 ) -> None:
-    """``ragjudge eval`` without ``--tui``, its options as the command line gave them."""
+    """``ragjudge eval`` without ``--tui``, its options as the command line gave them
+    (``opened``: the project, opened by the lean path; else ``--db``'s is opened in full)."""
     reads_only(runs_as_user=True)
     from ragjudge.services.scoring import evaluation as svc_evaluation
     from ragjudge.services.scoring import files as svc_files
@@ -298,7 +303,7 @@ def evaluate_and_print(
             raise UsageError("--curve draws one measure over K; it does not combine with -m, "
                              "--by, --per-query or --ci.")
         with Inputs(qrels, rule, threshold, complete=complete, prels=prels,
-                    prels_form=prels_form) as inputs:
+                    prels_form=prels_form, opened=opened) as inputs:
             runs = inputs.runs(run, name)
             _curve(inputs, runs, curve, k, format, mode, raw)
         return
@@ -306,7 +311,7 @@ def evaluate_and_print(
     if queries is not None and by is None:
         raise UsageError("--queries gives the field for --by; name the field with --by.")
     with Inputs(qrels, rule, threshold, complete=complete, prels=prels,
-                prels_form=prels_form) as inputs, progress_bar(quiet) as progress:
+                prels_form=prels_form, opened=opened) as inputs, progress_bar(quiet) as progress:
         measures = inputs.default_measures(measures, measure)
         inputs.check_measures(measures)
         runs = inputs.runs(run, name, progress)

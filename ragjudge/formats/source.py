@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from typing import IO
 
 from ragjudge.errors import InputError, why_unusable
-from ragjudge.files import writing
 from ragjudge.inputs import (
     GZIP_MAGIC, MAX_LINE_BYTES, Lines, Source, is_inline, source_name, stdin_format_hint,
 )
@@ -55,6 +54,8 @@ def open_output(dest: Destination) -> Iterator[IO[str]]:
     open text file, which is left open. Paths are written through :func:`ragjudge.files.writing`
     (UTF-8, ``\\n`` line ends, atomically, never over a project)."""
     if isinstance(dest, (str, os.PathLike)):
+        from ragjudge.files import writing  # only a command that writes loads tempfile & co.
+
         with writing(dest) as handle:
             yield handle
         return

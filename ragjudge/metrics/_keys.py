@@ -289,3 +289,40 @@ class PairIndex:
             )
             result[found[~exact]] = -1
         return result
+
+
+def unaligned_words(buf: np.ndarray) -> np.ndarray:
+    """A uint64 view starting at every byte offset of ``buf`` (whose last 8 bytes are padding;
+    numpy handles the unaligned loads)."""
+    return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+
+
+def gather(view: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Tokens (at ``starts``, of ``lengths`` bytes, in the buffer ``view`` is the
+    :func:`unaligned_words` of) as a NUL-padded ``S`` array of width 8k, 8 bytes per gather."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype="S8")
+    k = padded_width(int(lengths.max())) // 8
+    out = np.empty((n, k), dtype="<u8")
+    last = len(view) - 1
+    for j in range(k):
+        at = starts + 8 * j
+        if j:
+            np.minimum(at, last, out=at)
+        rest = np.clip(lengths - 8 * j, 0, 8)
+        np.bitwise_and(view[at], MASKS[rest], out=out[:, j])
+    return out.view(f"S{8 * k}").ravel()
+
+
+def packed_ids(data: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Ids stored one after another (their bytes ``data``, their ``lengths``) as a
+    NUL-padded ``S`` array of width 8k."""
+    n = len(lengths)
+    if n == 0:
+        return np.zeros(0, dtype="S8")
+    buf = np.zeros(len(data) + 9, dtype=np.uint8)
+    buf[:len(data)] = data
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return gather(unaligned_words(buf), starts, lengths.astype(np.int64))

@@ -1,31 +1,36 @@
-"""A project at a glance: the counts ``ragjudge status`` and the home screen show."""
+"""A project at a glance: the counts ``ragjudge status`` and the home screen show.
+
+Read in plain SQL (:mod:`ragjudge.store.sqltext`), so that ``status`` reads a SQLite project
+opened with the standard library alone (:class:`ragjudge.services.project.lite.LiteProject`)
+with the same code as a project opened in full."""
 
 from __future__ import annotations
 
 from typing import Any
-from sqlalchemy import func, select
-from ragjudge.store.schema import Annotator, Chunk, Label, Query, Run
-from ragjudge.services.project.database import Project
+
+from ragjudge.services.events.setmarks import count_set_marks
 from ragjudge.services.runs.stored import run_sizes
+from ragjudge.store.sqltext import fetch, scalar
 
 
-def project_status(project: Project) -> dict[str, Any]:
-    """Counts for ``ragjudge status`` and the home screen."""
-    from ragjudge.services.events.marks import set_marks
+def project_status(project: Any) -> dict[str, Any]:
+    """Counts for ``ragjudge status`` and the home screen (``project``: a
+    :class:`~ragjudge.services.project.database.Project` or a
+    :class:`~ragjudge.services.project.lite.LiteProject`)."""
     from ragjudge.services.gold.pool import pool_size_and_judged
 
-    with project.read() as session:
-        count = lambda model: session.scalar(select(func.count()).select_from(model))  # noqa: E731
-        queries, chunks, runs = count(Query), count(Chunk), count(Run)
-        annotators = count(Annotator)
-        labels = count(Label)
-        flagged = count(set_marks("flag").subquery())
-        per_annotator = dict(
-            session.execute(select(Label.annotator, func.count()).group_by(Label.annotator)).all()
-        )
-        run_rows = run_sizes(session)
-        reference = session.execute(select(Annotator.name, Annotator.complete)
-                                    .where(Annotator.reference.is_(True)).order_by(Annotator.name)).all()
+    with project.connect() as connection:
+        def count(table: str) -> int:
+            return int(scalar(connection, f"SELECT count(*) FROM {table}"))
+
+        queries, chunks, runs = count("queries"), count("chunks"), count("runs")
+        annotators = count("annotators")
+        labels = count("labels")
+        flagged = count_set_marks(connection, "flag")
+        per_annotator = dict(fetch(connection, "SELECT annotator, count(*) FROM labels GROUP BY annotator"))
+        run_rows = run_sizes(connection)
+        reference = fetch(connection, "SELECT name, complete FROM annotators WHERE reference = :yes "
+                                      "ORDER BY name", {"yes": True})
     pool = pool_size_and_judged(project)
     return {
         "project": project.name,

@@ -1,6 +1,6 @@
-"""Storage: SQLAlchemy models, engine setup (SQLite by default, PostgreSQL for teams), migrations."""
+"""Storage: SQLAlchemy models, engine setup (SQLite by default, PostgreSQL for teams), migrations.
 
-from ragjudge.store.engine import database_url, env_db, is_url, make_engine, sqlite_path, with_retry
-from ragjudge.store.schema import Base, utcnow
-
-__all__ = ["Base", "database_url", "env_db", "is_url", "make_engine", "sqlite_path", "utcnow", "with_retry"]
+Callers import from the modules (``ragjudge.store.engine``, ``ragjudge.store.schema``, ...):
+this package's ``__init__`` imports nothing, so that the plain-SQL readers
+(:mod:`ragjudge.store.sqltext`, :mod:`ragjudge.store.sqlitefile`) load without SQLAlchemy.
+"""

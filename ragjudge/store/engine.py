@@ -25,7 +25,14 @@ from ragjudge.errors import ProjectError, UsageError
 from ragjudge.safetext import mask_url
 from ragjudge.safetext import quote
 
-DEFAULT_DB = "ragjudge.db"
+from ragjudge.store.sqlitefile import (  # noqa: F401 - re-exported
+    DEFAULT_BUSY_TIMEOUT_MS,
+    DEFAULT_DB,
+    env_db,
+    expand_path,
+    is_url,
+    sqlite_uri,
+)
 
 
 def _env_ms(name: str, default: int, high: int) -> int:
@@ -44,17 +51,12 @@ def _env_ms(name: str, default: int, high: int) -> int:
     return value
 
 
-BUSY_TIMEOUT_MS = _env_ms("RAGJUDGE_BUSY_TIMEOUT_MS", 15000, 3_600_000)
+BUSY_TIMEOUT_MS = _env_ms("RAGJUDGE_BUSY_TIMEOUT_MS", DEFAULT_BUSY_TIMEOUT_MS, 3_600_000)
 """How long one SQLite statement waits for another writer's lock."""
 RETRY_LIMIT_S = 30.0
 """How long a write keeps retrying a busy database before the user is told."""
 
 T = TypeVar("T")
-
-
-def is_url(db: str) -> bool:
-    """True when ``db`` is a SQLAlchemy URL rather than a file path."""
-    return "://" in db
 
 
 def database_url(db: str) -> str:
@@ -67,40 +69,6 @@ def database_url(db: str) -> str:
             raise ProjectError(f"--db '{mask_url(db)}' is not a valid database URL: {exc}.") from None
         return db
     return "sqlite:///" + str(expand_path(db))
-
-
-def expand_path(db: str) -> Path:
-    """The file a ``--db`` path names, ``~`` and ``~user`` expanded; a :class:`ProjectError`
-    when ``~user`` names no user of this system (or ``~`` no home, HOME being unset)."""
-    try:
-        return Path(db).expanduser()
-    except RuntimeError:
-        head = db.split("/", 1)[0]
-        raise ProjectError(
-            f"--db {db}: '{head}' names no home folder on this system (no such user, or HOME is "
-            "not set). Give the path in full. Nothing was written."
-        ) from None
-
-
-def sqlite_uri(path: Path, *, readonly: bool = False, immutable: bool | None = None) -> str:
-    """The SQLite URI of ``path`` exactly as named: percent-encoded, so that a ``?``, ``#`` or
-    ``%`` in a file name stays part of it (in a URL they would end the path or be decoded, and
-    the project would land in another file).
-
-    ``readonly`` opens it read-only: with its write-ahead log when one is beside it (SQLite
-    reads a -wal and -shm file this user may not write), else, in a folder this user cannot
-    write, as an immutable file (SQLite could not create the -shm file a WAL reader needs, and
-    with no -wal file every committed transaction is in the file itself). ``immutable`` True or
-    False overrides that choice.
-    """
-    from urllib.parse import quote
-
-    uri = "file:" + quote(str(path), safe="/")
-    if readonly:
-        if immutable is None:
-            immutable = not os.path.exists(f"{path}-wal") and not os.access(path.parent, os.W_OK)
-        uri += "?mode=ro" + ("&immutable=1" if immutable else "")
-    return uri
 
 
 def sqlite_writable(path: Path) -> bool:
@@ -286,8 +254,3 @@ class WriterQueue:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-
-
-def env_db() -> str:
-    """The project named by ``RAGJUDGE_DB``, else ``./ragjudge.db``."""
-    return os.environ.get("RAGJUDGE_DB") or DEFAULT_DB

@@ -14,11 +14,9 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 from ragjudge.errors import ProjectError
+from ragjudge.store.revisions import HEAD, REVISIONS
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
-"""Every schema revision this ragjudge knows, oldest first; the last is the newest."""
-HEAD = REVISIONS[-1]
 
 
 def _alembic_config(connection: Connection) -> Config:

@@ -20,10 +20,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
-from sqlalchemy import delete, insert, select
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING, Any
 
-from ragjudge.store.schema import RunArray
+from ragjudge.store.sqltext import fetch, listed
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
 
 PART_BYTES = 4 << 20
 """The largest piece of an array in one row (PostgreSQL's bytea and SQLite's blobs hold far
@@ -31,7 +34,6 @@ more, but pieces keep each write and each read small)."""
 
 NAMES = ("query_ids", "query_ids_lengths", "offsets", "chunk_ids", "chunk_ids_lengths", "scores")
 
-_arrays = RunArray.__table__
 
 
 def pack_ids(ids: Iterable[str | bytes] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,14 +53,22 @@ def pack_ids(ids: Iterable[str | bytes] | np.ndarray) -> tuple[np.ndarray, np.nd
     return data, np.fromiter(map(len, encoded), dtype=np.uint16, count=len(encoded))
 
 
+def _table() -> Any:
+    from ragjudge.store.schema import RunArray
+
+    return RunArray.__table__
+
+
 def write_arrays(connection: Connection, run: str, generation: int,
                  arrays: Mapping[str, np.ndarray], *, replace: bool = True) -> None:
     """Store ``arrays`` (name -> 1-D array) for the run's generation (``replace``: the arrays
     stored for it before are deleted first)."""
+    from sqlalchemy import insert
+
     if replace:
         delete_arrays(connection, run, generation)
     for name, array in arrays.items():
-        connection.execute(insert(_arrays), list(array_parts(run, generation, name, array)))
+        connection.execute(insert(_table()), list(array_parts(run, generation, name, array)))
 
 
 def array_parts(run: str, generation: int, name: str, array: np.ndarray) -> Iterator[dict]:
@@ -74,7 +84,9 @@ def array_parts(run: str, generation: int, name: str, array: np.ndarray) -> Iter
 
 def write_part(connection: Connection, row: dict) -> None:
     """One row of :func:`array_parts`."""
-    connection.execute(insert(_arrays), [row])
+    from sqlalchemy import insert
+
+    connection.execute(insert(_table()), [row])
 
 
 RANKING = ("query_ids", "query_ids_lengths", "offsets", "chunk_ids", "chunk_ids_lengths")
@@ -95,10 +107,10 @@ def read_arrays(connection: Connection, run: str, generation: int,
 def read_named(connection: Connection, run: str, generation: int,
                names: Iterable[str]) -> dict[str, np.ndarray]:
     """Those of ``names`` stored for the run's generation, each joined from its pieces."""
-    rows = connection.execute(
-        select(_arrays.c.name, _arrays.c.dtype, _arrays.c.data)
-        .where(_arrays.c.run == run, _arrays.c.generation == generation, _arrays.c.name.in_(list(names)))
-        .order_by(_arrays.c.name, _arrays.c.part)).all()
+    among, params = listed("name", names)
+    rows = fetch(connection, "SELECT name, dtype, data FROM run_arrays WHERE run = :run "
+                             f"AND generation = :generation AND name IN ({among}) ORDER BY name, part",
+                 {**params, "run": run, "generation": generation})
     pieces: dict[str, list[bytes]] = {}
     dtypes: dict[str, str] = {}
     for name, dtype, data in rows:
@@ -111,6 +123,9 @@ def read_named(connection: Connection, run: str, generation: int,
 def delete_arrays(connection: Connection, run: str, generation: int,
                   names: Iterable[str] | None = None) -> None:
     """The arrays of the run's generation (only ``names``, when given)."""
+    from sqlalchemy import delete
+
+    _arrays = _table()
     where = [_arrays.c.run == run, _arrays.c.generation == generation]
     if names is not None:
         where.append(_arrays.c.name.in_(list(names)))

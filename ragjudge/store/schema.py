@@ -35,6 +35,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from ragjudge.store.sqltext import PUBLISHED  # noqa: F401 - re-exported: the readers of rows use it
+
 NAMING = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -130,12 +132,6 @@ class RunEntry(Base):
 
     __table_args__ = (PrimaryKeyConstraint("run", "generation", "query_id", "chunk_id"),
                       Index("ix_run_entries_query_rank", "query_id", "rank"))
-
-
-PUBLISHED = ("EXISTS (SELECT 1 FROM runs published WHERE published.name = {alias}.run "
-             "AND published.generation = {alias}.generation)")
-"""The SQL condition that a ``run_entries`` row (under the alias given) belongs to a published
-run: ``PUBLISHED.format(alias="re")``."""
 
 
 def published(entries=None):  # noqa: ANN001, ANN201

@@ -9,7 +9,7 @@ processes, in turns (one of each per round, so that a busy moment of the machine
 side alike), and prints the median and the fastest run of each beside ``python -c "pass"`` and
 ``python -c "import numpy"``, with the ratio to the numpy import, the median processor time
 (user + system, which a busy machine disturbs less than the wall clock) and the load average
-before and after. Two *floor* lines import the libraries those commands load and do nothing
+before and after. The *floor* lines import the libraries those commands load and do nothing
 else: no command that loads them can start faster. Every side runs with bytecode cached, as after ``pip install`` (ragjudge's modules are
 compiled first; see ``bench_eval.py``).
 
@@ -51,6 +51,8 @@ COMMANDS: dict[str, list[str]] = {
     "ragjudge eval --db": ["-m", "ragjudge", "--db", "{db}", "eval"],
     # the floors: the libraries those commands load, imported and nothing else
     "floor: typer, rich": ["-c", "import typer, typer.rich_utils"],
+    # what the lean path of status and eval --db loads (sqlite3, not SQLAlchemy or pydantic)
+    "floor: numpy, sqlite3, rich.table": ["-c", "import numpy, sqlite3, rich.console, rich.table"],
     "floor: + pydantic, sqlalchemy.orm, numpy": [
         "-c", "import typer, pydantic, rich.table, sqlalchemy.orm, numpy; pydantic.TypeAdapter(int)"],
 }

@@ -1,6 +1,8 @@
-"""``ragjudge eval`` on files takes a lean path without typer (``ragjudge.cli.lean``); it must be
-indistinguishable from the typer command: the same stdout, stderr and exit code for every
-command line, good or bad. Each case runs both ways (``RAGJUDGE_LEAN=0`` forces typer).
+"""``ragjudge eval`` on files, and ``status`` and ``eval`` on a SQLite project, take a lean path
+without typer (``ragjudge.cli.lean``; the project opened with the standard library:
+``ragjudge.services.project.lite``); it must be indistinguishable from the typer command: the same
+stdout, stderr and exit code for every command line, good or bad. Each case runs both ways
+(``RAGJUDGE_LEAN=0`` forces typer).
 
 Also here: the table of commands in ``ragjudge.cli`` is the set of commands the modules
 register, and a run imports only what its command needs.
@@ -461,7 +463,8 @@ def test_the_lean_table_is_the_typer_commands_options():
     table = {spec.param: (spec.flags, spec.kind, spec.integer) for spec in EVAL_OPTIONS}
     assert declared == table
     assert set(table) | {"tui"} == set(inspect.signature(typer_eval()).parameters)
-    assert set(table) == set(inspect.signature(__import__(
+    # and ``opened``: the project the lean path opened itself (``eval --db``)
+    assert set(table) | {"opened"} == set(inspect.signature(__import__(
         "ragjudge.cli.scoring", fromlist=["x"]).evaluate_and_print).parameters)
 
 
@@ -501,3 +504,231 @@ def test_csv_cells_that_would_run_in_a_spreadsheet_are_neutralised_unless_raw(fi
         quote = "" if raw else "'"
         assert rows[1][:2] == [f"{quote}=HYPERLINK(x)", "all"]
         assert [row[1] for row in rows[2:]] == [f"{quote}@q1", f"{quote}@q2", f"{quote}@q10"]
+
+
+# -- status and eval on a project ---------------------------------------------------------------
+
+
+def _ragjudge(*args: str, env: dict | None = None) -> None:
+    done = subprocess.run([sys.executable, "-m", "ragjudge", *args], capture_output=True, text=True,
+                          env={**SUBPROCESS_ENV, **(env or {})})
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory) -> dict[str, str]:
+    """The demo project; a blind project with a lead, a complete reference (one of its pairs
+    skipped: a negative grade) and an assignment; files that are no project."""
+    import shutil
+
+    d = tmp_path_factory.mktemp("lean-projects")
+    demo = str(d / "demo.db")
+    _ragjudge("demo", "--no-tui", "--db", demo)
+    blind = str(d / "blind.db")
+    shutil.copy(demo, blind)
+    qrels = d / "reference.qrels"
+    done = subprocess.run([sys.executable, "-m", "ragjudge", "--db", demo, "export", "qrels"],
+                          capture_output=True, text=True, env=SUBPROCESS_ENV, check=True)
+    lines = [line for i, line in enumerate(done.stdout.splitlines()) if i % 3][:300]
+    lines[-1] = " ".join(lines[-1].split()[:3] + ["-1"])  # in the pool, not judged
+    qrels.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    as_ana = {"RAGJUDGE_USER": "ana"}
+    _ragjudge("--db", blind, "import", "qrels", str(qrels), "--annotator", "trec", "--reference",
+              "--complete", env=as_ana)
+    _ragjudge("--db", blind, "annotators", "add", "dora", "--role", "lead", env=as_ana)
+    _ragjudge("--db", blind, "assign", "--annotators", "ana,ben", "--depth", "5", "--seed", "1",
+              env={"RAGJUDGE_USER": "dora"})
+    empty = d / "empty.db"
+    empty.write_bytes(b"")
+    text = d / "text.db"
+    text.write_text("not a database\n", encoding="utf-8")
+    return {"demo": demo, "blind": blind, "folder": str(d), "missing": str(d / "missing.db"),
+            "empty": str(empty), "text": str(text)}
+
+
+def project_cases(p: dict[str, str]) -> list[list[str]]:
+    """Command lines of status and eval on a project: options alone and together, the project
+    named before and after the command, and mistakes."""
+    demo, blind = p["demo"], p["blind"]
+    return [
+        ["--db", demo, "status"],
+        ["--db", demo, "status", "--format", "json"],
+        ["status", "--db", demo],
+        ["status", "--format=json", "--db=" + demo],
+        ["--db", blind, "status"],
+        ["--db", blind, "status", "--format", "json"],
+        ["--db", demo, "eval"],
+        ["eval", "--db", demo, "--format", "json"],
+        ["--db", demo, "eval", "--format", "csv", "--per-query"],
+        ["--db", demo, "eval", "-m", "P@5,nDCG@10", "--ci"],
+        ["--db", demo, "eval", "--run", "bm25", "--run", "hybrid", "--name", "A", "--name", "B"],
+        ["--db", demo, "eval", "--by", "category"],
+        ["--db", demo, "eval", "--by", "category", "--format", "json", "--per-query"],
+        ["--db", demo, "eval", "--by", "nothing"],
+        ["--db", demo, "eval", "--rule", "majority", "-m", "P@5,AP"],
+        ["--db", demo, "eval", "--rule", "annotator:ben", "--format", "csv"],
+        ["--db", demo, "eval", "--rule", "annotator:nobody"],
+        ["--db", demo, "eval", "--rule", "adjudicated"],
+        ["--db", demo, "eval", "--rule", "reference"],
+        ["--db", demo, "eval", "--rule", "nope"],
+        ["--db", demo, "eval", "--threshold", "2", "--averaging", "run"],
+        ["--db", demo, "eval", "--threshold", "9"],
+        ["--db", demo, "eval", "-m", "P(rel=9)@5"],
+        ["--db", demo, "eval", "-m", "Nope"],
+        ["--db", demo, "eval", "--run", "nosuch"],
+        ["--db", demo, "eval", "--complete"],
+        ["--db", demo, "eval", "--curve", "P", "--k", "1-5"],
+        ["--db", demo, "eval", "-m", "AnswerNuggets(all),CitationRecall", "--format", "json"],
+        ["--db", demo, "eval", "--format", "xml"],
+        ["--db", blind, "eval"],
+        ["--db", blind, "eval", "--format", "json", "--per-query"],
+        ["--db", blind, "eval", "--rule", "reference", "-m", "P@5,bpref,Judged@10"],
+        ["--db", blind, "eval", "--rule", "annotator:trec", "--format", "csv"],
+        ["--db", blind, "eval", "--rule", "annotator:ben"],
+        ["--db", blind, "eval", "--rule", "annotator:ana", "--by", "category"],
+    ]
+
+
+#: who runs the commands on the blind project: an annotator, the lead, nobody named
+USERS = ["ana", "dora", ""]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("user", USERS, ids=lambda u: u or "login-name")
+def test_status_and_eval_on_a_project_print_what_typer_prints(projects, capsys, monkeypatch, user):
+    """Each case on the lean path (never handed back to typer) and through typer: the same
+    bytes and exit code; as an annotator of the blind project, its lead and the login name."""
+    import ragjudge.cli as cli
+
+    monkeypatch.setenv("RAGJUDGE_USER", user)
+    typer_main = cli._typer_main
+
+    def not_typer(words):
+        assert os.environ.get("RAGJUDGE_LEAN") == "0", words  # the lean side never falls back
+        return typer_main(words)
+
+    monkeypatch.setattr(cli, "_typer_main", not_typer)
+    codes = set()
+    for args in project_cases(projects):
+        assert lean_call(args) is not None, args
+        lean, typer_ = _both(capsys, monkeypatch, args)
+        assert lean == typer_, args
+        codes.add(lean[0])
+    assert codes == {0, 2}
+
+
+def test_the_blind_rules_hold_on_the_lean_path(projects, capsys, monkeypatch):
+    """An annotator of a blind project with a lead may not score by another's grades alone; the
+    lead may; the refusal names the lead (the access rules of the services, on either path)."""
+    args = ["--db", projects["blind"], "eval", "--rule", "annotator:ben", "--format", "json"]
+    monkeypatch.setenv("RAGJUDGE_USER", "ana")
+    lean, typer_ = _both(capsys, monkeypatch, args)
+    assert lean == typer_
+    assert lean[0] == 2 and "dora" in lean[2], lean
+    monkeypatch.setenv("RAGJUDGE_USER", "dora")
+    lean, typer_ = _both(capsys, monkeypatch, args)
+    assert lean == typer_
+    assert lean[0] == 0 and json.loads(lean[1])["gold"]["annotators"] == ["ben"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--db", "{missing}", "status"],
+    ["--db", "{missing}", "eval"],
+    ["--db", "{folder}", "status"],
+    ["--db", "{empty}", "eval"],
+    ["--db", "{text}", "status"],
+    ["--db=", "status"],
+    ["--db", "{demo}", "status", "--db", "{demo}"],
+    ["--db", "{demo}", "status", "--format", "xml"],
+    ["--db", "{demo}", "status", "--help"],
+    ["--db", "{demo}", "status", "extra"],
+    ["--db", "{demo}", "eval", "--qrels", "Q"],
+    ["--db", "{demo}", "eval", "-mP@5"],
+    ["--db", "sqlite:///{demo}", "status"],
+    ["status", "--db"],
+], ids=lambda a: " ".join(a))
+def test_other_project_command_lines_go_to_typer(projects, capsys, monkeypatch, args):
+    args = [w.format(**projects) for w in args]
+    assert lean_call(args) is None
+    lean, typer_ = _both(capsys, monkeypatch, args)
+    assert lean == typer_
+
+
+def test_an_older_schema_is_migrated_by_the_full_path(tmp_path, capsys, monkeypatch):
+    """A project at an older revision is not read lean: the command runs in full, which
+    migrates it (after a backup), and says the same as typer does on a copy."""
+    from ragjudge.services.project.database import Project
+    from ragjudge.store import migrate
+    from ragjudge.store.engine import make_engine
+
+    outcomes = []
+    for lean in ("1", "0"):
+        db = str(tmp_path / f"old-{lean}.db")
+        engine = make_engine(db)
+        migrate.upgrade(engine, migrate.REVISIONS[-2])
+        engine.dispose()
+        assert lean_call(["--db", db, "status"]) is None
+        monkeypatch.setenv("RAGJUDGE_LEAN", lean)
+        code = main(["--db", db, "status", "--format", "json"])
+        captured = capsys.readouterr()
+        outcomes.append((code, captured.out.replace(db, "DB"), captured.err.replace(db, "DB")))
+        with Project.open(db) as project:  # migrated to the newest revision
+            with project.connect() as connection:
+                assert migrate.current_revision(connection) == migrate.HEAD
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] == 0
+
+
+def test_a_deeper_pool_than_the_heads_goes_to_the_full_path(projects, tmp_path, capsys, monkeypatch):
+    """What the lean reading does not do (here: widen the runs' stored heads for a deeper pool)
+    is handed to the full path before anything is printed."""
+    import shutil
+    import sqlite3
+
+    db = str(tmp_path / "shallow.db")
+    shutil.copy(projects["demo"], db)
+    with sqlite3.connect(db) as connection:  # heads of 5 ranks: status's pool of 10 widens them
+        rows = connection.execute("SELECT name, meta FROM runs").fetchall()
+        for name, meta in rows:
+            data = json.loads(meta)
+            data["rows_depth"] = 5
+            connection.execute("UPDATE runs SET meta = ? WHERE name = ?", (json.dumps(data), name))
+    assert lean_call(["--db", db, "status"]) is not None
+    lean, typer_ = _both(capsys, monkeypatch, ["--db", db, "status", "--format", "json"])
+    assert lean == typer_ and lean[0] == 0
+    assert json.loads(lean[1])["pool"]["pairs"] > 0
+    # a measure whose labels (facets) are read with SQLAlchemy: handed over too
+    args = ["--db", projects["demo"], "eval", "-m", "Coverage@5,P@5", "--format", "json"]
+    assert lean_call(args) is not None
+    lean, typer_ = _both(capsys, monkeypatch, args)
+    assert lean == typer_
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["status"], ["eval"], ["eval", "--format", "json"]])
+def test_status_and_eval_on_a_project_import_only_what_they_need(projects, args):
+    """Neither typer, SQLAlchemy, pydantic, the mapped tables, Textual nor pyarrow: the project
+    is read with sqlite3 (Rich only to draw a table)."""
+    code = (
+        "import sys\n"
+        "from ragjudge.cli import main\n"
+        f"code = main(['--db', {projects['demo']!r}, *{args!r}])\n"
+        "heavy = ('typer', 'click', 'sqlalchemy', 'pydantic', 'textual', 'pyarrow', 'alembic')\n"
+        "loaded = sorted({n.split('.')[0] for n in sys.modules if n.split('.')[0] in heavy}"
+        " | {n for n in sys.modules if n in ('ragjudge.store.schema', 'ragjudge.models')})\n"
+        "print(code, loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=SUBPROCESS_ENV)
+    status, _, loaded = done.stderr.strip().splitlines()[-1].partition(" ")
+    assert status == "0", done.stderr
+    assert loaded == "[]"
+
+
+@pytest.mark.slow
+def test_whole_processes_on_a_project_print_the_same_bytes(projects, tmp_path):
+    for args in (["--db", projects["demo"], "status"], ["--db", projects["blind"], "eval"],
+                 ["eval", "--db", projects["demo"], "--format", "csv", "--by", "category"],
+                 ["--db", projects["demo"], "eval", "-m", "Nope"]):
+        lean, typer_ = (_process(args, flag, str(tmp_path)) for flag in (True, False))
+        assert (lean.returncode, lean.stdout, lean.stderr) == (
+            typer_.returncode, typer_.stdout, typer_.stderr), args

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import DTypeLike
 
-from ragjudge.metrics._keys import MASKS, padded_width, widen
+from ragjudge.metrics._keys import gather, packed_ids, unaligned_words, widen  # noqa: F401 - packed_ids re-exported
 from ragjudge.numeric import MAX_GRADE
 
 QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
@@ -62,43 +62,6 @@ RANK_DIGITS = 9
 
 #: the id columns, numbers and line numbers (None: one record a line) of a parsed input
 Parsed = tuple[list[np.ndarray], np.ndarray, np.ndarray | None]
-
-
-def unaligned_words(buf: np.ndarray) -> np.ndarray:
-    """A uint64 view starting at every byte offset of ``buf`` (whose last 8 bytes are padding;
-    numpy handles the unaligned loads)."""
-    return np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
-
-
-def gather(view: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Tokens (at ``starts``, of ``lengths`` bytes, in the buffer ``view`` is the
-    :func:`unaligned_words` of) as a NUL-padded ``S`` array of width 8k, 8 bytes per gather."""
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, dtype="S8")
-    k = padded_width(int(lengths.max())) // 8
-    out = np.empty((n, k), dtype="<u8")
-    last = len(view) - 1
-    for j in range(k):
-        at = starts + 8 * j
-        if j:
-            np.minimum(at, last, out=at)
-        rest = np.clip(lengths - 8 * j, 0, 8)
-        np.bitwise_and(view[at], MASKS[rest], out=out[:, j])
-    return out.view(f"S{8 * k}").ravel()
-
-
-def packed_ids(data: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Ids stored one after another (their bytes ``data``, their ``lengths``) as a
-    NUL-padded ``S`` array of width 8k."""
-    n = len(lengths)
-    if n == 0:
-        return np.zeros(0, dtype="S8")
-    buf = np.zeros(len(data) + 9, dtype=np.uint8)
-    buf[:len(data)] = data
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    return gather(unaligned_words(buf), starts, lengths.astype(np.int64))
 
 
 def blocks(buf: np.ndarray, size: int) -> Iterator[tuple[int, int]]:

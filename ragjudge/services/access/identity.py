@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import getpass
 import os
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from ragjudge.errors import UsageError
-from ragjudge.services.events.annotators import check_annotator
-from ragjudge.store.schema import Annotator
+from ragjudge.services.events.names import check_annotator
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from ragjudge.services.project.database import Project
 
 USER_ENV = "RAGJUDGE_USER"
@@ -103,10 +101,16 @@ def token_digest(token: str) -> str:
 
 def from_token(project: Project, token: str) -> Identity | None:
     """The identity a personal login token opens, or None (unknown token, retired annotator)."""
+    import secrets
+
     if not token or not token.strip():
         return None
     digest = token_digest(token)
     with project.read() as session:
+        from sqlalchemy import select
+
+        from ragjudge.store.schema import Annotator
+
         row = session.scalars(select(Annotator).where(Annotator.token_hash == digest)).first()
         if row is None or row.status != "active" or not secrets.compare_digest(row.token_hash or "", digest):
             return None
@@ -119,8 +123,14 @@ class TokenRevoked(UsageError):
 
 def still_valid(session: Session, identity: Identity) -> bool:
     """Whether a token identity's token still opens the project (checked in ``session``)."""
+    import secrets
+
     if identity.how != "token":
         return True
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Annotator
+
     row = session.execute(select(Annotator.token_hash, Annotator.status)
                           .where(Annotator.name == identity.name)).first()
     return (row is not None and row.status == "active" and row.token_hash is not None

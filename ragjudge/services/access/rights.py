@@ -11,12 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from ragjudge.errors import UsageError
 from ragjudge.services.access.identity import Identity
-from ragjudge.services.events.labels import newest_label_ids
-from ragjudge.store.schema import Label
 from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
@@ -105,6 +101,11 @@ class Access:
         """The pairs this identity has a current grade for (of one query, or all)."""
         if self.name is None:
             return set()
+        from sqlalchemy import select
+
+        from ragjudge.services.events.labels import newest_label_ids
+        from ragjudge.store.schema import Label
+
         newest = newest_label_ids()
         stmt = (select(Label.query_id, Label.chunk_id).join(newest, newest.c.id == Label.id)
                 .where(Label.annotator == self.name, Label.grade.is_not(None)))

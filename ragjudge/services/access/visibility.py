@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ragjudge.services.access import roster
 from ragjudge.services.access.identity import UNKNOWN, Identity, as_identity
 from ragjudge.services.access.rights import Access
+from ragjudge.store.sqltext import fetch
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
@@ -50,7 +50,7 @@ def access_for(project: Project, who: Identity | str | None) -> Access:
     A token identity (a browser session) does a lead's work only with the role: a project
     without a lead has no lead in a browser."""
     identity = as_identity(who)
-    leads = tuple(m.name for m in roster.members(project, counts=False) if m.is_lead and m.active)
+    leads = active_leads(project)
     if identity.name is None:
         lead = False
     elif identity.how == "token" or leads:
@@ -60,6 +60,17 @@ def access_for(project: Project, who: Identity | str | None) -> Access:
     blind = is_blind(project)
     return Access(project, identity, lead=lead, sees_all=lead or (identity.known and not blind),
                   blind=blind, leads=leads)
+
+
+def active_leads(project: Project) -> tuple[str, ...]:
+    """The project's active leads, by name: the roster's members whose role is ``lead`` and whose
+    status is ``active`` (:class:`ragjudge.services.access.roster.Member`: a row without a
+    status is active), read in plain SQL so that a project opened lean
+    (:mod:`ragjudge.services.project.lite`) answers with the same rule."""
+    with project.connect() as connection:
+        rows = fetch(connection, "SELECT name FROM annotators WHERE role = 'lead' "
+                                 "AND (status IS NULL OR status IN ('', 'active'))")
+    return tuple(sorted(name for (name,) in rows))
 
 
 __all__ = ["UNKNOWN", "Access", "BLIND_SETTING", "access_for", "is_blind", "set_blind"]

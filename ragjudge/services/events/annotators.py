@@ -7,24 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from ragjudge.errors import UsageError
+from ragjudge.services.events.names import check_annotator
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import Annotator, AnswerJudgment, Label
-from ragjudge.safetext import quote
 
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
-
-
-def check_annotator(name: str) -> str:
-    """An annotator name, stripped; empty or control characters are a :class:`UsageError`."""
-    cleaned = (name or "").strip()
-    if not cleaned:
-        raise UsageError("The annotator name is empty. Give a name such as --annotator alice.")
-    if any(not ch.isprintable() for ch in cleaned) or len(cleaned) > 255:
-        raise UsageError(f"The annotator name {quote(cleaned)} must be printable and under 256 characters.")
-    return cleaned
 
 
 def ensure_annotator_in(session: Session, name: str) -> bool:

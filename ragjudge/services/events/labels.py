@@ -14,16 +14,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 import numpy as np
-from sqlalchemy import func, or_, select
-from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ClauseElement, ColumnElement, Subquery
-from sqlalchemy.sql.compiler import SQLCompiler
 from ragjudge.numeric import MAX_GRADE
-from ragjudge.store.schema import Adjudication, Annotator, Label
-
+from ragjudge.store.sqltext import fetch
 
 if TYPE_CHECKING:
-    pass
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.sql import ClauseElement, ColumnElement, Subquery
 
 
 @dataclass(frozen=True)
@@ -44,13 +40,25 @@ RECHECK = "recheck"
 annotator's current label."""
 
 
+NOT_RECHECK = f"(source IS NULL OR source <> '{RECHECK}')"
+""":func:`not_recheck` in plain SQL (over ``labels`` unaliased)."""
+
+
 def not_recheck() -> ColumnElement[bool]:
     """A clause for label events that are not blind re-checks (portable SQL: no ``IS NOT 'x'``)."""
+    from sqlalchemy import or_
+
+    from ragjudge.store.schema import Label
+
     return or_(Label.source.is_(None), Label.source != RECHECK)
 
 
 def newest_label_ids() -> Subquery:
     """A subquery of the newest non-recheck label event id per (annotator, query, chunk)."""
+    from sqlalchemy import func, select
+
+    from ragjudge.store.schema import Label
+
     return (
         select(func.max(Label.id).label("id"))
         .where(not_recheck())
@@ -69,6 +77,10 @@ def current_labels(connection: Connection, *, annotator: str | None = None) -> L
 def _current_statement(annotator: str | None) -> Any:
     """The portable SQL of the current labels (the newest non-recheck event per annotator and
     pair, with a grade)."""
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Label
+
     newest = newest_label_ids()
     stmt = (
         select(Label.query_id, Label.chunk_id, Label.annotator, Label.grade)
@@ -85,6 +97,8 @@ def raw_rows(connection: Connection, stmt: ClauseElement) -> list[tuple]:
     """All rows of a Core select as plain tuples from the database driver's own cursor: the
     same SQL and parameters as ``connection.execute(stmt).all()``, without building a
     SQLAlchemy row per result row (a third of the time on a million labels)."""
+    from sqlalchemy.sql.compiler import SQLCompiler
+
     compiled = stmt.compile(dialect=connection.dialect,
                             compile_kwargs={"render_postcompile": True})
     assert isinstance(compiled, SQLCompiler)  # a select compiles with the dialect's SQL compiler
@@ -358,9 +372,9 @@ def _split_ids(text: bytes, count: int) -> np.ndarray | None:
         out = np.zeros((count, width), dtype=np.uint8)
         out[:, :top] = grid[:, :top]
         return out.view(f"S{width}").ravel()
-    from ragjudge.services.project.columns import unpack_ids
+    from ragjudge.metrics._keys import packed_ids
 
-    return unpack_ids(np.ascontiguousarray(buf[buf != _SEP]), lengths)
+    return packed_ids(np.ascontiguousarray(buf[buf != _SEP]), lengths)
 
 
 def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -431,19 +445,17 @@ class GradeRows:
 
 
 def adjudications(connection: Connection) -> dict[tuple[str, str], int]:
-    """The newest adjudicated grade per pair."""
-    newest = select(func.max(Adjudication.id).label("id")).group_by(
-        Adjudication.query_id, Adjudication.chunk_id).subquery()
-    rows = connection.execute(
-        select(Adjudication.query_id, Adjudication.chunk_id, Adjudication.grade)
-        .join(newest, Adjudication.id == newest.c.id)
-    ).all()
+    """The newest adjudicated grade per pair (``connection``: SQLAlchemy's or
+    :mod:`ragjudge.store.sqltext`'s, as for every plain-SQL reader here)."""
+    rows = fetch(connection, "SELECT a.query_id, a.chunk_id, a.grade FROM adjudications a "
+                             "JOIN (SELECT max(id) AS id FROM adjudications "
+                             "GROUP BY query_id, chunk_id) newest ON a.id = newest.id")
     return {(q, c): int(g) for q, c, g in rows}
 
 
 def llm_annotators(connection: Connection) -> frozenset[str]:
     """The annotators of kind ``llm`` (their grades stay out of the gold unless asked)."""
-    return frozenset(connection.execute(select(Annotator.name).where(Annotator.kind == "llm")).scalars())
+    return frozenset(n for (n,) in fetch(connection, "SELECT name FROM annotators WHERE kind = 'llm'"))
 
 
 def without(labels: LabelArrays, names: frozenset[str]) -> LabelArrays:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from sqlalchemy import bindparam, select
+from ragjudge.services.events.setmarks import MARK_KINDS, set_marks_sql
 from ragjudge.store.schema import (
     PairMark,
 )
@@ -14,9 +15,6 @@ from ragjudge.store.schema import (
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
-
-
-MARK_KINDS = ("flag", "comment")
 
 
 @dataclass(frozen=True)
@@ -85,13 +83,11 @@ def marks_of_pair(connection, query_id: str, chunk_id: str) -> dict[str, PairMar
 def set_marks(kind: str):  # noqa: ANN201 - Select
     """A select of ``annotator, query_id, chunk_id, text`` of every pair whose newest ``kind``
     mark event (flag or comment) sets it: the current flags, or the current comments."""
-    from sqlalchemy import func
+    from sqlalchemy import text
 
     marks = PairMark.__table__
-    newest = (select(func.max(marks.c.id).label("id")).where(marks.c.kind == kind)
-              .group_by(marks.c.annotator, marks.c.query_id, marks.c.chunk_id).subquery())
-    return (select(marks.c.annotator, marks.c.query_id, marks.c.chunk_id, marks.c.text)
-            .join(newest, marks.c.id == newest.c.id).where(marks.c.action == "set"))
+    return text(set_marks_sql(kind)).columns(marks.c.annotator, marks.c.query_id,
+                                              marks.c.chunk_id, marks.c.text)
 
 
 def current_marks(project: Project, annotator: str, query_id: str, chunk_id: str) -> PairMarks:

@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
 
 from ragjudge.errors import UsageError
 from ragjudge.metrics._keys import as_ids, lookup
@@ -41,7 +39,7 @@ from ragjudge.services.events.labels import (
     LabelArrays,
     adjudications,
     llm_annotators,
-    not_recheck,
+    NOT_RECHECK,
     read_labels,
 )
 from ragjudge.services.gold.rules import (
@@ -56,10 +54,12 @@ from ragjudge.services.gold.rules import (
     decide_labels,
     gold_policy,
 )
-from ragjudge.store.schema import Annotator, Label
+from ragjudge.store.sqltext import fetch, listed
 from ragjudge.safetext import quote
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from ragjudge.metrics.data import Qrels, Run
     from ragjudge.services.project.database import Project
 
@@ -190,7 +190,8 @@ def gold(project: Project, rule: str | None = None, *, include_llm: bool = False
         grades = np.concatenate([grades, np.full(len(eq), policy.lowest, dtype=np.int64)])
         sources = np.concatenate([sources, np.full(len(eq), FROM_IMPLIED, dtype=np.int64)])
     q, c, grades, sources = _with_adjudications(q, c, grades, sources, decided)
-    annotators = tuple(sorted({labels.names[i] for i in np.unique(labels.annotator)}
+    graded = np.flatnonzero(np.bincount(labels.annotator, minlength=len(labels.names)))
+    annotators = tuple(sorted({labels.names[i] for i in graded.tolist()}
                               & _counted_names(labels.names, policy, rule)))
     composition = _composition(rule, policy, sources, annotators, left_out, bool(closed))
     return Gold(q, c, grades, sources, composition, top_grade=project.scale.max)
@@ -295,12 +296,12 @@ def skipped_pairs(connection: Connection, names: Iterable[str]) -> dict[str, set
     names = sorted(names)
     if not names:
         return {}
-    newest = (select(func.max(Label.id).label("id"))
-              .where(Label.annotator.in_(names), not_recheck())
-              .group_by(Label.annotator, Label.query_id, Label.chunk_id).subquery())
-    rows = connection.execute(
-        select(Label.annotator, Label.query_id, Label.chunk_id).join(newest, Label.id == newest.c.id)
-        .where(Label.grade.is_(None), Label.skipped.is_(True))).all()
+    among, params = listed("name", names)
+    rows = fetch(connection,
+                 "SELECT l.annotator, l.query_id, l.chunk_id FROM labels l JOIN (SELECT max(id) AS id "
+                 f"FROM labels WHERE annotator IN ({among}) AND {NOT_RECHECK} "
+                 "GROUP BY annotator, query_id, chunk_id) newest ON l.id = newest.id "
+                 "WHERE l.grade IS NULL AND l.skipped = :yes", {**params, "yes": True})
     out: dict[str, set[tuple[str, str]]] = {}
     for name, q, c in rows:
         out.setdefault(name, set()).add((q, c))
@@ -414,8 +415,8 @@ def composition_of(rule: str, policy: GoldPolicy, sources: np.ndarray, labelled:
 
 def check_annotator_known(connection: Connection, name: str) -> None:
     """``--rule annotator:NAME`` with a name the project does not know is a typo, not 0 qrels."""
-    known = sorted(set(connection.execute(select(Annotator.name)).scalars())
-                   | set(connection.execute(select(Label.annotator).distinct()).scalars()))
+    known = sorted({n for (n,) in fetch(connection, "SELECT name FROM annotators")}
+                   | {n for (n,) in fetch(connection, "SELECT DISTINCT annotator FROM labels")})
     if name not in known:
         raise UsageError(
             f"--rule 'annotator:{name}': the project has no annotator named {quote(name)} "

@@ -4,25 +4,37 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 import numpy as np
-from sqlalchemy import Select, select
 from ragjudge.services.gold.gold import skipped_pairs
-from ragjudge.store.schema import Annotator, RunEntry, published
+from ragjudge.store.sqltext import PUBLISHED, fetch, listed
 
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.selectable import TextualSelect
+
     from ragjudge.services.project.database import Project
 
 
 DEFAULT_DEPTH = 10
 
 
-def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> Select:
-    """A select of distinct (query_id, chunk_id) pairs in the pool."""
-    stmt = (select(RunEntry.query_id, RunEntry.chunk_id).where(RunEntry.rank <= depth, published())
-            .distinct())
+def pool_sql(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """The SQL of the distinct (query_id, chunk_id) pairs in the pool, and its parameters."""
+    params: dict[str, Any] = {"depth": depth}
+    among = ""
     if runs:
-        stmt = stmt.where(RunEntry.run.in_(runs))
-    return stmt
+        names, named = listed("run", runs)
+        among = f" AND re.run IN ({names})"
+        params.update(named)
+    return (f"SELECT DISTINCT re.query_id, re.chunk_id FROM run_entries re WHERE re.rank <= :depth"
+            f" AND {PUBLISHED.format(alias='re')}{among}", params)
+
+
+def pool_select(depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> TextualSelect:
+    """:func:`pool_sql` as a select (columns ``query_id``, ``chunk_id``)."""
+    from sqlalchemy import column, text
+
+    sql, params = pool_sql(depth, runs)
+    return text(sql).bindparams(**params).columns(column("query_id"), column("chunk_id"))
 
 
 def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: list[str] | None = None) -> dict:
@@ -39,11 +51,11 @@ def pool_size_and_judged(project: Project, depth: int = DEFAULT_DEPTH, runs: lis
     from ragjudge.services.runs.head import ensure_rows
 
     ensure_rows(project, depth, runs, required=False)
-    complete = select(Annotator.name).where(Annotator.reference.is_(True), Annotator.complete.is_(True))
     with project.connect() as connection:
-        rows = connection.execute(pool_select(depth, runs)).all()
+        rows = fetch(connection, *pool_sql(depth, runs))
         labels = read_labels(connection)
-        closing = set(connection.execute(complete).scalars())
+        closing = {n for (n,) in fetch(connection, "SELECT name FROM annotators WHERE reference = :yes "
+                                                   "AND complete = :yes", {"yes": True})}
         skipped = skipped_pairs(connection, closing)
     query, pair = _labelled(labels, [r[0] for r in rows], [r[1] for r in rows])
     graded = pair >= 0

@@ -31,14 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 import numpy as np
-from sqlalchemy import select
-from sqlalchemy.engine import Connection
 from ragjudge.errors import UsageError
 from ragjudge.safetext import quote
-from ragjudge.models import AGGREGATION_RULES
-from ragjudge.store.schema import Annotator
+from ragjudge.numeric import AGGREGATION_RULES
+from ragjudge.store.sqltext import fetch
 from ragjudge.services.events.labels import GradeRows, LabelArrays
 
 
@@ -89,10 +87,11 @@ class GoldPolicy:
         return set(labels.query_ids[mine].tolist())
 
 
-def gold_policy(connection: Connection, lowest: int) -> GoldPolicy:
-    """The project's reference annotators (``annotators.reference``) as a :class:`GoldPolicy`."""
-    rows = connection.execute(
-        select(Annotator.name, Annotator.complete).where(Annotator.reference.is_(True))).all()
+def gold_policy(connection: Any, lowest: int) -> GoldPolicy:
+    """The project's reference annotators (``annotators.reference``) as a :class:`GoldPolicy`
+    (``connection``: SQLAlchemy's or :mod:`ragjudge.store.sqltext`'s)."""
+    rows = fetch(connection, "SELECT name, complete FROM annotators WHERE reference = :yes",
+                 {"yes": True})
     return GoldPolicy(frozenset(n for n, _ in rows), frozenset(n for n, c in rows if c), int(lowest))
 
 

@@ -19,17 +19,16 @@ from typing import TYPE_CHECKING, Any
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from sqlalchemy import and_, case, delete, exists, func, insert, or_, select
-from sqlalchemy.orm import aliased
+from sqlalchemy import and_, delete, exists, func, insert, select
 from ragjudge.errors import UsageError
-from ragjudge.services.labels.events import RECHECK
 from ragjudge.services.events.annotators import check_annotator
 from ragjudge.services.gold.pool import DEFAULT_DEPTH, pool_select
 from ragjudge.services.runs.head import ensure_rows
 from ragjudge.services.access.rights import Access
 from ragjudge.services.labels import sampling
+from ragjudge.services.labels.progress import assignment_progress  # noqa: F401 - re-exported
 from ragjudge.store.annotators import ensure_annotators
-from ragjudge.store.schema import Assignment, Label, Run, utcnow
+from ragjudge.store.schema import Assignment, Run, utcnow
 
 
 if TYPE_CHECKING:
@@ -215,33 +214,3 @@ def assigned_pairs(project: Project, annotator: str) -> set[tuple[str, str]] | N
     return {(r.query_id, r.chunk_id) for r in rows} or None
 
 
-def assignment_progress(project: Project) -> dict[str, dict]:
-    """``{annotator: {"assigned", "overlap", "done"}}``: pairs assigned, of them in the overlap,
-    and done (current label graded or skipped); empty without assignments."""
-    # the assignee's newest event of the pair that is not a blind re-check, graded or skipped:
-    # correlated on the pair, so that SQLite answers each assignment from the label index
-    # (ix_labels_annotator_pair) rather than scanning every label event per assignment
-    event, newer = aliased(Label, name="event"), aliased(Label, name="newer")
-    is_done = exists().where(
-        event.annotator == Assignment.annotator, event.query_id == Assignment.query_id,
-        event.chunk_id == Assignment.chunk_id, or_(event.source.is_(None), event.source != RECHECK),
-        or_(event.grade.is_not(None), event.skipped.is_(True)),
-        ~exists().where(newer.annotator == event.annotator, newer.query_id == event.query_id,
-                        newer.chunk_id == event.chunk_id, newer.id > event.id,
-                        or_(newer.source.is_(None), newer.source != RECHECK)))
-    stmt = (
-        select(
-            Assignment.annotator,
-            func.count(),
-            func.sum(case((Assignment.overlap.is_(True), 1), else_=0)),
-            func.sum(case((is_done, 1), else_=0)),
-        )
-        .group_by(Assignment.annotator)
-        .order_by(Assignment.annotator)
-    )
-    with project.connect() as connection:
-        rows = connection.execute(stmt).all()
-    return {
-        name: {"assigned": int(n), "overlap": int(o or 0), "done": int(d or 0)}
-        for name, n, o, d in rows
-    }

@@ -29,12 +29,12 @@ from ragjudge.store.engine import (
 )
 from ragjudge.store.schema import Base, Setting
 from ragjudge.services.project.dberrors import describe_db_error, read_only_message
+from ragjudge.services.project.lite import DEFAULT_RULE
 
 
 T = TypeVar("T")
 
 
-DEFAULT_RULE = "median"
 
 
 class Project:

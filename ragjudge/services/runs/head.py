@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 import numpy as np
-from sqlalchemy import select, update
-from ragjudge.store.schema import Chunk, Run
+from ragjudge.store.sqltext import fetch, json_value
 
 
 if TYPE_CHECKING:
@@ -47,10 +46,8 @@ SETTING = "run_rows_depth"
 MAX_DEPTH = 100_000
 
 
-_runs = Run.__table__
 
 
-_chunks = Chunk.__table__
 
 
 def head_depth(project: Project) -> int:
@@ -93,7 +90,8 @@ def _shallow(project: Project, depth: int, runs: Iterable[str] | None) -> list[t
     ``(name, generation, rows_depth)``."""
     wanted = None if runs is None else set(runs)
     with project.connect() as connection:
-        rows = connection.execute(select(_runs.c.name, _runs.c.generation, _runs.c.meta)).all()
+        rows = [(name, generation, json_value(connection, meta)) for name, generation, meta
+                in fetch(connection, "SELECT name, generation, meta FROM runs")]
     out = []
     for name, generation, meta in rows:
         if wanted is not None and name not in wanted:
@@ -119,6 +117,10 @@ def ensure_rows(project: Project, depth: int, runs: Iterable[str] | None = None,
     runs = None if runs is None else list(runs)
     if not _shallow(project, depth, runs):
         return 0
+    if getattr(project, "lite", False):  # the full opening widens the heads: leave it to that
+        from ragjudge.services.project.lite import NotLite
+
+        raise NotLite()
     if project.readonly and not required:
         return 0
     if project.readonly:
@@ -129,7 +131,12 @@ def ensure_rows(project: Project, depth: int, runs: Iterable[str] | None = None,
             "rows to a shallower depth; writing the deeper ranks needs a project that can be "
             "written (this one opened read-only). Use a smaller --depth, or open the project "
             "where it can be written.")
+    from sqlalchemy import select, update
+
     from ragjudge.services.project.staging import ImportSession, ids_in
+    from ragjudge.store.schema import Chunk, Run
+
+    _runs, _chunks = Run.__table__, Chunk.__table__
     from ragjudge.services.project.columns import decode, unpack_ids
     from ragjudge.store.run_arrays import read_arrays
 

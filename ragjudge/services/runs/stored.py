@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-from ragjudge.store.schema import RunEntry, published
-from ragjudge.store.schema import Run as RunRow
 from typing import TYPE_CHECKING
 import numpy as np
 from ragjudge.errors import UsageError
 from ragjudge.metrics.data import Run
-from ragjudge.services.project.database import Project
+from ragjudge.store.sqltext import PUBLISHED, fetch, json_value, listed
 from ragjudge.safetext import quote
 
 
@@ -19,30 +15,30 @@ if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
 
 
-def run_sizes(session: Session) -> list[tuple[str, int, int, int]]:
+def run_sizes(connection: Any) -> list[tuple[str, int, int, int]]:
     """Each run's ``(name, entries, queries, deepest rank)``: from its ``meta``, where the
     import recorded them (its rows are only its head, see :mod:`ragjudge.services.runs.head`),
-    else counted over its rows."""
+    else counted over its rows. ``connection``: SQLAlchemy's or :mod:`ragjudge.store.sqltext`'s."""
     sizes: dict[str, tuple[str, int, int, int]] = {}
-    for name, meta in session.execute(select(RunRow.name, RunRow.meta)):
+    for name, meta in fetch(connection, "SELECT name, meta FROM runs"):
+        meta = json_value(connection, meta)
         if isinstance(meta, dict) and all(isinstance(meta.get(k), int) for k in ("entries", "queries", "depth")):
             sizes[name] = (name, meta["entries"], meta["queries"], meta["depth"])
-    counted = (select(RunEntry.run, func.count(), func.count(func.distinct(RunEntry.query_id)),
-                      func.max(RunEntry.rank)).where(published()).group_by(RunEntry.run))
+    sql = ("SELECT re.run, count(*), count(DISTINCT re.query_id), max(re.rank) FROM run_entries re "
+           f"WHERE {PUBLISHED.format(alias='re')}")
+    params: dict[str, Any] = {}
     if sizes:
-        counted = counted.where(RunEntry.run.not_in(list(sizes)))
-    for name, n, q, d in session.execute(counted):
+        names, params = listed("sized", list(sizes))
+        sql += f" AND re.run NOT IN ({names})"
+    for name, n, q, d in fetch(connection, sql + " GROUP BY re.run", params):
         sizes[name] = (name, n, q, d)
     return [sizes[name] for name in sorted(sizes)]
 
 
 def project_run_names(project: Project) -> list[str]:
     """The names of the runs stored in the project, sorted."""
-    from sqlalchemy import select
-
-
     with project.connect() as connection:
-        return list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
+        return [n for (n,) in fetch(connection, "SELECT name FROM runs ORDER BY name")]
 
 
 def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
@@ -57,13 +53,11 @@ def project_run(project: Project, name: str, *, batch: int = 200_000) -> Run:
     (:func:`_read_run_sqlite`); elsewhere the ``(query, chunk)`` rows in rank order, fetched
     ``batch`` at a time.
     """
-    from sqlalchemy import select
-
-
     with project.connect() as connection:
-        generation = connection.execute(select(RunRow.generation).where(RunRow.name == name)).first()
+        found = fetch(connection, "SELECT generation FROM runs WHERE name = :name", {"name": name})
+        generation = found[0] if found else None
         if generation is None:
-            known = list(connection.execute(select(RunRow.name).order_by(RunRow.name)).scalars())
+            known = [n for (n,) in fetch(connection, "SELECT name FROM runs ORDER BY name")]
             listed = ", ".join(known) if known else "none yet ('ragjudge import run FILE' adds one)"
             raise UsageError(f"the project has no run named {quote(name)}. Its runs: {listed}.")
         from ragjudge.store.run_arrays import RANKING, read_arrays
@@ -98,9 +92,9 @@ def _unpack(data: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         out = np.zeros((n, width), dtype=np.uint8)
         out[:, :size] = np.asarray(data, dtype=np.uint8).reshape(n, size)
         return out.view(f"S{width}").ravel()
-    from ragjudge.services.project.columns import unpack_ids
+    from ragjudge.metrics._keys import packed_ids
 
-    return unpack_ids(data, lengths)
+    return packed_ids(data, lengths)
 
 
 def stored_arrays(connection, name: str, generation: int) -> dict[str, np.ndarray]:  # noqa: ANN001
@@ -136,8 +130,6 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
     order; the ranks then put each query's chunks in order (a stable sort: ties keep chunk id
     order, which ORDER BY rank leaves undefined anyway). Text is fetched as bytes.
     """
-    from ragjudge.store.schema import PUBLISHED
-
     raw = connection.connection.driver_connection
     before = raw.text_factory
     raw.text_factory = bytes
@@ -171,7 +163,7 @@ def _read_run_sqlite(connection, name: str):  # noqa: ANN001, ANN202
 def _read_run_rows(connection, name: str, batch: int):  # noqa: ANN001, ANN202
     """(query ids, chunk ids) in rank order through the driver's cursor, ``batch`` rows at a
     time (any database)."""
-    from ragjudge.store.schema import PUBLISHED, RunEntry
+    from ragjudge.store.schema import RunEntry
 
     table = RunEntry.__table__
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"

@@ -13,20 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
-from ragjudge.store.schema import (
-    Answer,
-    AnswerCitation,
-    AnswerJudgment,
-    AnswerSentence,
-    Citation,
-    Nugget,
-)
-from ragjudge.services.events.answers import BATCH, LEVELS, current_judgments
+from ragjudge.services.events.answers import BATCH, LEVELS, current_judgments, judgments_stamp
+from ragjudge.store.sqltext import fetch, listed
 
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from ragjudge.metrics.answers import AnswerLabels
     from ragjudge.metrics.data import Run
     from ragjudge.services.project.database import Project
@@ -42,7 +35,7 @@ def judged_answer_queries(connection: Connection, rule: str,
     ``cache`` (a dict kept with the open project) keeps the answer for as long as no judgment
     is written (the table is append-only: its newest id says so)."""
     who = rule.split(":", 1)[1] if rule.startswith("annotator:") else None
-    stamp = int(connection.scalar(select(func.max(AnswerJudgment.id))) or 0)
+    stamp = judgments_stamp(connection)
     key = ("judged answers", who)
     if cache is not None and key in cache and cache[key][0] == stamp:
         judged = cache[key][1]
@@ -75,14 +68,16 @@ def answer_labels(connection: Connection, run_name: str | None, rule: str,
     judged_queries = judged_answer_queries(connection, rule, query_ids, cache)
     if run_name is None:
         return AnswerLabels([], judged_query_ids=judged_queries)
-    stmt = select(Answer.id, Answer.query_id).where(Answer.run == run_name).order_by(Answer.query_id)
+    stmt = "SELECT id, query_id FROM answers WHERE run = :run"
     answers: list[Any] = []
     if query_ids is None:
-        answers = list(connection.execute(stmt).all())
+        answers = fetch(connection, stmt + " ORDER BY query_id", {"run": run_name})
     else:
         wanted = list(dict.fromkeys(query_ids))
         for at in range(0, len(wanted), BATCH):
-            answers += connection.execute(stmt.where(Answer.query_id.in_(wanted[at:at + BATCH]))).all()
+            among, named = listed("query", wanted[at:at + BATCH])
+            answers += fetch(connection, stmt + f" AND query_id IN ({among}) ORDER BY query_id",
+                             {"run": run_name, **named})
         answers.sort(key=lambda a: a[1])
     query_of = {int(a): q for a, q in answers}
     ids = list(query_of)
@@ -90,25 +85,23 @@ def answer_labels(connection: Connection, run_name: str | None, rule: str,
     citations: list[Any] = []
     nuggets: list[Any] = []
     for at in range(0, len(ids), BATCH):
-        part = ids[at:at + BATCH]
-        sentences += connection.execute(
-            select(AnswerSentence.answer_id, AnswerSentence.position, AnswerSentence.text)
-            .where(AnswerSentence.answer_id.in_(part))).all()
-        citations += connection.execute(
-            select(AnswerCitation.answer_id, AnswerCitation.sentence, AnswerCitation.chunk_id,
-                   AnswerCitation.position).where(AnswerCitation.answer_id.in_(part))).all()
+        among, named = listed("answer", ids[at:at + BATCH])
+        sentences += fetch(connection, "SELECT answer_id, position, text FROM answer_sentences "
+                                       f"WHERE answer_id IN ({among})", named)
+        citations += fetch(connection, "SELECT answer_id, sentence, chunk_id, position FROM "
+                                       f"answer_citations WHERE answer_id IN ({among})", named)
     placed = {int(c[0]) for c in citations}
     unplaced: list[str] = []
     for at in range(0, len(ids), BATCH):
-        part = [a for a in ids[at:at + BATCH] if a not in placed]
-        unplaced += [query_of[int(a)] for a in connection.scalars(
-            select(Citation.answer_id).where(Citation.answer_id.in_(part)).distinct())]
+        among, named = listed("answer", [a for a in ids[at:at + BATCH] if a not in placed])
+        unplaced += [query_of[int(a)] for (a,) in fetch(
+            connection, f"SELECT DISTINCT answer_id FROM citations WHERE answer_id IN ({among})", named)]
     queries = sorted(set(query_of.values()))
     for at in range(0, len(queries), BATCH):
-        nuggets += connection.execute(
-            select(Nugget.id, Nugget.query_id, Nugget.text, Nugget.importance, Nugget.weight)
-            .where(Nugget.query_id.in_(queries[at:at + BATCH]), Nugget.removed.is_(False),
-                   Nugget.kind == "nugget")).all()
+        among, named = listed("query", queries[at:at + BATCH])
+        nuggets += fetch(connection, "SELECT id, query_id, text, importance, weight FROM nuggets "
+                                     f"WHERE query_id IN ({among}) AND removed = :no "
+                                     "AND kind = 'nugget'", {**named, "no": False})
     judged = current_judgments(connection, run=run_name,
                                query_ids=None if query_ids is None else queries)
     if rule.startswith("annotator:"):
@@ -164,7 +157,7 @@ def answer_run_names(project: Project) -> list[str]:
     """The runs that have generated answers in the project, sorted (a run of answers only has
     no ranking: it is not among ``ragjudge.services.runs.stored.project_run_names``)."""
     with project.connect() as connection:
-        return list(connection.scalars(select(Answer.run).distinct().order_by(Answer.run)))
+        return [run for (run,) in fetch(connection, "SELECT DISTINCT run FROM answers ORDER BY run")]
 
 
 def scored_run_names(project: Project) -> list[str]:
@@ -196,12 +189,9 @@ def has_judged_answers(project: Project) -> bool:
 
 def has_grades(project: Project) -> bool:
     """Whether the project holds a relevance grade or an adjudication (one event is enough)."""
-    from ragjudge.store.schema import Adjudication, Label
-
     with project.connect() as connection:
-        graded = connection.execute(select(Label.id).where(Label.grade.is_not(None))
-                                    .limit(1)).first()
-        return graded is not None or connection.execute(select(Adjudication.id).limit(1)).first() is not None
+        return bool(fetch(connection, "SELECT id FROM labels WHERE grade IS NOT NULL LIMIT 1")
+                    or fetch(connection, "SELECT id FROM adjudications LIMIT 1"))
 
 
 def default_measures(project: Project) -> list[str]:

@@ -83,13 +83,12 @@ def stratum_of(value: Any) -> str:
 def project_strata(project: Project, by: str) -> dict[str, str]:
     """``{query id: stratum}`` from the queries' ``category`` (``by="category"``) or
     ``meta[by]``. Raises a UsageError when no query has the field."""
-    from sqlalchemy import select
-
-    from ragjudge.store.schema import Query
+    from ragjudge.store.sqltext import fetch, json_value
 
     with project.connect() as connection:
-        rows = connection.execute(select(Query.id, Query.category, Query.meta)).all()
-    return _strata_of(((qid, cat, meta) for qid, cat, meta in rows), by, "the project's queries")
+        rows = [(qid, cat, json_value(connection, meta))
+                for qid, cat, meta in fetch(connection, "SELECT id, category, meta FROM queries")]
+    return _strata_of(rows, by, "the project's queries")
 
 
 def file_strata(path: str | os.PathLike, by: str) -> dict[str, str]:

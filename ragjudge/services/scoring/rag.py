@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 import math
 
 import numpy as np
-from sqlalchemy import func, select
 from ragjudge.metrics.rag import (
     FULL,
     SUPPORT_LEVELS,
@@ -55,16 +54,6 @@ from ragjudge.metrics.rag import (
     as_id_matrix,
     matrix_positions,
     required_extras,
-)
-from ragjudge.store.schema import (
-    Answer,
-    Chunk,
-    Citation,
-    Entity,
-    Facet,
-    FacetLink,
-    Nugget,
-    NuggetSupport,
 )
 from ragjudge.services.gold.support import combine_support, support_rule
 
@@ -102,6 +91,10 @@ def rag_extras(project: Project, run_name: str | None = None, query_ids: Sequenc
         if "claims" in needed:
             extras["claims"] = _nugget_labels(connection, rule, cache, kind="claim")
         if "entities" in needed:
+            from sqlalchemy import select
+
+            from ragjudge.store.schema import Entity
+
             rows = connection.execute(select(Entity.query_id, Entity.text)
                                       .order_by(Entity.query_id, Entity.id)).all()
             extras["entities"] = EntityLabels([q for q, _ in rows], [t for _, t in rows],
@@ -137,6 +130,10 @@ def rag_extras(project: Project, run_name: str | None = None, query_ids: Sequenc
 
 def chunk_texts(project: Project, ids: Sequence[str]) -> dict[str, str]:
     """``{chunk id: text}`` for the given ids (read in batches)."""
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Chunk
+
     ids = list(ids)
     out: dict[str, str] = {}
     with project.connect() as connection:
@@ -163,6 +160,8 @@ def _current_support(connection, cache: dict, table, item_column, value_column, 
 
     Event tables only grow, so (max id, row count) identifies their state: the result is kept
     in ``cache`` (per open project) and recomputed only when an event was added."""
+    from sqlalchemy import func, select
+
     stamp = tuple(connection.execute(select(func.max(table.id), func.count(table.id))).one())
     key = (table.__tablename__, rule)
     if key in cache and cache[key][0] == stamp:
@@ -182,6 +181,10 @@ def _current_support(connection, cache: dict, table, item_column, value_column, 
 
 
 def _facet_labels(connection, rule: str, cache: dict) -> ItemLabels:  # noqa: ANN001
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Facet, FacetLink
+
     facets = connection.execute(
         select(Facet.id, Facet.query_id, Facet.name).where(Facet.removed.is_(False))
         .order_by(Facet.query_id, Facet.id)).all()
@@ -196,6 +199,10 @@ def _facet_labels(connection, rule: str, cache: dict) -> ItemLabels:  # noqa: AN
 
 
 def _nugget_labels(connection, rule: str, cache: dict, *, kind: str) -> ItemLabels:  # noqa: ANN001
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Nugget, NuggetSupport
+
     nuggets = connection.execute(
         select(Nugget.id, Nugget.query_id, Nugget.text, Nugget.importance, Nugget.weight)
         .where(Nugget.removed.is_(False), Nugget.kind == kind)
@@ -214,6 +221,10 @@ def _nugget_labels(connection, rule: str, cache: dict, *, kind: str) -> ItemLabe
 def _citation_labels(connection, run_name: str | None) -> CitationLabels:  # noqa: ANN001
     """The citations of ``run_name``'s answers, and the queries some run answered (where
     Attribution is computed for every run)."""
+    from sqlalchemy import select
+
+    from ragjudge.store.schema import Answer, Citation
+
     anyone = list(connection.scalars(select(Answer.query_id).distinct().order_by(Answer.query_id)))
     if run_name is None:
         return CitationLabels([], answered_by_any=anyone)
