@@ -24,6 +24,7 @@ from fastapi.security import HTTPBearer
 from fastapi import Path as InPath
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from ragjudge.errors import ProjectError, RagjudgeError
@@ -210,19 +211,26 @@ def me(request: Request) -> Response:
 
 
 @router.get("/pairs/next", summary="The next pairs still to judge")
-def next_pairs(request: Request,
-               n: Annotated[int, Query(ge=1, le=backend.NEXT_LIMIT)] = 1,
-               after_query_id: Annotated[Id | None, Query()] = None,
-               after_chunk_id: Annotated[Id | None, Query()] = None) -> Response:
+async def next_pairs(request: Request,
+                     n: Annotated[int, Query(ge=1, le=backend.NEXT_LIMIT)] = 1,
+                     after_query_id: Annotated[Id | None, Query()] = None,
+                     after_chunk_id: Annotated[Id | None, Query()] = None) -> Response:
     """From where judging resumes, or after the pair (after_query_id, after_chunk_id) in queue
     order; nothing moves. An empty list: every pair of your queue is judged."""
-    ident = identify_now(request)
-    if (after_query_id is None) != (after_chunk_id is None):
-        raise Refusal(422, "invalid", "Give both after_query_id and after_chunk_id, or neither. "
-                      "Nothing was changed.")
     ctx = context(request)
-    after = None if after_query_id is None or after_chunk_id is None else (after_query_id, after_chunk_id)
-    return _json(_read(lambda: backend.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after)))
+
+    def work() -> Response:
+        ident = identify_now(request)
+        if (after_query_id is None) != (after_chunk_id is None):
+            raise Refusal(422, "invalid", "Give both after_query_id and after_chunk_id, or neither. "
+                          "Nothing was changed.")
+        after = None if after_query_id is None or after_chunk_id is None else (after_query_id, after_chunk_id)
+        return _json(_read(lambda: backend.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after)))
+
+    if n == 1:
+        return await run_in_threadpool(work)
+    async with ctx.batches:  # several pairs: in turns (see BATCHES_AT_ONCE)
+        return await run_in_threadpool(work)
 
 
 @router.get("/pairs/at", summary="One pair of your queue, or its neighbour")
