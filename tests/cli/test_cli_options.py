@@ -7,16 +7,13 @@ from __future__ import annotations
 import pytest
 import typer.main
 
-from ragjudge.cli import _register, command_of, common, hoist_db, main, value_options
+from ragjudge.cli import _register, command_of, hoist_db, main, value_options
 from ragjudge.cli.app import app
 from ragjudge.cli.base import Integer
 from ragjudge.errors import UsageError
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: F401 - autouse: no project named by the environment
 
 
 def _commands() -> dict[str, object]:

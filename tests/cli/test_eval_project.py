@@ -9,15 +9,11 @@ import pytest
 import pytrec_eval
 from clikit import run_cli as _run
 
-from ragjudge.cli import common
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 def _bm25(i: int) -> list[str]:

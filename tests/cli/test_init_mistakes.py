@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: F401 - autouse: no project named by the environment
 
 
 @pytest.mark.parametrize(("scale", "threshold"), [("1-5", "9"), ("binary", "3")])

@@ -14,7 +14,7 @@ import pytest
 from projectkit import make_small_project
 from sqlalchemy import func, select
 
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 from ragjudge.safetext import is_clean
 from ragjudge.services.project.database import Project
 from ragjudge.store.schema import Chunk, Label, Query, Run, RunEntry
@@ -25,10 +25,7 @@ MARKUP = "[/][bold]x[link=http://e.x]y:a:\\"
 HOSTILE = f"{CLIPBOARD}{TITLE}\x1bc\x9b31m\u202e{MARKUP}"
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 @pytest.fixture

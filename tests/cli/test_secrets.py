@@ -11,17 +11,14 @@ import json
 import pytest
 from sqlalchemy.engine import make_url
 
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 from ragjudge.errors import ProjectError
 from ragjudge.services.project.database import Project
 
 PASSWORD = "s3cret-pw"
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 def with_password(url: str, password: str = PASSWORD) -> str:

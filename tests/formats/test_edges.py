@@ -27,10 +27,7 @@ HUGE = "1" + "0" * 30
 LONG_NAME = "a" * 300  # over the 255 bytes a file name may have
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 @pytest.fixture()

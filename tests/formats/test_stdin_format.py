@@ -7,13 +7,10 @@ import io
 import pytest
 from projectkit import make_small_project
 
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: F401 - autouse: no project named by the environment
 
 
 @pytest.fixture()

@@ -16,16 +16,12 @@ import numpy as np
 import pytest
 from clikit import run_cli as _run
 
-from ragjudge.cli import common
 from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics import Qrels, Run, evaluate, parse_measure
 from ragjudge.numeric import MAX_CUTOFF, MAX_GRADE, MAX_RANK
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: F401 - autouse: no project named by the environment
 
 
 def _write(path, text: str) -> str:

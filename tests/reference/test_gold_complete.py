@@ -18,7 +18,6 @@ import pytest
 import pytrec_eval
 from clikit import run_cli as _run
 
-from ragjudge.cli import common
 
 # ragjudge name -> trec_eval name
 TREC = {"P@5": "P_5", "P@10": "P_10", "R@5": "recall_5", "R@10": "recall_10", "AP": "map",
@@ -30,10 +29,7 @@ OURS_ONLY = ["ERR@10", "Judged@10", "Judged@5", "RBP(p=0.8)", "RBP_residual(p=0.
 MEASURES = [*TREC, *OURS_ONLY]
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 def _per_query(capsys, *args: str) -> dict[str, dict[str, dict[str, float]]]:

@@ -13,7 +13,6 @@ from projectkit import make_small_project, rights, screen_app
 from sklearn.metrics import cohen_kappa_score
 from clikit import run_cli as _run
 
-from ragjudge.cli import common
 from ragjudge.services.labels.events import record_label
 
 pytestmark = pytest.mark.slow
@@ -22,10 +21,7 @@ MEASURES = ["P@5", "R@10", "AP", "nDCG@10", "RR"]
 TREC = {"P@5": "P_5", "R@10": "recall_10", "AP": "map", "nDCG@10": "ndcg_cut_10", "RR": "recip_rank"}
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 def _bm25(i: int) -> list[str]:

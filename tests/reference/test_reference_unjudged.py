@@ -15,16 +15,12 @@ import pytrec_eval
 from projectkit import make_small_project
 from clikit import run_cli as _run
 
-from ragjudge.cli import common
 from ragjudge.services.labels.events import record_label
 
 MEASURES = ["P@5", "AP", "bpref", "Judged@10"]
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 def _bm25(i: int) -> list[str]:

@@ -25,7 +25,7 @@ from projectkit import make_small_project
 
 from ragjudge.services.overview import project_status
 from ragjudge import files
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 from ragjudge.services.labels.events import record_label
 from ragjudge.services.project.database import Project
 
@@ -36,10 +36,7 @@ EXPORTS = [("qrels",), ("labels",), ("run", "bm25"), ("facets",), ("nuggets",)]
 HOSTILE_NOTES = ["bare\rreturn", "crlf\r\nline", "lf\nline", 'say "no"', "a, b, c", '"\r\n,"', "\x1b]0;t\x07"]
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: E402, F401 - autouse: no project named by the environment
 
 
 @pytest.fixture()

@@ -5,15 +5,12 @@ from __future__ import annotations
 import pytest
 from projectkit import make_small_project
 
-from ragjudge.cli import common, main
+from ragjudge.cli import main
 from ragjudge.services.runs.stored import project_run_names
 from ragjudge.services.project.database import Project
 
 
-@pytest.fixture(autouse=True)
-def _no_project(monkeypatch):
-    monkeypatch.setitem(common.CLI_STATE, "db", None)
-    monkeypatch.delenv("RAGJUDGE_DB", raising=False)
+from clikit import no_project  # noqa: F401 - autouse: no project named by the environment
 
 
 @pytest.mark.parametrize("name", ["", "  "])
