@@ -42,6 +42,19 @@ def make_small_project(db: str, *, queries: int = 5, chunks: int = 20, depth: in
     return project
 
 
+
+def make_two_annotator_project(db: str) -> str:
+    """The small project, with labels of ana (2, 0, 1) and ben (1, 0, 3) on q1's c05, c06, c07:
+    two annotators who agree on one pair of three. Closed; its path is returned."""
+    from ragjudge.services.labels.events import record_label
+
+    project = make_small_project(db)
+    for annotator, grades in (("ana", [2, 0, 1]), ("ben", [1, 0, 3])):
+        for chunk, grade in zip(("c05", "c06", "c07"), grades):
+            record_label(project, annotator=annotator, query_id="q1", chunk_id=chunk, grade=grade)
+    project.close()
+    return db
+
 def rights(project, name: str | None = "dora"):
     """The :class:`~ragjudge.services.access.rights.Access` of ``name`` in ``project`` (by
     default ``dora``, the lead of most test projects; in a project without a lead anyone named

@@ -6,12 +6,11 @@ import hashlib
 import sqlite3
 
 import pytest
-from projectkit import make_small_project
+from projectkit import make_two_annotator_project
 from clikit import run_cli as _run
 
 from ragjudge.errors import UsageError
 from ragjudge.services.labels.queue import JudgingQueue
-from ragjudge.services.labels.events import record_label
 from ragjudge.services.project.database import Project
 
 
@@ -20,13 +19,8 @@ from clikit import no_project  # noqa: F401 - autouse: no project named by the e
 
 @pytest.fixture()
 def db(tmp_path) -> str:
-    path = str(tmp_path / "qa.db")
-    project = make_small_project(path)
-    for annotator, grades in (("ana", [2, 0, 1]), ("ben", [1, 0, 3])):
-        for chunk, grade in zip(("c05", "c06", "c07"), grades):
-            record_label(project, annotator=annotator, query_id="q1", chunk_id=chunk, grade=grade)
-    project.close()
-    return path
+    """The small project, with labels of two annotators on three pairs of q1."""
+    return make_two_annotator_project(str(tmp_path / "qa.db"))
 
 
 def _digest(path: str) -> str:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from projectkit import make_small_project, rights
+from projectkit import make_small_project, make_two_annotator_project, rights
 
 import ragjudge
 from ragjudge.cli import common, main
@@ -33,15 +33,7 @@ from clikit import no_project  # noqa: E402, F401 - autouse: no project named by
 @pytest.fixture()
 def db(tmp_path) -> str:
     """The small project, with labels of two annotators on three pairs of q1."""
-    from ragjudge.services.labels.events import record_label
-
-    path = str(tmp_path / "edges.db")
-    project = make_small_project(path)
-    for annotator, grades in (("ana", [2, 0, 1]), ("ben", [1, 0, 3])):
-        for chunk, grade in zip(("c05", "c06", "c07"), grades):
-            record_label(project, annotator=annotator, query_id="q1", chunk_id=chunk, grade=grade)
-    project.close()
-    return path
+    return make_two_annotator_project(str(tmp_path / "edges.db"))
 
 
 def _run(capsys, *args: object) -> tuple[int, str, str]:
