@@ -67,13 +67,12 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
     if result.read == 0:
         raise InputError("the file holds no run lines.", file=file)
     check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, file)
-    repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids)
+    ranked, repeat = _ranked(columns)
     head = runhead.head_depth(project)
     with ImportSession(project) as session:
         with session.read() as connection:
             refs = ReferenceCheck(connection, create_missing, result)
-            if create_missing and repeat is None:  # nothing refused: the ranked run's distinct queries
-                ranked = bulk.rank(columns)
+            if create_missing and ranked is not None:  # nothing refused: the ranked run's distinct queries
                 missing_queries = refs.check_columns("query", ranked.query_ids,
                                                      columns.lines[ranked.order[ranked.offsets[:-1]]])
             else:
@@ -83,8 +82,7 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
                 refs.raise_if_missing(file)
             if repeat is not None:
                 _duplicate(columns, repeat, file)
-            if not create_missing:
-                ranked = bulk.rank(columns)
+            assert ranked is not None  # ranked whenever no chunk repeats
             in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
             if create_missing:  # placeholders for the head's chunks only (see runhead)
                 missing_chunks = refs.check_columns("chunk", ranked.chunk_ids[in_head],
@@ -166,6 +164,18 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
     if report is not None:
         report(0)
     session.batches(total, prepare, write, report)
+
+
+def _ranked(columns: bulk.RunColumns) -> tuple[bulk.RankedRun, None] | tuple[None, tuple[int, int]]:
+    """The run in storage order, or the rows of the first chunk a query lists twice (the
+    ranking finds a repeat in the same pass; only then is it looked for again, to say where)."""
+    try:
+        return bulk.rank(columns), None
+    except InputError as exc:
+        repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids) if exc.field == "chunk_id" else None
+        if repeat is None:
+            raise
+        return None, repeat
 
 
 def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> NoReturn:
