@@ -120,7 +120,7 @@ def read_named(connection: Connection, run: str, generation: int,
             for name, parts in pieces.items()}
 
 
-def delete_arrays(connection: Connection, run: str, generation: int,
+def delete_arrays(connection: Any, run: str, generation: int,
                   names: Iterable[str] | None = None) -> None:
     """The arrays of the run's generation (only ``names``, when given). ``connection``:
     SQLAlchemy's or :mod:`ragjudge.store.sqltext`'s."""

@@ -128,7 +128,7 @@ def ids_in(connection: Any, table: Any, ids: Sequence[str], batch: int = 500) ->
     SQLAlchemy table."""
     name = getattr(table, "name", table)
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    cursor: Any = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    cursor: Any = connection.connection.driver_connection.cursor()
     try:
         if len(ids) > 20_000:
             cursor.execute(f"SELECT count(*) FROM {name}")
