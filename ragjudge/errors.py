@@ -198,3 +198,12 @@ class CheckFailed(Exception):
     """A gate or verification found a failure: exit code 1, not an input error."""
 
     exit_code = 1
+
+
+def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
+    """:func:`text_problem` for text typed in the app or given as an option (a note, a reason, a
+    facet, a run name): a :class:`UsageError` that starts with ``what``, so that the same text is
+    refused there as in a file."""
+    problem = None if value is None else text_problem(value, name=name)
+    if problem is not None:
+        raise UsageError(f"{what} {problem}")

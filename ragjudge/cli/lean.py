@@ -36,6 +36,15 @@ DB_WORDS: dict[str, OptionSpec] = {"--db": OptionSpec("db", ("--db",), "one")}
 EVAL_WORDS_DB: dict[str, OptionSpec] = {**EVAL_WORDS, **DB_WORDS}
 #: the options of ``status``
 STATUS_WORDS: dict[str, OptionSpec] = {"--format": OptionSpec("format", ("--format",), "one"), **DB_WORDS}
+#: the options of ``import run FILE`` taken here (not --by: it decides nothing for a run)
+IMPORT_RUN_WORDS: dict[str, OptionSpec] = {
+    "--name": OptionSpec("name", ("--name",), "one"),
+    "--format": OptionSpec("format", ("--format",), "one"),
+    **{flag: OptionSpec(param, (flag,), "flag") for flag, param in (
+        ("--create-missing", "create_missing"), ("--replace", "replace"), ("--quiet", "quiet"),
+        ("-q", "quiet"))},
+    **DB_WORDS,
+}
 
 
 class InFull(Exception):
@@ -51,6 +60,8 @@ def lean_call(args: list[str]) -> Callable[[], int] | None:
     if os.environ.get("RAGJUDGE_LEAN", "1") == "0":
         return None
     db, words = _front_db(args)
+    if words is not None and words[:2] == ["import", "run"]:
+        return _import_run(db, words[2:])
     if words is None or words[:1] not in (["eval"], ["status"]):
         return None
     if words[0] == "status":
@@ -68,6 +79,54 @@ def lean_call(args: list[str]) -> Callable[[], int] | None:
     return lambda: _invoke(options)
 
 
+def _import_run(front: str | None, words: list[str]) -> Callable[[], int] | None:
+    """``import run FILE`` of a TREC run file into a SQLite project, opened with the standard
+    library (:class:`~ragjudge.services.project.litewrite.LiteWriteProject`), when no progress
+    bar is to be drawn (``--quiet``, or standard error is not a terminal); None otherwise."""
+    from ragjudge.formats.source import extension_format, path_kind
+
+    if not words or words[0].startswith("-"):
+        return None
+    file, options = words[0], parse_options(words[1:], IMPORT_RUN_WORDS)
+    if options is None or options.get("format", "auto") not in ("auto", "trec"):
+        return None
+    if not options.get("quiet") and _is_terminal(sys.stderr):
+        return None
+    try:
+        if path_kind(file) != "file" or (options.get("format", "auto") == "auto"
+                                         and extension_format(file) != "trec"):
+            return None  # a folder, a missing file, another format: typer's command says or reads it
+    except UsageError:
+        return None
+    except Exception:  # noqa: BLE001 - a path the system will not look at: the full command says why
+        return None
+    after = options.pop("db", None)
+
+    def run(project: Any) -> int:
+        return _guarded(lambda: _imported(project, file, options), _in_full())
+
+    return _on_project(front, after, run, writes=True)
+
+
+def _imported(project: Any, file: str, options: dict[str, Any]) -> None:
+    """The import of :func:`_import_run`, told as the typer command tells it."""
+    from ragjudge.cli.common import err_console, safe
+    from ragjudge.services.project.litewrite import gc_paused
+    from ragjudge.services.transfer.runimport import import_run_named
+
+    with gc_paused():
+        result = import_run_named(project, file, "trec", options.get("name"),
+                                  bool(options.get("create_missing")), bool(options.get("replace")), None)
+    err_console.print(safe(result.summary()))
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def _front_db(args: list[str]) -> tuple[str | None, list[str] | None]:
     """``--db X`` or ``--db=X`` before the command, and the words from the command on (None:
     not of the plain kind: typer reads them)."""
@@ -79,20 +138,28 @@ def _front_db(args: list[str]) -> tuple[str | None, list[str] | None]:
 
 
 def _on_project(front: str | None, after: str | None,
-                then: Callable[[Any], int]) -> Callable[[], int] | None:
+                then: Callable[[Any], int], *, writes: bool = False) -> Callable[[], int] | None:
     """Run ``then`` on the project named by ``--db`` (given once, before or after the command)
     or ``RAGJUDGE_DB``, opened with the standard library
-    (:class:`ragjudge.services.project.lite.LiteProject`); None when it cannot be (typer then
-    opens it in full, or says what is wrong)."""
+    (:class:`ragjudge.services.project.lite.LiteProject`; ``writes``:
+    :class:`ragjudge.services.project.litewrite.LiteWriteProject`); None when it cannot be
+    (typer then opens it in full, or says what is wrong)."""
     if front is not None and after is not None:
         return None
     db = front if front is not None else after
     if db is not None and not db.strip():
         return None
-    from ragjudge.services.project.lite import LiteProject
     from ragjudge.store.sqlitefile import env_db
 
-    project = LiteProject.open(db or env_db())
+    project: Any
+    if writes:
+        from ragjudge.services.project.litewrite import LiteWriteProject
+
+        project = LiteWriteProject.open(db or env_db())
+    else:
+        from ragjudge.services.project.lite import LiteProject
+
+        project = LiteProject.open(db or env_db())
     if project is None:
         return None
 

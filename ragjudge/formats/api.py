@@ -27,7 +27,7 @@ from ragjudge.formats.records import (
 )
 from ragjudge.formats.smart import read_smart, smart_format
 from ragjudge.formats.source import (
-    MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
+    EXTENSIONS, MAX_LINE_BYTES, Lines, Source, is_inline, open_output, path_kind, read_text, source_name,
 )
 from ragjudge.formats.trec import (
     QrelsTally, read_trec_qrels, read_trec_run, read_tsv_texts, trec_order, trec_run_rows,
@@ -40,11 +40,6 @@ from ragjudge.safetext import visible
 
 FORMATS = ("trec", "jsonl", "csv", "beir", *SGML_FORMATS, "smart")
 
-_EXTENSIONS = {
-    ".trec": "trec", ".qrels": "trec", ".txt": "trec", ".run": "trec", ".tsv": "trec",
-    ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
-    ".csv": "csv",
-}
 
 __all__ = [
     "FIELDS", "FORMATS", "KINDS", "MAX_LINE_BYTES", "AnswerLabelRecord", "EntityRecord", "FacetRecord",
@@ -75,10 +70,10 @@ def detect_format(source: Source, kind: str | None = None) -> str:
         if name.endswith(".gz"):
             name = name[:-3]
         suffix = Path(name).suffix
-        if suffix in _EXTENSIONS:
-            if _EXTENSIONS[suffix] == "trec" and kind in ("queries", "chunks"):
+        if suffix in EXTENSIONS:
+            if EXTENSIONS[suffix] == "trec" and kind in ("queries", "chunks"):
                 return sgml_format(source) or ("smart" if smart_format(source) else "trec")
-            return _EXTENSIONS[suffix]
+            return EXTENSIONS[suffix]
         if found == "missing":
             raise InputError("the file does not exist.", file=str(source))
     elif not is_inline(source):

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ragjudge.errors import InputError, UsageError, has_control, text_problem  # noqa: F401 - has_control: the readers import it from here
+from ragjudge.errors import InputError, UsageError, check_typed, has_control, text_problem  # noqa: F401 - has_control, check_typed: imported from here
 from ragjudge.models import Answer, Chunk, Judgment, Query, RunEntry
 from ragjudge.numeric import grade_problem, parse_integer, rank_problem
 from ragjudge.safetext import quote, visible
@@ -219,15 +219,6 @@ def _has_nul(value: Any) -> bool:
     if isinstance(value, BaseModel):
         return _has_nul(value.__dict__)
     return False
-
-
-def check_typed(value: str | None, what: str, *, name: bool = False) -> None:
-    """:func:`text_problem` for text typed in the app or given as an option (a note, a reason, a
-    facet, a run name): a :class:`UsageError` that starts with ``what``, so that the same text is
-    refused there as in a file."""
-    problem = None if value is None else text_problem(value, name=name)
-    if problem is not None:
-        raise UsageError(f"{what} {problem}")
 
 
 def _check_value(field: str, value: Any, role: str, file: str | None, line: int | None) -> None:

@@ -23,6 +23,25 @@ __all__ = ["GZIP_MAGIC", "MAX_LINE_BYTES", "Destination", "Lines", "Source", "is
            "open_output", "path_kind", "read_text", "source_name", "stdin_format_hint"]
 
 
+EXTENSIONS = {
+    ".trec": "trec", ".qrels": "trec", ".txt": "trec", ".run": "trec", ".tsv": "trec",
+    ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
+    ".csv": "csv",
+}
+"""A file's format by its extension (``.gz`` stripped first), as ``--format auto`` decides it
+(:func:`ragjudge.formats.api.detect_format`)."""
+
+
+def extension_format(path: str | os.PathLike) -> str | None:
+    """The format :data:`EXTENSIONS` gives a file's name, or None."""
+    from pathlib import PurePath
+
+    name = PurePath(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return EXTENSIONS.get(PurePath(name).suffix)
+
+
 def path_kind(path: str | os.PathLike, *, name: str | None = None) -> str:
     """``'file'``, ``'folder'`` or ``'missing'`` for an input path (a device or pipe counts as a
     file: it is read as one). A path the system will not even look at (a folder on the way this

@@ -28,10 +28,12 @@ from ragjudge.safetext import quote
 from ragjudge.store.sqlitefile import (  # noqa: F401 - re-exported
     DEFAULT_BUSY_TIMEOUT_MS,
     DEFAULT_DB,
+    WriterQueue,
     env_db,
     expand_path,
     is_url,
     sqlite_uri,
+    sqlite_writable,
 )
 
 
@@ -69,17 +71,6 @@ def database_url(db: str) -> str:
             raise ProjectError(f"--db '{mask_url(db)}' is not a valid database URL: {exc}.") from None
         return db
     return "sqlite:///" + str(expand_path(db))
-
-
-def sqlite_writable(path: Path) -> bool:
-    """Whether this process may write the SQLite project at ``path``: the file itself, and the
-    write-ahead log that SQLite keeps beside it (created in the folder, or already there and
-    writable when the folder is not)."""
-    if not os.access(path, os.W_OK):
-        return False
-    if os.access(path.parent, os.W_OK):
-        return True
-    return all(os.access(f"{path}{suffix}", os.W_OK) for suffix in ("-wal", "-shm"))
 
 
 def sqlite_path(db: str) -> Path | None:
@@ -203,54 +194,3 @@ def with_retry(work: Callable[[], T], *, attempts: int = 12, first_delay: float 
                 raise
             time.sleep(backoff.wait(attempt))
     raise AssertionError("unreachable")
-
-
-class WriterQueue:
-    """Writers of one SQLite project take turns through an advisory lock on ``<db>.writelock``.
-
-    SQLite's own busy handler makes a waiting writer sleep in growing steps (up to 100 ms), so
-    with several annotators writing at once one of them can starve for seconds while the others
-    keep getting the lock. Polling a file lock in 1 ms steps keeps every writer's wait short
-    (measured with 8 writers: worst label 7.3 s without, 0.2 s with). Where the lock file cannot
-    be made (a read-only folder) or after ``wait_s``, the write goes ahead and SQLite's busy
-    timeout decides, so the queue can only help.
-    """
-
-    def __init__(self, db_path: Path, wait_s: float = 10.0) -> None:
-        self.path = Path(f"{db_path}.writelock")
-        self.wait_s = wait_s
-
-    def __enter__(self) -> WriterQueue:
-        self._fd = None
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not on POSIX
-            return self
-        if not os.access(self.path.parent, os.W_OK) or not os.access(self.path.with_suffix(""), os.W_OK):
-            return self  # nothing can be written here anyway: let SQLite say so
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError:
-            return self
-        deadline = time.monotonic() + self.wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fd = fd
-                return self
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    return self
-                time.sleep(0.001)
-            except OSError:
-                os.close(fd)
-                return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            import fcntl
-
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 from typing import TYPE_CHECKING, Any
 
-from ragjudge.store.sqltext import fetch, listed
+from ragjudge.store.sqltext import execute, fetch, listed
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -120,16 +120,17 @@ def read_named(connection: Connection, run: str, generation: int,
             for name, parts in pieces.items()}
 
 
-def delete_arrays(connection: Connection, run: str, generation: int,
+def delete_arrays(connection: Any, run: str, generation: int,
                   names: Iterable[str] | None = None) -> None:
-    """The arrays of the run's generation (only ``names``, when given)."""
-    from sqlalchemy import delete
-
-    _arrays = _table()
-    where = [_arrays.c.run == run, _arrays.c.generation == generation]
+    """The arrays of the run's generation (only ``names``, when given). ``connection``:
+    SQLAlchemy's or :mod:`ragjudge.store.sqltext`'s."""
+    sql = "DELETE FROM run_arrays WHERE run = :run AND generation = :generation"
+    params: dict[str, Any] = {"run": run, "generation": generation}
     if names is not None:
-        where.append(_arrays.c.name.in_(list(names)))
-    connection.execute(delete(_arrays).where(*where))
+        among, listed_names = listed("name", names)
+        sql += f" AND name IN ({among})"
+        params.update(listed_names)
+    execute(connection, sql, params)
 
 
 CREATED = ("created_queries", "created_queries_lengths", "created_chunks", "created_chunks_lengths")

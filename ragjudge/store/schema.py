@@ -8,7 +8,7 @@ answers with their sentences and citations) are ordinary tables.
 
 from __future__ import annotations
 
-from datetime import datetime, UTC
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
@@ -53,20 +53,7 @@ Revisions before 0003 declared VARCHAR(255), which PostgreSQL enforced and SQLit
 0003 drops the length on PostgreSQL, and SQLite projects keep the declaration, which SQLite
 ignores (rewriting it would mean copying every table)."""
 
-MAX_KEY_BYTES = 800
-"""The longest id, run name or category, in bytes of UTF-8, on every backend alike. PostgreSQL's
-index entries hold about 2,700 bytes and three keys share one in the (annotator, query, chunk)
-and (run, query, chunk) indexes; 800 leaves room for an annotator name of 255 characters."""
-
-
-def key_bytes(value: str) -> int:
-    """The length of an id or name as the store limits it (:data:`MAX_KEY_BYTES`)."""
-    return len(value.encode("utf-8", "surrogatepass"))
-
-
-def utcnow() -> datetime:
-    """Now, in UTC, without tzinfo (SQLite stores naive datetimes; every time here is UTC)."""
-    return datetime.now(UTC).replace(tzinfo=None)
+from ragjudge.store.keys import MAX_KEY_BYTES, key_bytes, utcnow  # noqa: E402,F401 - the schema's names
 
 
 class Base(DeclarativeBase):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -88,6 +88,20 @@ def fetch(connection: Any, sql: str, params: Mapping[str, Any] | None = None) ->
     return [tuple(row) for row in connection.execute(text(sql), dict(params or {}))]
 
 
+def execute(connection: Any, sql: str, params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None) -> int:
+    """Run a statement that returns no rows (``params``: one mapping, or a list of them for
+    many rows); how many rows it changed."""
+    driver = driver_of(connection)
+    many = isinstance(params, Sequence)
+    if driver is not None:
+        cursor = driver.executemany(sql, params) if many else driver.execute(sql, dict(params or {}))  # type: ignore[arg-type]
+        return cursor.rowcount
+    from sqlalchemy import text
+
+    result = connection.execute(text(sql), list(params) if many else dict(params or {}))  # type: ignore[arg-type]
+    return result.rowcount
+
+
 def scalar(connection: Any, sql: str, params: Mapping[str, Any] | None = None) -> Any:
     """The first column of the first row of ``sql`` (None: no row)."""
     rows = fetch(connection, sql, params)
@@ -105,3 +119,31 @@ def json_value(connection: Any, value: Any) -> Any:
     if isinstance(value, str) and connection.dialect.name == "sqlite":
         return json.loads(value)
     return value
+
+
+def ids_in(connection: Any, table: Any, ids: Sequence[str], batch: int = 500) -> set[str]:
+    """The ids of ``ids`` that ``table`` holds, through the driver's cursor: looked up
+    ``batch`` at a time (one statement text, prepared once), or, when they are many for the
+    size of the table, by reading every id of the table once. ``table``: its name, or a
+    SQLAlchemy table."""
+    name = getattr(table, "name", table)
+    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    cursor: Any = connection.connection.driver_connection.cursor()
+    try:
+        if len(ids) > 20_000:
+            cursor.execute(f"SELECT count(*) FROM {name}")
+            if len(ids) * 4 > cursor.fetchone()[0]:
+                cursor.execute(f"SELECT id FROM {name}")
+                every = {row[0] for row in cursor.fetchall()}
+                return {i for i in ids if i in every}
+        found: set[str] = set()
+        full = f"SELECT id FROM {name} WHERE id IN ({', '.join([mark] * batch)})"
+        for at in range(0, len(ids), batch):
+            part = ids[at:at + batch]
+            sql = full if len(part) == batch else (
+                f"SELECT id FROM {name} WHERE id IN ({', '.join([mark] * len(part))})")
+            cursor.execute(sql, part)
+            found.update(row[0] for row in cursor.fetchall())
+        return found
+    finally:
+        cursor.close()

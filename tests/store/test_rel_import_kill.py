@@ -11,6 +11,10 @@ file. The parent then kills it with SIGKILL, or labels a pair meanwhile and lets
   the project's and the old entries go at the next opening.
 - A label written by another process while an import is stopped between its transactions is
   committed at once: the import is alive and unpublished when the label's call returns.
+
+The child imports either into a project opened in full or as ``ragjudge import run`` does, on
+a project opened with the standard library alone (``how="lean"``): the same session writes the
+run either way, and a killed lean import leaves the project as it was too.
 """
 
 from __future__ import annotations
@@ -44,12 +48,9 @@ def run_file(path: Path, *, seed: int = 0) -> Path:
 
 CHILD = textwrap.dedent("""
     import contextlib, os, sys, time
-    from ragjudge.services.project import staging
-    from ragjudge.services.transfer.importing import import_file
-    from ragjudge.services.project.database import Project
-    from ragjudge.services.overview import project_status
+    from ragjudge.services.project.litewrite import LiteImportSession
 
-    db, path, name, mode, folder, replace = sys.argv[1:7]
+    db, path, name, mode, folder, replace, how = sys.argv[1:8]
     folder = os.path.abspath(folder)
 
     def pause():
@@ -59,9 +60,9 @@ CHILD = textwrap.dedent("""
 
     writes = [0]
     entries = [0]
-    original_write = staging.ImportSession.write
-    original_rows = staging.ImportSession.write_rows
-    original_finish = staging.ImportSession.finish_run
+    original_write = LiteImportSession.write
+    original_rows = LiteImportSession.write_rows
+    original_finish = LiteImportSession.finish_run
 
     @contextlib.contextmanager
     def write(self, **options):
@@ -85,9 +86,19 @@ CHILD = textwrap.dedent("""
             pause()
         original_finish(self, *args)
 
-    staging.ImportSession.write = write
-    staging.ImportSession.write_rows = write_rows
-    staging.ImportSession.finish_run = finish_run
+    LiteImportSession.write = write
+    LiteImportSession.write_rows = write_rows
+    LiteImportSession.finish_run = finish_run
+    if how == "lean":  # as the command runs it: the project opened without SQLAlchemy
+        from ragjudge.cli import main
+
+        code = main(["--db", db, "import", "run", path, "--name", name, "--create-missing",
+                     "--quiet", *(["--replace"] if replace == "1" else [])])
+        print("sqlalchemy loaded" if "sqlalchemy" in sys.modules else "lean", code)
+        sys.exit(code)
+    from ragjudge.services.transfer.importing import import_file
+    from ragjudge.services.project.database import Project
+
     with Project.open(db) as project:
         result = import_file(project, "run", path, name=name, create_missing=True,
                              replace=replace == "1")
@@ -103,14 +114,14 @@ def deep_project(db: str) -> None:
 
 
 def start_child(tmp_path: Path, db: str, path: Path, name: str, mode: str, *,
-                replace: bool = False) -> subprocess.Popen:
+                replace: bool = False, how: str = "full") -> subprocess.Popen:
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
     for flag in ("paused", "go"):
         (tmp_path / flag).unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen([sys.executable, str(script), db, str(path), name, mode, str(tmp_path),
-                             "1" if replace else "0"], env=env, stdout=subprocess.PIPE,
+                             "1" if replace else "0", how], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -177,13 +188,14 @@ def reopen(db: str) -> None:
     Project.open(db).close()
 
 
+@pytest.mark.parametrize("how", ["full", "lean"])
 @pytest.mark.parametrize("mode", ["between", "inside"])
-def test_a_killed_import_leaves_the_project_as_it_was(tmp_path, monkeypatch, mode):
+def test_a_killed_import_leaves_the_project_as_it_was(tmp_path, monkeypatch, mode, how):
     db = str(tmp_path / "kill.db")
     deep_project(db)
     path = run_file(tmp_path / "big.trec")
     before_raw, before_seen = raw_tables(db), visible(db, monkeypatch)
-    child = start_child(tmp_path, db, path, "big", mode)
+    child = start_child(tmp_path, db, path, "big", mode, how=how)
     wait_paused(tmp_path, child)
     kill(child)
     left = raw_tables(db)
@@ -211,7 +223,8 @@ def test_a_killed_import_leaves_the_project_as_it_was(tmp_path, monkeypatch, mod
     assert raw_tables(db)["run_imports"] == []
 
 
-def test_an_import_killed_after_its_publish_keeps_the_new_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["full", "lean"])
+def test_an_import_killed_after_its_publish_keeps_the_new_run(tmp_path, monkeypatch, how):
     from ragjudge.services.transfer.importing import import_file
     from ragjudge.services.project.database import Project
 
@@ -220,7 +233,7 @@ def test_an_import_killed_after_its_publish_keeps_the_new_run(tmp_path, monkeypa
     old, new = run_file(tmp_path / "old.trec"), run_file(tmp_path / "new.trec", seed=1)
     with Project.open(db) as project:
         import_file(project, "run", old, name="big", create_missing=True)
-    child = start_child(tmp_path, db, new, "big", "published", replace=True)
+    child = start_child(tmp_path, db, new, "big", "published", replace=True, how=how)
     wait_paused(tmp_path, child)
     kill(child)
     seen = visible(db, monkeypatch)
@@ -239,7 +252,8 @@ def test_an_import_killed_after_its_publish_keeps_the_new_run(tmp_path, monkeypa
         connection.close()
 
 
-def test_a_label_commits_while_an_import_runs(tmp_path):
+@pytest.mark.parametrize("how", ["full", "lean"])
+def test_a_label_commits_while_an_import_runs(tmp_path, how):
     from ragjudge.services.runs.stored import project_run_names
     from ragjudge.services.events.state import current_label
     from ragjudge.services.labels.events import record_label
@@ -248,7 +262,7 @@ def test_a_label_commits_while_an_import_runs(tmp_path):
     db = str(tmp_path / "busy.db")
     deep_project(db)
     path = run_file(tmp_path / "big.trec")
-    child = start_child(tmp_path, db, path, "big", "between")
+    child = start_child(tmp_path, db, path, "big", "between", how=how)
     try:
         wait_paused(tmp_path, child)
         with Project.open(db) as project:
@@ -260,6 +274,8 @@ def test_a_label_commits_while_an_import_runs(tmp_path):
         (tmp_path / "go").touch()
         out, err = child.communicate(timeout=600)
         assert child.returncode == 0, err
+        if how == "lean":  # the command took the lean path: SQLAlchemy never loaded
+            assert out.split() == ["lean", "0"]
         with Project.open(db) as project:
             assert "big" in project_run_names(project)
             assert current_label(project, "ann", "q1", "c01").grade == 2

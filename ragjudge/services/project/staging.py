@@ -28,17 +28,20 @@ rolled back by the server.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
-from ragjudge.store.engine import with_retry
-from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, pack_ids, read_named,
-                                       write_arrays, write_part)
+from ragjudge.store.engine import sqlite_path, with_retry
+from ragjudge.store.sqlitefile import import_lock
+from ragjudge.store.sqltext import ids_in  # noqa: F401 - the importers take it from here
+from ragjudge.services.project.litewrite import (  # noqa: F401 - re-exported
+    DELETE_BATCH, FIRST_BATCH, MAX_BATCH, TARGET_SECONDS, gc_paused, remove_generation, remove_leftovers,
+    write_batches,
+)
+from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, pack_ids, write_arrays, write_part)
 from ragjudge.store.schema import Run, RunEntry, RunImport, utcnow
 
 
@@ -49,20 +52,6 @@ _entries = RunEntry.__table__
 
 
 _imports = RunImport.__table__
-
-
-TARGET_SECONDS = 0.04
-"""How long one batch of a run's entries holds SQLite's write lock, about (each batch also
-writes the index pages it touched to the log: smaller batches write them more often)."""
-
-
-FIRST_BATCH = 1_000
-
-
-MAX_BATCH = 50_000
-
-
-DELETE_BATCH = 5_000
 
 
 _ADVISORY_KEY = 0x7261676A  # "ragj": PostgreSQL's lock key for imports of one database
@@ -157,7 +146,7 @@ class ImportSession:
             self.connection.exec_driver_sql(f"SELECT pg_advisory_lock({_ADVISORY_KEY})")
             self.connection.commit()
             return
-        self._lock_fd = _file_lock(self.project.db, self.wait_s, blocking=True)
+        self._lock_fd = import_lock(sqlite_path(self.project.db), self.wait_s, blocking=True)
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
@@ -225,33 +214,8 @@ class ImportSession:
     def batches(self, total: int, prepare: Callable[[int, int], Any],
                 write: Callable[[Connection, Any], None],
                 progress: Callable[[int], None] | None = None) -> None:
-        """Write ``range(total)`` in write transactions of about :data:`TARGET_SECONDS` each
-        (the batch size adapts to the machine): ``prepare(start, stop)`` makes a batch's rows,
-        ``write(connection, rows)`` writes them. The next batch is prepared on a thread while
-        the database writes the current one (SQLite lets other threads run meanwhile)."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        start = 0
-        self.batch_rows = FIRST_BATCH  # rows of another table may cost otherwise: learn again
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            stop = min(total, start + self.batch_rows)
-            pending = pool.submit(prepare, start, stop) if start < total else None
-            while pending is not None:
-                rows = pending.result()
-                following = min(total, stop + self.batch_rows)
-                pending = pool.submit(prepare, stop, following) if stop < total else None
-                began = time.perf_counter()
-                with self.write() as connection:
-                    write(connection, rows)
-                took = time.perf_counter() - began
-                if self.sqlite:
-                    rate = (stop - start) / max(took, 1e-4)
-                    self.batch_rows = int(min(MAX_BATCH, max(200, rate * TARGET_SECONDS)))
-                else:
-                    self.batch_rows = MAX_BATCH
-                start, stop = stop, following
-                if progress is not None:
-                    progress(start)
+        """See :func:`~ragjudge.services.project.litewrite.write_batches`."""
+        write_batches(self, total, prepare, write, progress)
 
     # -- run generations ------------------------------------------------------------------
 
@@ -324,6 +288,11 @@ class ImportSession:
         with self.write() as connection:
             connection.execute(delete(_imports).where(_imports.c.generation == generation))
 
+    def publish_run(self, connection: Connection, name: str, generation: int, meta: dict,
+                    exists: bool) -> None:
+        """See :func:`publish_run`."""
+        publish_run(connection, name, generation, meta, exists)
+
     def abandon_run(self, name: str, generation: int) -> None:
         """An import that stops before its publish: its entries and its line removed."""
         remove_generation(self, name, generation)
@@ -334,24 +303,6 @@ class ImportSession:
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cycle collector off while an import reads millions of records: each collection
-    walks every object alive, and an import keeps a growing set of them (the keys seen, for
-    duplicates) while it makes and drops records by the thousand, so the collections came
-    more and more often (a million labels read in 190 s instead of 38). Records hold no
-    cycles; the collector is back on at the end."""
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextmanager
@@ -369,101 +320,6 @@ def _explained(db: str) -> Iterator[None]:
         raise ProjectError(describe_db_error(db, exc)) from None
 
 
-def _file_lock(db: str, wait_s: float, *, blocking: bool) -> int | None:
-    """An exclusive lock on ``<db>.importlock`` (None where it cannot be made, or, not
-    ``blocking``, when another process holds it)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on POSIX
-        return None
-    from ragjudge.store.engine import sqlite_path
-
-    path = sqlite_path(db)
-    if path is None:
-        return None
-    lock = Path(f"{path}.importlock")
-    if not os.access(lock.parent, os.W_OK):
-        return None
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        return None
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if not blocking or time.monotonic() > deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.05)
-        except OSError:
-            os.close(fd)
-            return None
-
-
-def remove_generation(session: ImportSession, name: str, generation: int) -> None:
-    """Every entry and array of one generation of a run, in short transactions on SQLite."""
-    if not session.sqlite:
-        with session.write() as connection:
-            connection.execute(delete(_entries).where(_entries.c.run == name,
-                                                      _entries.c.generation == generation))
-            delete_arrays(connection, name, generation)
-        return
-    sql = ("DELETE FROM run_entries WHERE rowid IN (SELECT rowid FROM run_entries "
-           "WHERE run = ? AND generation = ? LIMIT ?)")
-    while True:
-        with session.write() as connection:
-            cursor = session.raw.execute(sql, (name, generation, DELETE_BATCH))
-            gone = cursor.rowcount
-        if gone < DELETE_BATCH:
-            break
-    _remove_placeholders(session, name, generation)
-    with session.write() as connection:
-        delete_arrays(connection, name, generation)
-
-
-def _remove_placeholders(session: ImportSession, name: str, generation: int) -> None:
-    """The placeholders an unpublished import wrote (its :data:`CREATED` arrays), where they
-    are still empty."""
-    from ragjudge.services.project.columns import decode, unpack_ids
-
-    with session.read() as connection:
-        arrays = read_named(connection, name, generation, CREATED)
-    for what in ("chunks", "queries"):
-        data, lengths = arrays.get(f"created_{what}"), arrays.get(f"created_{what}_lengths")
-        if data is None or lengths is None or not len(lengths):
-            continue
-        ids = decode(unpack_ids(data, lengths))
-        sql = f"DELETE FROM {what} WHERE id = ? AND text = ''"
-        for at in range(0, len(ids), DELETE_BATCH):
-            with session.write():
-                session.raw.executemany(sql, [(i,) for i in ids[at:at + DELETE_BATCH]])
-
-
-def remove_leftovers(session: ImportSession) -> int:
-    """What killed imports left (their lines in ``run_imports``): the entries of a generation
-    never published, or those of a generation its publish replaced. Returns how many imports
-    were cleaned up. The caller holds the import lock."""
-    with session.read() as connection:
-        left = connection.execute(select(_imports.c.generation, _imports.c.run, _imports.c.replaces)
-                                  .order_by(_imports.c.generation)).all()
-    for generation, name, replaces in left:
-        with session.read() as connection:
-            published = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
-        if published == generation:  # killed after its publish: the placeholders are adopted
-            with session.write() as connection:
-                delete_arrays(connection, name, generation, CREATED)
-            if replaces is not None and replaces != generation:
-                remove_generation(session, name, replaces)
-        else:
-            remove_generation(session, name, generation)
-        with session.write() as connection:
-            connection.execute(delete(_imports).where(_imports.c.generation == generation))
-    return len(left)
-
-
 def clean_on_open(project) -> None:  # noqa: ANN001
     """At the opening of a SQLite project: remove a killed import's leftovers, when there are
     any and no import is under way (best effort: a read-only project is left as it is)."""
@@ -473,7 +329,7 @@ def clean_on_open(project) -> None:  # noqa: ANN001
                 return
     except Exception:  # noqa: BLE001 - an older schema, a locked file: nothing to do here
         return
-    fd = _file_lock(project.db, 0.0, blocking=False)
+    fd = import_lock(sqlite_path(project.db), 0.0, blocking=False)
     if fd is None:
         return
     try:
@@ -497,29 +353,3 @@ def publish_run(connection: Connection, name: str, generation: int, meta: dict, 
     else:
         connection.execute(insert(_runs).values(name=name, meta=meta, created_at=utcnow(),
                                                 generation=generation))
-
-
-def ids_in(connection: Connection, table: Any, ids: Sequence[str], batch: int = 500) -> set[str]:
-    """The ids of ``ids`` that ``table`` holds, through the driver's cursor: looked up
-    ``batch`` at a time (one statement text, prepared once), or, when they are many for the
-    size of the table, by reading every id of the table once."""
-    mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    cursor: Any = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        if len(ids) > 20_000:
-            cursor.execute(f"SELECT count(*) FROM {table.name}")
-            if len(ids) * 4 > cursor.fetchone()[0]:
-                cursor.execute(f"SELECT id FROM {table.name}")
-                every = {row[0] for row in cursor.fetchall()}
-                return {i for i in ids if i in every}
-        found: set[str] = set()
-        full = f"SELECT id FROM {table.name} WHERE id IN ({', '.join([mark] * batch)})"
-        for at in range(0, len(ids), batch):
-            part = ids[at:at + batch]
-            sql = full if len(part) == batch else (
-                f"SELECT id FROM {table.name} WHERE id IN ({', '.join([mark] * len(part))})")
-            cursor.execute(sql, part)
-            found.update(row[0] for row in cursor.fetchall())
-        return found
-    finally:
-        cursor.close()

@@ -101,22 +101,13 @@ def stored_arrays(connection, name: str, generation: int) -> dict[str, np.ndarra
     """The arrays of a stored run (:mod:`ragjudge.store.run_arrays`), read, or made from its
     rows when it has none."""
     from ragjudge.store.run_arrays import arrays_from_rows, read_arrays
-    from ragjudge.store.schema import RunEntry
 
     arrays = read_arrays(connection, name, generation)
     if arrays is not None:
         return arrays
-    table = RunEntry.__table__
-    rows = connection.execute(select_entries(table, name, generation)).all()
-    return arrays_from_rows(rows)
-
-
-def select_entries(table: Any, name: str, generation: int) -> Any:
-    """The rows ``(query_id, chunk_id, rank, score)`` of one generation of a run."""
-    from sqlalchemy import select
-
-    return select(table.c.query_id, table.c.chunk_id, table.c.rank, table.c.score).where(
-        table.c.run == name, table.c.generation == generation)
+    return arrays_from_rows(fetch(connection, "SELECT query_id, chunk_id, rank, score FROM run_entries "
+                                              "WHERE run = :run AND generation = :generation",
+                                  {"run": name, "generation": generation}))
 
 
 _RUN_SEP = b"\x1f"

@@ -7,19 +7,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
-import numpy as np
 from sqlalchemy import (
     Column, String, Table, Text, and_, exists, func, insert, literal, select, update,
 )
 from sqlalchemy.engine import Connection, CursorResult
 from ragjudge.errors import InputError
-from ragjudge.services.project import columns as bulk
-from ragjudge.services.project.staging import ImportSession, ids_in
+from ragjudge.services.project.staging import ImportSession
 from ragjudge.store.annotators import ensure_annotators
 from ragjudge.store.schema import (
     Chunk, Entity,
-    Facet, FacetLink, Nugget, NuggetSupport, MAX_KEY_BYTES, Query, key_bytes, utcnow,
+    Facet, FacetLink, Nugget, NuggetSupport, Query, key_bytes, utcnow,
 )
+from ragjudge.services.transfer.idcheck import MAX_ID, IdCheck, check_long_ids, too_long, too_long_key  # noqa: F401 - re-exported
 from ragjudge.services.transfer.common import FIRST_FEW, ImportResult, batches, check_annotator, json_text, temp_table
 
 
@@ -29,16 +28,12 @@ queries_table = Query.__table__
 chunks_table = Chunk.__table__
 
 
-class ReferenceCheck:
+class ReferenceCheck(IdCheck):
     """Checks that the query and chunk ids a file names exist; collects the missing ones (or
     creates empty placeholders for them with ``create_missing``)."""
 
     def __init__(self, connection: Connection, create_missing: bool, result: ImportResult) -> None:
-        self.connection = connection
-        self.create_missing = create_missing
-        self.result = result
-        self.missing: dict[str, dict[str, int]] = {"query": {}, "chunk": {}}
-        self.count = {"query": 0, "chunk": 0}
+        super().__init__(connection, create_missing, result)
         self._known_queries: set[str] = set()
         self.staged: list[tuple[str, Table, Any, Any]] = []
 
@@ -116,47 +111,6 @@ class ReferenceCheck:
                     self.result.created_queries += count
                 else:
                     self.result.created_chunks += count
-
-    def check_columns(self, what: str, ids: np.ndarray, lines: np.ndarray) -> list[str]:
-        """The ids of ``ids`` (an ``S`` array, with each row's line) the project lacks, read in
-        bulk; without ``create_missing`` they are counted for :meth:`raise_if_missing`."""
-        table = queries_table if what == "query" else chunks_table
-        distinct, first = bulk.distinct(ids)
-        texts = bulk.decode(distinct)
-        found = ids_in(self.connection, table, texts)
-        lacking = [i for i, text in enumerate(texts) if text not in found]
-        if not lacking or self.create_missing:
-            return [texts[i] for i in lacking]
-        self.count[what] += len(lacking)
-        first_lines = lines[first[lacking]]
-        for k in np.argsort(first_lines, kind="stable")[:FIRST_FEW]:
-            self.missing[what][texts[lacking[k]]] = int(first_lines[k])
-        return [texts[i] for i in lacking]
-
-    def raise_if_missing(self, file: str) -> None:
-        parts = []
-        first_line: int | None = None
-        field_name = None
-        for what, plural in (("query", "queries"), ("chunk", "chunks")):
-            count = self.count[what]
-            if not count:
-                continue
-            first = sorted(self.missing[what].items(), key=lambda item: item[1])[:FIRST_FEW]
-            if first_line is None or first[0][1] < first_line:
-                first_line, field_name = first[0][1], f"{what}_id"
-            listed = ", ".join(f"'{i}' (line {line})" for i, line in first)
-            noun = f"{what} id" if count == 1 else f"{what} ids"
-            parts.append((f"{count:,} {noun}", f"{plural}: {listed}", plural))
-        if not parts:
-            return
-        counts = " and ".join(p[0] for p in parts)
-        verb = "is" if counts.startswith("1 ") and len(parts) == 1 else "are"
-        raise InputError(
-            f"{counts} {verb} not in the project (first {'; '.join(p[1] for p in parts)}). "
-            f"Import the {' and '.join(p[2] for p in parts)} first, or pass --create-missing to "
-            "add them as placeholders with empty text. Nothing was imported.",
-            file=file, line=first_line, field=field_name)
-
 
 
 _DEFINITION_COLUMNS = {"queries": ("text", "description", "category", "meta"),
@@ -264,30 +218,6 @@ class DefinitionImport:
 
 def _is_placeholder(row: Any, columns: tuple[str, ...]) -> bool:
     return row.text == "" and all(getattr(row, c) is None for c in columns if c != "text")
-
-
-MAX_ID = MAX_KEY_BYTES
-"""The longest id, run name or category the store holds, in bytes of UTF-8, on every backend."""
-
-
-def too_long_key(value: str) -> bool:
-    return key_bytes(value) > MAX_ID
-
-
-def too_long(query_id: str, chunk_id: str, file: str, line: int) -> None:
-    field_name = "query_id" if too_long_key(query_id) else "chunk_id"
-    size = max(key_bytes(query_id), key_bytes(chunk_id))
-    raise InputError(f"the id is {size:,} bytes long (in UTF-8); ids have at most {MAX_ID}.",
-                     file=file, line=line, field=field_name)
-
-
-def check_long_ids(query_ids: np.ndarray, chunk_ids: np.ndarray, lines: np.ndarray, file: str) -> None:
-    """The first line with an id longer than the store holds, as :func:`_too_long` says it."""
-    rows = np.union1d(bulk.longer_than(query_ids, MAX_ID), bulk.longer_than(chunk_ids, MAX_ID))
-    if len(rows):
-        row = int(rows[np.argmin(lines[rows])])
-        query_id, chunk_id = bulk.decode(np.array([query_ids[row], chunk_ids[row]]))
-        too_long(query_id, chunk_id, file, int(lines[row]))
 
 
 def refs_of(refs: ReferenceCheck, records: list[tuple[int, Any]], chunk_fields: Callable[[Any], Iterable[str]]) -> None:

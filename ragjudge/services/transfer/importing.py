@@ -38,7 +38,6 @@ A grade off the project's scale is an :class:`InputError` at its line.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 from sqlalchemy.engine import Connection
@@ -49,7 +48,7 @@ from ragjudge.formats.beir import (
     beir_file, beir_qrels_files, no_beir_kind, read_beir_qrels,
 )
 from ragjudge.formats.records import check_text, check_typed
-from ragjudge.formats.source import Source, is_inline, path_kind
+from ragjudge.formats.source import Source, path_kind
 from ragjudge.services.project.staging import ImportSession, gc_paused
 from ragjudge.store.schema import (
     Setting,
@@ -59,7 +58,7 @@ from ragjudge.services.transfer.common import DEFAULT_ANNOTATOR, ImportResult, P
 from ragjudge.services.transfer.definitions import DefinitionImport, ReferenceCheck, import_entities, import_facets, import_nuggets
 from ragjudge.services.access.rights import Access
 from ragjudge.services.transfer.labelimport import LabelImport
-from ragjudge.services.transfer.runimport import import_run
+from ragjudge.services.transfer.runimport import import_run_named, run_name_for  # noqa: F401 - run_name_for: re-exported
 
 
 IMPORT_KINDS = ("queries", "chunks", "run", "qrels", "labels", "facets", "nuggets", "entities",
@@ -90,15 +89,10 @@ def import_file(project, kind: str, source: Source, *, fmt: str = "auto", name: 
         fmt = detect_format(source, kind)
     if fmt == "beir" and kind in ("run", "facets", "nuggets", "entities", "answers", "answer-labels"):
         raise no_beir_kind(file, kind)
-    if kind == "run" and name is None:
-        name = run_name_for(source)
-    elif kind == "run" and name is not None and not name.strip():  # was imported silently as a run named 'run'
-        raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
+    if kind == "run":
+        return import_run_named(project, source, fmt, name, create_missing, replace, progress)
     check_typed(name, "--name")
     scale = project.scale
-    if kind == "run":
-        return import_run(project, source, fmt, file, name or "run", create_missing, replace,
-                           progress)
     if kind in ("queries", "chunks", "qrels", "labels"):
         result = ImportResult(kind=kind, file=file)
         with ImportSession(project) as session:
@@ -286,16 +280,3 @@ def _mark_reference(connection: Connection, labels: LabelImport, complete: bool)
     closed = " (complete: an unlisted pair of their queries is not relevant)" if complete else ""
     labels.result.notes.append(f"Reference annotator{'s' if len(names) > 1 else ''}: "
                         f"{', '.join(names)}{closed}.")
-
-
-def run_name_for(source: Source) -> str:
-    """The default name of a run: its file's name without extensions (``bm25.trec.gz`` → bm25)."""
-    if is_inline(source) or not isinstance(source, (str, os.PathLike)) or str(source) == "-":
-        name = getattr(source, "name", None)
-        if not isinstance(name, str) or name.startswith("<"):
-            raise UsageError("Name the run with --name (it does not come from a file name).")
-        source = name
-    stem = Path(source).name
-    if stem.endswith(".gz"):
-        stem = stem[:-3]
-    return Path(stem).stem or stem

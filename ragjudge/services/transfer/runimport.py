@@ -1,5 +1,10 @@
 """Importing a run: read as columns, checked as arrays, stored whole as arrays with its head as
 rows, published in one short transaction.
+
+Nothing here loads SQLAlchemy: on SQLite a run is written through the standard library's
+:mod:`sqlite3` (:class:`~ragjudge.services.project.litewrite.LiteImportSession`), so that
+``ragjudge import run`` can open the project without it (:mod:`ragjudge.cli.lean`); on
+PostgreSQL through :class:`~ragjudge.services.project.staging.ImportSession`.
 """
 
 from __future__ import annotations
@@ -7,22 +12,19 @@ from __future__ import annotations
 import os
 from contextlib import suppress
 from itertools import repeat
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
+
 import numpy as np
-from sqlalchemy import (
-    select,
-)
-from sqlalchemy.engine import Connection
-from ragjudge.errors import InputError, UsageError
+
+from ragjudge.errors import InputError, UsageError, check_typed
 from ragjudge.formats.source import Source, is_inline
+from ragjudge.inputs import source_name
 from ragjudge.services.project import columns as bulk
 from ragjudge.services.runs import head as runhead
-from ragjudge.services.project.staging import ImportSession, publish_run
-from ragjudge.store.schema import (
-    Run, RunEntry,
-)
-from ragjudge.services.transfer.common import ImportResult, Progress, numbered
-from ragjudge.services.transfer.definitions import ReferenceCheck, check_long_ids, chunks_table, queries_table
+from ragjudge.services.transfer.idcheck import IdCheck, check_long_ids
+from ragjudge.services.transfer.result import ImportResult, Progress
+from ragjudge.store.sqltext import scalar
 
 
 def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None) -> bulk.RunColumns:
@@ -37,6 +39,8 @@ def _run_columns(source: Source, fmt: str, file: str, progress: Progress | None)
         if progress is not None:
             progress(size or 0, size, description)
         return columns
+    from ragjudge.services.transfer.common import numbered
+
     with numbered("run", source, fmt, file, progress) as records:
         return bulk.record_run(records)  # type: ignore[arg-type]  # runs come as plain tuples
 
@@ -53,6 +57,19 @@ def _size_of(source: Source) -> int | None:
     return None
 
 
+def import_run_named(project: Any, source: Source, fmt: str, name: str | None, create_missing: bool,
+                     replace: bool, progress: Progress | None) -> ImportResult:
+    """:func:`import_run` under ``name``, by default the file's (:func:`run_name_for`), as
+    ``import run`` takes it (``fmt`` decided)."""
+    if name is None:
+        name = run_name_for(source)
+    elif not name.strip():  # was imported silently as a run named 'run'
+        raise UsageError("--name is empty: a run name must be 1 to 255 characters. Nothing was imported.")
+    check_typed(name, "--name")
+    return import_run(project, source, fmt, source_name(source), name or "run", create_missing,
+                      replace, progress)
+
+
 def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa: ANN001
                 create_missing: bool, replace: bool, progress: Progress | None) -> ImportResult:
     """A run: read and checked as columns, staged under a new generation in short
@@ -67,13 +84,12 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
     if result.read == 0:
         raise InputError("the file holds no run lines.", file=file)
     check_long_ids(columns.query_ids, columns.chunk_ids, columns.lines, file)
-    repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids)
+    ranked, repeat = _ranked(columns)
     head = runhead.head_depth(project)
-    with ImportSession(project) as session:
+    with _session(project) as session:
         with session.read() as connection:
-            refs = ReferenceCheck(connection, create_missing, result)
-            if create_missing and repeat is None:  # nothing refused: the ranked run's distinct queries
-                ranked = bulk.rank(columns)
+            refs = IdCheck(connection, create_missing, result)
+            if create_missing and ranked is not None:  # nothing refused: the ranked run's distinct queries
                 missing_queries = refs.check_columns("query", ranked.query_ids,
                                                      columns.lines[ranked.order[ranked.offsets[:-1]]])
             else:
@@ -83,8 +99,7 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
                 refs.raise_if_missing(file)
             if repeat is not None:
                 _duplicate(columns, repeat, file)
-            if not create_missing:
-                ranked = bulk.rank(columns)
+            assert ranked is not None  # ranked whenever no chunk repeats
             in_head = runhead.head_rows(ranked.offsets, ranked.qidx, 0, head)
             if create_missing:  # placeholders for the head's chunks only (see runhead)
                 missing_chunks = refs.check_columns("chunk", ranked.chunk_ids[in_head],
@@ -93,7 +108,7 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
                     result.notes.append(
                         f"Chunks ranked below {head} that the project lacks get their placeholders "
                         "when a judging pool first reaches that deep.")
-            current = connection.scalar(select(_runs.c.generation).where(_runs.c.name == name))
+            current = scalar(connection, "SELECT generation FROM runs WHERE name = :name", {"name": name})
             if current is not None and _same_run_or_refuse(connection, name, current, ranked,
                                                            file, result, replace):
                 return result
@@ -101,9 +116,9 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
         del columns
         generation, replaces = session.begin_run(name)
 
-        def placeholders(connection: Connection) -> None:  # PostgreSQL: COPY
-            for table, ids in ((queries_table, missing_queries), (chunks_table, missing_chunks)):
-                session.write_rows(connection, "", [(i, "") for i in sorted(ids)], table.name, ("id", "text"))
+        def placeholders(connection: Any) -> None:  # PostgreSQL: COPY
+            for table, ids in (("queries", missing_queries), ("chunks", missing_chunks)):
+                session.write_rows(connection, "", [(i, "") for i in sorted(ids)], table, ("id", "text"))
             result.created_queries = len(missing_queries)
             result.created_chunks = len(missing_chunks)
 
@@ -119,7 +134,7 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
             session.store_arrays(name, generation, arrays)
             meta = runhead.run_meta(file, head, arrays)
             with session.write(durable=True) as connection:
-                publish_run(connection, name, generation, meta, replaces is not None)
+                session.publish_run(connection, name, generation, meta, replaces is not None)
         except BaseException:
             with suppress(Exception):  # the next import or opening removes what is left
                 session.abandon_run(name, generation)
@@ -132,13 +147,32 @@ def import_run(project, source: Source, fmt: str, file: str, name: str,  # noqa:
     return result
 
 
-_runs = Run.__table__
+def _session(project: Any) -> Any:
+    """The import session of ``project``: on SQLite (opened either way) the standard library's
+    (:func:`~ragjudge.services.project.litewrite.import_session_of`)."""
+    if getattr(project, "lite", False) or project.engine.dialect.name == "sqlite":
+        from ragjudge.services.project.litewrite import import_session_of
+
+        return import_session_of(project)
+    from ragjudge.services.project.staging import ImportSession
+
+    return ImportSession(project)
 
 
-_entries = RunEntry.__table__
+def run_name_for(source: Source) -> str:
+    """The default name of a run: its file's name without extensions (``bm25.trec.gz`` → bm25)."""
+    if is_inline(source) or not isinstance(source, (str, os.PathLike)) or str(source) == "-":
+        name = getattr(source, "name", None)
+        if not isinstance(name, str) or name.startswith("<"):
+            raise UsageError("Name the run with --name (it does not come from a file name).")
+        source = name
+    stem = Path(source).name
+    if stem.endswith(".gz"):
+        stem = stem[:-3]
+    return Path(stem).stem or stem
 
 
-def _stage_entries(session: ImportSession, name: str, generation: int, ranked: bulk.RankedRun,
+def _stage_entries(session: Any, name: str, generation: int, ranked: bulk.RankedRun,
                    rows: np.ndarray, progress: Progress | None) -> None:
     """The run's head (its entries at positions ``rows``, see :mod:`ragjudge.services.runs.head`)
     under ``generation``, batch by batch, in storage order."""
@@ -158,7 +192,7 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
         return list(zip(repeat(name), repeat(generation), queries[qidx[start:stop]].tolist(),
                         bulk.decode(chunk_ids[start:stop]), ranks[start:stop].tolist(), values))
 
-    def write(connection: Connection, rows: list[tuple]) -> None:
+    def write(connection: Any, rows: list[tuple]) -> None:
         session.write_rows(connection, sql, rows, "run_entries",
                            ("run", "generation", "query_id", "chunk_id", "rank", "score"))
 
@@ -166,6 +200,18 @@ def _stage_entries(session: ImportSession, name: str, generation: int, ranked: b
     if report is not None:
         report(0)
     session.batches(total, prepare, write, report)
+
+
+def _ranked(columns: bulk.RunColumns) -> tuple[bulk.RankedRun, None] | tuple[None, tuple[int, int]]:
+    """The run in storage order, or the rows of the first chunk a query lists twice (the
+    ranking finds a repeat in the same pass; only then is it looked for again, to say where)."""
+    try:
+        return bulk.rank(columns), None
+    except InputError as exc:
+        repeat = bulk.first_repeat(columns.query_ids, columns.chunk_ids) if exc.field == "chunk_id" else None
+        if repeat is None:
+            raise
+        return None, repeat
 
 
 def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> NoReturn:
@@ -178,7 +224,7 @@ def _duplicate(columns: bulk.RunColumns, repeat: tuple[int, int], file: str) -> 
         file=file, line=int(columns.lines[second]), field="chunk_id")
 
 
-def _same_run_or_refuse(connection: Connection, name: str, generation: int,
+def _same_run_or_refuse(connection: Any, name: str, generation: int,
                         ranked: bulk.RankedRun, file: str, result: ImportResult,
                         replace: bool) -> bool:
     """A run of the same name is in the project: the same entries change nothing (True), with
