@@ -88,14 +88,18 @@ print(code, " ".join(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def test_a_file_evaluation_imports_only_the_measures_it_computes(tmp_path):
-    # the modules as sys.modules holds them after the command (-X importtime does not report
-    # what importlib.import_module loads, as the registry loads the measures' modules)
+def _file_eval_args(tmp_path) -> list[str]:
     qrels = tmp_path / "qrels.trec"
     qrels.write_text("q1 0 a 2\nq1 0 b 0\nq2 0 c 1\n", encoding="utf-8")
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 a 1 2.5 t\nq1 Q0 c 2 1.25 t\nq2 Q0 c 1 0.5 t\n", encoding="utf-8")
-    args = ["eval", "--qrels", str(qrels), "--run", str(run), "--format", "json"]
+    return ["eval", "--qrels", str(qrels), "--run", str(run), "--format", "json"]
+
+
+def test_a_file_evaluation_imports_only_the_measures_it_computes(tmp_path):
+    # the modules as sys.modules holds them after the command (-X importtime does not report
+    # what importlib.import_module loads, as the registry loads the measures' modules)
+    args = _file_eval_args(tmp_path)
     for name in ("P@1", "R@5", "AP", "RR", "nDCG@10", "Rprec"):
         args += ["-m", name]
     out = subprocess.run([sys.executable, "-c", FILE_EVAL.format(args=args)], env=ENV,
@@ -108,3 +112,26 @@ def test_a_file_evaluation_imports_only_the_measures_it_computes(tmp_path):
     assert {"ragjudge.metrics.measures", "ragjudge.services.scoring.evaluation"} <= modules
     loaded = sorted(m for m in modules if m in FILE_EVAL_SKIPS or m.split(".")[0] in FILE_EVAL_SKIPS)
     assert loaded == []
+
+
+BLAS_CHECK = """
+import os, sys
+from ragjudge.cli import main
+
+assert "numpy" not in sys.modules
+code = main({args!r})
+print(code, "numpy" in sys.modules, os.environ.get("OPENBLAS_THREAD_TIMEOUT"), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "20"), ("10", "10")])
+def test_numpy_loads_with_openblas_workers_that_sleep_soon(tmp_path, given, kept):
+    # OpenBLAS reads OPENBLAS_THREAD_TIMEOUT when numpy loads: the command sets it first,
+    # unless the environment says otherwise
+    env = {k: v for k, v in ENV.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if given is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = given
+    out = subprocess.run([sys.executable, "-c", BLAS_CHECK.format(args=_file_eval_args(tmp_path))],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1].split() == ["0", "True", kept]
