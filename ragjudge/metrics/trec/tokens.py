@@ -19,12 +19,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import DTypeLike
 
 from ragjudge.metrics._keys import gather, packed_ids, unaligned_words, widen  # noqa: F401 - packed_ids re-exported
 from ragjudge.numeric import MAX_GRADE
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
 QRELS3_FIELDS = ("query_id", "chunk_id", "grade")
