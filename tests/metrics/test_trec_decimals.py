@@ -134,3 +134,19 @@ def test_a_score_numpy_would_misread_is_still_refused_on_its_line(score, monkeyp
     with pytest.raises(InputError) as info:
         read_run_arrays(f"q1 Q0 a 1 2.5 t\nq1 Q0 b 2 0.25 t\nq1 Q0 c 3 {score} t\n")
     assert info.value.line == 3 and info.value.field == "score"
+
+
+def test_lines_whose_fields_add_up_are_still_read_line_by_line(monkeypatch):
+    # 2 + 4 + 6 fields: 12 separators, the 6th and the 12th newlines, as two run lines of 6
+    # fields would have them, and the first 6 tokens would make a good run line; the newline
+    # after line 1 is one too many, so the numpy path hands the input to the line path, which
+    # refuses line 1
+    text = "q1 Q0\na 1 0.5 t\nq1 Q0 b 2 0.25 t\n"
+    errors = []
+    for paths in (("numpy",), ()):
+        monkeypatch.setattr(reader, "FAST_PATHS", paths)
+        with pytest.raises(InputError) as info:
+            read_run_arrays(text)
+        errors.append(str(info.value))
+        assert info.value.line == 1
+    assert errors[0] == errors[1]

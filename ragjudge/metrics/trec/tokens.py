@@ -100,11 +100,13 @@ def split(block: np.ndarray, nfields: int) -> tuple[np.ndarray, np.ndarray, np.n
     if n and not rest:
         seps = seps.reshape(n, nfields)
         starts = np.empty_like(seps)
-        starts[:, 1:] = seps[:, :-1] + 1
+        np.add(seps[:, :-1], 1, out=starts[:, 1:])
         starts[0, 0] = 0
-        starts[1:, 0] = seps[:-1, -1] + 1
+        np.add(seps[:-1, -1], 1, out=starts[1:, 0])
+        # each line's last separator a newline, and no other newline: every separator is
+        # one, so the block has n newlines exactly when no other one is
         if (np.all(block[seps[:, -1]] == 10) and np.all(seps > starts)
-                and not np.any(block[seps[:, :-1]] == 10)):
+                and np.count_nonzero(block == 10) == n):
             return starts, seps, None
     return _split_slow(block, nfields)
 
