@@ -2,7 +2,9 @@
 load neither the database layer (SQLAlchemy, ``ragjudge.store``) nor numpy, pyarrow or the app
 (Textual). Each command module imports what a command needs inside the command, so a service
 imported at a module's top would load for every help and every other command of that module;
-these tests catch it, and ``tests/bench/bench_startup.py`` says what it costs."""
+these tests catch it, and ``tests/bench/bench_startup.py`` says what it costs. An evaluation of
+files loads the measures it computes and not the sampled estimators, the RAG and answer
+measures or the paired tests (``tests/bench/bench_eval.py`` times it against pytrec_eval)."""
 
 from __future__ import annotations
 
@@ -64,3 +66,72 @@ def test_the_command_as_typed_imports_no_heavy_module(args):
     assert "ragjudge.cli" in imported  # the report is read right
     heavy = sorted(m for m in imported if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
     assert heavy == []
+
+
+FILE_EVAL_SKIPS = (
+    "ragjudge.metrics.sampled", "ragjudge.services.scoring.sampled", "ragjudge.metrics.rag",
+    "ragjudge.metrics.answers", "ragjudge.metrics.diversity", "ragjudge.metrics.significance",
+    "ragjudge.metrics.corrections", "ragjudge.services.scoring.rag", "typer", "click", "rich",
+    *(name for name in HEAVY if name != "numpy"),
+)
+"""What an evaluation of small files with the measures of a ranking does without: the sampled
+estimators, the RAG and answer measures, the bootstrap and the paired tests, typer and Rich
+(JSON output), pyarrow (a file under its size) and the database layer."""
+
+
+FILE_EVAL = """
+import sys
+from ragjudge.cli import main
+
+code = main({args!r})
+print(code, " ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def _file_eval_args(tmp_path) -> list[str]:
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1 0 a 2\nq1 0 b 0\nq2 0 c 1\n", encoding="utf-8")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a 1 2.5 t\nq1 Q0 c 2 1.25 t\nq2 Q0 c 1 0.5 t\n", encoding="utf-8")
+    return ["eval", "--qrels", str(qrels), "--run", str(run), "--format", "json"]
+
+
+def test_a_file_evaluation_imports_only_the_measures_it_computes(tmp_path):
+    # the modules as sys.modules holds them after the command (-X importtime does not report
+    # what importlib.import_module loads, as the registry loads the measures' modules)
+    args = _file_eval_args(tmp_path)
+    for name in ("P@1", "R@5", "AP", "RR", "nDCG@10", "Rprec"):
+        args += ["-m", name]
+    out = subprocess.run([sys.executable, "-c", FILE_EVAL.format(args=args)], env=ENV,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"P@1": 1.0' in out.stdout  # q1 ranks its relevant a first, q2 its c
+    code, names = out.stderr.strip().splitlines()[-1].split(" ", 1)
+    modules = set(names.split())
+    assert code == "0"
+    assert {"ragjudge.metrics.measures", "ragjudge.services.scoring.evaluation"} <= modules
+    loaded = sorted(m for m in modules if m in FILE_EVAL_SKIPS or m.split(".")[0] in FILE_EVAL_SKIPS)
+    assert loaded == []
+
+
+BLAS_CHECK = """
+import os, sys
+from ragjudge.cli import main
+
+assert "numpy" not in sys.modules
+code = main({args!r})
+print(code, "numpy" in sys.modules, os.environ.get("OPENBLAS_THREAD_TIMEOUT"), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "20"), ("10", "10")])
+def test_numpy_loads_with_openblas_workers_that_sleep_soon(tmp_path, given, kept):
+    # OpenBLAS reads OPENBLAS_THREAD_TIMEOUT when numpy loads: the command sets it first,
+    # unless the environment says otherwise
+    env = {k: v for k, v in ENV.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if given is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = given
+    out = subprocess.run([sys.executable, "-c", BLAS_CHECK.format(args=_file_eval_args(tmp_path))],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1].split() == ["0", "True", kept]

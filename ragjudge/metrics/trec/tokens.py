@@ -3,8 +3,9 @@ per line.
 
 The input is one uint8 array (:mod:`ragjudge.metrics.trec.source`); whitespace masks locate the
 token boundaries of a block of lines at a time; ids are gathered 8 bytes at a time through an
-unaligned uint64 view (:func:`gather`); numbers are converted by numpy from fixed-width byte
-strings. Blocks of a big input are parsed on a few threads (numpy releases the GIL in its
+unaligned uint64 view (:func:`gather`); numbers written as plain decimals are read a column
+of bytes at a time (:func:`plain_decimals`), any other by numpy from fixed-width byte strings.
+Blocks of a big input are parsed on a few threads (numpy releases the GIL in its
 loops).
 
 This path words no problem: a line with another number of fields, a number numpy cannot read
@@ -18,12 +19,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import DTypeLike
 
 from ragjudge.metrics._keys import gather, packed_ids, unaligned_words, widen  # noqa: F401 - packed_ids re-exported
 from ragjudge.numeric import MAX_GRADE
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 QRELS_FIELDS = ("query_id", "iteration", "chunk_id", "grade")
 QRELS3_FIELDS = ("query_id", "chunk_id", "grade")
@@ -96,11 +100,13 @@ def split(block: np.ndarray, nfields: int) -> tuple[np.ndarray, np.ndarray, np.n
     if n and not rest:
         seps = seps.reshape(n, nfields)
         starts = np.empty_like(seps)
-        starts[:, 1:] = seps[:, :-1] + 1
+        np.add(seps[:, :-1], 1, out=starts[:, 1:])
         starts[0, 0] = 0
-        starts[1:, 0] = seps[:-1, -1] + 1
+        np.add(seps[:-1, -1], 1, out=starts[1:, 0])
+        # each line's last separator a newline, and no other newline: every separator is
+        # one, so the block has n newlines exactly when no other one is
         if (np.all(block[seps[:, -1]] == 10) and np.all(seps > starts)
-                and not np.any(block[seps[:, :-1]] == 10)):
+                and np.count_nonzero(block == 10) == n):
             return starts, seps, None
     return _split_slow(block, nfields)
 
@@ -134,21 +140,97 @@ def concat(parts: list[np.ndarray], default: DTypeLike) -> np.ndarray:
 
 
 def numbers(tokens: np.ndarray, dtype: DTypeLike) -> np.ndarray | None:
-    """The tokens converted by numpy when every one is a number of :mod:`ragjudge.numeric`'s
-    syntax that the line path reads to the same value (a finite score; an integer grade within
-    ``MAX_GRADE``), else None. numpy also reads Python's digit separator (``1_0`` as 10): a
-    token holding ``_`` is left to the line path."""
+    """The tokens converted when every one is a number of :mod:`ragjudge.numeric`'s syntax
+    that the line path reads to the same value (a finite score; an integer grade within
+    ``MAX_GRADE``), else None. Plain decimals (:func:`plain_decimals`) are converted here; the
+    other tokens, if any, by numpy, which also reads Python's digit separator (``1_0`` as 10):
+    a token holding ``_`` is left to the line path."""
+    values, plain = plain_decimals(tokens, points=dtype is np.float64)
+    if not plain.all():
+        rest = np.flatnonzero(~plain)
+        converted = _converted(tokens[rest], dtype)
+        if converted is None:
+            return None
+        values[rest] = converted
+    if dtype is not np.float64 and len(values) and (
+            int(values.min()) < -MAX_GRADE or int(values.max()) > MAX_GRADE):
+        return None
+    return values
+
+
+def _converted(tokens: np.ndarray, dtype: DTypeLike) -> np.ndarray | None:
+    """The tokens converted by numpy (a score finite), or None where the line path must read
+    them."""
     try:
         values = tokens.astype(dtype)
     except (ValueError, OverflowError):
         return None
     if len(tokens) and np.any(tokens.view(np.uint8) == _UNDERSCORE):
         return None
-    if dtype is np.float64:
-        return values if np.isfinite(values).all() else None
-    if len(values) and (int(values.min()) < -MAX_GRADE or int(values.max()) > MAX_GRADE):
+    if dtype is np.float64 and not np.isfinite(values).all():
         return None
     return values
+
+
+#: the most digits a plain decimal has: the integer its digits spell is exact in a float64
+#: (10**15 < 2**53)
+PLAIN_DIGITS = 15
+#: its longest spelling: a sign, the digits and a point
+PLAIN_BYTES = PLAIN_DIGITS + 2
+#: 10**k for k digits after the point, each exact in a float64 (every 10**k up to 10**22 is)
+_POWERS = 10.0 ** np.arange(PLAIN_DIGITS + 1)
+_POINT, _MINUS = ord("."), ord("-")
+#: the bytes a plain decimal cannot start with (a digit, a point or a sign can)
+_NOT_FIRST = np.ones(256, dtype=bool)
+_NOT_FIRST[[*range(_ZERO, _NINE + 1), _POINT, _MINUS, ord("+")]] = False
+
+
+def plain_decimals(tokens: np.ndarray, *, points: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(values, plain) of NUL-padded ``S`` tokens: ``plain[i]`` when token i is a plain
+    decimal, an optional sign and 1 to :data:`PLAIN_DIGITS` ASCII digits with at most one
+    point among them (none unless ``points``), and then ``values[i]`` is its value (float64,
+    or int64 without points); the values of the other tokens mean nothing.
+
+    Every plain decimal is a number of :mod:`ragjudge.numeric`'s syntax. It is read one
+    column of bytes at a time, without a Python object per token: its digits spell an integer
+    N < 10**15 < 2**53 and its k digits after the point give 10**k, both exact in a float64;
+    IEEE 754 division is correctly rounded, so N / 10**k is the float64 nearest the decimal,
+    the value Python's ``float()`` and numpy give it (the fast path of W. D. Clinger, "How to
+    read floating point numbers accurately", PLDI 1990)."""
+    n = len(tokens)
+    table = tokens.view(np.uint8).reshape(n, tokens.dtype.itemsize)
+    width = tokens.dtype.itemsize
+    while width and not table[:, width - 1].any():
+        width -= 1
+    whole = np.zeros(n, dtype=np.int64)  # the digits, as one integer
+    digits = np.zeros(n, dtype=np.uint8)
+    places = np.zeros(n, dtype=np.uint8)  # digits after the point
+    after = np.zeros(n, dtype=bool)  # past the point
+    odd = _NOT_FIRST[table[:, 0]] if width else np.zeros(n, dtype=bool)
+    if width > PLAIN_BYTES:  # tokens are their bytes then NULs: these are too long
+        odd |= table[:, PLAIN_BYTES] != 0
+    for j in range(min(width, PLAIN_BYTES)):
+        column = table[:, j]
+        digit = column - np.uint8(_ZERO)  # wraps around below "0": a digit is below 10
+        is_digit = digit < 10
+        digit *= is_digit
+        whole *= is_digit * np.uint8(9) + np.uint8(1)  # x 10 at a digit, x 1 elsewhere
+        whole += digit
+        digits += is_digit
+        places += after & is_digit
+        point = column == _POINT
+        if j:  # after the first byte: digits, a point, and the NULs after the token
+            odd |= ~(is_digit | point | (column == 0))
+        odd |= (point & after) if points else point
+        after |= point
+    plain = ~odd & (digits >= 1) & (digits <= PLAIN_DIGITS)
+    negative = table[:, 0] == _MINUS if width else np.zeros(n, dtype=bool)
+    if not points:
+        return np.where(negative, -whole, whole), plain
+    np.minimum(places, PLAIN_DIGITS, out=places)  # more only where the token is not plain
+    values = whole / _POWERS[places]
+    np.negative(values, out=values, where=negative)
+    return values, plain
 
 
 def plain_ranks(tokens: np.ndarray) -> bool:

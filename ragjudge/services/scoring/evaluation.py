@@ -28,23 +28,21 @@ from ragjudge.errors import InputError, UsageError
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import EvalResult, evaluate
 from ragjudge.metrics.registry import Measure, parse_measure
-from ragjudge.metrics.significance import PairedComparison, bootstrap_ci, compare_runs
-from ragjudge.metrics.sampled import SAMPLE_KEY, PoolSample
 from ragjudge.services.scoring.files import check_file, run_name_of
-from ragjudge.services.scoring.sampled import (
-    infap_on_sample,
-    missing_sample,
-    project_sample,
-    sample_qrels,
-    sample_reasons,
-    sample_summary,
-)
 from ragjudge.safetext import quote
 
+# What an evaluation of files with the measures of a ranking does not need is imported where
+# it is needed: the sampled estimators (their measures' module, ragjudge.metrics.sampled, is
+# loaded by the first of them parsed), the labels of RAG and answer measures, the bootstrap
+# and the paired tests. ``ragjudge eval --qrels --run`` starts without them
+# (tests/house/test_startup_imports.py).
 
 if TYPE_CHECKING:
+    from ragjudge.metrics.sampled import PoolSample
+    from ragjudge.metrics.significance import PairedComparison
     from ragjudge.services.access.rights import Access
     from ragjudge.services.gold.gold import Composition, Gold
+    from ragjudge.services.labels.sampling import StoredSample
     from ragjudge.services.project.database import Project
 
 
@@ -264,6 +262,8 @@ class Evaluation:
                   stratum: str | None = None) -> dict[str, tuple[float, float, float]]:
         """``{measure: (mean, low, high)}``: the 95 % bootstrap interval of each mean over the
         queries where the measure is defined."""
+        from ragjudge.metrics.significance import bootstrap_ci
+
         result = self.results[run]
         if stratum is not None:
             result = result.subset(self.strata[stratum])
@@ -323,7 +323,7 @@ def evaluate_all(
     results: dict[str, EvalResult] = {}
     left_out: dict[str, dict[str, dict[str, str]]] = {}
     ahead = _evaluate_ahead(qrels, runs, parsed, threshold, queries)
-    own_sample = project_sample(project, parsed, rule) if sample is None else None
+    own_sample = _project_sample(project, parsed, rule) if sample is None else None
     for done, (name, run) in enumerate(runs.items()):
         if progress is not None:  # progress(done, total, description, unit), now and then
             progress(done, len(runs), "evaluating", "runs")
@@ -336,6 +336,8 @@ def evaluate_all(
                                     own_sample.pool if own_sample is not None else None)
             result = evaluate(qrels, run, parsed, threshold=threshold, queries=queries, extras=extras)
         if own_sample is not None:  # infAP from the sample's qrels, not the gold's judged pairs
+            from ragjudge.services.scoring.sampled import infap_on_sample
+
             infap_on_sample(result, qrels, run, own_sample.pool, threshold)
         if len(run) == 0:
             without_ranking(result)
@@ -347,11 +349,16 @@ def evaluate_all(
     first = next(iter(results.values()))
     if qrels.n_queries == 0 and first.n_queries == 0:
         raise nothing
+    summary = None
+    if own_sample is not None:
+        from ragjudge.services.scoring.sampled import sample_summary
+
+        summary = sample_summary(own_sample, qrels)
     evaluation = Evaluation(
         measures=list(measures), results=results, query_ids=list(first.query_ids),
         averaging=first.averaging, queries_mode=first.queries, threshold=threshold, rule=rule,
         qrels_source=qrels_source, by=by, composition=composition, left_out=left_out,
-        sample=None if own_sample is None else sample_summary(own_sample, qrels),
+        sample=summary,
     )
     if strata is not None:
         groups: dict[str, list[str]] = {}
@@ -409,33 +416,46 @@ def left_out_reasons(result: EvalResult, extras: Mapping[str, Any] | None,
     not judged yet", "no nugget to count", ...), Attribution (no answer, no ranked chunk), and
     every measure of a ranking on a run of answers only (:data:`NO_RANKING`), and the sampled
     estimators (a query outside the sample, statAP with no relevant sampled chunk)."""
-    from ragjudge.metrics.answers import AnswerLabels, undefined_reasons
-    from ragjudge.metrics.rag import CitationLabels, Citations, attribution_reasons
-
     out: dict[str, dict[str, str]] = {}
     qids = result.query_ids
     for j, m in enumerate(result.measures):
         undefined = np.isnan(result.values[:, j])
         if not undefined.any():
             continue
-        reasons: list[str | None] = [None] * len(qids)
         given = (extras or {}).get(next(iter(m.needs), ""))
-        if "answers" in m.needs and isinstance(given, AnswerLabels):
-            reasons = undefined_reasons(m, given.align(qids))
-        elif "citations" in m.needs and isinstance(given, CitationLabels):
-            answered = set(map(str, given.answered))
-            ranked = set(run.query_ids)
-            reasons = attribution_reasons(Citations(
-                np.array([q in answered for q in qids], dtype=bool),
-                np.array([int(q in ranked) for q in qids], dtype=np.int64)))
-        elif len(run) == 0:
-            reasons = [NO_RANKING] * len(qids)
-        elif SAMPLE_KEY in m.needs and isinstance(given, PoolSample):
-            reasons = sample_reasons(m, qids, given)
+        if given is not None:
+            reasons = _reasons_from_extras(m, given, qids, run)
+        else:
+            reasons = [NO_RANKING if len(run) == 0 else None] * len(qids)
         found = {q: why for q, why, nan in zip(qids, reasons, undefined.tolist()) if nan and why}
         if found:
             out[str(m)] = found
     return out
+
+
+def _reasons_from_extras(m: Measure, given: Any, qids: Sequence[str],
+                         run: Run) -> Sequence[str | None]:
+    """Why ``m`` is undefined on each of ``qids``, from the extras it read (``given``: the
+    labels or the sample of its first need, whose module its own import loaded)."""
+    from ragjudge.metrics.answers import AnswerLabels, undefined_reasons
+    from ragjudge.metrics.rag import CitationLabels, Citations, attribution_reasons
+    from ragjudge.metrics.sampled import SAMPLE_KEY, PoolSample
+
+    if "answers" in m.needs and isinstance(given, AnswerLabels):
+        return undefined_reasons(m, given.align(qids))
+    if "citations" in m.needs and isinstance(given, CitationLabels):
+        answered = set(map(str, given.answered))
+        ranked = set(run.query_ids)
+        return attribution_reasons(Citations(
+            np.array([q in answered for q in qids], dtype=bool),
+            np.array([int(q in ranked) for q in qids], dtype=np.int64)))
+    if len(run) == 0:
+        return [NO_RANKING] * len(qids)
+    if SAMPLE_KEY in m.needs and isinstance(given, PoolSample):
+        from ragjudge.services.scoring.sampled import sample_reasons
+
+        return sample_reasons(m, qids, given)
+    return [None] * len(qids)
 
 
 PARALLEL_ENTRIES = 500_000
@@ -460,6 +480,17 @@ def _evaluate_ahead(qrels: Qrels, runs: Mapping[str, Run], parsed: Sequence[Meas
     return ahead
 
 
+def _project_sample(project: Project | None, measures: Sequence[Measure],
+                    rule: str | None) -> StoredSample | None:
+    """:func:`ragjudge.services.scoring.sampled.project_sample`: a project's gold only (``rule``
+    given) is estimated from the project's sample, and only then is that module loaded."""
+    if project is None or rule is None:
+        return None
+    from ragjudge.services.scoring.sampled import project_sample
+
+    return project_sample(project, measures, rule)
+
+
 def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, parsed: Sequence[Measure],
                     threshold: int | None, queries: Any, rule: str | None, *,
                     sample: PoolSample | None = None) -> dict[str, Any] | None:
@@ -469,9 +500,12 @@ def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, p
     needs = {key for m in parsed for key in m.needs}
     if not needs:
         return None
+    from ragjudge.metrics.sampled import SAMPLE_KEY
+    from ragjudge.services.scoring.sampled import missing_sample
+
     extras: dict[str, Any] = {}
     if SAMPLE_KEY in needs:
-        stored = project_sample(project, parsed, rule) if sample is None else None
+        stored = _project_sample(project, parsed, rule) if sample is None else None
         found = sample if sample is not None else None if stored is None else stored.pool
         if found is None:
             raise missing_sample(parsed, project is not None and rule is not None)
@@ -516,8 +550,10 @@ def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run
         extras = project_extras(project, run_name, qrels, run, [parsed], threshold, [query_id], rule)
         explanation = explain_rag(qrels, run, query_id, parsed, extras=extras, threshold=threshold)
     if explanation is None:
-        stored = project_sample(project, [parsed], rule) if not parsed.needs else None
+        stored = _project_sample(project, [parsed], rule) if not parsed.needs else None
         if stored is not None:  # infAP from the project's sample, as eval computes it
+            from ragjudge.services.scoring.sampled import sample_qrels
+
             qrels = sample_qrels(qrels, stored.pool)
         explanation = explain(qrels, run, query_id, parsed, threshold=threshold, extras=extras)
     visible = None if access is None else access.grade_filter(query_id)
@@ -649,6 +685,8 @@ def _compare_pair(evaluation: Evaluation, pair: Pairing, options: dict[str, Any]
                   ) -> list[PairedComparison]:
     """Run A against run B on the paired queries, one row per measure (in the evaluation's
     order); a measure undefined on some of them, on the queries where both runs have it."""
+    from ragjudge.metrics.significance import compare_runs
+
     labels = evaluation.measures
     values = {}
     for name in (pair.run_a, pair.run_b):
