@@ -205,3 +205,44 @@ def test_intervals_of_no_query_are_undefined():
     found, too_few = intervals({"r": np.zeros((0, 2))}, ["a", "b"], 100)
     assert too_few == {"r": ["a", "b"]}
     assert all(math.isnan(x) for pair in found["r"].values() for x in pair)
+
+
+def _screen_load(project) -> live.LiveEvaluation:
+    """An engine loaded as the screen loads it (a ``first`` to call: the agreement begun as the
+    labels are read)."""
+    engine = live.LiveEvaluation(project, measures=MEASURES)
+    engine.load(first=lambda: None)
+    return engine
+
+
+def test_agreement_begun_as_the_labels_are_read_equals_a_fresh_reading(demo):
+    """Made from the labels as read (their pairs in the order of the ids, before the engine
+    numbers them), with an LLM annotator left out: the first details pass takes it, and it is
+    ``load_ratings``' to the last bit."""
+    roster.add(demo, LLM, kind="llm", access=rights(demo, "lead"))
+    label_at_random(demo, random.Random(4), ["ana", "zoe", LLM], 40)
+    engine = _screen_load(demo)
+    early = engine._agreed
+    assert early is not None and early.llm == frozenset({LLM})
+    assert early.fits(engine.stamp, len(engine.labels.at().grade), early.llm, engine.policy)
+    assert shown_agreement(engine.details()) == fresh_agreement(demo)
+    assert engine._agreed is None  # taken once
+
+
+def test_agreement_of_labels_read_before_new_ones_is_made_again(demo):
+    """A label taken in after the load: the first details pass makes the agreement afresh."""
+    engine = _screen_load(demo)
+    label_at_random(demo, random.Random(5), ["ana", "ben"], 10)
+    assert engine.poll()
+    assert not engine._agreed.fits(engine.stamp, len(engine.labels.at().grade), engine._agreed.llm,
+                                   engine.policy)
+    assert shown_agreement(engine.details()) == fresh_agreement(demo)
+
+
+def test_a_complete_reference_leaves_the_agreement_to_the_details_pass(demo):
+    """Its implied grades count in the agreement: the details pass makes it from the engine's
+    copy of the labels."""
+    roster.set_reference(demo, "ben", complete=True, access=rights(demo, "lead"))
+    engine = _screen_load(demo)
+    assert engine._agreed is None
+    assert shown_agreement(engine.details()) == fresh_agreement(demo)
