@@ -48,7 +48,7 @@ from ragjudge.services.events.labels import NO_GRADE
 from ragjudge.models import AGGREGATION_RULES
 from ragjudge.services.access.rights import Access
 from ragjudge.services.scoring.livecore import CHANGE_COUNTER, CURRENT_SQL, DECIDED_SQL, IN_BATCH, LiveView, driver_rows
-from ragjudge.services.scoring.livedetails import MIN_INTERVAL_QUERIES, EarlyAgreement, LiveDetails, agreement, early_agreement, interval_resamples, intervals
+from ragjudge.services.scoring.livedetails import MIN_INTERVAL_QUERIES, LiveDetails, agreement, interval_resamples, intervals
 from ragjudge.services.scoring.livelabels import CurrentLabels
 from ragjudge.services.scoring.livepass import LivePass, evaluate_touched, evaluate_views
 from ragjudge.services.scoring.livesnapshot import COVERAGE_CHOICES, CURVE_K, PR_LEVELS, RANGE_COVERAGE, LiveSnapshot, QueryRows, fields, gold_measures, gold_numbers, means, query_rows, ranges, strata, strata_of
@@ -183,8 +183,6 @@ class LiveEvaluation:
         self._labels: CurrentLabels | None = None
         """the engine's copy of the current labels (None: to be read afresh)"""
         self._loaded = False
-        self._agreed: EarlyAgreement | None = None
-        """the agreement of the labels as the load read them, until a details pass takes it"""
         self._early = False
         """True while ``load``'s ``first`` runs: the gold view is evaluated, the version it will
         be stamped with not yet given (:meth:`details_work` gives it)."""
@@ -302,8 +300,6 @@ class LiveEvaluation:
             finally:
                 fetched = fetching.result()
             self._loaded = True
-            if first is not None:  # a screen: its agreement made beside the runs' layouts and the gold
-                self._agreed = early_agreement(self.project, fetched[0], fetched[1], fetched[3], worker_pool())
             self._take_labels(*fetched)
             self._recompute(reuse=False, first=first)
 
@@ -772,8 +768,6 @@ class LiveEvaluation:
             matrices = {n: m[np.ix_(rows, cols)] for n, m in gold.values.items()}  # type: ignore[arg-type]  # numpy's stubs omit the int lists ix_ takes
             pool_judged = self.space.pool_judged(gold.fitted())
             judged, labels = gold.n_pairs(), self._labels.at()
-            early, self._agreed = self._agreed, None
-            stamp = self.stamp
         space, project, budget = self.space, self.project, interval_resamples(len(rows), resamples or self.resamples)
 
         def work() -> LiveDetails:
@@ -784,10 +778,8 @@ class LiveEvaluation:
                 llm = llm_annotators(connection)
                 policy = gold_policy(connection, project.scale.min)
             scale = (project.scale.min, project.scale.max)
-            if early is not None and early.fits(stamp, len(labels.grade), llm, policy):
-                agreed = early.figures  # made while the load went on
-            else:  # on the second core while the intervals and the composition are made here
-                agreed = worker_pool().submit(agreement, labels, llm, policy, scale, query_ids)
+            # the agreement on the second core while the intervals and the composition are made here
+            agreed = worker_pool().submit(agreement, labels, llm, policy, scale, query_ids)
             spans, too_few = intervals(matrices, measures, budget)
             composition = labels.composition(rule, include_llm, judged)
             return LiveDetails(version=version, intervals=spans, resamples=budget,

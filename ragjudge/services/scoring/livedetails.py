@@ -24,9 +24,6 @@ import numpy as np
 from ragjudge.metrics.significance import bootstrap_ci
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
-    from ragjudge.services.events.labels import CodedLabels
     from ragjudge.services.gold.gold import Composition
     from ragjudge.services.gold.rules import GoldPolicy
     from ragjudge.services.scoring.livelabels import LabelsAt
@@ -121,51 +118,3 @@ def agreement(labels: LabelsAt, llm: frozenset[str], policy: GoldPolicy, scale: 
 
     ratings, unit_rows = labels.ratings(llm, policy, scale)
     return headline_agreement(ratings, unit_rows, query_ids)
-
-
-@dataclass(frozen=True)
-class EarlyAgreement:
-    """The people's agreement on the labels as a load read them (:func:`early_agreement`),
-    made on a worker thread while the engine lays the runs out and evaluates the gold; the
-    first details pass takes it when it is of the same labels (:meth:`fits`)."""
-
-    stamp: tuple[int, int]
-    """the labels' stamp when they were read"""
-    rows: int
-    """the current labels it counts"""
-    llm: frozenset[str]
-    """the LLM annotators it left out"""
-    figures: Future
-    """the fields of :class:`LiveDetails` that :func:`agreement` gives"""
-
-    def fits(self, stamp: tuple[int, int], rows: int, llm: frozenset[str], policy: GoldPolicy) -> bool:
-        """Whether it is the agreement of the labels a details pass reads: the same stamp, the
-        same labels (none dropped since for a query added after the queries were read), the
-        same LLM annotators left out, and no complete reference (whose implied grades count)."""
-        return stamp == self.stamp and rows == self.rows and llm == self.llm and not policy.complete
-
-
-def early_agreement(project: Any, stamp: tuple[int, int], labels: CodedLabels, policy: GoldPolicy,
-                    pool: Any) -> EarlyAgreement | None:
-    """The agreement of ``labels`` as just read (before the engine numbers their pairs), started
-    on ``pool``; None when a complete reference's implied grades would count (the details pass
-    then makes it from the engine's copy). The same ratings as
-    :meth:`ragjudge.services.scoring.livelabels.LabelsAt.ratings`: the labels' pairs are coded
-    in the order of (query id, chunk id), as the units of ``load_ratings`` are."""
-    from ragjudge.services.events.labels import llm_annotators
-
-    if policy.complete:
-        return None
-    with project.connect() as connection:
-        llm = frozenset(llm_annotators(connection))
-    scale = (project.scale.min, project.scale.max)
-
-    def work() -> dict[str, Any]:
-        from ragjudge.metrics._keys import decode
-        from ragjudge.services.agreement.ratings import coded_ratings
-        from ragjudge.services.agreement.views import headline_agreement
-
-        ratings, units = coded_ratings(labels.grade_rows(), scale, policy, leave_out=llm)
-        return headline_agreement(ratings, labels.pair_query[units], decode(labels.queries))
-
-    return EarlyAgreement(stamp, len(labels), llm, pool.submit(work))
