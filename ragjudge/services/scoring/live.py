@@ -289,10 +289,11 @@ class LiveEvaluation:
         from ragjudge.services.scoring.answers import scored_run, scored_run_names
 
         with self.lock:
-            queries = read_queries(self.project)
-            # the labels are read on a worker thread (mostly in SQLite) while the runs are read here
+            # the labels are read on a worker thread (mostly in SQLite) while the queries and
+            # the runs are read here
             fetching = worker_pool().submit(self._fetch_labels)
             try:
+                queries = read_queries(self.project)
                 self.runs = {name: scored_run(self.project, name) for name in scored_run_names(self.project)}
                 self.answers_only = frozenset(name for name, run in self.runs.items() if not len(run))
                 self.space = PairSpace(queries, self.runs)

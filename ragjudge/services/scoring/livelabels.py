@@ -19,7 +19,7 @@ decoding a label again:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,6 +68,9 @@ class CurrentLabels:
         self.code = {n: i for i, n in enumerate(self.names)}
         self.rows = LiveLabels(pair, who, grade, space.pairs.rows[pair])
         self.decided = dict(decided)
+        self._sources: dict[tuple[bool, str], tuple[tuple, np.ndarray, np.ndarray]] = {}
+        """(people, rule) -> what the labels were when the gold was decided (:meth:`_state`),
+        and the pairs the rule decided with what decided each (:func:`decide`'s sources)"""
 
     def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every current label ``(pair, annotator code, grade)``, sorted by pair and code."""
@@ -153,15 +156,16 @@ class CurrentLabels:
         once, then the adjudications (not under ``reference``, the reference alone), and on a
         complete reference's queries every chunk the runs rank judged at the bottom of the
         scale (:func:`ragjudge.services.gold.gold.closure`)."""
-        from ragjudge.services.gold.rules import REFERENCE_RULE, coded_gold
+        from ragjudge.services.gold.rules import REFERENCE_RULE, decide
 
         space, policy = self.space, self.policy
         pair, who, grade, people = self._people_rows(people)
         key = (people, rule)
         if key in golds:
             return golds[key]
-        numbers, values = coded_gold(GradeRows(pair, who, grade, space.pairs.rows, self.code), policy, rule,
-                                     self.unjudged_numbers() or None)
+        numbers, values, sources = decide(GradeRows(pair, who, grade, space.pairs.rows, self.code), policy, rule,
+                                          self.unjudged_numbers() or None)
+        self._sources[key] = (self._state(), numbers, sources)
         decided_numbers, decided_grades = self.decided_pairs() if rule != REFERENCE_RULE \
             else (np.zeros(0, dtype=np.int64), [])
         out = np.full(space.pairs.n, NO_GRADE, dtype=np.int64)
@@ -254,6 +258,18 @@ class CurrentLabels:
         return (np.concatenate([q[keep], xq]), np.concatenate([c[keep], xc]),
                 np.concatenate([np.asarray(g, dtype=np.int64)[keep], xg]))
 
+    def _state(self) -> tuple:
+        """What a gold decided from the labels depends on: the rows of labels (replaced, never
+        changed in place, when events come in), the LLM annotators, the pairs numbered."""
+        return (self.rows.merged()[0], tuple(sorted(self.llm_codes())), self.space.pairs.n)
+
+    def gold_sources(self) -> dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]]:
+        """(people, rule) -> the pairs and sources of the golds decided from the labels as they
+        are now (:meth:`gold_grades`), for :meth:`LabelsAt.composition` to count."""
+        state = self._state()
+        return {key: (pairs, sources) for key, (at, pairs, sources) in self._sources.items()
+                if at[0] is state[0] and at[1:] == state[1:]}
+
     def at(self) -> LabelsAt:
         """The labels as they stand now, for the details pass to read on its own thread (the
         arrays are not changed by later events: they are replaced)."""
@@ -261,7 +277,8 @@ class CurrentLabels:
         pair, who, grade = self.merged()
         pairs = self.space.pairs
         return LabelsAt(pair, who, grade, pairs.rows, pairs.byte_order(), dict(self.code),
-                        tuple(self.names), self.llm, self.policy, decided, self.unjudged_numbers())
+                        tuple(self.names), self.llm, self.policy, decided, self.unjudged_numbers(),
+                        self.gold_sources())
 
 
 @dataclass(frozen=True)
@@ -282,6 +299,9 @@ class LabelsAt:
     decided: np.ndarray
     unjudged: dict[str, np.ndarray]
     """per complete reference, the pair numbers it left unjudged"""
+    sources: dict[tuple[bool, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """(people, rule) -> the pairs a gold decided from these labels and their sources
+    (:meth:`CurrentLabels.gold_sources`)"""
 
     def composition(self, rule: str, include_llm: bool, judged: int) -> Composition:
         """What the gold of ``rule`` is made of, as :func:`ragjudge.services.gold.gold.gold`
@@ -297,8 +317,12 @@ class LabelsAt:
         if people and llm:
             keep = ~np.isin(who, llm)
             pair, who, grade = pair[keep], who[keep], grade[keep]
-        pairs, _, sources = decide(GradeRows(pair, who, grade, self.pair_rows, self.code), self.policy, rule,
-                                   self.unjudged or None)
+        found = self.sources.get((bool(people and llm), rule))
+        if found is not None:  # the gold's own decision, made as its view was
+            pairs, sources = found
+        else:
+            pairs, _, sources = decide(GradeRows(pair, who, grade, self.pair_rows, self.code), self.policy, rule,
+                                       self.unjudged or None)
         decided = self.decided if rule != REFERENCE_RULE else self.decided[:0]
         sources = sources[~np.isin(pairs, decided)]
         closed_world = judged - len(sources) - len(decided)

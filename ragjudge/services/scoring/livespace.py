@@ -45,6 +45,10 @@ POOL_DEPTH = 10
 """The pool is the union of every run's top ``POOL_DEPTH``."""
 
 
+_Entries = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""Run entries as query ids, chunk ids, pair hashes and query rows (-1: a query not listed)."""
+
+
 PARALLEL_CELLS = 200_000
 """From this many cells (run entries, or query x rank of a view) work is split over two threads
 (numpy lets go of the interpreter in its array loops, so the second core does half of it)."""
@@ -321,18 +325,50 @@ class PairSpace:
 
     def _pool_of_runs(self) -> tuple[np.ndarray, int]:
         """The pool's pairs per query row, and its size: distinct (query, chunk) pairs of every
-        run's top :data:`POOL_DEPTH`."""
-        q, c, h, rows = [], [], [], []
-        for run in self.runs.values():
-            starts = run.offsets[:-1]
-            keep = (np.arange(len(run)) - starts[run.qidx]) < POOL_DEPTH
-            q.append(run.query_id_bytes[run.qidx[keep]])
-            c.append(run.chunk_ids[keep])
-            h.append(run.pair_hashes[keep])
-            rows.append(_keys.lookup(self.query_bytes, run.query_id_bytes)[run.qidx[keep]])
+        run's top :data:`POOL_DEPTH`. Once the runs are laid out, the numbered pairs are those
+        the pool flags mark (:meth:`number_labels`), and only the entries no label numbered
+        are told apart by their ids; before, every entry is."""
+        if not self.runs or set(self.layouts) != set(self.runs):
+            return self._distinct_pairs([self._top_entries(name, run) for name, run in self.runs.items()])
+        self.fit_pool()
+        pooled = np.flatnonzero(self.in_pool[:self.pairs.n])
+        per_row, rest = self._distinct_pairs([self._unnumbered_entries(name, run)
+                                              for name, run in self.runs.items()])
+        per_row += np.bincount(self.pairs.rows[pooled], minlength=len(self.query_ids))
+        return per_row, len(pooled) + rest
+
+    def _top_entries(self, name: str, run: Run) -> _Entries:
+        """Every entry of the run's top :data:`POOL_DEPTH`: query ids, chunk ids, pair hashes,
+        query rows (-1: a query the project does not list)."""
+        starts = run.offsets[:-1]
+        keep = (np.arange(len(run)) - starts[run.qidx]) < POOL_DEPTH
+        rows = _keys.lookup(self.query_bytes, run.query_id_bytes)[run.qidx[keep]]
+        return run.query_id_bytes[run.qidx[keep]], run.chunk_ids[keep], run.pair_hashes[keep], rows
+
+    def _unnumbered_entries(self, name: str, run: Run) -> _Entries:
+        """The entries of the run's top :data:`POOL_DEPTH` its layout has no pair number for
+        (no label judges them), and those of queries the project does not list, as
+        :meth:`_top_entries` gives them."""
+        top = self.layouts[name].pairs[:, :POOL_DEPTH]
+        depth = np.minimum(self.run_lengths[name], POOL_DEPTH)
+        rows, pos = np.nonzero((top < 0) & (np.arange(top.shape[1]) < depth[:, None]))
+        entries = [run.offsets[self.run_rows[name][rows]] + pos]
+        unlisted = np.flatnonzero(_keys.lookup(self.query_bytes, run.query_id_bytes) < 0)
+        if len(unlisted):  # counted in the pool's size, in no row
+            starts, ends = run.offsets[unlisted], np.minimum(run.offsets[unlisted + 1], run.offsets[unlisted] + POOL_DEPTH)
+            entries.append(np.concatenate([np.arange(a, b) for a, b in zip(starts.tolist(), ends.tolist())]))
+            rows = np.concatenate([rows, np.full(len(entries[-1]), -1, dtype=rows.dtype)])
+        at = np.concatenate(entries).astype(np.int64)
+        return run.query_id_bytes[run.qidx[at]], run.chunk_ids[at], run.pair_hashes[at], rows
+
+    def _distinct_pairs(self, parts: list[_Entries]) -> tuple[np.ndarray, int]:
+        """Distinct (query, chunk) pairs among entries (:meth:`_top_entries`): per query row,
+        and in all."""
         empty = np.zeros(len(self.query_ids), dtype=np.int64)
-        if not q or not sum(len(x) for x in q):
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
             return empty, 0
+        q, c, h, rows = zip(*parts)
         width_q, width_c = max(x.dtype.itemsize for x in q), max(x.dtype.itemsize for x in c)
         qa = np.concatenate([_keys.widen(x, width_q) for x in q])
         ca = np.concatenate([_keys.widen(x, width_c) for x in c])

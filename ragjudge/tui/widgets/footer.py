@@ -19,7 +19,28 @@ DEFAULT_RANK = 5
 class PriorityFooter(Footer):
     """A :class:`~textual.widgets.Footer` that drops its least important keys to fit."""
 
+    _composed: tuple | None = None
+    """what the keys were last composed from (:meth:`_shown_keys`)"""
+
+    def _shown_keys(self) -> tuple:
+        """What the keys are made of: the screen's active bindings (each key's action, text,
+        whether it is enabled, its tooltip), the width and the style."""
+        bindings = tuple((key, binding.action, binding.description, binding.show, binding.group,
+                          binding.key_display, enabled, tooltip)
+                         for key, (_, binding, enabled, tooltip) in self.screen.active_bindings.items())
+        return bindings, self.size.width, self.compact, self.show_command_palette
+
+    async def recompose(self) -> None:
+        """Compose the keys again only when what they are made of changed (focus moving between
+        widgets of the same bindings, a screen resumed as it was, a burst of signals: each
+        composition mounts every key again)."""
+        if self._composed is not None and self.is_attached and self._shown_keys() == self._composed:
+            return
+        await super().recompose()
+
     def compose(self) -> ComposeResult:
+        if self._bindings_ready and self.is_attached:
+            self._composed = self._shown_keys()
         widgets = list(super().compose())
         width = self.size.width
         keys = [k for k in widgets if isinstance(k, FooterKey)]
