@@ -797,47 +797,58 @@ class CumulativeGain(Family):
     def _sides(self, pairs: list[tuple[Profile, Profile]]) -> list[tuple[np.ndarray, bool]]:
         """:meth:`_side` of (a, b) and of (b, a) for every pair, in that order, the Dinkelbach
         problems of all of them solved at once. The sides share their changes: (b, a)'s are
-        (a, b)'s negated, so its sorted row is (a, b)'s reversed and negated."""
+        (a, b)'s negated, so its sorted row is (a, b)'s reversed and negated.
+
+        A row is solved first over the prefixes of its positive changes and the zero run's end
+        only: where the best of them with every level equal is >= 0, Dinkelbach's t stays >= 0,
+        and then no count past the zero run can be picked (each negative change lowers E(c)
+        while D_k(c) does not fall), nor beat that start; the other rows are solved again over
+        every candidate, as :meth:`_side` does."""
         found: list[tuple[np.ndarray, np.ndarray]] = []  # per side: its best, its rows
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for a, b in pairs:
             e = self._changes(a, b)
             rows = np.flatnonzero((e != 0).any(axis=1))
             e = e[rows]
-            # as _candidates sorts: descending, a zero column between positives and negatives
-            ordered = -np.sort(-np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
+            # as _candidates sorts: descending, a zero column between positives and negatives;
+            # (b, a)'s descending row is (a, b)'s ascending one negated
+            ordered = np.sort(np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
             n_pos, n_neg = (e > 0).sum(axis=1), (e < 0).sum(axis=1)
-            for x, y, s, up, down in ((a, b, ordered, n_pos, n_neg), (b, a, None, n_neg, n_pos)):
+            for x, y, s, up, down in ((a, b, ordered[:, ::-1], n_pos, n_neg), (b, a, None, n_neg, n_pos)):
                 start = x.fixed - y.fixed
                 best = np.maximum(_ratio(start, self.ideal_now), _ratio(start, self.most))
                 found.append((best, rows))
                 if len(rows):
-                    if s is None:
-                        s = -ordered[:, ::-1]
-                    parts.append((rows, start[rows], self._compact(s, up, down), up, down))
+                    parts.append((rows, start[rows], -ordered if s is None else s, up, down))
         if not parts:
             return [(best, True) for best, _ in found]
-        width = max(p[2].shape[1] for p in parts)
-        n = sum(len(p[0]) for p in parts)
         rows, start = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         n_pos, n_neg = np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts])
-        steps = np.zeros((n, width))
+        # E(c) of the positive prefixes and the zero run's end: the running sums of each sorted
+        # row's first columns (the positives lead it, a zero after them; the sums past the
+        # zero run's end are never read)
+        width = int(n_pos.max()) + 1
+        totals = np.zeros((len(rows), width + 1))
         at = 0
         for p in parts:
-            steps[at:at + len(p[0]), :p[2].shape[1]] = p[2]
+            w = min(width, p[2].shape[1])
+            np.cumsum(p[2][:, :w], axis=1, out=totals[at:at + len(p[0]), 1:w + 1])
             at += len(p[0])
-        m = n_pos + n_neg + 2  # candidates: prefixes 0..n_pos, the zero run's end, the negatives
-        value, done = np.empty(n), np.empty(n, dtype=bool)
-        order = np.argsort(m, kind="stable")
-        for chunk in _chunks(m[order]):
-            at_ = order[chunk]
-            w = int(m[at_[-1]])
-            total = np.concatenate([np.zeros((len(at_), 1)), np.cumsum(steps[at_, :w - 1], axis=1)], axis=1)
-            up, down = n_pos[at_][:, None], n_neg[at_][:, None]
-            zeros = self.layout.n_open[rows[at_]][:, None] - up - down
-            k = np.arange(w)[None, :]
-            count = np.where(k <= up, k, np.where(k < up + down + 2, zeros + k - 1, -1))
-            value[at_], done[at_] = self._best_ratio(start[at_], count, total, rows[at_])
+        value, done, again = self._solve(rows, start, totals, n_pos, n_neg, n_pos)
+        if len(again):  # the rows whose best with every level equal is < 0: every candidate
+            offsets = np.cumsum([0] + [len(p[0]) for p in parts])
+            pieces = []
+            for p, lo, hi in zip(parts, offsets[:-1], offsets[1:]):
+                mine = again[(again >= lo) & (again < hi)] - lo
+                if len(mine):
+                    pieces.append(self._compact(p[2][mine], p[3][mine], p[4][mine]))
+            wide = np.zeros((len(again), max(x.shape[1] for x in pieces) + 1))
+            at = 0
+            for x in pieces:
+                np.cumsum(x, axis=1, out=wide[at:at + len(x), 1:x.shape[1] + 1])
+                at += len(x)
+            value[again], done[again], _ = self._solve(rows[again], start[again], wide, n_pos[again],
+                                                       n_neg[again], n_pos[again] + n_neg[again])
         out: list[tuple[np.ndarray, bool]] = []
         at = 0
         for best, rows_ in found:
@@ -846,6 +857,44 @@ class CumulativeGain(Family):
             out.append((best, bool(done[at:at + len(rows_)].all())))
             at += len(rows_)
         return out
+
+    def _solve(self, rows: np.ndarray, start: np.ndarray, totals: np.ndarray, n_pos: np.ndarray,
+               n_neg: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' best ratios over the candidates up to the prefix of ``last`` changes (the
+        positives then the negatives, the zero run's end between them; ``totals``: E(c) of the
+        candidates, the running sums of the steps of :meth:`_compact`), grouped by their number
+        of candidates; and, when ``last`` is the positives only, the rows (indexes) whose best
+        with every level equal is < 0, left for every candidate (their values unset)."""
+        n = len(rows)
+        value, done = np.empty(n), np.ones(n, dtype=bool)
+        partial = bool((last < n_pos + n_neg).any())
+        again: list[np.ndarray] = []
+        m = last + 2  # candidates: prefixes 0..n_pos, the zero run's end, the negatives
+        # small counts: a stable sort of 16-bit keys is a radix sort
+        order = np.argsort(m.astype(np.int16) if len(m) and int(m.max()) < 1 << 15 else m, kind="stable")
+        for chunk in _chunks(m[order]):
+            at = order[chunk]
+            w = int(m[at[-1]])
+            total = totals[at, :w]
+            up, down = n_pos[at][:, None], n_neg[at][:, None]
+            zeros = self.layout.n_open[rows[at]][:, None] - up - down
+            k = np.arange(w)[None, :]
+            count = np.where(k <= up, k, np.where(k < last[at][:, None] + 2, zeros + k - 1, -1))
+            if not partial:
+                value[at], done[at] = self._best_ratio(start[at], count, total, rows[at])
+                continue
+            ok, ideal, equal = self._equal(start[at], count, total, rows[at])
+            low = equal < 0
+            if low.any():
+                again.append(at[low])
+                keep = np.flatnonzero(~low)
+                at, equal, ok, total = at[keep], equal[keep], ok[keep], total[keep]
+                ideal = [x[keep] for x in ideal]
+            if self.top == 1:
+                value[at] = equal
+            elif len(at):
+                value[at], done[at] = self._dinkelbach(start[at], ok, total, ideal, equal, rows[at])
+        return value, done, np.sort(np.concatenate(again)) if again else np.zeros(0, dtype=np.int64)
 
     @staticmethod
     def _compact(s: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarray:
@@ -881,18 +930,24 @@ class CumulativeGain(Family):
         """max over count vectors of (start + sum_l dgain_l E(c_l)) / IDCG(counts), for the
         queries ``rows`` (a query may come more than once: each row is computed alone), and
         whether each row reached its optimum."""
+        ok, ideal, equal = self._equal(start, count, total, rows)
+        if self.top == 1:
+            return equal, np.ones(len(equal), dtype=bool)
+        return self._dinkelbach(start, ok, total, ideal, equal, rows)
+
+    def _equal(self, start: np.ndarray, count: np.ndarray, total: np.ndarray, rows: np.ndarray
+               ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """Which candidates are, each level's IDCG term at them, and the best ratio with every
+        level equal (grades 0 or G only): exact with one positive grade, and a feasible value
+        for Dinkelbach to climb from."""
         ok = count >= 0
         c = np.maximum(count, 0)
         ideal = [self.ideal_sum[self.judged[rows, lv][:, None] + c] for lv in range(self.top)]
         den = self._scaled(0, ideal[0])
         for lv in range(1, self.top):
             den = den + self._scaled(lv, ideal[lv])
-        # every level equal (grades 0 or G only): exact with one positive grade, and a
-        # feasible value for Dinkelbach to climb from
         equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
-        if self.top == 1:
-            return equal, np.ones(len(equal), dtype=bool)
-        return self._dinkelbach(start, ok, total, ideal, equal, rows)
+        return ok, ideal, equal
 
     def _dinkelbach(self, start: np.ndarray, ok: np.ndarray, total: np.ndarray,
                     ideal: list[np.ndarray], t: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
