@@ -213,7 +213,7 @@ class Profile:
             values = getattr(self, name)
             fill = np.array([ABSENT if name == "rank" else 0], dtype=values.dtype)
             table = self._tables[name] = np.concatenate([values, fill])
-        return table[var]
+        return np.take(table, var)  # as table[var], faster
 
     @cached_property
     def alpha(self) -> np.ndarray:
