@@ -82,6 +82,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -93,7 +94,7 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import max_depth
 from ragjudge.metrics.registry import Measure, parse_measure
-from ragjudge.metrics.settle_layout import Layout, Pool, occurrences
+from ragjudge.metrics.settle_layout import Layout, Pool, RunCells, occurrences
 from ragjudge.metrics.settle_measures import (
     AP_EXACT_PAIRS,
     Draw,
@@ -264,14 +265,19 @@ class Settlement:
         depth = max_depth(parsed)
         self.runs: list[RunData] = []
         profiles: list[list[Profile]] = [[] for _ in parsed]
-        for name, run in named.items():
+
+        def read(item: tuple[str, Run]) -> tuple[RunData, list[Profile], RunCells]:
+            name, run = item
             cells = self.layout.cells(run, depth, name)
             ctx = self.layout.context(cells)
             var, col = occurrences(cells.open, cells.open.shape[1])
             data = RunData(name, var, col, cells.rank.astype(np.int64))
+            return data, [fam.profile(data, cells, m(ctx)) for m, fam in zip(parsed, self.families)], cells
+
+        for data, mine, cells in _each_in_order(read, list(named.items())):  # runs read two at once
             self.runs.append(data)
-            for j, (m, fam) in enumerate(zip(parsed, self.families)):
-                profiles[j].append(fam.profile(data, cells, m(ctx)))
+            for j, profile in enumerate(mine):
+                profiles[j].append(profile)
             prior.add(cells)
         for fam, mine in zip(self.families, profiles):
             fam.prepare(mine)
@@ -577,6 +583,24 @@ def _each(work: Callable[[int], None], items: Sequence[int]) -> None:
 
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         list(pool.map(work, items))
+
+
+def _each_in_order(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+    """``work(item)`` of every item, in order, two computed at once as for :func:`_each` (each
+    result is taken as soon as it is ready, so only a few are held at a time)."""
+    if len(items) < 2 or THREADS < 2:
+        yield from map(work, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        ahead = deque(pool.submit(work, item) for item in items[:THREADS])
+        for item in items[THREADS:]:
+            done = ahead.popleft().result()
+            ahead.append(pool.submit(work, item))
+            yield done
+        while ahead:
+            yield ahead.popleft().result()
 
 
 def _order_chance(now: float, draws: int, sums: np.ndarray, fixed: float, n_queries: int,
