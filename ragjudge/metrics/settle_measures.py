@@ -872,28 +872,40 @@ class CumulativeGain(Family):
         m = last + 2  # candidates: prefixes 0..n_pos, the zero run's end, the negatives
         # small counts: a stable sort of 16-bit keys is a radix sort
         order = np.argsort(m.astype(np.int16) if len(m) and int(m.max()) < 1 << 15 else m, kind="stable")
-        for chunk in _chunks(m[order]):
-            at = order[chunk]
-            w = int(m[at[-1]])
+        # every row's data in that order once, so that each chunk is a slice (no gathers)
+        totals, rows, start, n_pos, n_neg, last, m = (np.take(x, order, axis=0) for x in
+                                                      (totals, rows, start, n_pos, n_neg, last, m))
+        sorted_value, sorted_done = np.empty(n), np.ones(n, dtype=bool)
+        for at in _chunks(m):
+            w = int(m[at.stop - 1])
             total = totals[at, :w]
-            up, down = n_pos[at][:, None], n_neg[at][:, None]
-            zeros = self.layout.n_open[rows[at]][:, None] - up - down
+            up, down = n_pos[at, None], n_neg[at, None]
+            zeros = np.take(self.layout.n_open, rows[at])[:, None] - up - down
             k = np.arange(w)[None, :]
-            count = np.where(k <= up, k, np.where(k < last[at][:, None] + 2, zeros + k - 1, -1))
+            count = np.where(k <= up, k, np.where(k < last[at, None] + 2, zeros + k - 1, -1))
             if not partial:
-                value[at], done[at] = self._best_ratio(start[at], count, total, rows[at])
+                sorted_value[at], sorted_done[at] = self._best_ratio(start[at], count, total, rows[at])
                 continue
             ok, ideal, equal = self._equal(start[at], count, total, rows[at])
             low = equal < 0
-            if low.any():
-                again.append(at[low])
-                keep = np.flatnonzero(~low)
-                at, equal, ok, total = at[keep], equal[keep], ok[keep], total[keep]
-                ideal = [x[keep] for x in ideal]
+            if not low.any():
+                if self.top == 1:
+                    sorted_value[at] = equal
+                else:
+                    sorted_value[at], sorted_done[at] = self._dinkelbach(start[at], ok, total, ideal,
+                                                                         equal, rows[at])
+                continue
+            again.append(order[at][low])
+            keep = np.flatnonzero(~low)
+            where = np.arange(at.start, at.stop)[keep]
+            equal, ok, total = equal[keep], ok[keep], total[keep]
+            ideal = [x[keep] for x in ideal]
             if self.top == 1:
-                value[at] = equal
-            elif len(at):
-                value[at], done[at] = self._dinkelbach(start[at], ok, total, ideal, equal, rows[at])
+                sorted_value[where] = equal
+            elif len(where):
+                sorted_value[where], sorted_done[where] = self._dinkelbach(start[where], ok, total, ideal,
+                                                                           equal, rows[where])
+        value[order], done[order] = sorted_value, sorted_done
         return value, done, np.sort(np.concatenate(again)) if again else np.zeros(0, dtype=np.int64)
 
     @staticmethod
@@ -942,7 +954,7 @@ class CumulativeGain(Family):
         for Dinkelbach to climb from."""
         ok = count >= 0
         c = np.maximum(count, 0)
-        ideal = [self.ideal_sum[self.judged[rows, lv][:, None] + c] for lv in range(self.top)]
+        ideal = [np.take(self.ideal_sum, np.take(self.judged[:, lv], rows)[:, None] + c) for lv in range(self.top)]
         den = self._scaled(0, ideal[0])
         for lv in range(1, self.top):
             den = den + self._scaled(lv, ideal[lv])
