@@ -158,7 +158,7 @@ class RunData:
 
     def rows(self, rows: np.ndarray) -> RunData:
         """The same run on some queries only (their open cells, as narrow as they allow)."""
-        var = self.var[rows]
+        var = np.take(self.var, rows, axis=0)
         width = int((var >= 0).sum(axis=1).max()) if var.size else 0
         part = RunData(self.name, var[:, :width], self.col[rows, :width], self.rank)
         part._whole = self  # the open pairs' ranks (V,) are the whole run's: made once
@@ -633,8 +633,8 @@ class AveragePrecision(Family):
         numbers packed to the left (-1 padding after them), with alpha (1/rank in a), beta
         (1/rank in b), lambda = own_a - own_b, and the count of the query's other open pairs
         (fillers)."""
-        va = a.var[rows]
-        vb = b.var[rows]
+        va = np.take(a.var, rows, axis=0)
+        vb = np.take(b.var, rows, axis=0)
         vb = np.where(a.lookup("rank", vb) < ABSENT, -1, vb)
         n_a = (va >= 0).sum(axis=1)  # a's cells lead its rows (rank order, padding after)
         keep = vb >= 0
@@ -647,7 +647,7 @@ class AveragePrecision(Family):
         var[r, n_a[r] + (np.cumsum(keep, axis=1)[r, c] - 1)] = vb[r, c]
         alpha, beta = a.lookup("alpha", var), b.lookup("alpha", var)
         lam = a.lookup("extra", var) - b.lookup("extra", var)
-        fillers = self.layout.n_open[rows] - (n_a + n_b)
+        fillers = np.take(self.layout.n_open, rows) - (n_a + n_b)
         return var, alpha, beta, lam, fillers
 
     def _relaxed(self, a: Profile, b: Profile, rows: np.ndarray) -> np.ndarray:
@@ -668,8 +668,8 @@ class AveragePrecision(Family):
         prefix = np.concatenate([np.zeros((len(rows), 1)),
                                  np.cumsum(np.where(np.isfinite(mu), mu, 0.0), axis=1)], axis=1)
         size = np.arange(prefix.shape[1])[None, :]
-        num = (a.fixed - b.fixed)[rows, None] + prefix
-        den = self.judged_relevant[rows, None] + size
+        num = np.take(a.fixed - b.fixed, rows)[:, None] + prefix
+        den = np.take(self.judged_relevant, rows)[:, None] + size
         best = np.maximum(_ratio(num, den), _ratio(num, den + fillers[:, None]))
         return np.where(size <= valid.sum(axis=1)[:, None], best, -np.inf).max(axis=1)
 
@@ -809,7 +809,7 @@ class CumulativeGain(Family):
         for a, b in pairs:
             e = self._changes(a, b)
             rows = np.flatnonzero((e != 0).any(axis=1))
-            e = e[rows]
+            e = np.take(e, rows, axis=0)
             # as _candidates sorts: descending, a zero column between positives and negatives;
             # (b, a)'s descending row is (a, b)'s ascending one negated
             ordered = np.sort(np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
