@@ -525,7 +525,7 @@ class Settlement:
             if j not in harms:
                 if by_measure:
                     self._judge_more_of(by_measure.popitem()[1], len(order), harms, out)
-                harm = self.families[j].harm(self.model.probs)[order]
+                harm = np.take(self.families[j].harm(self.model.probs), order)
                 harms[j] = harm, 1.0 - harm
             by_measure.setdefault(j, []).append((key, moves, need))
         for items in by_measure.values():
@@ -549,7 +549,7 @@ class Settlement:
         lifts of :meth:`_swings`, made for a slice of the pairs when asked) and its need."""
         n = max(self.layout.n_queries, 1)
         for j, keys in self._unsettled(bounds).items():
-            flips = {name: (self.families[j].flip(self.profile(j, name)) / n)[order]
+            flips = {name: np.take(self.families[j].flip(self.profile(j, name)) / n, order)
                      for name in {x for _, a, b in keys for x in (a, b)}}
             for key in keys:
                 diff, low, high, _ = bounds[key]

@@ -244,7 +244,7 @@ class Profile:
 
 def narrowed(p: Profile, run: RunData, rows: np.ndarray) -> Profile:
     """The profile on some queries only (``run``: the run's data on them, :meth:`RunData.rows`)."""
-    return Profile(run, p.cur[rows], p.k, p.fixed[rows], p.extra)
+    return Profile(run, np.take(p.cur, rows), p.k, np.take(p.fixed, rows), p.extra)
 
 
 class Draw:
@@ -842,11 +842,11 @@ class CumulativeGain(Family):
                 mine = again[(again >= lo) & (again < hi)] - lo
                 if len(mine):
                     pieces.append(self._compact(p[2][mine], p[3][mine], p[4][mine]))
-            wide = np.zeros((len(again), max(x.shape[1] for x in pieces) + 1))
+            wide = np.zeros((len(again), max(piece.shape[1] for piece in pieces) + 1))
             at = 0
-            for x in pieces:
-                np.cumsum(x, axis=1, out=wide[at:at + len(x), 1:x.shape[1] + 1])
-                at += len(x)
+            for piece in pieces:
+                np.cumsum(piece, axis=1, out=wide[at:at + len(piece), 1:piece.shape[1] + 1])
+                at += len(piece)
             value[again], done[again], _ = self._solve(rows[again], start[again], wide, n_pos[again],
                                                        n_neg[again], n_pos[again] + n_neg[again])
         out: list[tuple[np.ndarray, bool]] = []
