@@ -133,6 +133,29 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
+#: rows at most this wide are summed a column at a time by :func:`_running`
+RUNNING_COLUMNS = 64
+
+
+def _running(x: np.ndarray, dtype: type | None = None, out: np.ndarray | None = None,
+             op: np.ufunc = np.add) -> np.ndarray:
+    """``op.accumulate(x, axis=-1)`` (``np.cumsum`` for ``np.add``; booleans summed as ``dtype``,
+    int64 by default), the same numbers (each column combined with the running value of the
+    ones before it, in order), computed a column at a time over every row at once: numpy's own
+    loop goes row by row, slow on many short rows."""
+    if dtype is None:
+        dtype = np.int64 if x.dtype == np.bool_ else x.dtype.type
+    if x.shape[-1] > RUNNING_COLUMNS or x.ndim == 1:
+        return np.asarray(op.accumulate(x, axis=-1, dtype=dtype, out=out))
+    if out is None:
+        out = np.empty(x.shape, dtype=dtype)
+    if x.shape[-1]:
+        out[..., 0] = x[..., 0]
+        for j in range(1, x.shape[-1]):
+            op(out[..., j - 1], x[..., j], out=out[..., j])
+    return out
+
+
 def _rr(rank: np.ndarray) -> np.ndarray:
     """1 / (rank + 1) of 0-based ranks, 0 for ABSENT."""
     rank = np.asarray(rank)
@@ -306,7 +329,7 @@ class RunDraw:
     def hits(self, level: int) -> np.ndarray:
         """(S, Q, W) relevant open cells so far, rank by rank (the cell itself included)."""
         if level not in self._hits:
-            self._hits[level] = np.cumsum(self.grades >= level, axis=2, dtype=np.int16)
+            self._hits[level] = _running(self.grades >= level, np.int16)
         return self._hits[level]
 
 
@@ -657,16 +680,16 @@ class AveragePrecision(Family):
         in_a = valid & (alpha > 0)
         in_b = in_a & (beta > 0)
         only = in_a & ~in_b
-        only_before: np.ndarray = np.cumsum(only, axis=1) - only
-        b_before: np.ndarray = np.cumsum(in_b, axis=1) - in_b
+        only_before: np.ndarray = _running(only) - only
+        b_before: np.ndarray = _running(in_b) - in_b
         seen = np.where(in_b, beta, np.inf)
-        beta_min = np.minimum.accumulate(
-            np.concatenate([np.full((len(rows), 1), np.inf), seen[:, :-1]], axis=1), axis=1)
+        beta_min = _running(np.concatenate([np.full((len(rows), 1), np.inf), seen[:, :-1]], axis=1),
+                            op=np.minimum)
         rho = np.maximum(alpha - np.minimum(beta, beta_min), 0.0)
         kappa = np.where(in_a, only_before * alpha + b_before * rho, 0.0)
         mu = -np.sort(-np.where(valid, lam + kappa, -np.inf), axis=1)
-        prefix = np.concatenate([np.zeros((len(rows), 1)),
-                                 np.cumsum(np.where(np.isfinite(mu), mu, 0.0), axis=1)], axis=1)
+        prefix = np.zeros((len(rows), mu.shape[1] + 1))
+        _running(np.where(np.isfinite(mu), mu, 0.0), out=prefix[:, 1:])
         size = np.arange(prefix.shape[1])[None, :]
         num = np.take(a.fixed - b.fixed, rows)[:, None] + prefix
         den = np.take(self.judged_relevant, rows)[:, None] + size
@@ -832,7 +855,7 @@ class CumulativeGain(Family):
         at = 0
         for p in parts:
             w = min(width, p[2].shape[1])
-            np.cumsum(p[2][:, :w], axis=1, out=totals[at:at + len(p[0]), 1:w + 1])
+            _running(p[2][:, :w], out=totals[at:at + len(p[0]), 1:w + 1])
             at += len(p[0])
         value, done, again = self._solve(rows, start, totals, n_pos, n_neg, n_pos)
         if len(again):  # the rows whose best with every level equal is < 0: every candidate
@@ -845,7 +868,7 @@ class CumulativeGain(Family):
             wide = np.zeros((len(again), max(piece.shape[1] for piece in pieces) + 1))
             at = 0
             for piece in pieces:
-                np.cumsum(piece, axis=1, out=wide[at:at + len(piece), 1:piece.shape[1] + 1])
+                _running(piece, out=wide[at:at + len(piece), 1:piece.shape[1] + 1])
                 at += len(piece)
             value[again], done[again], _ = self._solve(rows[again], start[again], wide, n_pos[again],
                                                        n_neg[again], n_pos[again] + n_neg[again])
