@@ -289,6 +289,9 @@ class Settlement:
         self._order: np.ndarray | None = None
         self._expected: dict[tuple[int, str], float] = {}
         self._scales: dict[tuple[int, str, str], float] = {}
+        #: the flips the weights made, kept for judge_more (each taken once)
+        self._flips: dict[tuple[int, str], np.ndarray] = {}
+        self._keep_flips = False
         #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
         self.samples_used = 0
 
@@ -337,7 +340,9 @@ class Settlement:
             bounds = self._settle_bounds()
             chances = self._chances(bounds)
             drafts = [self._draft(key, *bounds[key], chances.get(key, np.nan)) for key in bounds]
+            self._keep_flips = True  # the weights' flips serve judge_more's moves
             more = self._judge_more(bounds)
+            self._keep_flips, self._flips = False, {}
             self._comparisons = [dataclasses.replace(d, judge_more=more.get(key, 0))
                                  for d, key in zip(drafts, bounds)]
         return self._comparisons
@@ -367,9 +372,8 @@ class Settlement:
         """Per comparison not settled: its key, measure, each open pair's swing and lift (see
         :func:`_threat`) and what it still needs, one measure's flips in memory at a time. The
         swings are scaled to add up to the gap (the scale kept for :meth:`_moves`)."""
-        n = max(self.layout.n_queries, 1)
         for j, keys in self._unsettled(bounds).items():
-            flips = {name: self.families[j].flip(self.profile(j, name)) / n
+            flips = {name: self._flip(j, name)
                      for name in {x for _, a, b in keys for x in (a, b)}}
             for key in keys:
                 diff, low, high, _ = bounds[key]
@@ -377,6 +381,19 @@ class Settlement:
                 total = float(swing.sum())
                 self._scales[key] = scale = gap / total if total > 0 else 1.0
                 yield key, j, swing * scale, lift, max(need, EPS)
+
+    def _flip(self, j: int, name: str) -> np.ndarray:
+        """Measure j's flips of a run over the query count (:meth:`Family.flip`); kept for
+        :meth:`_moves` while :meth:`comparisons` works out judge_more."""
+        flip = self.families[j].flip(self.profile(j, name)) / max(self.layout.n_queries, 1)
+        if self._keep_flips:
+            self._flips[j, name] = flip
+        return flip
+
+    def _taken_flip(self, j: int, name: str) -> np.ndarray:
+        """:meth:`_flip`: the one the weights kept, if they did (then let go)."""
+        kept = self._flips.pop((j, name), None)
+        return kept if kept is not None else self._flip(j, name)
 
     def _unsettled(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
                    ) -> dict[int, list[tuple[int, str, str]]]:
@@ -547,9 +564,8 @@ class Settlement:
                                                     Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]]:
         """Per comparison not settled: its key, measure, its moves in ``order`` (the swings and
         lifts of :meth:`_swings`, made for a slice of the pairs when asked) and its need."""
-        n = max(self.layout.n_queries, 1)
         for j, keys in self._unsettled(bounds).items():
-            flips = {name: np.take(self.families[j].flip(self.profile(j, name)) / n, order)
+            flips = {name: np.take(self._taken_flip(j, name), order)
                      for name in {x for _, a, b in keys for x in (a, b)}}
             for key in keys:
                 diff, low, high, _ = bounds[key]
