@@ -82,6 +82,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -93,7 +94,7 @@ from ragjudge.metrics import _keys
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import max_depth
 from ragjudge.metrics.registry import Measure, parse_measure
-from ragjudge.metrics.settle_layout import Layout, Pool, occurrences
+from ragjudge.metrics.settle_layout import Layout, Pool, RunCells, occurrences
 from ragjudge.metrics.settle_measures import (
     AP_EXACT_PAIRS,
     Draw,
@@ -264,14 +265,19 @@ class Settlement:
         depth = max_depth(parsed)
         self.runs: list[RunData] = []
         profiles: list[list[Profile]] = [[] for _ in parsed]
-        for name, run in named.items():
+
+        def read(item: tuple[str, Run]) -> tuple[RunData, list[Profile], RunCells]:
+            name, run = item
             cells = self.layout.cells(run, depth, name)
             ctx = self.layout.context(cells)
             var, col = occurrences(cells.open, cells.open.shape[1])
             data = RunData(name, var, col, cells.rank.astype(np.int64))
+            return data, [fam.profile(data, cells, m(ctx)) for m, fam in zip(parsed, self.families)], cells
+
+        for data, mine, cells in _each_in_order(read, list(named.items())):  # runs read two at once
             self.runs.append(data)
-            for j, (m, fam) in enumerate(zip(parsed, self.families)):
-                profiles[j].append(fam.profile(data, cells, m(ctx)))
+            for j, profile in enumerate(mine):
+                profiles[j].append(profile)
             prior.add(cells)
         for fam, mine in zip(self.families, profiles):
             fam.prepare(mine)
@@ -283,6 +289,9 @@ class Settlement:
         self._order: np.ndarray | None = None
         self._expected: dict[tuple[int, str], float] = {}
         self._scales: dict[tuple[int, str, str], float] = {}
+        #: the flips the weights made, kept for judge_more (each taken once)
+        self._flips: dict[tuple[int, str], np.ndarray] = {}
+        self._keep_flips = False
         #: the draws the last order probabilities took (``samples``, fewer on a large open pool)
         self.samples_used = 0
 
@@ -331,7 +340,9 @@ class Settlement:
             bounds = self._settle_bounds()
             chances = self._chances(bounds)
             drafts = [self._draft(key, *bounds[key], chances.get(key, np.nan)) for key in bounds]
+            self._keep_flips = True  # the weights' flips serve judge_more's moves
             more = self._judge_more(bounds)
+            self._keep_flips, self._flips = False, {}
             self._comparisons = [dataclasses.replace(d, judge_more=more.get(key, 0))
                                  for d, key in zip(drafts, bounds)]
         return self._comparisons
@@ -361,9 +372,8 @@ class Settlement:
         """Per comparison not settled: its key, measure, each open pair's swing and lift (see
         :func:`_threat`) and what it still needs, one measure's flips in memory at a time. The
         swings are scaled to add up to the gap (the scale kept for :meth:`_moves`)."""
-        n = max(self.layout.n_queries, 1)
         for j, keys in self._unsettled(bounds).items():
-            flips = {name: self.families[j].flip(self.profile(j, name)) / n
+            flips = {name: self._flip(j, name)
                      for name in {x for _, a, b in keys for x in (a, b)}}
             for key in keys:
                 diff, low, high, _ = bounds[key]
@@ -371,6 +381,19 @@ class Settlement:
                 total = float(swing.sum())
                 self._scales[key] = scale = gap / total if total > 0 else 1.0
                 yield key, j, swing * scale, lift, max(need, EPS)
+
+    def _flip(self, j: int, name: str) -> np.ndarray:
+        """Measure j's flips of a run over the query count (:meth:`Family.flip`); kept for
+        :meth:`_moves` while :meth:`comparisons` works out judge_more."""
+        flip = self.families[j].flip(self.profile(j, name)) / max(self.layout.n_queries, 1)
+        if self._keep_flips:
+            self._flips[j, name] = flip
+        return flip
+
+    def _taken_flip(self, j: int, name: str) -> np.ndarray:
+        """:meth:`_flip`: the one the weights kept, if they did (then let go)."""
+        kept = self._flips.pop((j, name), None)
+        return kept if kept is not None else self._flip(j, name)
 
     def _unsettled(self, bounds: Mapping[tuple[int, str, str], tuple[float, float, float, bool]]
                    ) -> dict[int, list[tuple[int, str, str]]]:
@@ -519,7 +542,7 @@ class Settlement:
             if j not in harms:
                 if by_measure:
                     self._judge_more_of(by_measure.popitem()[1], len(order), harms, out)
-                harm = self.families[j].harm(self.model.probs)[order]
+                harm = np.take(self.families[j].harm(self.model.probs), order)
                 harms[j] = harm, 1.0 - harm
             by_measure.setdefault(j, []).append((key, moves, need))
         for items in by_measure.values():
@@ -541,9 +564,8 @@ class Settlement:
                                                     Callable[[int, int], tuple[np.ndarray, np.ndarray]], float]]:
         """Per comparison not settled: its key, measure, its moves in ``order`` (the swings and
         lifts of :meth:`_swings`, made for a slice of the pairs when asked) and its need."""
-        n = max(self.layout.n_queries, 1)
         for j, keys in self._unsettled(bounds).items():
-            flips = {name: (self.families[j].flip(self.profile(j, name)) / n)[order]
+            flips = {name: np.take(self._taken_flip(j, name), order)
                      for name in {x for _, a, b in keys for x in (a, b)}}
             for key in keys:
                 diff, low, high, _ = bounds[key]
@@ -577,6 +599,24 @@ def _each(work: Callable[[int], None], items: Sequence[int]) -> None:
 
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         list(pool.map(work, items))
+
+
+def _each_in_order(work: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+    """``work(item)`` of every item, in order, two computed at once as for :func:`_each` (each
+    result is taken as soon as it is ready, so only a few are held at a time)."""
+    if len(items) < 2 or THREADS < 2:
+        yield from map(work, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        ahead = deque(pool.submit(work, item) for item in items[:THREADS])
+        for item in items[THREADS:]:
+            done = ahead.popleft().result()
+            ahead.append(pool.submit(work, item))
+            yield done
+        while ahead:
+            yield ahead.popleft().result()
 
 
 def _order_chance(now: float, draws: int, sums: np.ndarray, fixed: float, n_queries: int,

@@ -133,6 +133,29 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
+#: rows at most this wide are summed a column at a time by :func:`_running`
+RUNNING_COLUMNS = 64
+
+
+def _running(x: np.ndarray, dtype: type | None = None, out: np.ndarray | None = None,
+             op: np.ufunc = np.add) -> np.ndarray:
+    """``op.accumulate(x, axis=-1)`` (``np.cumsum`` for ``np.add``; booleans summed as ``dtype``,
+    int64 by default), the same numbers (each column combined with the running value of the
+    ones before it, in order), computed a column at a time over every row at once: numpy's own
+    loop goes row by row, slow on many short rows."""
+    if dtype is None:
+        dtype = np.int64 if x.dtype == np.bool_ else x.dtype.type
+    if x.shape[-1] > RUNNING_COLUMNS or x.ndim == 1:
+        return np.asarray(op.accumulate(x, axis=-1, dtype=dtype, out=out))
+    if out is None:
+        out = np.empty(x.shape, dtype=dtype)
+    if x.shape[-1]:
+        out[..., 0] = x[..., 0]
+        for j in range(1, x.shape[-1]):
+            op(out[..., j - 1], x[..., j], out=out[..., j])
+    return out
+
+
 def _rr(rank: np.ndarray) -> np.ndarray:
     """1 / (rank + 1) of 0-based ranks, 0 for ABSENT."""
     rank = np.asarray(rank)
@@ -158,7 +181,7 @@ class RunData:
 
     def rows(self, rows: np.ndarray) -> RunData:
         """The same run on some queries only (their open cells, as narrow as they allow)."""
-        var = self.var[rows]
+        var = np.take(self.var, rows, axis=0)
         width = int((var >= 0).sum(axis=1).max()) if var.size else 0
         part = RunData(self.name, var[:, :width], self.col[rows, :width], self.rank)
         part._whole = self  # the open pairs' ranks (V,) are the whole run's: made once
@@ -213,7 +236,7 @@ class Profile:
             values = getattr(self, name)
             fill = np.array([ABSENT if name == "rank" else 0], dtype=values.dtype)
             table = self._tables[name] = np.concatenate([values, fill])
-        return table[var]
+        return np.take(table, var)  # as table[var], faster
 
     @cached_property
     def alpha(self) -> np.ndarray:
@@ -244,7 +267,7 @@ class Profile:
 
 def narrowed(p: Profile, run: RunData, rows: np.ndarray) -> Profile:
     """The profile on some queries only (``run``: the run's data on them, :meth:`RunData.rows`)."""
-    return Profile(run, p.cur[rows], p.k, p.fixed[rows], p.extra)
+    return Profile(run, np.take(p.cur, rows), p.k, np.take(p.fixed, rows), p.extra)
 
 
 class Draw:
@@ -306,7 +329,7 @@ class RunDraw:
     def hits(self, level: int) -> np.ndarray:
         """(S, Q, W) relevant open cells so far, rank by rank (the cell itself included)."""
         if level not in self._hits:
-            self._hits[level] = np.cumsum(self.grades >= level, axis=2, dtype=np.int16)
+            self._hits[level] = _running(self.grades >= level, np.int16)
         return self._hits[level]
 
 
@@ -633,8 +656,8 @@ class AveragePrecision(Family):
         numbers packed to the left (-1 padding after them), with alpha (1/rank in a), beta
         (1/rank in b), lambda = own_a - own_b, and the count of the query's other open pairs
         (fillers)."""
-        va = a.var[rows]
-        vb = b.var[rows]
+        va = np.take(a.var, rows, axis=0)
+        vb = np.take(b.var, rows, axis=0)
         vb = np.where(a.lookup("rank", vb) < ABSENT, -1, vb)
         n_a = (va >= 0).sum(axis=1)  # a's cells lead its rows (rank order, padding after)
         keep = vb >= 0
@@ -647,7 +670,7 @@ class AveragePrecision(Family):
         var[r, n_a[r] + (np.cumsum(keep, axis=1)[r, c] - 1)] = vb[r, c]
         alpha, beta = a.lookup("alpha", var), b.lookup("alpha", var)
         lam = a.lookup("extra", var) - b.lookup("extra", var)
-        fillers = self.layout.n_open[rows] - (n_a + n_b)
+        fillers = np.take(self.layout.n_open, rows) - (n_a + n_b)
         return var, alpha, beta, lam, fillers
 
     def _relaxed(self, a: Profile, b: Profile, rows: np.ndarray) -> np.ndarray:
@@ -657,19 +680,19 @@ class AveragePrecision(Family):
         in_a = valid & (alpha > 0)
         in_b = in_a & (beta > 0)
         only = in_a & ~in_b
-        only_before: np.ndarray = np.cumsum(only, axis=1) - only
-        b_before: np.ndarray = np.cumsum(in_b, axis=1) - in_b
+        only_before: np.ndarray = _running(only) - only
+        b_before: np.ndarray = _running(in_b) - in_b
         seen = np.where(in_b, beta, np.inf)
-        beta_min = np.minimum.accumulate(
-            np.concatenate([np.full((len(rows), 1), np.inf), seen[:, :-1]], axis=1), axis=1)
+        beta_min = _running(np.concatenate([np.full((len(rows), 1), np.inf), seen[:, :-1]], axis=1),
+                            op=np.minimum)
         rho = np.maximum(alpha - np.minimum(beta, beta_min), 0.0)
         kappa = np.where(in_a, only_before * alpha + b_before * rho, 0.0)
         mu = -np.sort(-np.where(valid, lam + kappa, -np.inf), axis=1)
-        prefix = np.concatenate([np.zeros((len(rows), 1)),
-                                 np.cumsum(np.where(np.isfinite(mu), mu, 0.0), axis=1)], axis=1)
+        prefix = np.zeros((len(rows), mu.shape[1] + 1))
+        _running(np.where(np.isfinite(mu), mu, 0.0), out=prefix[:, 1:])
         size = np.arange(prefix.shape[1])[None, :]
-        num = (a.fixed - b.fixed)[rows, None] + prefix
-        den = self.judged_relevant[rows, None] + size
+        num = np.take(a.fixed - b.fixed, rows)[:, None] + prefix
+        den = np.take(self.judged_relevant, rows)[:, None] + size
         best = np.maximum(_ratio(num, den), _ratio(num, den + fillers[:, None]))
         return np.where(size <= valid.sum(axis=1)[:, None], best, -np.inf).max(axis=1)
 
@@ -797,47 +820,58 @@ class CumulativeGain(Family):
     def _sides(self, pairs: list[tuple[Profile, Profile]]) -> list[tuple[np.ndarray, bool]]:
         """:meth:`_side` of (a, b) and of (b, a) for every pair, in that order, the Dinkelbach
         problems of all of them solved at once. The sides share their changes: (b, a)'s are
-        (a, b)'s negated, so its sorted row is (a, b)'s reversed and negated."""
+        (a, b)'s negated, so its sorted row is (a, b)'s reversed and negated.
+
+        A row is solved first over the prefixes of its positive changes and the zero run's end
+        only: where the best of them with every level equal is >= 0, Dinkelbach's t stays >= 0,
+        and then no count past the zero run can be picked (each negative change lowers E(c)
+        while D_k(c) does not fall), nor beat that start; the other rows are solved again over
+        every candidate, as :meth:`_side` does."""
         found: list[tuple[np.ndarray, np.ndarray]] = []  # per side: its best, its rows
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for a, b in pairs:
             e = self._changes(a, b)
             rows = np.flatnonzero((e != 0).any(axis=1))
-            e = e[rows]
-            # as _candidates sorts: descending, a zero column between positives and negatives
-            ordered = -np.sort(-np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
+            e = np.take(e, rows, axis=0)
+            # as _candidates sorts: descending, a zero column between positives and negatives;
+            # (b, a)'s descending row is (a, b)'s ascending one negated
+            ordered = np.sort(np.concatenate([e, np.zeros((len(e), 1))], axis=1), axis=1)
             n_pos, n_neg = (e > 0).sum(axis=1), (e < 0).sum(axis=1)
-            for x, y, s, up, down in ((a, b, ordered, n_pos, n_neg), (b, a, None, n_neg, n_pos)):
+            for x, y, s, up, down in ((a, b, ordered[:, ::-1], n_pos, n_neg), (b, a, None, n_neg, n_pos)):
                 start = x.fixed - y.fixed
                 best = np.maximum(_ratio(start, self.ideal_now), _ratio(start, self.most))
                 found.append((best, rows))
                 if len(rows):
-                    if s is None:
-                        s = -ordered[:, ::-1]
-                    parts.append((rows, start[rows], self._compact(s, up, down), up, down))
+                    parts.append((rows, start[rows], -ordered if s is None else s, up, down))
         if not parts:
             return [(best, True) for best, _ in found]
-        width = max(p[2].shape[1] for p in parts)
-        n = sum(len(p[0]) for p in parts)
         rows, start = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         n_pos, n_neg = np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts])
-        steps = np.zeros((n, width))
+        # E(c) of the positive prefixes and the zero run's end: the running sums of each sorted
+        # row's first columns (the positives lead it, a zero after them; the sums past the
+        # zero run's end are never read)
+        width = int(n_pos.max()) + 1
+        totals = np.zeros((len(rows), width + 1))
         at = 0
         for p in parts:
-            steps[at:at + len(p[0]), :p[2].shape[1]] = p[2]
+            w = min(width, p[2].shape[1])
+            _running(p[2][:, :w], out=totals[at:at + len(p[0]), 1:w + 1])
             at += len(p[0])
-        m = n_pos + n_neg + 2  # candidates: prefixes 0..n_pos, the zero run's end, the negatives
-        value, done = np.empty(n), np.empty(n, dtype=bool)
-        order = np.argsort(m, kind="stable")
-        for chunk in _chunks(m[order]):
-            at_ = order[chunk]
-            w = int(m[at_[-1]])
-            total = np.concatenate([np.zeros((len(at_), 1)), np.cumsum(steps[at_, :w - 1], axis=1)], axis=1)
-            up, down = n_pos[at_][:, None], n_neg[at_][:, None]
-            zeros = self.layout.n_open[rows[at_]][:, None] - up - down
-            k = np.arange(w)[None, :]
-            count = np.where(k <= up, k, np.where(k < up + down + 2, zeros + k - 1, -1))
-            value[at_], done[at_] = self._best_ratio(start[at_], count, total, rows[at_])
+        value, done, again = self._solve(rows, start, totals, n_pos, n_neg, n_pos)
+        if len(again):  # the rows whose best with every level equal is < 0: every candidate
+            offsets = np.cumsum([0] + [len(p[0]) for p in parts])
+            pieces = []
+            for p, lo, hi in zip(parts, offsets[:-1], offsets[1:]):
+                mine = again[(again >= lo) & (again < hi)] - lo
+                if len(mine):
+                    pieces.append(self._compact(p[2][mine], p[3][mine], p[4][mine]))
+            wide = np.zeros((len(again), max(piece.shape[1] for piece in pieces) + 1))
+            at = 0
+            for piece in pieces:
+                _running(piece, out=wide[at:at + len(piece), 1:piece.shape[1] + 1])
+                at += len(piece)
+            value[again], done[again], _ = self._solve(rows[again], start[again], wide, n_pos[again],
+                                                       n_neg[again], n_pos[again] + n_neg[again])
         out: list[tuple[np.ndarray, bool]] = []
         at = 0
         for best, rows_ in found:
@@ -846,6 +880,56 @@ class CumulativeGain(Family):
             out.append((best, bool(done[at:at + len(rows_)].all())))
             at += len(rows_)
         return out
+
+    def _solve(self, rows: np.ndarray, start: np.ndarray, totals: np.ndarray, n_pos: np.ndarray,
+               n_neg: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' best ratios over the candidates up to the prefix of ``last`` changes (the
+        positives then the negatives, the zero run's end between them; ``totals``: E(c) of the
+        candidates, the running sums of the steps of :meth:`_compact`), grouped by their number
+        of candidates; and, when ``last`` is the positives only, the rows (indexes) whose best
+        with every level equal is < 0, left for every candidate (their values unset)."""
+        n = len(rows)
+        value, done = np.empty(n), np.ones(n, dtype=bool)
+        partial = bool((last < n_pos + n_neg).any())
+        again: list[np.ndarray] = []
+        m = last + 2  # candidates: prefixes 0..n_pos, the zero run's end, the negatives
+        # small counts: a stable sort of 16-bit keys is a radix sort
+        order = np.argsort(m.astype(np.int16) if len(m) and int(m.max()) < 1 << 15 else m, kind="stable")
+        # every row's data in that order once, so that each chunk is a slice (no gathers)
+        totals, rows, start, n_pos, n_neg, last, m = (np.take(x, order, axis=0) for x in
+                                                      (totals, rows, start, n_pos, n_neg, last, m))
+        sorted_value, sorted_done = np.empty(n), np.ones(n, dtype=bool)
+        for at in _chunks(m):
+            w = int(m[at.stop - 1])
+            total = totals[at, :w]
+            up, down = n_pos[at, None], n_neg[at, None]
+            zeros = np.take(self.layout.n_open, rows[at])[:, None] - up - down
+            k = np.arange(w)[None, :]
+            count = np.where(k <= up, k, np.where(k < last[at, None] + 2, zeros + k - 1, -1))
+            if not partial:
+                sorted_value[at], sorted_done[at] = self._best_ratio(start[at], count, total, rows[at])
+                continue
+            ok, ideal, equal = self._equal(start[at], count, total, rows[at])
+            low = equal < 0
+            if not low.any():
+                if self.top == 1:
+                    sorted_value[at] = equal
+                else:
+                    sorted_value[at], sorted_done[at] = self._dinkelbach(start[at], ok, total, ideal,
+                                                                         equal, rows[at])
+                continue
+            again.append(order[at][low])
+            keep = np.flatnonzero(~low)
+            where = np.arange(at.start, at.stop)[keep]
+            equal, ok, total = equal[keep], ok[keep], total[keep]
+            ideal = [x[keep] for x in ideal]
+            if self.top == 1:
+                sorted_value[where] = equal
+            elif len(where):
+                sorted_value[where], sorted_done[where] = self._dinkelbach(start[where], ok, total, ideal,
+                                                                           equal, rows[where])
+        value[order], done[order] = sorted_value, sorted_done
+        return value, done, np.sort(np.concatenate(again)) if again else np.zeros(0, dtype=np.int64)
 
     @staticmethod
     def _compact(s: np.ndarray, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarray:
@@ -881,18 +965,24 @@ class CumulativeGain(Family):
         """max over count vectors of (start + sum_l dgain_l E(c_l)) / IDCG(counts), for the
         queries ``rows`` (a query may come more than once: each row is computed alone), and
         whether each row reached its optimum."""
-        ok = count >= 0
-        c = np.maximum(count, 0)
-        ideal = [self.ideal_sum[self.judged[rows, lv][:, None] + c] for lv in range(self.top)]
-        den = self._scaled(0, ideal[0])
-        for lv in range(1, self.top):
-            den = den + self._scaled(lv, ideal[lv])
-        # every level equal (grades 0 or G only): exact with one positive grade, and a
-        # feasible value for Dinkelbach to climb from
-        equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
+        ok, ideal, equal = self._equal(start, count, total, rows)
         if self.top == 1:
             return equal, np.ones(len(equal), dtype=bool)
         return self._dinkelbach(start, ok, total, ideal, equal, rows)
+
+    def _equal(self, start: np.ndarray, count: np.ndarray, total: np.ndarray, rows: np.ndarray
+               ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """Which candidates are, each level's IDCG term at them, and the best ratio with every
+        level equal (grades 0 or G only): exact with one positive grade, and a feasible value
+        for Dinkelbach to climb from."""
+        ok = count >= 0
+        c = np.maximum(count, 0)
+        ideal = [np.take(self.ideal_sum, np.take(self.judged[:, lv], rows)[:, None] + c) for lv in range(self.top)]
+        den = self._scaled(0, ideal[0])
+        for lv in range(1, self.top):
+            den = den + self._scaled(lv, ideal[lv])
+        equal = np.where(ok, _ratio(start[:, None] + self.gain[-1] * total, den), -np.inf).max(axis=1)
+        return ok, ideal, equal
 
     def _dinkelbach(self, start: np.ndarray, ok: np.ndarray, total: np.ndarray,
                     ideal: list[np.ndarray], t: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -109,3 +109,52 @@ def test_distinct_by_sorting_is_numpys_unique(seed):
     assert np.array_equal(_unique(ids), np.unique(ids))
     numbers = rng.integers(0, 20, 100)
     assert np.array_equal(_unique(numbers), np.unique(numbers))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_running_sums_a_column_at_a_time_are_numpys(seed):
+    # floats: the same sequential sums as np.cumsum, bit for bit (not merely close); booleans as
+    # int64 or int16 counts; the running minimum as np.minimum.accumulate; rows wider than
+    # RUNNING_COLUMNS go to numpy itself
+    rng = np.random.default_rng(seed)
+    for width in (0, 1, 7, settle_measures.RUNNING_COLUMNS + 5):
+        x = rng.normal(size=(int(rng.integers(1, 50)), width)) * 10.0 ** rng.integers(-3, 4, size=width)
+        assert np.array_equal(settle_measures._running(x), np.cumsum(x, axis=-1))
+        assert np.array_equal(settle_measures._running(x, op=np.minimum), np.minimum.accumulate(x, axis=-1))
+        flags = rng.random((3, len(x), width)) < 0.4
+        assert np.array_equal(settle_measures._running(flags), np.cumsum(flags, axis=-1))
+        got = settle_measures._running(flags, np.int16)
+        assert got.dtype == np.int16 and np.array_equal(got, np.cumsum(flags, axis=-1, dtype=np.int16))
+        out = np.zeros((len(x), width + 1))
+        settle_measures._running(x, out=out[:, 1:])
+        assert np.array_equal(out[:, 1:], np.cumsum(x, axis=-1)) and not out[:, 0].any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_open_pair_counts_per_query_are_the_generic_sums(seed):
+    # Layout.open_sums on booleans (counts in 32 bits) against the same values as integers
+    runs, qrels = pool(seed, 2, judged_share=0.5)
+    layout = Settlement(qrels, runs, 8, ["P@5"], top_grade=2, samples=0).layout
+    flags = np.random.default_rng(seed).random((5, layout.n_vars)) < 0.3
+    counts = layout.open_sums(flags)
+    assert counts.dtype == np.int64
+    assert np.array_equal(counts, layout.open_sums(flags.astype(np.int64)))
+    # by hand: query q's open pairs are offsets[q]..offsets[q + 1]
+    q = int(np.argmax(layout.n_open))
+    assert counts[2, q] == flags[2, layout.offsets[q]:layout.offsets[q + 1]].sum()
+
+
+def test_runs_read_on_two_threads_give_what_one_thread_gives(monkeypatch):
+    from ragjudge.metrics import settle
+
+    runs, qrels = pool(7, 3, judged_share=0.5)
+    got = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(settle, "THREADS", threads)
+        s = Settlement(qrels, runs, 8, MEASURES, top_grade=3, samples=20, pairs="all")
+        got[threads] = (s.comparisons(), [[p.cur for p in fam.profiles] for fam in s.families],
+                        s.model.probs, s.weights().weights)
+    (one, cur_1, probs_1, w_1), (two, cur_2, probs_2, w_2) = got[1], got[2]
+    assert one == two
+    assert all(np.array_equal(x, y) for a, b in zip(cur_1, cur_2) for x, y in zip(a, b))
+    assert np.array_equal(probs_1, probs_2) and np.array_equal(w_1, w_2)
