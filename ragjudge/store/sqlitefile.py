@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ragjudge.errors import ProjectError
 
@@ -103,6 +106,32 @@ def import_lock(path: Path | None, wait_s: float, *, blocking: bool) -> int | No
             return None
 
 
+def release_lock(fd: int) -> None:
+    """Let go of a lock :func:`import_lock` (or :class:`WriterQueue`) took, and close its file."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def durable_writes(raw: Any, durable: bool) -> Iterator[None]:
+    """With ``durable``, a SQLite connection's writes synced to disk at commit and its foreign
+    keys checked (a publish), back to the everyday settings afterwards; else nothing."""
+    if not durable:
+        yield
+        return
+    raw.execute("PRAGMA synchronous = FULL")
+    raw.execute("PRAGMA foreign_keys = ON")
+    try:
+        yield
+    finally:
+        raw.execute("PRAGMA synchronous = NORMAL")
+        raw.execute("PRAGMA foreign_keys = OFF")
+
+
 class WriterQueue:
     """Writers of one SQLite project take turns through an advisory lock on ``<db>.writelock``.
 
@@ -147,8 +176,5 @@ class WriterQueue:
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
-            import fcntl
-
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+            fd, self._fd = self._fd, None
+            release_lock(fd)

@@ -39,9 +39,11 @@ from ragjudge.store.run_arrays import CREATED, NAMES, array_parts, delete_arrays
 from ragjudge.store.sqlitefile import (
     DEFAULT_BUSY_TIMEOUT_MS,
     WriterQueue,
+    durable_writes,
     expand_path,
     import_lock,
     is_url,
+    release_lock,
     sqlite_uri,
     sqlite_writable,
 )
@@ -253,11 +255,8 @@ class LiteImportSession:
         finally:
             self._raw = None
             if self._lock_fd is not None:
-                import fcntl
-
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                os.close(self._lock_fd)
-                self._lock_fd = None
+                fd, self._lock_fd = self._lock_fd, None
+                release_lock(fd)
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -279,23 +278,16 @@ class LiteImportSession:
         writers' queue and ``BEGIN IMMEDIATE``). ``durable``: synced to disk at commit, with
         the foreign keys checked (the publish)."""
         raw = self.raw
-        if durable:
-            raw.execute("PRAGMA synchronous = FULL")
-            raw.execute("PRAGMA foreign_keys = ON")
-        try:
-            with self.writers if self.writers is not None else _nothing(), _explained(self.db):
-                self._begin_write()
-                try:
-                    yield self.connection
-                except BaseException:
-                    if raw.in_transaction:
-                        raw.execute("ROLLBACK")
-                    raise
-                raw.execute("COMMIT")
-        finally:
-            if durable:
-                raw.execute("PRAGMA synchronous = NORMAL")
-                raw.execute("PRAGMA foreign_keys = OFF")
+        with durable_writes(raw, durable), \
+                self.writers if self.writers is not None else _nothing(), _explained(self.db):
+            self._begin_write()
+            try:
+                yield self.connection
+            except BaseException:
+                if raw.in_transaction:
+                    raw.execute("ROLLBACK")
+                raise
+            raw.execute("COMMIT")
 
     def _begin_write(self) -> None:
         """``BEGIN IMMEDIATE``, tried again with backoff while the database stays busy beyond

@@ -27,7 +27,6 @@ rolled back by the server.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -35,7 +34,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from ragjudge.store.engine import sqlite_path, with_retry
-from ragjudge.store.sqlitefile import import_lock
+from ragjudge.store.sqlitefile import durable_writes, import_lock, release_lock
 from ragjudge.store.sqltext import ids_in  # noqa: F401 - the importers take it from here
 from ragjudge.services.project.litewrite import (  # noqa: F401 - re-exported
     DELETE_BATCH, FIRST_BATCH, MAX_BATCH, TARGET_SECONDS, gc_paused, remove_generation, remove_leftovers,
@@ -150,11 +149,8 @@ class ImportSession:
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
-            import fcntl
-
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+            fd, self._lock_fd = self._lock_fd, None
+            release_lock(fd)
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -181,24 +177,16 @@ class ImportSession:
         if not self.sqlite:
             yield self.connection
             return
-        raw = self.raw
-        if durable:
-            raw.execute("PRAGMA synchronous = FULL")
-            raw.execute("PRAGMA foreign_keys = ON")
-        try:
-            writers = self.project._writers
-            with writers if writers is not None else _nothing(), _explained(self.project.db):
-                transaction = with_retry(self._begin_write)
-                try:
-                    yield self.connection
-                except BaseException:
-                    transaction.rollback()
-                    raise
-                transaction.commit()
-        finally:
-            if durable:
-                raw.execute("PRAGMA synchronous = NORMAL")
-                raw.execute("PRAGMA foreign_keys = OFF")
+        writers = self.project._writers
+        with durable_writes(self.raw, durable), \
+                writers if writers is not None else _nothing(), _explained(self.project.db):
+            transaction = with_retry(self._begin_write)
+            try:
+                yield self.connection
+            except BaseException:
+                transaction.rollback()
+                raise
+            transaction.commit()
 
     def _begin_write(self):  # noqa: ANN202
         connection = self.connection.execution_options(ragjudge_write=True)
@@ -333,16 +321,12 @@ def clean_on_open(project) -> None:  # noqa: ANN001
     if fd is None:
         return
     try:
-        import fcntl
-
-        try:
-            with ImportSession(project, locked=True):
-                pass
-        except Exception:  # noqa: BLE001 - read-only, busy: the next import cleans up
+        with ImportSession(project, locked=True):
             pass
+    except Exception:  # noqa: BLE001 - read-only, busy: the next import cleans up
+        pass
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        release_lock(fd)
 
 
 def publish_run(connection: Connection, name: str, generation: int, meta: dict, exists: bool) -> None:
