@@ -26,7 +26,7 @@ import sqlite3
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -279,7 +279,7 @@ class LiteImportSession:
         the foreign keys checked (the publish)."""
         raw = self.raw
         with durable_writes(raw, durable), \
-                self.writers if self.writers is not None else _nothing(), _explained(self.db):
+                self.writers if self.writers is not None else nullcontext(), _explained(self.db):
             self._begin_write()
             try:
                 yield self.connection
@@ -401,11 +401,6 @@ def _insert_parts(raw: sqlite3.Connection, parts: list[dict]) -> None:
 
 def _forget_import(connection: Any, generation: int) -> None:
     execute(connection, "DELETE FROM run_imports WHERE generation = :generation", {"generation": generation})
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 @contextmanager

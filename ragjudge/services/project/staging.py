@@ -28,7 +28,7 @@ rolled back by the server.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -179,7 +179,7 @@ class ImportSession:
             return
         writers = self.project._writers
         with durable_writes(self.raw, durable), \
-                writers if writers is not None else _nothing(), _explained(self.project.db):
+                writers if writers is not None else nullcontext(), _explained(self.project.db):
             transaction = with_retry(self._begin_write)
             try:
                 yield self.connection
@@ -286,11 +286,6 @@ class ImportSession:
         remove_generation(self, name, generation)
         with self.write() as connection:
             connection.execute(delete(_imports).where(_imports.c.generation == generation))
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 @contextmanager
