@@ -40,7 +40,7 @@ from ragjudge.services.project.litewrite import (  # noqa: F401 - re-exported
     DELETE_BATCH, FIRST_BATCH, MAX_BATCH, TARGET_SECONDS, gc_paused, remove_generation, remove_leftovers,
     write_batches,
 )
-from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, pack_ids, write_arrays, write_part)
+from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, write_part)
 from ragjudge.store.schema import Run, RunEntry, RunImport, utcnow
 
 
@@ -242,28 +242,6 @@ class ImportSession:
             for part in array_parts(name, generation, key, array):
                 with self.write() as connection:
                     write_part(connection, part)
-
-    def stage_placeholders(self, name: str, generation: int, queries: Sequence[str],
-                           chunks: Sequence[str]) -> None:
-        """The empty queries and chunks of ``--create-missing``, before the publish, in short
-        transactions (SQLite): first their ids as arrays of the import's generation
-        (:data:`~ragjudge.store.run_arrays.CREATED`), so that what a killed import wrote is
-        known and removed; the publish adopts them (:meth:`finish_run`)."""
-        q_bytes, q_lengths = pack_ids(list(queries))
-        c_bytes, c_lengths = pack_ids(list(chunks))
-        with self.write() as connection:
-            write_arrays(connection, name, generation, dict(zip(CREATED, (q_bytes, q_lengths, c_bytes, c_lengths))),
-                         replace=False)
-        for table, ids in (("queries", sorted(queries)), ("chunks", sorted(chunks))):
-            sql = f"INSERT OR IGNORE INTO {table} (id, text) VALUES (?, '')"
-
-            def prepare(start: int, stop: int, ids: list[str] = ids) -> list[tuple[str]]:
-                return [(i,) for i in ids[start:stop]]
-
-            def write(connection: Connection, rows: list[tuple[str]], sql: str = sql) -> None:
-                self.raw.executemany(sql, rows)
-
-            self.batches(len(ids), prepare, write)
 
     def finish_run(self, name: str, generation: int, replaces: int | None) -> None:
         """After the publish: its placeholders are the project's (their record goes), the
