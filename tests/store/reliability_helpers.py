@@ -169,10 +169,16 @@ def check_event_log(connection, annotators: list[str], acked: dict[str, list[tup
             .where(Label.annotator == annotator).order_by(Label.id)
         ).all()
         seqs = [int(note.removeprefix("seq=")) for _, note, *_ in rows]
-        assert seqs == list(range(len(rows))), (
-            f"{annotator}: the event log has gaps, duplicates or reordering: "
-            f"{[s for i, s in enumerate(seqs) if s != i][:10]}"
-        )
+        if seqs != list(range(len(rows))):
+            # name the cause: the (id, seq) rows around the first difference, and whether an
+            # acknowledged label is missing (lost) or the log only holds more (unacknowledged)
+            first = next((i for i, s in enumerate(seqs) if s != i), len(seqs))
+            around = [(rows[i][0], seqs[i]) for i in range(max(first - 3, 0), min(first + 8, len(rows)))]
+            stored = {row[0] for row in rows}
+            lost = [(e, q) for e, q in acked.get(annotator, []) if e not in stored]
+            raise AssertionError(
+                f"{annotator}: the event log has gaps, duplicates or reordering from position "
+                f"{first} of {len(rows)}: (id, seq) {around}; acknowledged and missing: {lost[:10]}")
         by_id = {}
         for event_id, note, query_id, chunk_id, grade in rows:
             seq = int(note.removeprefix("seq="))
