@@ -377,21 +377,12 @@ class LiteImportSession:
                                 "VALUES (:name, :meta, :created_at, :generation)", values)
 
     def finish_run(self, name: str, generation: int, replaces: int | None) -> None:
-        """After the publish: its placeholders are the project's (their record goes), the
-        replaced generation's entries and arrays are removed in batches, then the import's
-        line in ``run_imports``."""
-        with self.write() as connection:
-            delete_arrays(connection, name, generation, CREATED)
-        if replaces is not None and replaces != generation:
-            remove_generation(self, name, replaces)
-        with self.write() as connection:
-            _forget_import(connection, generation)
+        """See :func:`finish_run`."""
+        finish_run(self, name, generation, replaces)
 
     def abandon_run(self, name: str, generation: int) -> None:
-        """An import that stops before its publish: its entries and its line removed."""
-        remove_generation(self, name, generation)
-        with self.write() as connection:
-            _forget_import(connection, generation)
+        """See :func:`abandon_run`."""
+        abandon_run(self, name, generation)
 
 
 def _insert_parts(raw: sqlite3.Connection, parts: list[dict]) -> None:
@@ -418,6 +409,25 @@ def _explained(db: str) -> Iterator[None]:
 
 
 # -- what killed imports left: for either kind of session ----------------------------------
+
+
+def finish_run(session: Any, name: str, generation: int, replaces: int | None) -> None:
+    """After the publish: its placeholders are the project's (their record goes), the
+    replaced generation's entries and arrays are removed in batches, then the import's line in
+    ``run_imports``."""
+    with session.write() as connection:
+        delete_arrays(connection, name, generation, CREATED)
+    if replaces is not None and replaces != generation:
+        remove_generation(session, name, replaces)
+    with session.write() as connection:
+        _forget_import(connection, generation)
+
+
+def abandon_run(session: Any, name: str, generation: int) -> None:
+    """An import that stops before its publish: its entries and its line removed."""
+    remove_generation(session, name, generation)
+    with session.write() as connection:
+        _forget_import(connection, generation)
 
 
 def remove_generation(session: Any, name: str, generation: int) -> None:

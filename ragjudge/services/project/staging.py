@@ -30,17 +30,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from ragjudge.store.engine import sqlite_path, with_retry
 from ragjudge.store.sqlitefile import durable_writes, import_lock, release_lock
 from ragjudge.store.sqltext import ids_in  # noqa: F401 - the importers take it from here
 from ragjudge.services.project.litewrite import (  # noqa: F401 - re-exported
-    DELETE_BATCH, FIRST_BATCH, MAX_BATCH, TARGET_SECONDS, gc_paused, remove_generation, remove_leftovers,
-    write_batches,
+    DELETE_BATCH, FIRST_BATCH, MAX_BATCH, TARGET_SECONDS, abandon_run, finish_run, gc_paused, remove_generation,
+    remove_leftovers, write_batches,
 )
-from ragjudge.store.run_arrays import (CREATED, NAMES, array_parts, delete_arrays, write_part)
+from ragjudge.store.run_arrays import (NAMES, array_parts, delete_arrays, write_part)
 from ragjudge.store.schema import Run, RunEntry, RunImport, utcnow
 
 
@@ -244,15 +244,8 @@ class ImportSession:
                     write_part(connection, part)
 
     def finish_run(self, name: str, generation: int, replaces: int | None) -> None:
-        """After the publish: its placeholders are the project's (their record goes), the
-        replaced generation's entries and arrays are removed in batches, then the import's
-        line in ``run_imports``."""
-        with self.write() as connection:
-            delete_arrays(connection, name, generation, CREATED)
-        if replaces is not None and replaces != generation:
-            remove_generation(self, name, replaces)
-        with self.write() as connection:
-            connection.execute(delete(_imports).where(_imports.c.generation == generation))
+        """See :func:`~ragjudge.services.project.litewrite.finish_run`."""
+        finish_run(self, name, generation, replaces)
 
     def publish_run(self, connection: Connection, name: str, generation: int, meta: dict,
                     exists: bool) -> None:
@@ -260,10 +253,8 @@ class ImportSession:
         publish_run(connection, name, generation, meta, exists)
 
     def abandon_run(self, name: str, generation: int) -> None:
-        """An import that stops before its publish: its entries and its line removed."""
-        remove_generation(self, name, generation)
-        with self.write() as connection:
-            connection.execute(delete(_imports).where(_imports.c.generation == generation))
+        """See :func:`~ragjudge.services.project.litewrite.abandon_run`."""
+        abandon_run(self, name, generation)
 
 
 @contextmanager
