@@ -78,29 +78,37 @@ def sqlite_writable(path: Path) -> bool:
 def import_lock(path: Path | None, wait_s: float, *, blocking: bool) -> int | None:
     """An exclusive lock on ``<path>.importlock``, beside a SQLite project's file (None where
     it cannot be made, or, not ``blocking``, when another process holds it)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on POSIX
-        return None
     if path is None:
         return None
     lock = Path(f"{path}.importlock")
     if not os.access(lock.parent, os.W_OK):
         return None
+    return _locked(lock, wait_s if blocking else None, 0.05)
+
+
+def _locked(lock: Path, wait_s: float | None, step: float) -> int | None:
+    """The open file ``lock`` with an exclusive lock on it, polled every ``step`` seconds for
+    up to ``wait_s`` (None: one try); None when it cannot be opened or stays held (or where
+    there are no file locks: not on POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        return None
+
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError:
         return None
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + (wait_s or 0.0)
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
         except BlockingIOError:
-            if not blocking or time.monotonic() > deadline:
+            if wait_s is None or time.monotonic() > deadline:
                 os.close(fd)
                 return None
-            time.sleep(0.05)
+            time.sleep(step)
         except OSError:
             os.close(fd)
             return None
@@ -149,30 +157,10 @@ class WriterQueue:
 
     def __enter__(self) -> WriterQueue:
         self._fd = None
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not on POSIX
-            return self
         if not os.access(self.path.parent, os.W_OK) or not os.access(self.path.with_suffix(""), os.W_OK):
             return self  # nothing can be written here anyway: let SQLite say so
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError:
-            return self
-        deadline = time.monotonic() + self.wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fd = fd
-                return self
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    return self
-                time.sleep(0.001)
-            except OSError:
-                os.close(fd)
-                return self
+        self._fd = _locked(self.path, self.wait_s, 0.001)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
