@@ -159,7 +159,7 @@ def replay(db: Path, grades: dict[tuple[str, str], int], order: str, args: argpa
     while True:
         started = time.perf_counter()
         report = json.loads(ragjudge("--db", str(db), "settled", "--depth", str(args.pool),
-                                     "--format", "json", ok=(0, 1)))
+                                     *measure_options(args), "--format", "json", ok=(0, 1)))
         report["seconds"] = time.perf_counter() - started
         steps.append(report)
         listed = json.loads(ragjudge("--db", str(db), "queue", "--annotator", ANNOTATOR, "--order",
@@ -175,6 +175,34 @@ def replay(db: Path, grades: dict[tuple[str, str], int], order: str, args: argpa
         if args.progress:
             print(f"  {order}: {report['judged_pairs']:,}/{report['pool_pairs']:,} judged, "
                   f"{report['counts']}", file=sys.stderr)
+
+
+def measure_options(args: argparse.Namespace) -> list[str]:
+    """``-m`` for each of ``--measures`` (none: ``settled``'s default, the scorecard's)."""
+    return [opt for name in args.measures.split(",") if name for opt in ("-m", name)]
+
+
+def screen_measures(db: Path, measures: str) -> None:
+    """Make ``measures`` the evaluation screen's, which the settle order weighs (a lead's
+    setting; the benchmark's project has no roles)."""
+    from ragjudge.services.project.database import open_project
+    from ragjudge.services.scoring.live import MEASURES_SETTING
+
+    project = open_project(str(db))
+    try:
+        project.set_settings({MEASURES_SETTING: measures.split(",")})
+    finally:
+        project.close()
+
+
+def certain_at(steps: list[dict], share: float) -> float:
+    """The share of comparisons certain (or tied) at the first step with ``share`` of the pool
+    judged."""
+    for report in steps:
+        if report["judged_pairs"] >= share * report["pool_pairs"]:
+            counts = report["counts"]
+            return (counts["certain"] + counts.get("tied", 0)) / max(sum(counts.values()), 1)
+    return 1.0
 
 
 def sign(x: float) -> int:
@@ -261,7 +289,7 @@ def run_replays(args: argparse.Namespace) -> None:
     print(f"Replay: pool = every run's top {args.pool}; {args.step} pairs a step; orders: "
           f"{', '.join(orders)}; unlisted pairs judged 0")
     header = (f"{'':<7} {'order':<7} {'pool':>6} {'steps':>5} {'s/step':>6} | {'wrong':>5} "
-              f"{'probable held':>17} | {'wrong*':>6} {'held*':>6} | {'settled':>7} | tau >= 0.9 "
+              f"{'probable held':>17} | {'wrong*':>6} {'held*':>6} | {'settled':>7} {'cert@25%':>8} | tau >= 0.9 "
               "(first/stays): " + " ".join(f"{m:>9}" for m in TAU_MEASURES) + f" {'mean':>9}")
     print(header)
     print("-" * len(header))
@@ -273,25 +301,29 @@ def run_replays(args: argparse.Namespace) -> None:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db}{suffix}").unlink(missing_ok=True)
             shutil.copyfile(base, db)
+            if args.measures:
+                screen_measures(db, args.measures)
             steps = replay(db, grades, order, args)
             truth = final_truth(steps)
             everything = official_order(summary, steps[-1]["measures"])
             ours, theirs = check(steps, truth), check(steps, everything)
             held = f"{ours['held']:,}/{ours['probable']:,} {ours['held'] / max(ours['probable'], 1):>5.1%}"
             held_all = f"{theirs['held'] / max(theirs['probable'], 1):.1%}"
-            reach = [reached(tau_curve(steps, truth, m)) for m in (*TAU_MEASURES, None)]
+            shown = set(steps[-1]["measures"])
+            reach = [reached(tau_curve(steps, truth, m)) if m is None or m in shown else None
+                     for m in (*TAU_MEASURES, None)]
             print(f"{summary['collection']:<7} {order:<7} {steps[-1]['pool_pairs']:>6,} "
                   f"{len(steps) - 1:>5} {statistics.mean(s['seconds'] for s in steps):>6.2f} | "
                   f"{ours['wrong']:>5} {held:>17} | {theirs['wrong']:>6} {held_all:>6} | "
-                  f"{all_settled(steps):>7.0%} | {'':<25}"
-                  + " ".join(f"{first:>4.0%}/{stays:<4.0%}" for first, stays in reach), flush=True)
+                  f"{all_settled(steps):>7.0%} {certain_at(steps, 0.25):>8.0%} | {'':<25}"
+                  + " ".join(f"{r[0]:>4.0%}/{r[1]:<4.0%}" if r else f"{'-':^9}" for r in reach), flush=True)
             if args.keep:
                 (work / f"{summary['collection']}-{order}.json").write_text(json.dumps(steps))
     print("wrong: certain (or tied) claims whose order is not the fully judged pool's, over every "
           "step and comparison; probable held: probable claims whose current order is the fully "
           "judged pool's; * the same against every official judgment (relevant documents outside "
           "the pool counted); settled: the judged share from which no comparison is open (settled "
-          "exits 0); tau >= 0.9: the judged share of the pool where Kendall's tau of the run "
+          "exits 0); cert@25%: the share of comparisons certain (or tied) once a quarter of the pool is judged; tau >= 0.9: the judged share of the pool where Kendall's tau of the run "
           "ranking (current means) against the fully judged pool's first reaches 0.9, and from "
           "which it stays there.")
 
@@ -358,6 +390,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-replay", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--measures", default="",
+                        help="M,M,...: the evaluation screen's measures (what the settle order "
+                             "weighs) and settled's -m; default the scorecard's")
     parser.add_argument("--keep", action="store_true", help="keep every step's settled JSON in --work")
     parser.add_argument("--progress", action="store_true", help="a line on stderr per step")
     args = parser.parse_args()
