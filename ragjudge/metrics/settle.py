@@ -10,8 +10,9 @@ For every measure and pair of runs (A, B) this module says, from the labels so f
   ``AP_EXACT_PAIRS`` (6) open pairs in either run's cells and valid but possibly loose above
   (a relaxation up to ``AP_RELAX_PAIRS``, then each run's own extremes): maximising AP's
   difference is a 0/1 quadratic fractional program, which no structure makes cheap. The
-  proofs are in :mod:`ragjudge.metrics.settle_measures`; ``Comparison.exact`` says whether every
-  query was exact. Chunks outside the pool that nobody judged stay not relevant, as trec_eval
+  proofs are in :mod:`ragjudge.metrics.settle_measures`, :mod:`~ragjudge.metrics.settle_ap`
+  and :mod:`~ragjudge.metrics.settle_gain`; ``Comparison.exact`` says whether every query was
+  exact. Chunks outside the pool that nobody judged stay not relevant, as trec_eval
   counts them. Other measures (Rprec, bpref, ERR, F, ContextPrecision ...) have no bounds:
   :func:`supported` tells, and asking for one is a ``UsageError``.
 - **p_order** -- the probability, under a model of the open pairs' grades
@@ -45,7 +46,7 @@ how far it moves the difference away from 0 then. Judged not relevant, a threate
 moves the bound by its swing; judged relevant, a pair on the other side moves the bound by its
 lift (the difference moves, the bound with it); otherwise the bound stays (a threat that comes
 true moves the difference toward the bound instead). With h the model's probability that the
-pair is relevant (:meth:`~ragjudge.metrics.settle_measures.Family.harm`), the pair's weight is,
+pair is relevant (:meth:`~ragjudge.metrics.settle_family.Family.harm`), the pair's weight is,
 summed over the comparisons not settled, the share of the need its judgment is expected to
 bring: ((1 - h) min(swing, need) + h min(lift, need)) / need (:func:`_progress`). Pairs likely
 relevant count on the side they help and pairs likely not relevant on theirs, so the order
@@ -61,7 +62,7 @@ pairs are judged).
 What it costs (``tests/bench/bench_settle.py`` measures it beside ``evaluate_runs``): reading
 the runs is one hash lookup of every ranked chunk (as an evaluation's) plus the kernels;
 the bounds are a few passes over the open cells per comparison, each measure's pairs solved
-together (:meth:`~ragjudge.metrics.settle_measures.Family.bounds_many`: nDCG's Dinkelbach
+together (:meth:`~ragjudge.metrics.settle_family.Family.bounds_many`: nDCG's Dinkelbach
 problems of every pair and both sides at once, grouped by their number of candidate counts;
 what a run alone decides, such as its open pairs' ranks, made once per run); the draws cost
 draws x open cells; the weights one pass over the open pairs per comparison not settled, and
@@ -95,15 +96,9 @@ from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import max_depth
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.metrics.settle_layout import Layout, Pool, RunCells, occurrences
-from ragjudge.metrics.settle_measures import (
-    AP_EXACT_PAIRS,
-    Draw,
-    Profile,
-    RunData,
-    family,
-    narrowed,
-    supported,
-)
+from ragjudge.metrics.settle_ap import AP_EXACT_PAIRS
+from ragjudge.metrics.settle_family import Draw, Profile, RunData, narrowed
+from ragjudge.metrics.settle_measures import family, supported
 from ragjudge.metrics.settle_model import STRENGTH, GradeModel, LLMGrades, PriorCounts
 from ragjudge.safetext import quote
 

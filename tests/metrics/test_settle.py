@@ -124,7 +124,7 @@ def model_probability(s, j, a, b):
     p = s.model.probs[:, 1]
     now = np.sign(s.mean(j, a) - s.mean(j, b))
     total = 0.0
-    from ragjudge.metrics.settle_measures import Draw
+    from ragjudge.metrics.settle_family import Draw
     for bits in itertools.product((0, 1), repeat=lay.n_vars):
         draw = Draw(np.array([bits], dtype=np.int8), lay)
         final = (fam.values(fam.profiles[s.index[a]], draw.on(s.runs[s.index[a]])).sum()

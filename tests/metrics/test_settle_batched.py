@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ragjudge.metrics import Qrels, Run
-from ragjudge.metrics import settle_measures
+from ragjudge.metrics import settle_family, settle_gain
 from ragjudge.metrics.settle import Settlement, _judge_more, _judge_more_by_blocks, _threat
 from ragjudge.metrics.settle_layout import _unique
 
@@ -62,9 +62,9 @@ def test_batches_and_chunks_of_any_size_give_the_same_bounds(monkeypatch):
     pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs))]
     expected = [[fam.bounds(i, j) for i, j in pairs] for fam in s.families]
     for batch, group, chunk in ((1, 1, 1), (50, 7, 13), (10**6, 10**6, 10**6)):
-        monkeypatch.setattr(settle_measures, "BATCH_ROWS", batch)
-        monkeypatch.setattr(settle_measures, "GROUP_ROWS", group)
-        monkeypatch.setattr(settle_measures, "CHUNK_ROWS", chunk)
+        monkeypatch.setattr(settle_gain, "BATCH_ROWS", batch)
+        monkeypatch.setattr(settle_gain, "GROUP_ROWS", group)
+        monkeypatch.setattr(settle_gain, "CHUNK_ROWS", chunk)
         for fam, want in zip(s.families, expected):
             for (low, high, exact), (low_1, high_1, exact_1) in zip(fam.bounds_many(pairs), want):
                 assert np.array_equal(low, low_1) and np.array_equal(high, high_1) and exact == exact_1
@@ -117,16 +117,16 @@ def test_running_sums_a_column_at_a_time_are_numpys(seed):
     # int64 or int16 counts; the running minimum as np.minimum.accumulate; rows wider than
     # RUNNING_COLUMNS go to numpy itself
     rng = np.random.default_rng(seed)
-    for width in (0, 1, 7, settle_measures.RUNNING_COLUMNS + 5):
+    for width in (0, 1, 7, settle_family.RUNNING_COLUMNS + 5):
         x = rng.normal(size=(int(rng.integers(1, 50)), width)) * 10.0 ** rng.integers(-3, 4, size=width)
-        assert np.array_equal(settle_measures._running(x), np.cumsum(x, axis=-1))
-        assert np.array_equal(settle_measures._running(x, op=np.minimum), np.minimum.accumulate(x, axis=-1))
+        assert np.array_equal(settle_family.accumulate(x), np.cumsum(x, axis=-1))
+        assert np.array_equal(settle_family.accumulate(x, op=np.minimum), np.minimum.accumulate(x, axis=-1))
         flags = rng.random((3, len(x), width)) < 0.4
-        assert np.array_equal(settle_measures._running(flags), np.cumsum(flags, axis=-1))
-        got = settle_measures._running(flags, np.int16)
+        assert np.array_equal(settle_family.accumulate(flags), np.cumsum(flags, axis=-1))
+        got = settle_family.accumulate(flags, np.int16)
         assert got.dtype == np.int16 and np.array_equal(got, np.cumsum(flags, axis=-1, dtype=np.int16))
         out = np.zeros((len(x), width + 1))
-        settle_measures._running(x, out=out[:, 1:])
+        settle_family.accumulate(x, out=out[:, 1:])
         assert np.array_equal(out[:, 1:], np.cumsum(x, axis=-1)) and not out[:, 0].any()
 
 

@@ -1,4 +1,5 @@
-"""Certain bounds of a difference between two runs (ragjudge.metrics.settle_measures).
+"""Certain bounds of a difference between two runs (ragjudge.metrics.settle_measures,
+settle_ap and settle_gain).
 
 Each bound is checked by hand on small examples (the working is in the comments) and against
 brute force: every grade the open pool pairs may get, the runs evaluated by trec_eval (through
@@ -21,7 +22,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 from ragjudge.errors import UsageError  # noqa: E402
 from ragjudge.metrics import Qrels, Run, evaluate  # noqa: E402
-from ragjudge.metrics import settle_measures  # noqa: E402
+from ragjudge.metrics import settle_ap, settle_gain  # noqa: E402
 from ragjudge.metrics.settle import Pool, Settlement  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -220,8 +221,8 @@ def test_bounds_are_the_extremes_of_every_assignment(measure, data):
 def test_ap_bounds_stay_valid_at_every_tier(measure, tiers, data):
     # every query through the interval bound, or through the relaxation: valid, if looser
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(settle_measures, "AP_EXACT_PAIRS", tiers[0])
-        patch.setattr(settle_measures, "AP_RELAX_PAIRS", tiers[1])
+        patch.setattr(settle_ap, "AP_EXACT_PAIRS", tiers[0])
+        patch.setattr(settle_ap, "AP_RELAX_PAIRS", tiers[1])
         brute_force(measure, data)
 
 
@@ -229,5 +230,5 @@ def test_ap_bounds_stay_valid_at_every_tier(measure, tiers, data):
 @given(data=collections())
 def test_ndcg_bound_stays_valid_when_dinkelbach_stops_early(data):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(settle_measures, "MAX_STEPS", 1)
+        patch.setattr(settle_gain, "MAX_STEPS", 1)
         brute_force("nDCG@3", data)
