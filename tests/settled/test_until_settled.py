@@ -72,6 +72,7 @@ def test_the_judging_screen_exits_with_the_message(one_db):
 
     messages: list[str | None] = []
     pressed: list[str] = []
+    shown: list[str] = []
 
     async def drive() -> None:
         with Project.open(one_db) as project:
@@ -88,6 +89,7 @@ def test_the_judging_screen_exits_with_the_message(one_db):
                 if not hasattr(app.screen, "queue"):  # the guidelines, shown once
                     await pilot.press("enter")
                     await pilot.pause()
+                shown.append(str(app.screen.query_one("#progress").render()))
                 for _ in range(6):
                     if messages:
                         break
@@ -100,6 +102,29 @@ def test_the_judging_screen_exits_with_the_message(one_db):
                     await pilot.pause()
 
     asyncio.run(drive())
+    # the progress line says what --until-settled waits for: b2 open, one comparison
+    assert "1 of 1 comparisons open" in shown[0], shown
     assert messages and messages[0].startswith(STOP)
     assert f"({len(pressed)} labels this session.)" in messages[0]
     assert 1 <= len(pressed) <= 2
+
+
+def test_the_queue_says_how_many_comparisons_are_open_until_they_settle(one_db):
+    """With --until-settled the queue tells how many comparisons of adjacent runs are still open
+    (what the judging screen's progress line shows): the one comparison while b2 is unjudged,
+    none once it is; without --until-settled it does not weigh the statuses and says nothing."""
+    with Project.open(one_db) as project:
+        # a pair ana has judged already: the settle order drops it from each weighing (and keeps
+        # the count of open comparisons doing so)
+        record_label(project, annotator="ana", query_id="q1", chunk_id="a1", grade=1)
+        queue = judging_queue(project, "ana", order="settle", until_settled=True, wait=None)
+        view = queue.first()
+        queue.settle.wait(None)
+        assert queue.still_open == (1, 1)
+        assert (view.query_id, view.chunk_id) == ("q2", "b2")
+        grade_and_move(queue, view, 0)
+        assert queue.still_open == (0, 1)
+        plain = judging_queue(project, "ben", order="settle", wait=None)
+        plain.first()
+        plain.settle.wait(None)
+        assert plain.still_open is None

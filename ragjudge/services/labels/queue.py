@@ -11,6 +11,7 @@ on a thread of its own as labels arrive (:class:`SettleOrder`), then the rest in
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -510,6 +511,15 @@ class JudgingQueue:
         if order is not None and self.until_settled and order.settled:
             self.stopped = order.settled
 
+    @property
+    def still_open(self) -> tuple[int, int] | None:
+        """With ``until_settled``: (open, all) comparisons of the settle order taken in last;
+        None before it is weighed, or without ``until_settled``."""
+        order = self.settle.current if self.settle is not None else None
+        if order is None or order.open is None or order.comparisons is None:
+            return None
+        return order.open, order.comparisons
+
     def _head_start(self, pos: Position, *, past: bool) -> int:
         """The place in the current order to look from: after the furthest pair given, or
         after ``pos`` when it is further in the same order (``past``: ``pos`` excluded)."""
@@ -606,7 +616,7 @@ class JudgingQueue:
         dq, dc = _keys.as_ids([r[0] for r in rows]), _keys.as_ids([r[1] for r in rows])
         width = max(q.dtype.itemsize, dq.dtype.itemsize)
         keep = ~np.isin(_pair_keys(q, c, width), _pair_keys(dq, dc, width))
-        return PairOrder(q[keep], c[keep], order.settled)
+        return dataclasses.replace(order, query_ids=q[keep], chunk_ids=c[keep])
 
     def upcoming(self, limit: int) -> list[tuple[str, str]]:
         """The next ``limit`` pairs this annotator would be given, in order: the walk judging

@@ -25,11 +25,14 @@ SETTLE_BATCH = 50
 class PairOrder:
     """Pairs to judge first, in order, given from outside the queue (the settle order, heaviest
     first): query and chunk ids as ``str`` or bytes sequences (numpy ``S`` arrays do). With
-    ``until_settled``, ``settled`` says why judging may stop (None: not yet)."""
+    ``until_settled``, ``settled`` says why judging may stop (None: not yet), and ``open`` how
+    many of the ``comparisons`` are still open (None: not weighed)."""
 
     query_ids: Sequence[str] | Sequence[bytes] | np.ndarray
     chunk_ids: Sequence[str] | Sequence[bytes] | np.ndarray
     settled: str | None = None
+    open: int | None = None
+    comparisons: int | None = None
 
     def __len__(self) -> int:
         return len(self.query_ids)

@@ -331,12 +331,13 @@ def queue_order(project: Project, *, runs: Sequence[str] | None = None, depth: i
                             confidence=confidence, pairs="adjacent")
     weights = settlement.weights()
     heavy = weights.weights > 0
-    settled = None
-    if until_settled:
-        comparisons = settlement.comparisons()
-        if all(c.status != OPEN for c in comparisons):
-            settled = settled_message(comparisons, confidence)
-    return PairOrder(weights.query_ids[heavy], weights.chunk_ids[heavy], settled=settled)
+    if not until_settled:
+        return PairOrder(weights.query_ids[heavy], weights.chunk_ids[heavy])
+    comparisons = settlement.comparisons()
+    still = sum(c.status == OPEN for c in comparisons)
+    return PairOrder(weights.query_ids[heavy], weights.chunk_ids[heavy],
+                     settled=None if still else settled_message(comparisons, confidence),
+                     open=still, comparisons=len(comparisons))
 
 
 def settled_message(comparisons: Sequence[Comparison], confidence: float) -> str:

@@ -391,6 +391,14 @@ class JudgeScreen(SessionActions, Screen):
                               Text(f"{share} of your queue")))
         else:
             parts.append(Part(Text("queue: counting…")))
+        if self.queue.until_settled:  # what --until-settled waits for
+            still = self.queue.still_open
+            if still is None:
+                parts.append(Part(Text("comparisons: weighing…")))
+            else:
+                plural = "s" if still[0] != 1 else ""
+                parts.append(Part(Text(f"{still[0]:,} of {still[1]:,} comparisons open"),
+                                  Text(f"{still[0]:,} comparison{plural} open")))
         if self.session_start is not None and self.session_labels:
             hours = max(time.monotonic() - self.session_start, 60.0) / 3600
             parts.append(Part(Text(f"{self.session_labels / hours:,.0f} labels/h")))
