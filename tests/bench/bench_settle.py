@@ -31,7 +31,10 @@ same code path as the shell's, without the interpreter's start each time).
 It prints, per collection and order: **wrong certain** (certain or tied claims whose order is
 not the truth's, summed over every step and comparison; must be 0), **probable held** (probable
 claims whose current order is the truth's: target >= 95%), **settled** (the judged share from
-which no comparison is open: ``settled`` exits 0), and **tau >= 0.9** (the judged share of the
+which no comparison is open: ``settled`` exits 0), **cert@25%** (the share of comparisons
+certain once a quarter of the pool is judged), **tau<=30%** (the mean of the tau below over the
+steps with up to 30% of the pool judged: how right the ranking is early, which one step moves
+less than where tau crosses 0.9) and **tau >= 0.9** (the judged share of the
 pool where Kendall's tau between the runs ranked now and ranked by the truth first reaches 0.9,
 and the share from which it stays there: for MAP, nDCG@10, P@10, and the mean tau over every
 measure settled; the runs ranked by their current means, unjudged pairs not relevant, as
@@ -259,6 +262,13 @@ def reached(curve: list[tuple[float, float]]) -> tuple[float, float]:
     return first, stays
 
 
+def early_tau(steps: list[dict], truth: dict, measure: str | None, upto: float = 0.3) -> float:
+    """The mean tau over the steps with at most ``upto`` of the pool judged (and more than none):
+    how right the ranking is early on, less at the mercy of one step than where tau crosses 0.9."""
+    values = [tau for share, tau in tau_curve(steps, truth, measure) if 0 < share <= upto + EPS]
+    return sum(values) / len(values) if values else float("nan")
+
+
 def all_settled(steps: list[dict]) -> float:
     """The judged share from which no comparison is open (what ``settled`` exits 0 on)."""
     share = 1.0
@@ -289,7 +299,7 @@ def run_replays(args: argparse.Namespace) -> None:
     print(f"Replay: pool = every run's top {args.pool}; {args.step} pairs a step; orders: "
           f"{', '.join(orders)}; unlisted pairs judged 0")
     header = (f"{'':<7} {'order':<7} {'pool':>6} {'steps':>5} {'s/step':>6} | {'wrong':>5} "
-              f"{'probable held':>17} | {'wrong*':>6} {'held*':>6} | {'settled':>7} {'cert@25%':>8} | tau >= 0.9 "
+              f"{'probable held':>17} | {'wrong*':>6} {'held*':>6} | {'settled':>7} {'cert@25%':>8} {'tau<=30%':>8} | tau >= 0.9 "
               "(first/stays): " + " ".join(f"{m:>9}" for m in TAU_MEASURES) + f" {'mean':>9}")
     print(header)
     print("-" * len(header))
@@ -315,7 +325,8 @@ def run_replays(args: argparse.Namespace) -> None:
             print(f"{summary['collection']:<7} {order:<7} {steps[-1]['pool_pairs']:>6,} "
                   f"{len(steps) - 1:>5} {statistics.mean(s['seconds'] for s in steps):>6.2f} | "
                   f"{ours['wrong']:>5} {held:>17} | {theirs['wrong']:>6} {held_all:>6} | "
-                  f"{all_settled(steps):>7.0%} {certain_at(steps, 0.25):>8.0%} | {'':<25}"
+                  f"{all_settled(steps):>7.0%} {certain_at(steps, 0.25):>8.0%} "
+                  f"{early_tau(steps, truth, None):>8.3f} | {'':<16}"
                   + " ".join(f"{r[0]:>4.0%}/{r[1]:<4.0%}" if r else f"{'-':^9}" for r in reach), flush=True)
             if args.keep:
                 (work / f"{summary['collection']}-{order}.json").write_text(json.dumps(steps))
@@ -323,7 +334,7 @@ def run_replays(args: argparse.Namespace) -> None:
           "step and comparison; probable held: probable claims whose current order is the fully "
           "judged pool's; * the same against every official judgment (relevant documents outside "
           "the pool counted); settled: the judged share from which no comparison is open (settled "
-          "exits 0); cert@25%: the share of comparisons certain (or tied) once a quarter of the pool is judged; tau >= 0.9: the judged share of the pool where Kendall's tau of the run "
+          "exits 0); cert@25%: the share of comparisons certain (or tied) once a quarter of the pool is judged; tau<=30%: the mean tau (over the measures) of the steps with up to 30% of the pool judged; tau >= 0.9: the judged share of the pool where Kendall's tau of the run "
           "ranking (current means) against the fully judged pool's first reaches 0.9, and from "
           "which it stays there.")
 

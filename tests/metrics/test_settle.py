@@ -201,6 +201,30 @@ def test_weights_queue_the_pairs_that_decide():
     assert pair_weights(qrels, runs, 2, ["P@1"]).ranked(1) == ranked[:1]
 
 
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_the_queue_takes_the_heaviest_tenth_shallowest_first_then_by_weight(seed):
+    """The queue order (``weights().ranked()``): the open pairs whose weight is above the 90th
+    percentile of the open pairs' weights, by the best rank any run gives them (then by query),
+    first; then every other pair, heaviest first."""
+    runs, qrels = random_collection(seed, judged_share=0.3)
+    s = Settlement(qrels, runs, 10, ["P@5", "nDCG@10", "AP"], top_grade=3, samples=0)
+    ranked = s.weights().ranked()
+    weights = np.array([w for _, _, w in ranked])
+    cut = np.quantile(weights, 0.9)
+    head = int(np.count_nonzero((weights > cut) & (weights > 0)))
+    assert 0 < head < len(ranked)
+    assert all(w > cut for w in weights[:head])
+    best = {}
+    for run in runs.values():
+        for q, chunks in run.to_ranked().items():
+            for rank, c in enumerate(chunks, start=1):
+                best[q, c] = min(best.get((q, c), rank), rank)
+    head_ranks = [best[q, c] for q, c, _ in ranked[:head]]
+    assert head_ranks == sorted(head_ranks)
+    assert len(set(head_ranks)) > 1  # the head spans ranks: its order is not the weights'
+    assert list(weights[head:]) == sorted(weights[head:], reverse=True)
+
+
 def test_judge_more_counts_what_settles():
     runs = {"A": Run.from_ranked({"q1": ["a1"], "q2": ["a2"]}, name="A"),
             "B": Run.from_ranked({"q1": ["b1"], "q2": ["b2"]}, name="B")}

@@ -23,8 +23,7 @@ SETTLE_BATCH = 50
 
 @dataclass(frozen=True)
 class PairOrder:
-    """Pairs to judge first, in order, given from outside the queue (the settle order, heaviest
-    first): query and chunk ids as ``str`` or bytes sequences (numpy ``S`` arrays do). With
+    """Pairs to judge first, in order, given from outside the queue (the settle order): query and chunk ids as ``str`` or bytes sequences (numpy ``S`` arrays do). With
     ``until_settled``, ``settled`` says why judging may stop (None: not yet), and ``open`` how
     many of the ``comparisons`` are still open (None: not weighed)."""
 

@@ -17,7 +17,8 @@ others is the bootstrap interval's question (``eval --ci``, ``compare``), a sepa
 
 The same numbers order the judging queue (``--queue-order settle``): :func:`judging_queue` gives
 a :class:`~ragjudge.services.labels.queue.JudgingQueue` the weigher :func:`queue_order` (each
-open pair's weight on the comparisons of adjacent runs not settled yet, heaviest first), which
+open pair's weight on the comparisons of adjacent runs not settled yet; the heaviest tenth
+first, shallowest first, then the rest heaviest first: :meth:`Settlement.weights`), which
 the queue calls again on a thread of its own as labels arrive; ``--until-settled`` stops judging
 once every one of those comparisons is settled.
 
@@ -312,8 +313,9 @@ def queue_order(project: Project, *, runs: Sequence[str] | None = None, depth: i
                 measures: Sequence[str] | None = None, confidence: float = CONFIDENCE,
                 until_settled: bool = False) -> PairOrder:
     """The settle order of the judging pool: its open pairs (no gold grade yet) with a weight on
-    the comparisons of adjacent runs not settled yet, heaviest first (pairs of weight 0 are left
-    to the queue's depth order). With ``until_settled`` the comparisons' statuses too (their
+    the comparisons of adjacent runs not settled yet, in :meth:`Settlement.weights`' queue order
+    (the heaviest tenth shallowest first, then the rest heaviest first; pairs of weight 0 are
+    left to the queue's depth order). With ``until_settled`` the comparisons' statuses too (their
     draws cost more): ``settled`` says so once none is open."""
     from ragjudge.services.gold.gold import gold
     from ragjudge.services.labels.settleorder import PairOrder
