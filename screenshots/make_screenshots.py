@@ -157,6 +157,8 @@ SCENARIOS: list[Scenario] = [
     Scenario("name-choice", {"annotator": "Ana", "start": "judge"}),
     Scenario("judge-narrow", {"annotator": "dana", "start": "judge"}, prepare=_seen("dana"),
              size=(90, 36)),
+    Scenario("judge-until-settled", {"annotator": "dana", "start": "judge", "order": "settle",
+                                     "until_settled": True}, prepare=_seen("dana")),
     Scenario("login", {"served": True}),
     Scenario("answers", {"annotator": "dana", "start": "answers", "queries": FACET_QUERY},
              keys=("2", "1", "2", "down"), prepare=_seen("dana")),
