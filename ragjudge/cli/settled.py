@@ -194,7 +194,7 @@ def queue(
     """The next pairs an annotator would be given, in order (nothing is recorded)."""
     reads_only()
     from ragjudge.cli.judging import parse_queries
-    from ragjudge.services.events.annotators import check_annotator
+    from ragjudge.services.events.annotators import annotator_names, check_annotator
     from ragjudge.services.labels.queue import ORDERS
     from ragjudge.services.scoring import settled as svc
 
@@ -211,18 +211,23 @@ def queue(
         judging = svc.judging_queue(project, name, order=order, depth=depth, wait=None,
                                     use_assignment=True, **options)
         pairs = judging.upcoming(limit)
+        new = name not in annotator_names(project)
     if format == "json":
         print_json({"annotator": name, "order": order, "depth": depth,
                     "pairs": [{"query_id": q, "chunk_id": c} for q, c in pairs]})
         return
     from rich.table import Table
 
-    title = f"{safe(name)}'s next {len(pairs):,} pairs ({order} order)"
+    title = (f"{safe(name)}'s next {len(pairs):,} pair{'' if len(pairs) == 1 else 's'} "
+             f"({order} order)")
     table = Table(title=title, min_width=min(len(title), 100))  # the title on one line
     for label in ("#", "query", "chunk"):
         table.add_column(label, justify="right" if label == "#" else "left", no_wrap=True)
     for i, (q, c) in enumerate(pairs, start=1):
         table.add_row(str(i), safe(q), safe(c))
     console.print(table)
+    if new:
+        console.print(f"{safe(name)} has no labels in this project yet: this is the queue a new "
+                      "annotator starts with (check the name's spelling if that is not you).")
     if not pairs:
         console.print("Nothing left to judge in this queue.")

@@ -184,3 +184,18 @@ def test_the_settle_order_of_one_run_is_refused(p1_db):
     code, out, err = cli("--db", p1_db, "queue", "--annotator", "ana", "--order", "settle", "--runs", "A")
     assert code == 2 and out == "" and one_paragraph(err)
     assert "--runs A: settling compares runs, two at least" in err
+
+
+def test_a_name_with_no_labels_is_told_it_is_a_new_annotators_queue(p3_db):
+    """A name nobody has labelled under (a typo, or someone new) still gets a queue, and the table
+    says whose: a new annotator's (JSON, for scripts, stays the bare list)."""
+    code, out, err = cli("--db", p3_db, "queue", "--annotator", "anna", "--limit", "3")
+    assert code == 0, err
+    assert "anna has no labels in this project yet" in " ".join(out.split())
+    code, out, _ = cli("--db", p3_db, "queue", "--annotator", "ref", "--limit", "3")
+    assert code == 0 and "no labels" not in out
+    # a name of markup is shown as typed, and one pair is "pair"
+    code, out, _ = cli("--db", p3_db, "queue", "--annotator", "x[bold]y", "--limit", "1")
+    assert code == 0 and "x[bold]y's next 1 pair (" in out and "x[bold]y has no labels" in out
+    code, out, _ = cli("--db", p3_db, "queue", "--annotator", "anna", "--limit", "3", "--format", "json")
+    assert code == 0 and set(json.loads(out)) == {"annotator", "order", "depth", "pairs"}
