@@ -43,6 +43,10 @@ class FakeLLM:
         self.lock = threading.Lock()
         self.trickle_seconds = 0.5
         self.stopped = threading.Event()
+        #: with ``hold_after`` set, answers past that many wait until ``release`` is set (or the
+        #: server stops): a test can signal a client mid-run without racing it
+        self.hold_after: int | None = None
+        self.release = threading.Event()
         self._count = 0
         fake = self
 
@@ -71,6 +75,7 @@ class FakeLLM:
 
     def stop(self) -> None:
         self.stopped.set()
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -139,6 +144,11 @@ class FakeLLM:
             return
         if self.delay:
             time.sleep(self.delay)
+        if self.hold_after is not None:
+            with self.lock:
+                held = len(self.answered) >= self.hold_after
+            while held and not (self.release.is_set() or self.stopped.is_set()):
+                self.release.wait(0.05)
         prompt = body["messages"][-1]["content"]
         if self.unparsed and unparseable(prompt):
             text = "M: hard to say.\nT: the passage is ambiguous.\nI cannot decide on a score."

@@ -277,9 +277,11 @@ def test_cli_custom_prompt_is_sent(project_db, fake_llm, tmp_path):
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_killed_mid_run_keeps_every_grade_received(project_db, fake_llm, how):
     fake_llm.unparsed = False
-    # each answer takes 0.25 s: the run needs some 6 s for the pool, so a test process that a
-    # busy machine starves for a second still signals it mid-run (at 0.05 s, once, it did not)
-    fake_llm.delay = 0.25
+    fake_llm.delay = 0.05
+    # the server holds every answer after the 8th until the signal is sent: the run cannot end
+    # before it, however a busy machine schedules the two processes (with timing alone, CI saw
+    # the whole pool graded first, twice)
+    fake_llm.hold_after = 8
     with Project.open(project_db) as project:
         total = len(svc_judge.plan_pairs(project, NAME))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -290,16 +292,19 @@ def test_killed_mid_run_keeps_every_grade_received(project_db, fake_llm, how):
     with Project.open(project_db) as project:
         while len(labels_of(project)) < 6 and time.monotonic() < deadline and child.poll() is None:
             time.sleep(0.02)
+        seen = len(labels_of(project))
         child.send_signal(how)
+        fake_llm.release.set()
         child.communicate(timeout=60)
         kept = labels_of(project)
+        assert seen >= 6, f"{seen} labels seen in 60 s (the child {'ended' if child.poll() is not None else 'ran'})"
         assert 6 <= len(kept) < total, f"{len(kept)} of {total} pairs graded when the run ended"
         assert_right_and_once(project, strict=False)
         graded_calls = [c for c in calls_of(project) if c.outcome == "graded"]
         assert {(c.query_id, c.chunk_id) for c in graded_calls} == {(q, c) for q, c, _ in kept}
     if how == signal.SIGINT:
         assert child.returncode == 130
-    fake_llm.delay = 0.0
+    fake_llm.delay, fake_llm.hold_after = 0.0, None
     again = cli(project_db, "llm-judge", "--base-url", fake_llm.base_url, "--model", MODEL)
     assert again.returncode == 0, again.stderr
     with Project.open(project_db) as project:
