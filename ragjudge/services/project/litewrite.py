@@ -49,6 +49,10 @@ from ragjudge.store.sqlitefile import (
 )
 from ragjudge.store.sqltext import DriverConnection, execute, fetch, scalar
 
+#: one run entry (run, generation, query, chunk, rank, score), as both import sessions write it
+RUN_ENTRIES_SQL = ("INSERT INTO run_entries (run, generation, query_id, chunk_id, rank, score) "
+                   "VALUES (?, ?, ?, ?, ?, ?)")
+
 TARGET_SECONDS = 0.04
 """How long one batch of a run's entries holds SQLite's write lock, about (each batch also
 writes the index pages it touched to the log: smaller batches write them more often)."""
@@ -325,10 +329,6 @@ class LiteImportSession:
                     {"generation": generation, "run": name, "replaces": current,
                      "created_at": sqlite_time(utcnow())})
         return generation, current
-
-    def run_entries_sql(self) -> str:
-        return ("INSERT INTO run_entries (run, generation, query_id, chunk_id, rank, score) "
-                "VALUES (?, ?, ?, ?, ?, ?)")
 
     def write_rows(self, connection: Any, sql: str, rows: Sequence[tuple], table: str,
                    columns: Sequence[str]) -> None:

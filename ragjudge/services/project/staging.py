@@ -219,10 +219,6 @@ class ImportSession:
                                                        replaces=current, created_at=utcnow()))
         return generation, current
 
-    def run_entries_sql(self) -> str:
-        return ("INSERT INTO run_entries (run, generation, query_id, chunk_id, rank, score) "
-                "VALUES (?, ?, ?, ?, ?, ?)")
-
     def write_rows(self, connection: Connection, sql: str, rows: Sequence[tuple], table: str,
                    columns: Sequence[str]) -> None:
         """Rows into ``table``: ``executemany`` on SQLite, ``COPY`` on PostgreSQL."""

@@ -20,6 +20,7 @@ import numpy as np
 from ragjudge.errors import InputError, UsageError, check_typed
 from ragjudge.formats.source import Source, is_inline
 from ragjudge.inputs import source_name
+from ragjudge.services.project.litewrite import RUN_ENTRIES_SQL
 from ragjudge.services.project import columns as bulk
 from ragjudge.services.runs import head as runhead
 from ragjudge.services.transfer.idcheck import IdCheck, check_long_ids
@@ -182,7 +183,7 @@ def _stage_entries(session: Any, name: str, generation: int, ranked: bulk.Ranked
     qidx = ranked.qidx[rows]
     chunk_ids = ranked.chunk_ids[rows]
     has_none = bool(np.isnan(scores).any())
-    sql = session.run_entries_sql()
+    sql = RUN_ENTRIES_SQL
     total = len(rows)
     description = f"run {name}: writing entries"
 
