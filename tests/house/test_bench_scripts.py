@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "tests" / "bench").glob("bench_*.py")) + [ROOT / "tests" / "bench" / "sim_settle.py"]
+SCRIPTS = sorted((ROOT / "tests" / "bench").glob("bench_*.py")) + [
+    ROOT / "tests" / "bench" / name for name in ("sim_settle.py", "replay_orders.py")]
 
 
 @pytest.mark.slow
