@@ -49,6 +49,17 @@ def widen(array: np.ndarray, width: int) -> np.ndarray:
     return array if array.dtype.itemsize == width else array.astype(f"S{width}")
 
 
+def pair_keys(query_ids: np.ndarray, chunk_ids: np.ndarray, wq: int, wc: int) -> np.ndarray:
+    """One fixed-width byte string per (query, chunk) pair of ``as_ids`` arrays: the query id's
+    bytes NUL-padded to ``wq``, then the chunk id's to ``wc``. Equal for equal pairs (ids hold no
+    NUL) when both sides use the same widths: membership tests without a Python object a pair."""
+    n = len(query_ids)
+    both = np.empty((n, wq + wc), dtype=np.uint8)
+    both[:, :wq] = widen(query_ids, wq).view(np.uint8).reshape(n, wq)
+    both[:, wq:] = widen(chunk_ids, wc).view(np.uint8).reshape(n, wc)
+    return both.view(f"V{wq + wc}").ravel()
+
+
 def words(ids: np.ndarray) -> np.ndarray:
     """(n, width/8) big-endian uint64 view of an ``as_ids`` array: compare as integers."""
     return ids.view(">u8").reshape(len(ids), ids.dtype.itemsize // 8)

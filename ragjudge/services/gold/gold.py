@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragjudge.errors import UsageError
-from ragjudge.metrics._keys import as_ids, lookup
+from ragjudge.metrics._keys import as_ids, lookup, pair_keys
 from ragjudge.services.events.labels import (
     CodedLabels,
     LabelArrays,
@@ -255,8 +255,8 @@ def closure(query_ids: np.ndarray, chunk_ids: np.ndarray, queries: set[str],
     q, c = _concat_all(found_q), _concat_all(found_c)
     wq = max(q.dtype.itemsize, judged_q.dtype.itemsize)
     wc = max(c.dtype.itemsize, judged_c.dtype.itemsize)
-    keys, first = np.unique(_pair_keys(q, c, wq, wc), return_index=True)
-    fresh = first[~np.isin(keys, _pair_keys(judged_q, judged_c, wq, wc))]
+    keys, first = np.unique(pair_keys(q, c, wq, wc), return_index=True)
+    fresh = first[~np.isin(keys, pair_keys(judged_q, judged_c, wq, wc))]
     q, c = q[fresh], c[fresh]
     if textual:
         return np.array(decode(q), dtype=object), np.array(decode(c), dtype=object)
@@ -359,7 +359,7 @@ def _with_adjudications(q: np.ndarray, c: np.ndarray, g: np.ndarray, s: np.ndarr
         dq = as_ids([k[0] for k in decided])
         dc = as_ids([k[1] for k in decided])
         wq, wc = max(q.dtype.itemsize, dq.dtype.itemsize), max(c.dtype.itemsize, dc.dtype.itemsize)
-        keep = ~np.isin(_pair_keys(q, c, wq, wc), _pair_keys(dq, dc, wq, wc))
+        keep = ~np.isin(pair_keys(q, c, wq, wc), pair_keys(dq, dc, wq, wc))
         q, c = _concat_ids(q[keep], dq), _concat_ids(c[keep], dc)
         g = np.concatenate([g[keep], np.array(list(decided.values()), dtype=np.int64)])
         s = np.concatenate([s[keep], np.full(len(decided), FROM_ADJUDICATION, dtype=np.int64)])
@@ -367,18 +367,6 @@ def _with_adjudications(q: np.ndarray, c: np.ndarray, g: np.ndarray, s: np.ndarr
         order = np.lexsort([*words(c).T[::-1], *words(q).T[::-1]])
         q, c, g, s = q[order], c[order], g[order], s[order]
     return q, c, g, s
-
-
-def _pair_keys(q: np.ndarray, c: np.ndarray, wq: int, wc: int) -> np.ndarray:
-    """One fixed-width byte string per pair (the query id's bytes, then the chunk id's), equal
-    for equal pairs: for membership tests without a Python object per pair."""
-    from ragjudge.metrics._keys import widen
-
-    n = len(q)
-    both = np.empty((n, wq + wc), dtype=np.uint8)
-    both[:, :wq] = widen(q, wq).view(np.uint8).reshape(n, wq)
-    both[:, wq:] = widen(c, wc).view(np.uint8).reshape(n, wc)
-    return both.view(f"V{wq + wc}").ravel()
 
 
 def _counted_names(names: Iterable[str], policy: GoldPolicy, rule: str) -> set[str]:

@@ -614,8 +614,8 @@ class JudgingQueue:
             return order
         q, c = _keys.as_ids(order.query_ids), _keys.as_ids(order.chunk_ids)
         dq, dc = _keys.as_ids([r[0] for r in rows]), _keys.as_ids([r[1] for r in rows])
-        width = max(q.dtype.itemsize, dq.dtype.itemsize)
-        keep = ~np.isin(_pair_keys(q, c, width), _pair_keys(dq, dc, width))
+        wq, wc = max(q.dtype.itemsize, dq.dtype.itemsize), max(c.dtype.itemsize, dc.dtype.itemsize)
+        keep = ~np.isin(_keys.pair_keys(q, c, wq, wc), _keys.pair_keys(dq, dc, wq, wc))
         return dataclasses.replace(order, query_ids=q[keep], chunk_ids=c[keep])
 
     def upcoming(self, limit: int) -> list[tuple[str, str]]:
@@ -962,20 +962,6 @@ class JudgingQueue:
             return None
         return PairView(view.position, view.query_id, view.chunk_id, view.pair_index,
                         view.query_pairs, view.query_handled, view.sources, None, recheck=True)
-
-
-def _pair_keys(query_ids: np.ndarray, chunk_ids: np.ndarray, width: int) -> np.ndarray:
-    """One byte string per (query, chunk) pair of ``as_ids`` arrays: the query id NUL-padded to
-    ``width`` bytes, then the chunk id. Equal for equal pairs when ``width`` is the same (ids
-    hold no NUL, so the padding never makes two pairs alike)."""
-    from ragjudge.metrics import _keys
-
-    wc = chunk_ids.dtype.itemsize
-    n = len(query_ids)
-    both = np.zeros((n, width + wc), dtype=np.uint8)
-    both[:, :width] = _keys.widen(query_ids, width).view(np.uint8).reshape(n, width)
-    both[:, width:] = chunk_ids.view(np.uint8).reshape(n, wc)
-    return both.view(f"S{width + wc}").ravel()
 
 
 def func_count():  # noqa: ANN201
