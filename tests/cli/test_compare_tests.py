@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
-from statsmodels.stats.multitest import multipletests
+from statskit import multipletests
 from clikit import run_cli as _run
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from statsmodels.stats.multitest import multipletests
+from statskit import multipletests
 
 from ragjudge.metrics.corrections import CORRECTIONS, correct, holm
 

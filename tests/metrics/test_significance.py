@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import scipy.special
 import scipy.stats
-from statsmodels.stats.multitest import multipletests
+from statskit import multipletests
 
 from ragjudge.metrics.significance import (
     BETTER_A,

@@ -9,7 +9,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
+from statskit import multipletests
 from textual.widgets import DataTable, Static
 from pilotkit import wait_for
 
