@@ -2,7 +2,8 @@
 orders: how soon the run ranking is right. Not a test (pytest does not collect it).
 
     python tests/bench/replay_orders.py [--only cacm,npl,cisi,cran] [--heads 0,0.02,0.1,0.3]
-        [--measures AP] [--step 100] [--upto 0.3] [--collections DIR] [--source DIR]
+        [--measures AP] [--step 100] [--upto 0.3] [--expected SAMPLES] [--collections DIR]
+        [--source DIR]
 
 The same collections, pool, steps and scorecard as ``bench_settle.py`` (built with
 ``collections.py`` when missing), without the commands around them, so that many orders can be
@@ -18,7 +19,9 @@ relevant, as ``eval`` ranks them). The orders:
 
 It prints, per collection and order, the mean over the steps up to ``--upto`` of the pool of
 Kendall's tau between the current ranking and the fully judged pool's (averaged over the
-measures), and the judged share where that tau first reaches 0.9.
+measures), and the judged share where that tau first reaches 0.9. With ``--expected N`` the
+runs are ranked instead by their expected final means under settle's grade model, over N draws
+(slower: a minute or so per collection).
 """
 
 from __future__ import annotations
@@ -83,26 +86,30 @@ class Collection:
             hashlib.sha256(repr(p).encode()).digest()))
         self.final = self.means(self.pairs)
 
-    def settlement(self, judged: list[tuple[str, str]]) -> Settlement:
+    def settlement(self, judged: list[tuple[str, str]], samples: int = 0) -> Settlement:
         if judged:
             qrels = Qrels.from_arrays([q for q, _ in judged], [c for _, c in judged],
                                       [self.grades.get(p, 0) for p in judged], top_grade=self.top)
         else:  # nothing judged yet: one placeholder that is no judgment
             qrels = Qrels.from_arrays(["-"], ["-"], [-1], top_grade=self.top)
-        return Settlement(qrels, self.runs, self.pool, self.measures, top_grade=self.top, samples=0)
+        return Settlement(qrels, self.runs, self.pool, self.measures, top_grade=self.top,
+                          samples=samples)
 
     def means(self, judged: list[tuple[str, str]], settlement: Settlement | None = None) -> np.ndarray:
         s = settlement or self.settlement(judged)
         return np.array([[s.mean(j, n) for n in s.names] for j in range(len(self.measures))])
 
-    def replay(self, order: str, upto: float) -> list[tuple[float, float]]:
-        """(judged share, mean tau) after each step until ``upto`` of the pool is judged."""
+    def replay(self, order: str, upto: float, samples: int = 0) -> list[tuple[float, float]]:
+        """(judged share, mean tau) after each step until ``upto`` of the pool is judged; with
+        ``samples``, the runs ranked by their expected final means under the grade model
+        (:meth:`Settlement.expected`) instead of their current ones."""
         judged: list[tuple[str, str]] = []
         seen: set[tuple[str, str]] = set()
         curve = []
         while True:
-            s = self.settlement(judged)
-            now = self.means(judged, s)
+            s = self.settlement(judged, samples)
+            now = (np.array([[s.expected(j, n) for n in s.names] for j in range(len(self.measures))])
+                   if samples and judged else self.means(judged, s))
             share = len(judged) / len(self.pairs)
             curve.append((share, float(np.mean([kendall(now[j], self.final[j])
                                                 for j in range(len(self.measures))]))))
@@ -129,6 +136,8 @@ def main() -> None:
                         help="HEAD_SHARE values to replay (0: the weights alone)")
     parser.add_argument("--measures", default="", help="M,M,...: default the scorecard's settleable")
     parser.add_argument("--step", type=int, default=100)
+    parser.add_argument("--expected", type=int, default=0, metavar="SAMPLES",
+                        help="rank the runs by their expected final means over this many draws")
     parser.add_argument("--upto", type=float, default=0.3)
     parser.add_argument("--collections", default="/tmp/ragjudge-bench/collections")
     parser.add_argument("--source", default="/work/collections")
@@ -142,7 +151,7 @@ def main() -> None:
         coll = Collection(summary, measures, args.step)
         cells = []
         for order in orders:
-            curve = coll.replay(order, args.upto)
+            curve = coll.replay(order, args.upto, args.expected)
             early = [tau for share, tau in curve if share > 0]
             first = next((share for share, tau in curve if tau >= 0.9 - 1e-9), None)
             cells.append(f"{np.mean(early):.3f} ({'-' if first is None else f'{first:.0%}'})")
