@@ -303,6 +303,7 @@ def run_replays(args: argparse.Namespace) -> None:
               "(first/stays): " + " ".join(f"{m:>9}" for m in TAU_MEASURES) + f" {'mean':>9}")
     print(header)
     print("-" * len(header))
+    per_measure: dict[tuple[str, str], dict[str, float]] = {}
     for summary in found:
         base = base_project(summary, work)
         grades = official(summary)
@@ -328,6 +329,8 @@ def run_replays(args: argparse.Namespace) -> None:
                   f"{all_settled(steps):>7.0%} {certain_at(steps, 0.25):>8.0%} "
                   f"{early_tau(steps, truth, None):>8.3f} | {'':<16}"
                   + " ".join(f"{r[0]:>4.0%}/{r[1]:<4.0%}" if r else f"{'-':^9}" for r in reach), flush=True)
+            per_measure[summary["collection"], order] = {
+                m: reached(tau_curve(steps, truth, m))[0] for m in steps[-1]["measures"]}
             if args.keep:
                 (work / f"{summary['collection']}-{order}.json").write_text(json.dumps(steps))
     print("wrong: certain (or tied) claims whose order is not the fully judged pool's, over every "
@@ -337,6 +340,28 @@ def run_replays(args: argparse.Namespace) -> None:
           "exits 0); cert@25%: the share of comparisons certain (or tied) once a quarter of the pool is judged; tau<=30%: the mean tau (over the measures) of the steps with up to 30% of the pool judged; tau >= 0.9: the judged share of the pool where Kendall's tau of the run "
           "ranking (current means) against the fully judged pool's first reaches 0.9, and from "
           "which it stays there.")
+    print_per_measure(per_measure, orders)
+
+
+def print_per_measure(per_measure: dict[tuple[str, str], dict[str, float]], orders: list[str]) -> None:
+    """Where tau first reaches 0.9, measure by measure, and per collection how often the settle
+    order gets there before, with or after depth rounds."""
+    if not per_measure:
+        return
+    measures = list(next(iter(per_measure.values())))
+    print("\ntau >= 0.9 first reached, measure by measure (the judged share of the pool):")
+    print(f"{'':<7} {'order':<7} " + " ".join(f"{m:>9}" for m in measures))
+    for (coll, order), first in per_measure.items():
+        print(f"{coll:<7} {order:<7} " + " ".join(f"{first.get(m, 1.0):>9.0%}" for m in measures))
+    if "depth" in orders and "settle" in orders:
+        for coll in dict.fromkeys(c for c, _ in per_measure):
+            depth, settle = per_measure.get((coll, "depth")), per_measure.get((coll, "settle"))
+            if depth is None or settle is None:
+                continue
+            before = sum(settle[m] < depth[m] - EPS for m in measures)
+            after = sum(settle[m] > depth[m] + EPS for m in measures)
+            print(f"{coll}: the settle order first, on {before} of {len(measures)} measures; "
+                  f"the same step on {len(measures) - before - after}; later on {after}")
 
 
 # -- speed --------------------------------------------------------------------------------------

@@ -26,10 +26,12 @@ pytestmark = pytest.mark.slow
 
 FAST_LOCK = (
     "import sys, ragjudge.store.engine as engine; engine.BUSY_TIMEOUT_MS = 300; "
+    "import ragjudge.services.project.lite as lite; lite.DEFAULT_BUSY_TIMEOUT_MS = 300; "
     "from ragjudge.cli import main; sys.exit(main())"
 )
 """The real entry point with a 0.3 s busy timeout instead of 15 s, so that the locked-file test
-does not wait 15 s (the lead may expose this as a setting; see the report)."""
+does not wait 15 s: the full opening's and the lean read-only path's (``status`` starts on the
+latter, which takes the default unless ``RAGJUDGE_BUSY_TIMEOUT_MS`` sends it to the former)."""
 
 LABEL_WRITE = (
     "import sys\n"
