@@ -144,7 +144,7 @@ def eval_command(
     from ragjudge.services.scoring import files as svc_files
 
     if tui:
-        from ragjudge.tui.screens.evaluation import run_evaluation_app
+        from ragjudge.tui.evalapp import run_evaluation_app
 
         if qrels is not None or run or curve is not None or by or per_query or ci or complete \
                 or prels is not None or prels_form is not None:

@@ -238,7 +238,8 @@ def pytrec(db: Path) -> dict:
 async def measure(db: str, labels: int, seed: int = 11) -> dict:
     from ragjudge.services.labels import events as judging
     from ragjudge.services.project.database import Project
-    from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+    from ragjudge.tui.evalapp import evaluation_app
+    from ragjudge.tui.screens.evaluation import EvaluationScreen
 
     project = Project.open(db)
     app = evaluation_app(project)

@@ -211,7 +211,7 @@ def test_the_screen_ranges_ignore_a_newcomer_and_say_who_sets_them(demo):
 
 
 async def _newcomer_on_screen(demo) -> None:
-    from ragjudge.tui.screens.evaluation import evaluation_app
+    from ragjudge.tui.evalapp import evaluation_app
 
     app = evaluation_app(demo, measures=MEASURES)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -242,7 +242,7 @@ def test_the_screen_says_too_few_queries_for_an_interval(tmp_path):
 
 
 async def _few_queries_on_screen(tmp_path) -> None:
-    from ragjudge.tui.screens.evaluation import evaluation_app
+    from ragjudge.tui.evalapp import evaluation_app
 
     project = make_small_project(str(tmp_path / "s.db"), queries=6, chunks=20)
     judging.record_label(project, annotator="ana", query_id="q1", chunk_id="c05", grade=2)

@@ -15,7 +15,8 @@ from pilotkit import wait_for
 
 from ragjudge.metrics.significance import randomization_test
 from ragjudge.services.scoring.evaluation import pairing
-from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+from ragjudge.tui.evalapp import evaluation_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen
 
 pytestmark = pytest.mark.slow
 

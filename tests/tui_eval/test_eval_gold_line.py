@@ -11,7 +11,8 @@ import goldkit
 from pilotkit import wait_for
 
 from ragjudge.services.labels import events as judging_events
-from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+from ragjudge.tui.evalapp import evaluation_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen
 
 pytestmark = pytest.mark.slow
 

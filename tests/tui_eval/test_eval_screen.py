@@ -20,7 +20,8 @@ from ragjudge.services.events import state as judging_state
 from ragjudge.services.labels import events as judging_events
 from ragjudge.services.scoring.live import MEASURES_SETTING
 from ragjudge.tui import make_app
-from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+from ragjudge.tui.evalapp import evaluation_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen
 from ragjudge.tui.widgets.evalpane import ExplainModal, fmt
 
 pytestmark = pytest.mark.slow

@@ -70,7 +70,7 @@ def test_the_k_axis_has_whole_number_ticks_only(demo):
 async def _k_ticks(demo) -> None:
     import re
 
-    from ragjudge.tui.screens.evaluation import evaluation_app
+    from ragjudge.tui.evalapp import evaluation_app
 
     for size in ((140, 45), (100, 30), (180, 50)):
         app = evaluation_app(demo)
@@ -125,7 +125,7 @@ def test_wide_overview_scrolls_with_arrows_shows_hidden_columns_and_new_measures
 async def _wide_overview(demo) -> None:
     from textual.widgets import DataTable, TabbedContent
 
-    from ragjudge.tui.screens.evaluation import evaluation_app
+    from ragjudge.tui.evalapp import evaluation_app
 
     app = evaluation_app(demo)
     async with app.run_test(size=(100, 30)) as pilot:

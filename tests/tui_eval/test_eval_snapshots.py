@@ -12,7 +12,8 @@ import time
 import pytest
 from textual.widgets import DataTable
 
-from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+from ragjudge.tui.evalapp import evaluation_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen
 
 pytestmark = pytest.mark.slow
 

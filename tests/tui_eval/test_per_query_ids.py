@@ -12,7 +12,8 @@ from textual.widgets import DataTable
 from pilotkit import wait_for
 
 from ragjudge.cli import common, main
-from ragjudge.tui.screens.evaluation import EvaluationScreen, evaluation_app
+from ragjudge.tui.evalapp import evaluation_app
+from ragjudge.tui.screens.evaluation import EvaluationScreen
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,6 @@ import math
 import queue
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -33,7 +32,6 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane, Tabs
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
-from ragjudge.safetext import natural_key
 from ragjudge.services.scoring import live as svc
 from ragjudge.services.access.rights import Access
 from ragjudge.tui.host import Host, host
@@ -42,10 +40,18 @@ from ragjudge.tui.widgets.evalpane import (
     CurvePlot,
     ExplainModal,
     best_rows,
+    column_width,
+    correction_words,
+    curve_note,
     fmt,
     knee,
+    lowest_cells,
+    next_other,
+    overview_note,
+    p_text,
+    per_query_order,
     settled_cell,
-    settled_note,
+    spread_text,
 )
 from ragjudge.tui.widgets.fitted import FitBar, Fitted, Part
 from ragjudge.tui.widgets.footer import PriorityFooter
@@ -596,11 +602,11 @@ class EvaluationScreen(Screen):
         table.clear(columns=True)
         table.fixed_columns = FIRST_MEASURE  # the run and the settled column stay in view
         # explicit widths: the table lays out at once, not on the next idle moment
-        table.add_column("run", key="run", width=_width(["run", *s.run_names]))
+        table.add_column("run", key="run", width=column_width(["run", *s.run_names]))
         settled = {n: settled_cell(self.settled, self.measure, n) for n in s.run_names}
         table.add_column(literal(f"settled {self.measure}"), key="settled", width=max(
             len(self.measure) + 8, *(len(line) for t in settled.values() for line in t.plain.split("\n"))))
-        spreads = {(n, m): _spread(s, n, m) for n in s.run_names for m in s.measures}
+        spreads = {(n, m): spread_text(s, n, m) for n in s.run_names for m in s.measures}
         for m in s.measures:
             table.add_column(literal(m), key=m, width=max(
                 len(m), 14, *(len(spreads[n, m]) for n in s.run_names)))
@@ -630,13 +636,8 @@ class EvaluationScreen(Screen):
                         timeout=3)
         elif added is not None:
             self._added = added  # the snapshot with it has not come yet
-        note = Text(f"{s.n_queries} judged queries; a query a run does not answer counts 0. "
-                    "* best in its column · [95% bootstrap interval]"
-                    + (f" ({d.resamples} resamples; none from fewer than "
-                       f"{svc.MIN_INTERVAL_QUERIES} queries)" if d is not None else ""), style="dim")
-        note.append_text(_range_note(s))
-        note.append_text(settled_note(self.settled, self.measure))
-        self.query_one("#overview-note", Static).update(note)
+        self.query_one("#overview-note", Static).update(overview_note(
+            s, d.resamples if d is not None else None, self.settled, self.measure))
 
     # -- per query ---------------------------------------------------------------------------
 
@@ -656,25 +657,14 @@ class EvaluationScreen(Screen):
         hint.append(f" · sort: {SORTS[self.sort]} · m measure · f category · t sort · "
                     "Enter: explain and judge")
         self.query_one("#per-query-hint", Static).update(hint)
-        order = sorted((i for i in range(len(rows.query_ids))
-                        if self.category is None or (rows.categories[i] or "(none)") == self.category),
-                       key=lambda i: natural_key(rows.query_ids[i]))  # q2 before q10; ties stay so
-        first = s.run_names[0] if s.run_names else None
-        sort = SORTS[self.sort]
-        if sort.startswith("value") and first is not None:
-            column = rows.values[first]
-            sign = -1 if sort == "value ↓" else 1
-            order.sort(key=lambda i: (math.isnan(column[i]), sign * (0 if math.isnan(column[i]) else column[i])))
-        elif sort == "disputed ↓":
-            order.sort(key=lambda i: -disputed.get(rows.query_ids[i], 0))
-        elif sort == "judged ↑":
-            order.sort(key=lambda i: rows.judged[i])
+        order = per_query_order(rows, self.category, SORTS[self.sort],
+                                s.run_names[0] if s.run_names else None, disputed)
         table = self.query_one("#per-query-table", DataTable)
         keep = table.cursor_row
         table.clear(columns=True)
         for label, texts in (("query", rows.query_ids), ("category", [c or "" for c in rows.categories]),
                              ("judged", ["judged"]), ("disputed", ["disputed"])):
-            table.add_column(label, width=_width([label, *texts]))
+            table.add_column(label, width=column_width([label, *texts]))
         for name in s.run_names:
             table.add_column(literal(name), width=max(len(name), 7))
         self._query_rows = []
@@ -766,15 +756,7 @@ class EvaluationScreen(Screen):
                                                  whole_x=True)
         self.query_one("#curve-pr", CurvePlot).show(
             "interpolated precision at recall", list(svc.PR_LEVELS), s.pr_values, "recall")
-        note = Text()
-        note.append(f"{s.curve}@K for K = 1..20 (m: next family) · ")
-        if mark is not None:
-            note.append_text(literal(f"{best}'s curve flattens at K = {mark}", "bold"))
-            note.append(" (each further chunk moves it by < 0.01): passing more chunks to the LLM "
-                        "adds little.")
-        else:
-            note.append_text(literal(f"{best}'s curve is still rising at K = 20."))
-        self.query_one("#curves-note", Static).update(note)
+        self.query_one("#curves-note", Static).update(curve_note(s.curve, best, mark))
 
     # -- strata ------------------------------------------------------------------------------
 
@@ -790,17 +772,12 @@ class EvaluationScreen(Screen):
         table = self.query_one("#strata-table", DataTable)
         table.clear(columns=True)
         first = s.strata_field or "stratum"
-        table.add_column(literal(first), width=_width([first, *s.strata]))
+        table.add_column(literal(first), width=column_width([first, *s.strata]))
         table.add_column("queries", width=7)
-        table.add_column("run", width=_width(["run", *s.run_names]))
+        table.add_column("run", width=column_width(["run", *s.run_names]))
         for m in s.measures:
             table.add_column(literal(m), width=max(len(m), 7))
-        worst = {}
-        for m in s.measures:
-            values = [(s.strata[st][n][m], st, n) for st in s.strata for n in s.run_names
-                      if not math.isnan(s.strata[st][n][m])]
-            if values and len(s.strata) > 1:
-                worst[m] = min(values)[1:]
+        worst = lowest_cells(s)
         for stratum, by_run in s.strata.items():
             for j, name in enumerate(s.run_names):
                 cells = [literal(stratum if j == 0 else ""), str(s.strata_sizes[stratum]) if j == 0 else "",
@@ -822,25 +799,9 @@ class EvaluationScreen(Screen):
             hint.append(", B = ")
             hint.append_text(literal(self.pair[1], "bold"))
             hint.append(" · a / b: next run · x: next correction\n")
-            hint.append_text(self._correction_words())
+            hint.append_text(correction_words(
+                self.correction, len(self.snapshot.measures) if self.snapshot is not None else 0))
         self.query_one("#compare-hint", Static).update(hint)
-
-    def _correction_words(self) -> Text:
-        """Which test, which correction over how many measures, and which figures it adjusts."""
-        from ragjudge.metrics.allpairs import CORRECTION_NAMES
-
-        m = len(self.snapshot.measures) if self.snapshot is not None else 0
-        words = Text("Fisher's randomization test per measure; ")
-        if self.correction == "none":
-            words.append("p-values not corrected over the ", style="bold")
-            words.append(f"{m} measures", style="bold")
-        else:
-            words.append(f"p-values {CORRECTION_NAMES[self.correction]}-corrected", style="bold")
-            words.append(f" over the {m} measures")
-        words.append("; verdict at α = 0.05 from the "
-                     + ("raw" if self.correction == "none" else "corrected")
-                     + " p; the 95% bootstrap interval of B − A is not adjusted")
-        return words
 
     def _show_compare(self, message: Compared) -> None:
         from ragjudge.services.scoring.comparisons import SHORT_CORRECTIONS
@@ -849,10 +810,10 @@ class EvaluationScreen(Screen):
         table.clear(columns=True)
         adjusted = message.correction != "none"
         corrected = [(f"p ({SHORT_CORRECTIONS[message.correction]})", 12)] if adjusted else []
-        for label, width in (("measure", _width(["measure", *(self.snapshot.measures if self.snapshot else [])])),
+        for label, width in (("measure", column_width(["measure", *(self.snapshot.measures if self.snapshot else [])])),
                              ("A", 7), ("B", 7), ("B − A", 8),
                              ("95% CI (unadjusted)" if adjusted else "95% CI", 20), ("p rand", 8),
-                             *corrected, ("d_z", 6), ("verdict", 12 + _width(list(message.pair)))):
+                             *corrected, ("d_z", 6), ("verdict", 12 + column_width(list(message.pair)))):
             table.add_column(label, width=width)
         if message.pair != self.pair or message.correction != self.correction:
             return
@@ -864,7 +825,7 @@ class EvaluationScreen(Screen):
                 verdict.append_text(literal(row.winner))
                 verdict.append(")")
             ci = ("-" if math.isnan(row.ci_low) else f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]")
-            p_values = [_p(row.p_value)] + ([_p(row.p_adjusted)] if adjusted else [])
+            p_values = [p_text(row.p_value)] + ([p_text(row.p_adjusted)] if adjusted else [])
             effect = "-" if not math.isfinite(row.effect_size) else f"{row.effect_size:+.2f}"
             table.add_row(literal(row.measure), fmt(row.mean_a), fmt(row.mean_b),
                           "-" if math.isnan(row.difference) else f"{row.difference:+.4f}", ci,
@@ -966,9 +927,9 @@ class EvaluationScreen(Screen):
             return
         a, b = self.pair
         if which == "a":
-            a = _next_other(s.run_names, a, b)
+            a = next_other(s.run_names, a, b)
         else:
-            b = _next_other(s.run_names, b, a)
+            b = next_other(s.run_names, b, a)
         self.pair = (a, b)
         self._show_compare_hint()
         self.query_one("#compare-table", DataTable).clear()
@@ -1034,83 +995,3 @@ class EvaluationScreen(Screen):
         self._wake_snapshot()
         self._stale.add("overview")  # the settled column follows the measure
         self._show_active()
-
-
-def _next_other(names: list[str], current: str, other: str) -> str:
-    """The run after ``current`` in ``names`` (cycling) that is not ``other``: the compare tab
-    never compares a run with itself."""
-    at = names.index(current) if current in names else -1
-    for step in range(1, len(names) + 1):
-        name = names[(at + step) % len(names)]
-        if name != other:
-            return name
-    return current
-
-
-def _spread(s: svc.LiveSnapshot, run: str, measure: str) -> str:
-    """``↕ben 0.410–chen 0.620``: the range over annotators and who sets each end."""
-    spread = s.ranges.get(run, {}).get(measure)
-    if not spread:
-        return ""
-    low, high = (_short(n) for n in s.range_ends.get(run, {}).get(measure, ("", "")))
-    return f"↕{low} {spread[0]:.3f}–{high} {spread[1]:.3f}"
-
-
-def _short(name: str, limit: int = 8) -> str:
-    return name if len(name) <= limit else name[:limit - 1] + "…"
-
-
-def _range_note(s: svc.LiveSnapshot) -> Text:
-    """How the ranges are made, who is in them and who has too few labels."""
-    note = Text(f"\n↕ min–max over the annotators whose labels cover ≥ {s.min_coverage:.0%} of the "
-                "pool of the judged queries (n: change): the gold value moved by each one's "
-                "difference from the gold on the queries they judged", style="dim")
-    if s.in_ranges:
-        note.append(" · in the ranges: ", style="dim")
-        note.append_text(literal(", ".join(f"{a} {s.coverage[a]:.0%}" for a in s.in_ranges), "dim"))
-    if s.too_few:
-        note.append(" · too few labels: ", style="dim")
-        note.append_text(literal(", ".join(f"{a} {s.coverage[a]:.0%}" for a in s.too_few), "dim"))
-    return note
-
-
-def _width(texts: list[str]) -> int:
-    return max((len(str(t)) for t in texts), default=1)
-
-
-def _p(value: float) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
-
-
-def evaluation_app(project, *, rule: str | None = None, measures: list[str] | None = None,  # noqa: ANN001, ANN201
-                   threshold: int | None = None):
-    """The app opened on this screen (``ragjudge eval --tui``); Escape leads to the home screen."""
-    from ragjudge.tui.app import RagjudgeApp
-
-    class EvaluationApp(RagjudgeApp):
-        CSS_PATH = str(Path(__file__).resolve().parents[1] / "app.tcss")
-
-        def on_mount(self) -> None:
-            # Textual calls RagjudgeApp.on_mount too (it pushes the home screen): go on top of it
-            self.opening_on_top = True
-            self.call_after_refresh(self._on_top)
-
-        def _on_top(self) -> None:
-            self.opening_on_top = False
-            self.open_evaluation()
-
-    app = EvaluationApp(project)
-    app.evaluation_options = {k: v for k, v in
-                              {"rule": rule, "measures": measures, "threshold": threshold}.items()
-                              if v is not None}
-    return app
-
-
-def run_evaluation_app(project, **options: Any) -> None:  # noqa: ANN001
-    """Run :func:`evaluation_app` in the terminal until the user quits."""
-    app = evaluation_app(project, **options)
-    app.run()
-    if app.return_code not in (None, 0):
-        raise SystemExit(app.return_code)

@@ -1,10 +1,11 @@
-"""Pieces of the evaluation screen: number formatting, the knee of a curve, the curves plot and
-the explanation modal."""
+"""Pieces of the evaluation screen: number formatting, the ranges over annotators and their note,
+the per-query tab's order, the knee of a curve, the curves plot and the explanation modal."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,10 +15,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from ragjudge.safetext import natural_key
 from ragjudge.tui.widgets.literal import clean, literal
 
-__all__ = ["CurvePlot", "ExplainModal", "best_rows", "fmt", "knee", "settled_cell", "settled_note",
-           "whole_ticks"]
+if TYPE_CHECKING:
+    from ragjudge.services.scoring.live import LiveSnapshot
+
+__all__ = ["CurvePlot", "ExplainModal", "best_rows", "column_width", "correction_words", "curve_note",
+           "fmt", "knee", "lowest_cells", "next_other", "overview_note", "p_text", "per_query_order",
+           "range_note", "settled_cell", "settled_note", "short_name", "spread_text", "whole_ticks"]
 
 FLAT = 0.01
 """A curve is flat from K on when no later step moves it by this much or more."""
@@ -109,6 +115,129 @@ def whole_ticks(xs: list[int], most: int = 6) -> list[int]:
             break
     ticks = [low] + [k for k in range(step * (low // step + 1), high + 1, step) if k - low >= step / 2]
     return ticks
+
+
+def next_other(names: list[str], current: str, other: str) -> str:
+    """The run after ``current`` in ``names`` (cycling) that is not ``other``: the compare tab
+    never compares a run with itself."""
+    at = names.index(current) if current in names else -1
+    for step in range(1, len(names) + 1):
+        name = names[(at + step) % len(names)]
+        if name != other:
+            return name
+    return current
+
+
+def spread_text(s: LiveSnapshot, run: str, measure: str) -> str:
+    """``↕ben 0.410–chen 0.620``: the range over annotators and who sets each end."""
+    spread = s.ranges.get(run, {}).get(measure)
+    if not spread:
+        return ""
+    low, high = (short_name(n) for n in s.range_ends.get(run, {}).get(measure, ("", "")))
+    return f"↕{low} {spread[0]:.3f}–{high} {spread[1]:.3f}"
+
+
+def short_name(name: str, limit: int = 8) -> str:
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
+def range_note(s: LiveSnapshot) -> Text:
+    """How the ranges are made, who is in them and who has too few labels."""
+    note = Text(f"\n↕ min–max over the annotators whose labels cover ≥ {s.min_coverage:.0%} of the "
+                "pool of the judged queries (n: change): the gold value moved by each one's "
+                "difference from the gold on the queries they judged", style="dim")
+    if s.in_ranges:
+        note.append(" · in the ranges: ", style="dim")
+        note.append_text(literal(", ".join(f"{a} {s.coverage[a]:.0%}" for a in s.in_ranges), "dim"))
+    if s.too_few:
+        note.append(" · too few labels: ", style="dim")
+        note.append_text(literal(", ".join(f"{a} {s.coverage[a]:.0%}" for a in s.too_few), "dim"))
+    return note
+
+
+def column_width(texts: list[str]) -> int:
+    return max((len(str(t)) for t in texts), default=1)
+
+
+def p_text(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def per_query_order(rows, category: str | None, sort: str, first: str | None,  # noqa: ANN001 - QueryRows
+                    disputed: dict[str, int]) -> list[int]:
+    """The per-query tab's rows: the queries of ``category`` (all for None; "(none)" for those
+    without one) in natural id order (q2 before q10), then sorted by ``sort`` ("value ↓"/"value ↑"
+    of run ``first``, a query it has no value for last; "disputed ↓"; "judged ↑"), ties kept."""
+    order = sorted((i for i in range(len(rows.query_ids))
+                    if category is None or (rows.categories[i] or "(none)") == category),
+                   key=lambda i: natural_key(rows.query_ids[i]))
+    if sort.startswith("value") and first is not None:
+        column = rows.values[first]
+        sign = -1 if sort == "value ↓" else 1
+        order.sort(key=lambda i: (math.isnan(column[i]), sign * (0 if math.isnan(column[i]) else column[i])))
+    elif sort == "disputed ↓":
+        order.sort(key=lambda i: -disputed.get(rows.query_ids[i], 0))
+    elif sort == "judged ↑":
+        order.sort(key=lambda i: rows.judged[i])
+    return order
+
+
+def overview_note(s: LiveSnapshot, resamples: int | None, settled, measure: str) -> Text:  # noqa: ANN001 - Settled
+    """The note under the overview: how the values, intervals, ranges and the settled column are
+    made (``resamples`` None until the bootstrap intervals are in)."""
+    from ragjudge.services.scoring.livedetails import MIN_INTERVAL_QUERIES
+
+    note = Text(f"{s.n_queries} judged queries; a query a run does not answer counts 0. "
+                "* best in its column · [95% bootstrap interval]"
+                + (f" ({resamples} resamples; none from fewer than {MIN_INTERVAL_QUERIES} queries)"
+                   if resamples is not None else ""), style="dim")
+    note.append_text(range_note(s))
+    note.append_text(settled_note(settled, measure))
+    return note
+
+
+def curve_note(family: str, best: str, mark: int | None) -> Text:
+    """The curves tab's note: where the best run's curve flattens (``mark``), if it does."""
+    note = Text()
+    note.append(f"{family}@K for K = 1..20 (m: next family) · ")
+    if mark is not None:
+        note.append_text(literal(f"{best}'s curve flattens at K = {mark}", "bold"))
+        note.append(" (each further chunk moves it by < 0.01): passing more chunks to the LLM "
+                    "adds little.")
+    else:
+        note.append_text(literal(f"{best}'s curve is still rising at K = 20."))
+    return note
+
+
+def lowest_cells(s: LiveSnapshot) -> dict[str, tuple[str, str]]:
+    """Per measure, the (stratum, run) with the lowest value, when there is more than one
+    stratum: the strata tab marks it, so an aggregate cannot hide a failing group."""
+    worst = {}
+    for m in s.measures:
+        values = [(s.strata[st][n][m], st, n) for st in s.strata for n in s.run_names
+                  if not math.isnan(s.strata[st][n][m])]
+        if values and len(s.strata) > 1:
+            worst[m] = min(values)[1:]
+    return worst
+
+
+def correction_words(correction: str, measures: int) -> Text:
+    """The compare tab's words: which test, which correction over how many measures, and which
+    figures it adjusts."""
+    from ragjudge.metrics.allpairs import CORRECTION_NAMES
+
+    words = Text("Fisher's randomization test per measure; ")
+    if correction == "none":
+        words.append("p-values not corrected over the ", style="bold")
+        words.append(f"{measures} measures", style="bold")
+    else:
+        words.append(f"p-values {CORRECTION_NAMES[correction]}-corrected", style="bold")
+        words.append(f" over the {measures} measures")
+    words.append("; verdict at α = 0.05 from the " + ("raw" if correction == "none" else "corrected")
+                 + " p; the 95% bootstrap interval of B − A is not adjusted")
+    return words
 
 
 class CurvePlot(PlotextPlot):
