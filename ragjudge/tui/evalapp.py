@@ -8,7 +8,8 @@ from typing import Any
 
 def evaluation_app(project, *, rule: str | None = None, measures: list[str] | None = None,  # noqa: ANN001, ANN201
                    threshold: int | None = None):
-    """The app opened on this screen (``ragjudge eval --tui``); Escape leads to the home screen."""
+    """The app opened on the evaluation screen (``ragjudge eval --tui``); Escape leads to the home
+    screen."""
     from ragjudge.tui.app import RagjudgeApp
 
     class EvaluationApp(RagjudgeApp):
