@@ -3,7 +3,6 @@ and ``ragjudge queue`` (the next pairs an annotator would be given, in order).""
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any
 
 import typer
@@ -25,6 +24,7 @@ from ragjudge.cli.common import (
 from ragjudge.cli.options import int_option
 from ragjudge.cli.scoring import check_format
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.numeric import probability_text
 from ragjudge.safetext import quote
 
 SETTLED_EPILOG = (
@@ -144,7 +144,7 @@ def _settled_table(report: Any) -> None:
                            ("judge more", "right")):
         table.add_column(label, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for c in report.comparisons:
-        p = "-" if math.isnan(c.p_order) else f"{c.p_order:.3f}"
+        p = probability_text(c.p_order)
         more = f"~{c.judge_more:,}" if c.status in ("open", "probable") else ""
         table.add_row(safe(c.measure), safe(c.a), safe(c.b), f"{c.difference:+.4f}", _bounds(c),
                       p, _status(c), more)

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from ragjudge.numeric import probability_text
 from ragjudge.safetext import natural_key
 from ragjudge.tui.widgets.literal import clean, literal
 
@@ -66,7 +67,7 @@ def settled_cell(report, measure: str, run: str) -> Text:  # noqa: ANN001 - Sett
     cell.append_text(literal(below.b))
     cell.append("\n" + below.status, style=SETTLED_STYLES.get(below.status, ""))
     if below.status == "probable":
-        cell.append(f" (p {below.p_order:.2f})", style="green")
+        cell.append(f" (p {probability_text(below.p_order, 2)})", style="green")
     if below.status == "open":
         cell.append(f"\njudge about {below.judge_more:,} more pairs", style="yellow")
     return cell
