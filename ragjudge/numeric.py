@@ -97,14 +97,15 @@ def short_int(value: int) -> str:
     return f"({'a negative' if value < 0 else 'a'} number of {digits:,} digits)"
 
 
-def probability_text(p: float, digits: int = 3) -> str:
+def probability_text(p: float, digits: int = 3, *, sure: bool = False) -> str:
     """A probability to ``digits`` decimals that reads 0 or 1 only when it is: 0.9996 is
     ">0.999" (to 3) and 0.0004 "<0.001", since "1.000" beside a claim that is only probable
-    reads as a certainty; NaN (not drawn) is "-"."""
+    reads as a certainty. 1 itself prints as 1 only when ``sure`` (proved, not estimated: a
+    certain or tied comparison); an estimate of 1 is ">0.999" too. NaN (not drawn) is "-"."""
     if math.isnan(p):
         return "-"
     step = 10.0 ** -digits
-    if p < 1.0 and round(p, digits) >= 1.0:
+    if round(p, digits) >= 1.0 and not (sure and p >= 1.0):
         return f">{1.0 - step:.{digits}f}"
     if p > 0.0 and round(p, digits) <= 0.0:
         return f"<{step:.{digits}f}"

@@ -144,7 +144,7 @@ def _settled_table(report: Any) -> None:
                            ("judge more", "right")):
         table.add_column(label, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for c in report.comparisons:
-        p = probability_text(c.p_order)
+        p = probability_text(c.p_order, sure=c.status in ("certain", "tied"))
         more = f"~{c.judge_more:,}" if c.status in ("open", "probable") else ""
         table.add_row(safe(c.measure), safe(c.a), safe(c.b), f"{c.difference:+.4f}", _bounds(c),
                       p, _status(c), more)

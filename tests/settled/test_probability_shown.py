@@ -16,11 +16,17 @@ from ragjudge.numeric import probability_text
 
 @pytest.mark.parametrize(("p", "digits", "shown"), [
     (0.95, 3, "0.950"), (0.9994, 3, "0.999"), (0.9995, 3, ">0.999"), (0.99999, 2, ">0.99"),
-    (1.0, 3, "1.000"), (0.0, 3, "0.000"), (0.0004, 3, "<0.001"), (0.004, 2, "<0.01"),
+    (1.0, 3, ">0.999"), (0.0, 3, "0.000"), (0.0004, 3, "<0.001"), (0.004, 2, "<0.01"),
     (0.5, 2, "0.50"), (float("nan"), 3, "-"),
 ])
 def test_a_probability_rounds_to_0_or_1_only_when_it_is(p, digits, shown):
     assert probability_text(p, digits) == shown
+
+
+def test_only_a_proved_probability_prints_as_1():
+    assert probability_text(1.0, sure=True) == "1.000"
+    assert probability_text(0.9996, sure=True) == ">0.999"  # sure of 1 only when it is 1
+    assert probability_text(1.0) == ">0.999"  # every draw agreeing is still an estimate
 
 
 @pytest.fixture(scope="module")
