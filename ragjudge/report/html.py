@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from ragjudge.report.text import UNDEFINED, exact, fmt, fmt_p, shown
+from ragjudge.report.text import UNDEFINED, exact, fmt, fmt_order, fmt_p, shown
 
 if TYPE_CHECKING:
     from ragjudge.report.build import CurveData, Report
@@ -325,7 +325,7 @@ def settled_view(report: Report) -> list[dict[str, Any]] | None:
     return [{"measure": shown(s.measure), "a": shown(s.a), "b": shown(s.b),
              "difference": Cell(_signed(s.difference), exact(s.difference)),
              "low": Cell(_signed(s.low), exact(s.low)), "high": Cell(_signed(s.high), exact(s.high)),
-             "p_order": Cell(fmt(s.p_order, 3), exact(s.p_order)), "status": s.status,
+             "p_order": Cell(fmt_order(s.p_order, s.status), exact(s.p_order)), "status": s.status,
              "status_words": status_words(s.status), "judge_more": s.judge_more,
              "exact": s.exact, "queries": s.n_queries} for s in report.settled]
 

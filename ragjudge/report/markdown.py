@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ragjudge.report.html import run_letter, statistic
-from ragjudge.report.text import UNDEFINED, fmt, fmt_p, shown
+from ragjudge.report.text import UNDEFINED, fmt, fmt_order, fmt_p, shown
 
 if TYPE_CHECKING:
     from ragjudge.report.build import Report
@@ -200,7 +200,7 @@ def _settled(r: Report) -> list[str]:
     if r.settled is None:
         return []
     rows = [[code(s.measure), code(s.a), code(s.b), _signed(s.difference),
-             _signed(s.low) + ("" if s.exact else " (≤)"), _signed(s.high), fmt(s.p_order, 3),
+             _signed(s.low) + ("" if s.exact else " (≤)"), _signed(s.high), fmt_order(s.p_order, s.status),
              s.status, str(s.judge_more)] for s in r.settled]
     return (["## How settled each comparison is", "",
              "While the pool is being judged: A − B now, the lowest and highest it can still "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 
+from ragjudge.numeric import probability_text
 from ragjudge.safetext import mask_secrets, visible
 
 UNDEFINED = "–"
@@ -28,6 +29,14 @@ def fmt(value: float | None, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return UNDEFINED
     return f"{value:.{digits}f}"
+
+
+def fmt_order(p: float, status: str) -> str:
+    """A comparison's p_order as ``ragjudge settled`` prints it: three decimals, 1.000 only for
+    a certain or tied one (:func:`ragjudge.numeric.probability_text`); :data:`UNDEFINED` for NaN."""
+    if math.isnan(p):
+        return UNDEFINED
+    return probability_text(p, 3, sure=status in ("certain", "tied"))
 
 
 def fmt_p(value: float | None) -> str:

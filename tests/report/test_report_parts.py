@@ -297,19 +297,25 @@ def test_the_settled_section_is_rendered_only_when_given(tmp_path):
 
     as_dict = dict(Comparison().to_dict(), measure="P@3", status="open", low=-0.1, exact=False,
                    p_order=0.62, judge_more=7)
-    settled = _report(db, settled=[Comparison(), as_dict])
+    # a probable claim whose p_order rounds to 1 is not printed as the certain one's 1.000
+    probable = dict(Comparison().to_dict(), measure="P@5", status="probable", low=-0.01,
+                    p_order=0.9996, judge_more=3)
+    settled = _report(db, settled=[Comparison(), as_dict, probable])
     from ragjudge.report.build import add_settled
 
-    assert add_settled(_report(db), [Comparison(), as_dict]).settled == settled.settled
+    assert add_settled(_report(db), [Comparison(), as_dict, probable]).settled == settled.settled
     page = parse(render_html(settled))
     rows = page.by_id("settled-table").find("tbody")[0].find("tr")
     assert [[td.text.strip() for td in tr.find("td")][:8] for tr in rows] == [
         ["AP", "bm25", "dense", "+0.1250", "+0.0500", "+0.2000", "1.000", "certain"],
-        ["P@3", "bm25", "dense", "+0.1250", "-0.1000 ≤", "+0.2000", "0.620", "open"]]
+        ["P@3", "bm25", "dense", "+0.1250", "-0.1000 ≤", "+0.2000", "0.620", "open"],
+        ["P@5", "bm25", "dense", "+0.1250", "-0.0100", "+0.2000", ">0.999", "probable"]]
     assert float(rows[1].find("td")[3].get("data-value")) == 0.125
+    assert float(rows[2].find("td")[6].get("data-value")) == 0.9996  # the number, for sorting
     md = render_markdown(settled)
     assert "## How settled each comparison is" in md
     assert "| `P@3` | `bm25` | `dense` | +0.1250 | -0.1000 (≤) | +0.2000 | 0.620 | open | 7 |" in md
+    assert "| `P@5` | `bm25` | `dense` | +0.1250 | -0.0100 | +0.2000 | >0.999 | probable | 3 |" in md
 
 
 @pytest.mark.slow
