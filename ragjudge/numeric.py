@@ -97,6 +97,14 @@ def short_int(value: int) -> str:
     return f"({'a negative' if value < 0 else 'a'} number of {digits:,} digits)"
 
 
+def p_value_text(value: float | None) -> str:
+    """A p-value as ``compare``, its screen tab and the report print it: four decimals,
+    ``<0.0001`` below; "-" for None or NaN (no test)."""
+    if value is None or math.isnan(value):
+        return "-"
+    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
 def probability_text(p: float, digits: int = 3, *, sure: bool = False) -> str:
     """A probability to ``digits`` decimals that reads 0 or 1 only when it is: 0.9996 is
     ">0.999" (to 3) and 0.0004 "<0.001", since "1.000" beside a claim that is only probable

@@ -45,6 +45,7 @@ from ragjudge.cli.scoring import (  # noqa: F401 - FORMATS and parse_k: this mod
     qrels_line,
 )
 from ragjudge.errors import CheckFailed, UsageError
+from ragjudge.numeric import p_value_text
 from ragjudge.services.scoring.jsonview import closed_json, gold_json
 from ragjudge.safetext import quote
 
@@ -87,14 +88,6 @@ AveragingOption = Annotated[
     eval_option("averaging", help="judged: mean over every judged query, a query the run "
                  "misses counts 0 (trec_eval -c); run: only the queries the run answers."),
 ]
-
-
-def _fmt_p(value: float) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    if value < 0.0001:
-        return "<0.0001"
-    return f"{value:.4f}"
 
 
 # -- eval --------------------------------------------------------------------------------------
@@ -325,7 +318,7 @@ def _compare_table(evaluation, compared, pairings) -> None:  # noqa: ANN001
         cells += [fmt_value(row.mean_a), fmt_value(row.mean_b), f"{row.difference:+.4f}"
                   if not math.isnan(row.difference) else "-",
                   f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]" if not math.isnan(row.ci_low) else "-"]
-        cells += [_fmt_p(row.p_value)] + ([_fmt_p(row.p_adjusted)] if raw_column else [])
+        cells += [p_value_text(row.p_value)] + ([p_value_text(row.p_adjusted)] if raw_column else [])
         cells += [_fmt_effect(row.effect_size), verdict]
         table.add_row(*cells)
     wide_console().print(table)

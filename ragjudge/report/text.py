@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 
-from ragjudge.numeric import probability_text
+from ragjudge.numeric import p_value_text, probability_text
 from ragjudge.safetext import mask_secrets, visible
 
 UNDEFINED = "–"
@@ -40,10 +40,11 @@ def fmt_order(p: float, status: str) -> str:
 
 
 def fmt_p(value: float | None) -> str:
-    """A p-value as ``compare`` prints it: four decimals, ``<0.0001`` below."""
+    """A p-value as ``compare`` prints it (:func:`ragjudge.numeric.p_value_text`);
+    :data:`UNDEFINED` for None or NaN."""
     if value is None or math.isnan(value):
         return UNDEFINED
-    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
+    return p_value_text(value)
 
 
 def exact(value: float | None) -> str:

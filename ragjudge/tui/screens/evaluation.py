@@ -32,6 +32,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane, Tabs
 
 from ragjudge.errors import RagjudgeError
 from ragjudge.models import AGGREGATION_RULES
+from ragjudge.numeric import p_value_text
 from ragjudge.services.scoring import live as svc
 from ragjudge.services.access.rights import Access
 from ragjudge.tui.host import Host, host
@@ -48,7 +49,6 @@ from ragjudge.tui.widgets.evalpane import (
     lowest_cells,
     next_other,
     overview_note,
-    p_text,
     per_query_order,
     settled_cell,
     spread_text,
@@ -825,7 +825,7 @@ class EvaluationScreen(Screen):
                 verdict.append_text(literal(row.winner))
                 verdict.append(")")
             ci = ("-" if math.isnan(row.ci_low) else f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]")
-            p_values = [p_text(row.p_value)] + ([p_text(row.p_adjusted)] if adjusted else [])
+            p_values = [p_value_text(row.p_value)] + ([p_value_text(row.p_adjusted)] if adjusted else [])
             effect = "-" if not math.isfinite(row.effect_size) else f"{row.effect_size:+.2f}"
             table.add_row(literal(row.measure), fmt(row.mean_a), fmt(row.mean_b),
                           "-" if math.isnan(row.difference) else f"{row.difference:+.4f}", ci,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ragjudge.services.scoring.live import LiveSnapshot
 
 __all__ = ["CurvePlot", "ExplainModal", "best_rows", "column_width", "correction_words", "curve_note",
-           "fmt", "knee", "lowest_cells", "next_other", "overview_note", "p_text", "per_query_order",
+           "fmt", "knee", "lowest_cells", "next_other", "overview_note", "per_query_order",
            "range_note", "settled_cell", "settled_note", "short_name", "spread_text", "whole_ticks"]
 
 FLAT = 0.01
@@ -158,12 +158,6 @@ def range_note(s: LiveSnapshot) -> Text:
 
 def column_width(texts: list[str]) -> int:
     return max((len(str(t)) for t in texts), default=1)
-
-
-def p_text(value: float) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
 
 
 def per_query_order(rows, category: str | None, sort: str, first: str | None,  # noqa: ANN001 - QueryRows
