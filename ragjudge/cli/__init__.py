@@ -71,6 +71,19 @@ def _register(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
                 raise
     order = {name: i for i, name in enumerate(COMMAND_MODULES)}
     app.registered_commands.sort(key=lambda info: order.get(info.callback.__module__, len(order)))
+    _one_line_summaries(app)
+
+
+def _one_line_summaries(typer_app: Any) -> None:
+    """Give every command a one-line summary for its group's list: the first paragraph of its
+    help, its line breaks joined. (In rich markup Typer keeps a docstring's line breaks there, so
+    a summary wrapped in the source came out as a ragged line in ``ragjudge --help``.)"""
+    import inspect
+
+    for info in typer_app.registered_commands:
+        text = info.help or (info.callback.__doc__ if info.callback else None)
+        if info.short_help is None and text:
+            info.short_help = " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
 
 
 def command_of(args: list[str]) -> str | None:
