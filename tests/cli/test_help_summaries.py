@@ -26,6 +26,6 @@ def test_each_command_of_the_list_has_its_whole_summary_on_one_line(capsys, monk
         summary = " ".join((command.help or "").split("\n\n")[0].split())
         row = next((r for r in rows if re.match(rf"│ {re.escape(name)}\s", r)), None)
         assert row is not None, f"{name} is not listed"
-        assert summary[:60] in " ".join(row.split()), f"{name}: {row!r}"
+        assert summary in " ".join(row.split()), f"{name}: {row!r}"
         checked += 1
     assert checked == len(group.commands) >= 20  # type: ignore[attr-defined]
