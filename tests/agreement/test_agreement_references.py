@@ -217,7 +217,7 @@ def test_kendall_tau_b_matches_scipy(values):
 @SETTINGS
 @given(data=ratings_matrices(), groups_seed=st.integers(0, 4))
 def test_grouped_agreement_equals_each_group_alone(data, groups_seed):
-    from ragjudge.metrics.agreement import grouped_agreement
+    from ragjudge.metrics.agreement_report import grouped_agreement
 
     m, scale = data
     groups = (np.arange(len(m)) * (groups_seed + 1)) % 3

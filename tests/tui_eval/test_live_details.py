@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from projectkit import rights
 
-from ragjudge.metrics.agreement import disputed_units, krippendorff_alpha
+from ragjudge.metrics.agreement import krippendorff_alpha
+from ragjudge.metrics.agreement_report import disputed_units
 from ragjudge.metrics.significance import bootstrap_ci
 from ragjudge.services.access import roster
 from ragjudge.services.agreement.ratings import load_ratings

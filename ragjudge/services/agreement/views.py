@@ -12,17 +12,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 import numpy as np
 from ragjudge.metrics.agreement import (
-    AgreementReport,
-    DisputedUnit,
     Ratings,
     Statistic,
-    agreement_report,
     cohen_kappa,
-    disputed_order,
     confusion_matrix,
-    grouped_agreement,
     krippendorff_alpha,
     one_grade_only,
+)
+from ragjudge.metrics.agreement_report import (
+    AgreementReport,
+    DisputedUnit,
+    agreement_report,
+    disputed_order,
+    grouped_agreement,
 )
 from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import adjudications
@@ -243,7 +245,7 @@ def headline_agreement(ratings: Ratings, unit_query: np.ndarray, query_ids: Sequ
     averaged over the pairs of annotators (:func:`mean_pairwise_kappa`: ``mean_kappa``,
     ``kappa_units``, ``kappa_pairs``), and the disputed units (grades differ) in all and per
     query (``unit_query[u]``: unit u's index into ``query_ids``), the queries in the order
-    :func:`ragjudge.metrics.agreement.disputed_units` first lists one of theirs: counted in
+    :func:`ragjudge.metrics.agreement_report.disputed_units` first lists one of theirs: counted in
     numpy, without a :class:`DisputedUnit` per unit. None where undefined."""
     out: dict[str, Any] = {"alpha_ordinal": None, "alpha_nominal": None, "mean_kappa": None,
                            "disputed": 0, "disputed_by_query": {}}
