@@ -24,6 +24,7 @@ from ragjudge.services.scoring.jsonview import closed_json, evaluation_json, gol
 
 if TYPE_CHECKING:
     from ragjudge.metrics.sampled import PoolSample
+    from ragjudge.services.access.rights import Access
     from ragjudge.services.gold.gold import Composition
     from ragjudge.services.project.database import Project
 
@@ -54,6 +55,8 @@ class Inputs:
         self.sample: PoolSample | None = None
         """the pool sample of a ``--prels`` file (the sampled estimators read it)"""
         self.prels_form = prels_form
+        self.access: Access | None = None
+        """who reads the project's gold (None for a qrels file)"""
         try:
             self._load(_prels_as_qrels(qrels_file, prels, prels_form, rule, complete), rule,
                        threshold, prels_form)
@@ -96,7 +99,8 @@ class Inputs:
                                  "reference says itself whether it is complete ('ragjudge import "
                                  "qrels FILE --reference --complete').")
             self.project = open_project() if self.opened is None else self.opened
-            access_of(self.project, self.by).require_readable_rule(rule)
+            self.access = access_of(self.project, self.by)
+            self.access.require_readable_rule(rule)
             found = svc_evaluation.project_gold(self.project, rule)
             self.qrels, self.rule = found.qrels(), found.composition.rule
             self.composition = found.composition
@@ -330,6 +334,8 @@ def evaluate_and_print(
             strata=strata, by=by, progress=progress, composition=inputs.composition,
             sample=inputs.sample,
         )
+        if inputs.access is not None:
+            svc_evaluation.hide_for(evaluation, inputs.qrels, inputs.access)
         closed = inputs.closed
     if format == "json":
         print_json(evaluation_json(evaluation, per_query, ci, closed))
@@ -338,6 +344,9 @@ def evaluate_and_print(
         if evaluation.composition is not None or closed is not None:
             # on standard error: a CSV reader takes every line of the file as a row
             sys.stderr.write(qrels_line(evaluation, closed, plain=True) + "\n")
+        hidden = svc_evaluation.hidden_sentence(evaluation)
+        if hidden is not None and (per_query or evaluation.hidden_strata):
+            sys.stderr.write(hidden + "\n")
     else:
         _eval_tables(evaluation, per_query, ci, closed)
 
@@ -553,6 +562,8 @@ def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
     if per_query:
         for name in evaluation.run_names:
             per_query_rows = per_query_values(evaluation, name)
+            if not per_query_rows:  # every query hidden from a blind reader: said below
+                continue
             first_width = max([len(q) for q in per_query_rows] + [5]) + 3
             for g, group in enumerate(_column_groups(evaluation.measures, first_width, 7)):
                 if g == 0:
@@ -564,6 +575,11 @@ def _eval_tables(evaluation, per_query: bool, ci: bool,  # noqa: ANN001
                 for qid, values in per_query_rows.items():
                     table.add_row(safe(qid), *[fmt_value(values[m]) for m in group])
                 console.print(table)
+    from ragjudge.services.scoring.evaluation import hidden_sentence
+
+    hidden = hidden_sentence(evaluation)
+    if hidden is not None and (per_query or evaluation.hidden_strata):
+        console.print(f"[dim]{safe(hidden)}[/]")
 
 
 # -- curves ------------------------------------------------------------------------------------

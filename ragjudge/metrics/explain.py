@@ -18,6 +18,7 @@ import numpy as np
 from ragjudge.errors import UsageError
 from ragjudge.metrics.data import Qrels, Run
 from ragjudge.metrics.evaluate import evaluate
+from ragjudge.metrics.explanation import HIDDEN_VALUE
 from ragjudge.metrics.registry import Measure, parse_measure
 from ragjudge.safetext import quote
 
@@ -65,33 +66,42 @@ class Explanation:
     cutoff: int | None = None
     working: list[str] = field(default_factory=list)
     """lines of working per rank (bpref's counts), left out for a blind reader"""
+    facts: list[str] = field(default_factory=list)
+    """notes made of the query's grades (R and N, the first relevant rank, RBP's residual),
+    shown after :attr:`notes` and left out for a blind reader; :attr:`notes` say what the
+    measure does"""
     blinded: bool = False
     """Made for a blind reader (:meth:`blind`): hidden steps, no ideal ranking, no totals."""
+    value_hidden: bool = False
+    """The value is not shown either (:meth:`blind`, ``value_shown=False``); :attr:`value` is NaN."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def blind(self, visible: Callable[[str], bool]) -> Explanation:
+    def blind(self, visible: Callable[[str], bool], *, value_shown: bool) -> Explanation:
         """This explanation as a blind reader may see it: a step whose chunk ``visible`` refuses
         keeps only its rank (no chunk id, score, grade or relevance), and what would let the
         hidden grades be worked out -- P@k, each rank's term, the running sum, the ideal
-        ranking (every judged grade of the query), the numerator and denominator -- is left
-        out. The value itself, an aggregate, stays."""
+        ranking (every judged grade of the query), the numerator and denominator, the
+        :attr:`facts` -- is left out. So is the value unless ``value_shown`` (the reader has
+        judged every pair of the query's gold: a query's value is made of those grades, and
+        P@1 is one of them)."""
         steps = [s if visible(s.chunk_id or "") else
                  ExplainStep(s.rank, None, None, None, None, None, None, hidden=True)
                  for s in self.steps]
         steps = [ExplainStep(s.rank, s.chunk_id, s.score, s.grade, s.relevant, None, None,
                              hidden=s.hidden) for s in steps]
-        return Explanation(self.query_id, self.measure, self.value, self.formula, steps,
+        return Explanation(self.query_id, self.measure, self.value if value_shown else math.nan,
+                           self.formula, steps,
                            notes=[*self.notes, "blind: the grades of pairs you have not judged "
                                   "are not shown, nor the sums they would give away"],
-                           cutoff=self.cutoff, blinded=True)
+                           cutoff=self.cutoff, blinded=True, value_hidden=not value_shown)
 
     def render(self, max_rows: int = 30) -> str:
         """Plain text, as the seeds print their worked examples (for a blind reader, as
         :meth:`blind` made it)."""
         lines = [f"{self.measure} for query {self.query_id}", f"  {self.formula}"]
-        lines += [f"  {n}" for n in self.notes]
+        lines += [f"  {n}" for n in (*self.notes, *self.facts)]
         lines.append("")
         header = f"{'rank':>5}  {'chunk':<20} {'grade':>5}  {'rel':<3}  {'P@k':>6}  {'term':>7}  {'sum':>7}"
         lines.append(header)
@@ -133,7 +143,9 @@ class Explanation:
             lines.append("")
             lines += [f"  {w}" for w in self.working]
         lines.append("")
-        if self.numerator is not None and self.denominator is not None:
+        if self.value_hidden:
+            lines.append(f"{self.measure} = {HIDDEN_VALUE}")
+        elif self.numerator is not None and self.denominator is not None:
             lines.append(f"{self.measure} = {self.numerator:.4f} / {self.denominator:.4f}"
                          f"{' (' + self.denominator_label + ')' if self.denominator_label else ''}"
                          f" = {self.value:.4f}")
@@ -174,13 +186,13 @@ def _explain_rbp(explanation: Explanation, m: Measure, top: list[ExplainStep], r
     if residual:
         explanation.notes.append(f"term = the weight of an unjudged rank; then the tail past "
                                  f"rank {depth}: p^{depth} = {p ** depth:.4f}")
-        explanation.notes.append(f"residual = {total:.4f} (unjudged ranks) + {p ** depth:.4f} "
+        explanation.facts.append(f"residual = {total:.4f} (unjudged ranks) + {p ** depth:.4f} "
                                  f"(tail) = {total + p ** depth:.4f}")
         total += p ** depth
     elif graded:
         explanation.notes.append(f"gain = grade / {scale:g}")
     if not np.isclose(total, explanation.value, atol=1e-9):  # pragma: no cover - a bug
-        explanation.notes.append(f"(kernel value {explanation.value:.6f} differs from the "
+        explanation.facts.append(f"(kernel value {explanation.value:.6f} differs from the "
                                  f"steps' {total:.6f})")
 
 
@@ -190,9 +202,10 @@ def _explain_bpref(explanation: Explanation, steps: list[ExplainStep], n_rel: in
     ``1 - min(n, R) / min(R, N)`` (1 when n = 0), n the judged non-relevant chunks ranked above
     it; unjudged chunks are skipped; the sum over R."""
     above, total = 0, 0.0
-    explanation.notes.append(f"N = {n_nonrel} judged non-relevant chunk(s) in the qrels; a relevant "
-                             "chunk adds 1 - min(n, R) / min(R, N), n = the judged non-relevant "
-                             "chunks ranked above it (1 when n = 0); unjudged chunks are skipped")
+    explanation.notes.append("a relevant chunk adds 1 - min(n, R) / min(R, N), n = the judged "
+                             "non-relevant chunks ranked above it (1 when n = 0); unjudged chunks "
+                             "are skipped")
+    explanation.facts.append(f"N = {n_nonrel} judged non-relevant chunk(s) in the qrels")
     for s in steps:
         if s.relevant:
             s.term = 1.0 - min(above, n_rel) / min(n_rel, n_nonrel) if above else 1.0
@@ -241,8 +254,8 @@ def explain(
     formula = (m.definition.doc.splitlines() or [""])[0].replace("``", "")
     explanation = Explanation(query_id, label, value, formula,
                               steps, cutoff=k)
-    explanation.notes.append(f"relevant = grade >= {level}; R = {n_rel} relevant chunk(s) "
-                             f"in the qrels; {len(steps)} chunk(s) ranked")
+    explanation.notes.append(f"relevant = grade >= {level}; {len(steps)} chunk(s) ranked")
+    explanation.facts.append(f"R = {n_rel} relevant chunk(s) in the qrels")
     top = [s for s in steps if k is None or s.rank <= k]
     if name in _AP_LIKE:
         total = 0.0
@@ -303,7 +316,7 @@ def explain(
         first = next((s for s in top if s.relevant), None)
         if first is not None:
             first.term = first.running = 1.0 / first.rank
-            explanation.notes.append(f"first relevant chunk at rank {first.rank}")
+            explanation.facts.append(f"first relevant chunk at rank {first.rank}")
     elif name in {"P", "R", "Success", "Rprec", "F1", "F", "Judged"}:
         cut = n_rel if name == "Rprec" else k
         count = 0
@@ -333,5 +346,5 @@ def explain(
     if explanation.numerator is not None and explanation.denominator is not None:
         check = explanation.numerator / explanation.denominator if explanation.denominator else 0.0
         if not np.isclose(check, value, atol=1e-9):  # pragma: no cover - a bug, not an input
-            explanation.notes.append(f"(kernel value {value:.6f} differs from the steps' {check:.6f})")
+            explanation.facts.append(f"(kernel value {value:.6f} differs from the steps' {check:.6f})")
     return explanation

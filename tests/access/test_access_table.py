@@ -489,3 +489,40 @@ def test_json_of_an_explanation_carries_no_hidden_grade(db, capsys, monkeypatch)
     assert [s["rank"] for s in hidden] == [2, 4]  # zz-secret and c07: not judged by ann
     assert all(s["grade"] is None and s["chunk_id"] is None and s["relevant"] is None for s in hidden)
     assert [s["chunk_id"] for s in steps if not s["hidden"]] == ["c05", "c06"]
+
+
+def test_a_query_value_made_of_a_pair_ann_has_not_judged_is_not_shown(db, capsys, monkeypatch):
+    """P@2 of dense on q1 is the gold of c05 and zz-secret: shown to ann, it would tell the
+    secret pair's relevance. It is hidden from ann in every per-query output until ann has
+    judged every pair of q1's gold; the means stay everyone's."""
+    per_query = ["--db", db, "eval", "--run", "dense", "-m", "P@2", "--per-query", "--format", "json"]
+    explain_p2 = ["--db", db, "explain", "--run", "dense", "--query", "q1", "-m", "P@2"]
+    monkeypatch.setenv("RAGJUDGE_USER", LEAD)
+    lead = json.loads(_run(capsys, per_query)[1])
+    assert "q1" in lead["runs"]["dense"]["per_query"] and "hidden" not in lead
+    value = lead["runs"]["dense"]["per_query"]["q1"]["P@2"]
+    assert f"P@2 = 1.0000 / 2.0000 (k) = {value:.4f}" in _run(capsys, explain_p2)[1]
+
+    monkeypatch.setenv("RAGJUDGE_USER", ANN)
+    seen = json.loads(_run(capsys, per_query)[1])
+    assert "q1" not in seen["runs"]["dense"]["per_query"] and "q1" in seen["hidden"]["queries"]
+    assert seen["runs"]["dense"]["aggregate"] == lead["runs"]["dense"]["aggregate"]
+    code, said = _run(capsys, explain_p2)
+    assert code == 0 and "P@2 = not shown" in said and f"{value:.4f}" not in said
+    code, said = _run(capsys, [*per_query[:-2]])  # the table says why the rows are missing
+    assert "queries' own values are not shown" in said
+
+    # once ann has judged every pair of q1's gold, q1's value is ann's to see
+    with Project.open(db) as project:
+        for chunk in lead_gold(project)["q1"]:
+            if chunk not in ("c05", "c06"):
+                record_label(project, annotator=ANN, query_id="q1", chunk_id=chunk, grade=1)
+    seen = json.loads(_run(capsys, per_query)[1])
+    assert "q1" in seen["runs"]["dense"]["per_query"]
+    assert "q1" not in seen.get("hidden", {}).get("queries", [])
+
+
+def lead_gold(project: Project) -> dict[str, dict[str, int]]:
+    from ragjudge.services.scoring.evaluation import project_gold
+
+    return project_gold(project).qrels().to_dict()

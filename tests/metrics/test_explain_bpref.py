@@ -27,8 +27,12 @@ def test_bpref_terms_by_hand():
     assert "N = 6 judged non-relevant" in text
     assert "rank 5: n = 2, term 1 - min(2, 4) / min(4, 6) = 0.5000" in text
     assert "bpref = 2.2500 / 4.0000 (R) = 0.5625" in text
-    # a blind reader sees no working (it would tell the grades of the chunks above)
-    assert "rank 5: n = 2" not in e.blind(lambda chunk: chunk == "c1").render()
+    # a blind reader sees no working (it would tell the grades of the chunks above), no count
+    # of the query's grades, and no value unless every pair of the query's gold is theirs
+    blind = e.blind(lambda chunk: chunk == "c1", value_shown=False).render()
+    assert "rank 5: n = 2" not in blind and "N = 6" not in blind and "R = 4" not in blind
+    assert "0.5625" not in blind and "bpref = not shown" in blind
+    assert "bpref = 0.5625" in e.blind(lambda chunk: True, value_shown=True).render()
 
 
 def test_bpref_without_a_judged_non_relevant_chunk_is_relevant_retrieved_over_r():

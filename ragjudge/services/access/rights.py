@@ -7,7 +7,7 @@ module holds only the answers, so that the roster (which it does not import) can
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -130,6 +130,19 @@ class Access:
             return None
         own = {c for _, c in self.own_pairs(query_id)}
         return own.__contains__
+
+    def hidden_queries(self, gold: Mapping[str, Iterable[str]]) -> frozenset[str]:
+        """The queries whose own values (a query's row of a per-query table, the value
+        ``explain`` works out, a query's line of the evaluation screen) this identity may not
+        see: those with a pair in the ``gold`` (``{query: its judged chunks}``, e.g.
+        ``Qrels.to_dict()``) it has not graded itself. A query's value is made of its pairs'
+        gold grades, and on a small cutoff it is one of them (P@1 is the top chunk's
+        relevance); means over many queries stay everyone's. Empty for who sees every grade."""
+        if self.sees_all:
+            return frozenset()
+        own = self.own_pairs()
+        return frozenset(q for q, chunks in gold.items()
+                         if any((q, c) not in own for c in chunks))
 
     def may_see_pair(self, query_id: str, chunk_id: str) -> bool:
         visible = self.grade_filter(query_id)

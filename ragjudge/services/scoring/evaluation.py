@@ -227,6 +227,12 @@ class Evaluation:
     sample: dict[str, Any] | None = None
     """the project's sample the sampled estimators read
     (:func:`ragjudge.services.scoring.sampled.sample_summary`); None without one"""
+    hidden: frozenset[str] = frozenset()
+    """the queries whose own values the reader may not see (:func:`hide_for`): left out of
+    :meth:`per_query`; the means stay over every query"""
+    hidden_strata: list[str] = field(default_factory=list)
+    """strata of one hidden query (a stratum of one query shows its values): taken out of
+    :attr:`strata` by :func:`hide_for`"""
 
     @property
     def run_names(self) -> list[str]:
@@ -247,7 +253,18 @@ class Evaluation:
         if stratum is not None:
             result = result.subset(self.strata[stratum])
         values = result.per_query()
-        return {query: values[query] for query in sorted(values, key=natural_key)}
+        return {query: values[query] for query in sorted(values, key=natural_key)
+                if query not in self.hidden}
+
+    def hidden_in(self, stratum: str | None = None) -> list[str]:
+        """The queries (of ``stratum``) :meth:`per_query` leaves out for this reader, in natural
+        order."""
+        from ragjudge.safetext import natural_key
+
+        if not self.hidden:
+            return []
+        queries = self.query_ids if stratum is None else self.strata[stratum]
+        return sorted((q for q in queries if q in self.hidden), key=natural_key)
 
     def n_queries(self, stratum: str | None = None, *, run: str | None = None) -> int:
         """Queries evaluated (of ``run``: with averaging over answered queries they differ)."""
@@ -526,6 +543,35 @@ def project_extras(project: Project | None, name: str, qrels: Qrels, run: Run, p
     return {**extras, **rag_extras(project, name, measures=parsed, rule=rule, only_queries=only)}
 
 
+def hide_for(evaluation: Evaluation, qrels: Qrels, access: Access) -> Evaluation:
+    """``evaluation`` as ``access`` may read it: the queries with a pair of the gold ``qrels``
+    the reader has not judged keep out of its per-query values (:attr:`Evaluation.hidden`,
+    :meth:`ragjudge.services.access.rights.Access.hidden_queries`)."""
+    hidden = access.hidden_queries(qrels.to_dict())
+    evaluation.hidden = hidden
+    if hidden:
+        single = [s for s, queries in evaluation.strata.items()
+                  if len(queries) == 1 and queries[0] in hidden]
+        evaluation.hidden_strata = single
+        evaluation.strata = {s: q for s, q in evaluation.strata.items() if s not in single}
+    return evaluation
+
+
+def hidden_sentence(evaluation: Evaluation) -> str | None:
+    """One sentence for a footer: how many queries' own values (and strata of one query) are
+    not shown to this reader, and why; None when nothing is hidden."""
+    n = len(evaluation.hidden.intersection(evaluation.query_ids))
+    if not n and not evaluation.hidden_strata:
+        return None
+    text = (f"blind: {n:,} of {len(evaluation.query_ids):,} queries' own values are not shown "
+            "(you have not judged every pair of their gold, and a query's value can give a "
+            "grade away: P@1 is the top chunk's)")
+    if evaluation.hidden_strata:
+        k = len(evaluation.hidden_strata)
+        text += f", nor {k:,} strat{'um' if k == 1 else 'a'} of one such query"
+    return text + "; the means are over every query."
+
+
 def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run, query_id: str,
                   measure: str, *, threshold: int, access: Access | None,
                   rule: str | None = None) -> Any:
@@ -536,7 +582,8 @@ def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run
     ``access``: who reads it, when the project's grades or runs are in it (None only for files
     alone). A reader who may not see every pair's grade gets it blind
     (:meth:`~ragjudge.metrics.explain.Explanation.blind`): the grades and ranks of the pairs
-    they have not judged are not shown."""
+    they have not judged are not shown, nor the value unless they judged every pair of the
+    query's gold (:meth:`ragjudge.services.access.rights.Access.hidden_queries`)."""
     from ragjudge.metrics.explain import explain
 
     if project is not None and access is None:
@@ -557,7 +604,9 @@ def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run
             qrels = sample_qrels(qrels, stored.pool)
         explanation = explain(qrels, run, query_id, parsed, threshold=threshold, extras=extras)
     visible = None if access is None else access.grade_filter(query_id)
-    return explanation if visible is None else explanation.blind(visible)
+    if visible is None:
+        return explanation
+    return explanation.blind(visible, value_shown=all(map(visible, qrels.for_query(query_id))))
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,9 @@ def evaluation_json(evaluation: Any, per_query: bool, ci: bool,
         data["closed_world"] = closed_json(closed)
     if evaluation.sample is not None:
         data["sample"] = {k: v for k, v in evaluation.sample.items() if k != "text"}
+    if evaluation.hidden or evaluation.hidden_strata:
+        # blind: which queries' own values (and strata of one of them) this reader is not shown
+        data["hidden"] = {"queries": evaluation.hidden_in(), "strata": list(evaluation.hidden_strata)}
     if evaluation.by is not None:
         data["by"] = evaluation.by
         data["strata"] = {s: evaluation_block(evaluation, per_query, ci, s) for s in evaluation.strata}
