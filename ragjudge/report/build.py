@@ -266,7 +266,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     when given."""
     import ragjudge
     from ragjudge.services.scoring import provenance
-    from ragjudge.services.scoring.evaluation import evaluate_all, project_gold
+    from ragjudge.services.scoring.evaluation import evaluate_all, hide_for, project_gold
 
     measures, threshold = check_options(project, options)
     rule_of = options.rule.split(":", 1)[1] if options.rule and options.rule.startswith("annotator:") else None
@@ -281,6 +281,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
         qrels, runs, measures, threshold=threshold, queries=options.averaging, project=project,
         rule=rule, qrels_source=f"project {project.shown_db}", strata=strata, by=strata_field,
         progress=progress, composition=found.composition)
+    hide_for(evaluation, qrels, access)  # the per-query values this reader may not see
     _step(progress, "intervals")
     intervals, sizes = _intervals(evaluation)
     report = Report(
@@ -461,14 +462,10 @@ def _curves(project: Project, qrels: Qrels, runs: dict[str, Run], report: Report
 
 def _strata_means(evaluation: Evaluation, report: Report) -> list[Stratum]:
     """Each stratum's means (``eval --by``'s blocks). A stratum of one query is one query's
-    values: left out for a viewer who may not see per-query values."""
-    out, hidden = [], []
-    for name, qids in evaluation.strata.items():
-        if len(qids) < 2 and not report.sees_all:
-            hidden.append(name)
-            continue
-        out.append(Stratum(name, len(qids), {n: evaluation.aggregate(n, name)
-                                             for n in evaluation.run_names}))
+    values: left out for a viewer who may not see that query's values (:func:`hide_for`)."""
+    out = [Stratum(name, len(qids), {n: evaluation.aggregate(n, name) for n in evaluation.run_names})
+           for name, qids in evaluation.strata.items()]
+    hidden = evaluation.hidden_strata
     if hidden:
         report.left_out.append(
             f"{len(hidden)} {'stratum' if len(hidden) == 1 else 'strata'} of a single query "
@@ -483,15 +480,19 @@ def _per_query(project: Project, evaluation: Evaluation, report: Report) -> PerQ
     layout = report.options.per_query
     if layout == "none":
         return None
-    if not report.sees_all:
+    hidden = evaluation.hidden_in()
+    if hidden:
         report.left_out.append(
-            f"The per-query tables: in this blind project {report.viewer} is not a lead, and a "
-            "query's value can tell the gold grade of a single pair (P@1 is the grade of the "
-            "run's first chunk). A lead's report has them.")
-        return None
+            f"{len(hidden):,} of the {len(evaluation.query_ids):,} queries in the per-query tables "
+            f"({_listed(hidden)}): in this blind project {report.viewer} is not a lead and has not "
+            "judged every pair of their gold, and a query's value can tell the gold grade of a "
+            "single pair (P@1 is the grade of the run's first chunk). A lead's report has them.")
     texts = query_texts(project)
     ids = natural_sorted(dict.fromkeys(q for n in evaluation.run_names
-                                       for q in evaluation.results[n].query_ids))
+                                       for q in evaluation.results[n].query_ids
+                                       if q not in evaluation.hidden))
+    if not ids:
+        return None
     queries = []
     for order, qid in enumerate(ids):
         known = texts.get(qid)

@@ -256,8 +256,10 @@ def test_the_command_line_hides_a_database_password(monkeypatch):
 
 @pytest.mark.slow
 def test_a_stratum_of_one_query_is_left_out_for_an_annotator(tmp_path):
-    """A stratum of a single query shows that query's values: an aggregate for the lead only."""
+    """A stratum of a single query shows that query's values: for the lead, and for an annotator
+    only once they have judged every pair of its gold (ben has judged c01 for q5, ana has not)."""
     from ragjudge.services.access import roster
+    from ragjudge.services.labels.events import record_label
     from ragjudge.services.project.database import Project
     from ragjudge.store.schema import Query
 
@@ -266,6 +268,7 @@ def test_a_stratum_of_one_query_is_left_out_for_an_annotator(tmp_path):
     with Project.open(db) as project:
         roster.add(project, "lee", role="lead", access=rights(project, "lee"))
         project.write(lambda s: setattr(s.get(Query, "q5"), "category", "rare"))
+        record_label(project, annotator="ben", query_id="q5", chunk_id="c01", grade=2)
     made = {who: ragjudge("report", "--db", db, "--format", "md", "-q", "--by", who, "-m", "P@3")
             for who in ("ana", "lee")}
     assert all(m.returncode == 0 for m in made.values()), [m.stderr for m in made.values()]
@@ -273,3 +276,10 @@ def test_a_stratum_of_one_query_is_left_out_for_an_annotator(tmp_path):
     assert "`rare`" not in made["ana"].stdout
     assert "1 stratum of a single query (rare)" in made["ana"].stdout
     assert "**`category` = `factoid`** (5 queries)" in made["ana"].stdout
+    # the per-query tables list the queries ana judged whole, not q5
+    md = ragjudge("report", "--db", db, "--format", "md", "-q", "--by", "ana", "-m", "P@3",
+                  "--per-query", "measure")
+    assert md.returncode == 0, md.stderr
+    section = md.stdout.split("## Per query", 1)[1].split("\n## ", 1)[0].replace("`", "")
+    assert "| q4 |" in section and "| q5 |" not in section
+    assert "1 of the 12 queries in the per-query tables (q5)" in md.stdout
