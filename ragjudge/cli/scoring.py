@@ -332,10 +332,8 @@ def evaluate_and_print(
             inputs.qrels, runs, measures, threshold=inputs.threshold, queries=mode,
             project=inputs.project, rule=inputs.rule, qrels_source=inputs.source,
             strata=strata, by=by, progress=progress, composition=inputs.composition,
-            sample=inputs.sample,
+            sample=inputs.sample, reader=inputs.access,
         )
-        if inputs.access is not None:
-            svc_evaluation.hide_for(evaluation, inputs.qrels, inputs.access)
         closed = inputs.closed
     if format == "json":
         print_json(evaluation_json(evaluation, per_query, ci, closed))

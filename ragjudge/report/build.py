@@ -266,7 +266,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     when given."""
     import ragjudge
     from ragjudge.services.scoring import provenance
-    from ragjudge.services.scoring.evaluation import evaluate_all, hide_for, project_gold
+    from ragjudge.services.scoring.evaluation import evaluate_all, project_gold
 
     measures, threshold = check_options(project, options)
     rule_of = options.rule.split(":", 1)[1] if options.rule and options.rule.startswith("annotator:") else None
@@ -280,8 +280,7 @@ def build_report(project: Project, options: ReportOptions, *, access: Access, co
     evaluation = evaluate_all(
         qrels, runs, measures, threshold=threshold, queries=options.averaging, project=project,
         rule=rule, qrels_source=f"project {project.shown_db}", strata=strata, by=strata_field,
-        progress=progress, composition=found.composition)
-    hide_for(evaluation, qrels, access)  # the per-query values this reader may not see
+        progress=progress, composition=found.composition, reader=access)
     _step(progress, "intervals")
     intervals, sizes = _intervals(evaluation)
     report = Report(

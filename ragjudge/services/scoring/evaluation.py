@@ -307,6 +307,7 @@ def evaluate_all(
     progress: Any = None,
     composition: Composition | None = None,
     sample: PoolSample | None = None,
+    reader: Access | None = None,
 ) -> Evaluation:
     """Evaluate every run on the same queries. With a ``project``, the RAG measures that need
     labelled facets, nuggets, claims, entities or citations get them from it; a query with such
@@ -317,7 +318,10 @@ def evaluate_all(
     a ranking undefined (:func:`without_ranking`). Why a measure is undefined on a query is kept
     in :attr:`Evaluation.left_out` for the measures that can say (:func:`left_out_reasons`). ``composition``: what the project's gold is made of, kept for
     the output. ``sample``: the pool sample of a sampled judgment file; without it the
-    sampled estimators read the project's current sample (:mod:`ragjudge.services.scoring.sampled`)."""
+    sampled estimators read the project's current sample (:mod:`ragjudge.services.scoring.sampled`).
+    ``reader``: who reads it when ``qrels`` are the project's gold: a blind reader's
+    evaluation keeps the queries whose own values they may not see out of its per-query values
+    (:func:`hide_for`)."""
     parsed = [parse_measure(m) for m in measures]
     # qrels from a file have no rule; the project's gold labels always have one
     from_file = rule is None and qrels_source and not qrels_source.startswith("project ")
@@ -383,7 +387,7 @@ def evaluate_all(
         for qid in every:
             groups.setdefault(strata.get(qid, NO_STRATUM), []).append(qid)
         evaluation.strata = dict(sorted(groups.items(), key=lambda kv: (kv[0] == NO_STRATUM, kv[0])))
-    return evaluation
+    return evaluation if reader is None else hide_for(evaluation, qrels, reader)
 
 
 def _empty_gold(project: Project, rule: str | None, composition: Composition | None = None) -> str:

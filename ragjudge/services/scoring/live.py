@@ -698,15 +698,23 @@ class LiveEvaluation:
             for view in self.views.values():
                 view.resum()
 
-    def snapshot(self, *, measure: str | None = None, by: str | None = None) -> LiveSnapshot:
-        """The numbers of the moment; ``measure`` adds its per-query column, ``by`` its strata."""
+    def snapshot(self, *, measure: str | None = None, by: str | None = None,
+                 access: Access | None = None) -> LiveSnapshot:
+        """The numbers of the moment; ``measure`` adds its per-query column, ``by`` its strata.
+        ``access``: who reads them (None: who sees every grade); a blind reader's per-query
+        column and strata leave out the queries whose own values they may not see
+        (:meth:`ragjudge.services.access.rights.Access.hidden_queries`)."""
         with self.lock:
             assert self._labels is not None  # loaded
             gold = self.views[self.rule]
             spread = ranges(self.space, self.views, gold, self.measures, self._labels.code, self.min_coverage) \
                 if self.with_ranges else {"ranges": {}}
-            rows = query_rows(self.space, gold, measure) if measure else None
-            by_stratum, sizes = strata(self.space, gold, self.measures, by) if by else ({}, {})
+            hidden: frozenset[str] = frozenset()
+            if access is not None and not access.sees_all and (measure or by):
+                present = [self.query_ids[r] for r in np.flatnonzero(gold.present).tolist()]
+                hidden = access.hidden_queries(self._qrels_of(gold, present).to_dict())
+            rows = query_rows(self.space, gold, measure, hidden) if measure else None
+            by_stratum, sizes = strata(self.space, gold, self.measures, by, hidden) if by else ({}, {})
             return LiveSnapshot(
                 version=self.version, rule=self.rule, threshold=self.threshold,
                 measures=list(self.measures), run_names=list(self.runs),

@@ -62,6 +62,8 @@ class QueryRows:
     categories: list[str | None]
     judged: np.ndarray
     """gold-judged pairs of each query"""
+    hidden: int = 0
+    """queries left out for a blind reader (:meth:`ragjudge.services.access.rights.Access.hidden_queries`)"""
 
 
 @dataclass(frozen=True)
@@ -199,16 +201,21 @@ def ranges(space: PairSpace, views: dict[str, LiveView], gold: LiveView, measure
             "coverage": dict(sorted(coverage.items())), "min_coverage": min_coverage}
 
 
-def query_rows(space: PairSpace, gold: LiveView, measure: str) -> QueryRows:
-    """One measure's value on every judged query, per run, with each query's facts."""
+def query_rows(space: PairSpace, gold: LiveView, measure: str,
+               hidden: frozenset[str] = frozenset()) -> QueryRows:
+    """One measure's value on every judged query, per run, with each query's facts; the
+    ``hidden`` queries (a blind reader's) left out and counted."""
     j = gold.measures.index(measure)
     rows = np.flatnonzero(gold.present)
+    shown = rows if not hidden else np.array(
+        [r for r in rows.tolist() if space.query_ids[r] not in hidden], dtype=np.int64)
     return QueryRows(
         measure=measure,
-        query_ids=[space.query_ids[r] for r in rows],
-        values={n: m[rows, j].copy() for n, m in gold.values.items()},
-        categories=[space.categories[r] for r in rows],
-        judged=gold.per_row[rows].copy(),
+        query_ids=[space.query_ids[r] for r in shown],
+        values={n: m[shown, j].copy() for n, m in gold.values.items()},
+        categories=[space.categories[r] for r in shown],
+        judged=gold.per_row[shown].copy(),
+        hidden=len(rows) - len(shown),
     )
 
 
@@ -230,9 +237,11 @@ def strata_of(space: PairSpace, by: str) -> list[str]:
     return [stratum_of(m.get(by)) for m in space.meta]
 
 
-def strata(space: PairSpace, gold: LiveView, measures: list[str], by: str) -> tuple[dict, dict]:
+def strata(space: PairSpace, gold: LiveView, measures: list[str], by: str,
+           hidden: frozenset[str] = frozenset()) -> tuple[dict, dict]:
     """stratum -> run -> measure -> mean over the stratum's judged queries, and each stratum's
-    size (strata of no value last)."""
+    size (strata of no value last); a stratum of one ``hidden`` query (a blind reader's: it
+    would show that query's values) is left out."""
     from ragjudge.services.scoring.evaluation import NO_STRATUM
 
     labels = np.array(strata_of(space, by), dtype=object)
@@ -242,6 +251,8 @@ def strata(space: PairSpace, gold: LiveView, measures: list[str], by: str) -> tu
     names = sorted(set(labels[present].tolist()), key=lambda s: (s == NO_STRATUM, s))
     for stratum in names:
         rows = np.flatnonzero(present & (labels == stratum))
+        if len(rows) == 1 and space.query_ids[int(rows[0])] in hidden:
+            continue
         averages = means(gold, rows)
         sizes[stratum] = len(rows)
         out[stratum] = {n: {m: float(v[j]) for j, m in enumerate(measures)} for n, v in averages.items()}
