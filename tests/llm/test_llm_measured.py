@@ -246,7 +246,7 @@ def test_the_llm_grade_is_revealed_only_after_grading(project):
 
 
 def test_the_home_screen_s_annotator_list_tells_the_llm_apart(project):
-    from ragjudge.services.labels.queue import annotator_progress
+    from ragjudge.services.labels.queuecounts import annotator_progress
 
     seed(project)
     kinds = {row["annotator"]: row["kind"] for row in annotator_progress(project)}

@@ -23,6 +23,7 @@ from ragjudge.services.events import marks as J_marks
 from ragjudge.services.events import state as J_state
 from ragjudge.services.labels import events as J_events
 from ragjudge.services.labels import queue as J_queue
+from ragjudge.services.labels import queuecounts as J_counts
 from ragjudge.services.labels import texts as J_texts
 from ragjudge.services.transfer.exporting import export, label_lines
 from ragjudge.services.transfer.importing import import_file
@@ -117,7 +118,7 @@ def test_flag_counts_and_status_read_the_marks(project):
     J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c03", note="n")
     J_events.flag_pair(project, annotator="ann", query_id="q1", chunk_id="c04")
     J_events.unflag_pair(project, annotator="ann", query_id="q1", chunk_id="c04")
-    progress = {row["annotator"]: row for row in J_queue.annotator_progress(project)}
+    progress = {row["annotator"]: row for row in J_counts.annotator_progress(project)}
     assert (progress["ann"]["graded"], progress["ann"]["flagged"]) == (1, 2)
     assert project_status(project)["flagged"] == 2
 
@@ -350,7 +351,7 @@ def test_migration_0003_copies_old_flags_and_notes_into_marks(any_db):
         assert J_state.current_label(project, "ann", "q1", "c1").grade == 2
         lines = {line["chunk_id"]: line for line in label_lines(project)}
         assert (lines["c1"]["grade"], lines["c1"]["flagged"], lines["c1"]["flag_note"]) == (2, True, "ask the lead")
-        assert J_queue.annotator_progress(project)[0]["flagged"] == 3
+        assert J_counts.annotator_progress(project)[0]["flagged"] == 3
 
 
 # -- ids, names and categories of any length, alike on both backends ---------------------------

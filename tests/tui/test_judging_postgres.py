@@ -10,7 +10,7 @@ from tui_project import build_project, sync
 from ragjudge.services.events import annotators as J_annotators
 from ragjudge.services.events import state as J_state
 from ragjudge.services.labels import events as J_events
-from ragjudge.services.labels import queue as J_queue
+from ragjudge.services.labels import queuecounts as J_counts
 from ragjudge.tui import make_app
 
 PROJECT_TESTS = [
@@ -43,7 +43,7 @@ async def test_judging_session_on_postgres(pg_url):
     project = build_project(pg_url)
     J_annotators.mark_guidelines_seen(project, "alice")
     J_events.record_label(project, annotator="zoe", query_id="q1", chunk_id="c02", grade=1)
-    assert [row["annotator"] for row in J_queue.annotator_progress(project)] == ["alice", "zoe"]
+    assert [row["annotator"] for row in J_counts.annotator_progress(project)] == ["alice", "zoe"]
     app = make_app(project, annotator="alice", start="judge")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

@@ -7,37 +7,36 @@ rounds of growing depth (1, 2, 3, 5, 10, … K), each round visiting every query
 the pairs of an order given from outside (:class:`PairOrder`: the pairs that most move the
 comparisons of the runs not settled yet, :mod:`ragjudge.services.scoring.settled`), weighed again
 on a thread of its own as labels arrive (:class:`SettleOrder`), then the rest in the depth order.
+
+The queue's values (a query's pool, a place, the pair on screen) are in
+:mod:`~ragjudge.services.labels.queuecore`, its walk through the settle order's head in
+:mod:`~ragjudge.services.labels.queuehead` and its totals in
+:mod:`~ragjudge.services.labels.queuecounts` (mixins of :class:`JudgingQueue`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
 from sqlalchemy import bindparam, select
 from ragjudge.errors import UsageError
 from ragjudge.services.access.rights import Access
 from ragjudge.services.events.labels import not_recheck
-from ragjudge.store.schema import (
-    Label,
-    PUBLISHED,
-)
+from ragjudge.store.schema import Label
 from ragjudge.services.events.annotators import check_annotator
-from ragjudge.services.events.marks import NO_MARKS, PairMarks, marks_of_query, set_marks
+from ragjudge.services.events.marks import NO_MARKS, PairMarks, marks_of_query
 from ragjudge.services.events.state import LabelState, current_label, label_state, newest_event
 from ragjudge.safetext import quote
-from ragjudge.services.labels.settleorder import PairOrder, SettleOrder, Weigher
+from ragjudge.services.labels.queuecore import HEAD, PUBLISHED_RE, PairView, Position, QueryPool
+from ragjudge.services.labels.queuecounts import QueueCounts, func_count
+from ragjudge.services.labels.queuehead import SettleHead
+from ragjudge.services.labels.settleorder import SettleOrder, Weigher
 
 
 if TYPE_CHECKING:
     from ragjudge.services.project.database import Project
-
-
-PUBLISHED_RE = PUBLISHED.format(alias="re")
 
 
 def annotator_seed(annotator: str) -> int:
@@ -83,10 +82,6 @@ def check_category(project: Project, category: str | None, option: str = "--cate
 
 ORDERS = ("depth", "query", "settle")
 
-HEAD = -1
-"""``Position.round`` of a pair taken from the settle order (its ``slot`` is its place in that
-order, its ``order`` which weighing of the order it comes from)."""
-
 SETTLE_WAIT = 1.0
 """Seconds the first pair waits for the first settle order (the depth order meanwhile)."""
 
@@ -122,70 +117,11 @@ _QUERY_STATES = (select(Label.id, Label.chunk_id, Label.grade, Label.skipped, La
                  .order_by(Label.id))
 """An annotator's label events of one query, oldest first (built once: every pool load asks)."""
 
-@dataclass
-class QueryPool:
-    """The pool of one query for one annotator: chunk ids in the annotator's blind order."""
-
-    query_id: str
-    chunk_ids: list[str]
-    min_ranks: list[int]
-    sources: list[tuple[tuple[str, int], ...]]
-    states: list[LabelState | None]
-    buckets: list[list[int]]
-    """Per round, indexes into ``chunk_ids`` of the pairs first offered in that round."""
-    marks: dict[str, PairMarks]
-    """The annotator's flag and comment per chunk (chunks without marks left out)."""
-
-    def index(self, chunk_id: str) -> int | None:
-        try:
-            return self.chunk_ids.index(chunk_id)
-        except ValueError:
-            return None
-
-    @property
-    def handled(self) -> int:
-        return sum(1 for s in self.states if s is not None and s.handled)
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where the annotator is: round, query position in the queue, index within the bucket.
-    In the settle order's head (``round`` :data:`HEAD`): the query's position, the pair's place
-    in the order and ``order``, which weighing of it."""
-
-    round: int
-    query: int
-    slot: int
-    order: int = 0
-
-
-@dataclass(frozen=True)
-class PairView:
-    """The pair on screen (everything the judging screen shows of the queue)."""
-
-    position: Position
-    query_id: str
-    chunk_id: str
-    pair_index: int
-    """0-based rank of this pair in its query's blind order."""
-    query_pairs: int
-    query_handled: int
-    sources: tuple[tuple[str, int], ...]
-    state: LabelState | None
-    recheck: bool = False
-    marks: PairMarks = NO_MARKS
-    """The annotator's flag and comment (none shown on a recheck, which is blind)."""
-    query_slot: int = 0
-    """0-based place of this pair among its query's pairs in queue order (the order ``j`` walks:
-    round by round, so in the ``depth`` order a query's pairs of later rounds come after its
-    pairs of earlier ones)."""
-
-
 _ASSUMED = LabelState(0, 0, False, None, None, None, "upcoming")
 """The state :meth:`JudgingQueue.upcoming` gives the pairs it lists (in memory only)."""
 
 
-class JudgingQueue:
+class JudgingQueue(SettleHead, QueueCounts):
     """An annotator's walk through the pool (TREC pooling: the union of the chosen runs' top-K).
 
     Nothing proportional to the pool is held: the queue keeps the ordered list of query ids, a
@@ -485,138 +421,7 @@ class JudgingQueue:
                             return Position(rj if rj == ri else rj, qp, slot)
         return None
 
-    # -- the settle order ------------------------------------------------------------------
-
-    @property
-    def _walks_head(self) -> bool:
-        return self.order == "settle" and self.settle is not None
-
-    def _origin(self) -> Position:
-        """Where the queue order begins (the settle order's head, else the first round)."""
-        if self._walks_head:
-            return Position(HEAD, 0, 0, self.settle.generation if self.settle else 0)
-        return Position(0, 0, 0)
-
-    def _take_in(self, *, wait: bool = False) -> None:
-        """Take in an order weighed since the last move (the first time, ask for one and wait
-        up to ``self.wait`` seconds); with ``until_settled``, stop when it says so."""
-        settle = self.settle
-        if settle is None:
-            return
-        if not settle.asked:
-            settle.request()
-        if wait and settle.generation == 0:
-            settle.wait(self.wait)
-        order = settle.take_in()
-        if order is not None and self.until_settled and order.settled:
-            self.stopped = order.settled
-
-    @property
-    def still_open(self) -> tuple[int, int] | None:
-        """With ``until_settled``: (open, all) comparisons of the settle order taken in last;
-        None before it is weighed, or without ``until_settled``."""
-        order = self.settle.current if self.settle is not None else None
-        if order is None or order.open is None or order.comparisons is None:
-            return None
-        return order.open, order.comparisons
-
-    def _head_start(self, pos: Position, *, past: bool) -> int:
-        """The place in the current order to look from: after the furthest pair given, or
-        after ``pos`` when it is further in the same order (``past``: ``pos`` excluded)."""
-        settle = self.settle
-        if settle is None:
-            return 0
-        if pos.round == HEAD and pos.order == settle.generation:
-            return max(pos.slot + 1, settle.cursor) if past else pos.slot
-        return settle.cursor if past else 0
-
-    def _in_pool(self, query_id: str, chunk_id: str) -> tuple[int, QueryPool, int] | None:
-        """(query position, pool, index in the pool) of a pair of this queue, else None."""
-        qp = self._query_pos.get(query_id)
-        if qp is None:
-            return None
-        pool = self.pool(query_id)
-        i = pool.index(chunk_id)
-        return None if i is None else (qp, pool, i)
-
-    def _head_open(self, start: int) -> Position | None:
-        """The first pair of the current settle order from ``start`` that this queue holds and
-        the annotator has still to judge."""
-        settle = self.settle
-        order = None if settle is None else settle.current
-        if order is None or settle is None:
-            return None
-        for i in range(max(start, 0), len(order)):
-            found = self._in_pool(*order.pair(i))
-            if found is not None and self._open(found[1].states[found[2]]):
-                return Position(HEAD, found[0], i, settle.generation)
-        return None
-
-    def _head_view(self, pos: Position) -> PairView | None:
-        order = None if self.settle is None else self.settle.orders.get(pos.order)
-        if order is None or not 0 <= pos.slot < len(order):
-            return None
-        query_id, chunk_id = order.pair(pos.slot)
-        found = self._in_pool(query_id, chunk_id)
-        if found is None:
-            return None
-        _, pool, i = found
-        ri = next(r for r, bucket in enumerate(pool.buckets) if i in bucket)
-        slot = sum(len(b) for b in pool.buckets[:ri]) + pool.buckets[ri].index(i)
-        return PairView(pos, query_id, chunk_id, i, len(pool.chunk_ids), pool.handled,
-                        pool.sources[i] if self.show_source else (), pool.states[i],
-                        marks=pool.marks.get(chunk_id, NO_MARKS), query_slot=slot)
-
-    def _head_step(self, pos: Position, delta: int, *, other_query: bool = False) -> PairView | None:
-        """The neighbouring pair of the settle order that this queue holds (judged or not);
-        past its end the first pair of the rounds, before its start None."""
-        settle = self.settle
-        order = None if settle is None else settle.orders.get(pos.order)
-        generation = pos.order
-        if order is None and settle is not None:
-            order, generation, pos = settle.current, settle.generation, Position(HEAD, pos.query, -1)
-        if order is not None:
-            here = self.query_ids[pos.query] if 0 <= pos.query < len(self.query_ids) else None
-            i = pos.slot + delta
-            while 0 <= i < len(order):
-                query_id, chunk_id = order.pair(i)
-                found = self._in_pool(query_id, chunk_id)
-                if found is not None and not (other_query and query_id == here):
-                    view = self._head_view(Position(HEAD, found[0], i, generation))
-                    if view is not None:
-                        return view
-                i += delta
-        return self.step(Position(0, 0, -1), +1) if delta > 0 else None
-
-    def _head_last(self) -> PairView | None:
-        order = None if self.settle is None else self.settle.current
-        if order is None:
-            return None
-        return self._head_step(Position(HEAD, 0, len(order), self.settle.generation if self.settle else 0), -1)
-
-    def _prune(self, order: PairOrder) -> PairOrder:
-        """A fresh settle order without the pairs the annotator has handled (on the weighing's
-        thread: one read of their labels)."""
-        from sqlalchemy import text
-
-        from ragjudge.metrics import _keys
-
-        if not len(order):
-            return order
-        sql = text(
-            "SELECT l.query_id, l.chunk_id FROM labels l JOIN (SELECT MAX(id) AS id FROM labels "
-            " WHERE annotator = :annotator AND (source IS NULL OR source <> 'recheck') "
-            " GROUP BY query_id, chunk_id) n ON n.id = l.id "
-            "WHERE l.grade IS NOT NULL OR l.skipped = TRUE")
-        with self.project.connect() as connection:
-            rows = connection.execute(sql, {"annotator": self.annotator}).all()
-        if not rows:
-            return order
-        q, c = _keys.as_ids(order.query_ids), _keys.as_ids(order.chunk_ids)
-        dq, dc = _keys.as_ids([r[0] for r in rows]), _keys.as_ids([r[1] for r in rows])
-        wq, wc = max(q.dtype.itemsize, dq.dtype.itemsize), max(c.dtype.itemsize, dc.dtype.itemsize)
-        keep = ~np.isin(_keys.pair_keys(q, c, wq, wc), _keys.pair_keys(dq, dc, wq, wc))
-        return dataclasses.replace(order, query_ids=q[keep], chunk_ids=c[keep])
+    # -- giving pairs (in the settle order, its head first: SettleHead) --------------------
 
     def upcoming(self, limit: int) -> list[tuple[str, str]]:
         """The next ``limit`` pairs this annotator would be given, in order: the walk judging
@@ -903,41 +708,6 @@ class JudgingQueue:
         self.note_event(query_id, chunk_id, state)
         return state
 
-    def count_totals(self) -> dict[str, int]:
-        """The queue's pool size and how many pairs the annotator has handled (a full scan:
-        run it in a worker on big projects)."""
-        from sqlalchemy import text
-
-        runs_sql, params = self._run_filter()
-        params.update(depth=self.depth, annotator=self.annotator)
-        if self.assigned:
-            pool_sql = "SELECT query_id, chunk_id FROM assignments re WHERE re.annotator = :annotator"
-        else:
-            pool_sql = (f"SELECT DISTINCT re.query_id, re.chunk_id FROM run_entries re "
-                        f"WHERE re.rank <= :depth{runs_sql} AND {PUBLISHED_RE}")
-        subset = len(self.query_ids)
-        with self.project.connect() as connection:
-            total_queries = connection.execute(text("SELECT COUNT(*) FROM queries")).scalar()
-            filtered = subset != total_queries or self.only is not None
-            if filtered:
-                # small subsets: count per query through the cache-free loader
-                pairs = handled = 0
-                for qid in self.query_ids:
-                    pool = self._load_pool(qid)
-                    pairs += len(pool.chunk_ids)
-                    handled += pool.handled
-                self.totals = {"pairs": pairs, "handled": handled}
-                return self.totals
-            pairs = connection.execute(text(f"SELECT COUNT(*) FROM ({pool_sql}) p"), params).scalar()
-            handled = connection.execute(text(
-                f"SELECT COUNT(*) FROM ({pool_sql}) p JOIN labels l ON l.id = ("
-                " SELECT MAX(l2.id) FROM labels l2 WHERE l2.annotator = :annotator"
-                " AND l2.query_id = p.query_id AND l2.chunk_id = p.chunk_id"
-                " AND (l2.source IS NULL OR l2.source <> 'recheck')) WHERE (l.grade IS NOT NULL OR l.skipped = TRUE)"
-            ), params).scalar()
-        self.totals = {"pairs": int(pairs or 0), "handled": int(handled or 0)}
-        return self.totals
-
     # -- rechecks --------------------------------------------------------------------------
 
     def maybe_recheck(self, current: PairView | None) -> PairView | None:
@@ -962,39 +732,3 @@ class JudgingQueue:
             return None
         return PairView(view.position, view.query_id, view.chunk_id, view.pair_index,
                         view.query_pairs, view.query_handled, view.sources, None, recheck=True)
-
-
-def func_count():  # noqa: ANN201
-    from sqlalchemy import func
-
-    return func.count()
-
-
-def annotator_progress(project: Project) -> list[dict]:
-    """Per annotator: current grades, skipped pairs, flagged pairs, events and kind (human or
-    llm), for the home screen."""
-    from sqlalchemy import func, text
-
-    with project.connect() as connection:
-        rows = connection.execute(text(
-            "SELECT a.name, "
-            " (SELECT COUNT(*) FROM labels l WHERE l.annotator = a.name) AS events, a.kind "
-            "FROM annotators a ORDER BY a.name")).all()
-        current = connection.execute(text(
-            "SELECT l.annotator, SUM(CASE WHEN l.grade IS NOT NULL THEN 1 ELSE 0 END), "
-            " SUM(CASE WHEN l.grade IS NULL AND l.skipped = TRUE THEN 1 ELSE 0 END) "
-            "FROM labels l JOIN (SELECT MAX(id) AS id "
-            " FROM labels WHERE source IS NULL OR source <> 'recheck' GROUP BY annotator, query_id, chunk_id) n "
-            " ON n.id = l.id "
-            "GROUP BY l.annotator")).all()
-        flagged = set_marks("flag").subquery()
-        flags: dict[str, int] = dict(connection.execute(select(flagged.c.annotator, func.count())
-                                        .group_by(flagged.c.annotator)).all())
-    by_name = {name: (int(g or 0), int(s or 0)) for name, g, s in current}
-    out = []
-    for name, events, kind in rows:
-        graded, skipped = by_name.get(name, (0, 0))
-        out.append({"annotator": name, "graded": graded, "skipped": skipped,
-                    "flagged": int(flags.get(name, 0)), "events": int(events or 0),
-                    "kind": kind or "human"})
-    return out

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ragjudge.services.overview import project_status
-from ragjudge.services.labels import queue as judging
+from ragjudge.services.labels.queuecounts import annotator_progress
 from ragjudge.services.labels import review
 from ragjudge.tui.host import Host, host
 from ragjudge.tui.widgets.fitted import Fitted
@@ -118,7 +118,7 @@ class HomeScreen(Screen):
     @work(thread=True, exclusive=True, group="home-count")
     def count(self) -> None:
         status = project_status(self.project)
-        progress = judging.annotator_progress(self.project)
+        progress = annotator_progress(self.project)
         status["to_review"] = review.open_count(self.project)
         self.post_message(self.Counted(status, progress))
 
