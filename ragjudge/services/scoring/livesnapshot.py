@@ -62,8 +62,9 @@ class QueryRows:
     categories: list[str | None]
     judged: np.ndarray
     """gold-judged pairs of each query"""
-    hidden: int = 0
-    """queries left out for a blind reader (:meth:`ragjudge.services.access.rights.Access.hidden_queries`)"""
+    hidden: frozenset[str] = frozenset()
+    """queries whose values a blind reader may not see
+    (:meth:`ragjudge.services.access.rights.Access.hidden_queries`): listed, their values NaN"""
 
 
 @dataclass(frozen=True)
@@ -204,18 +205,23 @@ def ranges(space: PairSpace, views: dict[str, LiveView], gold: LiveView, measure
 def query_rows(space: PairSpace, gold: LiveView, measure: str,
                hidden: frozenset[str] = frozenset()) -> QueryRows:
     """One measure's value on every judged query, per run, with each query's facts; the
-    ``hidden`` queries (a blind reader's) left out and counted."""
+    values of the ``hidden`` queries (a blind reader's) are NaN, and the rows say so."""
     j = gold.measures.index(measure)
     rows = np.flatnonzero(gold.present)
-    shown = rows if not hidden else np.array(
-        [r for r in rows.tolist() if space.query_ids[r] not in hidden], dtype=np.int64)
+    query_ids = [space.query_ids[r] for r in rows]
+    values = {n: m[rows, j].copy() for n, m in gold.values.items()}
+    secret = frozenset(hidden.intersection(query_ids))
+    if secret:
+        mask = np.array([q in secret for q in query_ids])
+        for column in values.values():
+            column[mask] = np.nan
     return QueryRows(
         measure=measure,
-        query_ids=[space.query_ids[r] for r in shown],
-        values={n: m[shown, j].copy() for n, m in gold.values.items()},
-        categories=[space.categories[r] for r in shown],
-        judged=gold.per_row[shown].copy(),
-        hidden=len(rows) - len(shown),
+        query_ids=query_ids,
+        values=values,
+        categories=[space.categories[r] for r in rows],
+        judged=gold.per_row[rows].copy(),
+        hidden=secret,
     )
 
 

@@ -189,6 +189,9 @@ class EvalTabs(TabsBase):
         hint.append_text(literal(self.category or "all"))
         hint.append(f" · sort: {SORTS[self.sort]} · m measure · f category · t sort · "
                     "Enter: explain and judge")
+        if rows.hidden:
+            hint.append(f" · blind: {len(rows.hidden):,} values not shown (you have not "
+                        "judged every pair of their gold)", style="dim")
         self.query_one("#per-query-hint", Static).update(hint)
         order = per_query_order(rows, self.category, SORTS[self.sort],
                                 s.run_names[0] if s.run_names else None, disputed)
@@ -207,7 +210,11 @@ class EvalTabs(TabsBase):
             top = best_rows(values)
             cells = [literal(qid), literal(rows.categories[i] or ""), str(int(rows.judged[i])),
                      str(disputed.get(qid, 0))]
-            cells += [Text(fmt(v), style="bold green" if j in top else "") for j, v in enumerate(values)]
+            if qid in rows.hidden:  # a blind reader: the value would tell a grade not theirs
+                cells += [Text("not shown", style="dim") for _ in values]
+            else:
+                cells += [Text(fmt(v), style="bold green" if j in top else "")
+                          for j, v in enumerate(values)]
             table.add_row(*cells)
             self._query_rows.append(qid)
         if self._query_rows:

@@ -425,9 +425,12 @@ class EvaluationScreen(EvalTabs, CompareTab, Screen):
         is shown (on 10,000 queries they cost more than the update itself)."""
         engine = self._loaded()
         measure = self.measure if self.measure in engine.measures else engine.measures[0]
+        per_query = self._active in ("per-query", "strata")
         self.post_message(self.Updated(engine.snapshot(
             measure=measure if self._active == "per-query" else None,
-            by=self.field if self._active == "strata" else None)))
+            by=self.field if self._active == "strata" else None,
+            # a blind reader's per-query values: the engine leaves out what they may not see
+            access=self.host.access() if per_query else None)))
 
     def _compare_wanted(self, engine: svc.LiveEvaluation) -> tuple | None:
         if self.pair is None or self.query_one(TabbedContent).active != "compare":
