@@ -8,7 +8,7 @@
 - :mod:`ragjudge.web.idempotency`: each action once, however often it is sent;
 - :mod:`ragjudge.web.guard`: Host and Origin checks, body size, security headers, access log;
 - :mod:`ragjudge.web.terminal`: the lead's terminal (the Textual app over textual-serve);
-- :mod:`ragjudge.web.backend`: the only module that calls ragjudge's services;
+- :mod:`ragjudge.web.backend`: the only package that calls ragjudge's services;
 - :mod:`ragjudge.web.server`: uvicorn, and stopping within a second or two.
 
 Everything here needs the ``serve`` extra (``pip install 'ragjudge[serve]'``).

@@ -30,6 +30,7 @@ from starlette.responses import Response
 from ragjudge.errors import ProjectError, RagjudgeError
 from ragjudge.safetext import mask_secrets
 from ragjudge.web import backend
+from ragjudge.web.backend import answers, facets, labels, leads, pairs
 from ragjudge.web.context import Refusal
 from ragjudge.web.identity import Identity, context, identify_now, lead_now, present
 from ragjudge.web.idempotency import KEY, KeyReused, Replays
@@ -212,7 +213,7 @@ def me(request: Request) -> Response:
 
 @router.get("/pairs/next", summary="The next pairs still to judge")
 async def next_pairs(request: Request,
-                     n: Annotated[int, Query(ge=1, le=backend.NEXT_LIMIT)] = 1,
+                     n: Annotated[int, Query(ge=1, le=pairs.NEXT_LIMIT)] = 1,
                      after_query_id: Annotated[Id | None, Query()] = None,
                      after_chunk_id: Annotated[Id | None, Query()] = None) -> Response:
     """From where judging resumes, or after the pair (after_query_id, after_chunk_id) in queue
@@ -225,7 +226,7 @@ async def next_pairs(request: Request,
             raise Refusal(422, "invalid", "Give both after_query_id and after_chunk_id, or neither. "
                           "Nothing was changed.")
         after = None if after_query_id is None or after_chunk_id is None else (after_query_id, after_chunk_id)
-        return _json(_read(lambda: backend.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after)))
+        return _json(_read(lambda: pairs.next_pairs(ctx.project, ctx.queues, ident.who, n, after=after)))
 
     if n == 1:
         return await run_in_threadpool(work)
@@ -240,8 +241,8 @@ def pair_at(request: Request, query_id: Annotated[Id, Query()],
     (null past either end). 404 for a pair outside your queue."""
     ident = identify_now(request)
     ctx = context(request)
-    return _json({"pair": _read(lambda: backend.pair_at(ctx.project, ctx.queues, ident.who, query_id,
-                                                         chunk_id, step))})
+    return _json({"pair": _read(lambda: pairs.pair_at(ctx.project, ctx.queues, ident.who, query_id,
+                                                       chunk_id, step))})
 
 
 # -- labels ----------------------------------------------------------------------------------
@@ -252,7 +253,7 @@ def post_label(request: Request, body: LabelIn,
                idempotency_key: IdempotencyKey = None) -> Response:
     """Committed before the answer comes; with advance, the answer holds the next pair."""
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: backend.post_label(
+    return _once(request, idempotency_key, body, lambda ident: labels.post_label(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, grade=body.grade,
         skip=body.skip, seen=body.seen, duration_ms=body.duration_ms, advance=body.advance), 201)
 
@@ -264,7 +265,7 @@ def undo_label(request: Request, body: UndoIn,
     left to undo."""
     ctx = context(request)
     return _once(request, idempotency_key, body, lambda ident: {
-        "undone": backend.undo_label(ctx.project, ctx.queues, ident.who, body.expect)})
+        "undone": labels.undo_label(ctx.project, ctx.queues, ident.who, body.expect)})
 
 
 @router.get("/labels/history", summary="Your own labelled pairs, newest first")
@@ -272,21 +273,21 @@ def label_history(request: Request, limit: Annotated[int, Query(ge=1, le=500)] =
                   offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> Response:
     ident = identify_now(request)
     ctx = context(request)
-    return _json({"history": backend.history(ctx.project, ident.who, limit=limit, offset=offset)})
+    return _json({"history": labels.history(ctx.project, ident.who, limit=limit, offset=offset)})
 
 
 @router.get("/news", summary="Your flags and comments a lead answered since you last labelled")
 def news(request: Request) -> Response:
     ident = identify_now(request)
     ctx = context(request)
-    return _json({"news": backend.news(ctx.project, ident.who)})
+    return _json({"news": labels.news(ctx.project, ident.who)})
 
 
 @router.post("/marks", summary="Flag (with a note) or unflag a pair; set or clear a comment")
 def post_mark(request: Request, body: MarkIn,
               idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: {"marks": backend.set_mark(
+    return _once(request, idempotency_key, body, lambda ident: {"marks": facets.set_mark(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, kind=body.kind,
         text=body.text, clear=body.clear)})
 
@@ -295,7 +296,7 @@ def post_mark(request: Request, body: MarkIn,
 def post_facet(request: Request, body: FacetIn,
                idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: backend.add_facet(
+    return _once(request, idempotency_key, body, lambda ident: facets.add_facet(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, body.name))
 
 
@@ -304,7 +305,7 @@ def post_facet_link(request: Request, facet_id: Annotated[int, InPath(ge=1, le=2
                     body: FacetLinkIn,
                     idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: backend.link_facet(
+    return _once(request, idempotency_key, body, lambda ident: facets.link_facet(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, facet_id, body.covered))
 
 
@@ -312,7 +313,7 @@ def post_facet_link(request: Request, facet_id: Annotated[int, InPath(ge=1, le=2
 def post_nugget(request: Request, body: NuggetIn,
                 idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: backend.add_nugget(
+    return _once(request, idempotency_key, body, lambda ident: facets.add_nugget(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, body.text, body.importance))
 
 
@@ -321,7 +322,7 @@ def post_nugget_support(request: Request, nugget_id: Annotated[int, InPath(ge=1,
                         body: NuggetSupportIn,
                         idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: backend.support_nugget(
+    return _once(request, idempotency_key, body, lambda ident: facets.support_nugget(
         ctx.project, ctx.queues, ident.who, body.query_id, body.chunk_id, nugget_id, body.support))
 
 
@@ -332,7 +333,7 @@ def post_nugget_support(request: Request, nugget_id: Annotated[int, InPath(ge=1,
 def next_answer(request: Request) -> Response:
     ident = identify_now(request)
     ctx = context(request)
-    return _json({"answer": _read(lambda: backend.answer_at(ctx.project, ctx.queues, ident.who))})
+    return _json({"answer": _read(lambda: answers.answer_at(ctx.project, ctx.queues, ident.who))})
 
 
 @router.get("/answers/at", summary="An answer of your queue by position or id")
@@ -342,7 +343,7 @@ def answer_at(request: Request, position: Annotated[int | None, Query(ge=0, le=1
     if (position is None) == (answer_id is None):
         raise Refusal(422, "invalid", "Give either position or answer_id. Nothing was changed.")
     ctx = context(request)
-    return _json({"answer": _read(lambda: backend.answer_at(ctx.project, ctx.queues, ident.who,
+    return _json({"answer": _read(lambda: answers.answer_at(ctx.project, ctx.queues, ident.who,
                                                              position=position, answer_id=answer_id))})
 
 
@@ -351,7 +352,7 @@ def post_judgment(request: Request, answer_id: Annotated[int, InPath(ge=1, le=2*
                   body: JudgmentIn,
                   idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
-    return _once(request, idempotency_key, body, lambda ident: backend.judge_answer(
+    return _once(request, idempotency_key, body, lambda ident: answers.judge_answer(
         ctx.project, ctx.queues, ident.who, answer_id, support=body.support,
         nugget_id=body.nugget_id, sentence=body.sentence, chunk_id=body.chunk_id,
         duration_ms=body.duration_ms), 201)
@@ -361,7 +362,7 @@ def post_judgment(request: Request, answer_id: Annotated[int, InPath(ge=1, le=2*
 def undo_judgment(request: Request, idempotency_key: IdempotencyKey = None) -> Response:
     ctx = context(request)
     return _once(request, idempotency_key, None, lambda ident: {
-        "undone": backend.undo_answer_judgment(ctx.project, ctx.queues, ident.who)})
+        "undone": answers.undo_answer_judgment(ctx.project, ctx.queues, ident.who)})
 
 
 # -- for leads -------------------------------------------------------------------------------
@@ -376,8 +377,8 @@ def evaluation(request: Request, rule: Annotated[str | None, Query(max_length=30
     """The JSON of ragjudge eval --format json for the same options."""
     ident = lead_now(request)
     ctx = context(request)
-    return _json(_read(lambda: backend.evaluation_json(ctx.project, ident.who, rule=rule, measures=measure,
-                                                 per_query=per_query, averaging=averaging, by=by)))
+    return _json(_read(lambda: leads.evaluation_json(ctx.project, ident.who, rule=rule, measures=measure,
+                                                     per_query=per_query, averaging=averaging, by=by)))
 
 
 @router.get("/qrels", summary="The gold qrels (leads)", response_class=PlainTextResponse)
@@ -386,7 +387,7 @@ def qrels(request: Request, rule: Annotated[str | None, Query(max_length=300)] =
     """As ragjudge export qrels writes them."""
     ident = lead_now(request)
     ctx = context(request)
-    text = _read(lambda: backend.qrels_text(ctx.project, ident.who, rule=rule, fmt=format))
+    text = _read(lambda: leads.qrels_text(ctx.project, ident.who, rule=rule, fmt=format))
     media = {"trec": "text/plain", "jsonl": "application/x-ndjson", "csv": "text/csv"}[format]
     return Response(text, media_type=f"{media}; charset=utf-8")
 

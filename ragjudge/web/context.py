@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from ragjudge.safetext import visible
 from ragjudge.web import backend
+from ragjudge.web.backend import database, queues
 from ragjudge.web.auth import Limit, Limits, Sessions
 from ragjudge.web.idempotency import Replays
 
@@ -75,8 +76,8 @@ class Context:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.project = backend.open_project(settings.db)
-        self.queues = backend.Queues(self.project, order=settings.queue_order)
+        self.project = database.open_project(settings.db)
+        self.queues = queues.Queues(self.project, order=settings.queue_order)
         self.title = visible(backend.project_title(self.project))
         self.sessions = Sessions(settings.max_sessions)
         self.limits = Limits(settings.limits)

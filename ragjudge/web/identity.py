@@ -13,6 +13,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from ragjudge.web import backend
+from ragjudge.web.backend import database
 from ragjudge.web.context import Context, Refusal
 from ragjudge.web.auth import COOKIE, Full, WebSession
 
@@ -54,7 +55,7 @@ def _by_token(ctx: Context, request: Request, header: str) -> Identity:
     wait = ctx.limits.blocked("login_address", address)
     if wait:
         raise _rate_limited(wait, "login attempts from your address")
-    found = backend.member_by_token(ctx.project, token)
+    found = database.member_by_token(ctx.project, token)
     if found is None:
         ctx.limits.take("login_address", address)
         raise Refusal(401, "bad-token")
@@ -69,7 +70,7 @@ def _by_cookie(ctx: Context, request: Request) -> Identity:
     session = ctx.sessions.get(session_id)
     if session is None:
         raise Refusal(401, ctx.sessions.why_ended(session_id) or "expired")
-    who, why = backend.still_valid(ctx.project, session.name, session.digest)
+    who, why = database.still_valid(ctx.project, session.name, session.digest)
     if who is None:
         ctx.sessions.drop(session.id, why)
         ctx.replays.forget(f"session:{session.id}")
@@ -139,7 +140,7 @@ async def log_in(request: Request, token: str) -> WebSession:
     token = token.strip()
     if not token or len(token) > TOKEN_MAX:
         raise Refusal(401, "bad-token")
-    found = await run_in_threadpool(backend.member_by_token, ctx.project, token)
+    found = await run_in_threadpool(database.member_by_token, ctx.project, token)
     if found is None:
         raise Refusal(401, "bad-token")
     who, digest = found

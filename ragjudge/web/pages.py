@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from ragjudge.web import backend
+from ragjudge.web.backend import labels
 from ragjudge.web.context import Refusal, cookie_path, secure_cookie
 from ragjudge.web.render import page
 from ragjudge.web.auth import COOKIE, SESSION_MAX_SECONDS
@@ -132,7 +133,7 @@ def history_page(request: Request, ident: Who,
                  offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> Response:
     ctx = context(request)
     per_page = 50
-    rows = backend.history(ctx.project, ident.who, limit=per_page + 1, offset=offset)
+    rows = labels.history(ctx.project, ident.who, limit=per_page + 1, offset=offset)
     scale = backend.scale_json(ctx.project)
     names = {level["grade"]: level["name"] for level in scale["levels"]}
     return page(request, "history.html", ident, rows=rows[:per_page], names=names, offset=offset,

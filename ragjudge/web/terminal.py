@@ -24,7 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from ragjudge.web import backend
+from ragjudge.web.backend import database
 from ragjudge.web.context import Context, Refusal
 from ragjudge.web.auth import COOKIE
 from ragjudge.web.identity import Identity, lead
@@ -67,7 +67,7 @@ def _session_lead(ctx: Context, session_id: str | None) -> str | None:
     session = ctx.sessions.get(session_id or "")
     if session is None:
         return None
-    who, _ = backend.still_valid(ctx.project, session.name, session.digest)
+    who, _ = database.still_valid(ctx.project, session.name, session.digest)
     return who.name if who is not None and who.is_lead else None
 
 

@@ -1,6 +1,6 @@
-"""The web layer's adapter to the services (ragjudge.web.backend) without HTTP: labels from many
-threads at once, conflicts inside one commit, a failed commit, and the query's words marked as
-the app marks them."""
+"""The web layer's adapter to the services (the ragjudge.web.backend package) without HTTP:
+labels from many threads at once, conflicts inside one commit, a failed commit, and the query's
+words marked as the app marks them."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from webkit import events
 
+from ragjudge.services.events.state import LabelState
 from ragjudge.web import backend
+from ragjudge.web.backend import database, labels, pairs
+from ragjudge.web.backend.queues import Queues
 from ragjudge.terms import segments
 
 
 @pytest.fixture
 def opened(site):
-    project = backend.open_project(site.db)
-    yield project, backend.Queues(project)
+    project = database.open_project(site.db)
+    yield project, Queues(project)
     project.close()
 
 
@@ -38,9 +41,9 @@ def test_labels_from_many_threads_are_each_written_once(opened, site):
     acknowledged: dict[str, list[int]] = {n: [] for n in names}
 
     def label_all(name: str) -> None:
-        pair = backend.next_pairs(project, queues, who(name))["pairs"][0]
+        pair = pairs.next_pairs(project, queues, who(name))["pairs"][0]
         for i in range(12):
-            out = backend.post_label(project, queues, who(name), pair["query"]["id"], pair["chunk"]["id"],
+            out = labels.post_label(project, queues, who(name), pair["query"]["id"], pair["chunk"]["id"],
                                      grade=i % 4, seen=pair["seen"])
             acknowledged[name].append(out["event_id"])
             pair = out["next"]
@@ -60,12 +63,12 @@ def test_labels_from_many_threads_are_each_written_once(opened, site):
 @pytest.mark.slow
 def test_two_labels_of_one_pair_in_one_commit_the_second_is_a_conflict(opened, site):
     project, _ = opened
-    first = backend._Wanted("ana", "q1", "c05", 2, False, None, None)
-    second = backend._Wanted("ana", "q1", "c05", 0, False, None, None)
-    other = backend._Wanted("ben", "q1", "c06", 1, False, None, None)
+    first = database.Wanted("ana", "q1", "c05", 2, False, None, None)
+    second = database.Wanted("ana", "q1", "c05", 0, False, None, None)
+    other = database.Wanted("ben", "q1", "c06", 1, False, None, None)
 
     def commit(session):
-        backend.LabelWriter._work(session, [first, second, other])
+        database.LabelWriter._work(session, [first, second, other])
 
     project.write(commit)
     assert first.state.grade == 2 and other.state.grade == 1
@@ -76,10 +79,10 @@ def test_two_labels_of_one_pair_in_one_commit_the_second_is_a_conflict(opened, s
 
 def test_a_failed_commit_fails_every_label_in_it_and_writes_none(opened, site, monkeypatch):
     project, queues = opened
-    writer = backend.LabelWriter(project)
+    writer = database.LabelWriter(project)
     started = threading.Event()
     release = threading.Event()
-    original = backend.LabelWriter._work
+    original = database.LabelWriter._work
     calls = {"n": 0}
 
     def slow_then_broken(session, batch):
@@ -90,12 +93,12 @@ def test_a_failed_commit_fails_every_label_in_it_and_writes_none(opened, site, m
             return original(session, batch)
         raise OSError("disk gone")
 
-    monkeypatch.setattr(backend.LabelWriter, "_work", staticmethod(slow_then_broken))
+    monkeypatch.setattr(database.LabelWriter, "_work", staticmethod(slow_then_broken))
     results: dict[str, object] = {}
 
     def run(name: str, chunk: str) -> None:
         try:
-            results[name] = writer.write(backend._Wanted(name, "q2", chunk, 1, False, None, None))
+            results[name] = writer.write(database.Wanted(name, "q2", chunk, 1, False, None, None))
         except OSError as exc:
             results[name] = exc
 
@@ -110,7 +113,7 @@ def test_a_failed_commit_fails_every_label_in_it_and_writes_none(opened, site, m
     release.set()
     for t in (lead, *waiting):
         t.join(10)
-    assert isinstance(results["ana"], backend.LabelState)
+    assert isinstance(results["ana"], LabelState)
     assert isinstance(results["ben"], OSError) and isinstance(results["dora"], OSError)
     assert [(e[0], e[2]) for e in events(site.db) if e[1] == "q2"] == [("ana", "c01")]
 
@@ -118,21 +121,21 @@ def test_a_failed_commit_fails_every_label_in_it_and_writes_none(opened, site, m
 def test_a_pair_outside_the_queue_is_not_found(opened):
     project, queues = opened
     with pytest.raises(backend.NotFound):
-        backend.post_label(project, queues, who("ana"), "q1", "no-such-chunk", grade=1)
+        labels.post_label(project, queues, who("ana"), "q1", "no-such-chunk", grade=1)
     with pytest.raises(backend.NotFound):
-        backend.pair_at(project, queues, who("ana"), "q9", "c01")
+        pairs.pair_at(project, queues, who("ana"), "q9", "c01")
 
 
 def test_a_pair_labelled_elsewhere_is_passed_over(opened):
     from ragjudge.services.labels.events import record_label
 
     project, queues = opened
-    first, second = backend.next_pairs(project, queues, who("ana"), 2)["pairs"]
+    first, second = pairs.next_pairs(project, queues, who("ana"), 2)["pairs"]
     record_label(project, annotator="ana", query_id=first["query"]["id"], chunk_id=first["chunk"]["id"],
                  grade=1, source="tui")  # the app, in another process
-    again = backend.next_pairs(project, queues, who("ana"))["pairs"][0]
+    again = pairs.next_pairs(project, queues, who("ana"))["pairs"][0]
     assert (again["query"]["id"], again["chunk"]["id"]) == (second["query"]["id"], second["chunk"]["id"])
-    shown = backend.pair_at(project, queues, who("ana"), first["query"]["id"], first["chunk"]["id"])
+    shown = pairs.pair_at(project, queues, who("ana"), first["query"]["id"], first["chunk"]["id"])
     assert shown["label"]["grade"] == 1 and shown["seen"] == shown["label"]["event_id"]
 
 
@@ -195,7 +198,7 @@ def test_a_token_opens_what_the_roster_says_it_opens(opened, site):
     roster.retire(project, "dora", access=rights(project, "dora"))
     for token in (site.tokens["ana"], old_ben, site.tokens["dora"], "", "  ", "rj_nothing", site.tokens["ana"] + " "):
         member = from_token(project, token)
-        found = backend.member_by_token(project, token)
+        found = database.member_by_token(project, token)
         assert (found is None) == (member is None), token
         if found is not None:
             assert member is not None
