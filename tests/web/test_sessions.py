@@ -104,8 +104,10 @@ def test_annotators_are_refused_every_lead_route(web, site):
         assert "for leads" in client.get("/lead").text
 
 
-def test_the_evaluation_is_what_eval_format_json_prints(web, site, capsys):
+def test_the_evaluation_is_what_eval_format_json_prints(web, site, capsys, monkeypatch):
     from ragjudge.cli import main
+
+    monkeypatch.setenv("RAGJUDGE_USER", "dora")  # the lead the API is asked as, on both sides
 
     with Project.open(site.db) as project:
         from ragjudge.services.labels.events import record_label

@@ -51,7 +51,7 @@ def evaluation_json(project: Project, who: Who, *, rule: str | None = None, meas
     evaluation = svc.evaluate_all(qrels, runs, names, threshold=threshold, queries=averaging,
                                   project=project, rule=rule_used,
                                   qrels_source=f"project {project.shown_db}", strata=strata, by=by,
-                                  composition=found.composition)
+                                  composition=found.composition, reader=access)
     data = evaluation_json_of(evaluation, per_query, False)
     return _json_floats(data)
 
