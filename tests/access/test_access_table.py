@@ -541,11 +541,11 @@ async def _per_query_tab(app, pilot, project) -> str:
 
 def test_the_per_query_tab_shows_ann_no_value_of_a_query_with_a_pair_she_has_not_judged(db):
     """q1's values are made of zz-secret's gold too: ann's per-query tab lists q1 with its
-    values "not shown" (she may still open it to judge); dora's shows them."""
+    values "hidden" (she may still open it to judge); dora's shows them."""
     ann = _show(db, ANN, _per_query_tab)
     q1 = next(line for line in ann.splitlines() if line.startswith("q1 |"))
-    assert "not shown" in q1 and "0." not in q1 and "1." not in q1.split("|", 4)[-1]
+    assert "hidden" in q1 and "0." not in q1 and "1." not in q1.split("|", 4)[-1]
     assert "blind: " in ann and "values not shown" in ann
     dora = _show(db, LEAD, _per_query_tab)
     q1 = next(line for line in dora.splitlines() if line.startswith("q1 |"))
-    assert "not shown" not in q1 and "values not shown" not in dora
+    assert "hidden" not in q1 and "values not shown" not in dora

@@ -211,7 +211,7 @@ class EvalTabs(TabsBase):
             cells = [literal(qid), literal(rows.categories[i] or ""), str(int(rows.judged[i])),
                      str(disputed.get(qid, 0))]
             if qid in rows.hidden:  # a blind reader: the value would tell a grade not theirs
-                cells += [Text("not shown", style="dim") for _ in values]
+                cells += [Text("hidden", style="dim") for _ in values]
             else:
                 cells += [Text(fmt(v), style="bold green" if j in top else "")
                           for j, v in enumerate(values)]
