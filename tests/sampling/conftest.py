@@ -18,3 +18,6 @@ def _no_project(monkeypatch):
     monkeypatch.setitem(common.CLI_STATE, "db", None)
     monkeypatch.delenv("RAGJUDGE_DB", raising=False)
     monkeypatch.delenv("RAGJUDGE_LEAN", raising=False)
+    # the commands run as the project's lead, who sees every query's values (in a blind
+    # project an annotator sees a query's own values only once they judged its whole gold)
+    monkeypatch.setenv("RAGJUDGE_USER", "lea")

@@ -98,21 +98,23 @@ class Access:
             self.require_sees_all(f"score under {name}'s grades alone (--rule {rule})")
 
     def own_pairs(self, query_id: str | None = None) -> set[tuple[str, str]]:
-        """The pairs this identity has a current grade for (of one query, or all)."""
+        """The pairs this identity has a current grade for (of one query, or all). Plain SQL,
+        so that it reads a full project and the command line's lean one alike."""
         if self.name is None:
             return set()
-        from sqlalchemy import select
+        from ragjudge.services.events.labels import RECHECK
+        from ragjudge.store.sqltext import fetch
 
-        from ragjudge.services.events.labels import newest_label_ids
-        from ragjudge.store.schema import Label
-
-        newest = newest_label_ids()
-        stmt = (select(Label.query_id, Label.chunk_id).join(newest, newest.c.id == Label.id)
-                .where(Label.annotator == self.name, Label.grade.is_not(None)))
-        if query_id is not None:
-            stmt = stmt.where(Label.query_id == query_id)
-        with self.project.read() as session:
-            return {(q, c) for q, c in session.execute(stmt)}
+        where = " AND query_id = :query" if query_id is not None else ""
+        sql = ("SELECT l.query_id, l.chunk_id FROM labels AS l JOIN "
+               "(SELECT max(id) AS id FROM labels WHERE annotator = :name"
+               f"{where} AND (source IS NULL OR source != :recheck) "
+               "GROUP BY query_id, chunk_id) AS n ON l.id = n.id WHERE l.grade IS NOT NULL")
+        params = {"name": self.name, "recheck": RECHECK, "query": query_id}
+        if query_id is None:
+            del params["query"]
+        with self.project.connect() as connection:
+            return {(q, c) for q, c in fetch(connection, sql, params)}
 
     def pair_filter(self) -> Callable[[str, str], bool] | None:
         """None when every pair's grades are visible, else a test of (query, chunk): the pairs
