@@ -276,15 +276,22 @@ async def _agreement(app, pilot, project) -> str:
     return rendered(screen)
 
 
-async def _explanation(app, pilot, project) -> str:
+async def _open_per_query_tab(app, pilot, project):
+    """The evaluation screen, on its per-query tab once the rows are there."""
     from ragjudge.tui.screens.evaluation import EvaluationScreen
-    from ragjudge.tui.widgets.evalpane import ExplainModal
 
     screen = EvaluationScreen(project)
     app.push_screen(screen)
     await wait_for(pilot, lambda: screen.snapshot is not None)
     await pilot.press("p")
     await wait_for(pilot, lambda: screen.snapshot.rows is not None and bool(screen._query_rows))
+    return screen
+
+
+async def _explanation(app, pilot, project) -> str:
+    from ragjudge.tui.widgets.evalpane import ExplainModal
+
+    screen = await _open_per_query_tab(app, pilot, project)
     await pilot.press("enter")  # q1, the first row
     await wait_for(pilot, lambda: isinstance(app.screen, ExplainModal))
     return rendered(app.screen) + rendered(screen)
@@ -529,14 +536,7 @@ def lead_gold(project: Project) -> dict[str, dict[str, int]]:
 
 
 async def _per_query_tab(app, pilot, project) -> str:
-    from ragjudge.tui.screens.evaluation import EvaluationScreen
-
-    screen = EvaluationScreen(project)
-    app.push_screen(screen)
-    await wait_for(pilot, lambda: screen.snapshot is not None)
-    await pilot.press("p")
-    await wait_for(pilot, lambda: screen.snapshot.rows is not None and bool(screen._query_rows))
-    return rendered(screen)
+    return rendered(await _open_per_query_tab(app, pilot, project))
 
 
 def test_the_per_query_tab_shows_ann_no_value_of_a_query_with_a_pair_she_has_not_judged(db):
