@@ -46,7 +46,7 @@ from ragjudge.numeric import MAX_GRADE, cutoff_problem, parse_integer, parse_num
 from ragjudge.safetext import quote
 
 #: modules whose import registers measures; imported in this order, as far as a lookup needs
-MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.rag", "ragjudge.metrics.answers",
+MEASURE_MODULES = ("ragjudge.metrics.measures", "ragjudge.metrics.ragmeasures", "ragjudge.metrics.answers",
                    "ragjudge.metrics.diversity", "ragjudge.metrics.sampled")
 
 Kernel = Callable[["Any", "Measure"], np.ndarray]

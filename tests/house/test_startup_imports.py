@@ -70,6 +70,7 @@ def test_the_command_as_typed_imports_no_heavy_module(args):
 
 FILE_EVAL_SKIPS = (
     "ragjudge.metrics.sampled", "ragjudge.services.scoring.sampled", "ragjudge.metrics.rag",
+    "ragjudge.metrics.ragmeasures", "ragjudge.metrics.entities",
     "ragjudge.metrics.answers", "ragjudge.metrics.diversity", "ragjudge.metrics.significance",
     "ragjudge.metrics.corrections", "ragjudge.services.scoring.rag", "typer", "click", "rich",
     *(name for name in HEAVY if name != "numpy"),
