@@ -29,7 +29,7 @@ How the annotators' labels become one judgement (the gold rule for RAG labels)
   so under ``adjudicated`` they fall back to ``median``.
 - Removed facets and nuggets do not count. Nuggets of kind ``claim`` are the claims of the
   reference answer (ContextRecall); the others are nuggets (NuggetRecall).
-- Entities are matched in the chunks' text (:func:`ragjudge.metrics.rag.entity_hits`: NFKD,
+- Entities are matched in the chunks' text (:func:`ragjudge.metrics.entities.entity_hits`: NFKD,
   combining marks removed, case-folded, whole words).
 - Citations are those of the run's own generated answer (``answers.run`` = the run's name);
   Attribution is computed on every query some run answered.
