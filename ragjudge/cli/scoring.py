@@ -256,9 +256,8 @@ def csv_text(value: object, raw: bool) -> str:
 
 def per_query_values(evaluation: Any, run: str, stratum: str | None = None) -> dict[str, dict[str, float]]:
     """Each query's values of ``run``, queries in natural order (q2 before q10), as the tables,
-    the CSV and the JSON list them."""
-    values = evaluation.per_query(run, stratum)
-    return {query: values[query] for query in sorted(values, key=natural_key)}
+    the CSV and the JSON list them (:meth:`Evaluation.per_query` orders them)."""
+    return evaluation.per_query(run, stratum)
 
 
 def csv_value(value: float | None) -> str:

@@ -608,9 +608,10 @@ def explain_query(project: Project | None, run_name: str, qrels: Qrels, run: Run
             qrels = sample_qrels(qrels, stored.pool)
         explanation = explain(qrels, run, query_id, parsed, threshold=threshold, extras=extras)
     visible = None if access is None else access.grade_filter(query_id)
-    if visible is None:
+    if access is None or visible is None:
         return explanation
-    return explanation.blind(visible, value_shown=all(map(visible, qrels.for_query(query_id))))
+    hidden = access.hidden_queries({query_id: qrels.for_query(query_id)})
+    return explanation.blind(visible, value_shown=query_id not in hidden)
 
 
 @dataclass(frozen=True)

@@ -711,8 +711,8 @@ class LiveEvaluation:
                 if self.with_ranges else {"ranges": {}}
             hidden: frozenset[str] = frozenset()
             if access is not None and not access.sees_all and (measure or by):
-                present = [self.query_ids[r] for r in np.flatnonzero(gold.present).tolist()]
-                hidden = access.hidden_queries(self._qrels_of(gold, present).to_dict())
+                hidden = access.hidden_queries({self.query_ids[r]: gold.judgments_of(self.query_ids[r])
+                                                for r in np.flatnonzero(gold.present).tolist()})
             rows = query_rows(self.space, gold, measure, hidden) if measure else None
             by_stratum, sizes = strata(self.space, gold, self.measures, by, hidden) if by else ({}, {})
             return LiveSnapshot(
