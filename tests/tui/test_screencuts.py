@@ -86,5 +86,8 @@ def test_a_footer_key_with_no_room_is_reported():
 
     narrow, wide = asyncio.run(run(60)), asyncio.run(run(250))
     assert narrow and all("footer: key" in c for c in narrow)
-    assert "the j key of many" in narrow[-1]
+    # the app's own ^p palette key may be laid out after ours (and cut too), depending on when
+    # the footer first renders: the last of our keys is what must be reported
+    ours = [c for c in narrow if "palette" not in c]
+    assert ours and "the j key of many" in ours[-1]
     assert wide == []
